@@ -1,0 +1,276 @@
+/* fp8kit.h - the whole public C API of fp8kit (C11; no CUDA header needed).
+ *
+ * fp8kit quantizes bf16/fp16/fp32 tensors to FP8 (e4m3, e5m2) in every common
+ * scaling scheme (per-tensor, per-row, 1x128 and 128x128 blocks, OCP MXFP8) and
+ * multiplies FP8 matrices with scales and epilogue fused. Numerics follow
+ * SPEC.md (shared/SPEC.md in the source tree) bit for bit.
+ *
+ * Conventions
+ * - Every function returns an fp8kit_status; fp8kit_status_string() names it and
+ *   fp8kit_last_error() gives the detailed message of the last failing call on a
+ *   context. Nothing is written to any output when a call fails validation.
+ * - The caller owns all memory. With the CPU backend pointers are host memory;
+ *   with the CUDA backend they are device memory (cudaMalloc) and `stream` is a
+ *   cudaStream_t passed as void * (NULL = the default stream). The CPU backend
+ *   ignores `stream`.
+ * - Shapes and strides are int64_t and counted in elements.
+ * - Thread safety: a context may be used from several threads at once. The plan
+ *   cache is guarded by a lock. The last-error text is kept per context and per
+ *   thread: fp8kit_last_error() returns the message of the calling thread's last
+ *   failing call on that context.
+ */
+#ifndef FP8KIT_H
+#define FP8KIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FP8KIT_API __declspec(dllexport)
+#else
+#define FP8KIT_API __attribute__((visibility("default")))
+#endif
+
+#define FP8KIT_VERSION_MAJOR 0
+#define FP8KIT_VERSION_MINOR 1
+#define FP8KIT_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ status */
+typedef enum fp8kit_status {
+    FP8KIT_OK = 0,
+    FP8KIT_ERR_NULL_POINTER = 1,      /* a required pointer is NULL */
+    FP8KIT_ERR_INVALID_ARGUMENT = 2,  /* an enum or value out of range */
+    FP8KIT_ERR_INVALID_SHAPE = 3,     /* shapes disagree or break a scheme's rule */
+    FP8KIT_ERR_SIZE_OVERFLOW = 4,     /* negative dims or a byte count overflows */
+    FP8KIT_ERR_INVALID_STRIDE = 5,    /* stride smaller than a row, or not row-major */
+    FP8KIT_ERR_MISALIGNED = 6,        /* pointer or leading dim not aligned as a kernel needs */
+    FP8KIT_ERR_UNSUPPORTED = 7,       /* dtype/scheme/option combination not supported */
+    FP8KIT_ERR_BACKEND_UNAVAILABLE = 8, /* backend not built in, or no usable device */
+    FP8KIT_ERR_ARCH_MISMATCH = 9,     /* device architecture lacks a needed feature */
+    FP8KIT_ERR_DEVICE = 10,           /* a CUDA runtime/driver call failed */
+    FP8KIT_ERR_OUT_OF_MEMORY = 11,
+    FP8KIT_ERR_WORKSPACE_TOO_SMALL = 12,
+    FP8KIT_ERR_IO = 13,               /* file could not be read or written */
+    FP8KIT_ERR_CORRUPT_FILE = 14,     /* a file's contents break its format */
+    FP8KIT_ERR_INTERNAL = 15
+} fp8kit_status;
+
+/* Static name of a status, e.g. "FP8KIT_ERR_INVALID_SHAPE: ...". Never NULL. */
+FP8KIT_API const char *fp8kit_status_string(fp8kit_status st);
+
+/* "0.1.0" */
+FP8KIT_API const char *fp8kit_version_string(void);
+FP8KIT_API int fp8kit_version(void); /* MAJOR*10000 + MINOR*100 + PATCH */
+
+/* ------------------------------------------------------------------ dtypes */
+typedef enum fp8kit_dtype {
+    FP8KIT_F32 = 0,
+    FP8KIT_F16 = 1,
+    FP8KIT_BF16 = 2,
+    FP8KIT_E4M3 = 3, /* OCP E4M3FN (torch.float8_e4m3fn) */
+    FP8KIT_E5M2 = 4, /* OCP E5M2 (torch.float8_e5m2) */
+    FP8KIT_E8M0 = 5, /* unsigned exponent scale (torch.float8_e8m0fnu) */
+    FP8KIT_DTYPE_COUNT
+} fp8kit_dtype;
+
+FP8KIT_API size_t fp8kit_dtype_size(fp8kit_dtype t); /* bytes per element, 0 if invalid */
+FP8KIT_API const char *fp8kit_dtype_name(fp8kit_dtype t); /* "f32", "bf16", "e4m3", ... */
+
+/* --------------------------------------------------------------- backends */
+typedef enum fp8kit_backend {
+    FP8KIT_BACKEND_AUTO = 0, /* CUDA if a usable device is present, else CPU */
+    FP8KIT_BACKEND_CPU = 1,
+    FP8KIT_BACKEND_CUDA = 2
+} fp8kit_backend;
+
+FP8KIT_API const char *fp8kit_backend_name(fp8kit_backend b);
+/* 1 if the backend is compiled in and usable on this machine (CUDA: a device
+ * is present and the driver loads). */
+FP8KIT_API int fp8kit_backend_available(fp8kit_backend b);
+
+typedef struct fp8kit_ctx fp8kit_ctx;
+
+/* Creates a context. `device` is the CUDA device ordinal (ignored by the CPU
+ * backend). AUTO resolves once, here. */
+FP8KIT_API fp8kit_status fp8kit_ctx_create(fp8kit_backend backend, int device, fp8kit_ctx **out);
+FP8KIT_API fp8kit_status fp8kit_ctx_destroy(fp8kit_ctx *ctx); /* NULL is a no-op returning OK */
+/* The backend the context resolved to (never AUTO). */
+FP8KIT_API fp8kit_backend fp8kit_ctx_backend(const fp8kit_ctx *ctx);
+/* CPU backend threads (OpenMP); 0 = OpenMP's default. */
+FP8KIT_API fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads);
+/* Message of the calling thread's last failing call on ctx ("" if none). */
+FP8KIT_API const char *fp8kit_last_error(const fp8kit_ctx *ctx);
+/* One line describing the backend and device, e.g. "cpu: 2 threads". */
+FP8KIT_API const char *fp8kit_ctx_describe(const fp8kit_ctx *ctx);
+
+/* ------------------------------------------------------------------ tensor */
+#define FP8KIT_MAX_DIMS 4
+
+/* A strided view. strides are in elements; the last dim must have stride 1
+ * (rows are contiguous) and each other stride must be >= the extent of the
+ * dim after it (stride[i] >= shape[i+1] * stride[i+1]). All strides 0 means
+ * contiguous row-major. ndim 0 is a scalar (one element). */
+typedef struct fp8kit_tensor {
+    void *data;
+    fp8kit_dtype dtype;
+    int32_t ndim;
+    int64_t shape[FP8KIT_MAX_DIMS];
+    int64_t strides[FP8KIT_MAX_DIMS];
+} fp8kit_tensor;
+
+/* A contiguous row-major tensor (strides filled in). */
+FP8KIT_API fp8kit_tensor fp8kit_tensor_make(void *data, fp8kit_dtype dtype, int32_t ndim,
+                                            const int64_t *shape);
+/* Shortcut for ndim 2 with a leading dimension (row stride) ld >= cols. */
+FP8KIT_API fp8kit_tensor fp8kit_tensor_2d(void *data, fp8kit_dtype dtype, int64_t rows,
+                                          int64_t cols, int64_t ld);
+/* Number of elements, or -1 when a dim is negative or the count overflows. */
+FP8KIT_API int64_t fp8kit_tensor_numel(const fp8kit_tensor *t);
+
+/* ------------------------------------------------------------ quantization */
+typedef enum fp8kit_scheme {
+    FP8KIT_SCHEME_TENSOR = 0,       /* one fp32 scale */
+    FP8KIT_SCHEME_ROW = 1,          /* fp32 scale per row, shape (..., R, 1) */
+    FP8KIT_SCHEME_BLOCK1X128 = 2,   /* fp32 per 128 elements of a row, (..., R, ceil(C/128)) */
+    FP8KIT_SCHEME_BLOCK128X128 = 3, /* fp32 per 128x128 tile, (..., ceil(R/128), ceil(C/128)) */
+    FP8KIT_SCHEME_MX = 4            /* e8m0 per 32 elements along axis */
+} fp8kit_scheme;
+
+typedef enum fp8kit_rounding {
+    FP8KIT_ROUND_FLOOR = 0, /* OCP MX v1.0 scale rule (default) */
+    FP8KIT_ROUND_RCEIL = 1  /* cuBLAS / Transformer Engine rule */
+} fp8kit_rounding;
+
+typedef enum fp8kit_scale_layout {
+    FP8KIT_LAYOUT_PLAIN = 0,   /* row-major, shapes as in fp8kit_scheme */
+    FP8KIT_LAYOUT_BLOCKED = 1, /* mx only: tensor-core 128x4 tiles, per-expert padded */
+    FP8KIT_LAYOUT_MN_MAJOR = 2 /* block1x128/block128x128 only: transposed, rows padded to 4 */
+} fp8kit_scale_layout;
+
+typedef struct fp8kit_quant_desc {
+    fp8kit_scheme scheme;
+    fp8kit_dtype elem;       /* FP8KIT_E4M3 or FP8KIT_E5M2 */
+    int32_t axis;            /* mx only: -1 (last dim) or -2 (second to last; output transposed) */
+    fp8kit_rounding rounding; /* mx only */
+    int32_t pow2;            /* fp32 schemes: round each scale up to a power of two */
+    fp8kit_scale_layout scale_layout;
+} fp8kit_quant_desc;
+
+/* A descriptor with defaults: e4m3, axis -1, floor, no pow2, plain layout. */
+FP8KIT_API fp8kit_quant_desc fp8kit_quant_desc_default(fp8kit_scheme scheme);
+
+/* Given the input x (only dtype, ndim and shape are read), fills the dtype,
+ * ndim and shape (contiguous strides, data = NULL) that q and scale must have.
+ * For the blocked layout the scale shape is (..., Rp, Cp) padded (E experts
+ * concatenated); for mn_major it is (..., ceil(C/128), 4*ceil(rows/4)) with
+ * rows = R (block1x128) or ceil(R/128) (block128x128). */
+FP8KIT_API fp8kit_status fp8kit_quant_shapes(const fp8kit_quant_desc *desc, const fp8kit_tensor *x,
+                                             fp8kit_tensor *q, fp8kit_tensor *scale);
+
+/* x (..., R, C) in f32/f16/bf16, 1 <= ndim <= 4 (ndim >= 2 for row, block and
+ * mx schemes). q gets fp8 codes with x's shape, or (..., C, R) for mx axis -2.
+ * scale gets the scales described by fp8kit_quant_shapes: dequantization
+ * multipliers S (f32) or e8m0 bytes. q and scale must be contiguous except
+ * that q may have a row stride >= its row length. */
+FP8KIT_API fp8kit_status fp8kit_quantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,
+                                         const fp8kit_tensor *x, fp8kit_tensor *q,
+                                         fp8kit_tensor *scale, void *stream);
+
+/* Inverse of fp8kit_quantize: y = decode(q) * S, rounded to y's dtype
+ * (f32/f16/bf16, RNE). y has the original (un-transposed) shape of x. */
+FP8KIT_API fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,
+                                           const fp8kit_tensor *q, const fp8kit_tensor *scale,
+                                           fp8kit_tensor *y, void *stream);
+
+/* Element-wise cast to fp8 without scaling (satfinite RNE), or back, between
+ * any of f32/f16/bf16 and e4m3/e5m2 of the same shape. */
+FP8KIT_API fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor *y,
+                                     void *stream);
+
+/* -------------------------------------------------------------------- GEMM */
+typedef enum fp8kit_scale_mode {
+    FP8KIT_SCALE_NONE = 0,   /* no scale (1.0) */
+    FP8KIT_SCALE_TENSOR = 1, /* one f32 */
+    FP8KIT_SCALE_ROW = 2,    /* f32 per row: A (M) / B (N) */
+    FP8KIT_SCALE_BLOCK = 3,  /* A: f32 1x128 (M, ceil(K/128)); B: f32 128x128 (ceil(N/128), ceil(K/128)) */
+    FP8KIT_SCALE_MX = 4      /* e8m0 per 32 of K: A (M, K/32), B (N, K/32); plain or blocked */
+} fp8kit_scale_mode;
+
+typedef enum fp8kit_activation {
+    FP8KIT_ACT_NONE = 0,
+    FP8KIT_ACT_RELU = 1,
+    FP8KIT_ACT_GELU_TANH = 2,
+    FP8KIT_ACT_GELU_ERF = 3,
+    FP8KIT_ACT_SILU = 4
+} fp8kit_activation;
+
+typedef enum fp8kit_bias_mode {
+    FP8KIT_BIAS_NONE = 0,
+    FP8KIT_BIAS_COL = 1, /* bias[n], length N (the usual linear-layer bias) */
+    FP8KIT_BIAS_ROW = 2  /* bias[m], length M */
+} fp8kit_bias_mode;
+
+typedef enum fp8kit_out_quant {
+    FP8KIT_OUTQ_NONE = 0,      /* D = cast(y) to D's dtype (bf16/f16/f32/e4m3/e5m2) */
+    FP8KIT_OUTQ_SCALED = 1,    /* fp8 D = fp8(y / scale_d[0]); amax_d[0] = max |y| */
+    FP8KIT_OUTQ_MX = 2,        /* fp8 D, e8m0 scales per 32 of each row of y (plain layout) */
+    FP8KIT_OUTQ_BLOCK1X128 = 3 /* fp8 D, f32 scales per 128 of each row of y */
+} fp8kit_out_quant;
+
+/* What the kernel computes; the same descriptor with the same shapes reuses a
+ * cached plan. Zero-initialise, then set what you need ({0} is valid:
+ * no scales, no epilogue, output dtype taken from args->d). */
+typedef struct fp8kit_gemm_desc {
+    fp8kit_scale_mode scale_a;    /* TENSOR/ROW/NONE mix freely; BLOCK and MX need both sides alike */
+    fp8kit_scale_mode scale_b;
+    fp8kit_scale_layout scale_layout; /* MX: plain/blocked; BLOCK: plain or mn_major (A's scales) */
+    fp8kit_bias_mode bias;
+    fp8kit_activation act;
+    fp8kit_out_quant out_quant;
+    fp8kit_dtype out_hp;          /* OUTQ_MX/BLOCK1X128: y is rounded to this (bf16/f16/f32) first */
+    fp8kit_rounding out_rounding; /* OUTQ_MX */
+    int32_t out_pow2;             /* OUTQ_BLOCK1X128 */
+    int32_t fast_accum;           /* CUDA: allow fewer fp32 promotions (less accurate); CPU ignores */
+} fp8kit_gemm_desc;
+
+/* The operands of one call: D = out(act(alpha * deq(A) deq(B)^T + beta * C + bias)).
+ * A (M, K) and B (N, K) are e4m3/e5m2, K-contiguous, row stride >= K.
+ * C and D are (M, N). C is read only when beta != 0 (dtype bf16/f16/f32).
+ * bias is 1-D f32/bf16/f16 (length N or M). scale_a/scale_b as in
+ * fp8kit_scale_mode (a scalar may be ndim 0 or shape (1)). scale_d: OUTQ_SCALED
+ * -> the f32 scalar input scale; OUTQ_MX/BLOCK1X128 -> the output scales
+ * (M, N/32) e8m0 or (M, ceil(N/128)) f32. amax_d: optional f32 scalar output
+ * (OUTQ_SCALED). Unused tensors may be left zeroed (data NULL). */
+typedef struct fp8kit_gemm_args {
+    fp8kit_tensor a, b;
+    fp8kit_tensor scale_a, scale_b;
+    float alpha, beta;
+    fp8kit_tensor c;
+    fp8kit_tensor bias;
+    fp8kit_tensor d;
+    fp8kit_tensor scale_d;
+    float *amax_d;
+    void *workspace;
+    size_t workspace_bytes;
+} fp8kit_gemm_args;
+
+/* Workspace the call needs for these operands (0 on the CPU). */
+FP8KIT_API fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                                    const fp8kit_gemm_args *args, size_t *bytes);
+
+/* Runs the GEMM. Validates everything before launching; on error nothing is
+ * written. alpha = 0 is not special (0 * Inf = NaN as in IEEE). */
+FP8KIT_API fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                     const fp8kit_gemm_args *args, void *stream);
+
+/* Number of distinct plans cached in the context (for tests and tools). */
+FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FP8KIT_H */

@@ -1,0 +1,142 @@
+/* internal.h - library-internal types shared by the core and the backends:
+ * the context, validated "jobs" (canonical views of the public descriptors),
+ * the plan cache and the backend entry points. Nothing here is public API. */
+#ifndef FK_INTERNAL_H
+#define FK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include "fp8kit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A batch of E row-major matrices R x C with unit column stride: element
+ * (e, r, c) lives at data + (e * se + r * sr + c) * size(dtype). */
+typedef struct fk_mat {
+    void *data;
+    fp8kit_dtype dtype;
+    int64_t E, R, C;
+    int64_t se, sr;
+} fk_mat;
+
+/* A validated quantize / dequantize call. For quantize, x is read and q and
+ * scale are written; for dequantize, q and scale are read and x (= y) written.
+ * x is the logical (E, R, C) tensor (for the tensor scheme the whole input is
+ * one group). q is (E, R, C), or (E, C, R) for mx axis -2. scale is
+ * contiguous: E consecutive per-expert buffers of scale_rows x scale_cols
+ * elements (f32, or bytes for e8m0) in the stored layout, padding included:
+ *   tensor:        1 x 1 (E = 1 for the whole tensor)
+ *   row:           R x 1
+ *   block1x128:    plain R x ceil(C/128);  mn_major ceil(C/128) x 4*ceil(R/4)
+ *   block128x128:  plain ceil(R/128) x ceil(C/128); mn_major ceil(C/128) x 4*ceil(ceil(R/128)/4)
+ *   mx axis -1:    plain R x C/32;  blocked 128*ceil(R/128) x 4*ceil(C/32/4)
+ *   mx axis -2:    plain C x R/32;  blocked 128*ceil(C/128) x 4*ceil(R/32/4)
+ * Padding entries are written as 0. */
+typedef struct fk_quant_job {
+    fp8kit_quant_desc desc;
+    int e5m2; /* desc.elem == FP8KIT_E5M2 */
+    fk_mat x;
+    fk_mat q;
+    void *scale;
+    int64_t scale_rows, scale_cols;
+} fk_quant_job;
+
+/* A validated element-wise cast: src and dst have the same (E, R, C). */
+typedef struct fk_cast_job {
+    fk_mat src, dst;
+} fk_cast_job;
+
+/* A validated GEMM. Scale pointers follow the descriptor's modes:
+ *   TENSOR: one f32;  ROW: f32[M] (A) / f32[N] (B);
+ *   BLOCK:  A f32 plain (M x ka, row stride ka) or mn_major (ka x Mp4,
+ *           element (m, kb) at kb * scale_a_ld + m); B f32 (ceil(N/128) x ka);
+ *           ka = ceil(K/128)
+ *   MX:     e8m0 plain (rows x K/32) or blocked (fk_blocked_offset with
+ *           Cp = 4*ceil(K/32/4)) for A (rows M) and B (rows N).
+ * scale_a_ld is the row stride of A's block scales in their stored layout. */
+typedef struct fk_gemm_job {
+    fp8kit_gemm_desc desc;
+    int64_t m, n, k;
+    const void *a; fp8kit_dtype a_type; int64_t lda;
+    const void *b; fp8kit_dtype b_type; int64_t ldb;
+    const void *scale_a, *scale_b;
+    int64_t scale_a_ld;
+    float alpha, beta;
+    const void *c; fp8kit_dtype c_type; int64_t ldc; /* NULL when beta == 0 */
+    const void *bias; fp8kit_dtype bias_type;         /* NULL when desc.bias == NONE */
+    void *d; fp8kit_dtype d_type; int64_t ldd;
+    const float *scale_d_in;  /* OUTQ_SCALED */
+    void *scale_d_out;        /* OUTQ_MX: e8m0 M x N/32; OUTQ_BLOCK1X128: f32 M x ceil(N/128); contiguous */
+    float *amax_d;            /* optional, OUTQ_SCALED */
+    void *workspace; size_t workspace_bytes;
+} fk_gemm_job;
+
+/* A resolved GEMM configuration, cached per key. Backends own `config`. */
+#define FK_PLAN_CONFIG_BYTES 64
+typedef struct fk_plan {
+    uint64_t key_hash;
+    unsigned char key[96];
+    unsigned char config[FK_PLAN_CONFIG_BYTES];
+    int valid;
+} fk_plan;
+
+typedef struct fk_plan_cache {
+    pthread_mutex_t lock;
+    fk_plan *slots;
+    int64_t cap, count;
+} fk_plan_cache;
+
+struct fp8kit_ctx {
+    fp8kit_backend backend; /* resolved: CPU or CUDA */
+    int device;
+    int nthreads;
+    fk_plan_cache plans;
+    void *cuda; /* CUDA backend state */
+    char describe[160];
+};
+
+/* Records a formatted message as the calling thread's last error on ctx
+ * (ctx may be NULL) and returns st. */
+fp8kit_status fk_fail(const fp8kit_ctx *ctx, fp8kit_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Plan cache: finds the plan for key (len <= 96 bytes) or inserts one made by
+ * init(ctx, job, config). Returns NULL only when out of memory or init fails
+ * (then *st holds the status). */
+typedef fp8kit_status (*fk_plan_init_fn)(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
+const fk_plan *fk_plan_get(fp8kit_ctx *ctx, const void *key, size_t len, const fk_gemm_job *job,
+                           fk_plan_init_fn init, fp8kit_status *st);
+void fk_plan_cache_init(fk_plan_cache *pc);
+void fk_plan_cache_free(fk_plan_cache *pc);
+
+/* CPU backend (src/cpu). Jobs are validated; these only compute. */
+fp8kit_status fk_cpu_quantize(fp8kit_ctx *ctx, const fk_quant_job *job);
+fp8kit_status fk_cpu_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job);
+fp8kit_status fk_cpu_cast(fp8kit_ctx *ctx, const fk_cast_job *job);
+fp8kit_status fk_cpu_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
+fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan);
+
+/* CUDA backend (src/cuda), present when FP8KIT_HAVE_CUDA is defined. */
+int fk_cuda_available(void);
+int fk_cuda_device_count(void);
+fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx);
+void fk_cuda_ctx_free(fp8kit_ctx *ctx);
+fp8kit_status fk_cuda_quantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
+fp8kit_status fk_cuda_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
+fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream);
+fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
+fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
+fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
+
+/* Element-wise helpers for any fk_mat dtype (host). */
+static inline size_t fk_dtype_bytes(fp8kit_dtype t)
+{
+    return t == FP8KIT_F32 ? 4 : (t == FP8KIT_F16 || t == FP8KIT_BF16) ? 2 : 1;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,92 @@
+/* scale.h - scale rules of SPEC section 2, shared by CPU and CUDA:
+ * NaN-propagating amax on magnitude bits, fp32 group scales (with the pow2
+ * option), MX e8m0 scales (FLOOR and RCEIL) and their reciprocals, and the
+ * per-element quantize steps. */
+#ifndef FK_SCALE_H
+#define FK_SCALE_H
+
+#include "codec.h"
+
+/* amax is kept as the bits of |x|: as unsigned integers, NaN > Inf > finite,
+ * so an integer max over (bits & 0x7FFFFFFF) is a NaN-propagating amax. */
+FK_HD uint32_t fk_abs_bits(float x) { return fk_f2u(x) & 0x7FFFFFFFu; }
+FK_HD uint32_t fk_max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+FK_HD float fk_fp8_max(int e5m2) { return e5m2 ? FK_E5M2_MAX : FK_E4M3_MAX; }
+
+/* Smallest power of two >= s, for finite s > 0 (subnormal powers included). */
+FK_HD float fk_pow2_ceil(float s)
+{
+    uint32_t u = fk_f2u(s);
+    if (u >> 23) /* normal */
+        return (u & 0x7FFFFFu) ? fk_u2f((u & 0xFF800000u) + 0x800000u) : s;
+    uint32_t p = 1;
+    while (p < u)
+        p <<= 1;
+    return fk_u2f(p);
+}
+
+/* SPEC 2.1: the dequantization multiplier S of a group from its amax bits. */
+FK_HD float fk_scale_f32(uint32_t amax_bits, int e5m2, int pow2)
+{
+    if (amax_bits >= FK_F32_INF)
+        return fk_u2f(FK_F32_QNAN);
+    if (amax_bits == 0)
+        return 1.0f;
+    float s = fk_u2f(amax_bits) / fk_fp8_max(e5m2);
+    if (s == 0.0f)
+        s = fk_u2f(1u); /* 2^-149 */
+    if (pow2)
+        s = fk_pow2_ceil(s);
+    return s;
+}
+
+/* SPEC 2.1 element step: q = fp8(fl32(x / S)); a NaN S (NaN/Inf group) gives
+ * the canonical NaN, which the division produces on its own. */
+FK_HD uint8_t fk_quant_f32_elem(float x, float s, int e5m2) { return fk_f32_to_fp8(x / s, e5m2); }
+
+/* SPEC 2.2: e8m0 scale byte of an MX block from its amax bits. */
+FK_HD uint8_t fk_mx_scale(uint32_t amax_bits, int e5m2, int rceil)
+{
+    if (amax_bits > FK_F32_INF)
+        return 0xFFu;
+    if (!rceil) {
+        if (amax_bits == FK_F32_INF)
+            return 0xFFu;
+        int e = (int)(amax_bits >> 23) - 127 - (e5m2 ? 15 : 8);
+        e = e < -127 ? -127 : (e > 128 ? 128 : e);
+        return (uint8_t)(e + 127);
+    }
+    const float inv = e5m2 ? (1.0f / 57344.0f) : (1.0f / 448.0f);
+    uint32_t d = fk_f2u(fk_u2f(amax_bits) * inv);
+    uint32_t E = (d >> 23) & 0xFFu, M = d & 0x7FFFFFu;
+    if (E == 0xFFu)
+        return 0xFFu;
+    if (E == 0)
+        return (uint8_t)(M > 0x400000u);
+    return (uint8_t)(E + (M != 0));
+}
+
+/* Reciprocal multiplier r of an e8m0 scale byte (SPEC 2.2). */
+FK_HD float fk_mx_recip(uint8_t s)
+{
+    if (s == 0xFFu)
+        return fk_u2f(FK_F32_QNAN);
+    if (s == 0xFEu)
+        return fk_u2f(0x00400000u); /* 2^-127 */
+    return fk_u2f((uint32_t)(254u - s) << 23);
+}
+
+/* SPEC 2.2 element step: q = fp8(fl32(x * r)); a NaN r gives canonical NaN. */
+FK_HD uint8_t fk_quant_mx_elem(float x, float r, int e5m2) { return fk_f32_to_fp8(x * r, e5m2); }
+
+/* SPEC 2.3 blocked ("128x4") scale layout: byte offset of (r, c) in one
+ * expert's padded buffer of Rp x Cp bytes, Cp = 4 * ceil(C / 4). */
+FK_HD int64_t fk_blocked_offset(int64_t r, int64_t c, int64_t cp)
+{
+    return ((r >> 7) * (cp >> 2) + (c >> 2)) * 512 + (r & 31) * 16 + ((r & 127) >> 5) * 4 + (c & 3);
+}
+FK_HD int64_t fk_blocked_rows(int64_t r) { return fk_round_up(r, 128); }
+FK_HD int64_t fk_blocked_cols(int64_t c) { return fk_round_up(c, 4); }
+
+#endif

@@ -1,0 +1,96 @@
+/* test_util.h - tiny test harness shared by tests/test_*.c: CHECK macros that
+ * report the first few failures with their location, a deterministic RNG with
+ * normal and heavy-tailed samplers, buffer poisoning, and the summary line.
+ * A test's main() ends with `return fk_test_summary("name");`. */
+#ifndef FK_TEST_UTIL_H
+#define FK_TEST_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static long fk_t_pass, fk_t_fail;
+#define FK_T_MAX_REPORTS 20
+
+#define CHECK(cond, ...)                                                              \
+    do {                                                                              \
+        if (cond) {                                                                   \
+            fk_t_pass++;                                                              \
+        } else {                                                                      \
+            if (fk_t_fail++ < FK_T_MAX_REPORTS) {                                     \
+                fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
+                fprintf(stderr, __VA_ARGS__);                                         \
+                fputc('\n', stderr);                                                  \
+            }                                                                         \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_STATUS(expr, want)                                                      \
+    do {                                                                              \
+        fp8kit_status st_ = (expr);                                                   \
+        CHECK(st_ == (want), "%s returned %s, want %s", #expr, fp8kit_status_string(st_), \
+              fp8kit_status_string(want));                                            \
+    } while (0)
+
+/* Prints "N passed, N failed" and returns the process exit code. */
+static inline int fk_test_summary(const char *name)
+{
+    printf("%s: %ld passed, %ld failed\n", name, fk_t_pass, fk_t_fail);
+    return fk_t_fail ? 1 : 0;
+}
+
+/* Exit code CTest treats as "skipped". */
+#define FK_TEST_SKIP 77
+
+/* xoshiro-style deterministic RNG (splitmix64). */
+typedef struct { uint64_t s; } fk_rng;
+static inline uint64_t fk_rng_u64(fk_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static inline uint32_t fk_rng_u32(fk_rng *r) { return (uint32_t)(fk_rng_u64(r) >> 32); }
+/* uniform in [0, 1) */
+static inline double fk_rng_unif(fk_rng *r) { return (double)(fk_rng_u64(r) >> 11) * 0x1.0p-53; }
+static inline double fk_rng_normal(fk_rng *r)
+{
+    double u1 = fk_rng_unif(r), u2 = fk_rng_unif(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+/* Heavy-tailed: Student-t with 2 degrees of freedom (infinite variance). */
+static inline double fk_rng_heavy(fk_rng *r)
+{
+    double z = fk_rng_normal(r), a = fk_rng_normal(r), b = fk_rng_normal(r);
+    return z / sqrt((a * a + b * b) / 2.0 + 1e-300);
+}
+/* Seed from FK_TEST_SEED or the time, printed so failures can be replayed. */
+static inline fk_rng fk_rng_seeded(const char *name)
+{
+    const char *e = getenv("FK_TEST_SEED");
+    uint64_t seed = e ? strtoull(e, NULL, 0) : (uint64_t)time(NULL);
+    printf("%s: seed %llu (FK_TEST_SEED to replay)\n", name, (unsigned long long)seed);
+    fk_rng r = {seed};
+    return r;
+}
+
+/* Fill with a recognizable byte pattern / check it is untouched. */
+#define FK_POISON 0xA5
+static inline void fk_poison(void *p, size_t n) { memset(p, FK_POISON, n); }
+static inline int fk_is_poisoned(const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != FK_POISON) return 0;
+    return 1;
+}
+
+static inline uint32_t fk_t_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float fk_t_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+#endif
