@@ -77,14 +77,14 @@ typedef struct fk_gemm_job {
 #define FK_PLAN_CONFIG_BYTES 64
 typedef struct fk_plan {
     uint64_t key_hash;
-    unsigned char key[96];
+    unsigned char key[160];
     unsigned char config[FK_PLAN_CONFIG_BYTES];
     int valid;
 } fk_plan;
 
 typedef struct fk_plan_cache {
     pthread_mutex_t lock;
-    fk_plan *slots;
+    fk_plan **slots; /* cap entries, NULL = empty */
     int64_t cap, count;
 } fk_plan_cache;
 
@@ -102,7 +102,7 @@ struct fp8kit_ctx {
 fp8kit_status fk_fail(const fp8kit_ctx *ctx, fp8kit_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Plan cache: finds the plan for key (len <= 96 bytes) or inserts one made by
+/* Plan cache: finds the plan for key (len <= 160 bytes) or inserts one made by
  * init(ctx, job, config). Returns NULL only when out of memory or init fails
  * (then *st holds the status). */
 typedef fp8kit_status (*fk_plan_init_fn)(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);

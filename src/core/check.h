@@ -1,0 +1,31 @@
+/* check.h - validation helpers used by the public entry points: tensor
+ * checks that record a specific message and status, and conversion of a
+ * validated tensor into the canonical fk_mat view. */
+#ifndef FK_CHECK_H
+#define FK_CHECK_H
+
+#include "core/internal.h"
+#include "format/scale.h"
+
+/* Checks dtype, ndim, shape (>= 1, no overflow of elements or bytes) and
+ * strides (unit last stride, row-major nesting) of t. `fn` and `name` name
+ * the call and the argument in the message. need_data: data must be non-NULL. */
+fp8kit_status fk_check_tensor(const fp8kit_ctx *ctx, const char *fn, const char *name,
+                              const fp8kit_tensor *t, int need_data);
+
+/* Effective stride of dim i (contiguous strides when all are 0). */
+int64_t fk_stride(const fp8kit_tensor *t, int i);
+
+/* 1 when t is contiguous row-major. */
+int fk_is_contiguous(const fp8kit_tensor *t);
+
+/* Canonical (E, R, C) view of a checked tensor: leading dims fold into E,
+ * which needs them to be collapsible (else INVALID_STRIDE). ndim 0 and 1
+ * give R = 1. */
+fp8kit_status fk_to_mat(const fp8kit_ctx *ctx, const char *fn, const char *name,
+                        const fp8kit_tensor *t, fk_mat *m);
+
+/* Overflow-checked multiply of non-negative values; returns -1 on overflow. */
+int64_t fk_mul_ovf(int64_t a, int64_t b);
+
+#endif

@@ -1,0 +1,138 @@
+/* ctx.c - context lifetime, backend selection, and the per-thread,
+ * per-context last-error messages (fk_fail). */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/internal.h"
+
+/* Each thread remembers the last error message of up to FK_ERR_SLOTS
+ * contexts (NULL is a valid key: failures without a context). */
+#define FK_ERR_SLOTS 8
+typedef struct {
+    const fp8kit_ctx *ctx;
+    int used;
+    char msg[512];
+} fk_err_slot;
+static _Thread_local fk_err_slot fk_errs[FK_ERR_SLOTS];
+static _Thread_local int fk_err_next;
+
+static fk_err_slot *fk_err_find(const fp8kit_ctx *ctx)
+{
+    for (int i = 0; i < FK_ERR_SLOTS; i++)
+        if (fk_errs[i].used && fk_errs[i].ctx == ctx)
+            return &fk_errs[i];
+    return NULL;
+}
+
+fp8kit_status fk_fail(const fp8kit_ctx *ctx, fp8kit_status st, const char *fmt, ...)
+{
+    fk_err_slot *s = fk_err_find(ctx);
+    if (!s) {
+        s = &fk_errs[fk_err_next];
+        fk_err_next = (fk_err_next + 1) % FK_ERR_SLOTS;
+        s->ctx = ctx;
+        s->used = 1;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *fp8kit_last_error(const fp8kit_ctx *ctx)
+{
+    fk_err_slot *s = fk_err_find(ctx);
+    return s ? s->msg : "";
+}
+
+int fp8kit_backend_available(fp8kit_backend b)
+{
+    switch (b) {
+    case FP8KIT_BACKEND_CPU: return 1;
+    case FP8KIT_BACKEND_CUDA:
+#ifdef FP8KIT_HAVE_CUDA
+        return fk_cuda_available();
+#else
+        return 0;
+#endif
+    case FP8KIT_BACKEND_AUTO: return 1;
+    }
+    return 0;
+}
+
+fp8kit_status fp8kit_ctx_create(fp8kit_backend backend, int device, fp8kit_ctx **out)
+{
+    if (!out)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "fp8kit_ctx_create: out is NULL");
+    if ((unsigned)backend > FP8KIT_BACKEND_CUDA)
+        return fk_fail(NULL, FP8KIT_ERR_INVALID_ARGUMENT, "fp8kit_ctx_create: backend %d is not a fp8kit_backend", (int)backend);
+    if (device < 0)
+        return fk_fail(NULL, FP8KIT_ERR_INVALID_ARGUMENT, "fp8kit_ctx_create: device %d is negative", device);
+    fp8kit_backend resolved = backend;
+    if (backend == FP8KIT_BACKEND_AUTO)
+        resolved = fp8kit_backend_available(FP8KIT_BACKEND_CUDA) ? FP8KIT_BACKEND_CUDA : FP8KIT_BACKEND_CPU;
+    if (resolved == FP8KIT_BACKEND_CUDA && !fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
+#ifdef FP8KIT_HAVE_CUDA
+        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: no usable CUDA device or driver");
+#else
+        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: this build has no CUDA backend");
+#endif
+    }
+    fp8kit_ctx *ctx = (fp8kit_ctx *)calloc(1, sizeof *ctx);
+    if (!ctx)
+        return fk_fail(NULL, FP8KIT_ERR_OUT_OF_MEMORY, "fp8kit_ctx_create: out of memory");
+    ctx->backend = resolved;
+    ctx->device = device;
+    fk_plan_cache_init(&ctx->plans);
+    if (resolved == FP8KIT_BACKEND_CUDA) {
+#ifdef FP8KIT_HAVE_CUDA
+        fp8kit_status st = fk_cuda_ctx_init(ctx);
+        if (st != FP8KIT_OK) {
+            /* the backend recorded the message against ctx; move it to NULL */
+            fk_fail(NULL, st, "%s", fp8kit_last_error(ctx));
+            fk_plan_cache_free(&ctx->plans);
+            free(ctx);
+            return st;
+        }
+#endif
+    } else {
+        snprintf(ctx->describe, sizeof ctx->describe, "cpu: %d OpenMP threads", omp_get_max_threads());
+    }
+    fk_err_slot *s = fk_err_find(ctx); /* a stale message of a freed context at this address */
+    if (s)
+        s->msg[0] = 0;
+    *out = ctx;
+    return FP8KIT_OK;
+}
+
+fp8kit_status fp8kit_ctx_destroy(fp8kit_ctx *ctx)
+{
+    if (!ctx)
+        return FP8KIT_OK;
+#ifdef FP8KIT_HAVE_CUDA
+    if (ctx->backend == FP8KIT_BACKEND_CUDA)
+        fk_cuda_ctx_free(ctx);
+#endif
+    fk_plan_cache_free(&ctx->plans);
+    free(ctx);
+    return FP8KIT_OK;
+}
+
+fp8kit_backend fp8kit_ctx_backend(const fp8kit_ctx *ctx) { return ctx ? ctx->backend : FP8KIT_BACKEND_AUTO; }
+
+fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads)
+{
+    if (!ctx)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "fp8kit_ctx_set_threads: ctx is NULL");
+    if (nthreads < 0)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "fp8kit_ctx_set_threads: nthreads %d is negative", nthreads);
+    ctx->nthreads = nthreads;
+    if (ctx->backend == FP8KIT_BACKEND_CPU)
+        snprintf(ctx->describe, sizeof ctx->describe, "cpu: %d OpenMP threads",
+                 nthreads ? nthreads : omp_get_max_threads());
+    return FP8KIT_OK;
+}
+
+const char *fp8kit_ctx_describe(const fp8kit_ctx *ctx) { return ctx ? ctx->describe : "(null context)"; }

@@ -1,0 +1,298 @@
+/* gemm_api.c - public scaled-GEMM entry points: validate descriptor and
+ * operands (SPEC sections 3 and 4) into an fk_gemm_job, find or build the
+ * cached plan (hash + lookup), and dispatch to the backend. */
+#include <string.h>
+#include "core/check.h"
+
+#define FN "fp8kit_gemm"
+
+static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
+static int fk_is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
+
+static fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const fp8kit_gemm_desc *d)
+{
+    if ((unsigned)d->scale_a > FP8KIT_SCALE_MX || (unsigned)d->scale_b > FP8KIT_SCALE_MX)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->scale_a/scale_b is not a fp8kit_scale_mode");
+    if ((unsigned)d->scale_layout > FP8KIT_LAYOUT_MN_MAJOR)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->scale_layout is not a fp8kit_scale_layout");
+    if ((unsigned)d->bias > FP8KIT_BIAS_ROW)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->bias %d is not a fp8kit_bias_mode", (int)d->bias);
+    if ((unsigned)d->act > FP8KIT_ACT_SILU)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->act %d is not a fp8kit_activation", (int)d->act);
+    if ((unsigned)d->out_quant > FP8KIT_OUTQ_BLOCK1X128)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->out_quant %d is not a fp8kit_out_quant",
+                       (int)d->out_quant);
+    if ((unsigned)d->out_rounding > FP8KIT_ROUND_RCEIL)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->out_rounding is not a fp8kit_rounding");
+    int ba = d->scale_a == FP8KIT_SCALE_BLOCK, bb = d->scale_b == FP8KIT_SCALE_BLOCK;
+    int ma = d->scale_a == FP8KIT_SCALE_MX, mb = d->scale_b == FP8KIT_SCALE_MX;
+    if (ba != bb || ma != mb)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": block and mx scaling must be used on both A and B (got scale_a %d, scale_b %d)",
+                       (int)d->scale_a, (int)d->scale_b);
+    if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED && !ma)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": the blocked scale layout is only defined for mx scaling");
+    if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR && !ba)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": the mn_major scale layout is only defined for block scaling");
+    if ((d->out_quant == FP8KIT_OUTQ_MX || d->out_quant == FP8KIT_OUTQ_BLOCK1X128) && !fk_is_hp(d->out_hp))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": desc->out_hp must be f32, f16 or bf16 for fused output quantization");
+    return FP8KIT_OK;
+}
+
+/* A checked tensor of exactly `ndim` = 2 dims rows x cols with contiguous rows. */
+static fp8kit_status fk_check_mat2(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, int64_t rows,
+                                   int64_t cols, int64_t *ld)
+{
+    fp8kit_status st = fk_check_tensor(ctx, FN, name, t, 1);
+    if (st)
+        return st;
+    if (t->ndim != 2)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %s must be 2-D (ndim is %d)", name, t->ndim);
+    if (rows >= 0 && (t->shape[0] != rows || t->shape[1] != cols))
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %s is %lld x %lld; expected %lld x %lld", name,
+                       (long long)t->shape[0], (long long)t->shape[1], (long long)rows, (long long)cols);
+    *ld = fk_stride(t, 0);
+    return FP8KIT_OK;
+}
+
+/* A checked contiguous tensor of dtype `dt` holding exactly `n` elements. */
+static fp8kit_status fk_check_vec(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
+                                  int64_t n, const char *what)
+{
+    fp8kit_status st = fk_check_tensor(ctx, FN, name, t, 1);
+    if (st)
+        return st;
+    if (t->dtype != dt)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": %s->dtype is %s; %s needs %s", name,
+                       fp8kit_dtype_name(t->dtype), what, fp8kit_dtype_name(dt));
+    if (fp8kit_tensor_numel(t) != n)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %s holds %lld elements; %s needs %lld", name,
+                       (long long)fp8kit_tensor_numel(t), what, (long long)n);
+    if (!fk_is_contiguous(t))
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, FN ": %s must be contiguous", name);
+    return FP8KIT_OK;
+}
+
+/* Validates one operand's scales. rows = M (A) or N (B). */
+static fp8kit_status fk_check_op_scale(const fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, int is_a,
+                                       const fp8kit_tensor *s, int64_t rows, int64_t k, int64_t *ld)
+{
+    const char *name = is_a ? "scale_a" : "scale_b";
+    fp8kit_scale_mode mode = is_a ? d->scale_a : d->scale_b;
+    int64_t ka = fk_ceil_div(k, 128);
+    *ld = 0;
+    switch (mode) {
+    case FP8KIT_SCALE_NONE:
+        return FP8KIT_OK;
+    case FP8KIT_SCALE_TENSOR:
+        return fk_check_vec(ctx, name, s, FP8KIT_F32, 1, "tensor scaling");
+    case FP8KIT_SCALE_ROW:
+        return fk_check_vec(ctx, name, s, FP8KIT_F32, rows, "row scaling");
+    case FP8KIT_SCALE_BLOCK:
+        if (!is_a) {
+            *ld = ka;
+            return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_ceil_div(rows, 128) * ka, "128x128 block scaling of B");
+        }
+        if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR) {
+            *ld = fk_round_up(rows, 4);
+            return fk_check_vec(ctx, name, s, FP8KIT_F32, ka * *ld, "1x128 block scaling of A (mn_major)");
+        }
+        *ld = ka;
+        return fk_check_vec(ctx, name, s, FP8KIT_F32, rows * ka, "1x128 block scaling of A");
+    case FP8KIT_SCALE_MX:
+        if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED)
+            return fk_check_vec(ctx, name, s, FP8KIT_E8M0, fk_blocked_rows(rows) * fk_blocked_cols(k / 32),
+                                "mx scaling (blocked layout)");
+        return fk_check_vec(ctx, name, s, FP8KIT_E8M0, rows * (k / 32), "mx scaling");
+    }
+    return FP8KIT_OK;
+}
+
+static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_gemm_args *a,
+                                       fk_gemm_job *j)
+{
+    if (!ctx)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, FN ": ctx is NULL");
+    if (!d || !a)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": %s is NULL", !d ? "desc" : "args");
+    fp8kit_status st = fk_check_gemm_desc(ctx, d);
+    if (st)
+        return st;
+    memset(j, 0, sizeof *j);
+    j->desc = *d;
+    if ((st = fk_check_mat2(ctx, "a", &a->a, -1, -1, &j->lda)) || (st = fk_check_mat2(ctx, "b", &a->b, -1, -1, &j->ldb)))
+        return st;
+    if (!fk_is_fp8(a->a.dtype) || !fk_is_fp8(a->b.dtype))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": A and B must be e4m3 or e5m2 (got %s and %s)",
+                       fp8kit_dtype_name(a->a.dtype), fp8kit_dtype_name(a->b.dtype));
+    j->m = a->a.shape[0];
+    j->k = a->a.shape[1];
+    j->n = a->b.shape[0];
+    if (a->b.shape[1] != j->k)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": A is M x K = %lld x %lld but B is N x K = %lld x %lld",
+                       (long long)j->m, (long long)j->k, (long long)j->n, (long long)a->b.shape[1]);
+    if ((d->scale_a == FP8KIT_SCALE_MX) && j->k % 32)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": mx scaling needs K %% 32 == 0 (K = %lld)", (long long)j->k);
+    j->a = a->a.data; j->a_type = a->a.dtype;
+    j->b = a->b.data; j->b_type = a->b.dtype;
+    int64_t ldb_scale; /* B's block-scale row stride is always ceil(K/128) */
+    if ((st = fk_check_op_scale(ctx, d, 1, &a->scale_a, j->m, j->k, &j->scale_a_ld)) ||
+        (st = fk_check_op_scale(ctx, d, 0, &a->scale_b, j->n, j->k, &ldb_scale)))
+        return st;
+    (void)ldb_scale;
+    j->scale_a = d->scale_a ? a->scale_a.data : NULL;
+    j->scale_b = d->scale_b ? a->scale_b.data : NULL;
+    j->alpha = a->alpha;
+    j->beta = a->beta;
+
+    /* D and output quantization */
+    if ((st = fk_check_mat2(ctx, "d", &a->d, j->m, j->n, &j->ldd)))
+        return st;
+    j->d = a->d.data;
+    j->d_type = a->d.dtype;
+    if (!fk_is_hp(j->d_type) && !fk_is_fp8(j->d_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d->dtype %s is not an output type", fp8kit_dtype_name(j->d_type));
+    if (d->out_quant != FP8KIT_OUTQ_NONE && !fk_is_fp8(j->d_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization needs an e4m3/e5m2 D (d is %s)",
+                       fp8kit_dtype_name(j->d_type));
+    switch (d->out_quant) {
+    case FP8KIT_OUTQ_NONE:
+        break;
+    case FP8KIT_OUTQ_SCALED:
+        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, 1, "OUTQ_SCALED")))
+            return st;
+        j->scale_d_in = (const float *)a->scale_d.data;
+        j->amax_d = a->amax_d;
+        break;
+    case FP8KIT_OUTQ_MX:
+        if (j->n % 32)
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": OUTQ_MX needs N %% 32 == 0 (N = %lld)", (long long)j->n);
+        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_E8M0, j->m * (j->n / 32), "OUTQ_MX")))
+            return st;
+        j->scale_d_out = a->scale_d.data;
+        break;
+    case FP8KIT_OUTQ_BLOCK1X128:
+        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, j->m * fk_ceil_div(j->n, 128), "OUTQ_BLOCK1X128")))
+            return st;
+        j->scale_d_out = a->scale_d.data;
+        break;
+    }
+    if (d->out_quant != FP8KIT_OUTQ_SCALED && a->amax_d)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": amax_d is only written with OUTQ_SCALED");
+
+    /* C (read only when beta != 0) and bias */
+    if (a->beta != 0.0f) {
+        if ((st = fk_check_mat2(ctx, "c", &a->c, j->m, j->n, &j->ldc)))
+            return st;
+        if (!fk_is_hp(a->c.dtype))
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": c->dtype must be f32, f16 or bf16 (is %s)",
+                           fp8kit_dtype_name(a->c.dtype));
+        j->c = a->c.data;
+        j->c_type = a->c.dtype;
+    }
+    if (d->bias != FP8KIT_BIAS_NONE) {
+        int64_t len = d->bias == FP8KIT_BIAS_COL ? j->n : j->m;
+        if ((st = fk_check_tensor(ctx, FN, "bias", &a->bias, 1)))
+            return st;
+        if (!fk_is_hp(a->bias.dtype))
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": bias->dtype must be f32, f16 or bf16 (is %s)",
+                           fp8kit_dtype_name(a->bias.dtype));
+        if ((st = fk_check_vec(ctx, "bias", &a->bias, a->bias.dtype, len,
+                               d->bias == FP8KIT_BIAS_COL ? "a column bias (length N)" : "a row bias (length M)")))
+            return st;
+        j->bias = a->bias.data;
+        j->bias_type = a->bias.dtype;
+    }
+    j->workspace = a->workspace;
+    j->workspace_bytes = a->workspace_bytes;
+    return FP8KIT_OK;
+}
+
+/* Plan key: everything a backend may specialise on, never the data. */
+typedef struct fk_gemm_key {
+    int32_t backend, scale_a, scale_b, layout, bias, act, out_quant, out_hp, out_rounding, out_pow2, fast_accum;
+    int32_t a_type, b_type, c_type, bias_type, d_type, has_c, has_amax, align;
+    int64_t m, n, k, lda, ldb, ldc, ldd;
+} fk_gemm_key;
+
+static void fk_gemm_key_of(const fp8kit_ctx *ctx, const fk_gemm_job *j, fk_gemm_key *key)
+{
+    memset(key, 0, sizeof *key);
+    key->backend = ctx->backend;
+    key->scale_a = j->desc.scale_a; key->scale_b = j->desc.scale_b; key->layout = j->desc.scale_layout;
+    key->bias = j->desc.bias; key->act = j->desc.act; key->out_quant = j->desc.out_quant;
+    key->out_hp = j->desc.out_hp; key->out_rounding = j->desc.out_rounding; key->out_pow2 = j->desc.out_pow2 != 0;
+    key->fast_accum = j->desc.fast_accum != 0;
+    key->a_type = j->a_type; key->b_type = j->b_type; key->c_type = j->c ? (int32_t)j->c_type : -1;
+    key->bias_type = j->bias ? (int32_t)j->bias_type : -1; key->d_type = j->d_type;
+    key->has_c = j->c != NULL; key->has_amax = j->amax_d != NULL;
+    /* 16-byte alignment of each base pointer, one bit each (TMA needs it) */
+    key->align = (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
+                 ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3);
+    key->m = j->m; key->n = j->n; key->k = j->k;
+    key->lda = j->lda; key->ldb = j->ldb; key->ldc = j->ldc; key->ldd = j->ldd;
+}
+
+static const fk_plan *fk_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j, fp8kit_status *st)
+{
+    fk_gemm_key key;
+    fk_gemm_key_of(ctx, j, &key);
+    fk_plan_init_fn init = fk_cpu_gemm_plan;
+#ifdef FP8KIT_HAVE_CUDA
+    if (ctx->backend == FP8KIT_BACKEND_CUDA)
+        init = fk_cuda_gemm_plan;
+#endif
+    return fk_plan_get(ctx, &key, sizeof key, j, init, st);
+}
+
+fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args,
+                                         size_t *bytes)
+{
+    if (!bytes)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "fp8kit_gemm_workspace_size: bytes is NULL");
+    fk_gemm_job j;
+    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j);
+    if (st)
+        return st;
+    *bytes = 0;
+#ifdef FP8KIT_HAVE_CUDA
+    if (ctx->backend == FP8KIT_BACKEND_CUDA)
+        return fk_cuda_gemm_workspace(ctx, &j, bytes);
+#endif
+    return FP8KIT_OK;
+}
+
+fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, void *stream)
+{
+    fk_gemm_job j;
+    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j);
+    if (st)
+        return st;
+    const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
+    if (!plan)
+        return st;
+#ifdef FP8KIT_HAVE_CUDA
+    if (ctx->backend == FP8KIT_BACKEND_CUDA) {
+        size_t need = 0;
+        if ((st = fk_cuda_gemm_workspace(ctx, &j, &need)))
+            return st;
+        if (need > j.workspace_bytes || (need && !j.workspace))
+            return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL, FN ": this call needs %zu bytes of workspace, got %zu",
+                           need, j.workspace ? j.workspace_bytes : (size_t)0);
+        return fk_cuda_gemm(ctx, &j, plan, stream);
+    }
+#endif
+    (void)stream;
+    return fk_cpu_gemm(ctx, &j, plan);
+}
+
+int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx)
+{
+    if (!ctx)
+        return 0;
+    fk_plan_cache *pc = (fk_plan_cache *)&ctx->plans;
+    pthread_mutex_lock(&pc->lock);
+    int64_t n = pc->count;
+    pthread_mutex_unlock(&pc->lock);
+    return n;
+}
