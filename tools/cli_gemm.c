@@ -1,0 +1,518 @@
+/* cli_gemm.c - `fp8kit gemm`: one scaled FP8 GEMM on fresh random inputs,
+ * quantized with fp8kit_quantize in the matching scheme, timed (median after
+ * warm-up) and checked against an fp64 reference computed here, independently
+ * of the library, from the dequantized operands (SPEC section 3). Also
+ * provides cli_gemm_measure(), which `fp8kit bench` reuses. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "format/codec.h"
+
+double cli_gemm_bound(fp8kit_dtype out)
+{
+    switch (out) {
+    case FP8KIT_F32: return 1e-5;
+    case FP8KIT_BF16: return 4e-3;
+    case FP8KIT_F16: return 1e-3;
+    default: return 0.0;
+    }
+}
+
+/* ------------------------------------------------------ operand preparation */
+typedef struct gemm_operand {
+    int64_t rows, k;
+    fp8kit_quant_desc qd;
+    fp8kit_tensor x, q, s;   /* x (f32) / q (e4m3) / s (scales) on the device */
+    uint8_t *q_host;          /* downloaded codes */
+    void *s_host;             /* downloaded scales */
+    size_t q_bytes, s_bytes;
+} gemm_operand;
+
+static int64_t tensor_bytes(const fp8kit_tensor *t)
+{
+    int64_t n = fp8kit_tensor_numel(t);
+    return n < 0 ? -1 : n * (int64_t)fp8kit_dtype_size(t->dtype);
+}
+
+/* Quantizes a fresh rows x k normal f32 matrix on ctx; downloads q and scale. */
+static fp8kit_status operand_make(fp8kit_ctx *ctx, const cli_dev *dev, gemm_operand *op,
+                                  fp8kit_scheme scheme, int64_t rows, int64_t k, uint64_t seed,
+                                  char *msg, size_t msglen)
+{
+    fp8kit_status st;
+    memset(op, 0, sizeof *op);
+    op->rows = rows;
+    op->k = k;
+    op->qd = fp8kit_quant_desc_default(scheme);
+    size_t xbytes = (size_t)rows * (size_t)k * 4;
+    float *xh = malloc(xbytes);
+    if (!xh) { snprintf(msg, msglen, "out of host memory"); return FP8KIT_ERR_OUT_OF_MEMORY; }
+    cli_fill_normal_f32(xh, rows * k, seed);
+    int64_t shape[2] = {rows, k};
+    op->x = fp8kit_tensor_make(NULL, FP8KIT_F32, 2, shape);
+    if ((st = fp8kit_quant_shapes(&op->qd, &op->x, &op->q, &op->s)) != FP8KIT_OK) {
+        snprintf(msg, msglen, "fp8kit_quant_shapes: %s", fp8kit_status_string(st));
+        free(xh);
+        return st;
+    }
+    op->q_bytes = (size_t)tensor_bytes(&op->q);
+    op->s_bytes = (size_t)tensor_bytes(&op->s);
+    op->x.data = cli_alloc(dev, xbytes);
+    op->q.data = cli_alloc(dev, op->q_bytes);
+    op->s.data = cli_alloc(dev, op->s_bytes);
+    op->q_host = malloc(op->q_bytes);
+    op->s_host = malloc(op->s_bytes);
+    if (!op->x.data || !op->q.data || !op->s.data || !op->q_host || !op->s_host) {
+        snprintf(msg, msglen, "out of memory for a %lld x %lld operand %s",
+                 (long long)rows, (long long)k, dev->cuda ? cli_cuda_last_error() : "");
+        free(xh);
+        return FP8KIT_ERR_OUT_OF_MEMORY;
+    }
+    if (cli_upload(dev, op->x.data, xh, xbytes)) {
+        snprintf(msg, msglen, "upload: %s", cli_cuda_last_error());
+        free(xh);
+        return FP8KIT_ERR_DEVICE;
+    }
+    free(xh);
+    st = fp8kit_quantize(ctx, &op->qd, &op->x, &op->q, &op->s, NULL);
+    if (st != FP8KIT_OK) {
+        snprintf(msg, msglen, "fp8kit_quantize(%s): %s: %s", cli_scheme_name(scheme),
+                 fp8kit_status_string(st), fp8kit_last_error(ctx));
+        return st;
+    }
+    if (cli_sync(dev) || cli_download(dev, op->q_host, op->q.data, op->q_bytes) ||
+        cli_download(dev, op->s_host, op->s.data, op->s_bytes)) {
+        snprintf(msg, msglen, "download: %s", cli_cuda_last_error());
+        return FP8KIT_ERR_DEVICE;
+    }
+    /* The f32 input is no longer needed on the device. */
+    cli_free(dev, op->x.data);
+    op->x.data = NULL;
+    return FP8KIT_OK;
+}
+
+static void operand_free(const cli_dev *dev, gemm_operand *op)
+{
+    cli_free(dev, op->x.data);
+    cli_free(dev, op->q.data);
+    cli_free(dev, op->s.data);
+    free(op->q_host);
+    free(op->s_host);
+    memset(op, 0, sizeof *op);
+}
+
+/* Dequantization multiplier of element (r, kk) of an operand, read from the
+ * downloaded plain-layout scales (SPEC 2): tensor, row, 1x128, 128x128, mx. */
+static double operand_scale(const gemm_operand *op, int64_t r, int64_t kk)
+{
+    const float *sf = (const float *)op->s_host;
+    int64_t kb = (op->k + 127) / 128;
+    switch (op->qd.scheme) {
+    case FP8KIT_SCHEME_TENSOR: return sf[0];
+    case FP8KIT_SCHEME_ROW: return sf[r];
+    case FP8KIT_SCHEME_BLOCK1X128: return sf[r * kb + kk / 128];
+    case FP8KIT_SCHEME_BLOCK128X128: return sf[(r / 128) * kb + kk / 128];
+    case FP8KIT_SCHEME_MX:
+        return fk_e8m0_to_f32(((const uint8_t *)op->s_host)[r * (op->k / 32) + kk / 32]);
+    }
+    return NAN;
+}
+
+/* deq(op)[r, :] into out[0..k) in fp64 (exact: 4-bit significand x fp32). */
+static void operand_deq_row(const gemm_operand *op, int64_t r, double *out)
+{
+    const uint8_t *q = op->q_host + r * op->k;
+    for (int64_t kk = 0; kk < op->k; kk++)
+        out[kk] = (double)fk_e4m3_to_f32(q[kk]) * operand_scale(op, r, kk);
+}
+
+static double ref_act(double y, fp8kit_activation a)
+{
+    switch (a) {
+    case FP8KIT_ACT_RELU: return y < 0.0 ? 0.0 : y;
+    case FP8KIT_ACT_GELU_TANH:
+        return 0.5 * y * (1.0 + tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
+    case FP8KIT_ACT_GELU_ERF: return 0.5 * y * (1.0 + erf(y * 0.7071067811865476));
+    case FP8KIT_ACT_SILU: return y / (1.0 + exp(-y));
+    default: return y;
+    }
+}
+
+static double out_value(const void *d, fp8kit_dtype t, int64_t i)
+{
+    switch (t) {
+    case FP8KIT_F32: return ((const float *)d)[i];
+    case FP8KIT_BF16: return fk_bf16_to_f32(((const uint16_t *)d)[i]);
+    case FP8KIT_F16: return fk_f16_to_f32(((const uint16_t *)d)[i]);
+    default: return NAN;
+    }
+}
+
+static double dot4(const double *a, const double *b, int64_t k)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = 0;
+    for (; i + 4 <= k; i += 4) {
+        s0 += a[i] * b[i];
+        s1 += a[i + 1] * b[i + 1];
+        s2 += a[i + 2] * b[i + 2];
+        s3 += a[i + 3] * b[i + 3];
+    }
+    for (; i < k; i++) s0 += a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* ------------------------------------------------------------- measurement */
+typedef struct gemm_call {
+    fp8kit_ctx *ctx;
+    fp8kit_gemm_desc desc;
+    fp8kit_gemm_args args;
+} gemm_call;
+
+static fp8kit_status gemm_call_run(void *p)
+{
+    gemm_call *c = (gemm_call *)p;
+    return fp8kit_gemm(c->ctx, &c->desc, &c->args, NULL);
+}
+
+void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *o,
+                      cli_gemm_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->rel_err = NAN;
+    r->bound = cli_gemm_bound(o->out);
+    if (o->out == FP8KIT_F32 && o->k > 16384) /* beyond SPEC's K range: grow as sqrt(K) */
+        r->bound *= sqrt((double)o->k / 16384.0);
+    const int64_t M = o->m, N = o->n, K = o->k;
+    gemm_operand A, B;
+    memset(&A, 0, sizeof A);
+    memset(&B, 0, sizeof B);
+    void *d_dev = NULL, *d_host = NULL, *bias_dev = NULL, *ws = NULL;
+    float *bias_host = NULL;
+    double *deq_b = NULL, *deq_a = NULL;
+    int64_t *rows = NULL;
+    size_t d_bytes = (size_t)M * (size_t)N * fp8kit_dtype_size(o->out);
+
+    fp8kit_scheme sa, sb;
+    switch (o->scale) {
+    case FP8KIT_SCALE_TENSOR: sa = sb = FP8KIT_SCHEME_TENSOR; break;
+    case FP8KIT_SCALE_ROW: sa = sb = FP8KIT_SCHEME_ROW; break;
+    case FP8KIT_SCALE_BLOCK: sa = FP8KIT_SCHEME_BLOCK1X128; sb = FP8KIT_SCHEME_BLOCK128X128; break;
+    case FP8KIT_SCALE_MX: sa = sb = FP8KIT_SCHEME_MX; break;
+    default:
+        r->st = FP8KIT_ERR_INVALID_ARGUMENT;
+        snprintf(r->msg, sizeof r->msg, "unsupported scale mode");
+        return;
+    }
+    if ((r->st = operand_make(ctx, dev, &A, sa, M, K, o->seed * 3 + 1, r->msg, sizeof r->msg)) ||
+        (r->st = operand_make(ctx, dev, &B, sb, N, K, o->seed * 3 + 2, r->msg, sizeof r->msg)))
+        goto out;
+
+    gemm_call call;
+    memset(&call, 0, sizeof call);
+    call.ctx = ctx;
+    call.desc.scale_a = o->scale;
+    call.desc.scale_b = o->scale;
+    call.desc.scale_layout = FP8KIT_LAYOUT_PLAIN;
+    call.desc.act = o->act;
+    call.desc.bias = o->bias ? FP8KIT_BIAS_COL : FP8KIT_BIAS_NONE;
+    call.args.a = A.q;
+    call.args.b = B.q;
+    call.args.scale_a = A.s;
+    call.args.scale_b = B.s;
+    call.args.alpha = 1.0f;
+    call.args.beta = 0.0f;
+    d_dev = cli_alloc(dev, d_bytes);
+    d_host = malloc(d_bytes);
+    if (!d_dev || !d_host) {
+        r->st = FP8KIT_ERR_OUT_OF_MEMORY;
+        snprintf(r->msg, sizeof r->msg, "out of memory for D (%zu bytes)", d_bytes);
+        goto out;
+    }
+    call.args.d = fp8kit_tensor_2d(d_dev, o->out, M, N, N);
+    if (o->bias) {
+        bias_host = malloc((size_t)N * 4);
+        bias_dev = cli_alloc(dev, (size_t)N * 4);
+        if (!bias_host || !bias_dev) {
+            r->st = FP8KIT_ERR_OUT_OF_MEMORY;
+            snprintf(r->msg, sizeof r->msg, "out of memory for the bias");
+            goto out;
+        }
+        cli_fill_normal_f32(bias_host, N, o->seed * 3 + 3);
+        if (cli_upload(dev, bias_dev, bias_host, (size_t)N * 4)) {
+            r->st = FP8KIT_ERR_DEVICE;
+            snprintf(r->msg, sizeof r->msg, "upload: %s", cli_cuda_last_error());
+            goto out;
+        }
+        int64_t bshape[1] = {N};
+        call.args.bias = fp8kit_tensor_make(bias_dev, FP8KIT_F32, 1, bshape);
+    }
+    size_t ws_bytes = 0;
+    if ((r->st = fp8kit_gemm_workspace_size(ctx, &call.desc, &call.args, &ws_bytes)) != FP8KIT_OK) {
+        snprintf(r->msg, sizeof r->msg, "fp8kit_gemm_workspace_size: %s: %s",
+                 fp8kit_status_string(r->st), fp8kit_last_error(ctx));
+        goto out;
+    }
+    if (ws_bytes) {
+        if (!(ws = cli_alloc(dev, ws_bytes))) {
+            r->st = FP8KIT_ERR_OUT_OF_MEMORY;
+            snprintf(r->msg, sizeof r->msg, "out of memory for the workspace (%zu bytes)", ws_bytes);
+            goto out;
+        }
+        call.args.workspace = ws;
+        call.args.workspace_bytes = ws_bytes;
+    }
+
+    /* Poison D so that a kernel that writes nothing cannot pass the check. */
+    {
+        unsigned char *poison = malloc(d_bytes);
+        if (poison) {
+            memset(poison, 0xFF, d_bytes); /* NaN in f32, bf16 and f16 */
+            (void)cli_upload(dev, d_dev, poison, d_bytes);
+            free(poison);
+        }
+    }
+    r->st = cli_time_op(dev, gemm_call_run, &call, o->warmup, o->reps, &r->seconds);
+    if (r->st != FP8KIT_OK) {
+        snprintf(r->msg, sizeof r->msg, "fp8kit_gemm: %s: %s", fp8kit_status_string(r->st),
+                 r->st == FP8KIT_ERR_DEVICE && dev->cuda ? cli_cuda_last_error()
+                                                           : fp8kit_last_error(ctx));
+        goto out;
+    }
+    r->gflops = 2.0 * (double)M * (double)N * (double)K / r->seconds * 1e-9;
+    if (cli_sync(dev) || cli_download(dev, d_host, d_dev, d_bytes)) {
+        r->st = FP8KIT_ERR_DEVICE;
+        snprintf(r->msg, sizeof r->msg, "download of D: %s", cli_cuda_last_error());
+        goto out;
+    }
+
+    /* fp64 reference on all rows, or on ref_rows_max rows spread evenly. */
+    int64_t nr = (o->ref_rows_max > 0 && o->ref_rows_max < M) ? o->ref_rows_max : M;
+    rows = malloc((size_t)nr * sizeof *rows);
+    deq_b = malloc((size_t)N * (size_t)K * sizeof(double));
+    deq_a = malloc((size_t)nr * (size_t)K * sizeof(double));
+    if (!rows || !deq_b || !deq_a) {
+        r->st = FP8KIT_ERR_OUT_OF_MEMORY;
+        snprintf(r->msg, sizeof r->msg, "out of host memory for the fp64 reference");
+        goto out;
+    }
+    for (int64_t i = 0; i < nr; i++) rows[i] = nr > 1 ? i * (M - 1) / (nr - 1) : 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++) operand_deq_row(&B, n, deq_b + n * K);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nr; i++) operand_deq_row(&A, rows[i], deq_a + i * K);
+    double err2 = 0.0, ref2 = 0.0;
+    int64_t nans = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : err2, ref2, nans)
+    for (int64_t i = 0; i < nr; i++) {
+        for (int64_t n = 0; n < N; n++) {
+            double y = dot4(deq_a + i * K, deq_b + n * K, K);
+            if (o->bias) y += (double)bias_host[n];
+            y = ref_act(y, o->act);
+            double d = out_value(d_host, o->out, rows[i] * N + n);
+            if (isnan(d) && !isnan(y)) nans++;
+            else err2 += (d - y) * (d - y);
+            ref2 += y * y;
+        }
+    }
+    r->ref_rows = nr;
+    r->nan_count = nans;
+    r->rel_err = ref2 > 0.0 ? sqrt(err2) / sqrt(ref2) : sqrt(err2);
+    r->pass = nans == 0 && isfinite(r->rel_err) && r->rel_err <= r->bound;
+out:
+    operand_free(dev, &A);
+    operand_free(dev, &B);
+    cli_free(dev, d_dev);
+    cli_free(dev, bias_dev);
+    cli_free(dev, ws);
+    free(d_host);
+    free(bias_host);
+    free(deq_a);
+    free(deq_b);
+    free(rows);
+}
+
+/* ------------------------------------------------------------------ command */
+static void gemm_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: fp8kit gemm [--m M] [--n N] [--k K] [--scale tensor|row|block|mx]\n"
+        "                   [--out bf16|fp16|fp32] [--bias] [--act relu|gelu_tanh|gelu_erf|silu]\n"
+        "                   [--backend auto|cpu|cuda] [--threads T] [--seed S] [--reps R]\n"
+        "                   [--ref-rows N] [--json]\n"
+        "\n"
+        "Runs D = act(deq(A) deq(B)^T + bias) once per repetition on fresh normal random\n"
+        "inputs (A: M x K, B: N x K, e4m3), quantized with fp8kit_quantize in the scheme of\n"
+        "--scale (tensor/row: per tensor/row; block: A 1x128, B 128x128; mx: both MXFP8 along K).\n"
+        "Prints the median time of R runs after one warm-up, GFLOP/s, and rel_err =\n"
+        "||D - ref||_F / ||ref||_F against an fp64 reference from the dequantized operands\n"
+        "(all rows, or --ref-rows rows spread evenly; default: all rows when M*N*K <= 2^31,\n"
+        "else 64). Exit status: 0 if rel_err meets SPEC's bound for the output dtype\n"
+        "(fp32 1e-5, bf16 4e-3, fp16 1e-3), 1 if not or on a library error, 2 on bad arguments.\n"
+        "Defaults: --m 1024 --n 1024 --k 1024 --scale tensor --out bf16 --backend auto\n"
+        "          --seed 1 --reps 5\n");
+}
+
+int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out)
+{
+    if (!strcmp(s, "tensor")) *out = FP8KIT_SCALE_TENSOR;
+    else if (!strcmp(s, "row")) *out = FP8KIT_SCALE_ROW;
+    else if (!strcmp(s, "block")) *out = FP8KIT_SCALE_BLOCK;
+    else if (!strcmp(s, "mx")) *out = FP8KIT_SCALE_MX;
+    else {
+        fprintf(stderr, "fp8kit %s: --scale expects tensor, row, block or mx, got '%s'\n", cmd, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_out(const char *s, fp8kit_dtype *out)
+{
+    if (!strcmp(s, "bf16")) *out = FP8KIT_BF16;
+    else if (!strcmp(s, "fp16") || !strcmp(s, "f16")) *out = FP8KIT_F16;
+    else if (!strcmp(s, "fp32") || !strcmp(s, "f32")) *out = FP8KIT_F32;
+    else {
+        fprintf(stderr, "fp8kit gemm: --out expects bf16, fp16 or fp32, got '%s'\n", s);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_act(const char *s, fp8kit_activation *out)
+{
+    static const char *names[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, names[i])) { *out = (fp8kit_activation)i; return 0; }
+    fprintf(stderr, "fp8kit gemm: --act expects none, relu, gelu_tanh, gelu_erf or silu, got '%s'\n", s);
+    return -1;
+}
+
+/* Prints one GEMM result as a table line or a JSON object. */
+void cli_gemm_print(const cli_gemm_opts *o, const cli_gemm_result *r, const char *backend,
+                    int json)
+{
+    if (json) {
+        printf("{\"op\":\"gemm\",\"backend\":");
+        cli_json_str(stdout, backend);
+        printf(",\"shape\":[%lld,%lld,%lld],\"scale\":\"%s\",\"out\":\"%s\",\"bias\":%s,"
+               "\"act\":\"%s\",\"seconds\":",
+               (long long)o->m, (long long)o->n, (long long)o->k, cli_scale_mode_name(o->scale),
+               fp8kit_dtype_name(o->out), o->bias ? "true" : "false", cli_act_name(o->act));
+        cli_json_num(stdout, r->st == FP8KIT_OK || r->seconds > 0 ? r->seconds : NAN);
+        printf(",\"gflops\":");
+        cli_json_num(stdout, r->gflops > 0 ? r->gflops : NAN);
+        printf(",\"rel_err\":");
+        cli_json_num(stdout, r->rel_err);
+        printf(",\"bound\":");
+        cli_json_num(stdout, r->bound);
+        printf(",\"ref_rows\":%lld,\"rows\":%lld,\"nan\":%lld,\"reps\":%d,\"pass\":%s,\"status\":\"%s\"",
+               (long long)r->ref_rows, (long long)o->m, (long long)r->nan_count, o->reps,
+               r->st == FP8KIT_OK && r->pass ? "true" : "false", fp8kit_status_string(r->st));
+        if (r->st != FP8KIT_OK) {
+            printf(",\"error\":");
+            cli_json_str(stdout, r->msg);
+        }
+        printf("}\n");
+    } else if (r->st != FP8KIT_OK) {
+        printf("gemm %-6s %5lldx%lldx%lld  out %-4s  ERROR %s\n", cli_scale_mode_name(o->scale),
+               (long long)o->m, (long long)o->n, (long long)o->k, fp8kit_dtype_name(o->out), r->msg);
+    } else {
+        printf("gemm %-6s %5lldx%lldx%lld  out %-4s%s%s%s  %10.3f ms  %9.1f GFLOP/s  rel_err %.3e"
+               " (bound %.0e; fp64 ref on %lld/%lld rows%s)  %s\n",
+               cli_scale_mode_name(o->scale), (long long)o->m, (long long)o->n, (long long)o->k,
+               fp8kit_dtype_name(o->out), o->bias ? " +bias" : "",
+               o->act ? " +" : "", o->act ? cli_act_name(o->act) : "", r->seconds * 1e3,
+               r->gflops, r->rel_err, r->bound, (long long)r->ref_rows, (long long)o->m,
+               r->ref_rows < o->m ? ", sampled" : "", r->pass ? "PASS" : "FAIL");
+        if (r->nan_count)
+            printf("     %lld NaN in D where the reference has none\n", (long long)r->nan_count);
+    }
+    fflush(stdout);
+}
+
+int cli_cmd_gemm(int argc, char **argv)
+{
+    cli_gemm_opts o;
+    memset(&o, 0, sizeof o);
+    o.m = o.n = o.k = 1024;
+    o.scale = FP8KIT_SCALE_TENSOR;
+    o.out = FP8KIT_BF16;
+    o.seed = 1;
+    o.warmup = 1;
+    o.reps = 5;
+    int64_t ref_rows = -1, threads = 0, v;
+    int json = 0;
+    fp8kit_backend backend = FP8KIT_BACKEND_AUTO;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { gemm_usage(stdout); return CLI_EXIT_OK; }
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--bias")) o.bias = 1;
+        else if (!strcmp(a, "--m") || !strcmp(a, "--n") || !strcmp(a, "--k")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
+                cli_parse_i64("gemm", a, val, 1, (int64_t)1 << 20, &v))
+                goto usage;
+            *(a[2] == 'm' ? &o.m : a[2] == 'n' ? &o.n : &o.k) = v;
+        } else if (!strcmp(a, "--scale")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
+                cli_parse_scale_mode("gemm", val, &o.scale))
+                goto usage;
+        } else if (!strcmp(a, "--out")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) || parse_out(val, &o.out)) goto usage;
+        } else if (!strcmp(a, "--act")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) || parse_act(val, &o.act)) goto usage;
+        } else if (!strcmp(a, "--backend")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
+                cli_parse_backend("gemm", val, &backend))
+                goto usage;
+        } else if (!strcmp(a, "--seed")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
+                cli_parse_u64("gemm", "--seed", val, &o.seed))
+                goto usage;
+        } else if (!strcmp(a, "--reps")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
+                cli_parse_i64("gemm", "--reps", val, 1, 100000, &v))
+                goto usage;
+            o.reps = (int)v;
+        } else if (!strcmp(a, "--ref-rows")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
+                cli_parse_i64("gemm", "--ref-rows", val, 1, INT64_MAX, &ref_rows))
+                goto usage;
+        } else if (!strcmp(a, "--threads")) {
+            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
+                cli_parse_i64("gemm", "--threads", val, 0, 4096, &threads))
+                goto usage;
+        } else {
+            fprintf(stderr, "fp8kit gemm: unknown argument '%s'\n", a);
+            goto usage;
+        }
+    }
+    if (o.scale == FP8KIT_SCALE_MX && o.k % 32) {
+        fprintf(stderr, "fp8kit gemm: --scale mx needs K to be a multiple of 32 (K = %lld)\n",
+                (long long)o.k);
+        goto usage;
+    }
+    if (ref_rows > 0) o.ref_rows_max = ref_rows;
+    else o.ref_rows_max = ((double)o.m * (double)o.n * (double)o.k <= 2147483648.0) ? 0 : 64;
+
+    fp8kit_ctx *ctx = NULL;
+    fp8kit_status st = fp8kit_ctx_create(backend, 0, &ctx);
+    if (st != FP8KIT_OK) {
+        fprintf(stderr, "fp8kit gemm: cannot create a %s context: %s: %s\n",
+                fp8kit_backend_name(backend), fp8kit_status_string(st), fp8kit_last_error(NULL));
+        return CLI_EXIT_FAIL;
+    }
+    if (threads > 0) (void)fp8kit_ctx_set_threads(ctx, (int)threads);
+    cli_dev dev = {fp8kit_ctx_backend(ctx) == FP8KIT_BACKEND_CUDA};
+    cli_gemm_result r;
+    cli_gemm_measure(ctx, &dev, &o, &r);
+    cli_gemm_print(&o, &r, fp8kit_backend_name(fp8kit_ctx_backend(ctx)), json);
+    if (r.st != FP8KIT_OK) fprintf(stderr, "fp8kit gemm: %s\n", r.msg);
+    fp8kit_ctx_destroy(ctx);
+    return (r.st == FP8KIT_OK && r.pass) ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+usage:
+    gemm_usage(stderr);
+    return CLI_EXIT_USAGE;
+}

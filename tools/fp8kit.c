@@ -1,0 +1,165 @@
+/* fp8kit.c - entry point of the `fp8kit` command-line tool: dispatches to the
+ * commands (info here; bench in cli_bench.c; gemm in cli_gemm.c) and prints
+ * the top-level usage. `fp8kit <command> --help` describes each command.
+ * Exit status: 0 ok, 1 a check or library call failed, 2 bad arguments. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cli.h"
+
+static void main_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: fp8kit <command> [options]\n"
+        "\n"
+        "commands:\n"
+        "  info     version, backends compiled in and available, devices, threads\n"
+        "  bench    quantize and GEMM throughput with correctness checks (--quick)\n"
+        "  gemm     one scaled FP8 GEMM, timed and checked against an fp64 reference\n"
+        "  help     this text\n"
+        "\n"
+        "Every command takes --help and --json (one JSON object per result line).\n"
+        "Exit status: 0 ok, 1 a check or library call failed, 2 bad arguments.\n");
+}
+
+static void info_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: fp8kit info [--json]\n"
+        "\n"
+        "Prints the library version, the backends compiled in and whether each is usable\n"
+        "here, the backend `auto` resolves to, CUDA devices (name, compute capability, SMs,\n"
+        "memory) and the OpenMP thread count of the CPU backend.\n");
+}
+
+int cli_cmd_info(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            info_usage(stdout);
+            return CLI_EXIT_OK;
+        } else {
+            fprintf(stderr, "fp8kit info: unknown argument '%s'\n", argv[i]);
+            info_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    int rc = CLI_EXIT_OK;
+    int cpu_avail = fp8kit_backend_available(FP8KIT_BACKEND_CPU);
+    int cuda_avail = fp8kit_backend_available(FP8KIT_BACKEND_CUDA);
+    int cuda_built = cli_cuda_compiled();
+    char cpu_desc[200] = "", cuda_desc[200] = "", auto_name[32] = "none";
+    fp8kit_ctx *ctx = NULL;
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &ctx) == FP8KIT_OK) {
+        snprintf(cpu_desc, sizeof cpu_desc, "%s", fp8kit_ctx_describe(ctx));
+        fp8kit_ctx_destroy(ctx);
+    } else {
+        rc = CLI_EXIT_FAIL; /* the CPU backend must always work */
+    }
+    if (cuda_avail && fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &ctx) == FP8KIT_OK) {
+        snprintf(cuda_desc, sizeof cuda_desc, "%s", fp8kit_ctx_describe(ctx));
+        fp8kit_ctx_destroy(ctx);
+    }
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_AUTO, 0, &ctx) == FP8KIT_OK) {
+        snprintf(auto_name, sizeof auto_name, "%s", fp8kit_backend_name(fp8kit_ctx_backend(ctx)));
+        fp8kit_ctx_destroy(ctx);
+    }
+    char cuda_err[256] = "";
+    int ndev = cuda_built ? cli_cuda_device_count(cuda_err, sizeof cuda_err) : -1;
+    if (!cuda_built) snprintf(cuda_err, sizeof cuda_err, "built without the CUDA backend (no nvcc)");
+    else if (ndev == 0) snprintf(cuda_err, sizeof cuda_err, "no CUDA device");
+    int omp_threads = 1, nproc = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef _OPENMP
+    omp_threads = omp_get_max_threads();
+#endif
+    cli_cuda_info dinfo[16];
+    int dok[16] = {0};
+    int nshow = ndev > 16 ? 16 : ndev;
+    for (int d = 0; d < nshow; d++)
+        dok[d] = cli_cuda_device_info(d, &dinfo[d], NULL, 0) == 0;
+
+    if (json) {
+        printf("{\"op\":\"info\",\"version\":\"%s\",\"backend\":\"%s\",\"backends\":{",
+               fp8kit_version_string(), auto_name);
+        printf("\"cpu\":{\"compiled\":true,\"available\":%s,\"describe\":",
+               cpu_avail ? "true" : "false");
+        cli_json_str(stdout, cpu_desc);
+        printf("},\"cuda\":{\"compiled\":%s,\"available\":%s,\"describe\":",
+               cuda_built ? "true" : "false", cuda_avail ? "true" : "false");
+        cli_json_str(stdout, cuda_desc);
+        if (!cuda_avail) {
+            printf(",\"reason\":");
+            cli_json_str(stdout, cuda_err);
+        }
+        printf("}},\"openmp_threads\":%d,\"processors\":%d,\"devices\":[", omp_threads, nproc);
+        int first = 1;
+        for (int d = 0; d < nshow; d++) {
+            if (!dok[d]) continue;
+            printf("%s{\"index\":%d,\"name\":", first ? "" : ",", d);
+            cli_json_str(stdout, dinfo[d].name);
+            printf(",\"cc\":\"%d.%d\",\"sms\":%d,\"mem_total\":%zu,\"mem_free\":%zu,"
+                   "\"driver\":%d,\"runtime\":%d}",
+                   dinfo[d].cc_major, dinfo[d].cc_minor, dinfo[d].sm_count, dinfo[d].mem_total,
+                   dinfo[d].mem_free, dinfo[d].driver_version, dinfo[d].runtime_version);
+            first = 0;
+        }
+        printf("]}\n");
+        return rc;
+    }
+    printf("fp8kit %s\n", fp8kit_version_string());
+    printf("backends:\n");
+    printf("  cpu   compiled in, %s%s%s%s\n", cpu_avail ? "available" : "NOT available",
+           cpu_desc[0] ? " (" : "", cpu_desc, cpu_desc[0] ? ")" : "");
+    if (!cuda_built)
+        printf("  cuda  not compiled in (%s)\n", cuda_err);
+    else if (cuda_avail)
+        printf("  cuda  compiled in, available (%s)\n", cuda_desc);
+    else
+        printf("  cuda  compiled in, not available here: %s\n", cuda_err);
+    printf("auto resolves to: %s\n", auto_name);
+    printf("OpenMP: %d threads, %d processors online\n", omp_threads, nproc);
+    if (ndev <= 0) {
+        printf("devices: none (no usable GPU on this machine%s%s)\n", cuda_err[0] ? ": " : "",
+               cuda_err);
+    } else {
+        printf("devices:\n");
+        for (int d = 0; d < nshow; d++) {
+            if (!dok[d]) { printf("  cuda:%d  (properties unavailable)\n", d); continue; }
+            printf("  cuda:%d  %s  sm_%d%d  %d SMs  %.1f GiB (%.1f GiB free)  driver %d.%d  runtime %d.%d\n",
+                   d, dinfo[d].name, dinfo[d].cc_major, dinfo[d].cc_minor, dinfo[d].sm_count,
+                   (double)dinfo[d].mem_total / 1073741824.0, (double)dinfo[d].mem_free / 1073741824.0,
+                   dinfo[d].driver_version / 1000, dinfo[d].driver_version % 1000 / 10,
+                   dinfo[d].runtime_version / 1000, dinfo[d].runtime_version % 1000 / 10);
+        }
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        main_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "info")) return cli_cmd_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cli_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gemm")) return cli_cmd_gemm(argc - 1, argv + 1);
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        main_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("fp8kit %s\n", fp8kit_version_string());
+        return CLI_EXIT_OK;
+    }
+    fprintf(stderr, "fp8kit: unknown command '%s'\n", cmd);
+    main_usage(stderr);
+    return CLI_EXIT_USAGE;
+}
