@@ -1,0 +1,419 @@
+/* gemm.c - CPU backend of the scaled FP8 GEMM (SPEC section 3): the plan
+ * (microkernel ISA and blocking per shape) and the OpenMP driver.
+ *
+ * For each chunk of K (all of K unless the packed panels would be huge) the
+ * fp8 operands are decoded through 256-entry tables into packed fp32 panels
+ * (A: [M/mr][k][mr], B: [N/nr][k][nr]); block / mx scales are gathered into
+ * matching per-panel, per-K-block arrays. Output tiles (mc x nc) are then
+ * spread over the threads; each tile runs the microkernel (gemm_kernel.c)
+ * over its micro-tiles, which sums every promotion block (128 of K, 32 for mx)
+ * in fp32 from zero and adds it, times the block's scale, to fp32
+ * accumulators; when K is done the tile goes through the epilogue
+ * (epilogue.c) straight from cache. When a block's combined scale would
+ * overflow or underflow in fp32 although the product need not, that
+ * micro-tile is promoted in double instead (slow path, exact). */
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu/gemm_internal.h"
+#include "format/codec.h"
+#include "format/scale.h"
+
+_Static_assert(sizeof(fk_cpu_gemm_cfg) <= FK_PLAN_CONFIG_BYTES, "CPU GEMM config must fit the plan");
+
+/* ------------------------------------------------------------ decode tables */
+static float fk_tab_e4m3[256], fk_tab_e5m2[256];
+static pthread_once_t fk_tab_once = PTHREAD_ONCE_INIT;
+
+static void fk_tab_init(void)
+{
+    for (int c = 0; c < 256; c++) {
+        fk_tab_e4m3[c] = fk_e4m3_to_f32((uint8_t)c);
+        fk_tab_e5m2[c] = fk_e5m2_to_f32((uint8_t)c);
+    }
+}
+
+/* --------------------------------------------------------------------- plan */
+enum { FK_MODE_PLAIN = 0, FK_MODE_BLOCK = 1, FK_MODE_MX = 2 };
+
+static int fk_gemm_mode(const fk_gemm_job *j)
+{
+    if (j->desc.scale_a == FP8KIT_SCALE_MX)
+        return FK_MODE_MX;
+    if (j->desc.scale_a == FP8KIT_SCALE_BLOCK)
+        return FK_MODE_BLOCK;
+    return FK_MODE_PLAIN;
+}
+
+/* Budget for the packed fp32 panels of one K chunk (A and B together). */
+#define FK_PACK_BUDGET ((int64_t)96 << 20)
+
+static void fk_plan_fill(const fk_gemm_job *j, fk_cpu_gemm_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    c->magic = FK_CPU_GEMM_MAGIC;
+    c->isa = fk_gemm_cpu_isa();
+    int mr = 4, nr = 8;
+    fk_gemm_ukernel(c->isa, &mr, &nr);
+    c->mr = mr;
+    c->nr = nr;
+    c->kblk = fk_gemm_mode(j) == FK_MODE_MX ? 32 : 128;
+    c->kc = 256;
+    /* output tile: about 16 micro-rows by 256 columns, no larger than needed */
+    int64_t mc = (int64_t)mr * 16, nc = 256;
+    if (mc > fk_round_up(j->m, mr))
+        mc = fk_round_up(j->m > 0 ? j->m : 1, mr);
+    if (nc > fk_round_up(j->n, 128))
+        nc = fk_round_up(j->n > 0 ? j->n : 1, 128);
+    c->mc = (int32_t)mc;
+    c->nc = (int32_t)nc;
+    /* K chunk: all of K when the panels fit the budget, else a multiple of 128 */
+    int64_t rows = fk_round_up(j->m, mr) + fk_round_up(j->n, nr);
+    int64_t kch = j->k;
+    if (rows > 0 && kch * rows * (int64_t)sizeof(float) > FK_PACK_BUDGET) {
+        kch = FK_PACK_BUDGET / ((int64_t)sizeof(float) * rows) / 128 * 128;
+        if (kch < 128)
+            kch = 128;
+    }
+    c->kch = kch;
+}
+
+fp8kit_status fk_cpu_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+{
+    (void)ctx;
+    fk_cpu_gemm_cfg c;
+    fk_plan_fill(job, &c);
+    memset(config, 0, FK_PLAN_CONFIG_BYTES);
+    memcpy(config, &c, sizeof c);
+    return FP8KIT_OK;
+}
+
+/* ------------------------------------------------------------- call state */
+typedef struct fk_gemm_run {
+    const fk_gemm_job *j;
+    fk_cpu_gemm_cfg cfg;
+    fk_ukernel_fn uk;
+    int mode;
+    int64_t kch;             /* allocated K extent of a panel */
+    int64_t nkb;             /* promotion blocks per chunk (scaled modes) */
+    float *ap, *bp;          /* packed panels */
+    float *as, *bs;          /* packed block scales (scaled modes) */
+    float *arng, *brng;      /* per panel: min, max of the finite nonzero |scales| */
+    const float *tab_a, *tab_b;
+} fk_gemm_run;
+
+static void *fk_alloc(size_t bytes)
+{
+    if (!bytes)
+        bytes = 64;
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+/* ------------------------------------------------------------------ packing */
+static void fk_range_add(float v, float *mn, float *mx)
+{
+    float a = fabsf(v);
+    if (a != 0.0f && isfinite(a)) {
+        if (a < *mn)
+            *mn = a;
+        if (a > *mx)
+            *mx = a;
+    }
+}
+
+static void fk_range_close(float *rng, float mn, float mx)
+{
+    if (mn > mx) /* no finite nonzero scale: neutral */
+        mn = mx = 1.0f;
+    rng[0] = mn;
+    rng[1] = mx;
+}
+
+/* Scale of operand row r (of A when is_a) at promotion block kbg, as fp32. */
+static float fk_op_scale(const fk_gemm_run *s, int is_a, int64_t r, int64_t kbg)
+{
+    const fk_gemm_job *j = s->j;
+    if (s->mode == FK_MODE_MX) {
+        const uint8_t *sc = (const uint8_t *)(is_a ? j->scale_a : j->scale_b);
+        int64_t cols = j->k / 32;
+        int64_t off = j->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED ? fk_blocked_offset(r, kbg, fk_blocked_cols(cols))
+                                                                    : r * cols + kbg;
+        return fk_e8m0_to_f32(sc[off]);
+    }
+    int64_t ka = fk_ceil_div(j->k, 128);
+    if (is_a) {
+        const float *sc = (const float *)j->scale_a;
+        return j->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR ? sc[kbg * j->scale_a_ld + r] : sc[r * j->scale_a_ld + kbg];
+    }
+    return ((const float *)j->scale_b)[(r / 128) * ka + kbg];
+}
+
+/* Decodes rows [p*w, p*w + w) of an operand (rows total, K-contiguous, ld)
+ * at K offset k0, kl columns, into panel p ([k][w] floats, zero rows past the
+ * end), and gathers its block scales when the mode has them. */
+static void fk_pack_panel(fk_gemm_run *s, int is_a, int64_t p, int64_t k0, int64_t kl)
+{
+    const fk_gemm_job *j = s->j;
+    const int w = is_a ? s->cfg.mr : s->cfg.nr;
+    const int64_t rows = is_a ? j->m : j->n, ld = is_a ? j->lda : j->ldb;
+    const uint8_t *src = (const uint8_t *)(is_a ? j->a : j->b);
+    const float *tab = is_a ? s->tab_a : s->tab_b;
+    float *dst = (is_a ? s->ap : s->bp) + p * w * s->kch;
+    /* in K slices of 64 so the destination slice stays in L1 */
+    for (int64_t kb = 0; kb < kl; kb += 64) {
+        int64_t ke = kl - kb < 64 ? kl - kb : 64;
+        for (int i = 0; i < w; i++) {
+            int64_t r = p * w + i;
+            float *d = dst + kb * w + i;
+            if (r < rows) {
+                const uint8_t *row = src + r * ld + k0 + kb;
+                for (int64_t k = 0; k < ke; k++)
+                    d[k * w] = tab[row[k]];
+            } else {
+                for (int64_t k = 0; k < ke; k++)
+                    d[k * w] = 0.0f;
+            }
+        }
+    }
+    if (s->mode == FK_MODE_PLAIN)
+        return;
+    const int64_t kblk = s->cfg.kblk, nb = fk_ceil_div(kl, kblk), kb0 = k0 / kblk;
+    float *sd = (is_a ? s->as : s->bs) + p * w * s->nkb;
+    float mn = INFINITY, mx = 0.0f;
+    for (int64_t b = 0; b < nb; b++)
+        for (int i = 0; i < w; i++) {
+            int64_t r = p * w + i;
+            float v = r < rows ? fk_op_scale(s, is_a, r, kb0 + b) : 1.0f;
+            sd[b * w + i] = v;
+            fk_range_add(v, &mn, &mx);
+        }
+    fk_range_close((is_a ? s->arng : s->brng) + 2 * p, mn, mx);
+}
+
+/* ------------------------------------------------------------------ compute */
+/* Promotion in double for one micro-tile: each block's partial sums come from
+ * the kernel unscaled, then acc += fl32(P * (sa * sb)) with the scale product
+ * exact in double. */
+static void fk_slow_tile(const fk_gemm_run *s, int64_t len, const float *pa, const float *pb, float *acc, int64_t ld,
+                         const float *sa, const float *sb)
+{
+    const int mr = s->cfg.mr, nr = s->cfg.nr;
+    const int64_t kblk = s->cfg.kblk;
+    float tmp[16 * 64] __attribute__((aligned(64)));
+    for (int64_t b0 = 0; b0 < len; b0 += kblk) {
+        int64_t bl = len - b0 < kblk ? len - b0 : kblk;
+        memset(tmp, 0, sizeof(float) * (size_t)(mr * nr));
+        s->uk(bl, kblk, pa + b0 * mr, pb + b0 * nr, tmp, nr, NULL, NULL);
+        for (int i = 0; i < mr; i++)
+            for (int jj = 0; jj < nr; jj++)
+                acc[i * ld + jj] += (float)((double)tmp[i * nr + jj] * ((double)sa[i] * (double)sb[jj]));
+        sa += mr;
+        sb += nr;
+    }
+}
+
+/* Accumulates the current chunk (kl of K) into the tile [m0, m1) x [n0, n1)
+ * whose fp32 accumulators start at acc (row stride ld, rows padded to mr). */
+static void fk_tile(const fk_gemm_run *s, int64_t kl, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *acc,
+                    int64_t ld)
+{
+    const int mr = s->cfg.mr, nr = s->cfg.nr;
+    const int64_t kc = s->cfg.kc, kblk = s->cfg.kblk, kch = s->kch;
+    const int scaled = s->mode != FK_MODE_PLAIN;
+    for (int64_t kk = 0; kk < kl; kk += kc) {
+        int64_t len = kl - kk < kc ? kl - kk : kc;
+        for (int64_t n = n0; n < n1; n += nr) {
+            int64_t pn = n / nr;
+            const float *pb = s->bp + pn * nr * kch + kk * nr;
+            const float *sb = scaled ? s->bs + pn * nr * s->nkb + (kk / kblk) * nr : NULL;
+            for (int64_t m = m0; m < m1; m += mr) {
+                int64_t pm = m / mr;
+                const float *pa = s->ap + pm * mr * kch + kk * mr;
+                float *c = acc + (m - m0) * ld + (n - n0);
+                if (!scaled) {
+                    s->uk(len, kblk, pa, pb, c, ld, NULL, NULL);
+                    continue;
+                }
+                const float *sa = s->as + pm * mr * s->nkb + (kk / kblk) * mr;
+                const float *ra = s->arng + 2 * pm, *rb = s->brng + 2 * pn;
+                /* fast when every fp32 product sa * sb is normal (or 0 / Inf / NaN
+                 * from such a scale, which behave alike on both paths) */
+                if ((double)ra[1] * rb[1] < 0x1p127 && (double)ra[0] * rb[0] >= 0x1p-126)
+                    s->uk(len, kblk, pa, pb, c, ld, sa, sb);
+                else
+                    fk_slow_tile(s, len, pa, pb, c, ld, sa, sb);
+            }
+        }
+    }
+}
+
+/* Widens a 1-D f32/bf16/f16 vector to f32. */
+static void fk_widen(float *dst, const void *src, fp8kit_dtype t, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = t == FP8KIT_BF16 ? fk_bf16_to_f32(((const uint16_t *)src)[i])
+                 : t == FP8KIT_F16 ? fk_f16_to_f32(((const uint16_t *)src)[i])
+                                   : ((const float *)src)[i];
+}
+
+fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan)
+{
+    const fk_gemm_job *j = job;
+    fk_gemm_run s;
+    memset(&s, 0, sizeof s);
+    s.j = j;
+    if (plan && plan->valid)
+        memcpy(&s.cfg, plan->config, sizeof s.cfg);
+    if (s.cfg.magic != FK_CPU_GEMM_MAGIC)
+        fk_plan_fill(j, &s.cfg);
+    int mr = 0, nr = 0;
+    s.uk = fk_gemm_ukernel(s.cfg.isa, &mr, &nr);
+    if (!s.uk || mr != s.cfg.mr || nr != s.cfg.nr || 128 % nr || s.cfg.kc % s.cfg.kblk || s.cfg.nc % 128 ||
+        s.cfg.mc % mr || mr * nr > 16 * 64)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "fp8kit_gemm (cpu): inconsistent plan");
+    const int64_t M = j->m, N = j->n, K = j->k;
+    if (M == 0 || N == 0) {
+        if (j->amax_d)
+            *j->amax_d = 0.0f;
+        return FP8KIT_OK;
+    }
+    pthread_once(&fk_tab_once, fk_tab_init);
+    s.tab_a = j->a_type == FP8KIT_E5M2 ? fk_tab_e5m2 : fk_tab_e4m3;
+    s.tab_b = j->b_type == FP8KIT_E5M2 ? fk_tab_e5m2 : fk_tab_e4m3;
+    s.mode = fk_gemm_mode(j);
+    int nt = ctx && ctx->nthreads > 0 ? ctx->nthreads : omp_get_max_threads();
+    if (nt < 1)
+        nt = 1;
+
+    const int64_t Mp = fk_round_up(M, mr), Np = fk_round_up(N, nr);
+    const int64_t kch = s.cfg.kch >= K ? K : s.cfg.kch;
+    const int64_t nchunk = K > 0 ? fk_ceil_div(K, kch) : 1;
+    s.kch = kch;
+    s.nkb = s.mode == FK_MODE_PLAIN ? 0 : fk_ceil_div(kch, s.cfg.kblk);
+
+    /* tiles: shrink until every thread has work, keeping nc a multiple of 128 */
+    int64_t mc = s.cfg.mc, nc = s.cfg.nc;
+    while (fk_ceil_div(M, mc) * fk_ceil_div(N, nc) < 2 * nt) {
+        if (nc > 128)
+            nc = fk_round_up(nc / 2, 128);
+        else if (mc > mr)
+            mc = fk_round_up(mc / 2, mr);
+        else
+            break;
+    }
+    const int64_t tm = fk_ceil_div(M, mc), tn = fk_ceil_div(N, nc), ntile = tm * tn;
+    const int global_acc = nchunk > 1;
+    const int64_t tile_ld = fk_round_up(nc, nr);
+
+    /* every allocation before anything is written */
+    fk_gemm_epi ep;
+    memset(&ep, 0, sizeof ep);
+    ep.job = j;
+    double *rowf = (double *)fk_alloc(sizeof(double) * (size_t)M);
+    double *colf = j->desc.scale_b == FP8KIT_SCALE_ROW ? (double *)fk_alloc(sizeof(double) * (size_t)N) : NULL;
+    int64_t blen = j->desc.bias == FP8KIT_BIAS_ROW ? M : N;
+    float *bias = j->bias ? (float *)fk_alloc(sizeof(float) * (size_t)blen) : NULL;
+    s.ap = (float *)fk_alloc(sizeof(float) * (size_t)(Mp * kch));
+    s.bp = (float *)fk_alloc(sizeof(float) * (size_t)(Np * kch));
+    if (s.mode != FK_MODE_PLAIN) {
+        s.as = (float *)fk_alloc(sizeof(float) * (size_t)(Mp * s.nkb));
+        s.bs = (float *)fk_alloc(sizeof(float) * (size_t)(Np * s.nkb));
+        s.arng = (float *)fk_alloc(sizeof(float) * (size_t)(2 * (Mp / mr)));
+        s.brng = (float *)fk_alloc(sizeof(float) * (size_t)(2 * (Np / nr)));
+    }
+    size_t accn = global_acc ? (size_t)(Mp * Np) : (size_t)nt * (size_t)(mc * tile_ld);
+    float *accbuf = (float *)fk_alloc(sizeof(float) * accn);
+    float *rowbuf = (float *)fk_alloc(sizeof(float) * (size_t)nt * (size_t)tile_ld);
+    fp8kit_status st = FP8KIT_OK;
+    if (!rowf || (j->desc.scale_b == FP8KIT_SCALE_ROW && !colf) || (j->bias && !bias) || !s.ap || !s.bp ||
+        (s.mode != FK_MODE_PLAIN && (!s.as || !s.bs || !s.arng || !s.brng)) || !accbuf || !rowbuf) {
+        st = fk_fail(ctx, FP8KIT_ERR_OUT_OF_MEMORY, "fp8kit_gemm (cpu): out of memory for %lld x %lld x %lld",
+                     (long long)M, (long long)N, (long long)K);
+        goto done;
+    }
+
+    /* epilogue factors: alpha and the tensor/row scales, in double */
+    {
+        double sbt = j->desc.scale_b == FP8KIT_SCALE_TENSOR ? (double)*(const float *)j->scale_b : 1.0;
+        const float *sa = (const float *)j->scale_a;
+        for (int64_t m = 0; m < M; m++) {
+            double f = (double)j->alpha * sbt;
+            if (j->desc.scale_a == FP8KIT_SCALE_TENSOR)
+                f *= sa[0];
+            else if (j->desc.scale_a == FP8KIT_SCALE_ROW)
+                f *= sa[m];
+            rowf[m] = f;
+        }
+        if (colf)
+            for (int64_t n = 0; n < N; n++)
+                colf[n] = ((const float *)j->scale_b)[n];
+        if (bias)
+            fk_widen(bias, j->bias, j->bias_type, blen);
+        ep.rowf = rowf;
+        ep.colf = colf;
+        ep.bias = bias;
+        ep.bias_row = j->desc.bias == FP8KIT_BIAS_ROW;
+    }
+
+    uint32_t amax = 0;
+#pragma omp parallel num_threads(nt) reduction(max : amax)
+    {
+        const int tid = omp_get_thread_num();
+        float *tacc = accbuf + (global_acc ? 0 : (size_t)tid * (size_t)(mc * tile_ld));
+        float *buf = rowbuf + (size_t)tid * (size_t)tile_ld;
+        uint32_t my_amax = 0;
+        for (int64_t ch = 0; ch < nchunk; ch++) {
+            const int64_t k0 = ch * kch, kl = K - k0 < kch ? K - k0 : kch;
+            const int last = ch == nchunk - 1;
+            if (kl > 0) {
+#pragma omp for schedule(dynamic, 1) nowait
+                for (int64_t p = 0; p < Mp / mr; p++)
+                    fk_pack_panel(&s, 1, p, k0, kl);
+#pragma omp for schedule(dynamic, 1)
+                for (int64_t p = 0; p < Np / nr; p++)
+                    fk_pack_panel(&s, 0, p, k0, kl);
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t t = 0; t < ntile; t++) {
+                const int64_t m0 = (t / tn) * mc, n0 = (t % tn) * nc;
+                const int64_t m1 = m0 + mc < M ? m0 + mc : M, n1 = n0 + nc < N ? n0 + nc : N;
+                float *acc;
+                int64_t ld;
+                if (global_acc) {
+                    acc = tacc + m0 * Np + n0;
+                    ld = Np;
+                } else {
+                    acc = tacc;
+                    ld = tile_ld;
+                }
+                const int64_t rows = fk_round_up(m1 - m0, mr), cols = fk_round_up(n1 - n0, nr);
+                if (ch == 0)
+                    for (int64_t r = 0; r < rows; r++)
+                        memset(acc + r * ld, 0, sizeof(float) * (size_t)cols);
+                if (kl > 0)
+                    fk_tile(&s, kl, m0, m1, n0, n1, acc, ld);
+                if (last)
+                    fk_gemm_epilogue(&ep, acc, ld, m0, m1, n0, n1, buf, &my_amax);
+            }
+        }
+        amax = my_amax;
+    }
+    if (j->amax_d)
+        *j->amax_d = fk_u2f(amax);
+
+done:
+    free(rowf);
+    free(colf);
+    free(bias);
+    free(s.ap);
+    free(s.bp);
+    free(s.as);
+    free(s.bs);
+    free(s.arng);
+    free(s.brng);
+    free(accbuf);
+    free(rowbuf);
+    return st;
+}
