@@ -170,9 +170,8 @@ int cli_cmd_bench(int argc, char **argv)
         } else {
             printf("\nquantize bf16 %lldx%lld -> e4m3 (%.1f MiB in)\n", (long long)rows,
                    (long long)cols, (double)numel * 2 / 1048576.0);
-            printf("copy (peer, %s)%*s %9.3f ms  %8.2f GB/s  (read + write)\n",
-                   dev.cuda ? "cudaMemcpy D2D" : "memcpy", dev.cuda ? 1 : 9, "", tcopy * 1e3,
-                   copy_gbps);
+            const char *label = dev.cuda ? "copy (peer, cudaMemcpy D2D)" : "copy (peer, memcpy)";
+            printf("%-34s %9.3f ms  %8.2f GB/s  (read + write)\n", label, tcopy * 1e3, copy_gbps);
         }
         fp8kit_quant_desc descs[7];
         descs[0] = fp8kit_quant_desc_default(FP8KIT_SCHEME_TENSOR);

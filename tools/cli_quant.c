@@ -204,12 +204,12 @@ void cli_quant_print(const fp8kit_quant_desc *desc, int64_t rows, int64_t cols,
         }
         printf("}\n");
     } else if (r->st != FP8KIT_OK) {
-        printf("quantize %-22s ERROR %s\n", name, r->msg);
+        printf("quantize %-25s ERROR %s\n", name, r->msg);
     } else {
         char cmp[48] = "";
         if (r->cpu_mismatch >= 0)
             snprintf(cmp, sizeof cmp, "  vs cpu: %lld bytes differ", (long long)r->cpu_mismatch);
-        printf("quantize %-22s %9.3f ms  %8.2f GB/s  %5.1f%% of copy  rel_err %.3e  max_rel %.3e%s  %s\n",
+        printf("quantize %-25s %9.3f ms  %8.2f GB/s  %5.1f%% of copy  rel_err %.3e  max_rel %.3e%s  %s\n",
                name, r->seconds * 1e3, r->gbps, copy_gbps > 0 ? 100.0 * r->gbps / copy_gbps : NAN,
                r->rel_err, r->max_rel, cmp, ok ? "PASS" : "FAIL");
         if (r->nan_count) printf("     %lld NaN after dequantize\n", (long long)r->nan_count);

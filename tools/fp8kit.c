@@ -72,7 +72,7 @@ int cli_cmd_info(int argc, char **argv)
     }
     char cuda_err[256] = "";
     int ndev = cuda_built ? cli_cuda_device_count(cuda_err, sizeof cuda_err) : -1;
-    if (!cuda_built) snprintf(cuda_err, sizeof cuda_err, "built without the CUDA backend (no nvcc)");
+    if (!cuda_built) snprintf(cuda_err, sizeof cuda_err, "built without the CUDA backend (FP8KIT_CUDA=OFF or no nvcc)");
     else if (ndev == 0) snprintf(cuda_err, sizeof cuda_err, "no CUDA device");
     int omp_threads = 1, nproc = (int)sysconf(_SC_NPROCESSORS_ONLN);
 #ifdef _OPENMP
