@@ -1,6 +1,6 @@
 /* quickstart.c - the README's example: quantize two fp32 matrices to e4m3 with one
  * fp32 scale per row, multiply them with fp8kit_gemm on the CPU backend, compare with
- * fp32 math. Built by CMake as example_quickstart (and run as a CTest test). */
+ * the unquantized product. Built by CMake as example_quickstart (also a CTest test). */
 #include <math.h>
 #include <stdio.h>
 #include "fp8kit.h"
