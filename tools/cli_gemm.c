@@ -416,8 +416,9 @@ void cli_gemm_print(const cli_gemm_opts *o, const cli_gemm_result *r, const char
         }
         printf("}\n");
     } else if (r->st != FP8KIT_OK) {
-        printf("gemm %-6s %5lldx%lldx%lld  out %-4s  ERROR %s\n", cli_scale_mode_name(o->scale),
-               (long long)o->m, (long long)o->n, (long long)o->k, fp8kit_dtype_name(o->out), r->msg);
+        printf("gemm %-6s %5lldx%lldx%lld  out %-4s  %s %s\n", cli_scale_mode_name(o->scale),
+               (long long)o->m, (long long)o->n, (long long)o->k, fp8kit_dtype_name(o->out),
+               r->st == FP8KIT_ERR_UNSUPPORTED ? "NOT SUPPORTED:" : "ERROR", r->msg);
     } else {
         printf("gemm %-6s %5lldx%lldx%lld  out %-4s%s%s%s  %10.3f ms  %9.1f GFLOP/s  rel_err %.3e"
                " (bound %.0e; fp64 ref on %lld/%lld rows%s)  %s\n",

@@ -204,7 +204,8 @@ void cli_quant_print(const fp8kit_quant_desc *desc, int64_t rows, int64_t cols,
         }
         printf("}\n");
     } else if (r->st != FP8KIT_OK) {
-        printf("quantize %-25s ERROR %s\n", name, r->msg);
+        printf("quantize %-25s %s %s\n", name,
+               r->st == FP8KIT_ERR_UNSUPPORTED ? "NOT SUPPORTED:" : "ERROR", r->msg);
     } else {
         char cmp[48] = "";
         if (r->cpu_mismatch >= 0)
