@@ -1,0 +1,102 @@
+"""fp8kit - Python binding of libfp8kit (FP8 / MXFP8 quantization and scaled
+GEMM) through ctypes: no compilation against torch or numpy, one build for
+every torch version.
+
+    import fp8kit
+    q, s = fp8kit.quantize(x, scheme="row")            # numpy, torch or __dlpack__ input
+    y = fp8kit.scaled_mm(qa, qb.t(), sa, sb.t(), out_dtype=torch.bfloat16)
+
+numpy arrays run on the CPU backend; torch CUDA tensors on the CUDA backend,
+on torch's current stream. fp8 results for numpy callers are TaggedArray
+(raw uint8 bits with an `fk_dtype` tag); torch callers get torch's float8
+dtypes. Errors raise FP8KitError subclasses carrying the C status and the
+library's message. See docs/python.md.
+"""
+import sys as _sys
+
+import numpy as _np
+
+from . import _lib
+from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, LibraryNotFoundError, OutQuant,
+                   QuantDesc, Rounding, ScaleLayout, ScaleMode, Scheme, Status, Tensor, candidate_paths,
+                   library_path)
+from ._arrays import TaggedArray, dtype_of_name
+from ._context import Context, clear_contexts, get_context
+from ._quant import cast, dequantize, make_quant_desc, quantize
+from ._quant import quant_shapes as _quant_shapes
+from ._gemm import scaled_mm as _raw_scaled_mm
+from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileError, DeviceError, FP8KitError,
+                     InternalError, InvalidArgumentError, InvalidShapeError, InvalidStrideError, IOFailedError,
+                     MisalignedError, NullPointerError, OutOfMemoryError, SizeOverflowError, UnsupportedError,
+                     WorkspaceTooSmallError)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "quantize", "dequantize", "cast", "scaled_mm", "quant_shapes", "to_float32", "TaggedArray",
+    "Context", "get_context", "clear_contexts", "version", "library_path", "backend_available",
+    "FP8KitError", "Status", "DType", "Backend", "Scheme", "Rounding", "ScaleLayout", "ScaleMode",
+    "Activation", "BiasMode", "OutQuant",
+]
+
+
+def version():
+    """Version string of the loaded C library ("0.1.0")."""
+    return _lib.decode(_lib.load().fp8kit_version_string())
+
+
+def backend_available(backend):
+    """True when a backend ('cpu', 'cuda' or a Backend) is built in and usable."""
+    if isinstance(backend, str):
+        backend = Backend[backend.upper()]
+    return bool(_lib.load().fp8kit_backend_available(int(backend)))
+
+
+def quant_shapes(shape, scheme="tensor", dtype="e4m3", axis=-1, scale_layout="plain"):
+    """(q_shape, scale_shape, scale_dtype name) that quantize produces for an
+    input of `shape`, without running anything."""
+    desc = make_quant_desc(scheme, dtype, axis, "floor", False, scale_layout)
+    q, s, sdt = _quant_shapes(shape, desc)
+    return q, s, sdt.name.lower()
+
+
+def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **kwargs):
+    """The fp8 GEMM with torch._scaled_mm's conventions (raw path: straight to
+    the C library). See fp8kit._gemm.scaled_mm for every option. While
+    torch.compile traces, torch tensors go through torch.ops.fp8kit.scaled_mm."""
+    if "torch" in _sys.modules and type(a).__module__.startswith("torch"):
+        from . import _torch
+        if _torch.is_compiling():
+            from . import torch_ops
+            return torch_ops.scaled_mm(a, b, scale_a, scale_b, bias,
+                                       out_dtype if out_dtype is not None else _torch.torch_dtype(DType.BF16),
+                                       **kwargs)
+    return _raw_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, **kwargs)
+
+
+scaled_mm.__doc__ += "\n\n" + (_raw_scaled_mm.__doc__ or "")
+
+
+def to_float32(x, dtype=None):
+    """Decodes a numpy array of fp8kit codes (TaggedArray, ml_dtypes or uint8
+    with `dtype`) to float32: e4m3/e5m2 and bf16 exactly, e8m0 scale bytes to
+    2^(s-127) (255 -> NaN). float32/float16 arrays are converted."""
+    arr = _np.asarray(x)
+    tag = getattr(x, "fk_dtype", None)
+    if dtype is not None:
+        tag = dtype_of_name(dtype)
+    if tag is None:
+        if arr.dtype in (_np.float32, _np.float16):
+            return arr.astype(_np.float32)
+        tag = dtype_of_name(arr.dtype)
+    bits = arr.view(_np.uint16 if tag == DType.BF16 else (_np.uint8 if tag in (DType.E4M3, DType.E5M2, DType.E8M0)
+                                                          else arr.dtype))
+    if tag == DType.BF16:
+        return (bits.astype(_np.uint32) << 16).view(_np.float32)
+    if tag == DType.E8M0:
+        out = _np.ldexp(_np.float32(1.0), bits.astype(_np.int32) - 127).astype(_np.float32)
+        out[bits == 255] = _np.nan
+        return out
+    if tag in (DType.E4M3, DType.E5M2):
+        return cast(TaggedArray(_np.ascontiguousarray(bits), tag), "float32")
+    return arr.astype(_np.float32)

@@ -1,0 +1,312 @@
+"""_arrays.py - turning user arrays into fp8kit tensor views, and allocating
+outputs: numpy arrays (with the TaggedArray dtype tag or ml_dtypes dtypes),
+any object with __dlpack__ (a minimal DLPack consumer), and torch tensors
+(delegated to _torch.py, imported only when a torch tensor is seen).
+
+numpy has no fp8 or bf16 dtype. fp8kit hands such arrays back as a
+TaggedArray: an ndarray of the raw bits (uint8 for e4m3/e5m2/e8m0, uint16 for
+bf16) whose `fk_dtype` attribute says what the bits are. Inputs may be a
+TaggedArray, an ml_dtypes array (float8_e4m3fn, float8_e5m2, float8_e8m0fnu,
+bfloat16; ml_dtypes is optional), or a plain uint8 array together with the
+function's explicit dtype argument.
+"""
+import ctypes
+
+import numpy as np
+
+from ._lib import DType, MAX_DIMS
+from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
+
+# storage dtype of each fp8kit dtype in numpy
+STORAGE = {DType.F32: np.dtype(np.float32), DType.F16: np.dtype(np.float16),
+           DType.BF16: np.dtype(np.uint16), DType.E4M3: np.dtype(np.uint8),
+           DType.E5M2: np.dtype(np.uint8), DType.E8M0: np.dtype(np.uint8)}
+ITEMSIZE = {d: STORAGE[d].itemsize for d in DType}
+
+_NAMES = {
+    "f32": DType.F32, "float32": DType.F32, "float": DType.F32, "fp32": DType.F32,
+    "f16": DType.F16, "float16": DType.F16, "half": DType.F16, "fp16": DType.F16,
+    "bf16": DType.BF16, "bfloat16": DType.BF16,
+    "e4m3": DType.E4M3, "float8_e4m3fn": DType.E4M3, "e4m3fn": DType.E4M3, "fp8_e4m3": DType.E4M3,
+    "e5m2": DType.E5M2, "float8_e5m2": DType.E5M2, "fp8_e5m2": DType.E5M2,
+    "e8m0": DType.E8M0, "float8_e8m0fnu": DType.E8M0, "e8m0fnu": DType.E8M0,
+}
+
+
+def dtype_of_name(x, what="dtype"):
+    """An fp8kit DType from a DType, a string ('e4m3', 'float8_e4m3fn', 'bf16', ...),
+    a numpy/ml_dtypes dtype or a torch dtype."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        key = x.lower()
+        if key.startswith("torch."):
+            key = key[6:]
+        if key in _NAMES:
+            return _NAMES[key]
+        raise InvalidArgumentError("%s %r is not a known dtype name (one of %s)" % (what, x, ", ".join(sorted(_NAMES))))
+    if type(x).__module__ == "torch" or type(x).__name__ == "dtype" and hasattr(x, "is_floating_point"):
+        return dtype_of_name(str(x), what)
+    try:
+        nd = np.dtype(x)
+    except TypeError:
+        raise InvalidArgumentError("%s %r is not a dtype" % (what, x)) from None
+    if nd.name in _NAMES:
+        return _NAMES[nd.name]
+    raise UnsupportedError("%s %s has no fp8kit equivalent" % (what, nd.name))
+
+
+class TaggedArray(np.ndarray):
+    """An ndarray of raw bits tagged with the fp8kit dtype they encode
+    (attribute `fk_dtype`, a DType). np.asarray(t) gives the plain bits back.
+    Views and slices keep the tag; results of another storage dtype drop it."""
+
+    def __new__(cls, bits, fk_dtype):
+        fk_dtype = DType(fk_dtype)
+        arr = np.asarray(bits)
+        if arr.dtype != STORAGE[fk_dtype]:
+            raise InvalidArgumentError("a %s TaggedArray stores %s bits, not %s" % (
+                fk_dtype.name.lower(), STORAGE[fk_dtype].name, arr.dtype.name))
+        obj = arr.view(cls)
+        obj.fk_dtype = fk_dtype
+        return obj
+
+    def __array_finalize__(self, obj):
+        tag = getattr(obj, "fk_dtype", None)
+        self.fk_dtype = tag if tag is not None and self.dtype == STORAGE[tag] else None
+
+    def __reduce__(self):  # pickling keeps the tag
+        fn, args, state = super().__reduce__()
+        return fn, args, (state, self.fk_dtype)
+
+    def __setstate__(self, state):
+        super().__setstate__(state[0])
+        self.fk_dtype = state[1]
+
+    def __repr__(self):
+        tag = self.fk_dtype.name.lower() if self.fk_dtype is not None else "untagged"
+        return "TaggedArray(%s, fk_dtype=%s)" % (np.asarray(self).__repr__(), tag)
+
+
+class View:
+    """What fp8kit needs to know about one array: data pointer, fp8kit dtype,
+    shape and strides (elements), device ("cpu" or "cuda", index), and the
+    owning object (kept alive while the view is). kind: "numpy", "torch" or
+    "dlpack" - which allocator makes outputs for it."""
+    __slots__ = ("ptr", "dtype", "shape", "strides", "device", "index", "owner", "kind", "keep")
+
+    def __init__(self, ptr, dtype, shape, strides, device, index, owner, kind, keep=None):
+        self.ptr, self.dtype, self.shape, self.strides = ptr, dtype, shape, strides
+        self.device, self.index, self.owner, self.kind, self.keep = device, index, owner, kind, keep
+
+    def fill(self, t):
+        """Writes this view into an fp8kit Tensor struct t."""
+        t.data = self.ptr
+        t.dtype = self.dtype
+        n = len(self.shape)
+        t.ndim = n
+        for i in range(n):
+            t.shape[i] = self.shape[i]
+            t.strides[i] = self.strides[i]
+        for i in range(n, MAX_DIMS):
+            t.shape[i] = 0
+            t.strides[i] = 0
+
+
+def normalize_strides(name, shape, strides):
+    """Validates element strides (no negative, no zero stride on a dim > 1 - a
+    broadcast view - and not more than 4 dims) and gives size-1 dims the
+    row-major value, so fp8kit's nesting rule sees a plain layout."""
+    n = len(shape)
+    if n > MAX_DIMS:
+        raise InvalidShapeError("%s has %d dims; fp8kit takes at most %d" % (name, n, MAX_DIMS))
+    out = list(strides)
+    extent = 1
+    for i in range(n - 1, -1, -1):
+        if shape[i] == 0:
+            raise InvalidShapeError("%s has an empty dim (shape %s)" % (name, tuple(shape)))
+        if shape[i] == 1:
+            out[i] = extent if i < n - 1 else 1
+        elif out[i] <= 0:
+            raise InvalidStrideError("%s has stride %d on dim %d (broadcast or reversed views are not accepted; "
+                                     "make the array contiguous first)" % (name, out[i], i))
+        extent = max(extent, out[i] * (shape[i] - 1) + extent) if shape[i] > 1 else extent
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ numpy
+def _ml_dtypes_tag(nd):
+    # ml_dtypes arrays are recognised by their dtype name; ml_dtypes is never imported here
+    return _NAMES.get(nd.name) if nd.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu") else None
+
+
+def numpy_view(arr, name, fp8_default=None):
+    """View of a numpy array. fp8_default: the DType assumed for an untagged
+    uint8 array (None: untagged uint8 is refused)."""
+    nd = arr.dtype
+    tag = getattr(arr, "fk_dtype", None)
+    if tag is not None:
+        dt = tag
+    elif nd == np.float32:
+        dt = DType.F32
+    elif nd == np.float16:
+        dt = DType.F16
+    else:
+        dt = _ml_dtypes_tag(nd)
+        if dt is None:
+            if nd == np.uint8 and fp8_default is not None:
+                dt = fp8_default
+            elif nd == np.uint8:
+                raise UnsupportedError("%s is an untagged uint8 array: say which fp8 format it holds "
+                                       "(fp8kit.TaggedArray(arr, 'e4m3') or the dtype argument)" % name)
+            else:
+                raise UnsupportedError("%s has numpy dtype %s; fp8kit takes float32, float16, bfloat16 "
+                                       "(ml_dtypes or a TaggedArray) and fp8 codes" % (name, nd.name))
+    isz = nd.itemsize
+    bstr = arr.strides
+    for s in bstr:
+        if s % isz:
+            raise InvalidStrideError("%s has a byte stride %d that is not a multiple of its item size %d" % (name, s, isz))
+    shape = arr.shape
+    strides = normalize_strides(name, shape, tuple(s // isz for s in bstr))
+    return View(arr.ctypes.data, dt, shape, strides, "cpu", 0, arr, "numpy")
+
+
+def numpy_empty(shape, dt):
+    a = np.empty(shape, dtype=STORAGE[dt])
+    if dt in (DType.F32, DType.F16):
+        return a
+    return TaggedArray(a, dt)
+
+
+# ----------------------------------------------------------------- DLPack
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManaged(ctypes.Structure):
+    pass
+
+
+_DLManaged._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                       ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManaged)))]
+
+
+class _DLManagedVersioned(ctypes.Structure):
+    pass
+
+
+_DLManagedVersioned._fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                                ("manager_ctx", ctypes.c_void_p),
+                                ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedVersioned))),
+                                ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
+
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+_DL_DTYPES = {(2, 32): DType.F32, (2, 16): DType.F16, (4, 16): DType.BF16,
+              (10, 8): DType.E4M3, (12, 8): DType.E5M2, (14, 8): DType.E8M0}
+
+_capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get.restype = ctypes.c_void_p
+_capsule_get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_set_name = ctypes.pythonapi.PyCapsule_SetName
+_capsule_set_name.restype = ctypes.c_int
+_capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class _DLOwner:
+    """Holds a consumed DLPack tensor; calls the producer's deleter when dropped."""
+
+    def __init__(self, managed, obj):
+        self.managed, self.obj = managed, obj
+
+    def __del__(self):
+        m, self.managed = self.managed, None
+        if m is not None and m.contents.deleter:
+            m.contents.deleter(m)
+
+
+def dlpack_view(obj, name, fp8_default=None, stream=None):
+    """View of any object with __dlpack__ (CPU, CUDA, CUDA host/managed memory)."""
+    kwargs = {}
+    dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else None
+    if dev is not None and int(dev[0]) == _DL_CUDA and stream is not None:
+        kwargs["stream"] = stream
+    try:
+        cap = obj.__dlpack__(max_version=(1, 0), **kwargs)
+    except TypeError:
+        cap = obj.__dlpack__(**kwargs)
+    if _capsule_is_valid(cap, b"dltensor_versioned"):
+        ptr = _capsule_get(cap, b"dltensor_versioned")
+        managed = ctypes.cast(ptr, ctypes.POINTER(_DLManagedVersioned))
+        _capsule_set_name(cap, b"used_dltensor_versioned")
+    elif _capsule_is_valid(cap, b"dltensor"):
+        ptr = _capsule_get(cap, b"dltensor")
+        managed = ctypes.cast(ptr, ctypes.POINTER(_DLManaged))
+        _capsule_set_name(cap, b"used_dltensor")
+    else:
+        raise UnsupportedError("%s: __dlpack__ did not return a DLPack capsule" % name)
+    owner = _DLOwner(managed, obj)
+    t = managed.contents.dl_tensor
+    dtype = t.dtype
+    if dtype.lanes != 1:
+        raise UnsupportedError("%s: vector DLPack dtypes (lanes %d) are not supported" % (name, dtype.lanes))
+    dt = _DL_DTYPES.get((dtype.code, dtype.bits))
+    if dt is None and (dtype.code, dtype.bits) == (1, 8) and fp8_default is not None:
+        dt = fp8_default
+    if dt is None:
+        raise UnsupportedError("%s: DLPack dtype code %d, %d bits has no fp8kit equivalent"
+                               % (name, dtype.code, dtype.bits))
+    dtype_dev = t.device.device_type
+    if dtype_dev in (_DL_CPU, _DL_CUDA_HOST):
+        device = "cpu"
+    elif dtype_dev in (_DL_CUDA, _DL_CUDA_MANAGED):
+        device = "cuda"
+    else:
+        raise UnsupportedError("%s: DLPack device type %d is neither CPU nor CUDA" % (name, dtype_dev))
+    n = t.ndim
+    shape = tuple(t.shape[i] for i in range(n))
+    if t.strides:
+        strides = tuple(t.strides[i] for i in range(n))
+    else:
+        strides, s = [0] * n, 1
+        for i in range(n - 1, -1, -1):
+            strides[i] = s
+            s *= shape[i]
+        strides = tuple(strides)
+    strides = normalize_strides(name, shape, strides)
+    ptr = (t.data or 0) + t.byte_offset
+    return View(ptr, dt, shape, strides, device, int(t.device.device_id), obj, "dlpack", keep=owner)
+
+
+# ------------------------------------------------------------------ dispatch
+def is_torch_tensor(x):
+    t = type(x)
+    return t.__module__.startswith("torch") and hasattr(x, "data_ptr") and hasattr(x, "stride")
+
+
+def as_view(x, name, fp8_default=None, stream=None):
+    """A View of x: numpy array, torch tensor or any __dlpack__ object."""
+    if isinstance(x, np.ndarray):
+        return numpy_view(x, name, fp8_default)
+    if is_torch_tensor(x):
+        from . import _torch
+        return _torch.torch_view(x, name, fp8_default)
+    if hasattr(x, "__dlpack__"):
+        return dlpack_view(x, name, fp8_default, stream)
+    if isinstance(x, (float, int)) and not isinstance(x, bool):
+        return numpy_view(np.asarray(x, dtype=np.float32), name, fp8_default)
+    raise UnsupportedError("%s: a %s is not an array (numpy array, torch tensor or an object with __dlpack__)"
+                           % (name, type(x).__name__))

@@ -1,0 +1,95 @@
+"""_context.py - fp8kit contexts: one per (backend, device), created lazily,
+cached for the life of the process, and the status -> exception bridge that
+reads fp8kit_last_error on the same thread as the failing call.
+
+fp8kit keeps its last-error text per context and per OS thread, and a context
+may be used from several threads at once, so one cached context per
+(backend, device) is safe for every Python thread.
+"""
+import atexit
+import ctypes
+import threading
+
+from . import _lib
+from ._lib import Backend
+from .errors import raise_status
+
+
+class Context:
+    """An owned fp8kit_ctx. Prefer get_context(); contexts are not cheap to make
+    on CUDA. `handle` is the raw pointer (an int) passed to every C call."""
+
+    def __init__(self, backend=Backend.CPU, device=0):
+        lib = _lib.load()
+        self._lib = lib
+        out = ctypes.c_void_p()
+        st = lib.fp8kit_ctx_create(int(Backend(backend)), int(device), ctypes.byref(out))
+        if st != 0:
+            raise_status(st, _lib.decode(lib.fp8kit_last_error(None)))
+        self.handle = out.value
+        self.requested = Backend(backend)
+        self.backend = Backend(lib.fp8kit_ctx_backend(self.handle))
+        self.device = int(device)
+
+    def check(self, st):
+        """Raises the exception for a non-zero status, with this thread's message."""
+        if st:
+            raise_status(st, _lib.decode(self._lib.fp8kit_last_error(self.handle)))
+
+    def last_error(self):
+        return _lib.decode(self._lib.fp8kit_last_error(self.handle))
+
+    def describe(self):
+        return _lib.decode(self._lib.fp8kit_ctx_describe(self.handle))
+
+    def set_threads(self, n):
+        """CPU backend OpenMP threads (0 = OpenMP's default)."""
+        self.check(self._lib.fp8kit_ctx_set_threads(self.handle, int(n)))
+
+    def plan_cache_size(self):
+        return int(self._lib.fp8kit_plan_cache_size(self.handle))
+
+    def close(self):
+        h, self.handle = getattr(self, "handle", None), None
+        if h:
+            self._lib.fp8kit_ctx_destroy(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return "<fp8kit.Context %s device %d: %s>" % (self.backend.name.lower(), self.device,
+                                                      self.describe() if self.handle else "closed")
+
+
+_cache = {}
+_cache_lock = threading.Lock()
+
+
+def get_context(backend=Backend.CPU, device=0):
+    """The process-wide context for (backend, device), created on first use."""
+    key = (int(backend), int(device))
+    ctx = _cache.get(key)
+    if ctx is not None:
+        return ctx
+    with _cache_lock:
+        ctx = _cache.get(key)
+        if ctx is None:
+            ctx = Context(backend, device)
+            _cache[key] = ctx
+        return ctx
+
+
+def clear_contexts():
+    """Destroys every cached context (tests; process exit)."""
+    with _cache_lock:
+        ctxs = list(_cache.values())
+        _cache.clear()
+    for c in ctxs:
+        c.close()
+
+
+atexit.register(clear_contexts)

@@ -1,0 +1,421 @@
+"""_gemm.py - scaled_mm: the fp8 GEMM of SPEC.md section 3 with
+torch._scaled_mm's argument conventions (a is M x K row-major, b is the K x N
+column-major view w.t() of a row-major N x K weight w), on numpy arrays, torch
+tensors or DLPack objects, without any custom-op layer (the "raw" path).
+
+Per call it builds the fp8kit_gemm_desc / fp8kit_gemm_args structs from a
+small cache keyed on everything but the data pointers, so a repeated call
+costs: read the operands' metadata, one dict lookup, copy a template struct,
+set the pointers, one ctypes call.
+"""
+import ctypes
+import threading
+
+from ._arrays import as_view, dtype_of_name
+from ._lib import Activation, BiasMode, DType, GemmArgs, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
+from ._quant import FP8, HP, ROUNDINGS, _enum, context_for, device_of, empty_like_kind, stream_for
+from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
+
+ACTIVATIONS = {"none": Activation.NONE, "relu": Activation.RELU, "gelu_tanh": Activation.GELU_TANH,
+               "gelu": Activation.GELU_ERF, "gelu_erf": Activation.GELU_ERF, "silu": Activation.SILU,
+               "swish": Activation.SILU}
+SCALE_MODES = {"none": ScaleMode.NONE, "tensor": ScaleMode.TENSOR, "tensorwise": ScaleMode.TENSOR,
+               "row": ScaleMode.ROW, "rowwise": ScaleMode.ROW, "block": ScaleMode.BLOCK,
+               "blockwise": ScaleMode.BLOCK, "mx": ScaleMode.MX, "mxfp8": ScaleMode.MX}
+OUT_QUANTS = {"none": OutQuant.NONE, "scaled": OutQuant.SCALED, "mx": OutQuant.MX,
+              "block1x128": OutQuant.BLOCK1X128}
+GEMM_LAYOUTS = {"plain": ScaleLayout.PLAIN, "blocked": ScaleLayout.BLOCKED, "swizzled": ScaleLayout.BLOCKED,
+                "mn_major": ScaleLayout.MN_MAJOR}
+FN = "fp8kit.scaled_mm"
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _rup(a, b):
+    return _cdiv(a, b) * b
+
+
+def _dense(v):
+    """True when v's elements are packed row-major (size-1 dims ignored)."""
+    s = 1
+    for n, st in zip(reversed(v.shape), reversed(v.strides)):
+        if n != 1 and st != s:
+            return False
+        s *= n
+    return True
+
+
+def _dense_t(v):
+    """True when v is 2-D and its transpose is packed row-major."""
+    return len(v.shape) == 2 and (v.shape[0] == 1 or v.strides[0] == 1) and \
+        (v.shape[1] == 1 or v.strides[1] == v.shape[0])
+
+
+def _numel(v):
+    n = 1
+    for d in v.shape:
+        n *= d
+    return n
+
+
+def _mode_candidates(v, rows, K, is_a):
+    """Scale modes a scale tensor's dtype and shape allow (inference order)."""
+    if v is None:
+        return [ScaleMode.NONE]
+    if v.dtype == DType.E8M0:
+        return [ScaleMode.MX]
+    if v.dtype != DType.F32:
+        raise UnsupportedError("%s: scale_%s has dtype %s; scales are float32 (or e8m0 for mx)"
+                               % (FN, "a" if is_a else "b", v.dtype.name.lower()))
+    shp, n = tuple(v.shape), _numel(v)
+    out = []
+    if n == 1:
+        out.append(ScaleMode.TENSOR)
+    if n == rows and shp in ((rows,), (rows, 1), (1, rows)):
+        out.append(ScaleMode.ROW)
+    ka = _cdiv(K, 128)
+    if is_a:
+        if shp == (rows, ka) or (len(shp) <= 2 and n == ka * _rup(rows, 4)):
+            out.append(ScaleMode.BLOCK)
+    else:
+        nb = _cdiv(rows, 128)
+        if shp in ((nb, ka), (ka, nb)):
+            out.append(ScaleMode.BLOCK)
+    return out
+
+
+def _pick_modes(va, vb, M, N, K, scale_mode):
+    if scale_mode is not None:
+        if isinstance(scale_mode, (tuple, list)):
+            ma, mb = (_enum(SCALE_MODES, m, "scale_mode", ScaleMode) for m in scale_mode)
+        else:
+            ma = mb = _enum(SCALE_MODES, scale_mode, "scale_mode", ScaleMode)
+        if va is None:
+            ma = ScaleMode.NONE
+        if vb is None:
+            mb = ScaleMode.NONE
+        return ma, mb
+    ca, cb = _mode_candidates(va, M, K, True), _mode_candidates(vb, N, K, False)
+    simple = (ScaleMode.NONE, ScaleMode.TENSOR, ScaleMode.ROW)
+    sa, sb = [m for m in ca if m in simple], [m for m in cb if m in simple]
+    if sa and sb:
+        return sa[0], sb[0]
+    for paired in (ScaleMode.BLOCK, ScaleMode.MX):
+        if paired in ca and paired in cb:
+            return paired, paired
+    raise InvalidShapeError(
+        "%s: cannot tell the scaling from scale_a %s and scale_b %s for M=%d, N=%d, K=%d; expected float32 "
+        "scalars (tensor), (M, 1) and (1, N) (row), (M, ceil(K/128)) and (ceil(N/128), ceil(K/128)) (block), "
+        "or e8m0 (M, K/32) and (N, K/32) (mx); pass scale_mode= to say" % (
+            FN, None if va is None else tuple(va.shape), None if vb is None else tuple(vb.shape), M, N, K))
+
+
+def _check_scale(v, mode, layout, rows, K, is_a):
+    """Validates one operand's scale buffer for (mode, layout); returns
+    the element count of the flat buffer fp8kit reads (None: no scale)."""
+    name = "scale_a" if is_a else "scale_b"
+    if mode == ScaleMode.NONE:
+        return None
+    if v is None:
+        raise InvalidArgumentError("%s: %s is required for %s scaling" % (FN, name, mode.name.lower()))
+    n = _numel(v)
+    ka = _cdiv(K, 128)
+    if mode == ScaleMode.TENSOR:
+        want, ok = 1, True
+    elif mode == ScaleMode.ROW:
+        want, ok = rows, _dense(v)
+    elif mode == ScaleMode.BLOCK:
+        if not is_a:
+            want = _cdiv(rows, 128) * ka
+            ok = _dense(v) if tuple(v.shape) != (ka, _cdiv(rows, 128)) or ka == 1 else _dense_t(v)
+        elif layout == ScaleLayout.MN_MAJOR:
+            want = ka * _rup(rows, 4)
+            if tuple(v.shape) == (rows, ka) and len(v.shape) == 2:  # the (M, ka) view of a (ka, Mp4) buffer
+                n = want
+                ok = (v.strides[0] == 1 or rows == 1) and (ka == 1 or v.strides[1] == _rup(rows, 4))
+            else:
+                ok = _dense(v)
+        else:
+            want, ok = rows * ka, _dense(v)
+    else:
+        if K % 32:
+            raise InvalidShapeError("%s: mx scaling needs K %% 32 == 0 (K = %d)" % (FN, K))
+        want = _rup(rows, 128) * _rup(K // 32, 4) if layout == ScaleLayout.BLOCKED else rows * (K // 32)
+        ok = _dense(v)
+    if v.dtype != (DType.E8M0 if mode == ScaleMode.MX else DType.F32):
+        raise InvalidArgumentError("%s: %s has dtype %s; %s scaling needs %s" % (
+            FN, name, v.dtype.name.lower(), mode.name.lower(), "e8m0" if mode == ScaleMode.MX else "float32"))
+    if n != want:
+        raise InvalidShapeError("%s: %s has shape %s (%d elements); %s scaling%s needs %d" % (
+            FN, name, tuple(v.shape), n, mode.name.lower(),
+            "" if layout == ScaleLayout.PLAIN else " (%s layout)" % layout.name.lower(), want))
+    if not ok:
+        raise InvalidStrideError("%s: %s (shape %s, strides %s) is not packed in the layout %s scaling reads"
+                                 % (FN, name, tuple(v.shape), tuple(v.strides), mode.name.lower()))
+    return n
+
+
+def _infer_layout(va, vb, ma, M, N, K, scale_layout):
+    if scale_layout is not None:
+        return _enum(GEMM_LAYOUTS, scale_layout, "scale_layout", ScaleLayout)
+    if ma == ScaleMode.BLOCK:
+        ka = _cdiv(K, 128)
+        if tuple(va.shape) == (M, ka) and M > 1 and ka > 1 and va.strides[0] == 1:
+            return ScaleLayout.MN_MAJOR
+        return ScaleLayout.PLAIN
+    if ma == ScaleMode.MX:
+        kc = K // 32
+        plain_n, blocked_n = M * kc, _rup(M, 128) * _rup(kc, 4)
+        plain_nb, blocked_nb = N * kc, _rup(N, 128) * _rup(kc, 4)
+        if tuple(va.shape) == (M, kc) and tuple(vb.shape) == (N, kc):
+            return ScaleLayout.PLAIN
+        na, nb = _numel(va), _numel(vb)
+        if na == blocked_n and nb == blocked_nb and (na != plain_n or nb != plain_nb):
+            return ScaleLayout.BLOCKED
+        if na == plain_n and nb == plain_nb:
+            return ScaleLayout.PLAIN
+        return ScaleLayout.PLAIN  # the size check then names what was expected
+    return ScaleLayout.PLAIN
+
+
+def _set(t, ptr, dtype, shape, strides):
+    t.data = ptr
+    t.dtype = dtype
+    t.ndim = len(shape)
+    for i, (n, s) in enumerate(zip(shape, strides)):
+        t.shape[i] = n
+        t.strides[i] = s
+
+
+_plans = {}
+_plans_lock = threading.Lock()
+
+
+class _Plan:
+    """Everything of one call but the data pointers: the descriptor, a template
+    of the args struct, the output shapes and the workspace size."""
+    __slots__ = ("desc", "args", "d_shape", "d_dtype", "sd_shape", "sd_dtype", "ws")
+
+
+def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, *, activation=None, alpha=1.0,
+              beta=0.0, c=None, scale_d=None, out_quant=None, out_hp="bfloat16", out_rounding="floor",
+              out_pow2=False, return_amax=False, use_fast_accum=False, scale_mode=None, scale_layout=None,
+              bias_per_row=False, a_dtype=None, b_dtype=None, out=None, ctx=None, stream=None):
+    """D = out(act(alpha * deq(A) deq(B)^T + beta * c + bias)) (SPEC.md section 3).
+
+    a: (M, K) fp8, row-major. b: (K, N) fp8 given as the column-major view w.t()
+    of a row-major (N, K) w, exactly as torch._scaled_mm takes it.
+    scale_a / scale_b (the dequantization multipliers): float32 scalars
+    (tensor), (M, 1) / (1, N) (row), (M, ceil(K/128)) / (ceil(N/128), ceil(K/128))
+    (block 1x128 / 128x128), or e8m0 (M, K/32) / (N, K/32) (mx; plain or
+    blocked layout). scale_mode= ('tensor', 'row', 'block', 'mx' or a pair)
+    forces the mode where shapes are ambiguous.
+    out_dtype: bfloat16 (torch default), float32 (numpy default), float16,
+    e4m3 or e5m2. fp8 outputs: scale_d (float32 scalar divisor: D = fp8(y /
+    scale_d); torch's scale_result s is scale_d = 1/s) with return_amax=True to
+    get max|y|, or out_quant='mx' / 'block1x128' to quantize each output row
+    (returns (d, scales)). activation: None, 'relu', 'gelu' (erf), 'gelu_tanh',
+    'silu'. bias: 1-D length N (or M with bias_per_row=True).
+    Runs on the tensors' device; on CUDA on the current torch stream (or
+    `stream`), with no host synchronization."""
+    hint_a = dtype_of_name(a_dtype) if a_dtype is not None else DType.E4M3
+    hint_b = dtype_of_name(b_dtype) if b_dtype is not None else DType.E4M3
+    av = as_view(a, "a", hint_a)
+    bv = as_view(b, "b", hint_b)
+    if av.dtype not in FP8 or bv.dtype not in FP8:
+        raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"
+                               % (FN, av.dtype.name.lower(), bv.dtype.name.lower()))
+    if len(av.shape) != 2 or len(bv.shape) != 2:
+        raise InvalidShapeError("%s: a and b must be 2-D (got %d and %d dims)" % (FN, len(av.shape), len(bv.shape)))
+    M, K = av.shape
+    K2, N = bv.shape
+    if K2 != K:
+        raise InvalidShapeError("%s: a is %d x %d but b is %d x %d (b is K x N)" % (FN, M, K, K2, N))
+    if K > 1 and N > 1 and bv.strides[0] != 1:
+        raise InvalidStrideError("%s: b must be column-major (K-major), strides (1, ldb): pass w.t() of a "
+                                 "row-major (N, K) weight w, as for torch._scaled_mm (b strides are %s)"
+                                 % (FN, tuple(bv.strides)))
+    ldb = bv.strides[1] if N > 1 else K
+    sa = as_view(scale_a, "scale_a", DType.E8M0) if scale_a is not None else None
+    sb = as_view(scale_b, "scale_b", DType.E8M0) if scale_b is not None else None
+    cv = as_view(c, "c") if c is not None else None
+    biasv = as_view(bias, "bias") if bias is not None else None
+    sdv = as_view(scale_d, "scale_d") if scale_d is not None else None
+    if beta != 0.0 and cv is None:
+        raise InvalidArgumentError("%s: beta = %r needs c" % (FN, beta))
+    views = [av, bv, sa, sb, cv, biasv, sdv]
+    dev = device_of(views, FN)
+    cx = context_for(dev, ctx, FN)
+
+    # ---- plan (cached on everything but the data pointers)
+    key = (cx.handle, av.dtype, av.shape, av.strides, bv.dtype, N, ldb,
+           None if sa is None else (sa.dtype, sa.shape, sa.strides),
+           None if sb is None else (sb.dtype, sb.shape, sb.strides),
+           None if biasv is None else (biasv.dtype, biasv.shape, biasv.strides, bool(bias_per_row)),
+           None if cv is None else (cv.dtype, cv.shape, cv.strides), sdv is not None,
+           out_dtype if out_dtype is None or isinstance(out_dtype, str) else str(out_dtype),
+           activation, float(alpha), float(beta), out_quant, out_hp if out_quant else None, out_rounding,
+           bool(out_pow2), bool(return_amax), bool(use_fast_accum),
+           scale_mode if not isinstance(scale_mode, list) else tuple(scale_mode), scale_layout,
+           av.kind == "torch")
+    try:
+        plan = _plans.get(key)
+    except TypeError:  # an unhashable option value: plan without caching
+        key, plan = None, None
+    if plan is None:
+        plan = _make_plan(cx, av, bv, sa, sb, cv, biasv, sdv, M, N, K, ldb, out_dtype, activation, alpha, beta,
+                          out_quant, out_hp, out_rounding, out_pow2, return_amax, use_fast_accum, scale_mode,
+                          scale_layout, bias_per_row)
+        if key is not None:
+            with _plans_lock:
+                if len(_plans) > 4096:
+                    _plans.clear()
+                _plans[key] = plan
+
+    # ---- outputs
+    if out is None:
+        d, dv = empty_like_kind(av, plan.d_shape, plan.d_dtype)
+    else:
+        from ._quant import check_out
+        d = out
+        dv = check_out(out, "out", plan.d_shape, plan.d_dtype, dev)
+    args = GemmArgs.from_buffer_copy(plan.args)
+    args.a.data = av.ptr
+    args.b.data = bv.ptr
+    if sa is not None and plan.desc.scale_a:
+        args.scale_a.data = sa.ptr
+    if sb is not None and plan.desc.scale_b:
+        args.scale_b.data = sb.ptr
+    if cv is not None and plan.args.beta != 0.0:
+        args.c.data = cv.ptr
+    if biasv is not None:
+        args.bias.data = biasv.ptr
+    _set(args.d, dv.ptr, dv.dtype, dv.shape, dv.strides)
+    extra = None
+    if plan.desc.out_quant == OutQuant.SCALED:
+        args.scale_d.data = sdv.ptr
+    elif plan.sd_shape is not None:
+        extra, ev = empty_like_kind(av, plan.sd_shape, plan.sd_dtype)
+        args.scale_d.data = ev.ptr
+    amax = None
+    if return_amax:
+        amax, mv = empty_like_kind(av, (), DType.F32)
+        args.amax_d = ctypes.cast(mv.ptr, ctypes.POINTER(ctypes.c_float))
+    ws = None
+    if plan.ws:
+        ws, wv = empty_like_kind(av, (plan.ws,), DType.E4M3)  # raw bytes
+        args.workspace = wv.ptr
+        args.workspace_bytes = plan.ws
+    st = cx._lib.fp8kit_gemm(cx.handle, ctypes.byref(plan.desc), ctypes.byref(args), stream_for(av, stream))
+    if st:
+        cx.check(st)
+    del ws  # the caching allocator keeps stream order for torch; numpy is synchronous
+    if extra is not None:
+        return (d, extra, amax) if return_amax else (d, extra)
+    return (d, amax) if return_amax else d
+
+
+def _make_plan(cx, av, bv, sa, sb, cv, biasv, sdv, M, N, K, ldb, out_dtype, activation, alpha, beta, out_quant,
+               out_hp, out_rounding, out_pow2, return_amax, use_fast_accum, scale_mode, scale_layout, bias_per_row):
+    desc = GemmDesc()
+    ma, mb = _pick_modes(sa, sb, M, N, K, scale_mode)
+    if (ma == ScaleMode.BLOCK) != (mb == ScaleMode.BLOCK) or (ma == ScaleMode.MX) != (mb == ScaleMode.MX):
+        raise UnsupportedError("%s: block and mx scaling must be used on both a and b (got %s and %s)"
+                               % (FN, ma.name.lower(), mb.name.lower()))
+    layout = _infer_layout(sa, sb, ma, M, N, K, scale_layout)
+    if layout == ScaleLayout.BLOCKED and ma != ScaleMode.MX:
+        raise UnsupportedError("%s: the blocked scale layout is only defined for mx scaling" % FN)
+    if layout == ScaleLayout.MN_MAJOR and ma != ScaleMode.BLOCK:
+        raise UnsupportedError("%s: the mn_major scale layout is only defined for block scaling" % FN)
+    na = _check_scale(sa, ma, layout, M, K, True)
+    nb = _check_scale(sb, mb, layout, N, K, False)
+    desc.scale_a, desc.scale_b, desc.scale_layout = ma, mb, layout
+    desc.act = _enum(ACTIVATIONS, activation if activation is not None else "none", "activation", Activation)
+    desc.fast_accum = 1 if use_fast_accum else 0
+
+    oq = _enum(OUT_QUANTS, out_quant, "out_quant", OutQuant) if out_quant is not None else None
+    if out_dtype is None:
+        ddt = DType.E4M3 if oq in (OutQuant.MX, OutQuant.BLOCK1X128) or sdv is not None else (
+            DType.BF16 if av.kind == "torch" or av.device == "cuda" else DType.F32)
+    else:
+        ddt = dtype_of_name(out_dtype, "out_dtype")
+    if ddt not in HP and ddt not in FP8:
+        raise UnsupportedError("%s: out_dtype %s is not an output type" % (FN, ddt.name.lower()))
+    if oq is None:
+        oq = OutQuant.SCALED if sdv is not None else OutQuant.NONE
+    if oq != OutQuant.NONE and ddt not in FP8:
+        raise UnsupportedError("%s: output quantization (%s) needs an e4m3/e5m2 out_dtype" % (FN, oq.name.lower()))
+    if oq == OutQuant.SCALED:
+        if sdv is None:
+            raise InvalidArgumentError("%s: out_quant 'scaled' needs scale_d" % FN)
+        if sdv.dtype != DType.F32 or _numel(sdv) != 1:
+            raise InvalidArgumentError("%s: scale_d must be a float32 scalar" % FN)
+    elif sdv is not None:
+        raise InvalidArgumentError("%s: scale_d is an input only with out_quant 'scaled'" % FN)
+    if return_amax and oq != OutQuant.SCALED:
+        raise UnsupportedError("%s: return_amax needs an fp8 output with scale_d" % FN)
+    desc.out_quant = oq
+    plan = _Plan()
+    plan.sd_shape = plan.sd_dtype = None
+    if oq in (OutQuant.MX, OutQuant.BLOCK1X128):
+        hp = dtype_of_name(out_hp, "out_hp")
+        if hp not in HP:
+            raise UnsupportedError("%s: out_hp must be float32, float16 or bfloat16" % FN)
+        desc.out_hp = hp
+        desc.out_rounding = _enum(ROUNDINGS, out_rounding, "out_rounding", Rounding)
+        desc.out_pow2 = 1 if out_pow2 else 0
+        if oq == OutQuant.MX:
+            if N % 32:
+                raise InvalidShapeError("%s: out_quant 'mx' needs N %% 32 == 0 (N = %d)" % (FN, N))
+            plan.sd_shape, plan.sd_dtype = (M, N // 32), DType.E8M0
+        else:
+            plan.sd_shape, plan.sd_dtype = (M, _cdiv(N, 128)), DType.F32
+
+    args = GemmArgs()
+    _set(args.a, None, av.dtype, (M, K), (av.strides[0] if M > 1 else K, 1))
+    _set(args.b, None, bv.dtype, (N, K), (ldb, 1))
+    for t, v, n in ((args.scale_a, sa, na), (args.scale_b, sb, nb)):
+        if n is not None:
+            _set(t, None, v.dtype, (n,), (1,))
+    args.alpha, args.beta = float(alpha), float(beta)
+    if beta != 0.0:
+        if cv.dtype not in HP:
+            raise UnsupportedError("%s: c must be float32, float16 or bfloat16" % FN)
+        if tuple(cv.shape) != (M, N):
+            raise InvalidShapeError("%s: c has shape %s; expected (%d, %d)" % (FN, tuple(cv.shape), M, N))
+        _set(args.c, None, cv.dtype, (M, N), cv.strides)
+    if biasv is not None:
+        blen = M if bias_per_row else N
+        if biasv.dtype not in HP:
+            raise UnsupportedError("%s: bias must be float32, float16 or bfloat16" % FN)
+        if _numel(biasv) != blen or not _dense(biasv) or len(biasv.shape) > 2:
+            raise InvalidShapeError("%s: bias must be a packed vector of length %s = %d (shape %s)"
+                                    % (FN, "M" if bias_per_row else "N", blen, tuple(biasv.shape)))
+        desc.bias = BiasMode.ROW if bias_per_row else BiasMode.COL
+        _set(args.bias, None, biasv.dtype, (blen,), (1,))
+    if oq == OutQuant.SCALED:
+        _set(args.scale_d, None, DType.F32, (1,), (1,))
+    elif plan.sd_shape is not None:
+        _set(args.scale_d, None, plan.sd_dtype, plan.sd_shape, (plan.sd_shape[1], 1))
+    plan.desc, plan.args = desc, args
+    plan.d_shape, plan.d_dtype = (M, N), ddt
+    plan.ws = 0
+    if cx.backend == 2:  # CUDA: ask for the workspace once per plan
+        probe = GemmArgs.from_buffer_copy(args)
+        # validation needs non-NULL pointers; the probe is never launched
+        for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.c, probe.bias, probe.scale_d):
+            if t.ndim or t.dtype or t.shape[0]:
+                t.data = 16
+        _set(probe.d, 16, ddt, (M, N), (N, 1))
+        nbytes = ctypes.c_size_t(0)
+        cx.check(cx._lib.fp8kit_gemm_workspace_size(cx.handle, ctypes.byref(desc), ctypes.byref(probe),
+                                                    ctypes.byref(nbytes)))
+        plan.ws = int(nbytes.value)
+    return plan
+
+
+def clear_plans():
+    with _plans_lock:
+        _plans.clear()

@@ -1,0 +1,299 @@
+"""_lib.py - ctypes mirror of include/fp8kit.h and discovery of libfp8kit.so.
+
+Every enum of the C header is an IntEnum here, every struct a
+ctypes.Structure with the same fields in the same order (python/tests/test_abi.py
+compares sizes, offsets and enum values with the C compiler's). The library is
+found, in this order, at:
+  1. $FP8KIT_LIBRARY (a file, or a directory holding libfp8kit.so*),
+  2. the package directory (a library copied in by `pip install ./python`),
+  3. ../build*/ of the source tree this package sits in (newest first),
+  4. ctypes.util.find_library("fp8kit") (system paths, LD_LIBRARY_PATH).
+"""
+import ctypes
+import ctypes.util
+import enum
+import glob
+import os
+import sys
+import threading
+
+# ------------------------------------------------------------------ enums
+
+
+class Status(enum.IntEnum):
+    OK = 0
+    ERR_NULL_POINTER = 1
+    ERR_INVALID_ARGUMENT = 2
+    ERR_INVALID_SHAPE = 3
+    ERR_SIZE_OVERFLOW = 4
+    ERR_INVALID_STRIDE = 5
+    ERR_MISALIGNED = 6
+    ERR_UNSUPPORTED = 7
+    ERR_BACKEND_UNAVAILABLE = 8
+    ERR_ARCH_MISMATCH = 9
+    ERR_DEVICE = 10
+    ERR_OUT_OF_MEMORY = 11
+    ERR_WORKSPACE_TOO_SMALL = 12
+    ERR_IO = 13
+    ERR_CORRUPT_FILE = 14
+    ERR_INTERNAL = 15
+
+
+class DType(enum.IntEnum):
+    F32 = 0
+    F16 = 1
+    BF16 = 2
+    E4M3 = 3
+    E5M2 = 4
+    E8M0 = 5
+
+
+DTYPE_COUNT = 6
+
+
+class Backend(enum.IntEnum):
+    AUTO = 0
+    CPU = 1
+    CUDA = 2
+
+
+class Scheme(enum.IntEnum):
+    TENSOR = 0
+    ROW = 1
+    BLOCK1X128 = 2
+    BLOCK128X128 = 3
+    MX = 4
+
+
+class Rounding(enum.IntEnum):
+    FLOOR = 0
+    RCEIL = 1
+
+
+class ScaleLayout(enum.IntEnum):
+    PLAIN = 0
+    BLOCKED = 1
+    MN_MAJOR = 2
+
+
+class ScaleMode(enum.IntEnum):
+    NONE = 0
+    TENSOR = 1
+    ROW = 2
+    BLOCK = 3
+    MX = 4
+
+
+class Activation(enum.IntEnum):
+    NONE = 0
+    RELU = 1
+    GELU_TANH = 2
+    GELU_ERF = 3
+    SILU = 4
+
+
+class BiasMode(enum.IntEnum):
+    NONE = 0
+    COL = 1
+    ROW = 2
+
+
+class OutQuant(enum.IntEnum):
+    NONE = 0
+    SCALED = 1
+    MX = 2
+    BLOCK1X128 = 3
+
+
+MAX_DIMS = 4
+
+# ---------------------------------------------------------------- structs
+# C enums are `int` on every ABI fp8kit targets (x86-64 / aarch64 Linux).
+_enum_t = ctypes.c_int
+
+
+class Tensor(ctypes.Structure):
+    """fp8kit_tensor: a strided view (strides in elements; all 0 = contiguous)."""
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", _enum_t),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("strides", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
+class QuantDesc(ctypes.Structure):
+    """fp8kit_quant_desc."""
+    _fields_ = [
+        ("scheme", _enum_t),
+        ("elem", _enum_t),
+        ("axis", ctypes.c_int32),
+        ("rounding", _enum_t),
+        ("pow2", ctypes.c_int32),
+        ("scale_layout", _enum_t),
+    ]
+
+
+class GemmDesc(ctypes.Structure):
+    """fp8kit_gemm_desc ({0} is valid)."""
+    _fields_ = [
+        ("scale_a", _enum_t),
+        ("scale_b", _enum_t),
+        ("scale_layout", _enum_t),
+        ("bias", _enum_t),
+        ("act", _enum_t),
+        ("out_quant", _enum_t),
+        ("out_hp", _enum_t),
+        ("out_rounding", _enum_t),
+        ("out_pow2", ctypes.c_int32),
+        ("fast_accum", ctypes.c_int32),
+    ]
+
+
+class GemmArgs(ctypes.Structure):
+    """fp8kit_gemm_args."""
+    _fields_ = [
+        ("a", Tensor),
+        ("b", Tensor),
+        ("scale_a", Tensor),
+        ("scale_b", Tensor),
+        ("alpha", ctypes.c_float),
+        ("beta", ctypes.c_float),
+        ("c", Tensor),
+        ("bias", Tensor),
+        ("d", Tensor),
+        ("scale_d", Tensor),
+        ("amax_d", ctypes.POINTER(ctypes.c_float)),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
+    ]
+
+
+# --------------------------------------------------------------- discovery
+_LIB_GLOBS = ("libfp8kit.so", "libfp8kit.so.*", "libfp8kit.dylib", "fp8kit.dll")
+
+
+def _libs_in(directory):
+    found = []
+    for pat in _LIB_GLOBS:
+        found.extend(glob.glob(os.path.join(directory, pat)))
+    # prefer the unversioned name, then the shortest (libfp8kit.so.0 over .so.0.1.0)
+    return sorted(set(found), key=lambda p: (len(os.path.basename(p)), p))
+
+
+def candidate_paths():
+    """The library paths discovery would try, in order (for messages and tests)."""
+    out = []
+    env = os.environ.get("FP8KIT_LIBRARY")
+    if env:
+        out.extend(_libs_in(env) if os.path.isdir(env) else [env])
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    out.extend(_libs_in(pkg))
+    repo = os.path.dirname(os.path.dirname(pkg))  # python/fp8kit -> repo root
+    if os.path.isfile(os.path.join(repo, "include", "fp8kit.h")):
+        builds = []
+        for d in glob.glob(os.path.join(repo, "build*")):
+            for lib in _libs_in(d):
+                try:
+                    builds.append((os.path.getmtime(lib), lib))
+                except OSError:
+                    pass
+        out.extend(lib for _, lib in sorted(builds, reverse=True))
+    found = ctypes.util.find_library("fp8kit")
+    if found:
+        out.append(found)
+    seen, unique = set(), []
+    for p in out:  # libfp8kit.so, .so.0 and .so.0.1.0 are usually one file
+        real = os.path.realpath(p) if os.path.exists(p) else p
+        if real not in seen:
+            seen.add(real)
+            unique.append(p)
+    return unique
+
+
+class LibraryNotFoundError(OSError):
+    """libfp8kit could not be found or loaded."""
+
+
+_lib = None
+_lib_path = None
+_lib_lock = threading.Lock()
+
+
+def _declare(lib):
+    c = ctypes
+    T, QD, GD, GA = c.POINTER(Tensor), c.POINTER(QuantDesc), c.POINTER(GemmDesc), c.POINTER(GemmArgs)
+    vp = c.c_void_p
+    sigs = {
+        "fp8kit_status_string": (c.c_char_p, [_enum_t]),
+        "fp8kit_version_string": (c.c_char_p, []),
+        "fp8kit_version": (c.c_int, []),
+        "fp8kit_dtype_size": (c.c_size_t, [_enum_t]),
+        "fp8kit_dtype_name": (c.c_char_p, [_enum_t]),
+        "fp8kit_backend_name": (c.c_char_p, [_enum_t]),
+        "fp8kit_backend_available": (c.c_int, [_enum_t]),
+        "fp8kit_ctx_create": (_enum_t, [_enum_t, c.c_int, c.POINTER(vp)]),
+        "fp8kit_ctx_destroy": (_enum_t, [vp]),
+        "fp8kit_ctx_backend": (_enum_t, [vp]),
+        "fp8kit_ctx_set_threads": (_enum_t, [vp, c.c_int]),
+        "fp8kit_last_error": (c.c_char_p, [vp]),
+        "fp8kit_ctx_describe": (c.c_char_p, [vp]),
+        "fp8kit_tensor_make": (Tensor, [vp, _enum_t, c.c_int32, c.POINTER(c.c_int64)]),
+        "fp8kit_tensor_2d": (Tensor, [vp, _enum_t, c.c_int64, c.c_int64, c.c_int64]),
+        "fp8kit_tensor_numel": (c.c_int64, [T]),
+        "fp8kit_quant_desc_default": (QuantDesc, [_enum_t]),
+        "fp8kit_quant_shapes": (_enum_t, [QD, T, T, T]),
+        "fp8kit_quantize": (_enum_t, [vp, QD, T, T, T, vp]),
+        "fp8kit_dequantize": (_enum_t, [vp, QD, T, T, T, vp]),
+        "fp8kit_cast": (_enum_t, [vp, T, T, vp]),
+        "fp8kit_gemm_workspace_size": (_enum_t, [vp, GD, GA, c.POINTER(c.c_size_t)]),
+        "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
+        "fp8kit_plan_cache_size": (c.c_int64, [vp]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+
+
+def load(path=None):
+    """Loads (once) and returns the ctypes library. `path` forces a file."""
+    global _lib, _lib_path
+    if _lib is not None and path is None:
+        return _lib
+    with _lib_lock:
+        if _lib is not None and path is None:
+            return _lib
+        tried = [path] if path else candidate_paths()
+        errors = []
+        for p in tried:
+            try:
+                lib = ctypes.CDLL(p)
+                _declare(lib)
+            except (OSError, AttributeError) as e:
+                errors.append("%s: %s" % (p, e))
+                continue
+            _lib, _lib_path = lib, p
+            return lib
+        msg = "fp8kit: libfp8kit could not be loaded. Build it (cmake -S . -B build && " \
+              "cmake --build build) or set FP8KIT_LIBRARY to its path."
+        if errors:
+            msg += " Tried: " + "; ".join(errors)
+        else:
+            msg += " No candidate found."
+        raise LibraryNotFoundError(msg)
+
+
+def library_path():
+    """Path of the loaded library (loads it if needed)."""
+    load()
+    return _lib_path
+
+
+def decode(b):
+    return b.decode("utf-8", "replace") if b is not None else ""
+
+
+if sys.byteorder != "little":  # pragma: no cover
+    raise ImportError("fp8kit: big-endian hosts are not supported")

@@ -1,0 +1,69 @@
+"""_torch.py - the torch side of the binding: dtype mapping (torch's
+float8_e4m3fn / float8_e5m2 / float8_e8m0fnu), views of torch tensors
+(data_ptr, strides in elements, device), output allocation on the tensor's
+device, and the current CUDA stream. Imported only once a torch tensor is
+seen; nothing here compiles against torch, so one build serves every torch
+version that has these documented APIs (float8_e8m0fnu needs torch >= 2.7;
+older versions get e8m0 scales as uint8).
+
+The CUDA paths are written against torch's documented API and are exercised
+only on a machine with a GPU.
+"""
+import torch
+
+from ._arrays import View, normalize_strides
+from ._lib import DType
+from .errors import UnsupportedError
+
+_E8M0 = getattr(torch, "float8_e8m0fnu", None)
+TO_TORCH = {DType.F32: torch.float32, DType.F16: torch.float16, DType.BF16: torch.bfloat16,
+            DType.E4M3: torch.float8_e4m3fn, DType.E5M2: torch.float8_e5m2,
+            DType.E8M0: _E8M0 if _E8M0 is not None else torch.uint8}
+FROM_TORCH = {v: k for k, v in TO_TORCH.items() if v is not torch.uint8}
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream(index):
+    """cudaStream_t (as an int) of torch's current stream on device `index`."""
+    if _raw_stream is not None:
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def torch_view(t, name, fp8_default=None):
+    """View of a torch tensor (CPU or CUDA; meta / fake tensors are refused)."""
+    dt = FROM_TORCH.get(t.dtype)
+    if dt is None:
+        if t.dtype == torch.uint8 and fp8_default is not None:
+            dt = fp8_default
+        else:
+            raise UnsupportedError("%s has dtype %s; fp8kit takes float32, float16, bfloat16, float8_e4m3fn, "
+                                   "float8_e5m2 and float8_e8m0fnu (uint8 where an fp8 format is named)"
+                                   % (name, t.dtype))
+    dev = t.device
+    if dev.type == "cuda":
+        device, index = "cuda", dev.index if dev.index is not None else torch.cuda.current_device()
+    elif dev.type == "cpu":
+        device, index = "cpu", 0
+    else:
+        raise UnsupportedError("%s is on device %s; fp8kit runs on cpu and cuda tensors" % (name, dev))
+    shape = tuple(t.shape)
+    strides = normalize_strides(name, shape, tuple(t.stride()))
+    return View(t.data_ptr(), dt, shape, strides, device, index, t, "torch")
+
+
+def empty(shape, dt, cuda_index):
+    """A new torch tensor of fp8kit dtype dt on cuda:cuda_index (None = cpu)."""
+    device = torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
+    return torch.empty(tuple(shape), dtype=TO_TORCH[dt], device=device)
+
+
+def torch_dtype(dt):
+    return TO_TORCH[dt]
+
+
+def is_compiling():
+    c = getattr(torch, "compiler", None)
+    f = getattr(c, "is_compiling", None) if c is not None else None
+    return bool(f()) if f is not None else False

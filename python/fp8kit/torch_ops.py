@@ -1,0 +1,103 @@
+"""torch_ops.py - fp8kit as torch custom operators (torch.ops.fp8kit.*), with
+fake (meta) implementations so torch.compile / torch.export trace through
+them. Importing this module registers the ops (needs torch >= 2.4 for
+torch.library.custom_op). The ops run the same code as the raw path
+(fp8kit.quantize / fp8kit.scaled_mm); the custom-op layer adds torch's
+dispatcher overhead in eager mode, so eager code that wants the lowest
+overhead calls fp8kit.scaled_mm directly (it routes here by itself while
+torch.compile is tracing).
+
+Options that are enums in C are strings here ('' = the default / inferred).
+Written against torch's documented torch.library API; checked with
+torch.library.opcheck on the device (tests/test_torch_device.py).
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _gemm, _quant
+from ._arrays import dtype_of_name
+from ._torch import torch_dtype
+
+
+def _dtype_str(dt):
+    if dt is None:
+        return ""
+    if isinstance(dt, torch.dtype):
+        return str(dt)[6:]
+    return str(dt)
+
+
+def _opt(s):
+    return s if s else None
+
+
+def _modes(s):
+    """'' -> inferred, 'row' -> both, 'row,tensor' -> (a, b)."""
+    return tuple(s.split(",")) if "," in s else _opt(s)
+
+
+@torch.library.custom_op("fp8kit::quantize", mutates_args=())
+def _quantize_op(x: Tensor, scheme: str, dtype: str, axis: int, rounding: str, pow2: bool,
+                 scale_layout: str) -> Tuple[Tensor, Tensor]:
+    return _quant.quantize(x, scheme, dtype, axis, rounding, pow2, scale_layout)
+
+
+@_quantize_op.register_fake
+def _quantize_fake(x, scheme, dtype, axis, rounding, pow2, scale_layout):
+    desc = _quant.make_quant_desc(scheme, dtype, axis, rounding, pow2, scale_layout)
+    qshape, sshape, sdt = _quant.quant_shapes(tuple(x.shape), desc)
+    return (x.new_empty(qshape, dtype=torch_dtype(dtype_of_name(dtype))),
+            x.new_empty(sshape, dtype=torch_dtype(sdt)))
+
+
+@torch.library.custom_op("fp8kit::dequantize", mutates_args=())
+def _dequantize_op(q: Tensor, scale: Tensor, scheme: str, axis: int, scale_layout: str, out_dtype: str) -> Tensor:
+    return _quant.dequantize(q, scale, scheme, axis, scale_layout, out_dtype)
+
+
+@_dequantize_op.register_fake
+def _dequantize_fake(q, scale, scheme, axis, scale_layout, out_dtype):
+    shape = tuple(q.shape)
+    if _quant.SCHEMES[scheme.lower()] == _quant.Scheme.MX and axis == -2:
+        shape = shape[:-2] + (shape[-1], shape[-2])
+    return q.new_empty(shape, dtype=torch_dtype(dtype_of_name(out_dtype)))
+
+
+@torch.library.custom_op("fp8kit::scaled_mm", mutates_args=())
+def _scaled_mm_op(a: Tensor, b: Tensor, scale_a: Optional[Tensor], scale_b: Optional[Tensor],
+                  bias: Optional[Tensor], out_dtype: str, activation: str, alpha: float, beta: float,
+                  c: Optional[Tensor], use_fast_accum: bool, scale_mode: str, scale_layout: str,
+                  bias_per_row: bool) -> Tensor:
+    return _gemm.scaled_mm(a, b, scale_a, scale_b, bias, _opt(out_dtype), activation=_opt(activation),
+                           alpha=alpha, beta=beta, c=c, use_fast_accum=use_fast_accum,
+                           scale_mode=_modes(scale_mode), scale_layout=_opt(scale_layout), bias_per_row=bias_per_row)
+
+
+@_scaled_mm_op.register_fake
+def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, beta, c, use_fast_accum,
+                    scale_mode, scale_layout, bias_per_row):
+    dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=torch_dtype(dt))
+
+
+def quantize(x, scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", pow2=False, scale_layout="plain"):
+    """torch.ops.fp8kit.quantize with fp8kit.quantize's arguments."""
+    return torch.ops.fp8kit.quantize(x, scheme, _dtype_str(dtype), int(axis), rounding, bool(pow2), scale_layout)
+
+
+def dequantize(q, scale, scheme="tensor", axis=-1, scale_layout="plain", out_dtype=torch.float32):
+    """torch.ops.fp8kit.dequantize with fp8kit.dequantize's arguments."""
+    return torch.ops.fp8kit.dequantize(q, scale, scheme, int(axis), scale_layout, _dtype_str(out_dtype))
+
+
+def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=torch.bfloat16, *, activation=None,
+              alpha=1.0, beta=0.0, c=None, use_fast_accum=False, scale_mode=None, scale_layout=None,
+              bias_per_row=False):
+    """torch.ops.fp8kit.scaled_mm with fp8kit.scaled_mm's arguments (no fused
+    output quantization through this layer yet)."""
+    return torch.ops.fp8kit.scaled_mm(a, b, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
+                                      float(alpha), float(beta), c, bool(use_fast_accum),
+                                      ",".join(scale_mode) if isinstance(scale_mode, (tuple, list))
+                                      else scale_mode or "", scale_layout or "", bool(bias_per_row))
