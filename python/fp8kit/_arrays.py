@@ -62,7 +62,7 @@ class TaggedArray(np.ndarray):
     Views and slices keep the tag; results of another storage dtype drop it."""
 
     def __new__(cls, bits, fk_dtype):
-        fk_dtype = DType(fk_dtype)
+        fk_dtype = DType(fk_dtype) if isinstance(fk_dtype, int) else dtype_of_name(fk_dtype, "fk_dtype")
         arr = np.asarray(bits)
         if arr.dtype != STORAGE[fk_dtype]:
             raise InvalidArgumentError("a %s TaggedArray stores %s bits, not %s" % (
