@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bootstrap.sh - installs what a fresh Debian/Ubuntu machine lacks to build and
-# test fp8kit: cmake, gcc, make, libopenblas-dev (CPU GEMM peer in the
-# benchmarks), libjansson-dev (safetensors reader), python3, python3-pip.
+# test fp8kit: cmake, gcc, make, pkg-config, libopenblas-dev (CPU GEMM peer in the
+# benchmarks), libjansson-dev (safetensors reader), python3, python3-pip, and
+# the python packages numpy + safetensors (pip --user) for tests/test_st_cli.py.
 # Only missing packages are installed (apt-get, non-interactive), as root or via
 # sudo. The CUDA toolkit is never installed here: the CUDA backend is built
 # when nvcc is found, and a machine without a GPU is fine.
@@ -16,6 +17,7 @@ have_pkg() {
     cmake) command -v cmake >/dev/null 2>&1 ;;
     gcc) command -v gcc >/dev/null 2>&1 ;;
     make) command -v make >/dev/null 2>&1 ;;
+    pkg-config) command -v pkg-config >/dev/null 2>&1 ;;
     python3) command -v python3 >/dev/null 2>&1 ;;
     python3-pip) command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 ;;
     libopenblas-dev | libjansson-dev)
@@ -25,8 +27,8 @@ have_pkg() {
     esac
 }
 
-required="cmake gcc make"          # without these nothing builds
-optional="libopenblas-dev libjansson-dev python3 python3-pip"
+required="cmake gcc make pkg-config libjansson-dev" # without these nothing builds (jansson: safetensors)
+optional="libopenblas-dev python3 python3-pip"
 
 missing=""
 for p in $required $optional; do
@@ -86,5 +88,21 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     say "GPU: $(nvidia-smi -L | head -1)"
 else
     say "no GPU visible: GPU tests will be skipped"
+fi
+# Python packages of tests/test_st_cli.py: the reference safetensors package
+# and numpy (pip, per user; Debian's system python refuses plain pip
+# installs (PEP 668), so retry with --break-system-packages, which with
+# --user only touches ~/.local).
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import numpy, safetensors' >/dev/null 2>&1; then
+    if [ "${FP8KIT_NO_PIP:-0}" = 1 ]; then
+        say "FP8KIT_NO_PIP=1: not installing numpy/safetensors (test_st_cli will be skipped)"
+    elif python3 -m pip --version >/dev/null 2>&1; then
+        say "installing python packages: numpy safetensors (pip --user)"
+        python3 -m pip install --user --quiet numpy safetensors >/dev/null 2>&1 ||
+            python3 -m pip install --user --quiet --break-system-packages numpy safetensors >/dev/null 2>&1 ||
+            say "warning: pip could not install numpy/safetensors (test_st_cli will be skipped)"
+    else
+        say "warning: no pip: numpy/safetensors missing (test_st_cli will be skipped)"
+    fi
 fi
 exit 0

@@ -20,6 +20,10 @@
 int cli_cmd_info(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
 int cli_cmd_gemm(int argc, char **argv);
+/* safetensors checkpoints (tools/cli_st.c) */
+int cli_cmd_quantize(int argc, char **argv);
+int cli_cmd_dequantize(int argc, char **argv);
+int cli_cmd_inspect(int argc, char **argv);
 
 /* ----------------------------------------------------------------- parsing */
 /* Each returns 0 on success, -1 (after printing "fp8kit <cmd>: ..." on

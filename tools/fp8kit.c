@@ -20,6 +20,9 @@ static void main_usage(FILE *f)
         "  info     version, backends compiled in and available, devices, threads\n"
         "  bench    quantize and GEMM throughput with correctness checks (--quick)\n"
         "  gemm     one scaled FP8 GEMM, timed and checked against an fp64 reference\n"
+        "  quantize    a safetensors checkpoint to FP8/MXFP8 (SPEC section 5)\n"
+        "  dequantize  an FP8/MXFP8 safetensors checkpoint back to bf16/f16/f32\n"
+        "  inspect     validate a safetensors file or sharded checkpoint, list its tensors\n"
         "  help     this text\n"
         "\n"
         "Every command takes --help and --json (one JSON object per result line).\n"
@@ -151,6 +154,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "info")) return cli_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "gemm")) return cli_cmd_gemm(argc - 1, argv + 1);
+    if (!strcmp(cmd, "quantize")) return cli_cmd_quantize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "dequantize")) return cli_cmd_dequantize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "inspect")) return cli_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         main_usage(stdout);
         return CLI_EXIT_OK;

@@ -1,0 +1,220 @@
+/* safetensors.h - internal API of the safetensors reader/writer (src/io) and of
+ * the checkpoint converter behind `fp8kit quantize|dequantize|inspect`.
+ *
+ * Reader (st_read.c): a file is an 8-byte little-endian header length N, N
+ * bytes of UTF-8 JSON (tensor name -> {dtype, shape, data_offsets}, plus an
+ * optional "__metadata__" map of strings), then the data section. Every rule
+ * is checked before anything is used: N <= 100 MB and inside the file, valid
+ * UTF-8 and JSON, no duplicate names, known dtypes, byte sizes that match the
+ * shapes, and offsets that tile the data section exactly (no overlap, no hole,
+ * nothing out of range; the rule of the reference implementation). Files are
+ * memory-mapped read-only. A sharded checkpoint is a directory holding
+ * model.safetensors.index.json ({"metadata": {...}, "weight_map": {tensor:
+ * shard}}) and the shards it names.
+ *
+ * Writer (st_write.c): output goes to a temporary name in the target
+ * directory, registered for removal on SIGINT/SIGTERM/SIGHUP, and is renamed
+ * into place only when complete.
+ *
+ * Converter (st_convert.c): SPEC section 5, through the public fp8kit API.
+ *
+ * Errors: functions return an fp8kit_status (FP8KIT_ERR_IO for the file
+ * system, FP8KIT_ERR_CORRUPT_FILE for contents that break the format, others
+ * from the library) and fill a message naming the file and the tensor. */
+#ifndef FK_SAFETENSORS_H
+#define FK_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fp8kit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ST_MAX_HEADER 100000000ull /* bytes, as in the reference implementation */
+#define ST_MAX_DIMS 8
+#define ST_INDEX_NAME "model.safetensors.index.json"
+
+typedef enum st_dtype {
+    ST_BOOL, ST_U8, ST_I8, ST_F8_E4M3, ST_F8_E5M2, ST_F8_E8M0,
+    ST_I16, ST_U16, ST_F16, ST_BF16,
+    ST_I32, ST_U32, ST_F32,
+    ST_I64, ST_U64, ST_F64, ST_C64,
+    ST_DTYPE_COUNT
+} st_dtype;
+
+const char *st_dtype_name(st_dtype t);          /* "BF16", "F8_E4M3", ... */
+int st_dtype_parse(const char *s, st_dtype *t); /* 0 = ok, -1 = unknown */
+size_t st_dtype_size(st_dtype t);               /* bytes per element */
+
+typedef struct st_tensor {
+    char *name;
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    uint64_t begin, end;       /* byte offsets inside the data section */
+    const unsigned char *data; /* begin's address in the mapped file */
+} st_tensor;
+
+typedef struct st_kv {
+    char *key, *value;
+} st_kv;
+
+typedef struct st_file {
+    char *path;                /* as given (used in messages) */
+    unsigned char *map;        /* whole file, read-only (NULL for st_parse) */
+    size_t map_size;
+    uint64_t header_len;       /* N */
+    uint64_t data_size;        /* bytes after the header */
+    const unsigned char *data; /* the data section */
+    st_tensor *tensors;        /* header order */
+    size_t ntensors;
+    st_kv *meta;               /* __metadata__, header order */
+    size_t nmeta;
+    int has_meta;
+} st_file;
+
+/* Parses and validates a whole file held in memory (buf is not copied and
+ * must outlive f). label names the file in messages. On error f is left
+ * empty (st_close is still safe). */
+fp8kit_status st_parse(const unsigned char *buf, size_t size, const char *label, st_file *f,
+                       char *err, size_t errlen);
+/* Maps path read-only and parses it. */
+fp8kit_status st_open(const char *path, st_file *f, char *err, size_t errlen);
+void st_close(st_file *f);
+/* Number of elements of t (validated by the parser, so no overflow). */
+int64_t st_numel(const st_tensor *t);
+/* The tensor called name, or NULL. */
+const st_tensor *st_find(const st_file *f, const char *name);
+/* Writes name into out (at most outlen bytes, NUL-terminated), escaping
+ * control characters and quotes, so messages cannot inject terminal codes. */
+void st_quote(const char *name, char *out, size_t outlen);
+
+/* A sharded checkpoint. */
+typedef struct st_index {
+    char *dir;            /* directory holding the index and the shards */
+    char *index_path;
+    void *json;           /* the parsed index (json_t *), kept for writing */
+    char **shards;        /* distinct shard file names, in first-seen order */
+    size_t nshards;
+    st_file *files;       /* one per shard, opened */
+} st_index;
+
+/* Opens dir/model.safetensors.index.json and every shard it names; checks
+ * that the weight map and the shards agree exactly (each listed tensor is in
+ * its shard, each tensor of a shard is listed there, shard names are plain
+ * file names inside dir). */
+fp8kit_status st_index_open(const char *dir, st_index *ix, char *err, size_t errlen);
+void st_index_close(st_index *ix);
+
+/* ------------------------------------------------------------------ writer */
+typedef struct st_out_tensor {
+    const char *name;
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+} st_out_tensor;
+
+/* Serializes a header: __metadata__ (when has_meta) then the tensors, whose
+ * data offsets follow each other in the order given from 0. The JSON is
+ * padded with spaces to a multiple of 8 bytes. *out (malloc'd) gets the 8
+ * length bytes followed by the JSON; *out_len their total; *data_size the
+ * size of the data section. */
+fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *meta, size_t nmeta,
+                              int has_meta, unsigned char **out, size_t *out_len,
+                              uint64_t *data_size, char *err, size_t errlen);
+
+/* Temporary files and directories removed by the signal handler (and by
+ * st_tmp_cleanup). Registration installs handlers for SIGINT, SIGTERM and
+ * SIGHUP that remove everything registered, then re-raise the signal. */
+int st_tmp_register(const char *path, int is_dir); /* slot >= 0, or -1 when full */
+void st_tmp_forget(int slot);                      /* path renamed away: keep it */
+void st_tmp_remove(int slot);                      /* unlink (rmdir) it now, then forget */
+void st_tmp_cleanup(void);                         /* removes all registered paths */
+
+typedef struct st_writer {
+    int fd;
+    int slot;
+    int no_fsync;
+    char *tmp_path, *final_path;
+} st_writer;
+
+/* Creates a temporary file next to final_path (same directory), mode
+ * 0666 & ~umask. no_fsync skips the fsync of st_writer_finish. */
+fp8kit_status st_writer_open(st_writer *w, const char *final_path, int no_fsync, char *err, size_t errlen);
+/* Gives the file its final size up front (fallocate where supported, so a
+ * full disk fails here rather than half way). */
+fp8kit_status st_writer_reserve(st_writer *w, uint64_t size, char *err, size_t errlen);
+/* Writes n bytes at byte offset off (short writes and EINTR retried). */
+fp8kit_status st_writer_pwrite(st_writer *w, const void *buf, size_t n, uint64_t off, char *err,
+                               size_t errlen);
+/* Flushes to disk (fsync) and closes; the file keeps its temporary name. */
+fp8kit_status st_writer_finish(st_writer *w, char *err, size_t errlen);
+/* Renames the finished temporary file to final_path. Without force an
+ * existing final_path is an error and is left alone (renameat2 NOREPLACE,
+ * or link + unlink where that is unsupported). */
+fp8kit_status st_writer_commit(st_writer *w, int force, char *err, size_t errlen);
+/* Removes the temporary file (any state) and frees the writer. Safe to call
+ * twice and after a commit (then it only frees). */
+void st_writer_abort(st_writer *w);
+
+/* Renames a file or directory without replacing an existing target (force:
+ * replace a file). 0 or an errno value. */
+int st_rename(const char *from, const char *to, int force);
+
+/* --------------------------------------------------------------- converter */
+typedef enum st_scheme {
+    ST_SCHEME_FP8_TENSOR, ST_SCHEME_FP8_ROW, ST_SCHEME_FP8_BLOCK, ST_SCHEME_MXFP8
+} st_scheme;
+
+const char *st_scheme_name(st_scheme s); /* "fp8-tensor", ... */
+
+/* Where the buffers given to the library live (CUDA device memory for a CUDA
+ * context). NULL ops = host memory. Each returns 0 on success. */
+typedef struct st_mem_ops {
+    void *(*alloc)(void *user, size_t bytes);
+    void (*free)(void *user, void *p);
+    int (*upload)(void *user, void *dst, const void *src, size_t bytes);
+    int (*download)(void *user, void *dst, const void *src, size_t bytes);
+    const char *(*last_error)(void *user);
+    void *user;
+} st_mem_ops;
+
+typedef struct st_stats {
+    int64_t tensors_total, tensors_done;
+    int64_t quantized, dequantized, copied; /* input tensors by action */
+    uint64_t in_bytes_total, in_bytes_done; /* input tensor bytes */
+    uint64_t out_bytes;                     /* bytes of the written files */
+    double seconds;
+} st_stats;
+
+typedef void (*st_progress_fn)(void *user, const st_stats *s, int final);
+
+typedef struct st_conv_opts {
+    int dequantize;            /* 0: quantize, 1: dequantize */
+    st_scheme scheme;          /* quantize */
+    fp8kit_rounding rounding;  /* mxfp8 */
+    int pow2;                  /* fp32-scale schemes */
+    const char *const *exclude; /* globs (fnmatch) of tensor names left alone */
+    int nexclude;
+    fp8kit_dtype out_dtype;    /* dequantize: FP8KIT_BF16, FP8KIT_F16 or FP8KIT_F32 */
+    int force;                 /* overwrite an existing output */
+    int no_fsync;              /* skip fsync before the rename (tests, benchmarks) */
+    size_t slab_bytes;         /* input bytes per library call (0 = 64 MiB) */
+    const st_mem_ops *mem;     /* NULL: host buffers */
+    st_progress_fn progress;
+    void *progress_user;
+} st_conv_opts;
+
+/* Converts IN (a .safetensors file, or a directory holding
+ * model.safetensors.index.json) to OUT (a file, or a directory of the same
+ * shards plus a new index). Everything is validated before the first byte is
+ * written; on any failure no output path is created or changed. */
+fp8kit_status st_convert(fp8kit_ctx *ctx, const char *in, const char *out, const st_conv_opts *o,
+                         st_stats *stats, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,78 @@
+/* st_conv.h - types shared by the two halves of the checkpoint converter:
+ * st_plan.c (what each output file holds: items, names, shapes, layout,
+ * header) and st_convert.c (streaming the tensors through the library and
+ * writing the files). Internal to src/io. */
+#ifndef FK_ST_CONV_H
+#define FK_ST_CONV_H
+
+#include <jansson.h>
+#include <time.h>
+#include "io/safetensors.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors data is little-endian; this converter assumes a little-endian host"
+#endif
+
+typedef enum cv_action { CV_COPY, CV_QUANT, CV_DEQUANT, CV_DROP } cv_action;
+
+typedef struct cv_item {
+    const st_tensor *src;   /* tensor read (copied, quantized, or the fp8 weight) */
+    const st_tensor *scale; /* dequantize: the weight's scale tensor */
+    cv_action act;
+    fp8kit_quant_desc desc;
+    int64_t R, C;           /* 2-D view of src */
+    int out_main, out_scale; /* positions in the file's output list, -1 = none */
+    char *scale_name;       /* quantize: owned name of the scale tensor */
+} cv_item;
+
+typedef struct cv_file {
+    const st_file *in;
+    const char *shard;    /* shard file name (sharded) or NULL */
+    char *final_path;
+    cv_item *items;       /* input order of offsets */
+    size_t nitems;
+    st_out_tensor *outs;  /* layout order */
+    uint64_t *out_off;    /* data offset of each output tensor */
+    size_t nouts;
+    st_kv *meta;          /* borrowed pointers (plus the quantization entry) */
+    size_t nmeta;
+    int has_meta;
+    unsigned char *header;
+    size_t header_len;
+    uint64_t data_size;
+} cv_file;
+
+typedef struct cv_buf {
+    void *p;
+    size_t cap;
+    int dev;
+} cv_buf;
+
+typedef struct cv {
+    fp8kit_ctx *ctx;
+    const st_conv_opts *o;
+    const st_mem_ops *mem;  /* NULL: host */
+    st_stats *stats;
+    char *err;
+    size_t errlen;
+    size_t slab;
+    char quant_json[512];
+    cv_buf hq, hs, hy, hx;  /* host: codes, scales, dequantized rows, staging */
+    cv_buf dx, dq, ds, dy;  /* device */
+    struct timespec t0;
+} cv;
+
+fp8kit_status cv_fail(cv *c, fp8kit_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int cv_fk_dtype(st_dtype t, fp8kit_dtype *out);
+st_dtype cv_st_dtype(fp8kit_dtype t);
+char *cv_concat(const char *a, const char *b);
+/* Items of one file (names: global name -> file << 32 | tensor over files). */
+fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *files);
+/* Dequantize: marks each scale tensor some weight consumes as dropped. */
+void cv_mark_dropped(cv_file *files, size_t nfiles);
+/* Output list in layout order, offsets, metadata and header of one file. */
+fp8kit_status cv_layout_file(cv *c, cv_file *f);
+/* The quantization entry written into __metadata__ (c->quant_json). */
+void cv_quant_json(cv *c);
+
+#endif

@@ -1,0 +1,580 @@
+/* st_convert.c - executing half of the checkpoint converter behind `fp8kit
+ * quantize` and `fp8kit dequantize` (the plan comes from st_plan.c, made
+ * completely before anything is written): streams the tensors in row slabs
+ * through the public fp8kit_quantize / fp8kit_dequantize (host buffers, or
+ * device buffers through st_mem_ops) and writes them with pwrite at their
+ * planned offsets into a temporary file renamed into place at the end.
+ * Sharded checkpoints are written into a temporary directory next to OUT
+ * with a new index, then moved into place. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/st_conv.h"
+
+#define CV_DEFAULT_SLAB ((size_t)64 << 20)
+
+static double cv_elapsed(const cv *c)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
+}
+
+static void cv_progress(cv *c, int final)
+{
+    c->stats->seconds = cv_elapsed(c);
+    if (c->o->progress)
+        c->o->progress(c->o->progress_user, c->stats, final);
+}
+
+/* ----------------------------------------------------------------- buffers */
+static void cv_buf_free(cv *c, cv_buf *b)
+{
+    if (b->p) {
+        if (b->dev)
+            c->mem->free(c->mem->user, b->p);
+        else
+            free(b->p);
+    }
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static fp8kit_status cv_buf_need(cv *c, cv_buf *b, size_t n)
+{
+    if (b->p && b->cap >= n)
+        return FP8KIT_OK;
+    cv_buf_free(c, b);
+    size_t cap = (n ? n : 1) + 4095;
+    cap -= cap % 4096;
+    b->p = b->dev ? c->mem->alloc(c->mem->user, cap) : aligned_alloc(4096, cap);
+    if (!b->p)
+        return cv_fail(c, b->dev ? FP8KIT_ERR_DEVICE : FP8KIT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes%s%s",
+                       cap, b->dev ? " of device memory: " : "",
+                       b->dev && c->mem->last_error ? c->mem->last_error(c->mem->user) : "");
+    b->cap = cap;
+    return FP8KIT_OK;
+}
+
+static fp8kit_status cv_upload(cv *c, void *dst, const void *src, size_t n, const char *tq)
+{
+    if (n && c->mem->upload(c->mem->user, dst, src, n))
+        return cv_fail(c, FP8KIT_ERR_DEVICE, "tensor '%s': copy to the device failed: %s", tq,
+                       c->mem->last_error ? c->mem->last_error(c->mem->user) : "?");
+    return FP8KIT_OK;
+}
+
+static fp8kit_status cv_download(cv *c, void *dst, const void *src, size_t n, const char *tq)
+{
+    if (n && c->mem->download(c->mem->user, dst, src, n))
+        return cv_fail(c, FP8KIT_ERR_DEVICE, "tensor '%s': copy from the device failed: %s", tq,
+                       c->mem->last_error ? c->mem->last_error(c->mem->user) : "?");
+    return FP8KIT_OK;
+}
+
+/* --------------------------------------------------------------- execution */
+static int64_t cv_slab_rows(const cv *c, const cv_item *it, size_t row_bytes, int whole)
+{
+    if (whole || !row_bytes)
+        return it->R;
+    int64_t rs = (int64_t)(c->slab / row_bytes);
+    if (it->desc.scheme == FP8KIT_SCHEME_BLOCK128X128)
+        rs = rs / 128 * 128;
+    if (rs < (it->desc.scheme == FP8KIT_SCHEME_BLOCK128X128 ? 128 : 1))
+        rs = it->desc.scheme == FP8KIT_SCHEME_BLOCK128X128 ? 128 : 1;
+    return rs < it->R ? rs : it->R;
+}
+
+static size_t cv_tbytes(const fp8kit_tensor *t)
+{
+    return (size_t)fp8kit_tensor_numel(t) * fp8kit_dtype_size(t->dtype);
+}
+
+static fp8kit_status cv_lib_fail(cv *c, fp8kit_status st, const char *fn, const char *tq)
+{
+    return cv_fail(c, st, "tensor '%s': %s failed: %s (%s)", tq, fn, fp8kit_last_error(c->ctx),
+                   fp8kit_status_string(st));
+}
+
+static fp8kit_status cv_copy(cv *c, st_writer *w, uint64_t at, const st_tensor *t)
+{
+    uint64_t n = t->end - t->begin, done = 0;
+    while (done < n) {
+        size_t k = n - done < c->slab ? (size_t)(n - done) : c->slab;
+        fp8kit_status st = st_writer_pwrite(w, t->data + done, k, at + done, c->err, c->errlen);
+        if (st)
+            return st;
+        done += k;
+        c->stats->in_bytes_done += k;
+        cv_progress(c, 0);
+    }
+    return FP8KIT_OK;
+}
+
+static fp8kit_status cv_quant(cv *c, st_writer *w, uint64_t base, const cv_file *f, const cv_item *it)
+{
+    const st_tensor *t = it->src;
+    char tq[160];
+    st_quote(t->name, tq, sizeof tq);
+    fp8kit_dtype xd;
+    cv_fk_dtype(t->dtype, &xd);
+    const size_t es = st_dtype_size(t->dtype);
+    const int64_t N = it->R, K = it->C;
+    const uint64_t qoff = base + f->out_off[it->out_main], soff = base + f->out_off[it->out_scale];
+    const st_out_tensor *so = &f->outs[it->out_scale];
+    size_t sbytes = st_dtype_size(so->dtype);
+    for (int d = 0; d < so->ndim; d++)
+        sbytes *= (size_t)so->shape[d];
+    fp8kit_status st = cv_buf_need(c, &c->hs, sbytes);
+    if (st)
+        return st;
+    if (N == 0 || K == 0) { /* empty groups: amax = 0, S = 1 (SPEC 2.1) */
+        if (so->dtype == ST_F32)
+            for (size_t i = 0; i < sbytes / 4; i++)
+                ((float *)c->hs.p)[i] = 1.0f;
+        return st_writer_pwrite(w, c->hs.p, sbytes, soff, c->err, c->errlen);
+    }
+    const int64_t rs = cv_slab_rows(c, it, (size_t)K * es, it->desc.scheme == FP8KIT_SCHEME_TENSOR);
+    const int dev = c->mem != NULL;
+    size_t sdone = 0;
+    for (int64_t r0 = 0; r0 < N; r0 += rs) {
+        int64_t nr = N - r0 < rs ? N - r0 : rs, shape[2] = {nr, K};
+        size_t xb = (size_t)(nr * K) * es, qb = (size_t)(nr * K);
+        const unsigned char *src = t->data + (size_t)r0 * (size_t)K * es;
+        fp8kit_tensor x = fp8kit_tensor_make(NULL, xd, 2, shape), q, s;
+        if ((st = fp8kit_quant_shapes(&it->desc, &x, &q, &s)))
+            return cv_lib_fail(c, st, "fp8kit_quant_shapes", tq);
+        size_t sb = cv_tbytes(&s);
+        if (sdone + sb > sbytes)
+            return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': scale slabs overrun the scale tensor", tq);
+        if ((st = cv_buf_need(c, &c->hq, qb)))
+            return st;
+        if (dev) {
+            if ((st = cv_buf_need(c, &c->dx, xb)) || (st = cv_buf_need(c, &c->dq, qb)) ||
+                (st = cv_buf_need(c, &c->ds, sb)) || (st = cv_upload(c, c->dx.p, src, xb, tq)))
+                return st;
+            x.data = c->dx.p, q.data = c->dq.p, s.data = c->ds.p;
+        } else {
+            if ((uintptr_t)src % es) { /* foreign file with an unaligned tensor */
+                if ((st = cv_buf_need(c, &c->hx, xb)))
+                    return st;
+                memcpy(c->hx.p, src, xb);
+                src = c->hx.p;
+            }
+            x.data = (void *)src, q.data = c->hq.p, s.data = (char *)c->hs.p + sdone;
+        }
+        if ((st = fp8kit_quantize(c->ctx, &it->desc, &x, &q, &s, NULL)))
+            return cv_lib_fail(c, st, "fp8kit_quantize", tq);
+        if (dev && ((st = cv_download(c, c->hq.p, c->dq.p, qb, tq)) ||
+                    (st = cv_download(c, (char *)c->hs.p + sdone, c->ds.p, sb, tq))))
+            return st;
+        if ((st = st_writer_pwrite(w, c->hq.p, qb, qoff + (uint64_t)r0 * (uint64_t)K, c->err, c->errlen)))
+            return st;
+        sdone += sb;
+        c->stats->in_bytes_done += xb;
+        cv_progress(c, 0);
+    }
+    if (sdone != sbytes)
+        return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': %zu of %zu scale bytes produced", tq, sdone, sbytes);
+    return st_writer_pwrite(w, c->hs.p, sbytes, soff, c->err, c->errlen);
+}
+
+static fp8kit_status cv_dequant(cv *c, st_writer *w, uint64_t base, const cv_file *f, const cv_item *it)
+{
+    const st_tensor *t = it->src, *sc = it->scale;
+    char tq[160];
+    st_quote(t->name, tq, sizeof tq);
+    fp8kit_dtype qd, sd, yd = c->o->out_dtype;
+    cv_fk_dtype(t->dtype, &qd);
+    cv_fk_dtype(sc->dtype, &sd);
+    const size_t yes = fp8kit_dtype_size(yd);
+    const int64_t N = it->R, K = it->C;
+    const uint64_t yoff = base + f->out_off[it->out_main];
+    const size_t sbytes = (size_t)(sc->end - sc->begin);
+    c->stats->in_bytes_done += sbytes;
+    if (N == 0 || K == 0)
+        return FP8KIT_OK;
+    const int dev = c->mem != NULL;
+    /* the scales, aligned (a foreign file may leave f32 scales unaligned) */
+    fp8kit_status st = cv_buf_need(c, &c->hs, sbytes);
+    if (st)
+        return st;
+    memcpy(c->hs.p, sc->data, sbytes);
+    if (dev && ((st = cv_buf_need(c, &c->ds, sbytes)) || (st = cv_upload(c, c->ds.p, c->hs.p, sbytes, tq))))
+        return st;
+    const int64_t rs = cv_slab_rows(c, it, (size_t)K * yes, 0);
+    size_t sdone = 0;
+    for (int64_t r0 = 0; r0 < N; r0 += rs) {
+        int64_t nr = N - r0 < rs ? N - r0 : rs, shape[2] = {nr, K};
+        size_t qb = (size_t)(nr * K), yb = qb * yes;
+        const unsigned char *src = t->data + (size_t)r0 * (size_t)K;
+        fp8kit_tensor y = fp8kit_tensor_make(NULL, yd, 2, shape), q, s;
+        if ((st = fp8kit_quant_shapes(&it->desc, &y, &q, &s)))
+            return cv_lib_fail(c, st, "fp8kit_quant_shapes", tq);
+        size_t sb = cv_tbytes(&s);
+        if (it->desc.scheme == FP8KIT_SCHEME_TENSOR)
+            sdone = 0; /* one scale for every slab */
+        if (sdone + sb > sbytes)
+            return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': scale slabs overrun the scale tensor", tq);
+        if ((st = cv_buf_need(c, &c->hy, yb)))
+            return st;
+        if (dev) {
+            if ((st = cv_buf_need(c, &c->dq, qb)) || (st = cv_buf_need(c, &c->dy, yb)) ||
+                (st = cv_upload(c, c->dq.p, src, qb, tq)))
+                return st;
+            q.data = c->dq.p, y.data = c->dy.p, s.data = (char *)c->ds.p + sdone;
+        } else {
+            q.data = (void *)src, y.data = c->hy.p, s.data = (char *)c->hs.p + sdone;
+        }
+        q.dtype = qd;
+        if ((st = fp8kit_dequantize(c->ctx, &it->desc, &q, &s, &y, NULL)))
+            return cv_lib_fail(c, st, "fp8kit_dequantize", tq);
+        if (dev && (st = cv_download(c, c->hy.p, c->dy.p, yb, tq)))
+            return st;
+        if ((st = st_writer_pwrite(w, c->hy.p, yb, yoff + (uint64_t)r0 * (uint64_t)K * yes, c->err, c->errlen)))
+            return st;
+        sdone += sb;
+        c->stats->in_bytes_done += qb;
+        cv_progress(c, 0);
+    }
+    (void)sd;
+    return FP8KIT_OK;
+}
+
+/* Writes one planned file to w (opened on its final path). */
+static fp8kit_status cv_run_file(cv *c, const cv_file *f, st_writer *w)
+{
+    const uint64_t base = f->header_len, total = f->header_len + f->data_size;
+    fp8kit_status st;
+    if ((st = st_writer_reserve(w, total, c->err, c->errlen)) ||
+        (st = st_writer_pwrite(w, f->header, f->header_len, 0, c->err, c->errlen)))
+        return st;
+    if (f->in->map)
+        (void)madvise(f->in->map, f->in->map_size, MADV_SEQUENTIAL);
+    for (size_t i = 0; i < f->nitems && !st; i++) {
+        const cv_item *it = &f->items[i];
+        switch (it->act) {
+        case CV_COPY:
+            st = cv_copy(c, w, base + f->out_off[it->out_main], it->src);
+            c->stats->copied++;
+            break;
+        case CV_QUANT:
+            st = cv_quant(c, w, base, f, it);
+            c->stats->quantized++;
+            break;
+        case CV_DEQUANT:
+            st = cv_dequant(c, w, base, f, it);
+            c->stats->dequantized++;
+            break;
+        case CV_DROP:
+            break; /* its bytes are counted with the weight that consumed it */
+        }
+        c->stats->tensors_done++;
+    }
+    if (!st)
+        c->stats->out_bytes += total;
+    return st;
+}
+
+/* ------------------------------------------------------------------ driver */
+static char *cv_join(const char *dir, const char *name)
+{
+    char *a = cv_concat(dir, "/");
+    char *p = a ? cv_concat(a, name) : NULL;
+    free(a);
+    return p;
+}
+
+static void cv_file_free(cv_file *f)
+{
+    for (size_t i = 0; i < f->nitems; i++)
+        free(f->items[i].scale_name);
+    free(f->items);
+    free(f->outs);
+    free(f->out_off);
+    free(f->meta);
+    free(f->header);
+    free(f->final_path);
+}
+
+/* New index: the input's top-level keys, weight_map rebuilt from the
+ * outputs, metadata.total_size updated. */
+static fp8kit_status cv_write_index(cv *c, const st_index *ix, const cv_file *files, const char *path)
+{
+    json_t *root = json_deep_copy((json_t *)ix->json), *wm = json_object(), *md;
+    uint64_t total = 0;
+    if (!root || !wm) {
+        json_decref(root), json_decref(wm);
+        return cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < ix->nshards; i++) {
+        for (size_t k = 0; k < files[i].nouts; k++)
+            json_object_set_new(wm, files[i].outs[k].name, json_string(ix->shards[i]));
+        total += files[i].data_size;
+    }
+    json_object_set_new(root, "weight_map", wm);
+    md = json_object_get(root, "metadata");
+    if (!md) {
+        md = json_object();
+        json_object_set_new(root, "metadata", md);
+    }
+    json_object_set_new(md, "total_size", json_integer((json_int_t)total));
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (!text)
+        return cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (index)");
+    st_writer w;
+    fp8kit_status st = st_writer_open(&w, path, c->o->no_fsync, c->err, c->errlen);
+    size_t len = strlen(text);
+    text[len] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
+    if (!st)
+        st = st_writer_pwrite(&w, text, len + 1, 0, c->err, c->errlen);
+    if (!st)
+        st = st_writer_finish(&w, c->err, c->errlen);
+    if (!st)
+        st = st_writer_commit(&w, 0, c->err, c->errlen);
+    st_writer_abort(&w);
+    free(text);
+    c->stats->out_bytes += len + 1;
+    return st;
+}
+
+/* Parent directory of a path without trailing slashes. */
+static char *cv_dirname(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    if (!s)
+        return strdup(".");
+    return s == path ? strdup("/") : strndup(path, (size_t)(s - path));
+}
+
+/* path without trailing slashes ("/" stays). */
+static char *cv_strip(const char *path)
+{
+    char *p = strdup(path);
+    size_t n = p ? strlen(p) : 0;
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    return p;
+}
+
+static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const char *out, const st_conv_opts *o,
+                                      st_stats *stats, char *err, size_t errlen);
+
+fp8kit_status st_convert(fp8kit_ctx *ctx, const char *in, const char *out, const st_conv_opts *o, st_stats *stats,
+                         char *err, size_t errlen)
+{
+    char *a = cv_strip(in), *b = cv_strip(out);
+    fp8kit_status st = FP8KIT_ERR_OUT_OF_MEMORY;
+    memset(stats, 0, sizeof *stats);
+    if (!a || !b)
+        snprintf(err, errlen, "out of memory");
+    else
+        st = st_convert_paths(ctx, a, b, o, stats, err, errlen);
+    free(a);
+    free(b);
+    return st;
+}
+
+static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const char *out, const st_conv_opts *o,
+                                      st_stats *stats, char *err, size_t errlen)
+{
+    cv cc, *c = &cc;
+    memset(c, 0, sizeof *c);
+    memset(stats, 0, sizeof *stats);
+    c->ctx = ctx, c->o = o, c->mem = o->mem, c->stats = stats, c->err = err, c->errlen = errlen;
+    c->slab = o->slab_bytes ? o->slab_bytes : CV_DEFAULT_SLAB;
+    c->dx.dev = c->dq.dev = c->ds.dev = c->dy.dev = 1;
+    clock_gettime(CLOCK_MONOTONIC, &c->t0);
+    if (err && errlen)
+        err[0] = '\0';
+    if (!o->dequantize)
+        cv_quant_json(c);
+
+    /* inputs */
+    st_file single;
+    st_index ix;
+    memset(&single, 0, sizeof single);
+    memset(&ix, 0, sizeof ix);
+    struct stat sb;
+    if (stat(in, &sb))
+        return cv_fail(c, FP8KIT_ERR_IO, "%s: %s", in, strerror(errno));
+    int sharded = S_ISDIR(sb.st_mode);
+    char *indir = NULL;
+    fp8kit_status st = FP8KIT_OK;
+    if (!sharded) {
+        const char *b = strrchr(in, '/');
+        sharded = !strcmp(b ? b + 1 : in, ST_INDEX_NAME);
+        if (sharded)
+            indir = cv_dirname(in);
+    } else {
+        indir = strdup(in);
+    }
+    if (sharded && !indir)
+        return cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    st = sharded ? st_index_open(indir, &ix, err, errlen) : st_open(in, &single, err, errlen);
+    free(indir);
+    if (st)
+        return st;
+    size_t nfiles = sharded ? ix.nshards : 1;
+    cv_file *files = calloc(nfiles ? nfiles : 1, sizeof *files);
+    json_t *names = json_object();
+    char *tmpdir = NULL;
+    int dir_slot = -1, *slots = NULL;
+    size_t nslots = 0;
+    int out_exists = 0;
+    if (!files || !names || !(slots = calloc(2 * nfiles + 2, sizeof *slots))) {
+        st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nfiles; i++) {
+        files[i].in = sharded ? &ix.files[i] : &single;
+        files[i].shard = sharded ? ix.shards[i] : NULL;
+        for (size_t k = 0; k < files[i].in->ntensors; k++) {
+            json_object_set_new(names, files[i].in->tensors[k].name,
+                                json_integer((json_int_t)((uint64_t)i << 32 | k)));
+            stats->in_bytes_total += files[i].in->tensors[k].end - files[i].in->tensors[k].begin;
+            stats->tensors_total++;
+        }
+    }
+    if (json_object_size(names) != (size_t)stats->tensors_total) {
+        st = cv_fail(c, FP8KIT_ERR_CORRUPT_FILE, "%s: a tensor name occurs in more than one shard", in);
+        goto done;
+    }
+
+    /* output location: checked before anything is created */
+    struct stat ob;
+    if (!lstat(out, &ob)) {
+        out_exists = 1;
+        if (!o->force) {
+            st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists (use --force to overwrite)", out);
+            goto done;
+        }
+        if (sharded && !S_ISDIR(ob.st_mode)) {
+            st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists and is not a directory (a sharded checkpoint is written "
+                                           "as a directory)", out);
+            goto done;
+        }
+        if (!sharded && S_ISDIR(ob.st_mode)) {
+            st = cv_fail(c, FP8KIT_ERR_IO, "%s: is a directory (give the output file's name)", out);
+            goto done;
+        }
+    }
+    if (sharded) {
+        char *parent = cv_dirname(out);
+        const char *base = strrchr(out, '/');
+        base = base && base[1] ? base + 1 : "out";
+        tmpdir = parent ? malloc(strlen(parent) + strlen(base) + 24) : NULL;
+        if (tmpdir)
+            sprintf(tmpdir, "%s/.%s.tmp-XXXXXX", parent, base);
+        free(parent);
+        if (!tmpdir) {
+            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < nfiles; i++)
+        if (!(files[i].final_path = sharded ? cv_join(tmpdir, files[i].shard) : strdup(out))) {
+            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+
+    /* plan everything */
+    for (size_t i = 0; i < nfiles && !st; i++)
+        st = cv_plan_file(c, &files[i], names, files);
+    if (!st && o->dequantize)
+        cv_mark_dropped(files, nfiles);
+    for (size_t i = 0; i < nfiles && !st; i++)
+        st = cv_layout_file(c, &files[i]);
+    if (st)
+        goto done;
+    if (c->mem) {
+        if (!c->mem->alloc || !c->mem->free || !c->mem->upload || !c->mem->download) {
+            st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT, "incomplete device memory operations");
+            goto done;
+        }
+    }
+
+    /* write */
+    if (sharded) {
+        if (!mkdtemp(tmpdir)) {
+            st = cv_fail(c, FP8KIT_ERR_IO, "%s: cannot create a temporary directory next to it: %s", out,
+                         strerror(errno));
+            goto done;
+        }
+        dir_slot = st_tmp_register(tmpdir, 1);
+        for (size_t i = 0; i < nfiles; i++)
+            slots[nslots++] = st_tmp_register(files[i].final_path, 0);
+    }
+    for (size_t i = 0; i < nfiles && !st; i++) {
+        st_writer w;
+        if ((st = st_writer_open(&w, files[i].final_path, o->no_fsync, err, errlen)))
+            break;
+        st = cv_run_file(c, &files[i], &w);
+        if (!st)
+            st = st_writer_finish(&w, err, errlen);
+        if (!st)
+            st = st_writer_commit(&w, sharded ? 0 : o->force, err, errlen);
+        st_writer_abort(&w);
+    }
+    if (!st && sharded) {
+        char *ipath = cv_join(tmpdir, ST_INDEX_NAME);
+        if (!ipath) {
+            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        slots[nslots++] = st_tmp_register(ipath, 0);
+        st = cv_write_index(c, &ix, files, ipath);
+        free(ipath);
+    }
+    if (!st && sharded) {
+        if (!out_exists) {
+            int e = st_rename(tmpdir, out, 0);
+            if (e)
+                st = cv_fail(c, FP8KIT_ERR_IO, "%s: %s", out, e == EEXIST ? "appeared while converting (not "
+                                                                          "overwritten)" : strerror(e));
+        } else { /* --force into an existing directory: shards first, index last */
+            for (size_t i = 0; i <= nfiles && !st; i++) {
+                const char *name = i < nfiles ? files[i].shard : ST_INDEX_NAME;
+                char *from = cv_join(tmpdir, name), *to = cv_join(out, name);
+                if (!from || !to || rename(from, to))
+                    st = cv_fail(c, FP8KIT_ERR_IO, "%s: cannot move into place: %s", to ? to : out,
+                                 strerror(errno));
+                free(from), free(to);
+            }
+            if (!st)
+                (void)rmdir(tmpdir);
+        }
+        if (!st) { /* nothing is temporary any more */
+            for (size_t i = 0; i < nslots; i++)
+                st_tmp_forget(slots[i]);
+            st_tmp_forget(dir_slot);
+            nslots = 0, dir_slot = -1;
+        }
+    }
+    if (!st)
+        cv_progress(c, 1);
+done:
+    for (size_t i = nslots; i-- > 0;)
+        st_tmp_remove(slots[i]);
+    st_tmp_remove(dir_slot);
+    free(slots);
+    free(tmpdir);
+    cv_buf *bufs[] = {&c->hq, &c->hs, &c->hy, &c->hx, &c->dx, &c->dq, &c->ds, &c->dy};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cv_buf_free(c, bufs[i]);
+    for (size_t i = 0; files && i < nfiles; i++)
+        cv_file_free(&files[i]);
+    free(files);
+    json_decref(names);
+    st_close(&single);
+    st_index_close(&ix);
+    stats->seconds = cv_elapsed(c);
+    return st;
+}

@@ -1,0 +1,430 @@
+/* st_write.c - safetensors writer: header serialization (jansson), files
+ * written under a temporary name in the target directory and renamed into
+ * place only when complete, and the registry of temporary paths that a
+ * SIGINT/SIGTERM/SIGHUP/SIGBUS handler removes before the process dies. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/safetensors.h"
+
+static fp8kit_status st_werr(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static fp8kit_status st_werr(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ header */
+fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *meta, size_t nmeta, int has_meta,
+                              unsigned char **out, size_t *out_len, uint64_t *data_size, char *err, size_t errlen)
+{
+    char q[160];
+    fp8kit_status st = FP8KIT_OK;
+    char *text = NULL;
+    json_t *root = json_object();
+    if (!root)
+        return st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (has_meta) {
+        json_t *m = json_object();
+        if (!m || json_object_set_new(root, "__metadata__", m)) {
+            st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < nmeta; i++) {
+            json_t *v = json_string(meta[i].value);
+            if (!v || json_object_set_new(m, meta[i].key, v)) {
+                st_quote(meta[i].key, q, sizeof q);
+                st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "metadata entry '%s' is not valid UTF-8", q);
+                goto out;
+            }
+        }
+    }
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        st_quote(t[i].name, q, sizeof q);
+        size_t es = st_dtype_size(t[i].dtype);
+        uint64_t numel = 1;
+        if (!es || t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS) {
+            st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "tensor '%s': bad dtype or rank", q);
+            goto out;
+        }
+        json_t *e = json_object(), *shape = json_array(), *offs = json_array();
+        if (!e || !shape || !offs) {
+            json_decref(e), json_decref(shape), json_decref(offs);
+            st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto out;
+        }
+        for (int d = 0; d < t[i].ndim; d++) {
+            if (t[i].shape[d] < 0 ||
+                (t[i].shape[d] && numel > (uint64_t)INT64_MAX / es / (uint64_t)t[i].shape[d]))
+                st = st_werr(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': size overflows", q);
+            else
+                numel *= (uint64_t)t[i].shape[d];
+            json_array_append_new(shape, json_integer((json_int_t)t[i].shape[d]));
+        }
+        uint64_t bytes = numel * es;
+        if (!st && off > (uint64_t)INT64_MAX - bytes)
+            st = st_werr(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': file size overflows", q);
+        json_array_append_new(offs, json_integer((json_int_t)off));
+        json_array_append_new(offs, json_integer((json_int_t)(off + bytes)));
+        json_object_set_new(e, "dtype", json_string(st_dtype_name(t[i].dtype)));
+        json_object_set_new(e, "shape", shape);
+        json_object_set_new(e, "data_offsets", offs);
+        size_t before = json_object_size(root);
+        if (st) {
+            json_decref(e);
+            goto out;
+        }
+        if (!strcmp(t[i].name, "__metadata__") || json_object_set_new(root, t[i].name, e) ||
+            json_object_size(root) != before + 1) {
+            st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
+                         "tensor '%s': the name is used twice, reserved, or not valid UTF-8", q);
+            goto out;
+        }
+        off += bytes;
+    }
+    text = json_dumps(root, JSON_COMPACT);
+    if (!text) {
+        st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (header)");
+        goto out;
+    }
+    size_t len = strlen(text), padded = (len + 7) / 8 * 8;
+    if (padded > ST_MAX_HEADER) {
+        st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "the header would have %zu bytes, over the 100 MB limit",
+                     padded);
+        goto out;
+    }
+    unsigned char *buf = malloc(8 + padded);
+    if (!buf) {
+        st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (header)");
+        goto out;
+    }
+    for (int i = 0; i < 8; i++)
+        buf[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    memcpy(buf + 8, text, len);
+    memset(buf + 8 + len, ' ', padded - len);
+    *out = buf;
+    *out_len = 8 + padded;
+    *data_size = off;
+out:
+    free(text);
+    json_decref(root);
+    return st;
+}
+
+/* ---------------------------------------------------- temporary path registry */
+/* Tables only grow; an older table stays linked (and reachable) after a newer
+ * one replaces it, so the signal handler never reads freed memory. */
+typedef struct st_tmp_entry {
+    char *path;
+    int is_dir;
+    volatile sig_atomic_t live;
+} st_tmp_entry;
+
+typedef struct st_tmp_table {
+    struct st_tmp_table *prev;
+    size_t cap;
+    size_t n;
+    st_tmp_entry e[];
+} st_tmp_table;
+
+static st_tmp_table *st_tmp_tab;
+static pthread_mutex_t st_tmp_lock = PTHREAD_MUTEX_INITIALIZER;
+static int st_tmp_handlers;
+static const int st_tmp_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGBUS};
+
+/* Async-signal-safe: unlink/rmdir only, newest first (files inside a
+ * temporary directory are registered after it). */
+static void st_tmp_remove_all(void)
+{
+    st_tmp_table *t = __atomic_load_n(&st_tmp_tab, __ATOMIC_ACQUIRE);
+    if (!t)
+        return;
+    size_t n = __atomic_load_n(&t->n, __ATOMIC_ACQUIRE);
+    for (size_t i = n; i-- > 0;) {
+        if (!t->e[i].live)
+            continue;
+        t->e[i].live = 0;
+        if (t->e[i].is_dir)
+            (void)rmdir(t->e[i].path);
+        else
+            (void)unlink(t->e[i].path);
+    }
+}
+
+static void st_tmp_on_signal(int sig)
+{
+    int saved = errno;
+    st_tmp_remove_all();
+    errno = saved;
+    /* SA_RESETHAND restored the default action: die of the same signal */
+    raise(sig);
+}
+
+static void st_tmp_install(void)
+{
+    if (st_tmp_handlers)
+        return;
+    st_tmp_handlers = 1;
+    for (size_t i = 0; i < sizeof st_tmp_signals / sizeof st_tmp_signals[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(st_tmp_signals[i], NULL, &old) || old.sa_handler == SIG_IGN)
+            continue; /* keep an inherited "ignore" (nohup) */
+        if (old.sa_handler != SIG_DFL)
+            continue; /* the program has its own handler */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = st_tmp_on_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        (void)sigaction(st_tmp_signals[i], &sa, NULL);
+    }
+}
+
+int st_tmp_register(const char *path, int is_dir)
+{
+    char *p = strdup(path);
+    if (!p)
+        return -1;
+    pthread_mutex_lock(&st_tmp_lock);
+    st_tmp_install();
+    st_tmp_table *t = st_tmp_tab;
+    if (!t || t->n == t->cap) {
+        size_t cap = t ? 2 * t->cap : 16;
+        st_tmp_table *nt = calloc(1, sizeof *nt + cap * sizeof nt->e[0]);
+        if (!nt) {
+            pthread_mutex_unlock(&st_tmp_lock);
+            free(p);
+            return -1;
+        }
+        nt->prev = t;
+        nt->cap = cap;
+        if (t) {
+            for (size_t i = 0; i < t->n; i++) {
+                nt->e[i].path = t->e[i].path;
+                nt->e[i].is_dir = t->e[i].is_dir;
+                nt->e[i].live = t->e[i].live;
+            }
+            nt->n = t->n;
+        }
+        __atomic_store_n(&st_tmp_tab, nt, __ATOMIC_RELEASE);
+        t = nt;
+    }
+    size_t slot = t->n;
+    t->e[slot].path = p;
+    t->e[slot].is_dir = is_dir;
+    t->e[slot].live = 1;
+    __atomic_store_n(&t->n, slot + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&st_tmp_lock);
+    return (int)slot;
+}
+
+void st_tmp_forget(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&st_tmp_lock);
+    /* every table's copy: the handler reads the newest, but be thorough */
+    for (st_tmp_table *t = st_tmp_tab; t; t = t->prev)
+        if ((size_t)slot < t->n)
+            t->e[slot].live = 0;
+    pthread_mutex_unlock(&st_tmp_lock);
+}
+
+void st_tmp_remove(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&st_tmp_lock);
+    st_tmp_table *t = st_tmp_tab;
+    if (t && (size_t)slot < t->n && t->e[slot].live) {
+        if (t->e[slot].is_dir)
+            (void)rmdir(t->e[slot].path);
+        else
+            (void)unlink(t->e[slot].path);
+    }
+    for (; t; t = t->prev)
+        if ((size_t)slot < t->n)
+            t->e[slot].live = 0;
+    pthread_mutex_unlock(&st_tmp_lock);
+}
+
+void st_tmp_cleanup(void)
+{
+    pthread_mutex_lock(&st_tmp_lock);
+    st_tmp_remove_all();
+    for (st_tmp_table *t = st_tmp_tab; t; t = t->prev)
+        for (size_t i = 0; i < t->n; i++)
+            t->e[i].live = 0;
+    pthread_mutex_unlock(&st_tmp_lock);
+}
+
+/* ------------------------------------------------------------------ writer */
+int st_rename(const char *from, const char *to, int force)
+{
+    if (force)
+        return rename(from, to) ? errno : 0;
+    if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return errno;
+    /* file systems without RENAME_NOREPLACE: link fails when `to` exists */
+    struct stat sb;
+    if (!stat(from, &sb) && S_ISDIR(sb.st_mode)) {
+        if (!lstat(to, &sb))
+            return EEXIST;
+        return rename(from, to) ? errno : 0;
+    }
+    if (link(from, to))
+        return errno;
+    (void)unlink(from);
+    return 0;
+}
+
+static char *st_dirname_dup(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    if (!s)
+        return strdup(".");
+    if (s == path)
+        return strdup("/");
+    return strndup(path, (size_t)(s - path));
+}
+
+static const char *st_basename(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+fp8kit_status st_writer_open(st_writer *w, const char *final_path, int no_fsync, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    w->slot = -1;
+    w->no_fsync = no_fsync;
+    char *dir = st_dirname_dup(final_path);
+    const char *base = st_basename(final_path);
+    size_t need = (dir ? strlen(dir) : 0) + strlen(base) + 32;
+    w->final_path = strdup(final_path);
+    w->tmp_path = malloc(need);
+    if (!dir || !w->final_path || !w->tmp_path) {
+        free(dir);
+        st_writer_abort(w);
+        return st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    snprintf(w->tmp_path, need, "%s/.%s.tmp-XXXXXX", dir, base);
+    free(dir);
+    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
+    if (w->fd < 0) {
+        int e = errno;
+        fp8kit_status st = st_werr(err, errlen, FP8KIT_ERR_IO, "%s: cannot create a temporary file here: %s",
+                                   final_path, strerror(e));
+        free(w->tmp_path);
+        w->tmp_path = NULL;
+        st_writer_abort(w);
+        return st;
+    }
+    w->slot = st_tmp_register(w->tmp_path, 0);
+    if (w->slot < 0) {
+        st_writer_abort(w);
+        return st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    mode_t um = umask(0);
+    umask(um);
+    (void)fchmod(w->fd, 0666 & ~um);
+    return FP8KIT_OK;
+}
+
+fp8kit_status st_writer_reserve(st_writer *w, uint64_t size, char *err, size_t errlen)
+{
+    if (size == 0)
+        return FP8KIT_OK;
+    int e = posix_fallocate(w->fd, 0, (off_t)size);
+    if (e == EINVAL || e == EOPNOTSUPP || e == ENOSYS)
+        e = ftruncate(w->fd, (off_t)size) ? errno : 0;
+    if (e)
+        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: cannot reserve %llu bytes: %s", w->final_path,
+                       (unsigned long long)size, strerror(e));
+    return FP8KIT_OK;
+}
+
+fp8kit_status st_writer_pwrite(st_writer *w, const void *buf, size_t n, uint64_t off, char *err, size_t errlen)
+{
+    const char *p = buf;
+    while (n) {
+        size_t chunk = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
+        ssize_t r = pwrite(w->fd, p, chunk, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: write failed: %s", w->final_path,
+                           r ? strerror(errno) : "no progress");
+        p += r;
+        off += (uint64_t)r;
+        n -= (size_t)r;
+    }
+    return FP8KIT_OK;
+}
+
+fp8kit_status st_writer_finish(st_writer *w, char *err, size_t errlen)
+{
+    if (!w->no_fsync && fsync(w->fd))
+        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: fsync failed: %s", w->final_path, strerror(errno));
+    int r = close(w->fd);
+    w->fd = -1;
+    if (r)
+        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: close failed: %s", w->final_path, strerror(errno));
+    return FP8KIT_OK;
+}
+
+fp8kit_status st_writer_commit(st_writer *w, int force, char *err, size_t errlen)
+{
+    int e = st_rename(w->tmp_path, w->final_path, force);
+    if (e)
+        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: %s", w->final_path,
+                       e == EEXIST ? "exists (use --force to overwrite)" : strerror(e));
+    st_tmp_forget(w->slot);
+    w->slot = -1;
+    free(w->tmp_path);
+    w->tmp_path = NULL;
+    if (!w->no_fsync) { /* make the rename itself durable */
+        char *dir = st_dirname_dup(w->final_path);
+        int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+        free(dir);
+    }
+    return FP8KIT_OK;
+}
+
+void st_writer_abort(st_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    if (w->tmp_path)
+        (void)unlink(w->tmp_path);
+    st_tmp_forget(w->slot);
+    w->slot = -1;
+    free(w->tmp_path);
+    free(w->final_path);
+    w->tmp_path = w->final_path = NULL;
+}
