@@ -120,11 +120,11 @@ def normalize_strides(name, shape, strides):
     n = len(shape)
     if n > MAX_DIMS:
         raise InvalidShapeError("%s has %d dims; fp8kit takes at most %d" % (name, n, MAX_DIMS))
+    if 0 in shape:
+        raise InvalidShapeError("%s has an empty dim (shape %s)" % (name, tuple(shape)))
     out = list(strides)
     extent = 1
     for i in range(n - 1, -1, -1):
-        if shape[i] == 0:
-            raise InvalidShapeError("%s has an empty dim (shape %s)" % (name, tuple(shape)))
         if shape[i] == 1:
             out[i] = extent if i < n - 1 else 1
         elif out[i] <= 0:
