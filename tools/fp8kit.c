@@ -1,5 +1,6 @@
 /* fp8kit.c - entry point of the `fp8kit` command-line tool: dispatches to the
- * commands (info here; bench in cli_bench.c; gemm in cli_gemm.c) and prints
+ * commands (info here; bench in cli_bench.c; gemm in cli_gemm.c; quantize,
+ * dequantize and inspect of safetensors files in cli_st.c) and prints
  * the top-level usage. `fp8kit <command> --help` describes each command.
  * Exit status: 0 ok, 1 a check or library call failed, 2 bad arguments. */
 #include <stdlib.h>
@@ -17,13 +18,13 @@ static void main_usage(FILE *f)
         "usage: fp8kit <command> [options]\n"
         "\n"
         "commands:\n"
-        "  info     version, backends compiled in and available, devices, threads\n"
-        "  bench    quantize and GEMM throughput with correctness checks (--quick)\n"
-        "  gemm     one scaled FP8 GEMM, timed and checked against an fp64 reference\n"
+        "  info        version, backends compiled in and available, devices, threads\n"
+        "  bench       quantize and GEMM throughput with correctness checks (--quick)\n"
+        "  gemm        one scaled FP8 GEMM, timed and checked against an fp64 reference\n"
         "  quantize    a safetensors checkpoint to FP8/MXFP8 (SPEC section 5)\n"
         "  dequantize  an FP8/MXFP8 safetensors checkpoint back to bf16/f16/f32\n"
         "  inspect     validate a safetensors file or sharded checkpoint, list its tensors\n"
-        "  help     this text\n"
+        "  help        this text\n"
         "\n"
         "Every command takes --help and --json (one JSON object per result line).\n"
         "Exit status: 0 ok, 1 a check or library call failed, 2 bad arguments.\n");
