@@ -479,12 +479,6 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
             goto done;
         }
     }
-    for (size_t i = 0; i < nfiles; i++)
-        if (!(files[i].final_path = sharded ? cv_join(tmpdir, files[i].shard) : strdup(out))) {
-            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
-            goto done;
-        }
-
     /* plan everything */
     for (size_t i = 0; i < nfiles && !st; i++)
         st = cv_plan_file(c, &files[i], names, files);
@@ -509,7 +503,13 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
             goto done;
         }
         dir_slot = st_tmp_register(tmpdir, 1);
-        for (size_t i = 0; i < nfiles; i++)
+    }
+    for (size_t i = 0; i < nfiles; i++) {
+        if (!(files[i].final_path = sharded ? cv_join(tmpdir, files[i].shard) : strdup(out))) {
+            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        if (sharded)
             slots[nslots++] = st_tmp_register(files[i].final_path, 0);
     }
     for (size_t i = 0; i < nfiles && !st; i++) {

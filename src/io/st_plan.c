@@ -294,24 +294,19 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
         else if (it->act == CV_DEQUANT)
             cv_add_out(c, f, t->name, cv_st_dtype(o->out_dtype), t->ndim, t->shape, &it->out_main);
         else if (it->act == CV_QUANT) {
-            fp8kit_tensor x = fp8kit_tensor_make(NULL, FP8KIT_BF16, 2, t->shape), q, s;
-            if (it->R == 0 || it->C == 0) { /* the library takes no empty tensors; the shapes are plain */
-                int64_t one[2] = {1, 1};
-                x = fp8kit_tensor_make(NULL, FP8KIT_BF16, 2, one);
-            }
-            fp8kit_status st = fp8kit_quant_shapes(&it->desc, &x, &q, &s);
-            if (st)
-                return cv_fail(c, st, "tensor shapes: %s", fp8kit_status_string(st));
-            if (it->R == 0 || it->C == 0) {
-                if (s.ndim == 2) {
-                    int64_t N = it->R, K = it->C;
-                    s.shape[0] = it->desc.scheme == FP8KIT_SCHEME_BLOCK128X128 ? (N + 127) / 128 : N;
-                    s.shape[1] = it->desc.scheme == FP8KIT_SCHEME_ROW ? 1
-                                 : it->desc.scheme == FP8KIT_SCHEME_MX ? K / 32 : (K + 127) / 128;
-                }
+            /* SPEC section 5's table (st_convert.c checks each slab against
+             * fp8kit_quant_shapes) */
+            int64_t N = it->R, K = it->C, ss[2] = {0, 0};
+            int snd = 2;
+            st_dtype sdt = ST_F32;
+            switch (it->desc.scheme) {
+            case FP8KIT_SCHEME_TENSOR: snd = 0; break;
+            case FP8KIT_SCHEME_ROW: ss[0] = N, ss[1] = 1; break;
+            case FP8KIT_SCHEME_BLOCK128X128: ss[0] = (N + 127) / 128, ss[1] = (K + 127) / 128; break;
+            default: ss[0] = N, ss[1] = K / 32, sdt = ST_F8_E8M0; break;
             }
             cv_add_out(c, f, t->name, ST_F8_E4M3, 2, t->shape, &it->out_main);
-            cv_add_out(c, f, it->scale_name, cv_st_dtype(s.dtype), s.ndim, s.shape, &it->out_scale);
+            cv_add_out(c, f, it->scale_name, sdt, snd, ss, &it->out_scale);
         }
     }
     /* stable sort by element size, largest first: every tensor aligned */
@@ -366,9 +361,9 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
     fp8kit_status st = st_header_build(f->outs, f->nouts, f->meta, f->nmeta, f->has_meta, &f->header,
                                        &f->header_len, &f->data_size, herr, sizeof herr);
     if (st)
-        return cv_fail(c, st, "%s: %s", f->final_path, herr);
+        return cv_fail(c, st, "%s: output header: %s", f->in->path, herr);
     if (f->data_size != off)
-        return cv_fail(c, FP8KIT_ERR_INTERNAL, "%s: header and layout disagree", f->final_path);
+        return cv_fail(c, FP8KIT_ERR_INTERNAL, "%s: header and layout disagree", f->in->path);
     return FP8KIT_OK;
 }
 
