@@ -140,36 +140,62 @@ def _ml_dtypes_tag(nd):
     return _NAMES.get(nd.name) if nd.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu") else None
 
 
+_NP_BY_NUM = {np.dtype(np.float32).num: DType.F32, np.dtype(np.float16).num: DType.F16}
+_norm_cache = {}
+_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def _numpy_dtype_slow(nd, name, fp8_default):
+    dt = _ml_dtypes_tag(nd)
+    if dt is not None:
+        if nd.num >= 256:  # a user-defined (ml_dtypes) dtype: remember it by number
+            _NP_BY_NUM[nd.num] = dt
+        return dt
+    if nd == np.uint8 and fp8_default is not None:
+        return fp8_default
+    if nd == np.uint8:
+        raise UnsupportedError("%s is an untagged uint8 array: say which fp8 format it holds "
+                               "(fp8kit.TaggedArray(arr, 'e4m3') or the dtype argument)" % name)
+    raise UnsupportedError("%s has numpy dtype %s; fp8kit takes float32, float16, bfloat16 "
+                           "(ml_dtypes or a TaggedArray) and fp8 codes" % (name, nd.name))
+
+
+def numpy_ptr(arr):
+    """Address of arr's first element (the cheap route for writable packed arrays)."""
+    try:
+        if arr.flags.c_contiguous:
+            return _addressof(_from_buffer(arr))
+        if arr.flags.f_contiguous:
+            return _addressof(_from_buffer(arr.T))
+    except (TypeError, ValueError, BufferError):  # read-only or otherwise not exportable
+        pass
+    return arr.ctypes.data
+
+
 def numpy_view(arr, name, fp8_default=None):
     """View of a numpy array. fp8_default: the DType assumed for an untagged
     uint8 array (None: untagged uint8 is refused)."""
     nd = arr.dtype
-    tag = getattr(arr, "fk_dtype", None)
-    if tag is not None:
-        dt = tag
-    elif nd == np.float32:
-        dt = DType.F32
-    elif nd == np.float16:
-        dt = DType.F16
-    else:
-        dt = _ml_dtypes_tag(nd)
+    dt = getattr(arr, "fk_dtype", None)
+    if dt is None:
+        dt = _NP_BY_NUM.get(nd.num)
         if dt is None:
-            if nd == np.uint8 and fp8_default is not None:
-                dt = fp8_default
-            elif nd == np.uint8:
-                raise UnsupportedError("%s is an untagged uint8 array: say which fp8 format it holds "
-                                       "(fp8kit.TaggedArray(arr, 'e4m3') or the dtype argument)" % name)
-            else:
-                raise UnsupportedError("%s has numpy dtype %s; fp8kit takes float32, float16, bfloat16 "
-                                       "(ml_dtypes or a TaggedArray) and fp8 codes" % (name, nd.name))
-    isz = nd.itemsize
-    bstr = arr.strides
-    for s in bstr:
-        if s % isz:
-            raise InvalidStrideError("%s has a byte stride %d that is not a multiple of its item size %d" % (name, s, isz))
-    shape = arr.shape
-    strides = normalize_strides(name, shape, tuple(s // isz for s in bstr))
-    return View(arr.ctypes.data, dt, shape, strides, "cpu", 0, arr, "numpy")
+            dt = _numpy_dtype_slow(nd, name, fp8_default)
+    shape, bstr = arr.shape, arr.strides
+    key = (shape, bstr, nd.itemsize)
+    strides = _norm_cache.get(key)
+    if strides is None:
+        isz = nd.itemsize
+        for s in bstr:
+            if s % isz:
+                raise InvalidStrideError("%s has a byte stride %d that is not a multiple of its item size %d"
+                                         % (name, s, isz))
+        strides = normalize_strides(name, shape, tuple(s // isz for s in bstr))
+        if len(_norm_cache) > 4096:
+            _norm_cache.clear()
+        _norm_cache[key] = strides
+    return View(numpy_ptr(arr), dt, shape, strides, "cpu", 0, arr, "numpy")
 
 
 def numpy_empty(shape, dt):

@@ -9,11 +9,12 @@ costs: read the operands' metadata, one dict lookup, copy a template struct,
 set the pointers, one ctypes call.
 """
 import ctypes
+import struct
 import threading
 
-from ._arrays import as_view, dtype_of_name
+from ._arrays import as_view, dtype_of_name, numpy_empty, numpy_ptr
 from ._lib import Activation, BiasMode, DType, GemmArgs, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
-from ._quant import FP8, HP, ROUNDINGS, _enum, context_for, device_of, empty_like_kind, stream_for
+from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of, empty_like_kind, stream_for
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 ACTIVATIONS = {"none": Activation.NONE, "relu": Activation.RELU, "gelu_tanh": Activation.GELU_TANH,
@@ -191,18 +192,39 @@ def _set(t, ptr, dtype, shape, strides):
 
 _plans = {}
 _plans_lock = threading.Lock()
+_pack_ptr = struct.Struct("<Q").pack_into
+_OFF = {f: getattr(GemmArgs, f).offset for f in ("a", "b", "scale_a", "scale_b", "c", "bias", "d", "scale_d")}
+_OFF_AMAX = GemmArgs.amax_d.offset
+_OFF_WS = GemmArgs.workspace.offset
+_OFF_WSB = GemmArgs.workspace_bytes.offset
+_OPTION_DEFAULTS = dict(activation=None, alpha=1.0, beta=0.0, c=None, scale_d=None, out_quant=None,
+                        out_hp="bfloat16", out_rounding="floor", out_pow2=False, return_amax=False,
+                        use_fast_accum=False, scale_mode=None, scale_layout=None, bias_per_row=False,
+                        a_dtype=None, b_dtype=None, out=None, ctx=None, stream=None)
+_ARRAY_OPTIONS = ("c", "scale_d", "out", "ctx", "stream")
 
 
 class _Plan:
-    """Everything of one call but the data pointers: the descriptor, a template
-    of the args struct, the output shapes and the workspace size."""
-    __slots__ = ("desc", "args", "d_shape", "d_dtype", "sd_shape", "sd_dtype", "ws")
+    """Everything of one call but the data pointers: the context, descriptor,
+    the args struct as bytes (pointers zero), output shapes, workspace size."""
+    __slots__ = ("ctx", "desc", "raw", "d_shape", "d_dtype", "sd_shape", "sd_dtype", "ws", "use_sa", "use_sb",
+                 "use_c", "scaled")
 
 
-def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, *, activation=None, alpha=1.0,
-              beta=0.0, c=None, scale_d=None, out_quant=None, out_hp="bfloat16", out_rounding="floor",
-              out_pow2=False, return_amax=False, use_fast_accum=False, scale_mode=None, scale_layout=None,
-              bias_per_row=False, a_dtype=None, b_dtype=None, out=None, ctx=None, stream=None):
+def _meta(v):
+    return None if v is None else (v.dtype, v.shape, v.strides, v.device, v.index)
+
+
+def _alloc(av, shape, dt):
+    """(array, pointer) of a new packed output like av's kind and device."""
+    if av.kind == "numpy" or (av.kind == "dlpack" and av.device == "cpu"):
+        arr = numpy_empty(shape, dt)
+        return arr, numpy_ptr(arr)
+    arr, v = empty_like_kind(av, shape, dt)
+    return arr, v.ptr
+
+
+def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **options):
     """D = out(act(alpha * deq(A) deq(B)^T + beta * c + bias)) (SPEC.md section 3).
 
     a: (M, K) fp8, row-major. b: (K, N) fp8 given as the column-major view w.t()
@@ -211,19 +233,113 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, *, ac
     (tensor), (M, 1) / (1, N) (row), (M, ceil(K/128)) / (ceil(N/128), ceil(K/128))
     (block 1x128 / 128x128), or e8m0 (M, K/32) / (N, K/32) (mx; plain or
     blocked layout). scale_mode= ('tensor', 'row', 'block', 'mx' or a pair)
-    forces the mode where shapes are ambiguous.
-    out_dtype: bfloat16 (torch default), float32 (numpy default), float16,
-    e4m3 or e5m2. fp8 outputs: scale_d (float32 scalar divisor: D = fp8(y /
-    scale_d); torch's scale_result s is scale_d = 1/s) with return_amax=True to
-    get max|y|, or out_quant='mx' / 'block1x128' to quantize each output row
-    (returns (d, scales)). activation: None, 'relu', 'gelu' (erf), 'gelu_tanh',
-    'silu'. bias: 1-D length N (or M with bias_per_row=True).
-    Runs on the tensors' device; on CUDA on the current torch stream (or
-    `stream`), with no host synchronization."""
-    hint_a = dtype_of_name(a_dtype) if a_dtype is not None else DType.E4M3
-    hint_b = dtype_of_name(b_dtype) if b_dtype is not None else DType.E4M3
-    av = as_view(a, "a", hint_a)
-    bv = as_view(b, "b", hint_b)
+    forces the mode where shapes are ambiguous; scale_layout= 'plain',
+    'blocked' (mx) or 'mn_major' (block, A's scales) where sizes are ambiguous.
+    out_dtype: bfloat16 (default for torch), float32 (default for numpy),
+    float16, e4m3 or e5m2. fp8 outputs: scale_d (float32 scalar divisor:
+    D = fp8(y / scale_d); torch's scale_result s is scale_d = 1/s) with
+    return_amax=True to also get max|y|, or out_quant='mx' / 'block1x128' to
+    quantize each output row (returns (d, scales); out_hp, out_rounding,
+    out_pow2 as in SPEC 3). activation: None, 'relu', 'gelu' (erf),
+    'gelu_tanh', 'silu'. bias: 1-D length N (or M with bias_per_row=True).
+    alpha, beta, c: y = alpha * acc + beta * c + bias. use_fast_accum: CUDA
+    only, fewer fp32 promotions. a_dtype / b_dtype name the fp8 format of
+    untagged uint8 operands (default e4m3). out=: write into this array.
+    ctx=: a Context (default: the cached one of the operands' device).
+    stream=: a cudaStream_t int or torch stream (default: torch's current one).
+    Runs on the operands' device with no host synchronization."""
+    if options:
+        bad = [k for k in options if k not in _OPTION_DEFAULTS]
+        if bad:
+            raise TypeError("scaled_mm() got unexpected keyword arguments %s" % ", ".join(bad))
+        o = dict(_OPTION_DEFAULTS)
+        o.update(options)
+        ha = dtype_of_name(o["a_dtype"]) if o["a_dtype"] is not None else DType.E4M3
+        hb = dtype_of_name(o["b_dtype"]) if o["b_dtype"] is not None else DType.E4M3
+    else:
+        o = _OPTION_DEFAULTS
+        ha = hb = DType.E4M3
+    av = as_view(a, "a", ha)
+    bv = as_view(b, "b", hb)
+    sa = as_view(scale_a, "scale_a", DType.E8M0) if scale_a is not None else None
+    sb = as_view(scale_b, "scale_b", DType.E8M0) if scale_b is not None else None
+    biasv = as_view(bias, "bias") if bias is not None else None
+    cv = sdv = ctx = None
+    if options:
+        cv = as_view(o["c"], "c") if o["c"] is not None else None
+        sdv = as_view(o["scale_d"], "scale_d") if o["scale_d"] is not None else None
+        ctx = o["ctx"]
+        key_opts = tuple((k, v) for k, v in sorted(options.items()) if k not in _ARRAY_OPTIONS)
+    else:
+        key_opts = ()
+    key = (_meta(av), _meta(bv), _meta(sa), _meta(sb), _meta(biasv), _meta(cv), _meta(sdv),
+           out_dtype if out_dtype is None or isinstance(out_dtype, str) else str(out_dtype),
+           key_opts, None if ctx is None else ctx.handle, av.kind == "torch")
+    try:
+        plan = _plans.get(key)
+    except TypeError:  # an unhashable option value: plan without caching
+        key, plan = None, None
+    if plan is None:
+        plan = _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o)
+        if key is not None:
+            with _plans_lock:
+                if len(_plans) > 4096:
+                    _plans.clear()
+                _plans[key] = plan
+
+    buf = bytearray(plan.raw)
+    _pack_ptr(buf, _OFF["a"], av.ptr)
+    _pack_ptr(buf, _OFF["b"], bv.ptr)
+    if plan.use_sa:
+        _pack_ptr(buf, _OFF["scale_a"], sa.ptr)
+    if plan.use_sb:
+        _pack_ptr(buf, _OFF["scale_b"], sb.ptr)
+    if plan.use_c:
+        _pack_ptr(buf, _OFF["c"], cv.ptr)
+    if biasv is not None:
+        _pack_ptr(buf, _OFF["bias"], biasv.ptr)
+    out = o["out"]
+    if out is None:
+        d, dptr = _alloc(av, plan.d_shape, plan.d_dtype)
+        _pack_ptr(buf, _OFF["d"], dptr)
+        args = GemmArgs.from_buffer(buf)
+    else:
+        d = out
+        dv = check_out(out, "out", plan.d_shape, plan.d_dtype, (av.device, av.index if av.device == "cuda" else 0))
+        args = GemmArgs.from_buffer(buf)
+        _set(args.d, dv.ptr, dv.dtype, dv.shape, dv.strides)
+    extra = amax = ws = None
+    if plan.scaled:
+        _pack_ptr(buf, _OFF["scale_d"], sdv.ptr)
+    elif plan.sd_shape is not None:
+        extra, eptr = _alloc(av, plan.sd_shape, plan.sd_dtype)
+        _pack_ptr(buf, _OFF["scale_d"], eptr)
+    if o["return_amax"]:
+        amax, mptr = _alloc(av, (), DType.F32)
+        _pack_ptr(buf, _OFF_AMAX, mptr)
+    if plan.ws:
+        ws, wptr = _alloc(av, (plan.ws,), DType.E4M3)  # raw bytes; freed in stream order by torch
+        _pack_ptr(buf, _OFF_WS, wptr)
+        _pack_ptr(buf, _OFF_WSB, plan.ws)
+    cx = plan.ctx
+    stream = o["stream"]
+    st = cx._lib.fp8kit_gemm(cx.handle, plan.desc, args,
+                             stream_for(av, stream) if av.device == "cuda" else None)
+    if st:
+        cx.check(st)
+    del ws, args
+    if extra is not None:
+        return (d, extra, amax) if amax is not None else (d, extra)
+    return (d, amax) if amax is not None else d
+
+
+def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
+    """Checks one call's operands and options (everything but the data) and
+    builds its plan."""
+    activation, alpha, beta, out_quant = o["activation"], o["alpha"], o["beta"], o["out_quant"]
+    out_hp, out_rounding, out_pow2, return_amax = o["out_hp"], o["out_rounding"], o["out_pow2"], o["return_amax"]
+    use_fast_accum, scale_mode, scale_layout, bias_per_row = (o["use_fast_accum"], o["scale_mode"],
+                                                              o["scale_layout"], o["bias_per_row"])
     if av.dtype not in FP8 or bv.dtype not in FP8:
         raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"
                                % (FN, av.dtype.name.lower(), bv.dtype.name.lower()))
@@ -238,87 +354,10 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, *, ac
                                  "row-major (N, K) weight w, as for torch._scaled_mm (b strides are %s)"
                                  % (FN, tuple(bv.strides)))
     ldb = bv.strides[1] if N > 1 else K
-    sa = as_view(scale_a, "scale_a", DType.E8M0) if scale_a is not None else None
-    sb = as_view(scale_b, "scale_b", DType.E8M0) if scale_b is not None else None
-    cv = as_view(c, "c") if c is not None else None
-    biasv = as_view(bias, "bias") if bias is not None else None
-    sdv = as_view(scale_d, "scale_d") if scale_d is not None else None
     if beta != 0.0 and cv is None:
         raise InvalidArgumentError("%s: beta = %r needs c" % (FN, beta))
-    views = [av, bv, sa, sb, cv, biasv, sdv]
-    dev = device_of(views, FN)
-    cx = context_for(dev, ctx, FN)
-
-    # ---- plan (cached on everything but the data pointers)
-    key = (cx.handle, av.dtype, av.shape, av.strides, bv.dtype, N, ldb,
-           None if sa is None else (sa.dtype, sa.shape, sa.strides),
-           None if sb is None else (sb.dtype, sb.shape, sb.strides),
-           None if biasv is None else (biasv.dtype, biasv.shape, biasv.strides, bool(bias_per_row)),
-           None if cv is None else (cv.dtype, cv.shape, cv.strides), sdv is not None,
-           out_dtype if out_dtype is None or isinstance(out_dtype, str) else str(out_dtype),
-           activation, float(alpha), float(beta), out_quant, out_hp if out_quant else None, out_rounding,
-           bool(out_pow2), bool(return_amax), bool(use_fast_accum),
-           scale_mode if not isinstance(scale_mode, list) else tuple(scale_mode), scale_layout,
-           av.kind == "torch")
-    try:
-        plan = _plans.get(key)
-    except TypeError:  # an unhashable option value: plan without caching
-        key, plan = None, None
-    if plan is None:
-        plan = _make_plan(cx, av, bv, sa, sb, cv, biasv, sdv, M, N, K, ldb, out_dtype, activation, alpha, beta,
-                          out_quant, out_hp, out_rounding, out_pow2, return_amax, use_fast_accum, scale_mode,
-                          scale_layout, bias_per_row)
-        if key is not None:
-            with _plans_lock:
-                if len(_plans) > 4096:
-                    _plans.clear()
-                _plans[key] = plan
-
-    # ---- outputs
-    if out is None:
-        d, dv = empty_like_kind(av, plan.d_shape, plan.d_dtype)
-    else:
-        from ._quant import check_out
-        d = out
-        dv = check_out(out, "out", plan.d_shape, plan.d_dtype, dev)
-    args = GemmArgs.from_buffer_copy(plan.args)
-    args.a.data = av.ptr
-    args.b.data = bv.ptr
-    if sa is not None and plan.desc.scale_a:
-        args.scale_a.data = sa.ptr
-    if sb is not None and plan.desc.scale_b:
-        args.scale_b.data = sb.ptr
-    if cv is not None and plan.args.beta != 0.0:
-        args.c.data = cv.ptr
-    if biasv is not None:
-        args.bias.data = biasv.ptr
-    _set(args.d, dv.ptr, dv.dtype, dv.shape, dv.strides)
-    extra = None
-    if plan.desc.out_quant == OutQuant.SCALED:
-        args.scale_d.data = sdv.ptr
-    elif plan.sd_shape is not None:
-        extra, ev = empty_like_kind(av, plan.sd_shape, plan.sd_dtype)
-        args.scale_d.data = ev.ptr
-    amax = None
-    if return_amax:
-        amax, mv = empty_like_kind(av, (), DType.F32)
-        args.amax_d = ctypes.cast(mv.ptr, ctypes.POINTER(ctypes.c_float))
-    ws = None
-    if plan.ws:
-        ws, wv = empty_like_kind(av, (plan.ws,), DType.E4M3)  # raw bytes
-        args.workspace = wv.ptr
-        args.workspace_bytes = plan.ws
-    st = cx._lib.fp8kit_gemm(cx.handle, ctypes.byref(plan.desc), ctypes.byref(args), stream_for(av, stream))
-    if st:
-        cx.check(st)
-    del ws  # the caching allocator keeps stream order for torch; numpy is synchronous
-    if extra is not None:
-        return (d, extra, amax) if return_amax else (d, extra)
-    return (d, amax) if return_amax else d
-
-
-def _make_plan(cx, av, bv, sa, sb, cv, biasv, sdv, M, N, K, ldb, out_dtype, activation, alpha, beta, out_quant,
-               out_hp, out_rounding, out_pow2, return_amax, use_fast_accum, scale_mode, scale_layout, bias_per_row):
+    dev = device_of([av, bv, sa, sb, cv, biasv, sdv], FN)
+    cx = context_for(dev, o["ctx"], FN)
     desc = GemmDesc()
     ma, mb = _pick_modes(sa, sb, M, N, K, scale_mode)
     if (ma == ScaleMode.BLOCK) != (mb == ScaleMode.BLOCK) or (ma == ScaleMode.MX) != (mb == ScaleMode.MX):
@@ -399,8 +438,12 @@ def _make_plan(cx, av, bv, sa, sb, cv, biasv, sdv, M, N, K, ldb, out_dtype, acti
         _set(args.scale_d, None, DType.F32, (1,), (1,))
     elif plan.sd_shape is not None:
         _set(args.scale_d, None, plan.sd_dtype, plan.sd_shape, (plan.sd_shape[1], 1))
-    plan.desc, plan.args = desc, args
+    _set(args.d, None, ddt, (M, N), (N, 1))
+    plan.ctx, plan.desc = cx, desc
     plan.d_shape, plan.d_dtype = (M, N), ddt
+    plan.use_sa, plan.use_sb = ma != ScaleMode.NONE, mb != ScaleMode.NONE
+    plan.use_c = beta != 0.0
+    plan.scaled = oq == OutQuant.SCALED
     plan.ws = 0
     if cx.backend == 2:  # CUDA: ask for the workspace once per plan
         probe = GemmArgs.from_buffer_copy(args)
@@ -413,6 +456,7 @@ def _make_plan(cx, av, bv, sa, sb, cv, biasv, sdv, M, N, K, ldb, out_dtype, acti
         cx.check(cx._lib.fp8kit_gemm_workspace_size(cx.handle, ctypes.byref(desc), ctypes.byref(probe),
                                                     ctypes.byref(nbytes)))
         plan.ws = int(nbytes.value)
+    plan.raw = bytes(args)
     return plan
 
 
