@@ -2,7 +2,8 @@
 # bootstrap.sh - installs what a fresh Debian/Ubuntu machine lacks to build and
 # test fp8kit: cmake, gcc, make, pkg-config, libopenblas-dev (CPU GEMM peer in the
 # benchmarks), libjansson-dev (safetensors reader), python3, python3-pip, and
-# the python packages numpy + safetensors (pip --user) for tests/test_st_cli.py.
+# the python packages numpy + safetensors + pytest (pip --user) for
+# tests/test_st_cli.py and python/tests.
 # Only missing packages are installed (apt-get, non-interactive), as root or via
 # sudo. The CUDA toolkit is never installed here: the CUDA backend is built
 # when nvcc is found, and a machine without a GPU is fine.
@@ -93,13 +94,13 @@ fi
 # and numpy (pip, per user; Debian's system python refuses plain pip
 # installs (PEP 668), so retry with --break-system-packages, which with
 # --user only touches ~/.local).
-if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import numpy, safetensors' >/dev/null 2>&1; then
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import numpy, safetensors, pytest' >/dev/null 2>&1; then
     if [ "${FP8KIT_NO_PIP:-0}" = 1 ]; then
         say "FP8KIT_NO_PIP=1: not installing numpy/safetensors (test_st_cli will be skipped)"
     elif python3 -m pip --version >/dev/null 2>&1; then
-        say "installing python packages: numpy safetensors (pip --user)"
-        python3 -m pip install --user --quiet numpy safetensors >/dev/null 2>&1 ||
-            python3 -m pip install --user --quiet --break-system-packages numpy safetensors >/dev/null 2>&1 ||
+        say "installing python packages: numpy safetensors pytest (pip --user)"
+        python3 -m pip install --user --quiet numpy safetensors pytest >/dev/null 2>&1 ||
+            python3 -m pip install --user --quiet --break-system-packages numpy safetensors pytest >/dev/null 2>&1 ||
             say "warning: pip could not install numpy/safetensors (test_st_cli will be skipped)"
     else
         say "warning: no pip: numpy/safetensors missing (test_st_cli will be skipped)"
