@@ -1,7 +1,7 @@
 /* epilogue.c - epilogue of the CPU scaled GEMM (SPEC section 3), applied to
  * finished fp32 accumulator rows:
  *   y = alpha * sa[m] * sb[n] * acc + beta * C[m,n] + bias;  y = act(y);  D = out(y)
- * (tensor/row scales of A and B are applied here, block and mx scales were
+ * (the linear part in double, rounded once to fp32; tensor/row scales of A and B are applied here, block and mx scales were
  * applied in the main loop), then the output cast: bf16/f16/f32 (RNE), a
  * plain satfinite fp8 cast, fp8(y / scale_d) with amax, or fused mx /
  * block1x128 quantization of each output row on y rounded to desc.out_hp.
@@ -26,48 +26,54 @@ static inline float fk_round_hp(float y, fp8kit_dtype t)
     }
 }
 
-/* Step 1: y = acc * rowf (* colf[n]) with one rounding to fp32 per element
- * from double (the product of the fp32 factors is exact in double, so no
- * intermediate overflows or underflows needlessly). */
-static void fk_epi_scale(float *restrict y, const float *restrict acc, int64_t w, double rf,
-                         const double *restrict colf)
+/* Steps 1-3 in double, rounded once to fp32:
+ *   y = acc * rowf[m] (* colf[n]) + beta * C[m, n] + bias
+ * The fp32 factors' products are exact in double, so nothing overflows or
+ * underflows needlessly, and cancellation between the terms costs no
+ * accuracy beyond the accumulation's own error. */
+static void fk_epi_linear(const fk_gemm_epi *ep, double *restrict yd, float *restrict y, const float *restrict acc,
+                          int64_t m, int64_t n0, int64_t w)
 {
-    if (colf) {
+    const fk_gemm_job *j = ep->job;
+    const double rf = ep->rowf[m];
+    if (ep->colf) {
+        const double *restrict cf = ep->colf + n0;
         for (int64_t x = 0; x < w; x++)
-            y[x] = (float)((double)acc[x] * (rf * colf[x]));
-    } else if (rf == 1.0) {
-        memcpy(y, acc, (size_t)w * sizeof *y);
+            yd[x] = (double)acc[x] * (rf * cf[x]);
     } else {
         for (int64_t x = 0; x < w; x++)
-            y[x] = (float)((double)acc[x] * rf);
+            yd[x] = (double)acc[x] * rf;
     }
-}
-
-/* Step 2: y += beta * C[m, n0 .. n0 + w). */
-static void fk_epi_add_c(float *restrict y, const fk_gemm_job *j, int64_t m, int64_t n0, int64_t w)
-{
-    const float beta = j->beta;
-    int64_t base = m * j->ldc + n0;
-    switch (j->c_type) {
-    case FP8KIT_BF16: {
-        const uint16_t *c = (const uint16_t *)j->c + base;
-        for (int64_t x = 0; x < w; x++)
-            y[x] += beta * fk_bf16_to_f32(c[x]);
-        break;
+    if (j->c) {
+        const double beta = j->beta;
+        const int64_t base = m * j->ldc + n0;
+        if (j->c_type == FP8KIT_BF16) {
+            const uint16_t *c = (const uint16_t *)j->c + base;
+            for (int64_t x = 0; x < w; x++)
+                yd[x] += beta * (double)fk_bf16_to_f32(c[x]);
+        } else if (j->c_type == FP8KIT_F16) {
+            const uint16_t *c = (const uint16_t *)j->c + base;
+            for (int64_t x = 0; x < w; x++)
+                yd[x] += beta * (double)fk_f16_to_f32(c[x]);
+        } else {
+            const float *c = (const float *)j->c + base;
+            for (int64_t x = 0; x < w; x++)
+                yd[x] += beta * (double)c[x];
+        }
     }
-    case FP8KIT_F16: {
-        const uint16_t *c = (const uint16_t *)j->c + base;
-        for (int64_t x = 0; x < w; x++)
-            y[x] += beta * fk_f16_to_f32(c[x]);
-        break;
+    if (ep->bias) {
+        if (ep->bias_row) {
+            const double b = ep->bias[m];
+            for (int64_t x = 0; x < w; x++)
+                yd[x] += b;
+        } else {
+            const float *b = ep->bias + n0;
+            for (int64_t x = 0; x < w; x++)
+                yd[x] += (double)b[x];
+        }
     }
-    default: {
-        const float *c = (const float *)j->c + base;
-        for (int64_t x = 0; x < w; x++)
-            y[x] += beta * c[x];
-        break;
-    }
-    }
+    for (int64_t x = 0; x < w; x++)
+        y[x] = (float)yd[x];
 }
 
 /* Fused output quantization of one row (OUTQ_MX / OUTQ_BLOCK1X128), SPEC 2. */
@@ -158,27 +164,14 @@ static void fk_epi_store(const fk_gemm_job *j, float *restrict y, int64_t m, int
 }
 
 void fk_gemm_epilogue(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, int64_t m0, int64_t m1, int64_t n0,
-                      int64_t n1, float *buf, uint32_t *amax_bits)
+                      int64_t n1, double *dbuf, float *buf, uint32_t *amax_bits)
 {
     const fk_gemm_job *j = ep->job;
     const int64_t w = n1 - n0;
     const int act = (int)j->desc.act;
     for (int64_t m = m0; m < m1; m++) {
         float *restrict y = buf;
-        fk_epi_scale(y, acc + (m - m0) * ldacc, w, ep->rowf[m], ep->colf ? ep->colf + n0 : NULL);
-        if (j->c)
-            fk_epi_add_c(y, j, m, n0, w);
-        if (ep->bias) {
-            if (ep->bias_row) {
-                const float b = ep->bias[m];
-                for (int64_t x = 0; x < w; x++)
-                    y[x] += b;
-            } else {
-                const float *b = ep->bias + n0;
-                for (int64_t x = 0; x < w; x++)
-                    y[x] += b[x];
-            }
-        }
+        fk_epi_linear(ep, dbuf, y, acc + (m - m0) * ldacc, m, n0, w);
         if (act != FP8KIT_ACT_NONE)
             for (int64_t x = 0; x < w; x++)
                 y[x] = fk_act(y[x], act);

@@ -325,7 +325,8 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     }
     size_t accn = global_acc ? (size_t)(Mp * Np) : (size_t)nt * (size_t)(mc * tile_ld);
     float *accbuf = (float *)fk_alloc(sizeof(float) * accn);
-    float *rowbuf = (float *)fk_alloc(sizeof(float) * (size_t)nt * (size_t)tile_ld);
+    /* per thread: tile_ld doubles then tile_ld floats for the epilogue */
+    double *rowbuf = (double *)fk_alloc(12 * (size_t)nt * (size_t)tile_ld);
     fp8kit_status st = FP8KIT_OK;
     if (!rowf || (j->desc.scale_b == FP8KIT_SCALE_ROW && !colf) || (j->bias && !bias) || !s.ap || !s.bp ||
         (s.mode != FK_MODE_PLAIN && (!s.as || !s.bs || !s.arng || !s.brng)) || !accbuf || !rowbuf) {
@@ -362,7 +363,8 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     {
         const int tid = omp_get_thread_num();
         float *tacc = accbuf + (global_acc ? 0 : (size_t)tid * (size_t)(mc * tile_ld));
-        float *buf = rowbuf + (size_t)tid * (size_t)tile_ld;
+        double *dbuf = (double *)((char *)rowbuf + 12 * (size_t)tid * (size_t)tile_ld);
+        float *buf = (float *)(dbuf + tile_ld);
         uint32_t my_amax = 0;
         for (int64_t ch = 0; ch < nchunk; ch++) {
             const int64_t k0 = ch * kch, kl = K - k0 < kch ? K - k0 : kch;
@@ -395,7 +397,7 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
                 if (kl > 0)
                     fk_tile(&s, kl, m0, m1, n0, n1, acc, ld);
                 if (last)
-                    fk_gemm_epilogue(&ep, acc, ld, m0, m1, n0, n1, buf, &my_amax);
+                    fk_gemm_epilogue(&ep, acc, ld, m0, m1, n0, n1, dbuf, buf, &my_amax);
             }
         }
         amax = my_amax;

@@ -50,9 +50,9 @@ typedef struct fk_gemm_epi {
 /* Finishes output rows [m0, m1) x columns [n0, n1) from fp32 accumulators
  * (acc[(m - m0) * ldacc + (n - n0)]), writing D (and the fused output scales).
  * n0 is a multiple of 128 and n1 is n0 + a multiple of 128 or N, so fused
- * quantization groups are whole. buf holds n1 - n0 floats. *amax_bits is
- * max-ed with the |y| bits of these rows (OUTQ_SCALED). */
+ * quantization groups are whole. dbuf and buf hold n1 - n0 doubles / floats.
+ * *amax_bits is max-ed with the |y| bits of these rows (OUTQ_SCALED). */
 void fk_gemm_epilogue(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, int64_t m0, int64_t m1, int64_t n0,
-                      int64_t n1, float *buf, uint32_t *amax_bits);
+                      int64_t n1, double *dbuf, float *buf, uint32_t *amax_bits);
 
 #endif
