@@ -1,22 +1,221 @@
-/* gemm.cu - host side of the CUDA scaled GEMM (fk_cuda_gemm_plan, fk_cuda_gemm,
- * fk_cuda_gemm_workspace). Placeholder until the sm_90a kernel lands: every
- * GEMM request is answered FP8KIT_ERR_UNSUPPORTED with a message. */
+/* gemm.cu - host side of the CUDA scaled GEMM: fk_cuda_gemm_plan (checks
+ * what the Hopper kernel needs - sm_90, alignment, supported combinations -
+ * and picks a kernel variant and grid, cached by the core as the plan),
+ * fk_cuda_gemm (builds the two TMA tensor maps, fills the kernel parameters
+ * and launches; no allocation) and fk_cuda_gemm_workspace (none needed).
+ * Debug knobs read at plan time (tests use them to cover every variant):
+ * FK_GEMM_BN=64|128 forces the tile width, FK_GEMM_PROMO=1|2|4 the fp32
+ * promotion interval in k32 steps (0 = fast accumulation). */
+#include <stdlib.h>
+#include <string.h>
 #include "cuda/backend.h"
+#include "cuda/epilogue.cuh"
+#include "cuda/tma.cuh"
+
+/* The plan's config bytes (FK_PLAN_CONFIG_BYTES = 64). */
+struct fk_sm90_config {
+    int32_t variant; /* index into fk_sm90_variants */
+    int32_t grid;
+    int32_t group_m;
+    int32_t device;
+};
+static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
+
+static int fk_env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    if (!e || !*e)
+        return dflt;
+    return atoi(e);
+}
+
+static int fk_find_variant(int bn, int promo, int block, int ab)
+{
+    for (int i = 0; i < fk_sm90_variant_count; i++) {
+        const fk_sm90_variant *v = &fk_sm90_variants[i];
+        if (v->bn == bn && v->promo == promo && v->block == block && v->ab == ab)
+            return i;
+    }
+    return -1;
+}
+
+/* Makes `dev` the current device for a scope and restores the caller's. */
+struct fk_device_guard {
+    int prev;
+    cudaError_t err;
+    explicit fk_device_guard(int dev) : prev(-1), err(cudaGetDevice(&prev))
+    {
+        if (err == cudaSuccess && prev != dev)
+            err = cudaSetDevice(dev);
+        else
+            prev = -1;
+    }
+    ~fk_device_guard()
+    {
+        if (prev >= 0)
+            (void)cudaSetDevice(prev);
+    }
+};
+
+static int fk_is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
+static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
 
 extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
 {
-    (void)job;
-    (void)config;
-    return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel built yet");
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    const fp8kit_gemm_desc *dd = &job->desc;
+    if (!cs)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: context has no CUDA state");
+    if (!(cs->cc_major == 9 && cs->cc_minor == 0))
+        return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH,
+                       "cuda gemm: the fp8 GEMM kernel needs an sm_90 (Hopper) device; device %d is "
+                       "sm_%d%d",
+                       cs->device, cs->cc_major, cs->cc_minor);
+    /* ---- supported combinations */
+    if (!fk_is_fp8(job->a_type) || !fk_is_fp8(job->b_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: A and B must be e4m3 or e5m2");
+    const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
+    const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
+    if (dd->scale_a == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_MX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scaling is not implemented yet");
+    if (block != (dd->scale_b == FP8KIT_SCALE_BLOCK))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: BLOCK scaling needs both A and B");
+    if (block && ab != 0)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda gemm: BLOCK scaling is implemented for e4m3 x e4m3 only");
+    if (dd->out_quant != FP8KIT_OUTQ_NONE && dd->out_quant != FP8KIT_OUTQ_SCALED)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda gemm: fused MX / 1x128 output quantization is not implemented yet");
+    if (!fk_is_hp(job->d_type) && !fk_is_fp8(job->d_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: unsupported output dtype");
+    if (dd->out_quant == FP8KIT_OUTQ_SCALED && !fk_is_fp8(job->d_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: OUTQ_SCALED needs an fp8 output");
+    if (job->c && !fk_is_hp(job->c_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: C must be f32, f16 or bf16");
+    if (job->bias && !fk_is_hp(job->bias_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: bias must be f32, f16 or bf16");
+    if (job->m > INT32_MAX || job->n > INT32_MAX || job->k > INT32_MAX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: M, N and K must be < 2^31");
+    /* ---- what TMA needs */
+    if (job->k % 16)
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, "cuda gemm: K = %lld must be a multiple of 16",
+                       (long long)job->k);
+    if (((uintptr_t)job->a & 15u) || ((uintptr_t)job->b & 15u))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
+                       "cuda gemm: A and B base pointers must be 16-byte aligned (TMA)");
+    if ((job->lda % 16) || (job->ldb % 16))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
+                       "cuda gemm: leading dims of A (%lld) and B (%lld) must be multiples of 16 "
+                       "bytes (TMA)",
+                       (long long)job->lda, (long long)job->ldb);
+    /* ---- choose the variant */
+    int promo = dd->fast_accum && !block ? 0 : 4;
+    promo = fk_env_int("FK_GEMM_PROMO", promo);
+    const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
+    const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
+    int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
+    bn = fk_env_int("FK_GEMM_BN", bn);
+    int vi = fk_find_variant(bn, promo, block, ab);
+    if (vi < 0)
+        vi = fk_find_variant(128, promo, block, ab);
+    if (vi < 0)
+        vi = fk_find_variant(128, 4, block, ab);
+    if (vi < 0)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
+    const fk_sm90_variant *v = &fk_sm90_variants[vi];
+    if ((size_t)v->smem_bytes > cs->smem_optin)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda gemm: kernel needs %d bytes of shared memory, device allows %zu",
+                       v->smem_bytes, cs->smem_optin);
+    fk_device_guard g(cs->device);
+    FK_CUDA_CHECK(ctx, g.err);
+    FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)v->fn,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            v->smem_bytes));
+    const int64_t tiles = tm * fk_ceil_div(job->n, v->bn);
+    if (tiles > INT32_MAX / 2)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: too many output tiles");
+    fk_sm90_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.variant = vi;
+    cfg.grid = (int32_t)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
+    cfg.group_m = 8;
+    cfg.device = cs->device;
+    memcpy(config, &cfg, sizeof cfg);
+    return FP8KIT_OK;
 }
 
 extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
                                       void *stream)
 {
-    (void)job;
-    (void)plan;
-    (void)stream;
-    return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel built yet");
+    fk_sm90_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    if (cfg.variant < 0 || cfg.variant >= fk_sm90_variant_count)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: bad plan");
+    const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
+    const fp8kit_gemm_desc *dd = &job->desc;
+    cudaStream_t st = (cudaStream_t)stream;
+    fk_device_guard g(cfg.device);
+    FK_CUDA_CHECK(ctx, g.err);
+    if (dd->out_quant == FP8KIT_OUTQ_SCALED && job->amax_d)
+        FK_CUDA_CHECK(ctx, cudaMemsetAsync(job->amax_d, 0, sizeof(float), st));
+    if (job->m == 0 || job->n == 0)
+        return FP8KIT_OK;
+
+    /* Tensor maps, built per call (~1-2 us of host time each). */
+    CUtensorMap ta, tb;
+    memset(&ta, 0, sizeof ta);
+    memset(&tb, 0, sizeof tb);
+    if (job->k > 0) {
+        CUresult r = fk_tma_map_2d_u8(&ta, job->a, (uint64_t)job->m, (uint64_t)job->k,
+                                      (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+        if (r == CUDA_SUCCESS)
+            r = fk_tma_map_2d_u8(&tb, job->b, (uint64_t)job->n, (uint64_t)job->k,
+                                 (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)v->bn);
+        if (r != CUDA_SUCCESS)
+            return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: cuTensorMapEncodeTiled failed (%d)",
+                           (int)r);
+    }
+
+    fk_gemm_params p;
+    memset(&p, 0, sizeof p);
+    p.m = (int)job->m;
+    p.n = (int)job->n;
+    p.k = (int)job->k;
+    p.num_kb = (int)fk_ceil_div(job->k, FK_GEMM_BK);
+    p.sched.tiles_m = (int)fk_ceil_div(job->m, FK_GEMM_BM);
+    p.sched.tiles_n = (int)fk_ceil_div(job->n, v->bn);
+    p.sched.group_m = cfg.group_m;
+    p.sa_mode = dd->scale_a;
+    p.sb_mode = dd->scale_b;
+    p.sa = (const float *)job->scale_a;
+    p.sb = (const float *)job->scale_b;
+    if (dd->scale_a == FP8KIT_SCALE_BLOCK) {
+        const int mn_major = dd->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
+        p.sa_sm = mn_major ? 1 : job->scale_a_ld;
+        p.sa_sk = mn_major ? job->scale_a_ld : 1;
+        p.sb_ld = fk_ceil_div(job->k, 128);
+    }
+    p.alpha = job->alpha;
+    p.beta = job->beta;
+    p.c = job->c;
+    p.ldc = job->ldc;
+    p.c_type = job->c_type;
+    p.bias = job->bias;
+    p.bias_type = job->bias_type;
+    p.bias_mode = job->bias ? dd->bias : FP8KIT_BIAS_NONE;
+    p.act = dd->act;
+    p.d = job->d;
+    p.ldd = job->ldd;
+    p.d_type = job->d_type;
+    p.out_quant = dd->out_quant;
+    p.scale_d = job->scale_d_in;
+    p.amax_bits = (unsigned int *)job->amax_d;
+
+    void *args[3] = {&ta, &tb, &p};
+    FK_CUDA_CHECK(ctx, cudaLaunchKernel((const void *)v->fn, dim3((unsigned)cfg.grid),
+                                        dim3(FK_GEMM_THREADS), args, (size_t)v->smem_bytes, st));
+    return FP8KIT_OK;
 }
 
 extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)

@@ -1,0 +1,337 @@
+/* bench_gemm.c - CUDA fp8 GEMM benchmark: fp8kit's Hopper kernel against
+ * cuBLASLt called directly in the same run (e4m3 x e4m3 -> bf16, TN, 64 MiB
+ * workspace, the heuristic's first algorithm), per-tensor scales with and
+ * without CUBLASLT_MATMUL_DESC_FAST_ACCUM, rowwise (outer-vector) and
+ * 1x128/128x128 block scales. Median of N CUDA-event timings after warm-up,
+ * L2 flushed before each timing. Prints a table and writes one JSON line per
+ * row (op, case, shape, ours, peer, peer_name, ratio, unit, device, date,
+ * commit) to --json FILE.
+ * Usage: bench_gemm [--quick] [--reps N] [--json FILE] [--date D] [--commit C]
+ * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fp8kit.h"
+
+#if defined(FP8KIT_HAVE_CUDA) && __has_include(<cublasLt.h>)
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+typedef struct shape { int64_t m, n, k; } shape;
+enum { MODE_TENSOR, MODE_TENSOR_FAST, MODE_ROW, MODE_BLOCK, MODE_COUNT };
+static const char *mode_name[MODE_COUNT] = {"tensor", "tensor_fast", "row", "block"};
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct bench_env {
+    void *flush;
+    size_t flush_bytes;
+    cudaEvent_t e0, e1;
+    int reps, warm;
+} bench_env;
+
+/* Runs fn(arg) warm + reps times; median milliseconds of the timed runs, or
+ * -1 when fn fails. */
+typedef int (*run_fn)(void *arg);
+static float time_median(bench_env *be, run_fn fn, void *arg)
+{
+    float *t = malloc(sizeof(float) * (size_t)be->reps);
+    for (int i = 0; i < be->warm; i++)
+        if (fn(arg)) {
+            free(t);
+            return -1.0f;
+        }
+    for (int i = 0; i < be->reps; i++) {
+        CK(cudaMemsetAsync(be->flush, i & 0xFF, be->flush_bytes, 0));
+        CK(cudaEventRecord(be->e0, 0));
+        if (fn(arg)) {
+            free(t);
+            return -1.0f;
+        }
+        CK(cudaEventRecord(be->e1, 0));
+        CK(cudaEventSynchronize(be->e1));
+        CK(cudaEventElapsedTime(&t[i], be->e0, be->e1));
+    }
+    qsort(t, (size_t)be->reps, sizeof(float), cmp_float);
+    float med = t[be->reps / 2];
+    free(t);
+    return med;
+}
+
+/* ---------------------------------------------------------------- cuBLASLt */
+typedef struct lt_call {
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    const void *a, *b;
+    void *d, *ws;
+    size_t ws_bytes;
+    float alpha, beta;
+} lt_call;
+
+static int lt_run(void *arg)
+{
+    lt_call *c = (lt_call *)arg;
+    cublasStatus_t s = cublasLtMatmul(c->h, c->op, &c->alpha, c->a, c->la, c->b, c->lb, &c->beta, c->d, c->lc,
+                                      c->d, c->lc, &c->algo, c->ws, c->ws_bytes, 0);
+    return s != CUBLAS_STATUS_SUCCESS;
+}
+
+/* Sets up D (col-major M x N, = row-major N x M) = A (K x M col-major) ^T * B
+ * (K x N col-major) with the mode's scales. Returns 0 on success. */
+static int lt_setup(lt_call *c, int mode, shape s, const void *a, const void *b, void *d, const float *sa,
+                    const float *sb, void *ws, size_t ws_bytes)
+{
+    memset(c, 0, sizeof *c);
+    if (cublasLtCreate(&c->h) != CUBLAS_STATUS_SUCCESS)
+        return 1;
+    cublasLtMatmulDescCreate(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa);
+    cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb);
+    if (mode == MODE_TENSOR_FAST) {
+        int8_t fast = 1;
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
+    }
+#if CUBLAS_VER_MAJOR > 12 || (CUBLAS_VER_MAJOR == 12 && CUBLAS_VER_MINOR >= 9)
+    if (mode == MODE_ROW) {
+        int32_t m = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &m, sizeof m);
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &m, sizeof m);
+    }
+    if (mode == MODE_BLOCK) {
+        int32_t ma = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, mb = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &ma, sizeof ma);
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mb, sizeof mb);
+    }
+#else
+    if (mode == MODE_ROW || mode == MODE_BLOCK)
+        return 1;
+#endif
+    cublasLtMatrixLayoutCreate(&c->la, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.m, s.k);
+    cublasLtMatrixLayoutCreate(&c->lb, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.n, s.k);
+    cublasLtMatrixLayoutCreate(&c->lc, CUDA_R_16BF, (uint64_t)s.m, (uint64_t)s.n, s.m);
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(c->h, c->op, c->la, c->lb, c->lc, c->lc, pref, 1, &res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found < 1)
+        return 1;
+    c->algo = res.algo;
+    c->a = a;
+    c->b = b;
+    c->d = d;
+    c->ws = ws;
+    c->ws_bytes = ws_bytes;
+    c->alpha = 1.0f;
+    c->beta = 0.0f;
+    return 0;
+}
+
+static void lt_free(lt_call *c)
+{
+    if (c->la) cublasLtMatrixLayoutDestroy(c->la);
+    if (c->lb) cublasLtMatrixLayoutDestroy(c->lb);
+    if (c->lc) cublasLtMatrixLayoutDestroy(c->lc);
+    if (c->op) cublasLtMatmulDescDestroy(c->op);
+    if (c->h) cublasLtDestroy(c->h);
+}
+
+/* ----------------------------------------------------------------- fp8kit */
+typedef struct fk_call {
+    fp8kit_ctx *ctx;
+    fp8kit_gemm_desc desc;
+    fp8kit_gemm_args args;
+} fk_call;
+
+static int fk_run(void *arg)
+{
+    fk_call *c = (fk_call *)arg;
+    fp8kit_status st = fp8kit_gemm(c->ctx, &c->desc, &c->args, NULL);
+    if (st != FP8KIT_OK) {
+        static int said;
+        if (!said++)
+            fprintf(stderr, "fp8kit_gemm: %s: %s\n", fp8kit_status_string(st), fp8kit_last_error(c->ctx));
+        return 1;
+    }
+    return 0;
+}
+
+/* bf16 bits -> float */
+static float bf2f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, reps = 30;
+    const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else if (!strcmp(argv[i], "--date") && i + 1 < argc) date = argv[++i];
+        else if (!strcmp(argv[i], "--commit") && i + 1 < argc) commit = argv[++i];
+    }
+    if (!commit) commit = "unknown";
+    if (reps < 20) reps = 20;
+    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
+        printf("bench_gemm: no usable CUDA device\n");
+        return 0;
+    }
+    fp8kit_ctx *ctx = NULL;
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &ctx) != FP8KIT_OK) {
+        fprintf(stderr, "bench_gemm: cannot create a CUDA context\n");
+        return 1;
+    }
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    FILE *jf = json ? fopen(json, "a") : NULL;
+    if (json && !jf) {
+        fprintf(stderr, "bench_gemm: cannot open %s\n", json);
+        return 1;
+    }
+    static const shape all[] = {{64, 7168, 7168},    {128, 2112, 7168},   {128, 7168, 16384}, {4096, 7168, 2048},
+                                {4096, 4096, 4096},  {4096, 4096, 7168},  {4096, 7168, 16384}, {4096, 24576, 1536},
+                                {8192, 8192, 8192},  {16384, 8192, 8192}};
+    static const shape few[] = {{64, 7168, 7168}, {4096, 7168, 2048}, {8192, 8192, 8192}};
+    const shape *shapes = quick ? few : all;
+    const int nshapes = quick ? 3 : (int)(sizeof all / sizeof all[0]);
+    int64_t maxa = 0, maxb = 0, maxd = 0;
+    for (int i = 0; i < nshapes; i++) {
+        if (shapes[i].m * shapes[i].k > maxa) maxa = shapes[i].m * shapes[i].k;
+        if (shapes[i].n * shapes[i].k > maxb) maxb = shapes[i].n * shapes[i].k;
+        if (shapes[i].m * shapes[i].n > maxd) maxd = shapes[i].m * shapes[i].n;
+    }
+    /* random e4m3 codes with |x| < 2 (top exponent bit clear: never NaN) */
+    uint8_t *h = malloc((size_t)(maxa > maxb ? maxa : maxb));
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    for (int64_t i = 0; i < (maxa > maxb ? maxa : maxb); i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        h[i] = (uint8_t)(r >> 56) & 0xBF;
+    }
+    void *dA, *dB, *dD, *dDl, *dS, *ws, *flush;
+    const size_t ws_bytes = 64u << 20, flush_bytes = 256u << 20;
+    CK(cudaMalloc(&dA, (size_t)maxa));
+    CK(cudaMalloc(&dB, (size_t)maxb));
+    CK(cudaMalloc(&dD, (size_t)maxd * 2));
+    CK(cudaMalloc(&dDl, (size_t)maxd * 2));
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&flush, flush_bytes));
+    CK(cudaMemcpy(dA, h, (size_t)maxa, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dB, h + 7, (size_t)(maxb - 7), cudaMemcpyHostToDevice));
+    /* scales: large enough for any mode (row: M or N; block: M x ka etc.), 1/64..1/32 */
+    const size_t nscale = (size_t)(maxa > maxb ? maxa : maxb) / 64 + 65536;
+    float *hs = malloc(nscale * sizeof(float));
+    for (size_t i = 0; i < nscale; i++) hs[i] = 1.0f / 32.0f + (float)(i % 7) / 1024.0f;
+    CK(cudaMalloc(&dS, 2 * nscale * sizeof(float)));
+    CK(cudaMemcpy(dS, hs, nscale * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy((float *)dS + nscale, hs, nscale * sizeof(float), cudaMemcpyHostToDevice));
+    bench_env be = {flush, flush_bytes, NULL, NULL, reps, 5};
+    CK(cudaEventCreate(&be.e0));
+    CK(cudaEventCreate(&be.e1));
+
+    printf("bench_gemm on %s (%d SMs), %d timings per row (median, L2 flushed), date %s, commit %s\n", prop.name,
+           prop.multiProcessorCount, reps, date, commit);
+    printf("%-11s %-20s %10s %10s %7s %9s %9s %s\n", "mode", "M x N x K", "ours us", "cublasLt", "ratio",
+           "ours TF/s", "peer TF/s", "rel diff (ours vs cublasLt, bf16)");
+    for (int si = 0; si < nshapes; si++) {
+        const shape s = shapes[si];
+        const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
+        const int64_t ka = (s.k + 127) / 128;
+        for (int mode = 0; mode < MODE_COUNT; mode++) {
+            fk_call fc;
+            memset(&fc, 0, sizeof fc);
+            fc.ctx = ctx;
+            fc.desc.scale_a = fc.desc.scale_b = mode == MODE_ROW ? FP8KIT_SCALE_ROW
+                                                : mode == MODE_BLOCK ? FP8KIT_SCALE_BLOCK : FP8KIT_SCALE_TENSOR;
+            fc.desc.fast_accum = mode == MODE_TENSOR_FAST;
+            fc.args.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, s.m, s.k, s.k);
+            fc.args.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, s.n, s.k, s.k);
+            int64_t na = 1, nb = 1;
+            if (mode == MODE_ROW) { na = s.m; nb = s.n; }
+            if (mode == MODE_BLOCK) { na = s.m * ka; nb = ((s.n + 127) / 128) * ka; }
+            fc.args.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &na);
+            fc.args.scale_b = fp8kit_tensor_make((float *)dS + nscale, FP8KIT_F32, 1, &nb);
+            fc.args.alpha = 1.0f;
+            fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
+            float ours = time_median(&be, fk_run, &fc);
+            lt_call lc;
+            float peer = -1.0f;
+            if (lt_setup(&lc, mode, s, dA, dB, dDl, (const float *)dS, (const float *)dS + nscale, ws, ws_bytes) == 0)
+                peer = time_median(&be, lt_run, &lc);
+            lt_free(&lc);
+            /* agreement of the two results (ours row-major M x N, cuBLASLt col-major M x N) */
+            double rel = -1.0;
+            if (ours > 0 && peer > 0 && mode != MODE_ROW && mode != MODE_BLOCK && s.m * s.n <= (int64_t)1 << 26) {
+                uint16_t *x = malloc((size_t)(s.m * s.n) * 2), *y = malloc((size_t)(s.m * s.n) * 2);
+                CK(cudaMemcpy(x, dD, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(y, dDl, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
+                double num = 0, den = 0;
+                for (int64_t m = 0; m < s.m; m++)
+                    for (int64_t n = 0; n < s.n; n++) {
+                        double u = bf2f(x[m * s.n + n]), v = bf2f(y[n * s.m + m]);
+                        num += (u - v) * (u - v);
+                        den += v * v;
+                    }
+                rel = den > 0 ? sqrt(num / den) : sqrt(num);
+                free(x);
+                free(y);
+            }
+            char shp[64];
+            snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
+            double tf_o = ours > 0 ? flops / (ours * 1e-3) / 1e12 : 0, tf_p = peer > 0 ? flops / (peer * 1e-3) / 1e12 : 0;
+            double ratio = ours > 0 && peer > 0 ? peer / ours : 0;
+            printf("%-11s %-20s %10.1f %10.1f %7.3f %9.0f %9.0f", mode_name[mode], shp, ours * 1e3, peer * 1e3, ratio,
+                   tf_o, tf_p);
+            if (rel >= 0) printf(" %.2e", rel);
+            printf("\n");
+            fflush(stdout);
+            if (jf)
+                fprintf(jf,
+                        "{\"op\": \"gemm_e4m3_bf16\", \"case\": \"%s\", \"shape\": \"%s\", \"ours\": %.1f, \"peer\": %.1f, "
+                        "\"peer_name\": \"cublasLt %s (heuristic first algo, 64 MiB workspace)\", \"ratio\": %.3f, "
+                        "\"unit\": \"TFLOP/s\", \"ours_us\": %.2f, \"peer_us\": %.2f, \"device\": \"%s\", \"date\": \"%s\", "
+                        "\"commit\": \"%s\"}\n",
+                        mode_name[mode], shp, tf_o, tf_p, mode_name[mode], ratio, ours * 1e3, peer * 1e3, prop.name,
+                        date, commit);
+        }
+    }
+    if (jf) fclose(jf);
+    cudaFree(dA); cudaFree(dB); cudaFree(dD); cudaFree(dDl); cudaFree(ws); cudaFree(flush); cudaFree(dS);
+    free(h); free(hs);
+    fp8kit_ctx_destroy(ctx);
+    return 0;
+}
+
+#else
+int main(void)
+{
+    printf("bench_gemm: built without CUDA/cuBLASLt, nothing to measure\n");
+    return 0;
+}
+#endif

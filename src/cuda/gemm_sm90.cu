@@ -1,0 +1,211 @@
+/* gemm_sm90.cu - the Hopper (sm_90a) FP8 GEMM kernel and its compiled variants.
+ *
+ * Persistent and warp-specialized: 384 threads per CTA, one CTA per SM.
+ * Warpgroup 2 is the producer: after giving registers back (setmaxnreg), one
+ * thread walks the tile sequence and issues TMA loads (128-byte swizzle) of
+ * the A (128 x 128) and B (BN x 128) K-major tiles of every K block into a
+ * ring of shared-memory stages, guarded by full/empty mbarriers.
+ * Warpgroups 0 and 1 are consumers: each owns 64 rows of the 128-row tile,
+ * issues wgmma m64nBNk32 (fp8, fp32 accumulators) over a stage and, every
+ * `PROMO` k32 steps, adds the wgmma accumulators into a separate fp32
+ * accumulator set (Hopper's fp8 tensor-core accumulation keeps fewer bits
+ * than fp32; this promotion is what meets SPEC section 3). Block scales
+ * (1x128 for A, 128x128 for B) multiply in at that promotion. PROMO = 0 is
+ * fast accumulation: the wgmma accumulators run over the whole K range.
+ * After the last K block each consumer thread runs the fused epilogue on its
+ * fragment (epilogue.cuh) while the producer already loads the next tile.
+ * The kernel body exists only in the sm_90a pass; other passes get an empty
+ * stub (the host never launches it on a device that is not sm_90). */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include "cuda/epilogue.cuh"
+#include "cuda/ptx.cuh"
+#include "cuda/sched.cuh"
+
+template <int BN> struct fk_sm90_shape {
+    static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
+    static constexpr int B_BYTES = BN * FK_GEMM_BK;
+    static constexpr int STAGES = BN >= 128 ? 6 : 8;
+    /* stages, 1024 bytes of alignment slack, full + empty barriers */
+    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + 1024 + 2 * STAGES * 8;
+    static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
+};
+
+#ifdef FK_SM90_DEVICE
+/* Producer: one thread streams every (tile, K block) of this CTA into the ring. */
+template <int BN>
+static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
+                                                        const fk_gemm_params &p, uint32_t sa0,
+                                                        uint32_t sb0, uint32_t full0,
+                                                        uint32_t empty0)
+{
+    typedef fk_sm90_shape<BN> S;
+    if (p.num_kb > 0) {
+        fk_tma_prefetch_desc(ta);
+        fk_tma_prefetch_desc(tb);
+    }
+    int stage = 0;
+    uint32_t phase = 0;
+    const int ntiles = p.sched.count();
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        int tm, tn;
+        p.sched.tile(t, tm, tn);
+        for (int kb = 0; kb < p.num_kb; kb++) {
+            fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
+            const uint32_t full = full0 + 8 * stage;
+            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
+            fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, tm * FK_GEMM_BM);
+            fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, tn * BN);
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+        }
+    }
+}
+
+/* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
+template <int BN, int PROMO, bool BLOCK, int AB>
+static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
+                                                        uint32_t sa0, uint32_t sb0,
+                                                        uint32_t full0, uint32_t empty0)
+{
+    typedef fk_sm90_shape<BN> S;
+    constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    float acc[S::NACC], accf[S::NACC];
+    int stage = 0;
+    uint32_t phase = 0;
+    const int ntiles = p.sched.count();
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        int tm, tn;
+        p.sched.tile(t, tm, tn);
+        const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+        for (int i = 0; i < S::NACC; i++)
+            accf[i] = 0.0f;
+        int prev_stage = -1;
+        for (int kb = 0; kb < p.num_kb; kb++) {
+            float s_lo = 1.0f, s_hi = 1.0f; /* block scales of rows r0, r0 + 8 */
+            if (BLOCK) {
+                const float sb = p.sb[(long long)((tn * BN) >> 7) * p.sb_ld + kb];
+                const int ra = min(r0, p.m - 1), rb = min(r0 + 8, p.m - 1);
+                s_lo = p.sa[(long long)ra * p.sa_sm + (long long)kb * p.sa_sk] * sb;
+                s_hi = p.sa[(long long)rb * p.sa_sm + (long long)kb * p.sa_sk] * sb;
+            }
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            const uint32_t a_base = sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK;
+            const uint32_t b_base = sb0 + stage * S::B_BYTES;
+#pragma unroll
+            for (int ks = 0; ks < KSTEPS; ks++) {
+                const bool first = PROMO ? (ks % PROMO == 0) : (ks == 0);
+                if (first) {
+#pragma unroll
+                    for (int i = 0; i < S::NACC; i++)
+                        fk_reg_fence(acc[i]);
+                    fk_wgmma_fence();
+                }
+                const int sd = PROMO ? (ks % PROMO != 0) : (kb > 0 || ks > 0);
+                fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
+                                      fk_wgmma_desc_sw128(b_base + ks * 32), sd);
+                if (PROMO && (ks + 1) % PROMO == 0) {
+                    fk_wgmma_commit();
+#pragma unroll
+                    for (int i = 0; i < S::NACC; i++)
+                        fk_reg_fence(acc[i]);
+                    fk_wgmma_wait<0>();
+                    if (BLOCK) {
+#pragma unroll
+                        for (int i = 0; i < S::NACC; i++)
+                            accf[i] = accf[i] + acc[i] * ((i & 2) ? s_hi : s_lo);
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < S::NACC; i++)
+                            accf[i] = accf[i] + acc[i];
+                    }
+                }
+            }
+            if (PROMO) {
+                /* This warp's reads of the stage are complete. */
+                if (lane == 0)
+                    fk_mbar_arrive(empty0 + 8 * stage);
+            } else {
+                /* Fast accumulation: keep one wgmma group in flight and
+                 * release the stage the previous group read. */
+                fk_wgmma_commit();
+#pragma unroll
+                for (int i = 0; i < S::NACC; i++)
+                    fk_reg_fence(acc[i]);
+                fk_wgmma_wait<1>();
+                if (prev_stage >= 0 && lane == 0)
+                    fk_mbar_arrive(empty0 + 8 * prev_stage);
+                prev_stage = stage;
+            }
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+        }
+        if (!PROMO) {
+            fk_wgmma_wait<0>();
+#pragma unroll
+            for (int i = 0; i < S::NACC; i++)
+                fk_reg_fence(acc[i]);
+            if (prev_stage >= 0 && lane == 0)
+                fk_mbar_arrive(empty0 + 8 * prev_stage);
+#pragma unroll
+            for (int i = 0; i < S::NACC; i++)
+                accf[i] = p.num_kb > 0 ? acc[i] : 0.0f;
+        }
+        fk_epilogue<BN>(p, accf, r0, tn * BN, lane);
+    }
+}
+#endif
+
+template <int BN, int PROMO, bool BLOCK, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                        const __grid_constant__ fk_gemm_params p)
+{
+#ifdef FK_SM90_DEVICE
+    typedef fk_sm90_shape<BN> S;
+    extern __shared__ __align__(1024) unsigned char fk_smem[];
+    const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
+    const uint32_t sa0 = base;
+    const uint32_t sb0 = sa0 + S::STAGES * S::A_BYTES;
+    const uint32_t full0 = sb0 + S::STAGES * S::B_BYTES;
+    const uint32_t empty0 = full0 + 8 * S::STAGES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S::STAGES; s++) {
+            fk_mbar_init(full0 + 8 * s, 1);
+            fk_mbar_init(empty0 + 8 * s, 8); /* one arrival per consumer warp */
+        }
+        fk_fence_mbar_init();
+    }
+    __syncthreads();
+    const int wg = threadIdx.x >> 7;
+    if (wg == 2) {
+        fk_setmaxnreg_dec<40>();
+        if (threadIdx.x == 256)
+            fk_sm90_producer<BN>(&ta, &tb, p, sa0, sb0, full0, empty0);
+    } else {
+        fk_setmaxnreg_inc<232>();
+        fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0);
+    }
+#endif
+}
+
+#define FK_V(BN, PROMO, BLOCK, AB)                                                      \
+    {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
+     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB>}
+
+/* The variants the planner may pick (gemm.cu). Precise accumulation promotes
+ * every 128 of K (PROMO 4); PROMO 1 and 2 exist to measure the accuracy of
+ * shorter intervals. */
+const fk_sm90_variant fk_sm90_variants[] = {
+    FK_V(128, 4, false, 0), FK_V(128, 4, false, 1), FK_V(128, 4, false, 2), FK_V(128, 4, false, 3),
+    FK_V(64, 4, false, 0),  FK_V(128, 0, false, 0), FK_V(64, 0, false, 0),  FK_V(128, 4, true, 0),
+    FK_V(64, 4, true, 0),   FK_V(128, 2, false, 0), FK_V(128, 1, false, 0),
+};
+const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);

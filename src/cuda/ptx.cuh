@@ -1,0 +1,209 @@
+/* ptx.cuh - small named inline-PTX wrappers for the Hopper (sm_90a) GEMM: one
+ * function per instruction (mbarrier, TMA bulk tensor copy, wgmma fp8,
+ * fences, setmaxnreg). Bodies exist only in the sm_90a device pass
+ * (FK_SM90_DEVICE); elsewhere they compile to nothing, so files that include
+ * this header still build for sm_80 and for the host. */
+#ifndef FK_CUDA_PTX_CUH
+#define FK_CUDA_PTX_CUH
+
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FK_SM90_DEVICE 1
+#endif
+
+#define FK_DEV static __device__ __forceinline__
+
+/* 32-bit shared-window address of a generic pointer into shared memory. */
+FK_DEV uint32_t fk_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* ---------------------------------------------------------------- mbarrier */
+FK_DEV void fk_mbar_init(uint32_t bar, uint32_t count)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+
+/* Makes barrier initialisation visible to the async proxy (TMA). */
+FK_DEV void fk_fence_mbar_init(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+FK_DEV void fk_mbar_arrive(uint32_t bar)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+#endif
+}
+
+FK_DEV void fk_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+/* Spins until the phase with the given parity has completed. */
+FK_DEV void fk_mbar_wait(uint32_t bar, uint32_t parity)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("{\n\t"
+                 ".reg .pred done;\n\t"
+                 "FK_WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra FK_WAIT_%=;\n\t"
+                 "}" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+#endif
+}
+
+/* --------------------------------------------------------------------- TMA */
+FK_DEV void fk_tma_prefetch_desc(const void *tmap)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmap) : "memory");
+#endif
+}
+
+/* 2-D tiled load of the box at (c0 = inner coordinate, c1 = outer) into
+ * shared memory at dst; completion is counted in bytes on bar. */
+FK_DEV void fk_tma_load_2d(uint32_t dst, const void *tmap, uint32_t bar, int c0, int c1)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+#endif
+}
+
+/* Orders this thread's generic-proxy shared-memory accesses with later
+ * async-proxy (TMA / wgmma) accesses. */
+FK_DEV void fk_fence_proxy_async(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+/* ------------------------------------------------------------ setmaxnreg */
+template <int N> FK_DEV void fk_setmaxnreg_inc(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+#endif
+}
+
+template <int N> FK_DEV void fk_setmaxnreg_dec(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+#endif
+}
+
+/* ------------------------------------------------------------------- wgmma */
+FK_DEV void fk_wgmma_fence(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+
+FK_DEV void fk_wgmma_commit(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+
+template <int N> FK_DEV void fk_wgmma_wait(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/* Keeps the compiler from moving accesses of an accumulator register across
+ * the asynchronous wgmma window. */
+FK_DEV void fk_reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+
+/* Shared-memory matrix descriptor for a K-major operand tile stored with the
+ * 128-byte swizzle (rows of 128 bytes, 8-row atoms of 1024 bytes):
+ * start address >> 4 in bits 0-13, leading byte offset (unused for this
+ * layout: 1) in bits 16-29, stride byte offset 1024 >> 4 in bits 32-45,
+ * base offset 0 (tiles are 1024-aligned) and layout 1 (128B) in bits 62-63.
+ * Stepping along K inside the swizzle atom adds bytes to the start address. */
+FK_DEV uint64_t fk_wgmma_desc_sw128(uint32_t smem_addr)
+{
+    uint64_t d = (uint64_t)((smem_addr & 0x3FFFFu) >> 4);
+    d |= (uint64_t)1u << 16;
+    d |= (uint64_t)(1024u >> 4) << 32;
+    d |= (uint64_t)1u << 62;
+    return d;
+}
+
+/* wgmma.mma_async m64nNk32, fp32 accumulators, fp8 A and B from shared memory
+ * (K-major). scale_d = 0 overwrites d, 1 accumulates into it. The operand
+ * lists are spelled out for N = 64 (32 accumulators) and N = 128 (64). */
+#define FK_R8(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                 "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+
+#ifdef FK_SM90_DEVICE
+#define FK_WGMMA_BODY_32(TY)                                                                     \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32." TY " "                          \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "     \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, " \
+                 "%31}, %32, %33, p, 1, 1;\n}\n"                                               \
+                 : FK_R8(0), FK_R8(8), FK_R8(16), FK_R8(24)                                     \
+                 : "l"(da), "l"(db), "r"(sd))
+#else
+#define FK_WGMMA_BODY_32(TY) ((void)da, (void)db, (void)sd, (void)d)
+#endif
+
+/* The N = 128 form: 64 accumulators, %64/%65 descriptors, %66 scale-d. */
+#ifdef FK_SM90_DEVICE
+#define FK_WGMMA_BODY_64(TY)                                                                    \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                  \
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32." TY " "                        \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
+                 "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
+                 "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
+                 "%58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"                      \
+                 : FK_R8(0), FK_R8(8), FK_R8(16), FK_R8(24), FK_R8(32), FK_R8(40), FK_R8(48), \
+                   FK_R8(56)                                                                   \
+                 : "l"(da), "l"(db), "r"(sd))
+#else
+#define FK_WGMMA_BODY_64(TY) ((void)da, (void)db, (void)sd, (void)d)
+#endif
+
+/* AB: 0 = e4m3 x e4m3, 1 = e4m3 x e5m2, 2 = e5m2 x e4m3, 3 = e5m2 x e5m2. */
+template <int N, int AB> struct fk_wgmma;
+
+#define FK_WGMMA_DEF(N, NREG, AB, TY)                                                           \
+    template <> struct fk_wgmma<N, AB> {                                                        \
+        static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int sd)  \
+        {                                                                                       \
+            FK_WGMMA_BODY_##NREG(TY);                                                           \
+        }                                                                                       \
+    };
+
+FK_WGMMA_DEF(64, 32, 0, "e4m3.e4m3")
+FK_WGMMA_DEF(64, 32, 1, "e4m3.e5m2")
+FK_WGMMA_DEF(64, 32, 2, "e5m2.e4m3")
+FK_WGMMA_DEF(64, 32, 3, "e5m2.e5m2")
+FK_WGMMA_DEF(128, 64, 0, "e4m3.e4m3")
+FK_WGMMA_DEF(128, 64, 1, "e4m3.e5m2")
+FK_WGMMA_DEF(128, 64, 2, "e5m2.e4m3")
+FK_WGMMA_DEF(128, 64, 3, "e5m2.e5m2")
+
+#undef FK_WGMMA_DEF
+
+#endif

@@ -1,0 +1,58 @@
+/* tma.cuh - host-side creation of TMA tensor maps (CUtensorMap) for the Hopper
+ * GEMM. cuTensorMapEncodeTiled is a driver-API function; it is reached through
+ * cudaGetDriverEntryPointByVersion so the library never links libcuda and
+ * loads on machines without a GPU driver. */
+#ifndef FK_CUDA_TMA_CUH
+#define FK_CUDA_TMA_CUH
+
+#include <cuda.h> /* types and enums only; no libcuda symbol is referenced */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+typedef CUresult (*fk_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                       const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                       const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                       CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* The driver's cuTensorMapEncodeTiled, looked up once per process (NULL when
+ * the driver lacks it). Concurrent first calls store the same pointer. */
+static inline fk_encode_tiled_fn fk_tma_encode_fn(void)
+{
+    static fk_encode_tiled_fn cached;
+    fk_encode_tiled_fn fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (fn)
+        return fn;
+    void *p = NULL;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !p) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    fn = (fk_encode_tiled_fn)p;
+    __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
+    return fn;
+}
+
+/* Tensor map over a row-major byte matrix (rows x cols, row stride ld bytes)
+ * read in boxes of box_cols x box_rows with the 128-byte swizzle (box_cols
+ * must be <= 128). Out-of-bounds box elements read as zero. Returns the
+ * CUresult (CUDA_SUCCESS = 0), or CUDA_ERROR_NOT_FOUND without the entry point. */
+static inline CUresult fk_tma_map_2d_u8(CUtensorMap *map, const void *base, uint64_t rows,
+                                        uint64_t cols, uint64_t ld, uint32_t box_cols,
+                                        uint32_t box_rows)
+{
+    fk_encode_tiled_fn fn = fk_tma_encode_fn();
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    cuuint64_t dims[2] = {cols, rows};
+    cuuint64_t strides[1] = {ld};
+    cuuint32_t box[2] = {box_cols, box_rows};
+    cuuint32_t estr[2] = {1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)base, dims, strides, box, estr,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+#endif
