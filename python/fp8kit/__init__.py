@@ -21,6 +21,7 @@ from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, Lib
                    QuantDesc, Rounding, ScaleLayout, ScaleMode, Scheme, Status, Tensor, candidate_paths,
                    library_path)
 from ._arrays import TaggedArray, dtype_of_name
+from ._arrays import torch_module as _torch_module
 from ._context import Context, clear_contexts, get_context
 from ._quant import cast, dequantize, make_quant_desc, quantize
 from ._quant import quant_shapes as _quant_shapes
@@ -65,7 +66,7 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **kwa
     the C library). See fp8kit._gemm.scaled_mm for every option. While
     torch.compile traces, torch tensors go through torch.ops.fp8kit.scaled_mm."""
     if "torch" in _sys.modules and type(a).__module__.startswith("torch"):
-        from . import _torch
+        _torch = _torch_module()
         if _torch.is_compiling():
             from . import torch_ops
             return torch_ops.scaled_mm(a, b, scale_a, scale_b, bias,
@@ -75,6 +76,12 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **kwa
 
 
 scaled_mm.__doc__ += "\n\n" + (_raw_scaled_mm.__doc__ or "")
+
+if "torch" in _sys.modules:  # torch already imported: register torch.ops.fp8kit.* now
+    try:
+        from . import torch_ops  # noqa: F401
+    except Exception:  # an old torch without torch.library.custom_op: the raw path still works
+        pass
 
 
 def to_float32(x, dtype=None):

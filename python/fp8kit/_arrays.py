@@ -318,6 +318,18 @@ def dlpack_view(obj, name, fp8_default=None, stream=None):
 
 
 # ------------------------------------------------------------------ dispatch
+_torch_mod = None
+
+
+def torch_module():
+    """fp8kit._torch, imported on first use (it imports torch)."""
+    global _torch_mod
+    if _torch_mod is None:
+        from . import _torch
+        _torch_mod = _torch
+    return _torch_mod
+
+
 def is_torch_tensor(x):
     t = type(x)
     return t.__module__.startswith("torch") and hasattr(x, "data_ptr") and hasattr(x, "stride")
@@ -328,8 +340,7 @@ def as_view(x, name, fp8_default=None, stream=None):
     if isinstance(x, np.ndarray):
         return numpy_view(x, name, fp8_default)
     if is_torch_tensor(x):
-        from . import _torch
-        return _torch.torch_view(x, name, fp8_default)
+        return torch_module().torch_view(x, name, fp8_default)
     if hasattr(x, "__dlpack__"):
         return dlpack_view(x, name, fp8_default, stream)
     if isinstance(x, (float, int)) and not isinstance(x, bool):

@@ -5,7 +5,7 @@ torch fake (meta) kernels also use. Names of options follow SPEC.md section 2.
 import ctypes
 
 from . import _lib
-from ._arrays import as_view, dtype_of_name
+from ._arrays import View, as_view, dtype_of_name, torch_module
 from ._lib import Backend, DType, QuantDesc, Rounding, ScaleLayout, Scheme, Tensor
 from ._context import get_context
 from .errors import InvalidArgumentError, InvalidShapeError, UnsupportedError
@@ -140,18 +140,26 @@ def stream_for(view, stream):
     if stream is not None:
         return getattr(stream, "cuda_stream", stream)
     if view.kind == "torch":
-        from . import _torch
-        return _torch.current_stream(view.index)
+        return torch_module().current_stream(view.index)
     return None
+
+
+def _contiguous_strides(shape):
+    out, s = [], 1
+    for n in reversed(tuple(shape)):
+        out.append(s)
+        s *= n
+    return tuple(reversed(out))
 
 
 def empty_like_kind(view, shape, dt):
     """An output array of `shape` and fp8kit dtype `dt` of the same kind and
     device as `view`; returns (array, View)."""
     if view.kind == "torch" or view.device == "cuda":
-        from . import _torch
-        arr = _torch.empty(shape, dt, view.index if view.device == "cuda" else None)
-        return arr, _torch.torch_view(arr, "out")
+        tm = torch_module()
+        arr = tm.empty(shape, dt, view.index if view.device == "cuda" else None)
+        return arr, View(arr.data_ptr(), dt, tuple(shape), _contiguous_strides(shape), view.device,
+                         view.index, arr, "torch")
     from ._arrays import numpy_empty, numpy_view
     arr = numpy_empty(shape, dt)
     return arr, numpy_view(arr, "out")
