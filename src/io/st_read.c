@@ -337,9 +337,15 @@ fp8kit_status st_parse(const unsigned char *buf, size_t size, const char *label,
     json_t *root = json_loadb((const char *)h, (size_t)n, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         const char *near = strstr(je.text, "near '");
-        if (strstr(je.text, "duplicate object key") && near)
+        if (strstr(je.text, "duplicate object key") && near) { /* near '"name"' */
+            char name[160];
+            snprintf(name, sizeof name, "%s", near + 6);
+            size_t l = strlen(name);
+            if (l && name[l - 1] == '\'')
+                name[l - 1] = '\0';
             return st_err(err, errlen, bad, "%s: duplicate name %s in the header (line %d, column %d)", label,
-                          near + 5, je.line, je.column);
+                          name, je.line, je.column);
+        }
         return st_err(err, errlen, bad, "%s: invalid JSON header (line %d, column %d): %s", label, je.line,
                       je.column, je.text);
     }

@@ -91,10 +91,16 @@ fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *met
             json_decref(e);
             goto out;
         }
-        if (!strcmp(t[i].name, "__metadata__") || json_object_set_new(root, t[i].name, e) ||
-            json_object_size(root) != before + 1) {
+        if (!strcmp(t[i].name, "__metadata__")) {
+            json_decref(e);
+            st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "tensor '%s': the name is reserved", q);
+            goto out;
+        }
+        /* set_new takes e even when it fails; a repeated name replaces the
+         * earlier entry, which shows as an object that did not grow */
+        if (json_object_set_new(root, t[i].name, e) || json_object_size(root) != before + 1) {
             st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
-                         "tensor '%s': the name is used twice, reserved, or not valid UTF-8", q);
+                         "tensor '%s': the name is used twice or is not valid UTF-8", q);
             goto out;
         }
         off += bytes;

@@ -1,21 +1,47 @@
 #!/usr/bin/env bash
 # build.sh - builds and runs the libFuzzer target of the safetensors reader
-# (tests/fuzz/fuzz_st.c) with clang, AddressSanitizer and UBSan.
+# (tests/fuzz/fuzz_st.c) with clang, AddressSanitizer and UBSan, one job.
 # Usage: tests/fuzz/build.sh [SECONDS] [WORKDIR]   (default 600 s, /tmp/fp8kit-fuzz)
-# The working corpus starts from tests/fuzz/corpus; new finds stay in WORKDIR
-# (merge them back with: fuzz_st -merge=1 tests/fuzz/corpus WORKDIR/corpus).
-# Crashes are written to WORKDIR/crash-*; the log to WORKDIR/fuzz.log.
+# Environment: JANSSON_SRC=DIR  the src/ folder of a jansson source tree (e.g.
+#   upstream tag v2.14, the version Debian 12 ships): it is compiled with the
+#   same instrumentation so the fuzzer also sees coverage inside the JSON
+#   parser. Without it the system libjansson is linked (not instrumented).
+# The working corpus starts from tests/fuzz/corpus; new finds stay in
+# WORKDIR/corpus (merge the interesting ones back with
+#   WORKDIR/fuzz_st -merge=1 tests/fuzz/corpus WORKDIR/corpus).
+# Crashes go to WORKDIR/crash-*; the log to WORKDIR/fuzz.log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+root="$PWD"
 secs="${1:-600}"
 work="${2:-/tmp/fp8kit-fuzz}"
 mkdir -p "$work/corpus"
-clang -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=undefined -Iinclude -Isrc \
-    src/io/st_read.c src/io/st_write.c tests/fuzz/fuzz_st.c \
-    $(pkg-config --cflags --libs jansson) -o "$work/fuzz_st"
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+json_objs=()
+json_flags=$(pkg-config --cflags --libs jansson)
+if [ -n "${JANSSON_SRC:-}" ]; then
+    mkdir -p "$work/jansson"
+    # jansson_config.h as Debian configured it; a minimal private config
+    cp "$(pkg-config --variable=includedir jansson)/jansson_config.h" "$work/jansson/"
+    printf '%s\n' '#define HAVE_STDINT_H 1' '#define HAVE_UNISTD_H 1' '#define HAVE_SYS_TIME_H 1' \
+        '#define HAVE_SYS_TYPES_H 1' '#define HAVE_FCNTL_H 1' '#define HAVE_SYS_STAT_H 1' \
+        '#define HAVE_GETPID 1' '#define HAVE_GETTIMEOFDAY 1' '#define HAVE_LOCALECONV 1' \
+        '#define HAVE_SNPRINTF 1' '#define HAVE_SYNC_BUILTINS 1' '#define HAVE_ATOMIC_BUILTINS 1' \
+        '#define USE_URANDOM 1' '#define INITIAL_HASHTABLE_ORDER 3' > "$work/jansson/jansson_private_config.h"
+    for f in "$JANSSON_SRC"/*.c; do
+        o="$work/jansson/$(basename "${f%.c}").o"
+        # shellcheck disable=SC2086
+        clang -c -g -O1 -fsanitize=fuzzer-no-link $san -DHAVE_CONFIG_H=1 -I"$work/jansson" -I"$JANSSON_SRC" \
+            "$f" -o "$o"
+        json_objs+=("$o")
+    done
+    json_flags="-I$work/jansson -I$JANSSON_SRC"
+fi
+# shellcheck disable=SC2086
+clang -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer $san -Iinclude -Isrc $json_flags \
+    src/io/st_read.c src/io/st_write.c tests/fuzz/fuzz_st.c "${json_objs[@]}" -o "$work/fuzz_st"
 cp -n tests/fuzz/corpus/* "$work/corpus/" 2>/dev/null || true
 cd "$work"
 exec ./fuzz_st -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-    -dict="$OLDPWD/tests/fuzz/st.dict" -print_final_stats=1 corpus "$OLDPWD/tests/fuzz/corpus" \
+    -dict="$root/tests/fuzz/st.dict" -print_final_stats=1 corpus "$root/tests/fuzz/corpus" \
     > fuzz.log 2>&1

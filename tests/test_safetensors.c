@@ -1,0 +1,551 @@
+/* test_safetensors.c - unit tests of src/io: the header parser on valid and
+ * corrupt buffers (status, and messages that name the file and tensor), the
+ * header writer (round trip, padding, duplicate names), the atomic writer
+ * (temporary name, no-clobber rename, abort, removal on SIGINT), sharded
+ * index validation, and st_convert: every scheme written through many small
+ * row slabs must equal one whole-tensor fp8kit_quantize call byte for byte,
+ * an unaligned foreign tensor is handled, dequantize equals
+ * fp8kit_dequantize, and failures leave nothing behind.
+ * Built and run by CTest (tests/test_*.c). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "format/codec.h"
+#include "io/safetensors.h"
+#include "test_util.h"
+
+static char tmpdir[256];
+
+/* ------------------------------------------------------- building buffers */
+typedef struct buf {
+    unsigned char *p;
+    size_t n;
+} buf;
+
+/* 8-byte length + header text (unpadded) + data */
+static buf mk(const char *hdr, const void *data, size_t dn)
+{
+    size_t h = strlen(hdr);
+    buf b = {malloc(8 + h + dn + 1), 8 + h + dn};
+    for (int i = 0; i < 8; i++)
+        b.p[i] = (unsigned char)((uint64_t)h >> (8 * i));
+    memcpy(b.p + 8, hdr, h);
+    if (dn)
+        memcpy(b.p + 8 + h, data, dn);
+    return b;
+}
+
+static fp8kit_status parse(buf b, st_file *f, char *err, size_t n)
+{
+    fp8kit_status st = st_parse(b.p, b.n, "t.safetensors", f, err, n);
+    return st;
+}
+
+/* Expects st_parse to fail with CORRUPT_FILE and a message holding `want`. */
+static void expect_bad(const char *what, buf b, const char *want)
+{
+    st_file f;
+    char err[600] = "";
+    fp8kit_status st = parse(b, &f, err, sizeof err);
+    CHECK(st == FP8KIT_ERR_CORRUPT_FILE, "%s: status %s", what, fp8kit_status_string(st));
+    CHECK(strstr(err, "t.safetensors") != NULL, "%s: message names the file: %s", what, err);
+    CHECK(strstr(err, want) != NULL, "%s: message '%s' lacks '%s'", what, err, want);
+    CHECK(f.ntensors == 0 && f.tensors == NULL, "%s: nothing kept", what);
+    st_close(&f);
+    free(b.p);
+}
+
+static void test_parse(void)
+{
+    unsigned char d[64];
+    for (int i = 0; i < 64; i++)
+        d[i] = (unsigned char)i;
+    /* valid: mixed dtypes, metadata, empty and scalar tensors, padded header */
+    const char *ok = "{\"__metadata__\":{\"format\":\"pt\",\"k\":\"v\"},"
+                     "\"b\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[8,20]},"
+                     "\"a\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]},"
+                     "\"e\":{\"dtype\":\"F8_E4M3\",\"shape\":[0,5],\"data_offsets\":[20,20]},"
+                     "\"s\":{\"dtype\":\"F8_E8M0\",\"shape\":[],\"data_offsets\":[20,21]}}   ";
+    buf b = mk(ok, d, 21);
+    st_file f;
+    char err[600];
+    CHECK_STATUS(parse(b, &f, err, sizeof err), FP8KIT_OK);
+    CHECK(f.ntensors == 4 && f.nmeta == 2 && f.has_meta, "counts %zu %zu", f.ntensors, f.nmeta);
+    const st_tensor *t = st_find(&f, "b");
+    CHECK(t && t->dtype == ST_BF16 && t->ndim == 2 && t->shape[1] == 3 && t->begin == 8 && t->end == 20 &&
+              t->data == b.p + 8 + strlen(ok) + 8,
+          "tensor b");
+    t = st_find(&f, "s");
+    CHECK(t && t->ndim == 0 && st_numel(t) == 1 && t->data[0] == 20, "scalar s");
+    t = st_find(&f, "e");
+    CHECK(t && st_numel(t) == 0, "empty e");
+    CHECK(!strcmp(f.tensors[0].name, "b") && !strcmp(f.tensors[1].name, "a"), "header order kept");
+    CHECK(!strcmp(f.meta[0].key, "format") && !strcmp(f.meta[1].value, "v"), "metadata");
+    st_close(&f);
+    free(b.p);
+
+    /* every dtype name parses, with its size */
+    static const char *names[] = {"BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "F8_E8M0", "I16", "U16", "F16",
+                                  "BF16", "I32", "U32", "F32", "I64", "U64", "F64", "C64"};
+    static const size_t sizes[] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 8, 8, 8, 8};
+    for (int i = 0; i < 17; i++) {
+        st_dtype dt;
+        CHECK(!st_dtype_parse(names[i], &dt) && st_dtype_size(dt) == sizes[i] && !strcmp(st_dtype_name(dt), names[i]),
+              "dtype %s", names[i]);
+    }
+
+    /* corrupt inputs, one rule each */
+    buf tiny = {malloc(5), 5};
+    memset(tiny.p, 0, 5);
+    expect_bad("truncated length", tiny, "truncated");
+    b = mk("{}", NULL, 0);
+    b.p[0] = 200; /* header length past the end */
+    expect_bad("header past end", b, "runs past the end");
+    b = mk("{}", NULL, 0);
+    b.p[0] = 0x01, b.p[1] = 0xE1, b.p[2] = 0xF5, b.p[3] = 0x05; /* 100000001 */
+    expect_bad("header too large", b, "100 MB");
+    expect_bad("bad utf8", mk("{\"\xc3\x28\":{}}", NULL, 0), "UTF-8");
+    expect_bad("overlong utf8", mk("{\"\xc0\xaf\":{}}", NULL, 0), "UTF-8");
+    expect_bad("surrogate utf8", mk("{\"\xed\xa0\x80\":{}}", NULL, 0), "UTF-8");
+    expect_bad("bad json", mk("{\"a\":", NULL, 0), "JSON");
+    expect_bad("empty header", mk("", NULL, 0), "empty");
+    expect_bad("not an object", mk("[]", NULL, 0), "not a JSON object");
+    expect_bad("unknown dtype", mk("{\"w1\":{\"dtype\":\"F4\",\"shape\":[1],\"data_offsets\":[0,1]}}", d, 1),
+               "tensor 'w1': unknown dtype 'F4'");
+    expect_bad("shape mismatch", mk("{\"w2\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", d, 8),
+               "tensor 'w2'");
+    expect_bad("overlap",
+               mk("{\"p\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                  "\"q\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[3,7]}}", d, 7),
+               "tensor 'q' (bytes [3, 7)) overlaps tensor 'p'");
+    expect_bad("out of range", mk("{\"w3\":{\"dtype\":\"U8\",\"shape\":[9],\"data_offsets\":[0,9]}}", d, 4),
+               "tensor 'w3': data_offsets [0, 9] run past");
+    expect_bad("reversed", mk("{\"w4\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[3,1]}}", d, 3), "w4");
+    expect_bad("hole",
+               mk("{\"p\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},"
+                  "\"q\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[3,5]}}", d, 5),
+               "tensor 'q' starts at byte 3");
+    expect_bad("trailing", mk("{\"p\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 3),
+               "trailing");
+    expect_bad("duplicate",
+               mk("{\"dup\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                  "\"dup\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", d, 1),
+               "duplicate name \"dup\"");
+    expect_bad("negative dim", mk("{\"w5\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,0]}}", d, 0),
+               "tensor 'w5': shape[0]");
+    expect_bad("overflow", mk("{\"w6\":{\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],"
+                              "\"data_offsets\":[0,0]}}", d, 0), "overflows");
+    expect_bad("missing dtype", mk("{\"w7\":{\"shape\":[1],\"data_offsets\":[0,1]}}", d, 1), "\"dtype\"");
+    expect_bad("meta not string", mk("{\"__metadata__\":{\"n\":1}}", NULL, 0), "'n' is not a string");
+    expect_bad("control char name", mk("{\"a\\u001b[31m\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,1]}}",
+                                       d, 1),
+               "tensor 'a\\x1b[31m'");
+    expect_bad("nine dims", mk("{\"w8\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}",
+                               d, 1), "9 dims");
+}
+
+/* ----------------------------------------------------------- header writer */
+static void test_header_build(void)
+{
+    st_out_tensor t[3] = {{"x.weight", ST_F8_E4M3, 2, {3, 5}}, {"x.weight_scale", ST_F32, 0, {0}},
+                          {"caf\xc3\xa9", ST_BF16, 1, {2}}};
+    st_kv meta[1] = {{"format", "pt"}};
+    unsigned char *h = NULL;
+    size_t hl = 0;
+    uint64_t ds = 0;
+    char err[600];
+    CHECK_STATUS(st_header_build(t, 3, meta, 1, 1, &h, &hl, &ds, err, sizeof err), FP8KIT_OK);
+    CHECK(hl % 8 == 0 && ds == 15 + 4 + 4, "padded header %zu, data %llu", hl, (unsigned long long)ds);
+    unsigned char *file = malloc(hl + ds);
+    memcpy(file, h, hl);
+    for (uint64_t i = 0; i < ds; i++)
+        file[hl + i] = (unsigned char)i;
+    st_file f;
+    CHECK_STATUS(st_parse(file, hl + ds, "rebuilt", &f, err, sizeof err), FP8KIT_OK);
+    CHECK(f.ntensors == 3 && f.tensors[1].begin == 15 && f.tensors[2].end == 23 && f.nmeta == 1, "rebuilt layout");
+    st_close(&f);
+    free(file);
+    free(h);
+    st_out_tensor dup[2] = {{"a", ST_U8, 1, {1}}, {"a", ST_U8, 1, {1}}};
+    CHECK_STATUS(st_header_build(dup, 2, NULL, 0, 0, &h, &hl, &ds, err, sizeof err), FP8KIT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(err, "'a'") != NULL, "duplicate named: %s", err);
+    st_out_tensor res[1] = {{"__metadata__", ST_U8, 1, {1}}};
+    CHECK_STATUS(st_header_build(res, 1, NULL, 0, 0, &h, &hl, &ds, err, sizeof err), FP8KIT_ERR_INVALID_ARGUMENT);
+}
+
+/* ---------------------------------------------------------- atomic writer */
+static int count_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strstr(e->d_name, ".tmp-") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "create %s", path);
+    if (f) {
+        CHECK(fwrite(p, 1, n, f) == n, "write %s", path);
+        fclose(f);
+    }
+}
+
+static size_t read_file(const char *path, unsigned char **out)
+{
+    FILE *f = fopen(path, "rb");
+    *out = NULL;
+    if (!f)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = malloc((size_t)n + 1);
+    size_t got = fread(*out, 1, (size_t)n, f);
+    fclose(f);
+    return got;
+}
+
+static void test_writer(void)
+{
+    char path[512], err[600];
+    snprintf(path, sizeof path, "%s/w.bin", tmpdir);
+    st_writer w;
+    CHECK_STATUS(st_writer_open(&w, path, 1, err, sizeof err), FP8KIT_OK);
+    CHECK(count_tmp(tmpdir) == 1 && access(path, F_OK) != 0, "only a temporary file while writing");
+    CHECK_STATUS(st_writer_reserve(&w, 10, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_pwrite(&w, "world", 5, 5, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_pwrite(&w, "hello", 5, 0, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_finish(&w, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_commit(&w, 0, err, sizeof err), FP8KIT_OK);
+    st_writer_abort(&w);
+    unsigned char *p;
+    CHECK(read_file(path, &p) == 10 && !memcmp(p, "helloworld", 10), "committed content");
+    free(p);
+    CHECK(count_tmp(tmpdir) == 0, "no temporary left after commit");
+    /* no clobber without force */
+    CHECK_STATUS(st_writer_open(&w, path, 1, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_pwrite(&w, "other", 5, 0, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_finish(&w, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_commit(&w, 0, err, sizeof err), FP8KIT_ERR_IO);
+    CHECK(strstr(err, "exists") != NULL, "no-clobber message: %s", err);
+    st_writer_abort(&w);
+    CHECK(read_file(path, &p) == 10 && !memcmp(p, "helloworld", 10), "existing file untouched");
+    free(p);
+    CHECK(count_tmp(tmpdir) == 0, "abort removed the temporary");
+    /* force replaces */
+    CHECK_STATUS(st_writer_open(&w, path, 1, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_pwrite(&w, "x", 1, 0, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_finish(&w, err, sizeof err), FP8KIT_OK);
+    CHECK_STATUS(st_writer_commit(&w, 1, err, sizeof err), FP8KIT_OK);
+    st_writer_abort(&w);
+    CHECK(read_file(path, &p) == 1, "forced replace");
+    free(p);
+    unlink(path);
+    /* a signal removes registered temporaries: in a child, so we survive */
+    pid_t pid = fork();
+    if (pid == 0) {
+        st_writer cw;
+        char e2[200];
+        if (st_writer_open(&cw, path, 1, e2, sizeof e2))
+            _exit(3);
+        if (st_writer_pwrite(&cw, "partial", 7, 0, e2, sizeof e2))
+            _exit(4);
+        raise(SIGINT);
+        _exit(5); /* not reached */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT, "child died of SIGINT (status %d)", status);
+    CHECK(count_tmp(tmpdir) == 0 && access(path, F_OK) != 0, "SIGINT left no file behind");
+    /* writer into a missing directory fails cleanly */
+    snprintf(path, sizeof path, "%s/missing/x.bin", tmpdir);
+    CHECK_STATUS(st_writer_open(&w, path, 1, err, sizeof err), FP8KIT_ERR_IO);
+    CHECK(strstr(err, "missing/x.bin") != NULL, "message names the path: %s", err);
+}
+
+/* -------------------------------------------------------------- converter */
+typedef struct src_tensor {
+    const char *name;
+    st_dtype dt;
+    int64_t r, c;
+} src_tensor;
+
+/* Writes a checkpoint of the given tensors with deterministic contents; the
+ * data section starts at `misalign` bytes past 8-alignment (a foreign file)
+ * when a 1-byte tensor of that size comes first. */
+static void make_src(const char *path, const src_tensor *ts, int n, int misalign, uint64_t seed)
+{
+    st_out_tensor o[8];
+    int k = 0;
+    if (misalign)
+        o[k++] = (st_out_tensor){"pad", ST_U8, 1, {misalign}};
+    for (int i = 0; i < n; i++)
+        o[k++] = (st_out_tensor){ts[i].name, ts[i].dt, 2, {ts[i].r, ts[i].c}};
+    unsigned char *h;
+    size_t hl;
+    uint64_t ds;
+    char err[600];
+    if (st_header_build(o, (size_t)k, NULL, 0, 0, &h, &hl, &ds, err, sizeof err))
+        return;
+    unsigned char *data = calloc(1, ds + 1);
+    fk_rng rng = {seed};
+    size_t off = (size_t)misalign;
+    for (int i = 0; i < n; i++) {
+        size_t ne = (size_t)(ts[i].r * ts[i].c);
+        for (size_t e = 0; e < ne; e++) {
+            float v = (float)(fk_rng_heavy(&rng) * 0.5);
+            if (e % 977 == 5)
+                v = 0.0f;
+            if (ts[i].dt == ST_F32)
+                memcpy(data + off + 4 * e, &v, 4);
+            else {
+                uint16_t b = ts[i].dt == ST_BF16 ? fk_f32_to_bf16(v) : fk_f32_to_f16(v);
+                memcpy(data + off + 2 * e, &b, 2);
+            }
+        }
+        off += ne * st_dtype_size(ts[i].dt);
+    }
+    FILE *f = fopen(path, "wb");
+    fwrite(h, 1, hl, f);
+    fwrite(data, 1, ds, f);
+    fclose(f);
+    free(h);
+    free(data);
+}
+
+/* The library's own answer for one tensor, in one call. */
+static void direct_quant(fp8kit_ctx *ctx, const st_tensor *t, const fp8kit_quant_desc *d, unsigned char **q,
+                         unsigned char **s, size_t *sbytes)
+{
+    fp8kit_dtype xd = t->dtype == ST_F32 ? FP8KIT_F32 : t->dtype == ST_BF16 ? FP8KIT_BF16 : FP8KIT_F16;
+    size_t xb = (size_t)(t->end - t->begin);
+    void *x = aligned_alloc(64, (xb + 63) / 64 * 64);
+    memcpy(x, t->data, xb);
+    fp8kit_tensor xt = fp8kit_tensor_make(x, xd, 2, t->shape), qt, sc;
+    fp8kit_quant_shapes(d, &xt, &qt, &sc);
+    *sbytes = (size_t)fp8kit_tensor_numel(&sc) * fp8kit_dtype_size(sc.dtype);
+    *q = malloc((size_t)st_numel(t));
+    *s = malloc(*sbytes);
+    qt.data = *q;
+    sc.data = *s;
+    CHECK_STATUS(fp8kit_quantize(ctx, d, &xt, &qt, &sc, NULL), FP8KIT_OK);
+    free(x);
+}
+
+static void test_convert(fp8kit_ctx *ctx)
+{
+    const src_tensor ts[] = {{"a.weight", ST_BF16, 300, 96},   /* rows not a multiple of 128 */
+                             {"b.weight", ST_F32, 257, 160},   /* K not a multiple of 128 */
+                             {"c.weight", ST_F16, 129, 64},
+                             {"d.bias", ST_F32, 3, 32}};       /* copied: not .weight */
+    char src[512], out[512], out2[512], deq[512], err[600];
+    static const st_scheme schemes[] = {ST_SCHEME_FP8_TENSOR, ST_SCHEME_FP8_ROW, ST_SCHEME_FP8_BLOCK,
+                                        ST_SCHEME_MXFP8};
+    static const fp8kit_scheme lib[] = {FP8KIT_SCHEME_TENSOR, FP8KIT_SCHEME_ROW, FP8KIT_SCHEME_BLOCK128X128,
+                                        FP8KIT_SCHEME_MX};
+    for (int misalign = 0; misalign <= 3; misalign += 3) {
+        snprintf(src, sizeof src, "%s/src%d.safetensors", tmpdir, misalign);
+        make_src(src, ts, 4, misalign, 77 + (uint64_t)misalign);
+        st_file in;
+        CHECK_STATUS(st_open(src, &in, err, sizeof err), FP8KIT_OK);
+        for (int si = 0; si < 4; si++) {
+            for (int variant = 0; variant < 2; variant++) {
+                st_conv_opts o;
+                memset(&o, 0, sizeof o);
+                o.scheme = schemes[si];
+                o.no_fsync = 1;
+                o.force = 1;
+                o.pow2 = variant && si < 3;
+                o.rounding = variant && si == 3 ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
+                st_stats stats;
+                snprintf(out, sizeof out, "%s/q.safetensors", tmpdir);
+                snprintf(out2, sizeof out2, "%s/q_slabs.safetensors", tmpdir);
+                CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_OK);
+                CHECK(stats.quantized == 3 && stats.copied == 1 + (misalign > 0), "counts %lld %lld",
+                      (long long)stats.quantized, (long long)stats.copied);
+                o.slab_bytes = 1000; /* many slabs; block128x128 rounds up to 128 rows */
+                CHECK_STATUS(st_convert(ctx, src, out2, &o, &stats, err, sizeof err), FP8KIT_OK);
+                unsigned char *p1, *p2;
+                size_t n1 = read_file(out, &p1), n2 = read_file(out2, &p2);
+                CHECK(n1 == n2 && n1 > 0 && !memcmp(p1, p2, n1), "scheme %d: slabs change nothing", si);
+                free(p2);
+                st_file q;
+                CHECK_STATUS(st_parse(p1, n1, "q", &q, err, sizeof err), FP8KIT_OK);
+                fp8kit_quant_desc d = fp8kit_quant_desc_default(lib[si]);
+                d.pow2 = o.pow2;
+                d.rounding = o.rounding;
+                for (int k = 0; k < 3; k++) {
+                    const st_tensor *t = st_find(&in, ts[k].name);
+                    char sn[64];
+                    snprintf(sn, sizeof sn, "%s%s", ts[k].name, si == 2 ? "_scale_inv" : "_scale");
+                    const st_tensor *qt = st_find(&q, ts[k].name), *st = st_find(&q, sn);
+                    CHECK(qt && st && qt->dtype == ST_F8_E4M3, "scheme %d: %s written", si, ts[k].name);
+                    if (!qt || !st)
+                        continue;
+                    CHECK((uintptr_t)st->data % st_dtype_size(st->dtype) == 0, "scale aligned");
+                    unsigned char *dq, *ds;
+                    size_t sb;
+                    direct_quant(ctx, t, &d, &dq, &ds, &sb);
+                    CHECK(!memcmp(qt->data, dq, (size_t)st_numel(t)), "scheme %d %s: codes = fp8kit_quantize",
+                          si, ts[k].name);
+                    CHECK(st->end - st->begin == sb && !memcmp(st->data, ds, sb),
+                          "scheme %d %s: scales = fp8kit_quantize", si, ts[k].name);
+                    free(dq);
+                    free(ds);
+                }
+                const st_tensor *cp = st_find(&q, "d.bias"), *ci = st_find(&in, "d.bias");
+                CHECK(cp && cp->dtype == ST_F32 && !memcmp(cp->data, ci->data, 3 * 32 * 4), "d.bias copied");
+                /* dequantize = fp8kit_dequantize on the written codes */
+                snprintf(deq, sizeof deq, "%s/d.safetensors", tmpdir);
+                st_conv_opts od;
+                memset(&od, 0, sizeof od);
+                od.dequantize = 1;
+                od.out_dtype = FP8KIT_F32;
+                od.no_fsync = 1;
+                od.force = 1;
+                od.slab_bytes = 3000;
+                CHECK_STATUS(st_convert(ctx, out, deq, &od, &stats, err, sizeof err), FP8KIT_OK);
+                st_file y;
+                CHECK_STATUS(st_open(deq, &y, err, sizeof err), FP8KIT_OK);
+                CHECK(y.ntensors == 4 + (misalign > 0), "dequantized tensors %zu", y.ntensors);
+                for (int k = 0; k < 3; k++) {
+                    const st_tensor *qt = st_find(&q, ts[k].name), *yt = st_find(&y, ts[k].name);
+                    char sn[64];
+                    snprintf(sn, sizeof sn, "%s%s", ts[k].name, si == 2 ? "_scale_inv" : "_scale");
+                    const st_tensor *sc = st_find(&q, sn);
+                    if (!qt || !yt || !sc)
+                        continue;
+                    size_t ne = (size_t)st_numel(qt), sbb = (size_t)(sc->end - sc->begin);
+                    float *ref = malloc(ne * 4);
+                    void *sbuf = malloc(sbb);
+                    memcpy(sbuf, sc->data, sbb);
+                    fp8kit_tensor qq = fp8kit_tensor_make((void *)qt->data, FP8KIT_E4M3, 2, qt->shape);
+                    fp8kit_tensor ss = fp8kit_tensor_make(sbuf, sc->dtype == ST_F8_E8M0 ? FP8KIT_E8M0 : FP8KIT_F32,
+                                                          sc->ndim, sc->shape);
+                    fp8kit_tensor yy = fp8kit_tensor_make(ref, FP8KIT_F32, 2, qt->shape);
+                    CHECK_STATUS(fp8kit_dequantize(ctx, &d, &qq, &ss, &yy, NULL), FP8KIT_OK);
+                    CHECK(yt->dtype == ST_F32 && !memcmp(yt->data, ref, ne * 4), "scheme %d %s: dequantized", si,
+                          ts[k].name);
+                    free(ref);
+                    free(sbuf);
+                }
+                st_close(&y);
+                st_close(&q);
+                free(p1);
+            }
+        }
+        st_close(&in);
+    }
+    CHECK(count_tmp(tmpdir) == 0, "no temporary files after conversions");
+
+    /* failures: nothing written */
+    snprintf(out, sizeof out, "%s/never.safetensors", tmpdir);
+    st_conv_opts o;
+    memset(&o, 0, sizeof o);
+    o.scheme = ST_SCHEME_MXFP8;
+    o.no_fsync = 1;
+    st_stats stats;
+    const src_tensor odd[] = {{"odd.weight", ST_BF16, 4, 33}};
+    snprintf(src, sizeof src, "%s/odd.safetensors", tmpdir);
+    make_src(src, odd, 1, 0, 5);
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_ERR_INVALID_SHAPE);
+    CHECK(strstr(err, "odd.weight") && strstr(err, "odd.safetensors"), "names file and tensor: %s", err);
+    CHECK(access(out, F_OK) != 0 && count_tmp(tmpdir) == 0, "nothing written");
+    const char *globs[] = {"odd.*"};
+    o.exclude = globs;
+    o.nexclude = 1;
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_OK);
+    CHECK(stats.quantized == 0 && stats.copied == 1, "excluded tensor copied");
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_ERR_IO);
+    CHECK(strstr(err, "exists") != NULL, "no overwrite without force: %s", err);
+    unlink(out);
+    unsigned char garbage[40] = {32, 0, 0, 0, 0, 0, 0, 0, '{', '"', 'x'};
+    snprintf(src, sizeof src, "%s/garbage.safetensors", tmpdir);
+    write_file(src, garbage, sizeof garbage);
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_ERR_CORRUPT_FILE);
+    CHECK(strstr(err, "garbage.safetensors") != NULL, "corrupt input named: %s", err);
+    CHECK(access(out, F_OK) != 0 && count_tmp(tmpdir) == 0, "nothing written for corrupt input");
+}
+
+/* ------------------------------------------------------------------ index */
+static void test_index(void)
+{
+    char dir[512], path[600], err[600];
+    snprintf(dir, sizeof dir, "%s/shards", tmpdir);
+    mkdir(dir, 0755);
+    unsigned char d[4] = {1, 2, 3, 4};
+    buf a = mk("{\"t1\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2);
+    buf b = mk("{\"t2\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", d, 4);
+    snprintf(path, sizeof path, "%s/s1.safetensors", dir);
+    write_file(path, a.p, a.n);
+    snprintf(path, sizeof path, "%s/s2.safetensors", dir);
+    write_file(path, b.p, b.n);
+    free(a.p);
+    free(b.p);
+    static const struct {
+        const char *json;
+        fp8kit_status st;
+        const char *want;
+    } cases[] = {
+        {"{\"metadata\":{\"total_size\":6},\"weight_map\":{\"t1\":\"s1.safetensors\",\"t2\":\"s2.safetensors\"}}",
+         FP8KIT_OK, ""},
+        {"{\"weight_map\":{\"t1\":\"s1.safetensors\"}}", FP8KIT_OK, ""}, /* s2 unused: fine */
+        {"{\"weight_map\":{\"t1\":\"s1.safetensors\",\"t2\":\"s1.safetensors\"}}", FP8KIT_ERR_CORRUPT_FILE, "t2"},
+        {"{\"weight_map\":{\"t1\":\"../s1.safetensors\"}}", FP8KIT_ERR_CORRUPT_FILE, "plain file name"},
+        {"{\"weight_map\":{\"t1\":\"s1.safetensors\",\"t9\":\"s3.safetensors\"}}", FP8KIT_ERR_IO, "s3"},
+        {"{\"weight_map\":[]}", FP8KIT_ERR_CORRUPT_FILE, "weight_map"},
+        {"{\"weight_map\":{\"t1\":\"s1.safetensors\",\"t1\":\"s1.safetensors\"}}", FP8KIT_ERR_CORRUPT_FILE,
+         "duplicate"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "%s/" ST_INDEX_NAME, dir);
+        write_file(path, cases[i].json, strlen(cases[i].json));
+        st_index ix;
+        fp8kit_status st = st_index_open(dir, &ix, err, sizeof err);
+        CHECK(st == cases[i].st, "index case %zu: %s (%s)", i, fp8kit_status_string(st), err);
+        if (st)
+            CHECK(strstr(err, cases[i].want) != NULL, "index case %zu message: %s", i, err);
+        if (i == 0)
+            CHECK(ix.nshards == 2 && ix.files[1].ntensors == 1, "index opened");
+        if (i == 1)
+            CHECK(ix.nshards == 1, "one shard listed");
+        st_index_close(&ix);
+    }
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/fp8kit-test-st-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    fp8kit_ctx *ctx = NULL;
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &ctx)) {
+        fprintf(stderr, "no CPU context\n");
+        return 1;
+    }
+    test_parse();
+    test_header_build();
+    test_writer();
+    test_convert(ctx);
+    test_index();
+    fp8kit_ctx_destroy(ctx);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd))
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    return fk_test_summary("test_safetensors");
+}
