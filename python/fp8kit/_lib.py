@@ -4,7 +4,8 @@ Every enum of the C header is an IntEnum here, every struct a
 ctypes.Structure with the same fields in the same order (python/tests/test_abi.py
 compares sizes, offsets and enum values with the C compiler's). The library is
 found, in this order, at:
-  1. $FP8KIT_LIBRARY (a file, or a directory holding libfp8kit.so*),
+  1. $FP8KIT_LIBRARY (a file, or a directory holding libfp8kit.so*; when set,
+     nothing else is tried),
   2. the package directory (a library copied in by `pip install ./python`),
   3. ../build*/ of the source tree this package sits in (newest first),
   4. ctypes.util.find_library("fp8kit") (system paths, LD_LIBRARY_PATH).
@@ -183,11 +184,13 @@ def _libs_in(directory):
 
 
 def candidate_paths():
-    """The library paths discovery would try, in order (for messages and tests)."""
-    out = []
+    """The library paths discovery would try, in order (for messages and tests).
+    $FP8KIT_LIBRARY, when set, is the only candidate: an explicit choice that
+    fails to load is an error, not a reason to pick another library."""
     env = os.environ.get("FP8KIT_LIBRARY")
     if env:
-        out.extend(_libs_in(env) if os.path.isdir(env) else [env])
+        return _libs_in(env) if os.path.isdir(env) else [env]
+    out = []
     pkg = os.path.dirname(os.path.abspath(__file__))
     out.extend(_libs_in(pkg))
     repo = os.path.dirname(os.path.dirname(pkg))  # python/fp8kit -> repo root
