@@ -420,12 +420,14 @@ void cli_gemm_print(const cli_gemm_opts *o, const cli_gemm_result *r, const char
                (long long)o->m, (long long)o->n, (long long)o->k, fp8kit_dtype_name(o->out),
                r->st == FP8KIT_ERR_UNSUPPORTED ? "NOT SUPPORTED:" : "ERROR", r->msg);
     } else {
-        printf("gemm %-6s %5lldx%lldx%lld  out %-4s%s%s%s  %10.3f ms  %9.1f GFLOP/s  rel_err %.3e"
+        int tera = r->gflops >= 1e4; /* GPU figures read better in TFLOP/s */
+        printf("gemm %-6s %5lldx%lldx%lld  out %-4s%s%s%s  %10.3f ms  %9.1f %s  rel_err %.3e"
                " (bound %.0e; fp64 ref on %lld/%lld rows%s)  %s\n",
                cli_scale_mode_name(o->scale), (long long)o->m, (long long)o->n, (long long)o->k,
                fp8kit_dtype_name(o->out), o->bias ? " +bias" : "",
                o->act ? " +" : "", o->act ? cli_act_name(o->act) : "", r->seconds * 1e3,
-               r->gflops, r->rel_err, r->bound, (long long)r->ref_rows, (long long)o->m,
+               tera ? r->gflops * 1e-3 : r->gflops, tera ? "TFLOP/s" : "GFLOP/s", r->rel_err,
+               r->bound, (long long)r->ref_rows, (long long)o->m,
                r->ref_rows < o->m ? ", sampled" : "", r->pass ? "PASS" : "FAIL");
         if (r->nan_count)
             printf("     %lld NaN in D where the reference has none\n", (long long)r->nan_count);

@@ -129,8 +129,8 @@ int cli_cmd_info(int argc, char **argv)
     printf("auto resolves to: %s\n", auto_name);
     printf("OpenMP: %d threads, %d processors online\n", omp_threads, nproc);
     if (ndev <= 0) {
-        printf("devices: none (no usable GPU on this machine%s%s)\n", cuda_err[0] ? ": " : "",
-               cuda_err);
+        printf("devices: none (no usable GPU here%s%s)\n",
+               cuda_built && cuda_err[0] ? "; CUDA runtime: " : cuda_err[0] ? ": " : "", cuda_err);
     } else {
         printf("devices:\n");
         for (int d = 0; d < nshow; d++) {
