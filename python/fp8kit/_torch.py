@@ -31,6 +31,9 @@ def current_stream(index):
     return torch.cuda.current_stream(index).cuda_stream
 
 
+_norm_cache = {}
+
+
 def torch_view(t, name, fp8_default=None):
     """View of a torch tensor (CPU or CUDA; meta / fake tensors are refused)."""
     dt = FROM_TORCH.get(t.dtype)
@@ -41,16 +44,21 @@ def torch_view(t, name, fp8_default=None):
             raise UnsupportedError("%s has dtype %s; fp8kit takes float32, float16, bfloat16, float8_e4m3fn, "
                                    "float8_e5m2 and float8_e8m0fnu (uint8 where an fp8 format is named)"
                                    % (name, t.dtype))
-    dev = t.device
-    if dev.type == "cuda":
-        device, index = "cuda", dev.index if dev.index is not None else torch.cuda.current_device()
-    elif dev.type == "cpu":
+    if t.is_cuda:
+        device, index = "cuda", t.get_device()
+    elif t.device.type == "cpu":
         device, index = "cpu", 0
     else:
-        raise UnsupportedError("%s is on device %s; fp8kit runs on cpu and cuda tensors" % (name, dev))
-    shape = tuple(t.shape)
-    strides = normalize_strides(name, shape, tuple(t.stride()))
-    return View(t.data_ptr(), dt, shape, strides, device, index, t, "torch")
+        raise UnsupportedError("%s is on device %s; fp8kit runs on cpu and cuda tensors" % (name, t.device))
+    shape, bstr = t.shape, t.stride()
+    key = (shape, bstr)
+    strides = _norm_cache.get(key)
+    if strides is None:
+        strides = normalize_strides(name, tuple(shape), tuple(bstr))
+        if len(_norm_cache) > 4096:
+            _norm_cache.clear()
+        _norm_cache[key] = strides
+    return View(t.data_ptr(), dt, tuple(shape), strides, device, index, t, "torch")
 
 
 def empty(shape, dt, cuda_index):

@@ -135,6 +135,8 @@ def test_scale_layouts_vs_reference(scheme, layout, axis, rng):
 def test_3d_and_4d_inputs(scheme, rng):
     _check_quant(heavy(rng, (2, 64, 96)), scheme, "e4m3")
     _check_quant(heavy(rng, (2, 3, 32, 64)), scheme, "e5m2")
+    if scheme == "tensor":
+        _check_quant(heavy(rng, (1000,)), scheme, "e4m3")
 
 
 def test_bf16_and_f16_inputs_widen_exactly(rng):
