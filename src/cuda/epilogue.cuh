@@ -2,8 +2,8 @@
  * by the host code in gemm.cu and the kernels in gemm_sm90.cu) and its fused
  * epilogue: tensor/row scales, alpha, beta*C, column/row bias, activation,
  * and the output cast (bf16/f16/f32, fp8 plain or OUTQ_SCALED with amax).
- * Each consumer thread finishes its own accumulator fragment (the wgmma
- * m64nN layout) and stores it straight to global memory. */
+ * Each consumer warpgroup stages its accumulators in shared memory and
+ * stores rows with coalesced vector stores from one compact loop. */
 #ifndef FK_CUDA_EPILOGUE_CUH
 #define FK_CUDA_EPILOGUE_CUH
 
@@ -12,6 +12,7 @@
 #include "format/codec.h"
 #include "format/epilogue.h"
 #include "fp8kit.h"
+#include "cuda/ptx.cuh"
 #include "cuda/sched.cuh"
 
 /* Everything a GEMM kernel reads besides the two tensor maps. Scale modes are
@@ -67,6 +68,10 @@ static __device__ __forceinline__ float fk_epi_load(const void *p, long long i, 
     return fk_f16_to_f32(((const uint16_t *)p)[i]);
 }
 
+/* The activation as a real call: one copy of tanhf/erff/expf in the kernel
+ * instead of one per unrolled element (instruction-cache footprint). */
+static __device__ __noinline__ float fk_epi_act(float y, int act) { return fk_act(y, act); }
+
 /* y = act(alpha * s + beta * C[row, col] + bias) where s is the scaled sum. */
 static __device__ __forceinline__ float fk_epi_value(const fk_gemm_params &p, float s, int row,
                                                      int col, float bias)
@@ -76,129 +81,143 @@ static __device__ __forceinline__ float fk_epi_value(const fk_gemm_params &p, fl
         y = y + p.beta * fk_epi_load(p.c, (long long)row * p.ldc + col, p.c_type);
     if (p.bias)
         y = y + bias;
-    return fk_act(y, p.act);
+    return p.act ? fk_epi_act(y, p.act) : y;
 }
 
-/* Stores one or two adjacent outputs (two when `two`) of row `row` at `col`;
- * amax collects |y| bits for OUTQ_SCALED. */
-static __device__ __forceinline__ void fk_epi_store(const fk_gemm_params &p, int row, int col,
-                                                    float y0, float y1, bool two,
-                                                    unsigned int &amax)
+/* Casts and stores n (1..4) adjacent outputs of row `row` starting at `col`,
+ * as one vector store when n == 4 and the address allows; amax collects |y|
+ * bits for OUTQ_SCALED. */
+static __device__ __forceinline__ void fk_epi_store4(const fk_gemm_params &p, int row, int col,
+                                                     const float *y, int n, unsigned int &amax)
 {
     const long long off = (long long)row * p.ldd + col;
     switch (p.d_type) {
     case FP8KIT_F32: {
         float *d = (float *)p.d + off;
-        if (two && ((uintptr_t)d & 7u) == 0) {
-            *(float2 *)d = make_float2(y0, y1);
+        if (n == 4 && ((uintptr_t)d & 15u) == 0) {
+            *(float4 *)d = make_float4(y[0], y[1], y[2], y[3]);
         } else {
-            d[0] = y0;
-            if (two)
-                d[1] = y1;
+            for (int e = 0; e < n; e++)
+                d[e] = y[e];
         }
         break;
     }
     case FP8KIT_BF16:
     case FP8KIT_F16: {
         const bool bf = p.d_type == FP8KIT_BF16;
-        uint16_t h0 = bf ? fk_f32_to_bf16(y0) : fk_f32_to_f16(y0);
-        uint16_t h1 = bf ? fk_f32_to_bf16(y1) : fk_f32_to_f16(y1);
+        uint16_t h[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            h[e] = bf ? fk_f32_to_bf16(y[e]) : fk_f32_to_f16(y[e]);
         uint16_t *d = (uint16_t *)p.d + off;
-        if (two && ((uintptr_t)d & 3u) == 0) {
-            *(uint32_t *)d = (uint32_t)h0 | ((uint32_t)h1 << 16);
+        if (n == 4 && ((uintptr_t)d & 7u) == 0) {
+            *(uint2 *)d = make_uint2((uint32_t)h[0] | ((uint32_t)h[1] << 16),
+                                     (uint32_t)h[2] | ((uint32_t)h[3] << 16));
         } else {
-            d[0] = h0;
-            if (two)
-                d[1] = h1;
+            for (int e = 0; e < n; e++)
+                d[e] = h[e];
         }
         break;
     }
     default: { /* e4m3 / e5m2 */
         const int e5 = p.d_type == FP8KIT_E5M2;
-        float v0 = y0, v1 = y1;
-        if (p.out_quant == FP8KIT_OUTQ_SCALED) {
-            unsigned int a0 = fk_f2u(y0) & 0x7FFFFFFFu, a1 = two ? fk_f2u(y1) & 0x7FFFFFFFu : 0u;
-            amax = max(amax, max(a0, a1));
-            const float sd = p.scale_d[0];
-            v0 = y0 / sd;
-            v1 = y1 / sd;
+        const bool scaled = p.out_quant == FP8KIT_OUTQ_SCALED;
+        const float sd = scaled ? p.scale_d[0] : 1.0f;
+        uint32_t q = 0;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            if (e < n && scaled)
+                amax = max(amax, fk_f2u(y[e]) & 0x7FFFFFFFu);
+            q |= (uint32_t)fk_f32_to_fp8(scaled ? y[e] / sd : y[e], e5) << (8 * e);
         }
-        uint8_t q0 = fk_f32_to_fp8(v0, e5), q1 = fk_f32_to_fp8(v1, e5);
         uint8_t *d = (uint8_t *)p.d + off;
-        if (two && ((uintptr_t)d & 1u) == 0) {
-            *(uint16_t *)d = (uint16_t)(q0 | (q1 << 8));
+        if (n == 4 && ((uintptr_t)d & 3u) == 0) {
+            *(uint32_t *)d = q;
         } else {
-            d[0] = q0;
-            if (two)
-                d[1] = q1;
+            for (int e = 0; e < n; e++)
+                d[e] = (uint8_t)(q >> (8 * e));
         }
         break;
     }
     }
 }
 
-/* Finishes the fragment of one consumer thread: acc holds rows r0 and r0 + 8
- * (r0 = tile row + warp-in-group * 16 + lane / 4) and, per 8-column block j,
- * columns n0 + 8 j + 2 (lane % 4) + {0, 1}: acc[4 j + 2 i + e]. Rows and
- * columns past M, N are skipped. Block scales were applied in the main loop
- * (sa_mode BLOCK): only tensor/row scales are applied here. */
+/* Swizzled float index of (row r, column c) in a consumer warpgroup's staging
+ * tile of 64 x BN fp32: XOR of column bits 3-5 with the row keeps float2 and
+ * float4 groups contiguous and spreads the fragment writes over the banks. */
+template <int BN> static __device__ __forceinline__ int fk_stage_idx(int r, int c)
+{
+    return r * BN + (c ^ ((r & 7) << 3));
+}
+
+/* Epilogue of one consumer warpgroup (threads tid 0..127) for its 64 rows
+ * m0 .. m0 + 63 and columns n0 .. n0 + BN - 1 of the output.
+ * 1. Each thread writes its accumulator fragment (wgmma m64nBN layout: rows
+ *    warp * 16 + lane / 4 + {0, 8}, columns 8 j + 2 (lane % 4) + {0, 1},
+ *    value acc[4 j + 2 i + e]) to the staging tile in shared memory.
+ * 2. After a warpgroup barrier, each thread takes 4 consecutive columns of
+ *    a row (a warp covers whole rows: coalesced stores), applies tensor/row
+ *    scales (block scales were applied in the main loop), alpha, beta * C,
+ *    bias, activation and the output cast, and stores them. Rows and columns
+ *    past M, N are skipped. The loop is not unrolled: one copy of the
+ *    epilogue code, whatever the options. */
 template <int BN>
 static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, const float *acc,
-                                                   int r0, int n0, int lane)
+                                                   float *stage, int m0, int n0, int tid,
+                                                   int bar_id)
 {
-    float sa_r[2] = {1.0f, 1.0f};
-    const bool row_ok[2] = {r0 < p.m, r0 + 8 < p.m};
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        if (p.sa_mode == FP8KIT_SCALE_TENSOR)
-            sa_r[i] = p.sa[0];
-        else if (p.sa_mode == FP8KIT_SCALE_ROW && row_ok[i])
-            sa_r[i] = p.sa[r0 + 8 * i];
-    }
-    const float sb_t = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
-    float bias_r[2] = {0.0f, 0.0f};
-    if (p.bias_mode == FP8KIT_BIAS_ROW) {
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-            if (row_ok[i])
-                bias_r[i] = fk_epi_load(p.bias, r0 + 8 * i, p.bias_type);
-    }
-    unsigned int amax = 0;
+    const int warp = tid >> 5, lane = tid & 31;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
-        const int col = n0 + j * 8 + (lane & 3) * 2;
-        if (col >= p.n)
-            continue;
-        const bool two = col + 1 < p.n;
-        float sb0 = sb_t, sb1 = sb_t;
-        if (p.sb_mode == FP8KIT_SCALE_ROW) {
-            sb0 = p.sb[col];
-            sb1 = two ? p.sb[col + 1] : 1.0f;
-        }
-        float bc0 = 0.0f, bc1 = 0.0f;
-        if (p.bias_mode == FP8KIT_BIAS_COL) {
-            bc0 = fk_epi_load(p.bias, col, p.bias_type);
-            bc1 = two ? fk_epi_load(p.bias, col + 1, p.bias_type) : 0.0f;
-        }
 #pragma unroll
         for (int i = 0; i < 2; i++) {
-            if (!row_ok[i])
-                continue;
-            const int row = r0 + 8 * i;
-            const bool brow = p.bias_mode == FP8KIT_BIAS_ROW;
-            /* scale product in double, one rounding to fp32 (as the CPU backend) */
-            const float s0 = (float)((double)acc[j * 4 + i * 2] * ((double)sa_r[i] * sb0));
-            const float s1 = (float)((double)acc[j * 4 + i * 2 + 1] * ((double)sa_r[i] * sb1));
-            float y0 = fk_epi_value(p, s0, row, col, brow ? bias_r[i] : bc0);
-            float y1 = two ? fk_epi_value(p, s1, row, col + 1, brow ? bias_r[i] : bc1) : 0.0f;
-            fk_epi_store(p, row, col, y0, y1, two, amax);
+            const int r = warp * 16 + (lane >> 2) + 8 * i, c = 8 * j + (lane & 3) * 2;
+            *(float2 *)&stage[fk_stage_idx<BN>(r, c)] = make_float2(acc[4 * j + 2 * i], acc[4 * j + 2 * i + 1]);
         }
+    }
+    fk_named_bar_sync(bar_id, 128);
+
+    constexpr int TPR = BN / 4;       /* threads per row */
+    constexpr int RSTEP = 128 / TPR;  /* rows per pass */
+    const int c4 = (tid % TPR) * 4;
+    const int col = n0 + c4;
+    const int nv = min(4, p.n - col); /* valid columns of this thread (<= 0: none) */
+    const float sb_t = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+    const float sa_t = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
+    float colf[4], bcol[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const bool ok = e < nv;
+        colf[e] = p.sb_mode == FP8KIT_SCALE_ROW && ok ? p.sb[col + e] : sb_t;
+        bcol[e] = p.bias_mode == FP8KIT_BIAS_COL && ok ? fk_epi_load(p.bias, col + e, p.bias_type) : 0.0f;
+    }
+    unsigned int amax = 0;
+#pragma unroll 1
+    for (int r = tid / TPR; r < 64; r += RSTEP) {
+        const int row = m0 + r;
+        if (row >= p.m || nv <= 0)
+            continue;
+        const float4 v = *(const float4 *)&stage[fk_stage_idx<BN>(r, c4)];
+        const float sa = p.sa_mode == FP8KIT_SCALE_ROW ? p.sa[row] : sa_t; /* once per row */
+        const float brow = p.bias_mode == FP8KIT_BIAS_ROW ? fk_epi_load(p.bias, row, p.bias_type) : 0.0f;
+        const float a[4] = {v.x, v.y, v.z, v.w};
+        float y[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            /* scale product in double, one rounding to fp32 (as the CPU backend) */
+            const float s = (float)((double)a[e] * ((double)sa * colf[e]));
+            const int cc = e < nv ? col + e : col; /* never read C past N */
+            y[e] = fk_epi_value(p, s, row, cc, p.bias_mode == FP8KIT_BIAS_ROW ? brow : bcol[e]);
+        }
+        fk_epi_store4(p, row, col, y, nv, amax);
     }
     if (p.out_quant == FP8KIT_OUTQ_SCALED && p.amax_bits) {
         amax = __reduce_max_sync(0xFFFFFFFFu, amax);
         if (lane == 0 && amax)
             atomicMax(p.amax_bits, amax);
     }
+    /* the staging tile is rewritten by the next tile's epilogue */
+    fk_named_bar_sync(bar_id, 128);
 }
 
 #endif /* __CUDACC__ */

@@ -12,8 +12,9 @@
  * than fp32; this promotion is what meets SPEC section 3). Block scales
  * (1x128 for A, 128x128 for B) multiply in at that promotion. PROMO = 0 is
  * fast accumulation: the wgmma accumulators run over the whole K range.
- * After the last K block each consumer thread runs the fused epilogue on its
- * fragment (epilogue.cuh) while the producer already loads the next tile.
+ * After the last K block each consumer warpgroup stages its accumulators in
+ * shared memory and runs the fused epilogue with coalesced stores
+ * (epilogue.cuh) while the producer already loads the next tile.
  * The kernel body exists only in the sm_90a pass; other passes get an empty
  * stub (the host never launches it on a device that is not sm_90). */
 #include <cuda.h>
@@ -25,9 +26,11 @@
 template <int BN> struct fk_sm90_shape {
     static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
-    static constexpr int STAGES = BN >= 128 ? 6 : 8;
-    /* stages, 1024 bytes of alignment slack, full + empty barriers */
-    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + 1024 + 2 * STAGES * 8;
+    static constexpr int STAGES = BN >= 128 ? 5 : 7;
+    /* epilogue staging: 64 x BN fp32 per consumer warpgroup */
+    static constexpr int STAGE_OUT_BYTES = 2 * 64 * BN * 4;
+    /* stages, staging, 1024 bytes of alignment slack, full + empty barriers */
+    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + STAGE_OUT_BYTES + 1024 + 2 * STAGES * 8;
     static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
 };
 
@@ -68,7 +71,8 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
 template <int BN, int PROMO, bool BLOCK, int AB>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
-                                                        uint32_t full0, uint32_t empty0)
+                                                        uint32_t full0, uint32_t empty0,
+                                                        float *stage_out)
 {
     typedef fk_sm90_shape<BN> S;
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
@@ -158,7 +162,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
             for (int i = 0; i < S::NACC; i++)
                 accf[i] = p.num_kb > 0 ? acc[i] : 0.0f;
         }
-        fk_epilogue<BN>(p, accf, r0, tn * BN, lane);
+        fk_epilogue<BN>(p, accf, stage_out, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
 }
 #endif
@@ -174,7 +178,8 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
     const uint32_t sa0 = base;
     const uint32_t sb0 = sa0 + S::STAGES * S::A_BYTES;
-    const uint32_t full0 = sb0 + S::STAGES * S::B_BYTES;
+    const uint32_t out0 = sb0 + S::STAGES * S::B_BYTES;
+    const uint32_t full0 = out0 + S::STAGE_OUT_BYTES;
     const uint32_t empty0 = full0 + 8 * S::STAGES;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; s++) {
@@ -191,7 +196,8 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
             fk_sm90_producer<BN>(&ta, &tb, p, sa0, sb0, full0, empty0);
     } else {
         fk_setmaxnreg_inc<232>();
-        fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0);
+        float *stage_out = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem))) + wg * 64 * BN;
+        fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
     }
 #endif
 }

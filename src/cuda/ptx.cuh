@@ -92,6 +92,14 @@ FK_DEV void fk_fence_proxy_async(void)
 #endif
 }
 
+/* Named barrier `id` over `n` threads (whole warps). */
+FK_DEV void fk_named_bar_sync(int id, int n)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+#endif
+}
+
 /* ------------------------------------------------------------ setmaxnreg */
 template <int N> FK_DEV void fk_setmaxnreg_inc(void)
 {
