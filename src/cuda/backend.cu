@@ -1,0 +1,131 @@
+/* backend.cu - CUDA backend plumbing: device discovery (fk_cuda_available,
+ * fk_cuda_device_count), the per-context state bound to one device
+ * (fk_cuda_ctx_init / fk_cuda_ctx_free), binding the calling thread to the
+ * context's device before each call (fk_cuda_bind), and the dispatch of
+ * quantize / dequantize / cast jobs to the kernels in quant*.cu, dequant.cu
+ * and cast.cu. cudart is linked statically and never prints; with no driver
+ * or no GPU, fk_cuda_available() returns 0. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda/quant.h"
+
+static pthread_once_t fk_cuda_once = PTHREAD_ONCE_INIT;
+static int fk_cuda_ndev;
+
+static void fk_cuda_probe(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) { /* no driver, driver too old, or no device */
+        (void)cudaGetLastError();
+        n = 0;
+    }
+    fk_cuda_ndev = n < 0 ? 0 : n;
+}
+
+extern "C" int fk_cuda_device_count(void)
+{
+    pthread_once(&fk_cuda_once, fk_cuda_probe);
+    return fk_cuda_ndev;
+}
+
+extern "C" int fk_cuda_available(void) { return fk_cuda_device_count() > 0; }
+
+extern "C" fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx)
+{
+    int n = fk_cuda_device_count();
+    if (n <= 0)
+        return fk_fail(ctx, FP8KIT_ERR_BACKEND_UNAVAILABLE, "cuda: no usable CUDA device or driver");
+    if (ctx->device < 0 || ctx->device >= n)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "cuda: device %d does not exist (%d device%s)",
+                       ctx->device, n, n == 1 ? "" : "s");
+    cudaDeviceProp p;
+    FK_CUDA_CHECK(ctx, cudaGetDeviceProperties(&p, ctx->device));
+    if (p.major < 8)
+        return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH, "cuda: %s is sm_%d%d; fp8kit's kernels need sm_80 or newer",
+                       p.name, p.major, p.minor);
+    int cur = -1;
+    FK_CUDA_CHECK(ctx, cudaGetDevice(&cur));
+    if (cur != ctx->device)
+        FK_CUDA_CHECK(ctx, cudaSetDevice(ctx->device));
+    /* creates the primary context now, so the first call pays no start-up
+     * and a broken driver is reported here rather than in a kernel call */
+    FK_CUDA_CHECK(ctx, cudaFree(0));
+    fk_cuda_state *s = (fk_cuda_state *)calloc(1, sizeof *s);
+    if (!s)
+        return fk_fail(ctx, FP8KIT_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+    s->device = ctx->device;
+    s->cc_major = p.major;
+    s->cc_minor = p.minor;
+    s->sm_count = p.multiProcessorCount;
+    s->smem_optin = p.sharedMemPerBlockOptin;
+    s->l2_bytes = (size_t)p.l2CacheSize;
+    snprintf(s->name, sizeof s->name, "%s", p.name);
+    ctx->cuda = s;
+    double gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
+    snprintf(ctx->describe, sizeof ctx->describe, "cuda: %s (sm_%d%d, %d SMs, %.0f GiB), device %d", p.name,
+             p.major, p.minor, p.multiProcessorCount, gib, ctx->device);
+    return FP8KIT_OK;
+}
+
+extern "C" void fk_cuda_ctx_free(fp8kit_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    free(ctx->cuda);
+    ctx->cuda = NULL;
+}
+
+extern "C" fp8kit_status fk_cuda_bind(fp8kit_ctx *ctx)
+{
+    if (!ctx->cuda)
+        return fk_fail(ctx, FP8KIT_ERR_BACKEND_UNAVAILABLE, "cuda: the context has no device state");
+    int cur = -1;
+    FK_CUDA_CHECK(ctx, cudaGetDevice(&cur));
+    if (cur != ctx->device)
+        FK_CUDA_CHECK(ctx, cudaSetDevice(ctx->device));
+    return FP8KIT_OK;
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+extern "C" fp8kit_status fk_cuda_quantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream)
+{
+    fp8kit_status st = fk_cuda_bind(ctx);
+    if (st)
+        return st;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (job->desc.scheme) {
+    case FP8KIT_SCHEME_TENSOR:
+        return fk_cuda_quant_tensor(ctx, job, s);
+    case FP8KIT_SCHEME_ROW:
+        return fk_cuda_quant_row(ctx, job, s);
+    case FP8KIT_SCHEME_BLOCK1X128:
+        return fk_cuda_quant_seg(ctx, job, s);
+    case FP8KIT_SCHEME_BLOCK128X128:
+        return fk_cuda_quant_128x128(ctx, job, s);
+    case FP8KIT_SCHEME_MX:
+        if (job->desc.axis == -2)
+            return fk_cuda_quantize_mx_both(ctx, NULL, job, s);
+        return fk_cuda_quant_seg(ctx, job, s);
+    }
+    return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda quantize: unknown scheme %d", (int)job->desc.scheme);
+}
+
+extern "C" fp8kit_status fk_cuda_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream)
+{
+    fp8kit_status st = fk_cuda_bind(ctx);
+    if (st)
+        return st;
+    return fk_cuda_dequant(ctx, job, (cudaStream_t)stream);
+}
+
+extern "C" fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream)
+{
+    fp8kit_status st = fk_cuda_bind(ctx);
+    if (st)
+        return st;
+    return fk_cuda_cast_run(ctx, job, (cudaStream_t)stream);
+}

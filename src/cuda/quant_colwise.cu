@@ -1,0 +1,315 @@
+/* quant_colwise.cu - CUDA MXFP8 quantization along axis -2 (blocks of 32 down
+ * a column, output transposed: q (E, C, R), scales (E, C, R/32)), and the fused
+ * kernel that reads x once and also writes the axis -1 quantization
+ * (q (E, R, C), scales (E, R, C/32)) from the same registers.
+ *
+ * One CTA (256 threads) walks a strip: a band of 128 rows x NT tiles of 256
+ * bytes of row (128 bf16/f16 or 64 f32 columns). Per tile: 16-byte loads of the
+ * next tile are issued before the current one is processed (8 per thread in
+ * flight); the axis -1 blocks are quantized in registers (4 or 8 lanes per
+ * block, shuffles); the tile goes to shared memory, each thread quantizes
+ * 32-row column blocks from it into a transposed output tile (row pitch 144 B,
+ * conflict-free), which is written with coalesced 16-byte stores. Scales are
+ * staged in shared memory so that every scale sector is written whole: axis -1
+ * scales for the strip (32 bytes per row) at the end, axis -2 scales as 4-byte
+ * words per column; blocked-layout padding is written as zeros. Bands run
+ * fastest in the grid so neighbouring CTAs complete each other's sectors. */
+#include "cuda/quant_common.cuh"
+
+#define FK_MXT_ROWS 128   /* rows per band: 4 blocks of 32 */
+#define FK_MXT_BYTES 256  /* bytes of input row per tile */
+#define FK_MXT_NT 8       /* tiles per strip */
+#define FK_MXT_OPITCH 144 /* transposed output tile row pitch (128 + 16) */
+#define FK_MXT_S1W 32     /* staged axis -1 scale bytes per row */
+
+struct fk_mxt_args {
+    const void *x;
+    int64_t xse, xsr, R, C;
+    uint32_t nbands; /* bands per expert */
+    int rceil, vin;
+    /* axis -1 outputs (fused only) */
+    uint8_t *q1;
+    int64_t q1se, q1sr;
+    int v1, s1word;
+    fk_mx_scale_out s1;
+    /* axis -2 outputs */
+    uint8_t *q2;
+    int64_t q2se, q2sr;
+    int v2, s2word;
+    fk_mx_scale_out s2;
+};
+
+template <int DT> static constexpr int fk_mxt_tc() { return FK_MXT_BYTES / fk_in<DT>::SIZE; }
+
+template <int DT> static size_t fk_mxt_smem(bool row)
+{
+    return FK_MXT_ROWS * FK_MXT_BYTES + fk_mxt_tc<DT>() * FK_MXT_OPITCH + fk_mxt_tc<DT>() * 4 +
+           (row ? FK_MXT_ROWS * FK_MXT_S1W : 0);
+}
+
+template <int DT, int E5, bool ROW>
+__global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args a)
+{
+    using In = fk_in<DT>;
+    constexpr int V = In::V, SZ = In::SIZE;
+    constexpr int TC = FK_MXT_BYTES / SZ;      /* columns per tile */
+    constexpr int CPR = FK_MXT_BYTES / 16;     /* chunks per tile row: 16 */
+    constexpr int RPP = FK_THREADS / CPR;      /* rows per load pass: 16 */
+    constexpr int LPT = FK_MXT_ROWS / RPP;     /* loads per thread: 8 */
+    constexpr int GL = 32 / V;                 /* lanes per axis -1 block */
+    extern __shared__ uint4 fk_mxt_smem_raw[];
+    uint8_t *in_s = (uint8_t *)fk_mxt_smem_raw;
+    uint8_t *out_s = in_s + FK_MXT_ROWS * FK_MXT_BYTES;
+    uint8_t *s2_s = out_s + TC * FK_MXT_OPITCH;
+    uint8_t *s1_s = s2_s + TC * 4;
+
+    const int t = threadIdx.x, lane = t & 31;
+    const uint32_t e = blockIdx.x / a.nbands;
+    const int64_t r0 = (int64_t)(blockIdx.x - e * a.nbands) * FK_MXT_ROWS;
+    const int64_t ntc = (a.C + TC - 1) / TC;
+    const int64_t tile0 = (int64_t)blockIdx.y * FK_MXT_NT;
+    const int nt = (int)(ntc - tile0 < FK_MXT_NT ? ntc - tile0 : FK_MXT_NT);
+    const char *xe = (const char *)a.x + (int64_t)e * a.xse * SZ;
+    const int cc = t % CPR, rr0 = t / CPR;
+    const int nblk = (int)((a.R - r0) / 32 < 4 ? (a.R - r0) / 32 : 4); /* R % 32 == 0 */
+
+    if (ROW)
+        for (int i = t; i < FK_MXT_ROWS * FK_MXT_S1W / 4; i += FK_THREADS)
+            ((uint32_t *)s1_s)[i] = 0;
+
+    uint4 raw[LPT];
+    auto load_tile = [&](int64_t c0) {
+#pragma unroll
+        for (int j = 0; j < LPT; j++) {
+            const int64_t r = r0 + rr0 + j * RPP, c = c0 + cc * V;
+            int n = (int)(a.C - c < V ? a.C - c : V);
+            if (r >= a.R || n < 0)
+                n = 0;
+            raw[j] = make_uint4(0, 0, 0, 0);
+            if (n > 0)
+                raw[j] = fk_load_chunk<DT>(xe + (r * a.xsr + c) * SZ, n, a.vin);
+        }
+    };
+    load_tile(tile0 * TC);
+
+    for (int it = 0; it < nt; it++) {
+        const int64_t c0 = (tile0 + it) * TC;
+        if (ROW) { /* axis -1: blocks of 32 along the row, from registers */
+#pragma unroll
+            for (int j = 0; j < LPT; j++) {
+                const int64_t r = r0 + rr0 + j * RPP, c = c0 + cc * V;
+                float f[V];
+                In::unpack(raw[j], f);
+                uint32_t m = 0;
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    m = fk_max_u32(m, fk_abs_bits(f[i]));
+#pragma unroll
+                for (int o = 1; o < GL; o <<= 1)
+                    m = fk_max_u32(m, __shfl_xor_sync(0xffffffffu, m, o));
+                const uint8_t sb = fk_mx_scale(m, E5, a.rceil);
+                const float rc = fk_mx_recip(sb);
+                uint8_t code[V];
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    code[i] = fk_quant_mx_elem(f[i], rc, E5);
+                if (r < a.R && c < a.C) { /* C % 32 == 0: whole chunks */
+                    uint32_t lo, hi;
+                    fk_pack_codes<V>(code, lo, hi);
+                    fk_store_codes(a.q1 + (int64_t)e * a.q1se + r * a.q1sr + c, lo, hi, V, V, a.v1);
+                    if (lane % GL == 0)
+                        s1_s[(rr0 + j * RPP) * FK_MXT_S1W + (it * TC + cc * V) / 32] = sb;
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < LPT; j++)
+            *(uint4 *)(in_s + (rr0 + j * RPP) * FK_MXT_BYTES + cc * 16) = raw[j];
+        __syncthreads();
+        if (it + 1 < nt)
+            load_tile(c0 + TC); /* in flight while this tile is processed */
+
+        /* axis -2: thread p -> column c, block b of 32 rows */
+        for (int p = t; p < TC * 4; p += FK_THREADS) {
+            const int c = p % TC, b = p / TC;
+            if (c0 + c >= a.C || b >= nblk)
+                continue;
+            float f[32];
+            uint32_t m = 0;
+#pragma unroll
+            for (int i = 0; i < 32; i++) {
+                f[i] = In::elem(in_s + (32 * b + i) * FK_MXT_BYTES, c);
+                m = fk_max_u32(m, fk_abs_bits(f[i]));
+            }
+            const uint8_t sb = fk_mx_scale(m, E5, a.rceil);
+            const float rc = fk_mx_recip(sb);
+            uint32_t w[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                w[i] = (uint32_t)fk_quant_mx_elem(f[4 * i], rc, E5) |
+                       ((uint32_t)fk_quant_mx_elem(f[4 * i + 1], rc, E5) << 8) |
+                       ((uint32_t)fk_quant_mx_elem(f[4 * i + 2], rc, E5) << 16) |
+                       ((uint32_t)fk_quant_mx_elem(f[4 * i + 3], rc, E5) << 24);
+            uint4 *o = (uint4 *)(out_s + c * FK_MXT_OPITCH + 32 * b);
+            o[0] = make_uint4(w[0], w[1], w[2], w[3]);
+            o[1] = make_uint4(w[4], w[5], w[6], w[7]);
+            s2_s[c * 4 + b] = sb;
+        }
+        __syncthreads();
+        /* transposed tile rows (columns of x) -> q2, 16 bytes per thread */
+        uint8_t *q2e = a.q2 + (int64_t)e * a.q2se;
+        for (int p = t; p < TC * 8; p += FK_THREADS) {
+            const int c = p / 8, k = p % 8;
+            if (c0 + c >= a.C || k >= nblk * 2)
+                continue;
+            const uint4 v = *(const uint4 *)(out_s + c * FK_MXT_OPITCH + 16 * k);
+            uint8_t *dst = q2e + (c0 + c) * a.q2sr + r0 + 16 * k;
+            if (a.v2) {
+                *(uint4 *)dst = v;
+            } else {
+                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+                for (int i = 0; i < 16; i++)
+                    dst[i] = (uint8_t)(w[i >> 2] >> (8 * (i & 3)));
+            }
+        }
+        for (int c = t; c < TC; c += FK_THREADS) {
+            const int64_t cg = c0 + c, rb = r0 / 32;
+            if (cg >= a.C)
+                continue;
+            const uint32_t word = *(const uint32_t *)(s2_s + c * 4);
+            const fk_mx_scale_out &o = a.s2;
+            if (nblk == 4 && a.s2word && !o.blocked) {
+                *(uint32_t *)(o.p + ((int64_t)e * o.R + cg) * o.C32 + rb) = word;
+            } else if (nblk == 4 && a.s2word && o.blocked && cg != o.R - 1 && rb + 3 != o.C32 - 1) {
+                *(uint32_t *)(o.p + (int64_t)e * o.Rp * o.Cp + fk_blocked_offset(cg, rb, o.Cp)) = word;
+            } else {
+                for (int b = 0; b < nblk; b++)
+                    fk_mx_scale_store(o, e, cg, rb + b, s2_s[c * 4 + b]);
+            }
+        }
+        __syncthreads();
+    }
+
+    if (ROW) { /* the strip's axis -1 scales: rows [r0, r0+128) x columns [cb0, cb0 + NT*TC/32) */
+        const fk_mx_scale_out &o = a.s1;
+        const int64_t cb0 = tile0 * TC / 32;
+        const int64_t rlim = o.blocked ? o.Rp : o.R, clim = o.blocked ? o.Cp : o.C32;
+        /* the last strip also writes the blocked padding columns up to Cp */
+        const int lcmax = tile0 + nt == ntc ? FK_MXT_S1W : nt * TC / 32;
+        for (int i = t; i < FK_MXT_ROWS * FK_MXT_S1W / 4; i += FK_THREADS) {
+            const int lr = i / (FK_MXT_S1W / 4), lc = (i % (FK_MXT_S1W / 4)) * 4;
+            const int64_t r = r0 + lr, cb = cb0 + lc;
+            if (r >= rlim || cb >= clim || lc >= lcmax)
+                continue;
+            const uint32_t word = *(const uint32_t *)(s1_s + lr * FK_MXT_S1W + lc);
+            if (o.blocked) { /* cb % 4 == 0 and Cp % 4 == 0: a whole word */
+                if (a.s1word)
+                    *(uint32_t *)(o.p + (int64_t)e * o.Rp * o.Cp + fk_blocked_offset(r, cb, o.Cp)) = word;
+                else
+                    for (int k = 0; k < 4; k++)
+                        o.p[(int64_t)e * o.Rp * o.Cp + fk_blocked_offset(r, cb + k, o.Cp)] = (uint8_t)(word >> (8 * k));
+            } else {
+                uint8_t *dst = o.p + ((int64_t)e * o.R + r) * o.C32 + cb;
+                if (a.s1word && cb + 4 <= clim) {
+                    *(uint32_t *)dst = word;
+                } else {
+                    for (int k = 0; k < 4 && cb + k < clim; k++)
+                        dst[k] = (uint8_t)(word >> (8 * k));
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ host */
+
+typedef void (*fk_mxt_fn)(const fk_mxt_args);
+
+template <int DT, bool ROW> static fk_mxt_fn fk_mxt_pick2(int e5)
+{
+    return e5 ? fk_mxt_kernel<DT, 1, ROW> : fk_mxt_kernel<DT, 0, ROW>;
+}
+
+template <bool ROW> static fk_mxt_fn fk_mxt_pick(fp8kit_dtype t, int e5, size_t *smem)
+{
+    switch (t) {
+    case FP8KIT_F32: *smem = fk_mxt_smem<FP8KIT_F32>(ROW); return fk_mxt_pick2<FP8KIT_F32, ROW>(e5);
+    case FP8KIT_F16: *smem = fk_mxt_smem<FP8KIT_F16>(ROW); return fk_mxt_pick2<FP8KIT_F16, ROW>(e5);
+    default: *smem = fk_mxt_smem<FP8KIT_BF16>(ROW); return fk_mxt_pick2<FP8KIT_BF16, ROW>(e5);
+    }
+}
+
+static void fk_mxt_scale_out(const fk_quant_job *job, int64_t rows, int64_t c32, fk_mx_scale_out *o)
+{
+    o->p = (uint8_t *)job->scale;
+    o->R = rows;
+    o->C32 = c32;
+    o->blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
+    o->Rp = o->blocked ? fk_blocked_rows(rows) : rows;
+    o->Cp = o->blocked ? fk_blocked_cols(c32) : c32;
+}
+
+static bool fk_same_input(const fk_mat &a, const fk_mat &b)
+{
+    return a.data == b.data && a.dtype == b.dtype && a.E == b.E && a.R == b.R && a.C == b.C && a.se == b.se &&
+           a.sr == b.sr;
+}
+
+extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quant_job *rowwise,
+                                                  const fk_quant_job *colwise, cudaStream_t s)
+{
+    if (!colwise) {
+        if (!rowwise)
+            return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "cuda mx: no job");
+        return fk_cuda_quant_seg(ctx, rowwise, s);
+    }
+    const fk_quant_job *cj = colwise;
+    const fk_mat &x = cj->x;
+    if (cj->desc.scheme != FP8KIT_SCHEME_MX || cj->desc.axis != -2 || x.R % 32)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "cuda mx: the column-wise job is not an mx axis -2 job");
+    if (rowwise) {
+        const fk_quant_job *rj = rowwise;
+        if (rj->desc.scheme != FP8KIT_SCHEME_MX || rj->desc.axis != -1 || x.C % 32 || !fk_same_input(x, rj->x) ||
+            rj->e5m2 != cj->e5m2 || rj->desc.rounding != cj->desc.rounding)
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
+                           "cuda mx: the fused jobs must be mx axis -1 and axis -2 of the same input, element "
+                           "format and rounding");
+    }
+    const int64_t TC = FK_MXT_BYTES / (int64_t)fk_dtype_bytes(x.dtype);
+    const int64_t nbands = fk_ceil_div(x.R, FK_MXT_ROWS), nstrips = fk_ceil_div(fk_ceil_div(x.C, TC), FK_MXT_NT);
+    if (x.E * nbands >= ((int64_t)1 << 31) || nstrips > 65535)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda mx axis -2: shape (%lld, %lld, %lld) exceeds the grid",
+                       (long long)x.E, (long long)x.R, (long long)x.C);
+    fk_mxt_args a;
+    memset(&a, 0, sizeof a);
+    a.x = x.data;
+    a.xse = x.se;
+    a.xsr = x.sr;
+    a.R = x.R;
+    a.C = x.C;
+    a.nbands = (uint32_t)nbands;
+    a.rceil = cj->desc.rounding == FP8KIT_ROUND_RCEIL;
+    a.vin = fk_mat_vec_ok(x, 16);
+    a.q2 = (uint8_t *)cj->q.data;
+    a.q2se = cj->q.se;
+    a.q2sr = cj->q.sr;
+    a.v2 = fk_aligned(a.q2, 16) && a.q2sr % 16 == 0 && a.q2se % 16 == 0;
+    fk_mxt_scale_out(cj, x.C, x.R / 32, &a.s2);
+    a.s2word = fk_aligned(a.s2.p, 4) && (a.s2.blocked || a.s2.C32 % 4 == 0);
+    if (rowwise) {
+        const int V = x.dtype == FP8KIT_F32 ? 4 : 8;
+        a.q1 = (uint8_t *)rowwise->q.data;
+        a.q1se = rowwise->q.se;
+        a.q1sr = rowwise->q.sr;
+        a.v1 = fk_aligned(a.q1, V) && a.q1sr % V == 0 && a.q1se % V == 0;
+        fk_mxt_scale_out(rowwise, x.R, x.C / 32, &a.s1);
+        a.s1word = fk_aligned(a.s1.p, 4) && (a.s1.blocked || a.s1.C32 % 4 == 0);
+    }
+    size_t smem = 0;
+    fk_mxt_fn k = rowwise ? fk_mxt_pick<true>(x.dtype, cj->e5m2, &smem) : fk_mxt_pick<false>(x.dtype, cj->e5m2, &smem);
+    FK_CUDA_CHECK(ctx, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    dim3 grid((unsigned)(x.E * nbands), (unsigned)nstrips);
+    k<<<grid, FK_THREADS, smem, s>>>(a);
+    FK_CUDA_LAUNCH_CHECK(ctx);
+    return FP8KIT_OK;
+}
