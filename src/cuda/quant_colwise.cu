@@ -73,9 +73,11 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
     const int cc = t % CPR, rr0 = t / CPR;
     const int nblk = (int)((a.R - r0) / 32 < 4 ? (a.R - r0) / 32 : 4); /* R % 32 == 0 */
 
-    if (ROW)
+    if (ROW) {
         for (int i = t; i < FK_MXT_ROWS * FK_MXT_S1W / 4; i += FK_THREADS)
             ((uint32_t *)s1_s)[i] = 0;
+        __syncthreads();
+    }
 
     uint4 raw[LPT];
     auto load_tile = [&](int64_t c0) {

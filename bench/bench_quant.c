@@ -1,0 +1,305 @@
+/* bench_quant.c - CUDA quantization bandwidth against a device-to-device copy
+ * measured in the same run. For each case: median of FK_BENCH_REPS (default
+ * 30) CUDA-event timings after warm-up, L2 flushed (a 256 MiB memset) before
+ * every timed call, random bf16 input (never zeros). Bandwidth counts bytes
+ * moved: 2 B in per bf16 element + 1 B out per q element + the scale bytes;
+ * the copy counts read + write of a buffer as large as the input. Prints a
+ * table and one JSON line per case (stdout, and appended to the file named by
+ * argv[1] if given). Env: FK_COMMIT, FK_DATE (default 2026-11-22),
+ * FK_BENCH_REPS, FK_BENCH_QUICK=1 (one shape, fewer cases).
+ * Build: part of the CMake build (bench/bench_*.c); run: ./bench_quant [out.jsonl] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fp8kit.h"
+
+#ifdef FP8KIT_HAVE_CUDA
+#include <cuda_runtime.h>
+#include "core/internal.h"
+#include "cuda/quant.h"
+#include "format/scale.h"
+
+#define CK(call)                                                                                    \
+    do {                                                                                            \
+        cudaError_t e_ = (call);                                                                    \
+        if (e_ != cudaSuccess) {                                                                    \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));  \
+            exit(1);                                                                                \
+        }                                                                                           \
+    } while (0)
+
+static int reps = 30;
+static void *flush_buf;
+static size_t flush_bytes = (size_t)256 << 20;
+static char device_name[256];
+static const char *commit = "unknown", *date = "2026-11-22";
+static FILE *jout;
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One timed operation. */
+typedef struct op {
+    int kind; /* 0 quantize, 1 fused both axes, 2 copy */
+    fp8kit_ctx *ctx;
+    fp8kit_quant_desc d;
+    fp8kit_tensor x, q, s;
+    fk_quant_job jr, jc; /* fused */
+    void *dst, *src;
+    size_t bytes;
+} op;
+
+static int run_op(op *o)
+{
+    switch (o->kind) {
+    case 0: {
+        fp8kit_status st = fp8kit_quantize(o->ctx, &o->d, &o->x, &o->q, &o->s, NULL);
+        if (st) {
+            fprintf(stderr, "quantize failed: %s\n", fp8kit_last_error(o->ctx));
+            return 1;
+        }
+        return 0;
+    }
+    case 1: {
+        fp8kit_status st = fk_cuda_quantize_mx_both(o->ctx, &o->jr, &o->jc, NULL);
+        if (st) {
+            fprintf(stderr, "fused failed: %s\n", fp8kit_last_error(o->ctx));
+            return 1;
+        }
+        return 0;
+    }
+    default:
+        return cudaMemcpyAsync(o->dst, o->src, o->bytes, cudaMemcpyDeviceToDevice, NULL) != cudaSuccess;
+    }
+}
+
+/* Median milliseconds of `reps` timed calls, L2 flushed before each. */
+static float time_op(op *o)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++)
+        if (run_op(o))
+            exit(1);
+    float *ms = malloc(sizeof(float) * (size_t)reps);
+    for (int i = 0; i < reps; i++) {
+        CK(cudaMemsetAsync(flush_buf, i & 0xFF, flush_bytes, NULL));
+        CK(cudaEventRecord(a, NULL));
+        if (run_op(o))
+            exit(1);
+        CK(cudaEventRecord(b, NULL));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&ms[i], a, b));
+    }
+    CK(cudaGetLastError());
+    qsort(ms, (size_t)reps, sizeof(float), cmp_float);
+    float med = reps % 2 ? ms[reps / 2] : 0.5f * (ms[reps / 2 - 1] + ms[reps / 2]);
+    free(ms);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return med;
+}
+
+static void report(const char *cname, const char *shape, double bytes, float ms, double copy_tbs)
+{
+    double tbs = bytes / (ms * 1e-3) / 1e12;
+    double ratio = tbs / copy_tbs;
+    printf("%-28s %-16s %9.3f ms %7.3f TB/s  copy %6.3f TB/s  ratio %.3f\n", cname, shape, ms, tbs, copy_tbs, ratio);
+    char line[1024];
+    snprintf(line, sizeof line,
+             "{\"op\": \"quantize\", \"case\": \"%s\", \"shape\": \"%s\", \"ours\": %.4f, \"peer\": %.4f, "
+             "\"peer_name\": \"cudaMemcpy D2D (read+write)\", \"ratio\": %.4f, \"unit\": \"TB/s\", "
+             "\"ms\": %.5f, \"device\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\"}",
+             cname, shape, tbs, copy_tbs, ratio, ms, device_name, date, commit);
+    printf("JSON %s\n", line);
+    if (jout) {
+        fprintf(jout, "%s\n", line);
+        fflush(jout);
+    }
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Random bf16: sign, exponent 2^-8 .. 2^7 with a random per-row magnitude, random mantissa. */
+static void fill_bf16(uint16_t *h, int64_t rows, int64_t cols, uint64_t seed)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        uint32_t base = 119u + (uint32_t)(mix64(seed ^ (uint64_t)r) % 8u);
+        for (int64_t c = 0; c < cols; c++) {
+            uint64_t z = mix64(seed + (uint64_t)(r * cols + c));
+            h[r * cols + c] = (uint16_t)(((z >> 16) & 0x8000u) | ((base + (uint32_t)(z & 7u)) << 7) | ((z >> 8) & 0x7Fu));
+        }
+    }
+}
+
+static void set_job(fk_quant_job *j, int axis, int blocked, void *x, int64_t E, int64_t R, int64_t C, void *q,
+                    void *s)
+{
+    memset(j, 0, sizeof *j);
+    j->desc = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
+    j->desc.axis = axis;
+    j->desc.scale_layout = blocked ? FP8KIT_LAYOUT_BLOCKED : FP8KIT_LAYOUT_PLAIN;
+    j->x = (fk_mat){x, FP8KIT_BF16, E, R, C, R * C, C};
+    const int64_t qr = axis == -1 ? R : C, qc = axis == -1 ? C : R;
+    j->q = (fk_mat){q, FP8KIT_E4M3, E, qr, qc, qr * qc, qc};
+    j->scale = s;
+    j->scale_rows = blocked ? fk_blocked_rows(qr) : qr;
+    j->scale_cols = blocked ? fk_blocked_cols(qc / 32) : qc / 32;
+}
+
+typedef struct bcase {
+    const char *name;
+    fp8kit_scheme scheme;
+    int axis, rceil, blocked, fused;
+} bcase;
+
+static void bench_shape(fp8kit_ctx *ctx, int64_t E, int64_t R, int64_t C, const bcase *cases, int ncases)
+{
+    const int64_t n = E * R * C;
+    char shape[64];
+    if (E > 1)
+        snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)E, (long long)R, (long long)C);
+    else
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)R, (long long)C);
+    uint16_t *hx = malloc((size_t)n * 2);
+    fill_bf16(hx, E * R, C, (uint64_t)(R * 131 + C));
+    void *dx, *dq, *dq2, *ds, *ds2;
+    const size_t sbytes = (size_t)(E * (R + 128) * (C / 32 + 4)) * 4 + (1 << 20); /* >= any scale layout */
+    CK(cudaMalloc(&dx, (size_t)n * 2));
+    CK(cudaMalloc(&dq, (size_t)n));
+    CK(cudaMalloc(&dq2, (size_t)n));
+    CK(cudaMalloc(&ds, sbytes));
+    CK(cudaMalloc(&ds2, sbytes));
+    CK(cudaMemcpy(dx, hx, (size_t)n * 2, cudaMemcpyHostToDevice));
+    free(hx);
+
+    op cp;
+    memset(&cp, 0, sizeof cp);
+    cp.kind = 2;
+    cp.src = dx;
+    cp.bytes = (size_t)n * 2;
+    CK(cudaMalloc(&cp.dst, cp.bytes));
+    const float cms = time_op(&cp);
+    const double copy_tbs = 2.0 * (double)cp.bytes / (cms * 1e-3) / 1e12;
+    printf("%-28s %-16s %9.3f ms %7.3f TB/s (read+write)\n", "copy", shape, cms, copy_tbs);
+    CK(cudaFree(cp.dst));
+
+    int64_t shp[3] = {E, R, C};
+    for (int i = 0; i < ncases; i++) {
+        const bcase *c = &cases[i];
+        op o;
+        memset(&o, 0, sizeof o);
+        o.ctx = ctx;
+        double bytes = (double)n * 3.0;
+        if (c->fused) {
+            o.kind = 1;
+            set_job(&o.jr, -1, c->blocked, dx, E, R, C, dq, ds);
+            set_job(&o.jc, -2, c->blocked, dx, E, R, C, dq2, ds2);
+            bytes += (double)n + (double)(E * (o.jr.scale_rows * o.jr.scale_cols + o.jc.scale_rows * o.jc.scale_cols));
+        } else {
+            o.kind = 0;
+            o.d = fp8kit_quant_desc_default(c->scheme);
+            o.d.axis = c->axis;
+            o.d.rounding = c->rceil ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
+            o.d.scale_layout = c->blocked ? FP8KIT_LAYOUT_BLOCKED : FP8KIT_LAYOUT_PLAIN;
+            o.x = E > 1 ? fp8kit_tensor_make(dx, FP8KIT_BF16, 3, shp) : fp8kit_tensor_make(dx, FP8KIT_BF16, 2, shp + 1);
+            if (fp8kit_quant_shapes(&o.d, &o.x, &o.q, &o.s)) {
+                fprintf(stderr, "quant_shapes failed for %s\n", c->name);
+                exit(1);
+            }
+            o.q.data = dq;
+            o.s.data = ds;
+            size_t sb = (size_t)fp8kit_tensor_numel(&o.s) * fp8kit_dtype_size(o.s.dtype);
+            if (sb > sbytes) {
+                fprintf(stderr, "scale buffer too small for %s\n", c->name);
+                exit(1);
+            }
+            bytes += (double)sb;
+        }
+        const float ms = time_op(&o);
+        report(c->name, shape, bytes, ms, copy_tbs);
+    }
+    CK(cudaFree(dx));
+    CK(cudaFree(dq));
+    CK(cudaFree(dq2));
+    CK(cudaFree(ds));
+    CK(cudaFree(ds2));
+}
+
+int main(int argc, char **argv)
+{
+    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
+        printf("bench_quant: no usable CUDA device, skipped\n");
+        return 0;
+    }
+    const char *e;
+    if ((e = getenv("FK_BENCH_REPS")) && atoi(e) >= 5)
+        reps = atoi(e);
+    if ((e = getenv("FK_COMMIT")))
+        commit = e;
+    if ((e = getenv("FK_DATE")))
+        date = e;
+    const int quick = (e = getenv("FK_BENCH_QUICK")) && atoi(e);
+    if (argc > 1 && !(jout = fopen(argv[1], "a"))) {
+        perror(argv[1]);
+        return 1;
+    }
+    fp8kit_ctx *ctx = NULL;
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &ctx)) {
+        fprintf(stderr, "ctx: %s\n", fp8kit_last_error(NULL));
+        return 1;
+    }
+    struct cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    snprintf(device_name, sizeof device_name, "%s", p.name);
+    printf("bench_quant: %s, %d reps, commit %s\n", fp8kit_ctx_describe(ctx), reps, commit);
+    CK(cudaMalloc(&flush_buf, flush_bytes));
+
+    static const bcase all[] = {
+        {"mx_axis-1_floor", FP8KIT_SCHEME_MX, -1, 0, 0, 0},
+        {"mx_axis-1_rceil", FP8KIT_SCHEME_MX, -1, 1, 0, 0},
+        {"mx_axis-1_blocked", FP8KIT_SCHEME_MX, -1, 0, 1, 0},
+        {"mx_axis-2_plain", FP8KIT_SCHEME_MX, -2, 0, 0, 0},
+        {"mx_axis-2_blocked", FP8KIT_SCHEME_MX, -2, 0, 1, 0},
+        {"block1x128", FP8KIT_SCHEME_BLOCK1X128, -1, 0, 0, 0},
+        {"block128x128", FP8KIT_SCHEME_BLOCK128X128, -1, 0, 0, 0},
+        {"row", FP8KIT_SCHEME_ROW, -1, 0, 0, 0},
+        {"tensor", FP8KIT_SCHEME_TENSOR, -1, 0, 0, 0},
+        {"mx_fused_both_axes", FP8KIT_SCHEME_MX, -1, 0, 0, 1},
+    };
+    static const bcase moe[] = {
+        {"mx_axis-2_blocked_3d", FP8KIT_SCHEME_MX, -2, 0, 1, 0},
+        {"mx_axis-1_blocked_3d", FP8KIT_SCHEME_MX, -1, 0, 1, 0},
+    };
+    const int nall = (int)(sizeof all / sizeof all[0]);
+    bench_shape(ctx, 1, 16384, 8192, all, nall);
+    if (!quick) {
+        bench_shape(ctx, 1, 8192, 7168, all, nall);
+        bench_shape(ctx, 8, 7168, 5120, moe, 2);
+    }
+    CK(cudaFree(flush_buf));
+    fp8kit_ctx_destroy(ctx);
+    if (jout)
+        fclose(jout);
+    return 0;
+}
+
+#else
+int main(void)
+{
+    printf("bench_quant: built without CUDA, skipped\n");
+    return 0;
+}
+#endif

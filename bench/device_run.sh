@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# device_run.sh - one full CUDA quantization check on a GPU machine: build (or
+# use prebuilt binaries), run test_cuda_quant (full, with the > 2^31-element
+# case), compute-sanitizer memcheck and racecheck on the reduced test
+# (FK_TEST_SMALL=1), bench_quant, the torch peer (if torch imports), and a SASS
+# instruction summary of the hot kernels. Logs and results go to $OUT (or
+# ./device-out). Usage, from the repository root:
+#   bash bench/device_run.sh                 # cmake Release build, -j16
+#   FK_PREBUILT=dir bash bench/device_run.sh # use dir/{test_cuda_quant,bench_quant}
+# Env: FK_COMMIT (recorded in the JSON lines), FK_SKIP_SANITIZE=1, FK_SKIP_TORCH=1,
+#      FK_BENCH_QUICK=1 (one shape).
+set -u
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+export FK_COMMIT=${FK_COMMIT:-unknown}
+T0=$(date +%s)
+stamp() { echo "[device_run +$(( $(date +%s) - T0 ))s] $*"; }
+
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader 2>&1 | tee "$OUT/env.txt"
+
+if [ -n "${FK_PREBUILT:-}" ]; then
+  BIN=$FK_PREBUILT
+  stamp "using prebuilt binaries in $BIN"
+else
+  BIN=build-dev
+  stamp "building"
+  cmake -S . -B "$BIN" -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON >"$OUT/build.log" 2>&1 &&
+    cmake --build "$BIN" -j16 --target test_cuda_quant bench_quant >>"$OUT/build.log" 2>&1 ||
+    { stamp "build failed"; tail -40 "$OUT/build.log"; exit 1; }
+fi
+
+stamp "test_cuda_quant (full)"
+timeout 240 "$BIN/test_cuda_quant" >"$OUT/test.log" 2>&1
+echo "test_cuda_quant exit $?" >>"$OUT/test.log"
+tail -6 "$OUT/test.log"
+
+if [ -z "${FK_SKIP_SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    stamp "compute-sanitizer $tool (FK_TEST_SMALL=1)"
+    FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 \
+      "$BIN/test_cuda_quant" >>"$OUT/sanitize.log" 2>&1
+    echo "== $tool exit $?" >>"$OUT/sanitize.log"
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|== (memcheck|racecheck) exit|passed," "$OUT/sanitize.log"
+fi
+
+stamp "bench_quant"
+rm -f "$OUT/quant.jsonl"
+timeout 300 "$BIN/bench_quant" "$OUT/quant.jsonl" >"$OUT/bench.log" 2>&1
+echo "bench_quant exit $?" >>"$OUT/bench.log"
+grep -v '^JSON' "$OUT/bench.log"
+
+if [ -z "${FK_SKIP_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
+  stamp "torch peer"
+  PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_quant_peer.py "$OUT/torch.jsonl" >"$OUT/torch.log" 2>&1
+  echo "torch peer exit $?" >>"$OUT/torch.log"
+  grep -v '^{' "$OUT/torch.log" | tail -20
+fi
+
+if command -v cuobjdump >/dev/null; then
+  stamp "SASS summary"
+  {
+    cuobjdump -res-usage "$BIN/bench_quant" 2>/dev/null | grep -A1 -E "fk_(seg|mxt|row|t128)_kernel" | head -80
+    for k in fk_seg_kernelILi2ELi0ELi0E fk_mxt_kernelILi2ELi0ELb0E fk_seg_kernelILi2ELi1ELi0E; do
+      echo "== $k: instruction mix"
+      cuobjdump -sass "$BIN/bench_quant" 2>/dev/null | awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on' |
+        grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9_.]*' | awk '{print $2}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25
+    done
+  } >"$OUT/sass.txt" 2>&1
+fi
+stamp "done"

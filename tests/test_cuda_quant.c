@@ -1,0 +1,636 @@
+/* test_cuda_quant.c - the CUDA quantize / dequantize / cast kernels against the
+ * CPU backend (the oracle), bit for bit: q bytes, scale bytes (padding
+ * included) and dequantized bytes, through the public API with one CUDA and
+ * one CPU context. Every scheme x input dtype x element format x axis x
+ * rounding x pow2 x scale layout, on fresh random inputs (normal with random
+ * magnitudes, heavy-tailed, and SPEC edge values), 2-D shapes that are not
+ * multiples of 128, 3-D (E, N, K) with E = 1..16, strided inputs (stride
+ * padding filled with NaN, which must never be read) and strided q. Plus
+ * SPEC 2.2's edge-case table checked directly on the GPU, the fused kernel
+ * that writes both mx axes (fk_cuda_quantize_mx_both), a caller stream, and
+ * one tensor of more than 2^31 elements (1 x 46341 x 46368 bf16, mx axis -1
+ * and -2) when the device has the memory. Outputs are poisoned first.
+ * Exits 77 (skipped) without a usable CUDA device.
+ * Env: FK_TEST_SMALL=1 (small shapes, no large case: for compute-sanitizer),
+ *      FK_TEST_SEED=n (replay), FK_TEST_LARGE=0 (skip the large case). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fp8kit.h"
+#include "format/scale.h"
+#include "test_util.h"
+
+#ifdef FP8KIT_HAVE_CUDA
+#include <cuda_runtime.h>
+#include "core/internal.h"
+#include "cuda/quant.h"
+
+static fk_rng rng;
+static fp8kit_ctx *gctx, *cctx;
+static cudaStream_t gstream;
+static int small_mode;
+static long ncases;
+
+static void *dmalloc(size_t n)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
+        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
+        exit(1);
+    }
+    return p;
+}
+static void *hmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "malloc(%zu) failed\n", n);
+        exit(1);
+    }
+    return p;
+}
+#define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
+
+/* ------------------------------------------------------------ input data */
+
+enum { DIST_NORMAL = 0, DIST_HEAVY = 1, DIST_EDGE = 2 };
+
+static float edge_value(int kind)
+{
+    switch (kind) {
+    case 0: return 0.0f;
+    case 1: return fk_t_u2f(0x00800000u);      /* 2^-126 */
+    case 2: return 448.0f;
+    case 3: return 480.0f;
+    case 4: return -480.0f;
+    case 5: return fk_t_u2f(0x7F7FFFFFu);      /* FLT_MAX */
+    case 6: return fk_t_u2f(0x7FC00000u);      /* NaN */
+    case 7: return fk_t_u2f(0x7F800000u);      /* Inf */
+    case 8: return fk_t_u2f(0xFF800000u);      /* -Inf */
+    case 9: return fk_t_u2f(1u);               /* 2^-149 */
+    case 10: return 464.0f;
+    case 11: return 57344.0f;
+    case 12: return 61440.0f;
+    case 13: return -0.0f;
+    default: return fk_t_u2f(fk_rng_u32(&rng) & 0x007FFFFFu); /* subnormal */
+    }
+}
+
+/* Random value of the distribution; DIST_EDGE mixes specials into runs of 32. */
+static float gen_value(int dist, int64_t i, float mag, uint32_t *edge_state)
+{
+    if (dist == DIST_HEAVY)
+        return (float)fk_rng_heavy(&rng) * mag;
+    if (dist == DIST_EDGE) {
+        if (i % 32 == 0)
+            *edge_state = fk_rng_u32(&rng);
+        uint32_t st = *edge_state;
+        int mode = (int)(st % 8);
+        if (mode == 0) /* a run of one special value */
+            return edge_value((int)((st >> 8) % 16));
+        if (mode == 1 && (int)((st >> 8) % 32) == (int)(i % 32)) /* one special in a normal run */
+            return edge_value((int)((st >> 16) % 16));
+        if (mode == 2) /* 1.0 with one tiny value */
+            return i % 32 == (st >> 8) % 32 ? fk_t_u2f(1u) : 1.0f;
+        if (mode == 3) /* tiny magnitudes */
+            return (float)fk_rng_normal(&rng) * 1e-38f;
+    }
+    return (float)fk_rng_normal(&rng) * mag;
+}
+
+static void store_hp(void *p, int64_t i, fp8kit_dtype t, float v)
+{
+    if (t == FP8KIT_F32)
+        ((float *)p)[i] = v;
+    else if (t == FP8KIT_BF16)
+        ((uint16_t *)p)[i] = fk_f32_to_bf16(v);
+    else
+        ((uint16_t *)p)[i] = fk_f32_to_f16(v);
+}
+
+/* ------------------------------------------------------------- one case */
+
+typedef struct qcase {
+    fp8kit_quant_desc d;
+    fp8kit_dtype xt;
+    int ndim;          /* 2 or 3 */
+    int64_t E, R, C;
+    int64_t xpad, qpad; /* extra elements in the row strides of x and q */
+    int dist;
+} qcase;
+
+static const char *scheme_name(fp8kit_scheme s)
+{
+    static const char *n[] = {"tensor", "row", "block1x128", "block128x128", "mx"};
+    return n[s];
+}
+
+static void case_name(const qcase *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s %s axis %d %s %s pow2 %d layout %d x %s (%lld,%lld,%lld) ndim %d xpad %lld qpad %lld dist %d",
+             scheme_name(c->d.scheme), fp8kit_dtype_name(c->d.elem), (int)c->d.axis,
+             c->d.rounding ? "rceil" : "floor", "", (int)c->d.pow2, (int)c->d.scale_layout,
+             fp8kit_dtype_name(c->xt), (long long)c->E, (long long)c->R, (long long)c->C, c->ndim,
+             (long long)c->xpad, (long long)c->qpad, c->dist);
+}
+
+static void make_tensor(fp8kit_tensor *t, void *data, fp8kit_dtype dt, int ndim, int64_t E, int64_t R, int64_t C,
+                        int64_t ld)
+{
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim == 3) {
+        t->shape[0] = E; t->shape[1] = R; t->shape[2] = C;
+        t->strides[0] = R * ld; t->strides[1] = ld; t->strides[2] = 1;
+    } else {
+        t->shape[0] = R; t->shape[1] = C;
+        t->strides[0] = ld; t->strides[1] = 1;
+    }
+}
+
+/* Compares n bytes; reports the first mismatches. Returns 1 when equal. */
+static int cmp_bytes(const char *what, const char *name, const uint8_t *got, const uint8_t *want, size_t n,
+                     size_t unit)
+{
+    size_t bad = 0, first = (size_t)-1;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i]) {
+            if (bad < 4)
+                fprintf(stderr, "  %s mismatch at byte %zu (element %zu): gpu 0x%02x cpu 0x%02x [%s]\n", what, i,
+                        i / unit, got[i], want[i], name);
+            if (first == (size_t)-1)
+                first = i;
+            bad++;
+        }
+    CHECK(bad == 0, "%s: %zu of %zu bytes differ (first at %zu) [%s]", what, bad, n, first, name);
+    return bad == 0;
+}
+
+static void run_case(const qcase *c)
+{
+    char name[256];
+    case_name(c, name, sizeof name);
+    ncases++;
+    const size_t es = fp8kit_dtype_size(c->xt);
+    const int64_t E = c->ndim == 3 ? c->E : 1;
+    const int64_t xs = c->C + c->xpad;
+    const size_t xbytes = (size_t)(E * c->R * xs) * es;
+    void *hx = hmalloc(xbytes);
+    uint32_t est = 0;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < c->R; r++) {
+            float mag = ldexpf(1.0f, (int)(fk_rng_u32(&rng) % 40) - 20);
+            for (int64_t k = 0; k < xs; k++) {
+                int64_t i = (e * c->R + r) * xs + k;
+                store_hp(hx, i, c->xt, k < c->C ? gen_value(c->dist, k, mag, &est) : fk_t_u2f(0x7FC00000u));
+            }
+        }
+    fp8kit_tensor tx;
+    make_tensor(&tx, hx, c->xt, c->ndim, E, c->R, c->C, xs);
+    fp8kit_tensor wq, ws;
+    fp8kit_status st = fp8kit_quant_shapes(&c->d, &tx, &wq, &ws);
+    CHECK(st == FP8KIT_OK, "quant_shapes: %s [%s]", fp8kit_status_string(st), name);
+    if (st)
+        goto out_x;
+    {
+        const int64_t qR = wq.shape[wq.ndim - 2], qC = wq.shape[wq.ndim - 1], qs = qC + c->qpad;
+        const size_t qbytes = (size_t)(E * qR * qs);
+        const size_t sbytes = (size_t)fp8kit_tensor_numel(&ws) * fp8kit_dtype_size(ws.dtype);
+        const size_t ybytes = (size_t)(E * c->R * c->C) * es;
+        uint8_t *hq = hmalloc(qbytes), *hs = hmalloc(sbytes), *gq = hmalloc(qbytes), *gs = hmalloc(sbytes);
+        uint8_t *hy = hmalloc(ybytes), *gy = hmalloc(ybytes);
+        fk_poison(hq, qbytes);
+        fk_poison(hs, sbytes);
+        fp8kit_tensor cq, cs = ws, cy;
+        make_tensor(&cq, hq, c->d.elem, c->ndim, E, qR, qC, qs);
+        cs.data = hs;
+        st = fp8kit_quantize(cctx, &c->d, &tx, &cq, &cs, NULL);
+        CHECK(st == FP8KIT_OK, "cpu quantize: %s: %s [%s]", fp8kit_status_string(st), fp8kit_last_error(cctx), name);
+
+        void *dx = dmalloc(xbytes), *dq = dmalloc(qbytes), *ds = dmalloc(sbytes), *dy = dmalloc(ybytes);
+        CUDA_OK(cudaMemcpy(dx, hx, xbytes, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemset(dq, FK_POISON, qbytes));
+        CUDA_OK(cudaMemset(ds, FK_POISON, sbytes));
+        CUDA_OK(cudaMemset(dy, FK_POISON, ybytes));
+        fp8kit_tensor gx = tx, gqt, gst = ws, gyt;
+        gx.data = dx;
+        make_tensor(&gqt, dq, c->d.elem, c->ndim, E, qR, qC, qs);
+        gst.data = ds;
+        st = fp8kit_quantize(gctx, &c->d, &gx, &gqt, &gst, gstream);
+        CHECK(st == FP8KIT_OK, "gpu quantize: %s: %s [%s]", fp8kit_status_string(st), fp8kit_last_error(gctx), name);
+        CUDA_OK(cudaStreamSynchronize(gstream));
+        CUDA_OK(cudaMemcpy(gq, dq, qbytes, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(gs, ds, sbytes, cudaMemcpyDeviceToHost));
+        int ok = cmp_bytes("q", name, gq, hq, qbytes, 1);
+        ok &= cmp_bytes("scale", name, gs, hs, sbytes, fp8kit_dtype_size(ws.dtype));
+        /* stride padding of q is never written */
+        for (int64_t r = 0; ok && c->qpad && r < E * qR; r++)
+            if (!fk_is_poisoned(gq + r * qs + qC, (size_t)c->qpad)) {
+                CHECK(0, "q stride padding written in row %lld [%s]", (long long)r, name);
+                break;
+            }
+        /* dequantize both results with each backend: y bytes must agree */
+        make_tensor(&cy, hy, c->xt, c->ndim, E, c->R, c->C, c->C);
+        fk_poison(hy, ybytes);
+        st = fp8kit_dequantize(cctx, &c->d, &cq, &cs, &cy, NULL);
+        CHECK(st == FP8KIT_OK, "cpu dequantize: %s: %s [%s]", fp8kit_status_string(st), fp8kit_last_error(cctx), name);
+        make_tensor(&gyt, dy, c->xt, c->ndim, E, c->R, c->C, c->C);
+        st = fp8kit_dequantize(gctx, &c->d, &gqt, &gst, &gyt, gstream);
+        CHECK(st == FP8KIT_OK, "gpu dequantize: %s: %s [%s]", fp8kit_status_string(st), fp8kit_last_error(gctx), name);
+        CUDA_OK(cudaStreamSynchronize(gstream));
+        CUDA_OK(cudaMemcpy(gy, dy, ybytes, cudaMemcpyDeviceToHost));
+        cmp_bytes("dequant y", name, gy, hy, ybytes, es);
+        cudaFree(dx); cudaFree(dq); cudaFree(ds); cudaFree(dy);
+        free(hq); free(hs); free(gq); free(gs); free(hy); free(gy);
+    }
+out_x:
+    free(hx);
+}
+
+/* ----------------------------------------------------- the case matrix */
+
+static int64_t pick(const int64_t *v, int n) { return v[fk_rng_u32(&rng) % (uint32_t)n]; }
+
+static void run_matrix(void)
+{
+    static const int64_t dims_any[] = {1, 3, 31, 100, 128, 129, 200, 257, 383};
+    static const int64_t dims_32[] = {32, 64, 96, 160, 224, 288, 384};
+    const fp8kit_dtype xts[] = {FP8KIT_F32, FP8KIT_F16, FP8KIT_BF16};
+    struct { fp8kit_scheme s; int axis; fp8kit_scale_layout lay; } cfg[] = {
+        {FP8KIT_SCHEME_TENSOR, -1, FP8KIT_LAYOUT_PLAIN},
+        {FP8KIT_SCHEME_ROW, -1, FP8KIT_LAYOUT_PLAIN},
+        {FP8KIT_SCHEME_BLOCK1X128, -1, FP8KIT_LAYOUT_PLAIN},
+        {FP8KIT_SCHEME_BLOCK1X128, -1, FP8KIT_LAYOUT_MN_MAJOR},
+        {FP8KIT_SCHEME_BLOCK128X128, -1, FP8KIT_LAYOUT_PLAIN},
+        {FP8KIT_SCHEME_BLOCK128X128, -1, FP8KIT_LAYOUT_MN_MAJOR},
+        {FP8KIT_SCHEME_MX, -1, FP8KIT_LAYOUT_PLAIN},
+        {FP8KIT_SCHEME_MX, -1, FP8KIT_LAYOUT_BLOCKED},
+        {FP8KIT_SCHEME_MX, -2, FP8KIT_LAYOUT_PLAIN},
+        {FP8KIT_SCHEME_MX, -2, FP8KIT_LAYOUT_BLOCKED},
+    };
+    for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++)
+        for (int xi = 0; xi < 3; xi++)
+            for (int e5 = 0; e5 < 2; e5++)
+                for (int opt = 0; opt < 2; opt++) { /* rounding (mx) or pow2 (fp32 schemes) */
+                    const int nshape = small_mode ? 1 : 3;
+                    for (int sh = 0; sh < nshape; sh++) {
+                        qcase c;
+                        memset(&c, 0, sizeof c);
+                        c.d = fp8kit_quant_desc_default(cfg[ci].s);
+                        c.d.axis = cfg[ci].axis;
+                        c.d.scale_layout = cfg[ci].lay;
+                        c.d.elem = e5 ? FP8KIT_E5M2 : FP8KIT_E4M3;
+                        if (cfg[ci].s == FP8KIT_SCHEME_MX)
+                            c.d.rounding = opt ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
+                        else
+                            c.d.pow2 = opt;
+                        c.xt = xts[xi];
+                        c.dist = (int)((ci + xi + e5 + opt + sh) % 3);
+                        const int mx = cfg[ci].s == FP8KIT_SCHEME_MX;
+                        c.R = mx && c.d.axis == -2 ? pick(dims_32, 7) : pick(dims_any, 9);
+                        c.C = mx && c.d.axis == -1 ? pick(dims_32, 7) : pick(dims_any, 9);
+                        c.ndim = 2;
+                        c.E = 1;
+                        if (sh == 1) { /* 3-D experts */
+                            c.ndim = 3;
+                            c.E = 1 + fk_rng_u32(&rng) % 16;
+                        }
+                        if (sh == 2) { /* strided x and q */
+                            c.xpad = 1 + fk_rng_u32(&rng) % 9;
+                            c.qpad = 1 + fk_rng_u32(&rng) % 17;
+                            if (fk_rng_u32(&rng) % 2) { /* aligned padding: vector paths on strided rows */
+                                c.xpad = 8;
+                                c.qpad = 16;
+                            }
+                        }
+                        if (small_mode) { /* keep sanitizer runs short but cover both */
+                            c.R = c.R > 160 ? 160 : c.R;
+                            c.C = c.C > 160 ? 160 : c.C;
+                            if (mx && c.d.axis == -2) c.R = c.R >= 32 ? c.R / 32 * 32 : 32;
+                            if (mx && c.d.axis == -1) c.C = c.C >= 32 ? c.C / 32 * 32 : 32;
+                            if ((ci + xi + e5 + opt) % 2) { c.ndim = 3; c.E = 3; }
+                        }
+                        run_case(&c);
+                    }
+                }
+    /* larger tiles: several column strips / bands, partial last ones */
+    if (!small_mode) {
+        qcase c;
+        memset(&c, 0, sizeof c);
+        c.d = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
+        c.xt = FP8KIT_BF16;
+        c.ndim = 3;
+        c.E = 2;
+        c.R = 416;
+        c.C = 2336;
+        for (int axis = -2; axis <= -1; axis++)
+            for (int lay = 0; lay < 2; lay++) {
+                c.d.axis = axis;
+                c.d.scale_layout = lay;
+                c.dist = (axis + lay) & 1;
+                run_case(&c);
+            }
+        c.d = fp8kit_quant_desc_default(FP8KIT_SCHEME_ROW);
+        c.ndim = 2;
+        c.R = 37;
+        c.C = 20000; /* longer than the row kernel's register cache */
+        run_case(&c);
+        c.C = 3000;
+        run_case(&c);
+    }
+}
+
+/* ------------------------------------------- SPEC 2.2 table on the GPU */
+
+static void spec_table(void)
+{
+    /* rows: value pattern; expected (s, q) for FLOOR and RCEIL, e4m3 */
+    struct { int kind; uint8_t sf, qf, sr, qr; } t[] = {
+        {0, 0, 0x00, 0, 0x00},     /* zeros */
+        {1, 0, 0x40, 0, 0x40},     /* 2^-126 */
+        {2, 127, 0x7E, 127, 0x7E}, /* 448 */
+        {3, 127, 0x7E, 128, 0x77}, /* 480 */
+        {4, 127, 0xFE, 128, 0xF7}, /* -480 */
+        {5, 246, 0x7E, 247, 0x78}, /* FLT_MAX */
+        {6, 255, 0x7F, 255, 0x7F}, /* one NaN */
+        {7, 255, 0x7F, 255, 0x7F}, /* one Inf */
+        {8, 119, 0x78, 119, 0x78}, /* 1.0 x31 + 2^-149 (last element -> 0x00) */
+    };
+    const int n = (int)(sizeof t / sizeof t[0]);
+    float hx[9 * 32];
+    for (int b = 0; b < n; b++)
+        for (int i = 0; i < 32; i++) {
+            float v;
+            switch (t[b].kind) {
+            case 6: v = i == 7 ? fk_t_u2f(0x7FC00000u) : 1.0f; break;
+            case 7: v = i == 3 ? fk_t_u2f(0x7F800000u) : 2.0f; break;
+            case 8: v = i == 31 ? fk_t_u2f(1u) : 1.0f; break;
+            default: v = edge_value(t[b].kind); break;
+            }
+            hx[b * 32 + i] = v;
+        }
+    float *dx = dmalloc(sizeof hx), *dxt = dmalloc(sizeof hx);
+    uint8_t *dq = dmalloc(9 * 32), *ds = dmalloc(9);
+    float hxt[32 * 9];
+    for (int b = 0; b < n; b++)
+        for (int i = 0; i < 32; i++)
+            hxt[i * n + b] = hx[b * 32 + i];
+    CUDA_OK(cudaMemcpy(dx, hx, sizeof hx, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dxt, hxt, sizeof hxt, cudaMemcpyHostToDevice));
+    for (int axis = -1; axis >= -2; axis--)
+        for (int rc = 0; rc < 2; rc++) {
+            fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
+            d.rounding = rc ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
+            d.axis = axis;
+            int64_t xs[2] = {n, 32}, qs[2] = {n, 32}, ss[2] = {n, 1};
+            if (axis == -2) { xs[0] = 32; xs[1] = n; }
+            fp8kit_tensor x = fp8kit_tensor_make(axis == -1 ? (void *)dx : (void *)dxt, FP8KIT_F32, 2, xs);
+            fp8kit_tensor q = fp8kit_tensor_make(dq, FP8KIT_E4M3, 2, qs);
+            fp8kit_tensor s = fp8kit_tensor_make(ds, FP8KIT_E8M0, 2, ss);
+            CUDA_OK(cudaMemset(dq, FK_POISON, 9 * 32));
+            CUDA_OK(cudaMemset(ds, FK_POISON, 9));
+            CHECK_STATUS(fp8kit_quantize(gctx, &d, &x, &q, &s, NULL), FP8KIT_OK);
+            uint8_t hq[9 * 32], hs[9];
+            CUDA_OK(cudaMemcpy(hq, dq, sizeof hq, cudaMemcpyDeviceToHost));
+            CUDA_OK(cudaMemcpy(hs, ds, sizeof hs, cudaMemcpyDeviceToHost));
+            for (int b = 0; b < n; b++) {
+                uint8_t ws = rc ? t[b].sr : t[b].sf, wq = rc ? t[b].qr : t[b].qf;
+                CHECK(hs[b] == ws, "spec table row %d axis %d %s: s = %u, want %u", b, axis, rc ? "rceil" : "floor",
+                      hs[b], ws);
+                for (int i = 0; i < 32; i++) {
+                    uint8_t w = t[b].kind == 8 && i == 31 ? 0x00 : wq;
+                    if (t[b].kind == 6 || t[b].kind == 7)
+                        w = 0x7F;
+                    CHECK(hq[b * 32 + i] == w, "spec table row %d elem %d axis %d %s: q = 0x%02x, want 0x%02x", b, i,
+                          axis, rc ? "rceil" : "floor", hq[b * 32 + i], w);
+                }
+            }
+        }
+    cudaFree(dx); cudaFree(dxt); cudaFree(dq); cudaFree(ds);
+}
+
+/* -------------------------------------------------- fused both-axes kernel */
+
+static void job_mat(fk_mat *m, void *data, fp8kit_dtype t, int64_t E, int64_t R, int64_t C, int64_t ld)
+{
+    m->data = data; m->dtype = t; m->E = E; m->R = R; m->C = C; m->sr = ld; m->se = R * ld;
+}
+
+/* Runs the fused kernel and compares each output with the CPU backend's
+ * single-axis result on the same input. */
+static void fused_case(fp8kit_dtype xt, int64_t E, int64_t R, int64_t C, int e5, int rceil, int lay1, int lay2)
+{
+    char name[160];
+    snprintf(name, sizeof name, "fused %s (%lld,%lld,%lld) e5m2 %d rceil %d layouts %d/%d", fp8kit_dtype_name(xt),
+             (long long)E, (long long)R, (long long)C, e5, rceil, lay1, lay2);
+    ncases++;
+    const size_t es = fp8kit_dtype_size(xt), n = (size_t)(E * R * C);
+    void *hx = hmalloc(n * es);
+    uint32_t est = 0;
+    for (size_t i = 0; i < n; i++)
+        store_hp(hx, (int64_t)i, xt, gen_value((int)(i / 4096) % 3, (int64_t)i, 1.0f, &est));
+    void *dx = dmalloc(n * es);
+    CUDA_OK(cudaMemcpy(dx, hx, n * es, cudaMemcpyHostToDevice));
+    fk_quant_job jb[2];
+    uint8_t *dq[2], *dsc[2], *hq[2], *hs[2];
+    size_t sb[2];
+    for (int ax = 0; ax < 2; ax++) {
+        fk_quant_job *j = &jb[ax];
+        memset(j, 0, sizeof *j);
+        j->desc = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
+        j->desc.axis = ax ? -2 : -1;
+        j->desc.elem = e5 ? FP8KIT_E5M2 : FP8KIT_E4M3;
+        j->desc.rounding = rceil ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
+        j->desc.scale_layout = (ax ? lay2 : lay1) ? FP8KIT_LAYOUT_BLOCKED : FP8KIT_LAYOUT_PLAIN;
+        j->e5m2 = e5;
+        job_mat(&j->x, dx, xt, E, R, C, C);
+        int64_t qr = ax ? C : R, qc = ax ? R : C;
+        dq[ax] = dmalloc(n);
+        job_mat(&j->q, dq[ax], j->desc.elem, E, qr, qc, qc);
+        int blk = j->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
+        j->scale_rows = blk ? fk_blocked_rows(qr) : qr;
+        j->scale_cols = blk ? fk_blocked_cols(qc / 32) : qc / 32;
+        sb[ax] = (size_t)(E * j->scale_rows * j->scale_cols);
+        dsc[ax] = dmalloc(sb[ax]);
+        j->scale = dsc[ax];
+        CUDA_OK(cudaMemset(dq[ax], FK_POISON, n));
+        CUDA_OK(cudaMemset(dsc[ax], FK_POISON, sb[ax]));
+        /* CPU oracle through the public API */
+        hq[ax] = hmalloc(n);
+        hs[ax] = hmalloc(sb[ax]);
+        fk_poison(hq[ax], n);
+        fk_poison(hs[ax], sb[ax]);
+        int64_t xs3[3] = {E, R, C}, qs3[3] = {E, qr, qc};
+        int64_t ss3[3] = {E, j->scale_rows, j->scale_cols};
+        fp8kit_tensor tx = fp8kit_tensor_make(hx, xt, 3, xs3);
+        fp8kit_tensor tq = fp8kit_tensor_make(hq[ax], j->desc.elem, 3, qs3);
+        fp8kit_tensor ts = fp8kit_tensor_make(hs[ax], FP8KIT_E8M0, 3, ss3);
+        fp8kit_status st = fp8kit_quantize(cctx, &j->desc, &tx, &tq, &ts, NULL);
+        CHECK(st == FP8KIT_OK, "cpu quantize: %s [%s]", fp8kit_last_error(cctx), name);
+    }
+    CHECK_STATUS(fk_cuda_quantize_mx_both(gctx, &jb[0], &jb[1], gstream), FP8KIT_OK);
+    CUDA_OK(cudaStreamSynchronize(gstream));
+    for (int ax = 0; ax < 2; ax++) {
+        uint8_t *gq = hmalloc(n), *gs = hmalloc(sb[ax]);
+        CUDA_OK(cudaMemcpy(gq, dq[ax], n, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(gs, dsc[ax], sb[ax], cudaMemcpyDeviceToHost));
+        cmp_bytes(ax ? "fused q axis -2" : "fused q axis -1", name, gq, hq[ax], n, 1);
+        cmp_bytes(ax ? "fused scale axis -2" : "fused scale axis -1", name, gs, hs[ax], sb[ax], 1);
+        free(gq); free(gs); free(hq[ax]); free(hs[ax]);
+        cudaFree(dq[ax]); cudaFree(dsc[ax]);
+    }
+    cudaFree(dx);
+    free(hx);
+}
+
+/* ------------------------------------------------------------ cast */
+
+static void cast_case(fp8kit_dtype from, fp8kit_dtype to, int64_t R, int64_t C)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cast %s -> %s (%lld,%lld)", fp8kit_dtype_name(from), fp8kit_dtype_name(to),
+             (long long)R, (long long)C);
+    ncases++;
+    const size_t fs = fp8kit_dtype_size(from), ts = fp8kit_dtype_size(to), n = (size_t)(R * C);
+    uint8_t *hx = hmalloc(n * fs), *hy = hmalloc(n * ts), *gy = hmalloc(n * ts);
+    uint32_t est = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fs == 1)
+            hx[i] = (uint8_t)fk_rng_u32(&rng);
+        else
+            store_hp(hx, (int64_t)i, from, gen_value((int)(i % 3), (int64_t)i, 300.0f, &est));
+    }
+    int64_t sh[2] = {R, C};
+    fp8kit_tensor x = fp8kit_tensor_make(hx, from, 2, sh), y = fp8kit_tensor_make(hy, to, 2, sh);
+    fk_poison(hy, n * ts);
+    CHECK_STATUS(fp8kit_cast(cctx, &x, &y, NULL), FP8KIT_OK);
+    void *dx = dmalloc(n * fs), *dy = dmalloc(n * ts);
+    CUDA_OK(cudaMemcpy(dx, hx, n * fs, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dy, FK_POISON, n * ts));
+    x.data = dx;
+    y.data = dy;
+    CHECK_STATUS(fp8kit_cast(gctx, &x, &y, gstream), FP8KIT_OK);
+    CUDA_OK(cudaStreamSynchronize(gstream));
+    CUDA_OK(cudaMemcpy(gy, dy, n * ts, cudaMemcpyDeviceToHost));
+    cmp_bytes("cast", name, gy, hy, n * ts, ts);
+    cudaFree(dx); cudaFree(dy);
+    free(hx); free(hy); free(gy);
+}
+
+/* ------------------------------------------------ > 2^31 elements */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void large_case(void)
+{
+    const int64_t R = 46341, C = 46368, n = R * C; /* 2,148,739,488 > 2^31 */
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    if (fr < (size_t)(n * 4 + ((int64_t)1 << 30))) {
+        printf("large case skipped: %.1f GiB free on the device\n", fr / 1073741824.0);
+        return;
+    }
+    uint16_t *hx = hmalloc((size_t)n * 2);
+    const uint64_t seed = fk_rng_u64(&rng);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t h = mix64(seed + (uint64_t)i);
+        /* sign, exponent in [112, 143], random mantissa; every 4096th a special */
+        uint16_t v = (uint16_t)(((h >> 16) & 0x8000u) | ((112u + (uint32_t)(h & 31u)) << 7) | ((h >> 8) & 0x7Fu));
+        if ((h >> 40) % 4096 == 0)
+            v = (h >> 52) & 1 ? 0x7FC0u : 0x0000u;
+        hx[i] = v;
+    }
+    void *dx = dmalloc((size_t)n * 2), *dq = dmalloc((size_t)n);
+    CUDA_OK(cudaMemcpy(dx, hx, (size_t)n * 2, cudaMemcpyHostToDevice));
+    uint8_t *hq = hmalloc((size_t)n), *gq = hmalloc((size_t)n);
+    for (int axis = -1; axis >= -2; axis--) {
+        char name[64];
+        snprintf(name, sizeof name, "large 1x%lldx%lld bf16 mx axis %d", (long long)R, (long long)C, axis);
+        ncases++;
+        fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
+        d.axis = axis;
+        int64_t xs[3] = {1, R, C};
+        fp8kit_tensor tx = fp8kit_tensor_make(hx, FP8KIT_BF16, 3, xs), tq, ts;
+        CHECK_STATUS(fp8kit_quant_shapes(&d, &tx, &tq, &ts), FP8KIT_OK);
+        const size_t sbytes = (size_t)fp8kit_tensor_numel(&ts);
+        uint8_t *hs = hmalloc(sbytes), *gs = hmalloc(sbytes);
+        void *ds = dmalloc(sbytes);
+        tq.data = hq;
+        ts.data = hs;
+        CHECK_STATUS(fp8kit_quantize(cctx, &d, &tx, &tq, &ts, NULL), FP8KIT_OK);
+        CUDA_OK(cudaMemset(dq, FK_POISON, (size_t)n));
+        CUDA_OK(cudaMemset(ds, FK_POISON, sbytes));
+        tx.data = dx;
+        tq.data = dq;
+        ts.data = ds;
+        CHECK_STATUS(fp8kit_quantize(gctx, &d, &tx, &tq, &ts, gstream), FP8KIT_OK);
+        CUDA_OK(cudaStreamSynchronize(gstream));
+        CUDA_OK(cudaMemcpy(gq, dq, (size_t)n, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(gs, ds, sbytes, cudaMemcpyDeviceToHost));
+        cmp_bytes("large q", name, gq, hq, (size_t)n, 1);
+        cmp_bytes("large scale", name, gs, hs, sbytes, 1);
+        printf("%s: compared %lld q bytes and %zu scale bytes\n", name, (long long)n, sbytes);
+        cudaFree(ds);
+        free(hs); free(gs);
+    }
+    cudaFree(dx); cudaFree(dq);
+    free(hx); free(hq); free(gq);
+}
+
+int main(void)
+{
+    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
+        printf("test_cuda_quant: no usable CUDA device, skipped\n");
+        return FK_TEST_SKIP;
+    }
+    const char *sm = getenv("FK_TEST_SMALL"), *lg = getenv("FK_TEST_LARGE");
+    small_mode = sm && atoi(sm) != 0;
+    rng = fk_rng_seeded("test_cuda_quant");
+    CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &gctx), FP8KIT_OK);
+    CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
+    if (!gctx || !cctx)
+        return fk_test_summary("test_cuda_quant");
+    printf("test_cuda_quant: %s\n", fp8kit_ctx_describe(gctx));
+    CUDA_OK(cudaStreamCreateWithFlags(&gstream, cudaStreamNonBlocking));
+
+    spec_table();
+    run_matrix();
+    const fp8kit_dtype hps[] = {FP8KIT_F32, FP8KIT_F16, FP8KIT_BF16};
+    for (int i = 0; i < 3; i++)
+        for (int e5 = 0; e5 < 2; e5++) {
+            fp8kit_dtype f8 = e5 ? FP8KIT_E5M2 : FP8KIT_E4M3;
+            cast_case(hps[i], f8, 37, 203);
+            cast_case(f8, hps[i], 64, 96);
+        }
+    for (int i = 0; i < 3; i++)
+        for (int v = 0; v < 4; v++) {
+            int64_t E = small_mode ? 1 : 1 + (int64_t)(fk_rng_u32(&rng) % 4);
+            int64_t R = small_mode ? 160 : 32 * (1 + (int64_t)(fk_rng_u32(&rng) % 20));
+            int64_t C = small_mode ? 96 : 32 * (1 + (int64_t)(fk_rng_u32(&rng) % 80));
+            fused_case(hps[i], E, R, C, v & 1, (v >> 1) & 1, v == 1 || v == 2, v >= 2);
+        }
+    if (!small_mode && !(lg && atoi(lg) == 0))
+        large_case();
+    printf("test_cuda_quant: %ld cases\n", ncases);
+    cudaStreamDestroy(gstream);
+    fp8kit_ctx_destroy(gctx);
+    fp8kit_ctx_destroy(cctx);
+    return fk_test_summary("test_cuda_quant");
+}
+
+#else /* !FP8KIT_HAVE_CUDA */
+int main(void)
+{
+    printf("test_cuda_quant: built without CUDA, skipped\n");
+    return FK_TEST_SKIP;
+}
+#endif
