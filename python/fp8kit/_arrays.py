@@ -343,6 +343,8 @@ def as_view(x, name, fp8_default=None, stream=None):
         return torch_module().torch_view(x, name, fp8_default)
     if hasattr(x, "__dlpack__"):
         return dlpack_view(x, name, fp8_default, stream)
+    if isinstance(x, np.generic):
+        return numpy_view(np.asarray(x), name, fp8_default)
     if isinstance(x, (float, int)) and not isinstance(x, bool):
         return numpy_view(np.asarray(x, dtype=np.float32), name, fp8_default)
     raise UnsupportedError("%s: a %s is not an array (numpy array, torch tensor or an object with __dlpack__)"

@@ -287,3 +287,14 @@ def test_quant_shapes_python_matches_c(shape):
                 _quant.quant_shapes(shape, d)
             continue
         assert _quant.quant_shapes(shape, d) == c, (scheme, axis, layout)
+
+
+def test_tagged_array_views_and_pickle(rng):
+    import pickle
+    q, _ = fp8kit.quantize(rng.standard_normal((8, 64)).astype(F32), scheme="row", dtype="e5m2")
+    assert q.T.fk_dtype == q[2:, 3:].fk_dtype == fp8kit.DType.E5M2
+    assert (q == q).fk_dtype is None  # a bool result is not fp8 codes
+    p = pickle.loads(pickle.dumps(q))
+    assert isinstance(p, fp8kit.TaggedArray) and p.fk_dtype == fp8kit.DType.E5M2 and np.array_equal(p, q)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="stores uint8"):
+        fp8kit.TaggedArray(np.zeros(4, np.float32), "e4m3")
