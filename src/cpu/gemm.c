@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "cpu/gemm_internal.h"
 #include "format/codec.h"
 #include "format/scale.h"
@@ -78,6 +79,9 @@ static void fk_plan_fill(const fk_gemm_job *j, fk_cpu_gemm_cfg *c)
             kch = 128;
     }
     c->kch = kch;
+    if (getenv("FKT_KC")) c->kc = atoi(getenv("FKT_KC")); /* TUNING-ONLY */
+    if (getenv("FKT_MC")) c->mc = atoi(getenv("FKT_MC")) * mr; /* TUNING-ONLY */
+    if (getenv("FKT_NC")) c->nc = atoi(getenv("FKT_NC")); /* TUNING-ONLY */
 }
 
 fp8kit_status fk_cpu_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
@@ -104,11 +108,108 @@ typedef struct fk_gemm_run {
     const float *tab_a, *tab_b;
 } fk_gemm_run;
 
+/* Scratch memory. One call needs one block (packed panels, scales,
+ * accumulators, epilogue rows) carved into 64-byte aligned pieces. Fresh
+ * pages are expensive (a 32 MiB panel is thousands of page faults plus the
+ * kernel's zeroing), so one block of up to FK_POOL_MAX bytes is kept for the
+ * process and reused by the next call that finds it free; concurrent or
+ * larger calls allocate their own. Large blocks ask for huge pages. */
+/* Under AddressSanitizer the pool is off and every piece of the block is
+ * followed by a poisoned 64-byte red zone, so overruns are still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define FK_REDZONE 64
+#define FK_NO_POOL 1
+#else
+#define FK_REDZONE 0
+#define FK_NO_POOL 0
+#endif
+
+#define FK_POOL_MAX ((size_t)256 << 20)
+static pthread_mutex_t fk_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *fk_pool_buf;
+static size_t fk_pool_size;
+static int fk_pool_busy;
+
 static void *fk_alloc(size_t bytes)
 {
-    if (!bytes)
-        bytes = 64;
-    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        bytes = (bytes + huge - 1) & ~(huge - 1);
+        void *p = aligned_alloc(huge, bytes);
+#ifdef MADV_HUGEPAGE
+        if (p)
+            madvise(p, bytes, MADV_HUGEPAGE); /* advice only: failure is harmless */
+#endif
+        return p;
+    }
+    return aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
+}
+
+static void *fk_scratch_get(size_t bytes, int *pooled)
+{
+    *pooled = 0;
+    if (!FK_NO_POOL && bytes <= FK_POOL_MAX) {
+        pthread_mutex_lock(&fk_pool_lock);
+        if (!fk_pool_busy) {
+            if (fk_pool_size < bytes) {
+                free(fk_pool_buf);
+                fk_pool_buf = fk_alloc(bytes);
+                fk_pool_size = fk_pool_buf ? bytes : 0;
+            }
+            if (fk_pool_buf) {
+                fk_pool_busy = 1;
+                *pooled = 1;
+                pthread_mutex_unlock(&fk_pool_lock);
+                return fk_pool_buf;
+            }
+        }
+        pthread_mutex_unlock(&fk_pool_lock);
+    }
+    return fk_alloc(bytes);
+}
+
+static void fk_scratch_put(void *p, size_t bytes, int pooled)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+#else
+    (void)bytes;
+#endif
+    if (!pooled) {
+        free(p);
+        return;
+    }
+    pthread_mutex_lock(&fk_pool_lock);
+    fk_pool_busy = 0;
+    pthread_mutex_unlock(&fk_pool_lock);
+}
+
+typedef struct fk_carver {
+    size_t off;
+    int n;
+    size_t piece[16][2]; /* offset, bytes */
+} fk_carver;
+
+/* Reserves `bytes` (64-byte aligned) in a block being laid out; returns the offset. */
+static size_t fk_carve(fk_carver *c, size_t bytes)
+{
+    size_t o = c->off;
+    c->off += ((bytes + 63) & ~(size_t)63) + FK_REDZONE;
+    if (c->n < 16)
+        c->piece[c->n][0] = o, c->piece[c->n][1] = bytes, c->n++;
+    return o;
+}
+
+static void fk_carve_guard(const fk_carver *c, char *base)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    ASAN_POISON_MEMORY_REGION(base, c->off);
+    for (int i = 0; i < c->n; i++)
+        ASAN_UNPOISON_MEMORY_REGION(base + c->piece[i][0], c->piece[i][1]);
+#else
+    (void)c, (void)base;
+#endif
 }
 
 /* ------------------------------------------------------------------ packing */
@@ -311,29 +412,40 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     fk_gemm_epi ep;
     memset(&ep, 0, sizeof ep);
     ep.job = j;
-    double *rowf = (double *)fk_alloc(sizeof(double) * (size_t)M);
-    double *colf = j->desc.scale_b == FP8KIT_SCALE_ROW ? (double *)fk_alloc(sizeof(double) * (size_t)N) : NULL;
-    int64_t blen = j->desc.bias == FP8KIT_BIAS_ROW ? M : N;
-    float *bias = j->bias ? (float *)fk_alloc(sizeof(float) * (size_t)blen) : NULL;
-    s.ap = (float *)fk_alloc(sizeof(float) * (size_t)(Mp * kch));
-    s.bp = (float *)fk_alloc(sizeof(float) * (size_t)(Np * kch));
-    if (s.mode != FK_MODE_PLAIN) {
-        s.as = (float *)fk_alloc(sizeof(float) * (size_t)(Mp * s.nkb));
-        s.bs = (float *)fk_alloc(sizeof(float) * (size_t)(Np * s.nkb));
-        s.arng = (float *)fk_alloc(sizeof(float) * (size_t)(2 * (Mp / mr)));
-        s.brng = (float *)fk_alloc(sizeof(float) * (size_t)(2 * (Np / nr)));
-    }
-    size_t accn = global_acc ? (size_t)(Mp * Np) : (size_t)nt * (size_t)(mc * tile_ld);
-    float *accbuf = (float *)fk_alloc(sizeof(float) * accn);
+    const int scaled = s.mode != FK_MODE_PLAIN;
+    const int64_t blen = j->desc.bias == FP8KIT_BIAS_ROW ? M : N;
+    fk_carver cv = {0, 0, {{0, 0}}};
+    const size_t o_rowf = fk_carve(&cv, sizeof(double) * (size_t)M);
+    const size_t o_colf = fk_carve(&cv, j->desc.scale_b == FP8KIT_SCALE_ROW ? sizeof(double) * (size_t)N : 0);
+    const size_t o_bias = fk_carve(&cv, j->bias ? sizeof(float) * (size_t)blen : 0);
+    const size_t o_ap = fk_carve(&cv, sizeof(float) * (size_t)(Mp * kch));
+    const size_t o_bp = fk_carve(&cv, sizeof(float) * (size_t)(Np * kch));
+    const size_t o_as = fk_carve(&cv, scaled ? sizeof(float) * (size_t)(Mp * s.nkb) : 0);
+    const size_t o_bs = fk_carve(&cv, scaled ? sizeof(float) * (size_t)(Np * s.nkb) : 0);
+    const size_t o_arng = fk_carve(&cv, scaled ? sizeof(float) * (size_t)(2 * (Mp / mr)) : 0);
+    const size_t o_brng = fk_carve(&cv, scaled ? sizeof(float) * (size_t)(2 * (Np / nr)) : 0);
+    const size_t o_acc = fk_carve(&cv, sizeof(float) * (global_acc ? (size_t)(Mp * Np) : (size_t)nt * (size_t)(mc * tile_ld)));
     /* per thread: tile_ld doubles then tile_ld floats for the epilogue */
-    double *rowbuf = (double *)fk_alloc(12 * (size_t)nt * (size_t)tile_ld);
-    fp8kit_status st = FP8KIT_OK;
-    if (!rowf || (j->desc.scale_b == FP8KIT_SCALE_ROW && !colf) || (j->bias && !bias) || !s.ap || !s.bp ||
-        (s.mode != FK_MODE_PLAIN && (!s.as || !s.bs || !s.arng || !s.brng)) || !accbuf || !rowbuf) {
-        st = fk_fail(ctx, FP8KIT_ERR_OUT_OF_MEMORY, "fp8kit_gemm (cpu): out of memory for %lld x %lld x %lld",
-                     (long long)M, (long long)N, (long long)K);
-        goto done;
+    const size_t o_row = fk_carve(&cv, 12 * (size_t)nt * (size_t)tile_ld);
+    int pooled = 0;
+    char *scratch = (char *)fk_scratch_get(cv.off, &pooled);
+    if (!scratch)
+        return fk_fail(ctx, FP8KIT_ERR_OUT_OF_MEMORY, "fp8kit_gemm (cpu): out of memory (%zu bytes of scratch for %lld x %lld x %lld)",
+                       cv.off, (long long)M, (long long)N, (long long)K);
+    fk_carve_guard(&cv, scratch);
+    double *rowf = (double *)(scratch + o_rowf);
+    double *colf = j->desc.scale_b == FP8KIT_SCALE_ROW ? (double *)(scratch + o_colf) : NULL;
+    float *bias = j->bias ? (float *)(scratch + o_bias) : NULL;
+    s.ap = (float *)(scratch + o_ap);
+    s.bp = (float *)(scratch + o_bp);
+    if (scaled) {
+        s.as = (float *)(scratch + o_as);
+        s.bs = (float *)(scratch + o_bs);
+        s.arng = (float *)(scratch + o_arng);
+        s.brng = (float *)(scratch + o_brng);
     }
+    float *accbuf = (float *)(scratch + o_acc);
+    double *rowbuf = (double *)(scratch + o_row);
 
     /* epilogue factors: alpha and the tensor/row scales, in double */
     {
@@ -405,17 +517,6 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     if (j->amax_d)
         *j->amax_d = fk_u2f(amax);
 
-done:
-    free(rowf);
-    free(colf);
-    free(bias);
-    free(s.ap);
-    free(s.bp);
-    free(s.as);
-    free(s.bs);
-    free(s.arng);
-    free(s.brng);
-    free(accbuf);
-    free(rowbuf);
-    return st;
+    fk_scratch_put(scratch, cv.off, pooled);
+    return FP8KIT_OK;
 }
