@@ -37,6 +37,11 @@ static inline ref_val ref_from_f32(uint32_t u)
 }
 
 static inline int ref_bitlen(uint64_t m) { return m ? 64 - __builtin_clzll(m) : 0; }
+static inline int ref_bitlen128(unsigned __int128 m)
+{
+    uint64_t hi = (uint64_t)(m >> 64);
+    return hi ? 64 + ref_bitlen(hi) : ref_bitlen((uint64_t)m);
+}
 
 /* Compares a * 2^ea with b * 2^eb exactly: -1, 0 or 1. */
 static inline int ref_cmp(uint64_t a, int ea, uint64_t b, int eb)
@@ -150,16 +155,11 @@ static inline uint32_t ref_round_f32(unsigned __int128 n, uint64_t d, int e)
 {
     if (n == 0)
         return 0;
-    int nl = 0;
-    for (unsigned __int128 t = n; t; t >>= 1)
-        nl++;
-    int s = 126 - nl; /* n << s fits in 127 bits */
+    int s = 126 - ref_bitlen128(n); /* n << s fits in 127 bits */
     unsigned __int128 N = n << s;
     unsigned __int128 Q = N / d, R = N % d;
     /* value = (Q + R/d) * 2^(e - s); Q has >= 100 bits */
-    int ql = 0;
-    for (unsigned __int128 t = Q; t; t >>= 1)
-        ql++;
+    int ql = ref_bitlen128(Q);
     int lg = ql - 1 + e - s;          /* floor(log2 value) */
     int u = lg - 23 < -149 ? -149 : lg - 23; /* exponent of the last kept bit */
     int k = u - (e - s);              /* bits of Q below the kept ones (>= 76) */
