@@ -192,8 +192,46 @@ static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, cons
         bcol[e] = p.bias_mode == FP8KIT_BIAS_COL && ok ? fk_epi_load(p.bias, col + e, p.bias_type) : 0.0f;
     }
     unsigned int amax = 0;
+    const bool lean = !p.c && !p.bias && !p.act && p.out_quant == FP8KIT_OUTQ_NONE &&
+                      (p.d_type == FP8KIT_BF16 || p.d_type == FP8KIT_F16 || p.d_type == FP8KIT_F32);
+    if (lean) {
+        /* The common case - scales and alpha only, 16/32-bit output: y = acc *
+         * (alpha * sa * sb) in fp32 (the factor rounded once from double in
+         * the tensor case), hardware conversion, one vector store. */
+        float cf[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            cf[e] = (float)((double)p.alpha * (double)sa_t * (double)colf[e]);
 #pragma unroll 1
-    for (int r = tid / TPR; r < 64; r += RSTEP) {
+        for (int r = tid / TPR; r < 64; r += RSTEP) {
+            const int row = m0 + r;
+            if (row >= p.m || nv <= 0)
+                continue;
+            const float4 v = *(const float4 *)&stage[fk_stage_idx<BN>(r, c4)];
+            float y[4] = {v.x, v.y, v.z, v.w};
+            if (p.sa_mode == FP8KIT_SCALE_ROW) {
+                const float sa = p.sa[row]; /* once per row */
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    y[e] = y[e] * (sa * cf[e]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    y[e] = y[e] * cf[e];
+            }
+            const long long off = (long long)row * p.ldd + col;
+            if (p.d_type != FP8KIT_F32 && nv == 4 && (((uintptr_t)p.d + 2 * off) & 7u) == 0) {
+                const bool bf = p.d_type == FP8KIT_BF16;
+                const uint32_t lo = bf ? fk_cvt_bf16x2(y[0], y[1]) : fk_cvt_f16x2(y[0], y[1]);
+                const uint32_t hi = bf ? fk_cvt_bf16x2(y[2], y[3]) : fk_cvt_f16x2(y[2], y[3]);
+                *(uint2 *)((uint16_t *)p.d + off) = make_uint2(lo, hi);
+            } else {
+                fk_epi_store4(p, row, col, y, nv, amax);
+            }
+        }
+    }
+#pragma unroll 1
+    for (int r = tid / TPR; r < 64 && !lean; r += RSTEP) {
         const int row = m0 + r;
         if (row >= p.m || nv <= 0)
             continue;

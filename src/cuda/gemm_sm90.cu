@@ -90,13 +90,29 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
         int prev_stage = -1;
+        /* Block scales of rows r0 and r0 + 8 (A) and of this tile's 128
+         * columns (B), loaded one K block ahead so their latency hides
+         * behind a whole K block of wgmma. */
+        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm : nullptr;
+        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm : nullptr;
+        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld : nullptr;
+        float a_lo = 0.0f, a_hi = 0.0f, b_k = 0.0f;
+        if (BLOCK && p.num_kb > 0) {
+            a_lo = sa_lo[0];
+            a_hi = sa_hi[0];
+            b_k = sb_t[0];
+        }
         for (int kb = 0; kb < p.num_kb; kb++) {
-            float s_lo = 1.0f, s_hi = 1.0f; /* block scales of rows r0, r0 + 8 */
+            float s_lo = 1.0f, s_hi = 1.0f;
             if (BLOCK) {
-                const float sb = p.sb[(long long)((tn * BN) >> 7) * p.sb_ld + kb];
-                const int ra = min(r0, p.m - 1), rb = min(r0 + 8, p.m - 1);
-                s_lo = p.sa[(long long)ra * p.sa_sm + (long long)kb * p.sa_sk] * sb;
-                s_hi = p.sa[(long long)rb * p.sa_sm + (long long)kb * p.sa_sk] * sb;
+                s_lo = a_lo * b_k;
+                s_hi = a_hi * b_k;
+                if (kb + 1 < p.num_kb) {
+                    const long long o = (long long)(kb + 1) * p.sa_sk;
+                    a_lo = sa_lo[o];
+                    a_hi = sa_hi[o];
+                    b_k = sb_t[kb + 1];
+                }
             }
             fk_mbar_wait(full0 + 8 * stage, phase);
             const uint32_t a_base = sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK;

@@ -100,6 +100,31 @@ FK_DEV void fk_named_bar_sync(int id, int n)
 #endif
 }
 
+/* Two fp32 -> packed bf16x2 / f16x2, round to nearest even (no flush to
+ * zero; overflow to Inf for f16): lo in bits 0-15, hi in bits 16-31. Equal
+ * to the SPEC codecs except that a NaN comes out as the canonical NaN. */
+FK_DEV uint32_t fk_cvt_bf16x2(float lo, float hi)
+{
+    uint32_t r = 0;
+#ifdef FK_SM90_DEVICE
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    (void)lo, (void)hi;
+#endif
+    return r;
+}
+
+FK_DEV uint32_t fk_cvt_f16x2(float lo, float hi)
+{
+    uint32_t r = 0;
+#ifdef FK_SM90_DEVICE
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    (void)lo, (void)hi;
+#endif
+    return r;
+}
+
 /* ------------------------------------------------------------ setmaxnreg */
 template <int N> FK_DEV void fk_setmaxnreg_inc(void)
 {
