@@ -1,10 +1,12 @@
 /* gemm_kernel.c - fp32 register-blocked microkernels of the CPU scaled GEMM,
  * one per ISA (AVX-512: 12 x 32, AVX2+FMA: 6 x 16, baseline SSE2: 4 x 8),
  * generated from gemm_kernel_body.h with GCC vector extensions and picked at
- * run time from the CPU's features, so one build runs everywhere.
+ * run time from the CPU's features, so one build runs everywhere
+ * (FP8KIT_CPU_ISA=generic|avx2 in the environment forces a fallback).
  * This file alone is compiled with -ffp-contract=fast (see CMakeLists.txt):
  * the multiply-adds of the dot products become FMAs. Nothing here needs to
  * be bit-exact; the GEMM's contract is the error bound of SPEC section 3. */
+#include <stdlib.h>
 #include <string.h>
 #include "cpu/gemm_internal.h"
 
@@ -49,6 +51,14 @@ int fk_gemm_cpu_isa(void)
         v = FK_ISA_AVX2;
     else
         v = FK_ISA_GENERIC;
+    /* FP8KIT_CPU_ISA=generic|avx2|avx512 lowers the choice (tests of the
+     * fallback kernels); it never raises it above what the CPU runs. */
+    const char *e = getenv("FP8KIT_CPU_ISA");
+    if (e) {
+        int want = !strcmp(e, "generic") ? FK_ISA_GENERIC : !strcmp(e, "avx2") ? FK_ISA_AVX2 : FK_ISA_AVX512;
+        if (want < v)
+            v = want;
+    }
     __atomic_store_n(&isa, v, __ATOMIC_RELAXED);
     return v;
 }
