@@ -41,6 +41,7 @@ except ImportError as e:  # pragma: no cover
 FP8KIT = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "fp8kit"
 FAILS = []
 PASSES = [0]
+NOTES = {}
 
 
 def check(cond, what):
@@ -375,6 +376,27 @@ def check_dequantized(tag, qfile_tensors, out, scheme, outdt):
         check(out.get(name) == v, "%s: %s copied through dequantize" % (tag, name))
 
 
+def check_same_values(tag, a, b):
+    """Files a and b hold the same tensors; float tensors equal as bits except
+    for NaN payloads (NaN in the same places)."""
+    check(sorted(a) == sorted(b), "%s: same tensor names" % tag)
+    for name in a:
+        if name not in b:
+            continue
+        (da, sa, xa), (db, sb, xb) = a[name], b[name]
+        if xa == xb and (da, sa) == (db, sb):
+            PASSES[0] += 1
+            continue
+        ok = (da, sa) == (db, sb) and da in ("F32", "BF16")
+        if ok:
+            t = np.float32 if da == "F32" else np.uint16
+            ok = same_bits(np.frombuffer(xa, t), np.frombuffer(xb, t))
+        check(ok, "%s: %s equal (NaN payloads aside)" % (tag, name))
+        if ok and not NOTES.get("nan"):
+            NOTES["nan"] = True
+            print("note: %s: %s differs only in NaN payloads" % (tag, name))
+
+
 def leftovers(d):
     return [n for n in os.listdir(d) if ".tmp-" in n]
 
@@ -413,11 +435,12 @@ def test_schemes(tmp, rng, cuda):
             dout, dmeta = st_read(d_path)
             check_dequantized("%s deq %s" % (tag, outdt), out, dout, scheme, outdt)
             check("quantization" not in dmeta and dmeta.get("format") == "pt", "%s: dequantize metadata" % tag)
-            if cuda:
+            if cuda:  # equal up to NaN payloads, which SPEC leaves open for dequantized values
                 c_path = os.path.join(tmp, "d_cuda.safetensors")
                 r = run("dequantize", q_path, c_path, "--dtype", outdt, "--backend", "cuda", "--force")
-                check(r.returncode == 0 and open(c_path, "rb").read() == open(d_path, "rb").read(),
-                      "%s: CUDA dequantize --dtype %s identical to CPU" % (tag, outdt))
+                check(r.returncode == 0, "%s: CUDA dequantize --dtype %s (%s)" % (tag, outdt, r.stderr.strip()))
+                if r.returncode == 0:
+                    check_same_values("%s: CUDA dequantize --dtype %s" % (tag, outdt), dout, st_read(c_path)[0])
     # mxfp8 needs K % 32 == 0: exclude the one tensor that breaks it (none here), then run both rules
     for rceil in (False, True):
         tag = "mxfp8 " + ("rceil" if rceil else "floor")

@@ -13,6 +13,8 @@
 #error "safetensors data is little-endian; this converter assumes a little-endian host"
 #endif
 
+typedef struct st_pipe st_pipe;
+
 typedef enum cv_action { CV_COPY, CV_QUANT, CV_DEQUANT, CV_DROP } cv_action;
 
 typedef struct cv_item {
@@ -57,10 +59,27 @@ typedef struct cv {
     size_t errlen;
     size_t slab;
     char quant_json[512];
-    cv_buf hq, hs, hy, hx;  /* host: codes, scales, dequantized rows, staging */
+    st_pipe *pipe;          /* writer thread and output buffers */
+    cv_buf hs, hx;          /* host: input scales (dequantize), unaligned input staging */
     cv_buf dx, dq, ds, dy;  /* device */
     struct timespec t0;
 } cv;
+
+/* I/O pipeline (st_pipe.c): writer thread + buffer pool, input prefetch. */
+st_pipe *st_pipe_create(int prefetch);
+void st_pipe_destroy(st_pipe *p);
+void st_pipe_set_writer(st_pipe *p, st_writer *w);
+/* A free host buffer of >= bytes (blocks while all are being written). */
+void *st_pipe_acquire(st_pipe *p, size_t bytes, int *slot, fp8kit_status *st, char *err, size_t errlen);
+void st_pipe_release(st_pipe *p, int slot); /* give back an unsubmitted buffer */
+/* Queues a write of len bytes at off: from buffer `slot` (freed when
+ * written) or, slot -1, from memory that stays valid until drained. */
+fp8kit_status st_pipe_submit(st_pipe *p, int slot, const void *ptr, size_t len, uint64_t off, char *err,
+                             size_t errlen);
+/* Waits for every queued write; the first write error, if any. */
+fp8kit_status st_pipe_drain(st_pipe *p, char *err, size_t errlen);
+/* Asks the prefetch thread to map [addr, addr+len) (latest request wins). */
+void st_pipe_prefetch(st_pipe *p, const void *addr, size_t len);
 
 fp8kit_status cv_fail(cv *c, fp8kit_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int cv_fk_dtype(st_dtype t, fp8kit_dtype *out);

@@ -102,12 +102,12 @@ static fp8kit_status cv_lib_fail(cv *c, fp8kit_status st, const char *fn, const 
                    fp8kit_status_string(st));
 }
 
-static fp8kit_status cv_copy(cv *c, st_writer *w, uint64_t at, const st_tensor *t)
+static fp8kit_status cv_copy(cv *c, uint64_t at, const st_tensor *t)
 {
     uint64_t n = t->end - t->begin, done = 0;
-    while (done < n) {
+    while (done < n) { /* written by the pipe's thread straight from the mapping */
         size_t k = n - done < c->slab ? (size_t)(n - done) : c->slab;
-        fp8kit_status st = st_writer_pwrite(w, t->data + done, k, at + done, c->err, c->errlen);
+        fp8kit_status st = st_pipe_submit(c->pipe, -1, t->data + done, k, at + done, c->err, c->errlen);
         if (st)
             return st;
         done += k;
@@ -117,7 +117,7 @@ static fp8kit_status cv_copy(cv *c, st_writer *w, uint64_t at, const st_tensor *
     return FP8KIT_OK;
 }
 
-static fp8kit_status cv_quant(cv *c, st_writer *w, uint64_t base, const cv_file *f, const cv_item *it)
+static fp8kit_status cv_quant(cv *c, uint64_t base, const cv_file *f, const cv_item *it)
 {
     const st_tensor *t = it->src;
     char tq[160];
@@ -131,14 +131,16 @@ static fp8kit_status cv_quant(cv *c, st_writer *w, uint64_t base, const cv_file 
     size_t sbytes = st_dtype_size(so->dtype);
     for (int d = 0; d < so->ndim; d++)
         sbytes *= (size_t)so->shape[d];
-    fp8kit_status st = cv_buf_need(c, &c->hs, sbytes);
-    if (st)
+    fp8kit_status st;
+    int sslot = -1, qslot = -1;
+    unsigned char *sbuf = st_pipe_acquire(c->pipe, sbytes, &sslot, &st, c->err, c->errlen), *qbuf;
+    if (!sbuf)
         return st;
     if (N == 0 || K == 0) { /* empty groups: amax = 0, S = 1 (SPEC 2.1) */
         if (so->dtype == ST_F32)
             for (size_t i = 0; i < sbytes / 4; i++)
-                ((float *)c->hs.p)[i] = 1.0f;
-        return st_writer_pwrite(w, c->hs.p, sbytes, soff, c->err, c->errlen);
+                memcpy(sbuf + 4 * i, &(float){1.0f}, 4);
+        return st_pipe_submit(c->pipe, sslot, sbuf, sbytes, soff, c->err, c->errlen);
     }
     const int64_t rs = cv_slab_rows(c, it, (size_t)K * es, it->desc.scheme == FP8KIT_SCHEME_TENSOR);
     const int dev = c->mem != NULL;
@@ -147,52 +149,68 @@ static fp8kit_status cv_quant(cv *c, st_writer *w, uint64_t base, const cv_file 
         int64_t nr = N - r0 < rs ? N - r0 : rs, shape[2] = {nr, K};
         size_t xb = (size_t)(nr * K) * es, qb = (size_t)(nr * K);
         const unsigned char *src = t->data + (size_t)r0 * (size_t)K * es;
+        if (dev && r0 + rs < N) /* map the next slab while this one is copied */
+            st_pipe_prefetch(c->pipe, src + xb, (size_t)((N - r0 - rs < rs ? N - r0 - rs : rs) * K) * es);
         fp8kit_tensor x = fp8kit_tensor_make(NULL, xd, 2, shape), q, s;
-        if ((st = fp8kit_quant_shapes(&it->desc, &x, &q, &s)))
-            return cv_lib_fail(c, st, "fp8kit_quant_shapes", tq);
+        if ((st = fp8kit_quant_shapes(&it->desc, &x, &q, &s))) {
+            st = cv_lib_fail(c, st, "fp8kit_quant_shapes", tq);
+            goto fail;
+        }
         size_t sb = cv_tbytes(&s);
-        if (sdone + sb > sbytes)
-            return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': scale slabs overrun the scale tensor", tq);
-        if ((st = cv_buf_need(c, &c->hq, qb)))
-            return st;
+        if (sdone + sb > sbytes) {
+            st = cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': scale slabs overrun the scale tensor", tq);
+            goto fail;
+        }
+        if (!(qbuf = st_pipe_acquire(c->pipe, qb, &qslot, &st, c->err, c->errlen)))
+            goto fail;
         if (dev) {
             if ((st = cv_buf_need(c, &c->dx, xb)) || (st = cv_buf_need(c, &c->dq, qb)) ||
                 (st = cv_buf_need(c, &c->ds, sb)) || (st = cv_upload(c, c->dx.p, src, xb, tq)))
-                return st;
+                goto fail;
             x.data = c->dx.p, q.data = c->dq.p, s.data = c->ds.p;
         } else {
             if ((uintptr_t)src % es) { /* foreign file with an unaligned tensor */
                 if ((st = cv_buf_need(c, &c->hx, xb)))
-                    return st;
+                    goto fail;
                 memcpy(c->hx.p, src, xb);
                 src = c->hx.p;
             }
-            x.data = (void *)src, q.data = c->hq.p, s.data = (char *)c->hs.p + sdone;
+            x.data = (void *)src, q.data = qbuf, s.data = sbuf + sdone;
         }
-        if ((st = fp8kit_quantize(c->ctx, &it->desc, &x, &q, &s, NULL)))
-            return cv_lib_fail(c, st, "fp8kit_quantize", tq);
-        if (dev && ((st = cv_download(c, c->hq.p, c->dq.p, qb, tq)) ||
-                    (st = cv_download(c, (char *)c->hs.p + sdone, c->ds.p, sb, tq))))
-            return st;
-        if ((st = st_writer_pwrite(w, c->hq.p, qb, qoff + (uint64_t)r0 * (uint64_t)K, c->err, c->errlen)))
-            return st;
+        if ((st = fp8kit_quantize(c->ctx, &it->desc, &x, &q, &s, NULL))) {
+            st = cv_lib_fail(c, st, "fp8kit_quantize", tq);
+            goto fail;
+        }
+        if (dev && ((st = cv_download(c, qbuf, c->dq.p, qb, tq)) ||
+                    (st = cv_download(c, sbuf + sdone, c->ds.p, sb, tq))))
+            goto fail;
+        st = st_pipe_submit(c->pipe, qslot, qbuf, qb, qoff + (uint64_t)r0 * (uint64_t)K, c->err, c->errlen);
+        qslot = -1;
+        if (st)
+            goto fail;
         sdone += sb;
         c->stats->in_bytes_done += xb;
         cv_progress(c, 0);
     }
-    if (sdone != sbytes)
-        return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': %zu of %zu scale bytes produced", tq, sdone, sbytes);
-    return st_writer_pwrite(w, c->hs.p, sbytes, soff, c->err, c->errlen);
+    if (sdone != sbytes) {
+        st = cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': %zu of %zu scale bytes produced", tq, sdone, sbytes);
+        goto fail;
+    }
+    return st_pipe_submit(c->pipe, sslot, sbuf, sbytes, soff, c->err, c->errlen);
+fail:
+    if (qslot >= 0)
+        st_pipe_release(c->pipe, qslot);
+    st_pipe_release(c->pipe, sslot);
+    return st;
 }
 
-static fp8kit_status cv_dequant(cv *c, st_writer *w, uint64_t base, const cv_file *f, const cv_item *it)
+static fp8kit_status cv_dequant(cv *c, uint64_t base, const cv_file *f, const cv_item *it)
 {
     const st_tensor *t = it->src, *sc = it->scale;
     char tq[160];
     st_quote(t->name, tq, sizeof tq);
-    fp8kit_dtype qd, sd, yd = c->o->out_dtype;
+    fp8kit_dtype qd, yd = c->o->out_dtype;
     cv_fk_dtype(t->dtype, &qd);
-    cv_fk_dtype(sc->dtype, &sd);
     const size_t yes = fp8kit_dtype_size(yd);
     const int64_t N = it->R, K = it->C;
     const uint64_t yoff = base + f->out_off[it->out_main];
@@ -214,6 +232,8 @@ static fp8kit_status cv_dequant(cv *c, st_writer *w, uint64_t base, const cv_fil
         int64_t nr = N - r0 < rs ? N - r0 : rs, shape[2] = {nr, K};
         size_t qb = (size_t)(nr * K), yb = qb * yes;
         const unsigned char *src = t->data + (size_t)r0 * (size_t)K;
+        if (dev && r0 + rs < N)
+            st_pipe_prefetch(c->pipe, src + qb, (size_t)((N - r0 - rs < rs ? N - r0 - rs : rs) * K));
         fp8kit_tensor y = fp8kit_tensor_make(NULL, yd, 2, shape), q, s;
         if ((st = fp8kit_quant_shapes(&it->desc, &y, &q, &s)))
             return cv_lib_fail(c, st, "fp8kit_quant_shapes", tq);
@@ -222,28 +242,36 @@ static fp8kit_status cv_dequant(cv *c, st_writer *w, uint64_t base, const cv_fil
             sdone = 0; /* one scale for every slab */
         if (sdone + sb > sbytes)
             return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': scale slabs overrun the scale tensor", tq);
-        if ((st = cv_buf_need(c, &c->hy, yb)))
+        int yslot;
+        unsigned char *ybuf = st_pipe_acquire(c->pipe, yb, &yslot, &st, c->err, c->errlen);
+        if (!ybuf)
             return st;
         if (dev) {
             if ((st = cv_buf_need(c, &c->dq, qb)) || (st = cv_buf_need(c, &c->dy, yb)) ||
-                (st = cv_upload(c, c->dq.p, src, qb, tq)))
+                (st = cv_upload(c, c->dq.p, src, qb, tq))) {
+                st_pipe_release(c->pipe, yslot);
                 return st;
+            }
             q.data = c->dq.p, y.data = c->dy.p, s.data = (char *)c->ds.p + sdone;
         } else {
-            q.data = (void *)src, y.data = c->hy.p, s.data = (char *)c->hs.p + sdone;
+            q.data = (void *)src, y.data = ybuf, s.data = (char *)c->hs.p + sdone;
         }
         q.dtype = qd;
-        if ((st = fp8kit_dequantize(c->ctx, &it->desc, &q, &s, &y, NULL)))
+        if ((st = fp8kit_dequantize(c->ctx, &it->desc, &q, &s, &y, NULL))) {
+            st_pipe_release(c->pipe, yslot);
             return cv_lib_fail(c, st, "fp8kit_dequantize", tq);
-        if (dev && (st = cv_download(c, c->hy.p, c->dy.p, yb, tq)))
+        }
+        if (dev && (st = cv_download(c, ybuf, c->dy.p, yb, tq))) {
+            st_pipe_release(c->pipe, yslot);
             return st;
-        if ((st = st_writer_pwrite(w, c->hy.p, yb, yoff + (uint64_t)r0 * (uint64_t)K * yes, c->err, c->errlen)))
+        }
+        if ((st = st_pipe_submit(c->pipe, yslot, ybuf, yb, yoff + (uint64_t)r0 * (uint64_t)K * yes, c->err,
+                                 c->errlen)))
             return st;
         sdone += sb;
         c->stats->in_bytes_done += qb;
         cv_progress(c, 0);
     }
-    (void)sd;
     return FP8KIT_OK;
 }
 
@@ -257,19 +285,20 @@ static fp8kit_status cv_run_file(cv *c, const cv_file *f, st_writer *w)
         return st;
     if (f->in->map)
         (void)madvise(f->in->map, f->in->map_size, MADV_SEQUENTIAL);
+    st_pipe_set_writer(c->pipe, w);
     for (size_t i = 0; i < f->nitems && !st; i++) {
         const cv_item *it = &f->items[i];
         switch (it->act) {
         case CV_COPY:
-            st = cv_copy(c, w, base + f->out_off[it->out_main], it->src);
+            st = cv_copy(c, base + f->out_off[it->out_main], it->src);
             c->stats->copied++;
             break;
         case CV_QUANT:
-            st = cv_quant(c, w, base, f, it);
+            st = cv_quant(c, base, f, it);
             c->stats->quantized++;
             break;
         case CV_DEQUANT:
-            st = cv_dequant(c, w, base, f, it);
+            st = cv_dequant(c, base, f, it);
             c->stats->dequantized++;
             break;
         case CV_DROP:
@@ -277,6 +306,14 @@ static fp8kit_status cv_run_file(cv *c, const cv_file *f, st_writer *w)
         }
         c->stats->tensors_done++;
     }
+    /* every queued write has landed (or failed) before w is closed */
+    char derr[600];
+    fp8kit_status dst = st_pipe_drain(c->pipe, derr, sizeof derr);
+    if (!st && dst) {
+        st = dst;
+        snprintf(c->err, c->errlen, "%s", derr);
+    }
+    st_pipe_set_writer(c->pipe, NULL);
     if (!st)
         c->stats->out_bytes += total;
     return st;
@@ -496,6 +533,10 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     }
 
     /* write */
+    if (!(c->pipe = st_pipe_create(c->mem != NULL))) {
+        st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "cannot start the writer thread");
+        goto done;
+    }
     if (sharded) {
         if (!mkdtemp(tmpdir)) {
             st = cv_fail(c, FP8KIT_ERR_IO, "%s: cannot create a temporary directory next to it: %s", out,
@@ -566,7 +607,8 @@ done:
     st_tmp_remove(dir_slot);
     free(slots);
     free(tmpdir);
-    cv_buf *bufs[] = {&c->hq, &c->hs, &c->hy, &c->hx, &c->dx, &c->dq, &c->ds, &c->dy};
+    st_pipe_destroy(c->pipe);
+    cv_buf *bufs[] = {&c->hs, &c->hx, &c->dx, &c->dq, &c->ds, &c->dy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cv_buf_free(c, bufs[i]);
     for (size_t i = 0; files && i < nfiles; i++)
