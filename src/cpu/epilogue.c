@@ -31,7 +31,7 @@ static inline float fk_round_hp(float y, fp8kit_dtype t)
  * The fp32 factors' products are exact in double, so nothing overflows or
  * underflows needlessly, and cancellation between the terms costs no
  * accuracy beyond the accumulation's own error. */
-static void fk_epi_linear(const fk_gemm_epi *ep, double *restrict yd, float *restrict y, const float *restrict acc,
+static inline __attribute__((always_inline)) void fk_epi_linear(const fk_gemm_epi *ep, double *restrict yd, float *restrict y, const float *restrict acc,
                           int64_t m, int64_t n0, int64_t w)
 {
     const fk_gemm_job *j = ep->job;
@@ -77,7 +77,7 @@ static void fk_epi_linear(const fk_gemm_epi *ep, double *restrict yd, float *res
 }
 
 /* Fused output quantization of one row (OUTQ_MX / OUTQ_BLOCK1X128), SPEC 2. */
-static void fk_epi_quant_row(const fk_gemm_job *j, float *restrict y, int64_t m, int64_t n0, int64_t w,
+static inline __attribute__((always_inline)) void fk_epi_quant_row(const fk_gemm_job *j, float *restrict y, int64_t m, int64_t n0, int64_t w,
                              uint8_t *restrict q)
 {
     const int e5m2 = j->d_type == FP8KIT_E5M2;
@@ -115,7 +115,7 @@ static void fk_epi_quant_row(const fk_gemm_job *j, float *restrict y, int64_t m,
 }
 
 /* Step 5: D[m, n0 .. n0 + w) from y. */
-static void fk_epi_store(const fk_gemm_job *j, float *restrict y, int64_t m, int64_t n0, int64_t w,
+static inline __attribute__((always_inline)) void fk_epi_store(const fk_gemm_job *j, float *restrict y, int64_t m, int64_t n0, int64_t w,
                          uint32_t *amax_bits)
 {
     int64_t base = m * j->ldd + n0;
@@ -163,6 +163,9 @@ static void fk_epi_store(const fk_gemm_job *j, float *restrict y, int64_t m, int
     }
 }
 
+/* Cloned per ISA (the element loops vectorize much wider with AVX-512);
+ * every clone computes the same IEEE operations, never contracted. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void fk_gemm_epilogue(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, int64_t m0, int64_t m1, int64_t n0,
                       int64_t n1, double *dbuf, float *buf, uint32_t *amax_bits)
 {

@@ -489,7 +489,9 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
                 for (int64_t p = 0; p < Np / nr; p++)
                     fk_pack_panel(&s, 0, p, k0, kl);
             }
-#pragma omp for schedule(dynamic, 1)
+            /* no barrier after the tiles: the next chunk's packing waits
+             * explicitly below, the last chunk ends at the region's join */
+#pragma omp for schedule(dynamic, 1) nowait
             for (int64_t t = 0; t < ntile; t++) {
                 const int64_t m0 = (t / tn) * mc, n0 = (t % tn) * nc;
                 const int64_t m1 = m0 + mc < M ? m0 + mc : M, n1 = n0 + nc < N ? n0 + nc : N;
@@ -510,6 +512,9 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
                     fk_tile(&s, kl, m0, m1, n0, n1, acc, ld);
                 if (last)
                     fk_gemm_epilogue(&ep, acc, ld, m0, m1, n0, n1, dbuf, buf, &my_amax);
+            }
+            if (!last) {
+#pragma omp barrier
             }
         }
         amax = my_amax;
