@@ -18,11 +18,7 @@ FK_CPU_CLONES static void k_deq_mx_t_tile(const uint8_t *q0, int64_t q_sr, const
     float sf[2][TILE];
     float f[TILE];
     const size_t es = fk_dtype_bytes(yt);
-    for (int c = 0; c < tw; c++) {
-        const uint8_t *qrow = q0 + c * q_sr;
-        for (int i = 0; i < th; i++)
-            qt[i][c] = qrow[i];
-    }
+    fkv_transpose_bytes(q0, q_sr, &qt[0][0], TILE, tw, th); /* q rows c -> qt columns */
     for (int i = 0; i < th; i++)
         for (int c = tw; c < TILE; c++)
             qt[i][c] = 0;
@@ -53,8 +49,8 @@ fp8kit_status fk_cpu_dequant_mx_t(int nt, const fk_quant_job *job)
     const float *lut = fk_cpu_fp8_lut(job->e5m2);
 #pragma omp parallel for collapse(3) schedule(static) num_threads(nt)
     for (int64_t e = 0; e < y->E; e++)
-        for (int64_t tr = 0; tr < ntr; tr++)
-            for (int64_t tc = 0; tc < ntc; tc++) {
+        for (int64_t tc = 0; tc < ntc; tc++)
+            for (int64_t tr = 0; tr < ntr; tr++) {
                 int64_t r0 = tr * TILE, c0 = tc * TILE;
                 int th = (int)(y->R - r0 < TILE ? y->R - r0 : TILE); /* multiple of 32 */
                 int tw = (int)(y->C - c0 < TILE ? y->C - c0 : TILE);

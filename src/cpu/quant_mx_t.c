@@ -52,11 +52,7 @@ FK_CPU_CLONES static void k_mx_t_tile(const char *x0, int64_t x_sr, fp8kit_dtype
             s_e[blocked ? fk_blocked_offset(sr, sc, s_cols) : sr * s_cols + sc] = sb[c];
         }
     }
-    for (int c = 0; c < tw; c++) {
-        uint8_t *qrow = q0 + c * q_sr;
-        for (int i = 0; i < th; i++)
-            qrow[i] = qt[i][c];
-    }
+    fkv_transpose_bytes(&qt[0][0], TILE, q0, q_sr, th, tw);
 }
 
 fp8kit_status fk_cpu_quant_mx_t(int nt, const fk_quant_job *job)
