@@ -79,9 +79,6 @@ static void fk_plan_fill(const fk_gemm_job *j, fk_cpu_gemm_cfg *c)
             kch = 128;
     }
     c->kch = kch;
-    if (getenv("FKT_KC")) c->kc = atoi(getenv("FKT_KC")); /* TUNING-ONLY */
-    if (getenv("FKT_MC")) c->mc = atoi(getenv("FKT_MC")) * mr; /* TUNING-ONLY */
-    if (getenv("FKT_NC")) c->nc = atoi(getenv("FKT_NC")); /* TUNING-ONLY */
 }
 
 fp8kit_status fk_cpu_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
