@@ -382,8 +382,8 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     s.tab_b = j->b_type == FP8KIT_E5M2 ? fk_tab_e5m2 : fk_tab_e4m3;
     s.mode = fk_gemm_mode(j);
     int nt = ctx && ctx->nthreads > 0 ? ctx->nthreads : omp_get_max_threads();
-    if (nt < 1)
-        nt = 1;
+    if (nt < 1 || 2.0 * (double)M * (double)N * (double)K < 0x1p23)
+        nt = 1; /* below ~8 MFLOP a fork/join costs more than it saves */
 
     const int64_t Mp = fk_round_up(M, mr), Np = fk_round_up(N, nr);
     const int64_t kch = s.cfg.kch >= K ? K : s.cfg.kch;
