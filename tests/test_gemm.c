@@ -577,8 +577,8 @@ int main(void)
               "plan cache grew on a repeated call (%lld -> %lld -> %lld)", (long long)plans, (long long)plans1,
               (long long)fp8kit_plan_cache_size(g_ctx));
         rng = r2;
-        t = random_case(&rng, "300x520x777 mx -> b1x128", FP8KIT_SCALE_MX, FP8KIT_SCALE_MX, 0, FP8KIT_E4M3,
-                        FP8KIT_OUTQ_BLOCK1X128);
+        t = random_case(&rng, "300x520x768 mx blocked -> b1x128", FP8KIT_SCALE_MX, FP8KIT_SCALE_MX,
+                        FP8KIT_LAYOUT_BLOCKED, FP8KIT_E4M3, FP8KIT_OUTQ_BLOCK1X128);
         t.m = 300, t.n = 520, t.k = 768, t.out_hp = FP8KIT_BF16, t.nthreads = 2;
         run_case(&t, &rng, NULL);
         free(o1), free(o2);
