@@ -22,7 +22,8 @@ static void quantize_usage(FILE *f)
     fprintf(f,
         "usage: fp8kit quantize IN OUT --scheme fp8-tensor|fp8-row|fp8-block|mxfp8\n"
         "                       [--rounding floor|rceil] [--pow2] [--exclude GLOB]...\n"
-        "                       [--backend auto|cpu|cuda] [--threads N] [--force] [--quiet] [--json]\n"
+        "                       [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
+        "                       [--quiet] [--json]\n"
         "\n"
         "Quantizes every 2-D F32/F16/BF16 tensor whose name ends in \".weight\" (unless a\n"
         "--exclude glob matches its name) to F8_E4M3 with its scales (SPEC.md section 5):\n"
@@ -49,15 +50,19 @@ static void quantize_usage(FILE *f)
 static void dequantize_usage(FILE *f)
 {
     fprintf(f,
-        "usage: fp8kit dequantize IN OUT [--dtype bf16|f16|f32] [--backend auto|cpu|cuda]\n"
-        "                         [--threads N] [--force] [--no-fsync] [--quiet] [--json]\n"
+        "usage: fp8kit dequantize IN OUT [--dtype bf16|f16|f32] [--exclude GLOB]...\n"
+        "                         [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
+        "                         [--quiet] [--json]\n"
         "\n"
         "Turns every F8_E4M3/F8_E5M2 tensor X that has a scale tensor X_scale or\n"
         "X_scale_inv back into --dtype (default bf16): y = decode(q) * S, rounded to\n"
         "nearest even. The scheme is recognised from the scale's dtype and shape\n"
         "(F32 [] tensor, [N,1] row, [N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)]\n"
         "128x128, F8_E8M0 [N,K/32] mxfp8). The scale tensors are dropped, every other\n"
-        "tensor is copied, the \"quantization\" metadata entry is removed.\n");
+        "tensor is copied, the \"quantization\" metadata entry is removed.\n"
+        "\n"
+        "  --exclude G    leave fp8 tensors whose names match the glob alone (repeatable)\n"
+        "  --backend B, --threads N, --force, --no-fsync, --quiet, --json: as for quantize\n");
 }
 
 static void inspect_usage(FILE *f)
