@@ -135,6 +135,9 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     for (int i = 0; i < S::NACC; i++)
                         fk_reg_fence(acc[i]);
                     fk_wgmma_wait<0>();
+                    /* the stage's last group is done: release it before promoting */
+                    if (ks == KSTEPS - 1 && lane == 0)
+                        fk_mbar_arrive(empty0 + 8 * stage);
                     if (BLOCK) {
 #pragma unroll
                         for (int i = 0; i < S::NACC; i++)
@@ -146,11 +149,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     }
                 }
             }
-            if (PROMO) {
-                /* This warp's reads of the stage are complete. */
-                if (lane == 0)
-                    fk_mbar_arrive(empty0 + 8 * stage);
-            } else {
+            if (!PROMO) {
                 /* Fast accumulation: keep one wgmma group in flight and
                  * release the stage the previous group read. */
                 fk_wgmma_commit();
@@ -177,6 +176,143 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
 #pragma unroll
             for (int i = 0; i < S::NACC; i++)
                 accf[i] = p.num_kb > 0 ? acc[i] : 0.0f;
+        }
+        fk_epilogue<BN>(p, accf, stage_out, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+    }
+}
+
+/* Issues the 4 k32 wgmma steps of one stage into acc (overwriting it) and
+ * commits them as one group. */
+template <int BN, int AB, int NACC>
+static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint32_t a_base, uint32_t b_base)
+{
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(acc[i]);
+    fk_wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
+        fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
+                              fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
+    fk_wgmma_commit();
+}
+
+/* accf += acc (times the block scales of rows r0 / r0 + 8 when BLOCK). */
+template <bool BLOCK, int NACC>
+static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], float (&acc)[NACC], float s_lo,
+                                                       float s_hi)
+{
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(acc[i]);
+    if (BLOCK) {
+#pragma unroll
+        for (int i = 0; i < NACC; i++)
+            accf[i] = accf[i] + acc[i] * ((i & 2) ? s_hi : s_lo);
+    } else {
+#pragma unroll
+        for (int i = 0; i < NACC; i++)
+            accf[i] = accf[i] + acc[i];
+    }
+}
+
+/* Consumer with promotion every stage (128 of K), pipelined: two wgmma
+ * accumulator sets; the group of K block kb runs on the tensor cores while
+ * the finished group of kb - 1 is promoted (and its stage released), so the
+ * promotion is off the MMA critical path. Block scales are loaded two K
+ * blocks ahead of their use. */
+template <int BN, bool BLOCK, int AB>
+static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
+                                                             uint32_t sa0, uint32_t sb0,
+                                                             uint32_t full0, uint32_t empty0,
+                                                             float *stage_out)
+{
+    typedef fk_sm90_shape<BN> S;
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
+    int stage = 0;
+    uint32_t phase = 0;
+    const int ntiles = p.sched.count();
+    const int nkb = p.num_kb;
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        int tm, tn;
+        p.sched.tile(t, tm, tn);
+        const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+        for (int i = 0; i < S::NACC; i++)
+            accf[i] = 0.0f;
+        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm : nullptr;
+        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm : nullptr;
+        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld : nullptr;
+        /* v = scales of the block promoted next, w = of the one after */
+        float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
+        if (BLOCK && nkb > 0) {
+            v_lo = sa_lo[0];
+            v_hi = sa_hi[0];
+            v_b = sb_t[0];
+            if (nkb > 1) {
+                w_lo = sa_lo[p.sa_sk];
+                w_hi = sa_hi[p.sa_sk];
+                w_b = sb_t[1];
+            }
+        }
+        if (nkb > 0) {
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            fk_sm90_issue<BN, AB>(acc0, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,
+                                  sb0 + stage * S::B_BYTES);
+            int pstage = stage; /* stage of the group in flight */
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+            /* Step kb: issue kb into one set, wait for kb - 1 in the other,
+             * promote it, release its stage, shift the scale registers. */
+#define FK_PIPE_STEP(NEW, OLD)                                                                   \
+    {                                                                                            \
+        fk_mbar_wait(full0 + 8 * stage, phase);                                                  \
+        fk_sm90_issue<BN, AB>(NEW, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,              \
+                              sb0 + stage * S::B_BYTES);                                         \
+        fk_wgmma_wait<1>();                                                                      \
+        if (lane == 0)                                                                           \
+            fk_mbar_arrive(empty0 + 8 * pstage);                                                 \
+        fk_sm90_promote<BLOCK>(accf, OLD, v_lo * v_b, v_hi * v_b);                               \
+        pstage = stage;                                                                          \
+        if (++stage == S::STAGES) {                                                              \
+            stage = 0;                                                                           \
+            phase ^= 1u;                                                                         \
+        }                                                                                        \
+        if (BLOCK) {                                                                             \
+            v_lo = w_lo;                                                                         \
+            v_hi = w_hi;                                                                         \
+            v_b = w_b;                                                                           \
+            if (kb + 1 < nkb) {                                                                  \
+                w_lo = sa_lo[(long long)(kb + 1) * p.sa_sk];                                     \
+                w_hi = sa_hi[(long long)(kb + 1) * p.sa_sk];                                     \
+                w_b = sb_t[kb + 1];                                                              \
+            }                                                                                    \
+        }                                                                                        \
+        kb++;                                                                                    \
+    }
+            /* invariant at the loop head: the group of kb - 1 is in acc0 */
+            int kb = 1;
+            for (; kb + 1 < nkb;) {
+                FK_PIPE_STEP(acc1, acc0)
+                FK_PIPE_STEP(acc0, acc1)
+            }
+            if (kb < nkb) {
+                FK_PIPE_STEP(acc1, acc0)
+                fk_wgmma_wait<0>();
+                if (lane == 0)
+                    fk_mbar_arrive(empty0 + 8 * pstage);
+                fk_sm90_promote<BLOCK>(accf, acc1, v_lo * v_b, v_hi * v_b);
+            } else {
+                fk_wgmma_wait<0>();
+                if (lane == 0)
+                    fk_mbar_arrive(empty0 + 8 * pstage);
+                fk_sm90_promote<BLOCK>(accf, acc0, v_lo * v_b, v_hi * v_b);
+            }
+#undef FK_PIPE_STEP
         }
         fk_epilogue<BN>(p, accf, stage_out, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
@@ -213,7 +349,13 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     } else {
         fk_setmaxnreg_inc<232>();
         float *stage_out = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem))) + wg * 64 * BN;
-        fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
+        /* The pipelined consumer only where ptxas keeps the wgmma groups
+         * asynchronous (block variants; for the others it serializes them,
+         * warning C7514, because of accumulator copies at loop joins). */
+        if constexpr (PROMO == 4 && BLOCK)
+            fk_sm90_consumer_pipe<BN, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
+        else
+            fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
     }
 #endif
 }
