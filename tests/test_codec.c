@@ -12,7 +12,9 @@
  * fk_mx_recip over strided + per-exponent samples of all positive amax
  * patterns; the per-element quantize steps; SPEC 2.2's edge-case table.
  * Needs no library code. Run: build/test_codec (FK_TEST_SEED=N replays;
- * FK_CODEC_RANDOM=N changes the random count, FK_CODEC_STRIDE=N the amax stride). */
+ * FK_CODEC_RANDOM=N changes the random count, FK_CODEC_STRIDE=N the amax stride;
+ * FK_CODEC_EXHAUSTIVE=1 with FK_CODEC_STRIDE=1 checks all 2^32 fp32 patterns and
+ * all 2^31 amax patterns: minutes on a 16-core machine). */
 #include "format/codec.h"
 #include "format/scale.h"
 #include "ref_exact.h"
@@ -117,6 +119,21 @@ static void check_encode_list(const char *name, const vec *in)
     printf("  encode %-24s %10lld inputs x 4 conversions: %ld mismatches\n", name, n, bad);
     CHECK(bad == 0, "encode %s: %ld mismatches", name, bad);
     g_cases += 4 * n;
+}
+
+/* every fp32 bit pattern (FK_CODEC_EXHAUSTIVE=1; minutes on many cores) */
+static void check_encode_all(void)
+{
+    long bad = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad)
+#endif
+    for (long long hi = 0; hi < 65536; hi++)
+        for (uint32_t lo = 0; lo < 65536; lo++)
+            bad += check_encode(((uint32_t)hi << 16) | lo);
+    printf("  encode %-24s %10lld inputs x 4 conversions: %ld mismatches\n", "ALL fp32 patterns", 1LL << 32, bad);
+    CHECK(bad == 0, "encode all fp32 patterns: %ld mismatches", bad);
+    g_cases += 4LL << 32;
 }
 
 /* --------------------------------------------------------------- decoding */
@@ -330,6 +347,8 @@ static void test_encode(fk_rng *rng, long long n_random)
         }
     check_encode_list("all exponents x mantissas", &v);
     free(v.p);
+    if (getenv("FK_CODEC_EXHAUSTIVE") && atoi(getenv("FK_CODEC_EXHAUSTIVE")))
+        check_encode_all();
 }
 
 /* ----------------------------------------------------- scales (SPEC 2.1/2.2) */
@@ -384,17 +403,21 @@ static void test_scales(fk_rng *rng, uint32_t stride)
     CHECK(ref_inv_fmax(0) == fk_t_f2u(1.0f / 448.0f), "fl32(1/448)");
     CHECK(ref_inv_fmax(1) == fk_t_f2u(1.0f / 57344.0f), "fl32(1/57344)");
 
-    vec v = {0};
+    /* every stride-th positive pattern from a random offset (no list: stride
+     * 1 means all 2^31) */
     uint32_t off = fk_rng_u32(rng) % stride;
-    for (uint64_t u = off; u <= 0x7FFFFFFFu; u += stride)
-        push(&v, (uint32_t)u);
-    push(&v, 0);
-    push(&v, 0x7F800000u);
-    char name[64];
-    snprintf(name, sizeof name, "every %u-th pattern", stride);
-    check_amax_list(name, &v);
+    long long n = (0x7FFFFFFFLL - off) / stride + 1;
+    long bad = check_amax(0) + check_amax(0x7F800000u);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 65536) reduction(+ : bad)
+#endif
+    for (long long i = 0; i < n; i++)
+        bad += check_amax((uint32_t)(off + (uint64_t)i * stride));
+    printf("  scales every %u-th pattern %14lld amax x 9 functions: %ld mismatches\n", stride, n + 2, bad);
+    CHECK(bad == 0, "scales every %u-th pattern: %ld mismatches", stride, bad);
+    g_cases += 9 * (n + 2);
 
-    v.n = 0;
+    vec v = {0};
     for (uint32_t E = 0; E < 256; E++) {
         push(&v, E << 23);
         push(&v, (E << 23) | 1u);
@@ -416,7 +439,7 @@ static void test_scales(fk_rng *rng, uint32_t stride)
     free(v.p);
 
     /* reciprocal of every scale byte */
-    long bad = 0;
+    bad = 0;
     for (uint32_t s = 0; s < 256; s++) {
         uint32_t g = fk_t_f2u(fk_mx_recip((uint8_t)s)), w = ref_mx_recip(s);
         if (ref_is_nan32(w) ? !ref_is_nan32(g) : g != w) {
