@@ -74,14 +74,18 @@ for act in relu gelu_tanh gelu_erf silu; do
 done
 if [ "$cuda_available" = 1 ]; then
     # GPU: a mode the CUDA backend reports as unsupported is listed, not failed
-    for scale in tensor row block mx; do
-        if "$cli" gemm --json --reps 1 --m 256 --n 256 --k 512 --scale "$scale" --backend cuda 2>/dev/null |
+    cuda_gemm() {
+        if "$cli" gemm --json --reps 1 "$@" --backend cuda 2>/dev/null |
             grep -q '"status":"FP8KIT_ERR_UNSUPPORTED'; then
-            echo "test_cli: note: cuda gemm --scale $scale is not supported by this build"
-            continue
+            echo "test_cli: note: cuda gemm $* is not supported by this build"
+        else
+            run_gemm 0 "$@" --backend cuda
         fi
-        run_gemm 0 --m 256 --n 256 --k 512 --scale "$scale" --backend cuda
-        run_gemm 0 --m 200 --n 136 --k 384 --scale "$scale" --out fp32 --bias --act gelu_tanh --backend cuda
+    }
+    for scale in tensor row block mx; do
+        cuda_gemm --m 256 --n 256 --k 512 --scale "$scale"
+        cuda_gemm --m 200 --n 136 --k 384 --scale "$scale" --out fp16 --bias --act gelu_tanh
+        cuda_gemm --m 200 --n 136 --k 384 --scale "$scale" --out fp32 --bias --act silu
     done
     "$cli" bench --backend cuda --size 1024x2048 --only quant --reps 2 --json >"$tmp/bq.json" 2>"$tmp/bq.err"
     if json_valid "$tmp/bq.json" && [ "$(grep -c '"op":"quantize"' "$tmp/bq.json")" = 7 ] &&

@@ -133,6 +133,7 @@ typedef struct cli_gemm_opts {
     uint64_t seed;
     int warmup, reps;
     int64_t ref_rows_max; /* the fp64 reference covers at most this many rows (0 = all) */
+    int fast_accum;       /* fp8kit_gemm_desc.fast_accum (CUDA: fewer fp32 promotions) */
 } cli_gemm_opts;
 
 typedef struct cli_gemm_result {

@@ -218,6 +218,7 @@ void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *
     call.desc.scale_layout = FP8KIT_LAYOUT_PLAIN;
     call.desc.act = o->act;
     call.desc.bias = o->bias ? FP8KIT_BIAS_COL : FP8KIT_BIAS_NONE;
+    call.desc.fast_accum = o->fast_accum;
     call.args.a = A.q;
     call.args.b = B.q;
     call.args.scale_a = A.s;
@@ -341,7 +342,7 @@ static void gemm_usage(FILE *f)
         "usage: fp8kit gemm [--m M] [--n N] [--k K] [--scale tensor|row|block|mx]\n"
         "                   [--out bf16|fp16|fp32] [--bias] [--act relu|gelu_tanh|gelu_erf|silu]\n"
         "                   [--backend auto|cpu|cuda] [--threads T] [--seed S] [--reps R]\n"
-        "                   [--ref-rows N] [--json]\n"
+        "                   [--ref-rows N] [--fast-accum] [--json]\n"
         "\n"
         "Runs D = act(deq(A) deq(B)^T + bias) once per repetition on fresh normal random\n"
         "inputs (A: M x K, B: N x K, e4m3), quantized with fp8kit_quantize in the scheme of\n"
@@ -351,6 +352,8 @@ static void gemm_usage(FILE *f)
         "(all rows, or --ref-rows rows spread evenly; default: all rows when M*N*K <= 2^31,\n"
         "else 64). Exit status: 0 if rel_err meets SPEC's bound for the output dtype\n"
         "(fp32 1e-5, bf16 4e-3, fp16 1e-3), 1 if not or on a library error, 2 on bad arguments.\n"
+        "--fast-accum sets fp8kit_gemm_desc.fast_accum (CUDA: fewer fp32 promotions of the\n"
+        "tensor-core sums, less accurate; the CPU ignores it); the bound stays SPEC's.\n"
         "Defaults: --m 1024 --n 1024 --k 1024 --scale tensor --out bf16 --backend auto\n"
         "          --seed 1 --reps 5\n");
 }
@@ -397,9 +400,10 @@ void cli_gemm_print(const cli_gemm_opts *o, const cli_gemm_result *r, const char
         printf("{\"op\":\"gemm\",\"backend\":");
         cli_json_str(stdout, backend);
         printf(",\"shape\":[%lld,%lld,%lld],\"scale\":\"%s\",\"out\":\"%s\",\"bias\":%s,"
-               "\"act\":\"%s\",\"seconds\":",
+               "\"act\":\"%s\",\"fast_accum\":%s,\"seconds\":",
                (long long)o->m, (long long)o->n, (long long)o->k, cli_scale_mode_name(o->scale),
-               fp8kit_dtype_name(o->out), o->bias ? "true" : "false", cli_act_name(o->act));
+               fp8kit_dtype_name(o->out), o->bias ? "true" : "false", cli_act_name(o->act),
+               o->fast_accum ? "true" : "false");
         cli_json_num(stdout, r->st == FP8KIT_OK || r->seconds > 0 ? r->seconds : NAN);
         printf(",\"gflops\":");
         cli_json_num(stdout, r->gflops > 0 ? r->gflops : NAN);
@@ -453,6 +457,7 @@ int cli_cmd_gemm(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { gemm_usage(stdout); return CLI_EXIT_OK; }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--bias")) o.bias = 1;
+        else if (!strcmp(a, "--fast-accum")) o.fast_accum = 1;
         else if (!strcmp(a, "--m") || !strcmp(a, "--n") || !strcmp(a, "--k")) {
             if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
                 cli_parse_i64("gemm", a, val, 1, (int64_t)1 << 20, &v))
