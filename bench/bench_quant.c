@@ -44,7 +44,7 @@ static int cmp_float(const void *a, const void *b)
 
 /* One timed operation. */
 typedef struct op {
-    int kind; /* 0 quantize, 1 fused both axes, 2 copy */
+    int kind; /* 0 quantize, 1 fused both axes, 2 copy, 3 cast */
     fp8kit_ctx *ctx;
     fp8kit_quant_desc d;
     fp8kit_tensor x, q, s;
@@ -68,6 +68,14 @@ static int run_op(op *o)
         fp8kit_status st = fk_cuda_quantize_mx_both(o->ctx, &o->jr, &o->jc, NULL);
         if (st) {
             fprintf(stderr, "fused failed: %s\n", fp8kit_last_error(o->ctx));
+            return 1;
+        }
+        return 0;
+    }
+    case 3: {
+        fp8kit_status st = fp8kit_cast(o->ctx, &o->x, &o->q, NULL);
+        if (st) {
+            fprintf(stderr, "cast failed: %s\n", fp8kit_last_error(o->ctx));
             return 1;
         }
         return 0;
@@ -162,7 +170,7 @@ static void set_job(fk_quant_job *j, int axis, int blocked, void *x, int64_t E, 
 typedef struct bcase {
     const char *name;
     fp8kit_scheme scheme;
-    int axis, rceil, blocked, fused;
+    int axis, rceil, blocked, fused; /* fused: 1 both mx axes, 2 plain cast to e4m3 */
 } bcase;
 
 static void bench_shape(fp8kit_ctx *ctx, int64_t E, int64_t R, int64_t C, const bcase *cases, int ncases)
@@ -203,7 +211,15 @@ static void bench_shape(fp8kit_ctx *ctx, int64_t E, int64_t R, int64_t C, const 
         memset(&o, 0, sizeof o);
         o.ctx = ctx;
         double bytes = (double)n * 3.0;
-        if (c->fused) {
+        if (c->fused == 2) {
+            o.kind = 3;
+            o.x = fp8kit_tensor_make(dx, FP8KIT_BF16, 2, shp + 1);
+            if (E > 1)
+                o.x = fp8kit_tensor_make(dx, FP8KIT_BF16, 3, shp);
+            o.q = o.x;
+            o.q.data = dq;
+            o.q.dtype = FP8KIT_E4M3;
+        } else if (c->fused) {
             o.kind = 1;
             set_job(&o.jr, -1, c->blocked, dx, E, R, C, dq, ds);
             set_job(&o.jc, -2, c->blocked, dx, E, R, C, dq2, ds2);
@@ -278,6 +294,7 @@ int main(int argc, char **argv)
         {"row", FP8KIT_SCHEME_ROW, -1, 0, 0, 0},
         {"tensor", FP8KIT_SCHEME_TENSOR, -1, 0, 0, 0},
         {"mx_fused_both_axes", FP8KIT_SCHEME_MX, -1, 0, 0, 1},
+        {"cast_bf16_to_e4m3", FP8KIT_SCHEME_TENSOR, -1, 0, 0, 2},
     };
     static const bcase moe[] = {
         {"mx_axis-2_blocked_3d", FP8KIT_SCHEME_MX, -2, 0, 1, 0},

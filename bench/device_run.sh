@@ -30,14 +30,14 @@ else
 fi
 
 stamp "test_cuda_quant (full)"
-timeout 240 "$BIN/test_cuda_quant" >"$OUT/test.log" 2>&1
+timeout 150 "$BIN/test_cuda_quant" >"$OUT/test.log" 2>&1
 echo "test_cuda_quant exit $?" >>"$OUT/test.log"
 tail -6 "$OUT/test.log"
 
 if [ -z "${FK_SKIP_SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     stamp "compute-sanitizer $tool (FK_TEST_SMALL=1)"
-    FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 \
+    FK_TEST_SMALL=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 \
       "$BIN/test_cuda_quant" >>"$OUT/sanitize.log" 2>&1
     echo "== $tool exit $?" >>"$OUT/sanitize.log"
   done
@@ -46,26 +46,27 @@ fi
 
 stamp "bench_quant"
 rm -f "$OUT/quant.jsonl"
-timeout 300 "$BIN/bench_quant" "$OUT/quant.jsonl" >"$OUT/bench.log" 2>&1
+timeout 150 "$BIN/bench_quant" "$OUT/quant.jsonl" >"$OUT/bench.log" 2>&1
 echo "bench_quant exit $?" >>"$OUT/bench.log"
 grep -v '^JSON' "$OUT/bench.log"
 
 if [ -z "${FK_SKIP_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
   stamp "torch peer"
-  PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_quant_peer.py "$OUT/torch.jsonl" >"$OUT/torch.log" 2>&1
+  PYTHONUNBUFFERED=1 timeout 120 python3 bench/torch_quant_peer.py "$OUT/torch.jsonl" >"$OUT/torch.log" 2>&1
   echo "torch peer exit $?" >>"$OUT/torch.log"
   grep -v '^{' "$OUT/torch.log" | tail -20
 fi
 
-if command -v cuobjdump >/dev/null; then
+if [ -z "${FK_SKIP_SASS:-}" ] && command -v cuobjdump >/dev/null; then
   stamp "SASS summary"
   {
-    cuobjdump -res-usage "$BIN/bench_quant" 2>/dev/null | grep -A1 -E "fk_(seg|mxt|row|t128)_kernel" | head -80
-    for k in fk_seg_kernelILi2ELi0ELi0E fk_mxt_kernelILi2ELi0ELb0E fk_seg_kernelILi2ELi1ELi0E; do
-      echo "== $k: instruction mix"
-      cuobjdump -sass "$BIN/bench_quant" 2>/dev/null | awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on' |
-        grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9_.]*' | awk '{print $2}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25
+    for k in _Z13fk_seg_kernelILi2ELi0ELi0EEv11fk_seg_args _Z13fk_mxt_kernelILi2ELi0ELb1EEv11fk_mxt_args; do
+      echo "== $k: resources and instruction mix"
+      timeout 60 cuobjdump -sass -fun "$k" "$BIN/bench_quant" >"$OUT/k.sass" 2>&1
+      grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9_.]*' "$OUT/k.sass" | awk '{print $2}' | sed 's/\..*//' |
+        sort | uniq -c | sort -rn | head -25
     done
+    rm -f "$OUT/k.sass"
   } >"$OUT/sass.txt" 2>&1
 fi
 stamp "done"

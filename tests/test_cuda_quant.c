@@ -6,7 +6,8 @@
  * magnitudes, heavy-tailed, and SPEC edge values), 2-D shapes that are not
  * multiples of 128, 3-D (E, N, K) with E = 1..16, strided inputs (stride
  * padding filled with NaN, which must never be read) and strided q. Plus
- * SPEC 2.2's edge-case table checked directly on the GPU, the fused kernel
+ * SPEC 2.2's edge-case table checked directly on the GPU, the hardware fp8
+ * conversion against the shared codec over all 2^32 inputs, the fused kernel
  * that writes both mx axes (fk_cuda_quantize_mx_both), a caller stream, and
  * one tensor of more than 2^31 elements (1 x 46341 x 46368 bf16, mx axis -1
  * and -2) when the device has the memory. Outputs are poisoned first.
@@ -602,6 +603,16 @@ int main(void)
     printf("test_cuda_quant: %s\n", fp8kit_ctx_describe(gctx));
     CUDA_OK(cudaStreamCreateWithFlags(&gstream, cudaStreamNonBlocking));
 
+    if (!small_mode) { /* the hardware fp8 conversion == the shared codec, all 2^32 inputs */
+        unsigned long long bad[2] = {1, 1};
+        unsigned int first[2] = {0, 0};
+        CHECK_STATUS(fk_cuda_cvt_selfcheck(gctx, bad, first), FP8KIT_OK);
+        CHECK(bad[0] == 0, "e4m3 conversion: %llu of 2^32 inputs differ from the shared codec (first 0x%08x)", bad[0],
+              first[0]);
+        CHECK(bad[1] == 0, "e5m2 conversion: %llu of 2^32 inputs differ from the shared codec (first 0x%08x)", bad[1],
+              first[1]);
+        printf("conversion self-check: e4m3 %llu, e5m2 %llu mismatches over 2^32 inputs\n", bad[0], bad[1]);
+    }
     spec_table();
     run_matrix();
     const fp8kit_dtype hps[] = {FP8KIT_F32, FP8KIT_F16, FP8KIT_BF16};

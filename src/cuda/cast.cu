@@ -2,7 +2,9 @@
  * e4m3/e5m2 (either direction; satfinite RNE to fp8, exact from fp8, RNE to
  * bf16/f16), using the shared codecs of src/format/codec.h. Each thread
  * converts chunks of 8 elements along a row, vector loads/stores when the
- * rows are aligned. */
+ * rows are aligned. Also fk_cuda_cvt_selfcheck: the hardware fp8 conversion
+ * used by the quantization kernels (fk_cvt2) against the shared codec over all
+ * 2^32 fp32 bit patterns. */
 #include "cuda/quant_common.cuh"
 
 template <int DT> struct fk_el {
@@ -147,5 +149,56 @@ extern "C" fp8kit_status fk_cuda_cast_run(fp8kit_ctx *ctx, const fk_cast_job *jo
         k<<<(unsigned)fk_ceil_div(nr * ncp, FK_THREADS), FK_THREADS, 0, s>>>(a);
         FK_CUDA_LAUNCH_CHECK(ctx);
     }
+    return FP8KIT_OK;
+}
+
+/* ------------------------------------------------- conversion self-check */
+
+template <int E5> __global__ void fk_cvt_check_kernel(unsigned long long *bad, unsigned int *first)
+{
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t u = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; u < ((uint64_t)1 << 32); u += stride) {
+        const float f = fk_u2f((uint32_t)u);
+        if (f != f)
+            continue; /* NaN never reaches fk_cvt2 */
+        const uint32_t hw = fk_cvt2<E5>(f, -f);
+        const uint32_t lo = fk_f32_to_fp8(f, E5), hi = fk_f32_to_fp8(-f, E5);
+        if (hw != (lo | (hi << 8))) {
+            atomicAdd(bad, 1ull);
+            atomicMin(first, (uint32_t)u);
+        }
+    }
+}
+
+extern "C" fp8kit_status fk_cuda_cvt_selfcheck(fp8kit_ctx *ctx, unsigned long long *mismatches,
+                                               unsigned int *first_bits)
+{
+    fp8kit_status st = fk_cuda_bind(ctx);
+    if (st)
+        return st;
+    unsigned long long *dbad = NULL;
+    FK_CUDA_CHECK(ctx, cudaMalloc(&dbad, 2 * sizeof(unsigned long long) + 2 * sizeof(unsigned int)));
+    unsigned int *dfirst = (unsigned int *)(dbad + 2);
+    unsigned long long hb[2] = {0, 0};
+    unsigned int hf[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};
+    cudaError_t e = cudaMemcpy(dbad, hb, sizeof hb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(dfirst, hf, sizeof hf, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) {
+        const int blocks = fk_cuda(ctx)->sm_count * 8;
+        fk_cvt_check_kernel<0><<<blocks, FK_THREADS>>>(dbad, dfirst);
+        fk_cvt_check_kernel<1><<<blocks, FK_THREADS>>>(dbad + 1, dfirst + 1);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpy(hb, dbad, sizeof hb, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(hf, dfirst, sizeof hf, cudaMemcpyDeviceToHost);
+    cudaFree(dbad);
+    FK_CUDA_CHECK(ctx, e);
+    mismatches[0] = hb[0];
+    mismatches[1] = hb[1];
+    first_bits[0] = hf[0];
+    first_bits[1] = hf[1];
     return FP8KIT_OK;
 }

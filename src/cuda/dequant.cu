@@ -49,6 +49,23 @@ __device__ __forceinline__ uint2 fk_load_codes8(const uint8_t *p, int n, bool ve
     return make_uint2(w[0], w[1]);
 }
 
+/* decode(q) * S. A NaN product gets the payload an x86 CPU gives it (the CPU
+ * backend multiplies lut[q] * S): q's NaN (quieted, sign kept) if q decodes to
+ * NaN, else S's NaN (quieted), else the default NaN 0xFFC00000 (Inf * 0). The
+ * GPU would otherwise return its canonical 0x7FFFFFFF. SPEC does not fix NaN
+ * payloads of dequantized values; this keeps the backends bit-identical. */
+__device__ __forceinline__ float fk_dq_mul(float d, float S)
+{
+    const float p = d * S;
+    if (p == p)
+        return p;
+    if (d != d)
+        return fk_u2f(fk_f2u(d) | 0x00400000u);
+    if (S != S)
+        return fk_u2f(fk_f2u(S) | 0x00400000u);
+    return fk_u2f(0xFFC00000u);
+}
+
 struct fk_dq_args {
     const uint8_t *q;
     int64_t qse, qsr;
@@ -101,7 +118,7 @@ template <int E5, int DT> __global__ void __launch_bounds__(FK_THREADS) fk_dq_ke
         float v[8];
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            v[i] = fk_fp8_to_f32((uint8_t)((i < 4 ? w.x : w.y) >> (8 * (i & 3))), E5) * S;
+            v[i] = fk_dq_mul(fk_fp8_to_f32((uint8_t)((i < 4 ? w.x : w.y) >> (8 * (i & 3))), E5), S);
         fk_store8<DT>((char *)a.y + ((int64_t)e * a.yse + (int64_t)r * a.ysr + c) * YS, v, n, a.vy);
     }
 }
@@ -156,7 +173,7 @@ template <int E5, int DT> __global__ void __launch_bounds__(FK_THREADS) fk_dqt_k
         float v[8];
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            v[i] = fk_fp8_to_f32(qs[(cg + i) * FK_DQT_PITCH + rl], E5) * ss[(cg + i) * 4 + rl / 32];
+            v[i] = fk_dq_mul(fk_fp8_to_f32(qs[(cg + i) * FK_DQT_PITCH + rl], E5), ss[(cg + i) * 4 + rl / 32]);
         fk_store8<DT>(ye + (r * a.ysr + c) * YS, v, n, a.vy);
     }
 }

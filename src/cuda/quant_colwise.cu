@@ -4,12 +4,13 @@
  * (q (E, R, C), scales (E, R, C/32)) from the same registers.
  *
  * One CTA (256 threads) walks a strip: a band of 128 rows x NT tiles of 256
- * bytes of row (128 bf16/f16 or 64 f32 columns). Per tile: 16-byte loads of the
- * next tile are issued before the current one is processed (8 per thread in
- * flight); the axis -1 blocks are quantized in registers (4 or 8 lanes per
- * block, shuffles); the tile goes to shared memory, each thread quantizes
- * 32-row column blocks from it into a transposed output tile (row pitch 144 B,
- * conflict-free), which is written with coalesced 16-byte stores. Scales are
+ * bytes of row (128 bf16/f16 or 64 f32 columns). Tiles arrive in shared memory
+ * by cp.async 16-byte copies, double-buffered: the next tile's copies (8 per
+ * thread) are in flight while the current one is processed. The axis -1 blocks
+ * are quantized from 16-byte shared reads (4 or 8 lanes per block, shuffles);
+ * each thread quantizes 32-row column blocks (amax pass, then element pass)
+ * into a transposed output tile (row pitch 144 B, conflict-free), which is
+ * written with coalesced 16-byte stores. Scales are
  * staged in shared memory so that every scale sector is written whole: axis -1
  * scales for the strip (32 bytes per row) at the end, axis -2 scales as 4-byte
  * words per column; blocked-layout padding is written as zeros. Bands run
@@ -43,7 +44,7 @@ template <int DT> static constexpr int fk_mxt_tc() { return FK_MXT_BYTES / fk_in
 
 template <int DT> static size_t fk_mxt_smem(bool row)
 {
-    return FK_MXT_ROWS * FK_MXT_BYTES + fk_mxt_tc<DT>() * FK_MXT_OPITCH + fk_mxt_tc<DT>() * 4 +
+    return 2 * FK_MXT_ROWS * FK_MXT_BYTES + fk_mxt_tc<DT>() * FK_MXT_OPITCH + fk_mxt_tc<DT>() * 4 +
            (row ? FK_MXT_ROWS * FK_MXT_S1W : 0);
 }
 
@@ -58,8 +59,8 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
     constexpr int LPT = FK_MXT_ROWS / RPP;     /* loads per thread: 8 */
     constexpr int GL = 32 / V;                 /* lanes per axis -1 block */
     extern __shared__ uint4 fk_mxt_smem_raw[];
-    uint8_t *in_s = (uint8_t *)fk_mxt_smem_raw;
-    uint8_t *out_s = in_s + FK_MXT_ROWS * FK_MXT_BYTES;
+    uint8_t *in_s0 = (uint8_t *)fk_mxt_smem_raw; /* two tile buffers */
+    uint8_t *out_s = in_s0 + 2 * FK_MXT_ROWS * FK_MXT_BYTES;
     uint8_t *s2_s = out_s + TC * FK_MXT_OPITCH;
     uint8_t *s1_s = s2_s + TC * 4;
 
@@ -73,35 +74,47 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
     const int cc = t % CPR, rr0 = t / CPR;
     const int nblk = (int)((a.R - r0) / 32 < 4 ? (a.R - r0) / 32 : 4); /* R % 32 == 0 */
 
-    if (ROW) {
+    if (ROW)
         for (int i = t; i < FK_MXT_ROWS * FK_MXT_S1W / 4; i += FK_THREADS)
-            ((uint32_t *)s1_s)[i] = 0;
-        __syncthreads();
-    }
+            ((uint32_t *)s1_s)[i] = 0; /* ordered before use by the loop's first barrier */
 
-    uint4 raw[LPT];
-    auto load_tile = [&](int64_t c0) {
+    /* Tile `it` -> buffer it & 1: asynchronous 16-byte copies (zero-filled
+     * past the edges) when rows are 16-byte aligned, else plain loads. */
+    auto load_tile = [&](int it) {
+        uint8_t *buf = in_s0 + (it & 1) * FK_MXT_ROWS * FK_MXT_BYTES;
+        const int64_t c0 = (tile0 + it) * TC;
 #pragma unroll
         for (int j = 0; j < LPT; j++) {
             const int64_t r = r0 + rr0 + j * RPP, c = c0 + cc * V;
             int n = (int)(a.C - c < V ? a.C - c : V);
             if (r >= a.R || n < 0)
                 n = 0;
-            raw[j] = make_uint4(0, 0, 0, 0);
-            if (n > 0)
-                raw[j] = fk_load_chunk<DT>(xe + (r * a.xsr + c) * SZ, n, a.vin);
+            uint8_t *dst = buf + (rr0 + j * RPP) * FK_MXT_BYTES + cc * 16;
+            if (a.vin)
+                fk_cp_async16(dst, n > 0 ? xe + (r * a.xsr + c) * SZ : a.x, n * SZ);
+            else
+                *(uint4 *)dst = n > 0 ? fk_load_chunk<DT>(xe + (r * a.xsr + c) * SZ, n, false) : make_uint4(0, 0, 0, 0);
         }
+        fk_cp_async_commit();
     };
-    load_tile(tile0 * TC);
+    load_tile(0);
 
     for (int it = 0; it < nt; it++) {
         const int64_t c0 = (tile0 + it) * TC;
-        if (ROW) { /* axis -1: blocks of 32 along the row, from registers */
-#pragma unroll
+        const uint8_t *in_s = in_s0 + (it & 1) * FK_MXT_ROWS * FK_MXT_BYTES;
+        if (it + 1 < nt) { /* next tile in flight while this one is processed */
+            load_tile(it + 1);
+            fk_cp_async_wait<1>();
+        } else {
+            fk_cp_async_wait<0>();
+        }
+        __syncthreads();
+        if (ROW) { /* axis -1: blocks of 32 along the row (4 or 8 lanes) */
+#pragma unroll 2
             for (int j = 0; j < LPT; j++) {
                 const int64_t r = r0 + rr0 + j * RPP, c = c0 + cc * V;
                 float f[V];
-                In::unpack(raw[j], f);
+                In::unpack(*(const uint4 *)(in_s + (rr0 + j * RPP) * FK_MXT_BYTES + cc * 16), f);
                 uint32_t m = 0;
 #pragma unroll
                 for (int i = 0; i < V; i++)
@@ -110,48 +123,39 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
                 for (int o = 1; o < GL; o <<= 1)
                     m = fk_max_u32(m, __shfl_xor_sync(0xffffffffu, m, o));
                 const uint8_t sb = fk_mx_scale(m, E5, a.rceil);
-                const float rc = fk_mx_recip(sb);
-                uint8_t code[V];
-#pragma unroll
-                for (int i = 0; i < V; i++)
-                    code[i] = fk_quant_mx_elem(f[i], rc, E5);
+                uint32_t w[2] = {0, 0};
+                fk_quant_mx_words<E5, V>(f, fk_mx_recip(sb), sb == 0xFFu, w);
                 if (r < a.R && c < a.C) { /* C % 32 == 0: whole chunks */
-                    uint32_t lo, hi;
-                    fk_pack_codes<V>(code, lo, hi);
-                    fk_store_codes(a.q1 + (int64_t)e * a.q1se + r * a.q1sr + c, lo, hi, V, V, a.v1);
+                    fk_store_codes(a.q1 + (int64_t)e * a.q1se + r * a.q1sr + c, w[0], w[1], V, V, a.v1);
                     if (lane % GL == 0)
                         s1_s[(rr0 + j * RPP) * FK_MXT_S1W + (it * TC + cc * V) / 32] = sb;
                 }
             }
         }
-#pragma unroll
-        for (int j = 0; j < LPT; j++)
-            *(uint4 *)(in_s + (rr0 + j * RPP) * FK_MXT_BYTES + cc * 16) = raw[j];
-        __syncthreads();
-        if (it + 1 < nt)
-            load_tile(c0 + TC); /* in flight while this tile is processed */
 
         /* axis -2: thread p -> column c, block b of 32 rows */
         for (int p = t; p < TC * 4; p += FK_THREADS) {
             const int c = p % TC, b = p / TC;
             if (c0 + c >= a.C || b >= nblk)
                 continue;
-            float f[32];
+            /* two passes over the column in shared memory (amax, then the
+             * elements) keep 32 floats out of registers */
+            const uint8_t *col = in_s + 32 * b * FK_MXT_BYTES;
             uint32_t m = 0;
 #pragma unroll
-            for (int i = 0; i < 32; i++) {
-                f[i] = In::elem(in_s + (32 * b + i) * FK_MXT_BYTES, c);
-                m = fk_max_u32(m, fk_abs_bits(f[i]));
-            }
+            for (int i = 0; i < 32; i++)
+                m = fk_max_u32(m, fk_abs_bits(In::elem(col + i * FK_MXT_BYTES, c)));
             const uint8_t sb = fk_mx_scale(m, E5, a.rceil);
             const float rc = fk_mx_recip(sb);
             uint32_t w[8];
 #pragma unroll
-            for (int i = 0; i < 8; i++)
-                w[i] = (uint32_t)fk_quant_mx_elem(f[4 * i], rc, E5) |
-                       ((uint32_t)fk_quant_mx_elem(f[4 * i + 1], rc, E5) << 8) |
-                       ((uint32_t)fk_quant_mx_elem(f[4 * i + 2], rc, E5) << 16) |
-                       ((uint32_t)fk_quant_mx_elem(f[4 * i + 3], rc, E5) << 24);
+            for (int i = 0; i < 8; i++) {
+                float f[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    f[k] = In::elem(col + (4 * i + k) * FK_MXT_BYTES, c);
+                fk_quant_mx_words<E5, 4>(f, rc, sb == 0xFFu, &w[i]);
+            }
             uint4 *o = (uint4 *)(out_s + c * FK_MXT_OPITCH + 32 * b);
             o[0] = make_uint4(w[0], w[1], w[2], w[3]);
             o[1] = make_uint4(w[4], w[5], w[6], w[7]);

@@ -124,14 +124,70 @@ __device__ __forceinline__ void fk_store_codes(uint8_t *p, uint32_t lo, uint32_t
             p[i] = (uint8_t)((i < 4 ? lo : hi) >> (8 * (i & 3)));
 }
 
-/* Packs V (4 or 8) codes into lo/hi. */
-template <int V>
-__device__ __forceinline__ void fk_pack_codes(const uint8_t *c, uint32_t &lo, uint32_t &hi)
+/* ------------------------------------------------------ async copies */
+
+/* 16-byte global -> shared copy (cp.async, sm_80+); bytes past src_bytes are
+ * zero-filled (src_bytes 0: nothing is read). dst and src 16-byte aligned. */
+__device__ __forceinline__ void fk_cp_async16(void *dst, const void *src, int src_bytes)
 {
-    lo = (uint32_t)c[0] | ((uint32_t)c[1] << 8) | ((uint32_t)c[2] << 16) | ((uint32_t)c[3] << 24);
-    hi = 0;
-    if (V == 8)
-        hi = (uint32_t)c[4] | ((uint32_t)c[5] << 8) | ((uint32_t)c[6] << 16) | ((uint32_t)c[7] << 24);
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void fk_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void fk_cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* ------------------------------------------------- fp8 element conversion */
+
+/* Canonical NaN code of the element format (SPEC 1). */
+template <int E5> __device__ __forceinline__ uint32_t fk_nan_code() { return E5 ? FK_E5M2_NAN : FK_E4M3_NAN; }
+
+/* Two fp32 values -> two fp8 codes (lo in bits 0-7, hi in bits 8-15), satfinite
+ * RNE. On sm_89+ this is the hardware conversion (one F2FP for the pair), which
+ * equals fk_f32_to_e4m3 / fk_f32_to_e5m2 for every non-NaN fp32 input: checked
+ * exhaustively over all 2^32 bit patterns by fk_cuda_cvt_selfcheck (run by
+ * test_cuda_quant). NaN inputs must not reach it (its NaN code may carry the
+ * sign): the kernels write NaN groups (scale NaN / e8m0 255, the only way a NaN
+ * arises in the element step) as the canonical code directly.
+ * FK_CUDA_SOFT_CVT forces the shared integer codec everywhere. */
+template <int E5> __device__ __forceinline__ uint32_t fk_cvt2(float lo, float hi)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(FK_CUDA_SOFT_CVT)
+    unsigned short r;
+    if (E5)
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    return (uint32_t)fk_f32_to_fp8(lo, E5) | ((uint32_t)fk_f32_to_fp8(hi, E5) << 8);
+#endif
+}
+
+/* N (multiple of 4) elements of an MX block with reciprocal r (SPEC 2.2 element
+ * step q = fp8(fl32(x * r))) packed 4 codes per word; nan: s == 255. */
+template <int E5, int N>
+__device__ __forceinline__ void fk_quant_mx_words(const float *f, float r, bool nan, uint32_t *w)
+{
+#pragma unroll
+    for (int i = 0; i < N / 4; i++)
+        w[i] = nan ? fk_nan_code<E5>() * 0x01010101u
+                   : fk_cvt2<E5>(f[4 * i] * r, f[4 * i + 1] * r) | (fk_cvt2<E5>(f[4 * i + 2] * r, f[4 * i + 3] * r) << 16);
+}
+
+/* N (multiple of 4) elements of an fp32-scale group (SPEC 2.1 element step
+ * q = fp8(fl32(x / S)), IEEE division) packed 4 per word; a NaN S (NaN/Inf
+ * group) gives canonical NaN codes. */
+template <int E5, int N>
+__device__ __forceinline__ void fk_quant_div_words(const float *f, float S, uint32_t *w)
+{
+    const bool nan = S != S;
+#pragma unroll
+    for (int i = 0; i < N / 4; i++)
+        w[i] = nan ? fk_nan_code<E5>() * 0x01010101u
+                   : fk_cvt2<E5>(f[4 * i] / S, f[4 * i + 1] / S) | (fk_cvt2<E5>(f[4 * i + 2] / S, f[4 * i + 3] / S) << 16);
 }
 
 /* ------------------------------------------------------- scale layouts */

@@ -4,8 +4,9 @@
  * scheme (amax pass with atomicMax on the scale slot's bits, quantize pass in
  * reverse block order so the first blocks hit in L2, then the final scale).
  * Each thread owns 16-byte chunks (8 bf16/f16 or 4 f32), four loads in flight;
- * the GL lanes of a group reduce amax with warp shuffles. Element math is the
- * shared code of src/format/scale.h. */
+ * the GL lanes of a group reduce amax with warp shuffles. Scale rules are the
+ * shared code of src/format/scale.h; the element step is fk_quant_*_words
+ * (quant_common.cuh). */
 #include "cuda/quant_common.cuh"
 
 enum { FK_SEG_MX = 0, FK_SEG_1X128 = 1, FK_SEG_TENSOR = 2 };
@@ -76,7 +77,6 @@ __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
     for (int j = 0; j < FK_SEG_U; j++) {
         float f[V];
         In::unpack(raw[j], f);
-        uint8_t code[V];
         uint32_t m = 0;
         if (MODE != FK_SEG_TENSOR) {
 #pragma unroll
@@ -84,26 +84,20 @@ __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
                 m = fk_max_u32(m, fk_abs_bits(f[i]));
             m = fk_group_max<GL>(m);
         }
+        uint32_t w[2] = {0, 0};
         uint8_t sb = 0;
         float S = tS;
         if (MODE == FK_SEG_MX) {
             sb = fk_mx_scale(m, E5, a.rceil);
-            float r = fk_mx_recip(sb);
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                code[i] = fk_quant_mx_elem(f[i], r, E5);
+            fk_quant_mx_words<E5, V>(f, fk_mx_recip(sb), sb == 0xFFu, w);
         } else {
             if (MODE == FK_SEG_1X128)
                 S = fk_scale_f32(m, E5, a.pow2);
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                code[i] = fk_quant_f32_elem(f[i], S, E5);
+            fk_quant_div_words<E5, V>(f, S, w);
         }
         if (n[j] > 0) {
             uint32_t e = fk_div(a.dR, g[j]), r = g[j] - e * a.dR.d;
-            uint32_t lo, hi;
-            fk_pack_codes<V>(code, lo, hi);
-            fk_store_codes(a.q + (int64_t)e * a.qse + (int64_t)r * a.qsr + c0[j], lo, hi, n[j], V, a.vout);
+            fk_store_codes(a.q + (int64_t)e * a.qse + (int64_t)r * a.qsr + c0[j], w[0], w[1], n[j], V, a.vout);
             if (MODE != FK_SEG_TENSOR && (lane % GL) == 0) {
                 if (MODE == FK_SEG_MX)
                     fk_mx_scale_store(a.mxs, e, r, c0[j] / 32, sb);

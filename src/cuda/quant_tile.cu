@@ -4,7 +4,8 @@
  * (16-byte chunks, all loads in flight), its amax reduced across the warp /
  * CTA, then quantized from the registers. Rows longer than the register cache
  * (8 chunks per thread: 16384 bf16 elements per 256-thread row group) are
- * re-read for the elements past it. Element math: src/format/scale.h. */
+ * re-read for the elements past it. Scale rules: src/format/scale.h; element
+ * step: fk_quant_div_words (quant_common.cuh). */
 #include "cuda/quant_common.cuh"
 
 #define FK_ROW_K 8 /* cached chunks per thread */
@@ -96,25 +97,17 @@ __global__ void __launch_bounds__(FK_THREADS) fk_row_kernel(const fk_row_args a)
         const int n = (int)(a.C - ch * V < V ? a.C - ch * V : V);
         float f[V];
         In::unpack(cache[k], f);
-        uint8_t code[V];
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            code[i] = fk_quant_f32_elem(f[i], S, E5);
-        uint32_t lo, hi;
-        fk_pack_codes<V>(code, lo, hi);
-        fk_store_codes(qr + ch * V, lo, hi, n, V, a.vout);
+        uint32_t w[2] = {0, 0};
+        fk_quant_div_words<E5, V>(f, S, w);
+        fk_store_codes(qr + ch * V, w[0], w[1], n, V, a.vout);
     }
     for (int64_t ch = lt + (int64_t)FK_ROW_K * TPR; ch < a.nch; ch += TPR) {
         const int n = (int)(a.C - ch * V < V ? a.C - ch * V : V);
         float f[V];
         In::unpack(fk_load_chunk<DT>(xr + ch * V * SZ, n, a.vin), f);
-        uint8_t code[V];
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            code[i] = fk_quant_f32_elem(f[i], S, E5);
-        uint32_t lo, hi;
-        fk_pack_codes<V>(code, lo, hi);
-        fk_store_codes(qr + ch * V, lo, hi, n, V, a.vout);
+        uint32_t w[2] = {0, 0};
+        fk_quant_div_words<E5, V>(f, S, w);
+        fk_store_codes(qr + ch * V, w[0], w[1], n, V, a.vout);
     }
     if (lt == 0)
         a.scale[g] = S;
@@ -174,13 +167,9 @@ __global__ void __launch_bounds__(FK_THREADS) fk_t128_kernel(const fk_t128_args 
             continue;
         float f[V];
         In::unpack(cache[k], f);
-        uint8_t code[V];
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            code[i] = fk_quant_f32_elem(f[i], S, E5);
-        uint32_t lo, hi;
-        fk_pack_codes<V>(code, lo, hi);
-        fk_store_codes(qe + r * a.qsr + c, lo, hi, nc, V, a.vout);
+        uint32_t w[2] = {0, 0};
+        fk_quant_div_words<E5, V>(f, S, w);
+        fk_store_codes(qe + r * a.qsr + c, w[0], w[1], nc, V, a.vout);
     }
     if (threadIdx.x == 0)
         fk_f32_scale_store(a.fs, e, rb, cb, S);
