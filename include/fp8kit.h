@@ -171,11 +171,17 @@ FP8KIT_API fp8kit_quant_desc fp8kit_quant_desc_default(fp8kit_scheme scheme);
 FP8KIT_API fp8kit_status fp8kit_quant_shapes(const fp8kit_quant_desc *desc, const fp8kit_tensor *x,
                                              fp8kit_tensor *q, fp8kit_tensor *scale);
 
-/* x (..., R, C) in f32/f16/bf16, 1 <= ndim <= 4 (ndim >= 2 for row, block and
- * mx schemes). q gets fp8 codes with x's shape, or (..., C, R) for mx axis -2.
- * scale gets the scales described by fp8kit_quant_shapes: dequantization
- * multipliers S (f32) or e8m0 bytes. q and scale must be contiguous except
- * that q may have a row stride >= its row length. */
+/* x (..., R, C) in f32/f16/bf16 with 2 <= ndim <= 4 (the tensor scheme also
+ * takes ndim 0 and 1). q gets fp8 codes with x's shape, or (..., C, R) for mx
+ * axis -2. scale gets the scales described by fp8kit_quant_shapes:
+ * dequantization multipliers S (f32) or e8m0 bytes. q must have exactly the
+ * expected shape (its row stride may exceed the row length); scale must be
+ * contiguous with the expected dtype and element count (any shape holding
+ * that count is accepted, e.g. (R) for (R, 1)).
+ * Status rules: a dtype that differs from what desc asks for (q vs
+ * desc->elem, scale f32 vs e8m0) is FP8KIT_ERR_INVALID_ARGUMENT; a dtype
+ * that the operation does not support in that role (fp8 x, f32 elem) is
+ * FP8KIT_ERR_UNSUPPORTED. */
 FP8KIT_API fp8kit_status fp8kit_quantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,
                                          const fp8kit_tensor *x, fp8kit_tensor *q,
                                          fp8kit_tensor *scale, void *stream);
