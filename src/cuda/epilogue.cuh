@@ -38,7 +38,6 @@ struct fk_gemm_params {
     int out_quant;          /* OUTQ_NONE or OUTQ_SCALED */
     const float *scale_d;   /* OUTQ_SCALED */
     unsigned int *amax_bits; /* OUTQ_SCALED, optional: max of |y| as fp32 bits */
-    float one;               /* 1.0f: a multiplier the compiler cannot fold (see gemm_sm90.cu) */
 };
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps

@@ -219,7 +219,6 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     p.out_quant = dd->out_quant;
     p.scale_d = job->scale_d_in;
     p.amax_bits = (unsigned int *)job->amax_d;
-    p.one = 1.0f;
 
     void *args[3] = {&ta, &tb, &p};
     FK_CUDA_CHECK(ctx, cudaLaunchKernel((const void *)v->fn, dim3((unsigned)cfg.grid),

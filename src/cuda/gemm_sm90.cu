@@ -246,11 +246,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm : nullptr;
         const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld : nullptr;
         /* v = scales of the block promoted next, w = of the one after */
-        /* Without block scales the multiplier is p.one (a run-time 1.0f,
-         * exact): the promotion stays a multiply-add chain, the form for
-         * which ptxas keeps the two wgmma groups asynchronous (with a plain
-         * add it inserted accumulator copies and serialized them, C7514). */
-        float v_lo = p.one, v_hi = p.one, v_b = p.one, w_lo = p.one, w_hi = p.one, w_b = p.one;
+        float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
         if (BLOCK && nkb > 0) {
             v_lo = sa_lo[0];
             v_hi = sa_hi[0];
@@ -280,7 +276,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         fk_wgmma_wait<1>();                                                                      \
         if (lane == 0)                                                                           \
             fk_mbar_arrive(empty0 + 8 * pstage);                                                 \
-        fk_sm90_promote<true>(accf, OLD, v_lo * v_b, v_hi * v_b);                                \
+        fk_sm90_promote<BLOCK>(accf, OLD, v_lo * v_b, v_hi * v_b);                               \
         pstage = stage;                                                                          \
         if (++stage == S::STAGES) {                                                              \
             stage = 0;                                                                           \
@@ -309,12 +305,12 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 fk_wgmma_wait<0>();
                 if (lane == 0)
                     fk_mbar_arrive(empty0 + 8 * pstage);
-                fk_sm90_promote<true>(accf, acc1, v_lo * v_b, v_hi * v_b);
+                fk_sm90_promote<BLOCK>(accf, acc1, v_lo * v_b, v_hi * v_b);
             } else {
                 fk_wgmma_wait<0>();
                 if (lane == 0)
                     fk_mbar_arrive(empty0 + 8 * pstage);
-                fk_sm90_promote<true>(accf, acc0, v_lo * v_b, v_hi * v_b);
+                fk_sm90_promote<BLOCK>(accf, acc0, v_lo * v_b, v_hi * v_b);
             }
 #undef FK_PIPE_STEP
         }
@@ -353,9 +349,10 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     } else {
         fk_setmaxnreg_inc<232>();
         float *stage_out = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem))) + wg * 64 * BN;
-        /* Promotion every stage: the pipelined consumer. PROMO 1 / 2 (only
-         * for accuracy studies) and fast accumulation: the simple loop. */
-        if constexpr (PROMO == 4)
+        /* The pipelined consumer only where ptxas keeps the wgmma groups
+         * asynchronous (block variants; for the others it serializes them,
+         * warning C7514, because of accumulator copies at loop joins). */
+        if constexpr (PROMO == 4 && BLOCK)
             fk_sm90_consumer_pipe<BN, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
