@@ -394,7 +394,7 @@ static void run_case(const tcase *tc, fk_rng *rng, uint8_t *out)
                     CHECK((s >= Smin && s <= Smax) || (alo == 0 && s == 1.0f), "[%s] row %lld group %lld: scale %g outside [%g, %g]",
                           tc->name, (long long)m, (long long)g, s, Smin, Smax);
                     if (tc->pow2)
-                        CHECK(s > 0 && (fk_t_f2u(s) & 0x7FFFFF) == 0, "[%s] pow2 scale %g is not a power of two", tc->name, s);
+                        CHECK(s > 0 && frexp(s, &(int){0}) == 0.5, "[%s] pow2 scale %g is not a power of two", tc->name, s);
                     S = s;
                 }
                 for (int64_t n = g; n < ge; n++) {
