@@ -42,6 +42,32 @@ FK_CPU_CLONES static void k_quant_div(const void *x, fp8kit_dtype t, int64_t n, 
     }
 }
 
+/* One 128x128 tile (h rows of w elements, row strides x_sr / q_sr in
+ * elements): amax over the tile, one scale S, then q = fp8(x / S). */
+FK_CPU_CLONES static float k_tile_128(const void *x, int64_t x_sr, fp8kit_dtype t, int64_t h, int64_t w,
+                                      int e5m2, int pow2, uint8_t *q, int64_t q_sr)
+{
+    float f[128];
+    const size_t es = fk_dtype_bytes(t);
+    uint32_t m = 0;
+    for (int64_t i = 0; i < h; i++) {
+        fkv_widen((const char *)x + i * x_sr * (int64_t)es, t, w, f, NULL);
+        m = fk_max_u32(m, fkv_amax(f, w));
+    }
+    const float s = fk_scale_f32(m, e5m2, pow2);
+    for (int64_t i = 0; i < h; i++) {
+        uint8_t *restrict qr = q + i * q_sr;
+        fkv_widen((const char *)x + i * x_sr * (int64_t)es, t, w, f, NULL);
+        if (e5m2)
+            for (int64_t j = 0; j < w; j++)
+                qr[j] = fkv_f32_to_fp8(f[j] / s, 1);
+        else
+            for (int64_t j = 0; j < w; j++)
+                qr[j] = fkv_f32_to_fp8(f[j] / s, 0);
+    }
+    return s;
+}
+
 /* One row of block1x128: a scale per 128 elements (last block partial),
  * written to S[b * s_stride]. */
 FK_CPU_CLONES static void k_row_1x128(const void *x, fp8kit_dtype t, int64_t C, int e5m2, int pow2,
@@ -63,10 +89,13 @@ FK_CPU_CLONES static void k_row_1x128(const void *x, fp8kit_dtype t, int64_t C, 
     }
 }
 
-/* Quantizes the 32-element blocks of f[0 .. 32*nb) with e8m0 scales sb[]. */
+/* Quantizes the 32-element blocks of f[0 .. 32*nb) (nb <= FK_CPU_CHUNK / 32)
+ * with e8m0 scales written to sb[]: per-block amax and scale, then one long
+ * element loop with the reciprocal expanded per element (vectorizes fully). */
 FK_CPU_INLINE void mx_blocks(const float *restrict f, int64_t nb, int e5m2, int rceil,
                              uint8_t *restrict sb, uint8_t *restrict q)
 {
+    float rx[FK_CPU_CHUNK];
     for (int64_t b = 0; b < nb; b++) {
         const float *fb = f + b * 32;
         uint32_t m = 0;
@@ -75,13 +104,16 @@ FK_CPU_INLINE void mx_blocks(const float *restrict f, int64_t nb, int e5m2, int 
         uint8_t s = fk_mx_scale(m, e5m2, rceil);
         float r = fk_mx_recip(s);
         sb[b] = s;
-        if (e5m2)
-            for (int j = 0; j < 32; j++)
-                q[b * 32 + j] = fkv_f32_to_fp8(fb[j] * r, 1);
-        else
-            for (int j = 0; j < 32; j++)
-                q[b * 32 + j] = fkv_f32_to_fp8(fb[j] * r, 0);
+        for (int j = 0; j < 32; j++)
+            rx[b * 32 + j] = r;
     }
+    const int64_t n = nb * 32;
+    if (e5m2)
+        for (int64_t i = 0; i < n; i++)
+            q[i] = fkv_f32_to_fp8(f[i] * rx[i], 1);
+    else
+        for (int64_t i = 0; i < n; i++)
+            q[i] = fkv_f32_to_fp8(f[i] * rx[i], 0);
 }
 
 /* One row r of mx along the last axis (C a multiple of 32). Scale bytes go
@@ -211,14 +243,9 @@ static fp8kit_status quant_128x128(int nt, const fk_quant_job *job)
                 int64_t r0 = rb * 128, c0 = cb * 128;
                 int64_t h = x->R - r0 < 128 ? x->R - r0 : 128;
                 int64_t w = x->C - c0 < 128 ? x->C - c0 : 128;
-                uint32_t m = 0;
-                for (int64_t i = 0; i < h; i++)
-                    m = fk_max_u32(m, k_amax(fk_cpu_at(x, e, r0 + i, c0), x->dtype, w));
-                float s = fk_scale_f32(m, e5m2, pow2);
-                S[e * per + (mn ? cb * ld + rb : rb * ncb + cb)] = s;
-                for (int64_t i = 0; i < h; i++)
-                    k_quant_div(fk_cpu_at(x, e, r0 + i, c0), x->dtype, w, s, e5m2,
-                                fk_cpu_at(qm, e, r0 + i, c0));
+                S[e * per + (mn ? cb * ld + rb : rb * ncb + cb)] =
+                    k_tile_128(fk_cpu_at(x, e, r0, c0), x->sr, x->dtype, h, w, e5m2, pow2,
+                               fk_cpu_at(qm, e, r0, c0), qm->sr);
             }
     return FP8KIT_OK;
 }
