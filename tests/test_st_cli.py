@@ -351,6 +351,26 @@ def check_quantized(tag, src, out, meta, scheme, pow2, rceil, excluded=("excl.we
     check(qm.get("scheme") == scheme and qm.get("tool") == "fp8kit", "%s: quantization metadata entry" % tag)
 
 
+def check_with_torch(tag, path, out):
+    """Where torch is installed: the file also loads through safetensors.torch,
+    with torch's float8 dtypes, and torch decodes the codes as our table does."""
+    try:
+        import torch
+        import safetensors.torch as stt
+    except ImportError:
+        return
+    t = stt.load_file(path)
+    for name, (dt, shape, data) in out.items():
+        if dt not in ("F8_E4M3", "F8_E8M0") or name not in t:
+            continue
+        want = {"F8_E4M3": "float8_e4m3fn", "F8_E8M0": "float8_e8m0fnu"}[dt]
+        check(str(t[name].dtype) == "torch." + want, "%s: torch loads %s as %s (%s)" % (tag, name, want,
+                                                                                      t[name].dtype))
+        if dt == "F8_E4M3" and t[name].numel():
+            mine = E4M3[np.frombuffer(data, np.uint8)].reshape(shape)
+            check(same_bits(t[name].float().numpy(), mine), "%s: torch decodes %s like the table" % (tag, name))
+
+
 def check_dequantized(tag, qfile_tensors, out, scheme, outdt):
     for name in QUANT_NAMES:
         if name not in qfile_tensors:
@@ -420,6 +440,7 @@ def test_schemes(tmp, rng, cuda):
         check(r.stderr == "", "%s: no progress output when stderr is not a terminal (%r)" % (tag, r.stderr[:80]))
         out, meta = st_read(q_path)
         check_quantized(tag, src, out, meta, scheme, pow2, rceil)
+        check_with_torch(tag, q_path, out)
         if cuda:
             c_path = os.path.join(tmp, "q_cuda.safetensors")
             r = run(*(args[:2] + [c_path] + args[3:8] + ["cuda", "--force"] + args[10:]))
@@ -453,6 +474,7 @@ def test_schemes(tmp, rng, cuda):
             continue
         out, meta = st_read(q_path)
         check_quantized(tag, src, out, meta, "mxfp8", False, rceil)
+        check_with_torch(tag, q_path, out)
         if cuda:
             c_path = os.path.join(tmp, "qmx_cuda.safetensors")
             r = run(*(args[:2] + [c_path] + args[3:8] + ["cuda", "--force"] + args[10:]))
@@ -691,6 +713,11 @@ def main():
     except Exception:
         cuda = False
     print("test_st_cli: CUDA backend %s" % ("available: comparing it with the CPU" if cuda else "not available"))
+    try:
+        import torch
+        print("test_st_cli: torch %s: outputs also loaded with safetensors.torch" % torch.__version__)
+    except ImportError:
+        pass
     tmp = tempfile.mkdtemp(prefix="fp8kit-st-")
     try:
         src_path = test_schemes(tmp, rng, cuda)

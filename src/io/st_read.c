@@ -506,7 +506,7 @@ static fp8kit_status st_slurp(const char *path, size_t max, char **out, size_t *
 
 static int st_plain_name(const char *s)
 {
-    return s[0] && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/');
+    return s[0] && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') && strcmp(s, ST_INDEX_NAME);
 }
 
 fp8kit_status st_index_open(const char *dir, st_index *ix, char *err, size_t errlen)
