@@ -9,7 +9,7 @@
  * SPEC 2.2's edge-case table checked directly on the GPU, the hardware fp8
  * conversion against the shared codec over all 2^32 inputs, the fused kernel
  * that writes both mx axes (fk_cuda_quantize_mx_both), a caller stream, and
- * one tensor of more than 2^31 elements (1 x 46341 x 46368 bf16, mx axis -1
+ * one tensor of more than 2^31 elements (1 x 46368 x 46368 bf16, mx axis -1
  * and -2) when the device has the memory. Outputs are poisoned first.
  * Exits 77 (skipped) without a usable CUDA device.
  * Env: FK_TEST_SMALL=1 (small shapes, no large case: for compute-sanitizer),
@@ -216,6 +216,7 @@ static void run_case(const qcase *c)
         CUDA_OK(cudaMemset(dq, FK_POISON, qbytes));
         CUDA_OK(cudaMemset(ds, FK_POISON, sbytes));
         CUDA_OK(cudaMemset(dy, FK_POISON, ybytes));
+        CUDA_OK(cudaDeviceSynchronize()); /* gstream does not wait for the legacy stream */
         fp8kit_tensor gx = tx, gqt, gst = ws, gyt;
         gx.data = dx;
         make_tensor(&gqt, dq, c->d.elem, c->ndim, E, qR, qC, qs);
@@ -393,6 +394,7 @@ static void spec_table(void)
             fp8kit_tensor s = fp8kit_tensor_make(ds, FP8KIT_E8M0, 2, ss);
             CUDA_OK(cudaMemset(dq, FK_POISON, 9 * 32));
             CUDA_OK(cudaMemset(ds, FK_POISON, 9));
+            CUDA_OK(cudaDeviceSynchronize());
             CHECK_STATUS(fp8kit_quantize(gctx, &d, &x, &q, &s, NULL), FP8KIT_OK);
             uint8_t hq[9 * 32], hs[9];
             CUDA_OK(cudaMemcpy(hq, dq, sizeof hq, cudaMemcpyDeviceToHost));
@@ -472,6 +474,7 @@ static void fused_case(fp8kit_dtype xt, int64_t E, int64_t R, int64_t C, int e5,
         fp8kit_status st = fp8kit_quantize(cctx, &j->desc, &tx, &tq, &ts, NULL);
         CHECK(st == FP8KIT_OK, "cpu quantize: %s [%s]", fp8kit_last_error(cctx), name);
     }
+    CUDA_OK(cudaDeviceSynchronize());
     CHECK_STATUS(fk_cuda_quantize_mx_both(gctx, &jb[0], &jb[1], gstream), FP8KIT_OK);
     CUDA_OK(cudaStreamSynchronize(gstream));
     for (int ax = 0; ax < 2; ax++) {
@@ -511,6 +514,7 @@ static void cast_case(fp8kit_dtype from, fp8kit_dtype to, int64_t R, int64_t C)
     void *dx = dmalloc(n * fs), *dy = dmalloc(n * ts);
     CUDA_OK(cudaMemcpy(dx, hx, n * fs, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(dy, FK_POISON, n * ts));
+    CUDA_OK(cudaDeviceSynchronize());
     x.data = dx;
     y.data = dy;
     CHECK_STATUS(fp8kit_cast(gctx, &x, &y, gstream), FP8KIT_OK);
@@ -532,7 +536,7 @@ static uint64_t mix64(uint64_t z)
 
 static void large_case(void)
 {
-    const int64_t R = 46341, C = 46368, n = R * C; /* 2,148,739,488 > 2^31 */
+    const int64_t R = 46368, C = 46368, n = R * C; /* 2,150,991,424 > 2^31; R, C multiples of 32 */
     size_t fr = 0, tot = 0;
     cudaMemGetInfo(&fr, &tot);
     if (fr < (size_t)(n * 4 + ((int64_t)1 << 30))) {
@@ -570,6 +574,7 @@ static void large_case(void)
         CHECK_STATUS(fp8kit_quantize(cctx, &d, &tx, &tq, &ts, NULL), FP8KIT_OK);
         CUDA_OK(cudaMemset(dq, FK_POISON, (size_t)n));
         CUDA_OK(cudaMemset(ds, FK_POISON, sbytes));
+        CUDA_OK(cudaDeviceSynchronize());
         tx.data = dx;
         tq.data = dq;
         ts.data = ds;

@@ -1,6 +1,8 @@
 /* cast.cu - CUDA element-wise cast without scaling between f32/f16/bf16 and
  * e4m3/e5m2 (either direction; satfinite RNE to fp8, exact from fp8, RNE to
- * bf16/f16), using the shared codecs of src/format/codec.h. Each thread
+ * bf16/f16), using the shared codecs of src/format/codec.h; to fp8 through
+ * fk_cvt2 (the hardware conversion, equal to the shared codec) with NaN lanes
+ * set to the canonical code. Each thread
  * converts chunks of 8 elements along a row, vector loads/stores when the
  * rows are aligned. Also fk_cuda_cvt_selfcheck: the hardware fp8 conversion
  * used by the quantization kernels (fk_cvt2) against the shared codec over all
@@ -75,9 +77,26 @@ template <int SRC, int DST> __global__ void __launch_bounds__(FK_THREADS) fk_cas
             if (i < n)
                 memcpy((char *)in.w + i * S::SIZE, src + i * S::SIZE, S::SIZE);
     }
+    if constexpr (DST == FP8KIT_E4M3 || DST == FP8KIT_E5M2) { /* hardware pairs; NaN lanes -> canonical */
+        constexpr int E5 = DST == FP8KIT_E5M2;
 #pragma unroll
-    for (int i = 0; i < 8; i++)
-        D::put(out.w, i, S::get(in.w, i));
+        for (int h = 0; h < 2; h++) {
+            float v[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                v[i] = S::get(in.w, 4 * h + i);
+            uint32_t word = fk_cvt2<E5>(v[0], v[1]) | (fk_cvt2<E5>(v[2], v[3]) << 16);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                if (v[i] != v[i])
+                    word = (word & ~(0xFFu << (8 * i))) | (fk_nan_code<E5>() << (8 * i));
+            out.w[h] = word;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            D::put(out.w, i, S::get(in.w, i));
+    }
     if (a.vy && n == 8) {
 #pragma unroll
         for (int i = 0; i < 2 * D::SIZE; i += 2)

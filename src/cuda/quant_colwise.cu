@@ -11,15 +11,15 @@
  * each thread quantizes 32-row column blocks (amax pass, then element pass)
  * into a transposed output tile (row pitch 144 B, conflict-free), which is
  * written with coalesced 16-byte stores. Scales are
- * staged in shared memory so that every scale sector is written whole: axis -1
- * scales for the strip (32 bytes per row) at the end, axis -2 scales as 4-byte
- * words per column; blocked-layout padding is written as zeros. Bands run
+ * staged in shared memory so that scale sectors are written in large pieces:
+ * axis -1 scales for the strip (NT*TC/32 bytes per row) at the end, axis -2
+ * scales as 4-byte words per column; blocked-layout padding is written as zeros. Bands run
  * fastest in the grid so neighbouring CTAs complete each other's sectors. */
 #include "cuda/quant_common.cuh"
 
 #define FK_MXT_ROWS 128   /* rows per band: 4 blocks of 32 */
 #define FK_MXT_BYTES 256  /* bytes of input row per tile */
-#define FK_MXT_NT 8       /* tiles per strip */
+#define FK_MXT_NT 4       /* tiles per strip */
 #define FK_MXT_OPITCH 144 /* transposed output tile row pitch (128 + 16) */
 #define FK_MXT_S1W 32     /* staged axis -1 scale bytes per row */
 
@@ -113,12 +113,10 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
 #pragma unroll 2
             for (int j = 0; j < LPT; j++) {
                 const int64_t r = r0 + rr0 + j * RPP, c = c0 + cc * V;
+                const uint4 raw = *(const uint4 *)(in_s + (rr0 + j * RPP) * FK_MXT_BYTES + cc * 16);
                 float f[V];
-                In::unpack(*(const uint4 *)(in_s + (rr0 + j * RPP) * FK_MXT_BYTES + cc * 16), f);
-                uint32_t m = 0;
-#pragma unroll
-                for (int i = 0; i < V; i++)
-                    m = fk_max_u32(m, fk_abs_bits(f[i]));
+                In::unpack(raw, f);
+                uint32_t m = fk_chunk_amax<DT>(raw, f);
 #pragma unroll
                 for (int o = 1; o < GL; o <<= 1)
                     m = fk_max_u32(m, __shfl_xor_sync(0xffffffffu, m, o));

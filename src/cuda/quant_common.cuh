@@ -85,6 +85,24 @@ template <> struct fk_in<FP8KIT_F16> {
     }
 };
 
+/* amax bits of one chunk (SPEC 2.1: integer max of |x| bits, NaN > Inf >
+ * finite). For bf16 the same max is taken on the 16-bit halves (|x| bits are
+ * the bf16 bits << 16, so the order is the same): 2 elements per operation. */
+template <int DT> __device__ __forceinline__ uint32_t fk_chunk_amax(const uint4 &v, const float *f)
+{
+    if constexpr (DT == FP8KIT_BF16) {
+        const uint32_t k = 0x7FFF7FFFu;
+        const uint32_t m2 = __vmaxu2(__vmaxu2(v.x & k, v.y & k), __vmaxu2(v.z & k, v.w & k));
+        return fk_max_u32(m2 & 0xFFFFu, m2 >> 16) << 16;
+    } else {
+        uint32_t m = 0;
+#pragma unroll
+        for (int i = 0; i < fk_in<DT>::V; i++)
+            m = fk_max_u32(m, fk_abs_bits(f[i]));
+        return m;
+    }
+}
+
 /* Loads chunk elements [0, n) of p (n <= V) into a uint4 with zero bits past
  * n; vec: p is 16-byte aligned and n == V. */
 template <int DT>
@@ -148,9 +166,10 @@ template <int E5> __device__ __forceinline__ uint32_t fk_nan_code() { return E5 
  * RNE. On sm_89+ this is the hardware conversion (one F2FP for the pair), which
  * equals fk_f32_to_e4m3 / fk_f32_to_e5m2 for every non-NaN fp32 input: checked
  * exhaustively over all 2^32 bit patterns by fk_cuda_cvt_selfcheck (run by
- * test_cuda_quant). NaN inputs must not reach it (its NaN code may carry the
- * sign): the kernels write NaN groups (scale NaN / e8m0 255, the only way a NaN
- * arises in the element step) as the canonical code directly.
+ * test_cuda_quant). Its code for a NaN input may carry the sign, so NaN must
+ * not reach it or its code must be replaced: the quantization kernels write
+ * NaN groups (scale NaN / e8m0 255, the only way a NaN arises in the element
+ * step) as the canonical code directly; the cast replaces NaN lanes.
  * FK_CUDA_SOFT_CVT forces the shared integer codec everywhere. */
 template <int E5> __device__ __forceinline__ uint32_t fk_cvt2(float lo, float hi)
 {

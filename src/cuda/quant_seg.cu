@@ -26,6 +26,7 @@ struct fk_seg_args {
     fk_mx_scale_out mxs;
     fk_f32_scale_out fs;
     uint32_t *slot; /* tensor: the scale slot holding the amax bits */
+    int64_t off0;   /* CONTIG: element offset of this launch's first chunk */
 };
 
 template <int GL> __device__ __forceinline__ uint32_t fk_group_max(uint32_t m)
@@ -36,7 +37,9 @@ template <int GL> __device__ __forceinline__ uint32_t fk_group_max(uint32_t m)
     return m;
 }
 
-template <int DT, int MODE, int E5>
+/* CONTIG: x and q are contiguous, C is a multiple of the group width and the
+ * bases are aligned: chunk idx starts at element off0 + idx * V, no division. */
+template <int DT, int MODE, int E5, bool CONTIG>
 __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
 {
     using In = fk_in<DT>;
@@ -60,7 +63,12 @@ __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
         n[j] = 0;
         g[j] = 0;
         c0[j] = 0;
-        if (idx < a.nchunks) {
+        if (CONTIG) {
+            if (idx < a.nchunks) {
+                n[j] = V;
+                raw[j] = *(const uint4 *)((const char *)a.x + (a.off0 + (int64_t)idx * V) * In::SIZE);
+            }
+        } else if (idx < a.nchunks) {
             uint32_t gl = fk_div(a.dncp, idx);
             uint32_t k = idx - gl * a.dncp.d;
             g[j] = a.row0 + gl;
@@ -78,12 +86,8 @@ __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
         float f[V];
         In::unpack(raw[j], f);
         uint32_t m = 0;
-        if (MODE != FK_SEG_TENSOR) {
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                m = fk_max_u32(m, fk_abs_bits(f[i]));
-            m = fk_group_max<GL>(m);
-        }
+        if (MODE != FK_SEG_TENSOR)
+            m = fk_group_max<GL>(fk_chunk_amax<DT>(raw[j], f));
         uint32_t w[2] = {0, 0};
         uint8_t sb = 0;
         float S = tS;
@@ -95,15 +99,37 @@ __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
                 S = fk_scale_f32(m, E5, a.pow2);
             fk_quant_div_words<E5, V>(f, S, w);
         }
-        if (n[j] > 0) {
-            uint32_t e = fk_div(a.dR, g[j]), r = g[j] - e * a.dR.d;
-            fk_store_codes(a.q + (int64_t)e * a.qse + (int64_t)r * a.qsr + c0[j], w[0], w[1], n[j], V, a.vout);
-            if (MODE != FK_SEG_TENSOR && (lane % GL) == 0) {
+        if (n[j] <= 0)
+            continue;
+        if (CONTIG) {
+            const uint32_t idx = base + j * FK_THREADS;
+            const int64_t o = a.off0 + (int64_t)idx * V;
+            fk_store_codes(a.q + o, w[0], w[1], V, V, true);
+            if (MODE == FK_SEG_TENSOR || (lane % GL) != 0)
+                continue;
+            const bool plain = MODE == FK_SEG_MX ? !a.mxs.blocked : !a.fs.mn;
+            if (plain) { /* row-major scales: the element offset / group width */
                 if (MODE == FK_SEG_MX)
-                    fk_mx_scale_store(a.mxs, e, r, c0[j] / 32, sb);
+                    a.mxs.p[o >> 5] = sb;
                 else
-                    fk_f32_scale_store(a.fs, e, r, c0[j] / 128, S);
+                    a.fs.p[o >> 7] = S;
+                continue;
             }
+            const uint32_t gl = fk_div(a.dncp, idx), k = idx - gl * a.dncp.d, gg = a.row0 + gl;
+            const uint32_t e = fk_div(a.dR, gg), r = gg - e * a.dR.d;
+            if (MODE == FK_SEG_MX)
+                fk_mx_scale_store(a.mxs, e, r, (int64_t)k * V / 32, sb);
+            else
+                fk_f32_scale_store(a.fs, e, r, (int64_t)k * V / 128, S);
+            continue;
+        }
+        uint32_t e = fk_div(a.dR, g[j]), r = g[j] - e * a.dR.d;
+        fk_store_codes(a.q + (int64_t)e * a.qse + (int64_t)r * a.qsr + c0[j], w[0], w[1], n[j], V, a.vout);
+        if (MODE != FK_SEG_TENSOR && (lane % GL) == 0) {
+            if (MODE == FK_SEG_MX)
+                fk_mx_scale_store(a.mxs, e, r, c0[j] / 32, sb);
+            else
+                fk_f32_scale_store(a.fs, e, r, c0[j] / 128, S);
         }
     }
 }
@@ -138,9 +164,7 @@ template <int DT> __global__ void __launch_bounds__(FK_THREADS) fk_amax_kernel(c
     for (int j = 0; j < FK_SEG_U; j++) {
         float f[V];
         In::unpack(raw[j], f);
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            m = fk_max_u32(m, fk_abs_bits(f[i]));
+        m = fk_max_u32(m, fk_chunk_amax<DT>(raw[j], f));
     }
     m = fk_group_max<32>(m);
     if ((threadIdx.x & 31) == 0)
@@ -164,13 +188,21 @@ template <int E5> __global__ void fk_tensor_final_kernel(uint32_t *slot, int pow
 
 typedef void (*fk_seg_fn)(const fk_seg_args);
 
-template <int MODE> static fk_seg_fn fk_seg_pick(fp8kit_dtype t, int e5)
+template <int MODE, bool CONTIG> static fk_seg_fn fk_seg_pick2(fp8kit_dtype t, int e5)
 {
     switch (t) {
-    case FP8KIT_F32: return e5 ? fk_seg_kernel<FP8KIT_F32, MODE, 1> : fk_seg_kernel<FP8KIT_F32, MODE, 0>;
-    case FP8KIT_F16: return e5 ? fk_seg_kernel<FP8KIT_F16, MODE, 1> : fk_seg_kernel<FP8KIT_F16, MODE, 0>;
-    default: return e5 ? fk_seg_kernel<FP8KIT_BF16, MODE, 1> : fk_seg_kernel<FP8KIT_BF16, MODE, 0>;
+    case FP8KIT_F32:
+        return e5 ? fk_seg_kernel<FP8KIT_F32, MODE, 1, CONTIG> : fk_seg_kernel<FP8KIT_F32, MODE, 0, CONTIG>;
+    case FP8KIT_F16:
+        return e5 ? fk_seg_kernel<FP8KIT_F16, MODE, 1, CONTIG> : fk_seg_kernel<FP8KIT_F16, MODE, 0, CONTIG>;
+    default:
+        return e5 ? fk_seg_kernel<FP8KIT_BF16, MODE, 1, CONTIG> : fk_seg_kernel<FP8KIT_BF16, MODE, 0, CONTIG>;
     }
+}
+
+template <int MODE> static fk_seg_fn fk_seg_pick(fp8kit_dtype t, int e5, bool contig)
+{
+    return contig ? fk_seg_pick2<MODE, true>(t, e5) : fk_seg_pick2<MODE, false>(t, e5);
 }
 
 /* Fills the geometry shared by every launch; gl = lanes per group. */
@@ -201,6 +233,15 @@ static fp8kit_status fk_seg_setup(fp8kit_ctx *ctx, const fk_quant_job *job, int 
     return FP8KIT_OK;
 }
 
+/* x and q contiguous, every chunk whole and aligned, groups never straddle rows. */
+static bool fk_seg_contig(const fk_quant_job *job, int gl)
+{
+    const fk_mat &x = job->x, &q = job->q;
+    const int V = x.dtype == FP8KIT_F32 ? 4 : 8;
+    return x.sr == x.C && x.se == x.R * x.C && q.sr == q.C && q.se == q.R * q.C && x.C % (V * gl) == 0 &&
+           fk_aligned(x.data, 16) && fk_aligned(q.data, V);
+}
+
 /* Launches kernel k over all rows, in pieces of at most 2^30 chunks. */
 static fp8kit_status fk_seg_launch(fp8kit_ctx *ctx, const fk_quant_job *job, fk_seg_args a, int64_t ncp,
                                    fk_seg_fn k, cudaStream_t s)
@@ -211,6 +252,7 @@ static fp8kit_status fk_seg_launch(fp8kit_ctx *ctx, const fk_quant_job *job, fk_
     for (int64_t r0 = 0; r0 < rows; r0 += per) {
         int64_t nr = rows - r0 < per ? rows - r0 : per;
         a.row0 = (uint32_t)r0;
+        a.off0 = r0 * job->x.C;
         a.nchunks = (uint32_t)(nr * ncp);
         k<<<(unsigned)fk_ceil_div(nr * ncp, cpb), FK_THREADS, 0, s>>>(a);
         FK_CUDA_LAUNCH_CHECK(ctx);
@@ -234,14 +276,16 @@ extern "C" fp8kit_status fk_cuda_quant_seg(fp8kit_ctx *ctx, const fk_quant_job *
         a.mxs.blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
         a.mxs.Rp = a.mxs.blocked ? fk_blocked_rows(a.mxs.R) : a.mxs.R;
         a.mxs.Cp = a.mxs.blocked ? fk_blocked_cols(a.mxs.C32) : a.mxs.C32;
-        return fk_seg_launch(ctx, job, a, ncp, fk_seg_pick<FK_SEG_MX>(job->x.dtype, job->e5m2), s);
+        fk_seg_fn k = fk_seg_pick<FK_SEG_MX>(job->x.dtype, job->e5m2, fk_seg_contig(job, 32 / V));
+        return fk_seg_launch(ctx, job, a, ncp, k, s);
     }
     a.fs.p = (float *)job->scale;
     a.fs.rows = job->x.R;
     a.fs.cols = fk_ceil_div(job->x.C, 128);
     a.fs.mn = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
     a.fs.ld = fk_round_up(job->x.R, 4);
-    return fk_seg_launch(ctx, job, a, ncp, fk_seg_pick<FK_SEG_1X128>(job->x.dtype, job->e5m2), s);
+    fk_seg_fn k = fk_seg_pick<FK_SEG_1X128>(job->x.dtype, job->e5m2, fk_seg_contig(job, 128 / V));
+    return fk_seg_launch(ctx, job, a, ncp, k, s);
 }
 
 extern "C" fp8kit_status fk_cuda_quant_tensor(fp8kit_ctx *ctx, const fk_quant_job *job, cudaStream_t s)
@@ -257,7 +301,8 @@ extern "C" fp8kit_status fk_cuda_quant_tensor(fp8kit_ctx *ctx, const fk_quant_jo
                      : job->x.dtype == FP8KIT_F16 ? fk_amax_kernel<FP8KIT_F16> : fk_amax_kernel<FP8KIT_BF16>;
     if ((st = fk_seg_launch(ctx, job, a, ncp, amax, s)))
         return st;
-    if ((st = fk_seg_launch(ctx, job, a, ncp, fk_seg_pick<FK_SEG_TENSOR>(job->x.dtype, job->e5m2), s)))
+    fk_seg_fn quant = fk_seg_pick<FK_SEG_TENSOR>(job->x.dtype, job->e5m2, fk_seg_contig(job, 1));
+    if ((st = fk_seg_launch(ctx, job, a, ncp, quant, s)))
         return st;
     if (job->e5m2)
         fk_tensor_final_kernel<1><<<1, 1, 0, s>>>(a.slot, a.pow2);

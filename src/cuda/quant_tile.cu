@@ -38,7 +38,7 @@ __device__ __forceinline__ uint32_t fk_cta_max(uint32_t m, uint32_t *red)
     return m;
 }
 
-/* TPR threads per row: 32 (a warp per row, 8 rows per CTA) or FK_THREADS. */
+/* TPR threads per row: 32 (a warp per row, 8 rows per CTA), 128 or FK_THREADS. */
 template <int DT, int E5, int TPR>
 __global__ void __launch_bounds__(FK_THREADS) fk_row_kernel(const fk_row_args a)
 {
@@ -66,9 +66,7 @@ __global__ void __launch_bounds__(FK_THREADS) fk_row_kernel(const fk_row_args a)
     for (int k = 0; k < FK_ROW_K; k++) {
         float f[V];
         In::unpack(cache[k], f);
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            m = fk_max_u32(m, fk_abs_bits(f[i]));
+        m = fk_max_u32(m, fk_chunk_amax<DT>(cache[k], f));
     }
     if (valid)
         for (int64_t ch = lt + (int64_t)FK_ROW_K * TPR; ch < a.nch; ch += TPR) {
@@ -79,12 +77,18 @@ __global__ void __launch_bounds__(FK_THREADS) fk_row_kernel(const fk_row_args a)
             for (int i = 0; i < V; i++)
                 m = fk_max_u32(m, fk_abs_bits(f[i]));
         }
-    if (TPR == FK_THREADS) {
-        m = fk_cta_max(m, red);
-    } else {
 #pragma unroll
-        for (int o = 1; o < TPR; o <<= 1)
-            m = fk_max_u32(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int o = 1; o < (TPR < 32 ? TPR : 32); o <<= 1)
+        m = fk_max_u32(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (TPR > 32) { /* the TPR / 32 warps of this row */
+        if ((threadIdx.x & 31) == 0)
+            red[threadIdx.x >> 5] = m;
+        __syncthreads();
+        const int w0 = (threadIdx.x / TPR) * (TPR / 32);
+        m = red[w0];
+#pragma unroll
+        for (int w = 1; w < TPR / 32; w++)
+            m = fk_max_u32(m, red[w0 + w]);
     }
     if (!valid)
         return;
@@ -154,9 +158,7 @@ __global__ void __launch_bounds__(FK_THREADS) fk_t128_kernel(const fk_t128_args 
     for (int k = 0; k < K; k++) {
         float f[V];
         In::unpack(cache[k], f);
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            m = fk_max_u32(m, fk_abs_bits(f[i]));
+        m = fk_max_u32(m, fk_chunk_amax<DT>(cache[k], f));
     }
     m = fk_cta_max(m, red);
     const float S = fk_scale_f32(m, E5, a.pow2);
@@ -210,11 +212,13 @@ extern "C" fp8kit_status fk_cuda_quant_row(fp8kit_ctx *ctx, const fk_quant_job *
     a.vin = fk_mat_vec_ok(x, 16);
     a.vout = fk_aligned(q.data, V) && q.sr % V == 0 && q.se % V == 0;
     a.pow2 = job->desc.pow2 != 0;
-    if (a.nch <= 32 * FK_ROW_K) { /* a warp per row */
+    /* the fewest threads per row whose registers hold the whole row */
+    if (a.nch <= 32 * FK_ROW_K)
         fk_row_pick<32>(x.dtype, job->e5m2)<<<(unsigned)fk_ceil_div(rows, FK_THREADS / 32), FK_THREADS, 0, s>>>(a);
-    } else {
+    else if (a.nch <= 128 * FK_ROW_K)
+        fk_row_pick<128>(x.dtype, job->e5m2)<<<(unsigned)fk_ceil_div(rows, FK_THREADS / 128), FK_THREADS, 0, s>>>(a);
+    else
         fk_row_pick<FK_THREADS>(x.dtype, job->e5m2)<<<(unsigned)rows, FK_THREADS, 0, s>>>(a);
-    }
     FK_CUDA_LAUNCH_CHECK(ctx);
     return FP8KIT_OK;
 }
