@@ -3,7 +3,8 @@
  *
  * For each chunk of K (all of K unless the packed panels would be huge) the
  * fp8 operands are decoded through 256-entry tables into packed fp32 panels
- * (A: [M/mr][k][mr], B: [N/nr][k][nr]); block / mx scales are gathered into
+ * (per K block of kc: A [M/mr][k][mr], B [N/nr][k][nr], so one block's
+ * micro-panels are consecutive in memory); block / mx scales are gathered into
  * matching per-panel, per-K-block arrays. Output tiles (mc x nc) are then
  * spread over the threads; each tile runs the microkernel (gemm_kernel.c)
  * over its micro-tiles, which sums every promotion block (128 of K, 32 for mx)
@@ -98,6 +99,7 @@ typedef struct fk_gemm_run {
     fk_ukernel_fn uk;
     int mode;
     int64_t kch;             /* allocated K extent of a panel */
+    int64_t mp, np;          /* rows of A and B padded to mr / nr */
     int64_t nkb;             /* promotion blocks per chunk (scaled modes) */
     float *ap, *bp;          /* packed panels */
     float *as, *bs;          /* packed block scales (scaled modes) */
@@ -249,8 +251,10 @@ static float fk_op_scale(const fk_gemm_run *s, int is_a, int64_t r, int64_t kbg)
 }
 
 /* Decodes rows [p*w, p*w + w) of an operand (rows total, K-contiguous, ld)
- * at K offset k0, kl columns, into panel p ([k][w] floats, zero rows past the
- * end), and gathers its block scales when the mode has them. */
+ * at K offset k0, kl columns, into panel p (zero rows past the end), and
+ * gathers its block scales when the mode has them. Packed layout: K block b
+ * (kc wide, the last one len_b = kl - b*kc) starts at b*kc*rows_pad, and
+ * holds the panels one after another, each [k][w] floats (w*len_b). */
 static void fk_pack_panel(fk_gemm_run *s, int is_a, int64_t p, int64_t k0, int64_t kl)
 {
     const fk_gemm_job *j = s->j;
@@ -258,13 +262,16 @@ static void fk_pack_panel(fk_gemm_run *s, int is_a, int64_t p, int64_t k0, int64
     const int64_t rows = is_a ? j->m : j->n, ld = is_a ? j->lda : j->ldb;
     const uint8_t *src = (const uint8_t *)(is_a ? j->a : j->b);
     const float *tab = is_a ? s->tab_a : s->tab_b;
-    float *dst = (is_a ? s->ap : s->bp) + p * w * s->kch;
-    /* in K slices of 64 so the destination slice stays in L1 */
+    const int64_t kc = s->cfg.kc, rows_pad = is_a ? s->mp : s->np;
+    float *base = is_a ? s->ap : s->bp;
+    /* in K slices of 64 (kc is a multiple of 64) so the destination slice stays in L1 */
     for (int64_t kb = 0; kb < kl; kb += 64) {
         int64_t ke = kl - kb < 64 ? kl - kb : 64;
+        int64_t b0 = kb - kb % kc, len_b = kl - b0 < kc ? kl - b0 : kc;
+        float *dst = base + b0 * rows_pad + p * w * len_b + (kb - b0) * w;
         for (int i = 0; i < w; i++) {
             int64_t r = p * w + i;
-            float *d = dst + kb * w + i;
+            float *d = dst + i;
             if (r < rows) {
                 const uint8_t *row = src + r * ld + k0 + kb;
                 for (int64_t k = 0; k < ke; k++)
@@ -318,17 +325,17 @@ static void fk_tile(const fk_gemm_run *s, int64_t kl, int64_t m0, int64_t m1, in
                     int64_t ld)
 {
     const int mr = s->cfg.mr, nr = s->cfg.nr;
-    const int64_t kc = s->cfg.kc, kblk = s->cfg.kblk, kch = s->kch;
+    const int64_t kc = s->cfg.kc, kblk = s->cfg.kblk;
     const int scaled = s->mode != FK_MODE_PLAIN;
     for (int64_t kk = 0; kk < kl; kk += kc) {
         int64_t len = kl - kk < kc ? kl - kk : kc;
         for (int64_t n = n0; n < n1; n += nr) {
             int64_t pn = n / nr;
-            const float *pb = s->bp + pn * nr * kch + kk * nr;
+            const float *pb = s->bp + kk * s->np + pn * nr * len;
             const float *sb = scaled ? s->bs + pn * nr * s->nkb + (kk / kblk) * nr : NULL;
             for (int64_t m = m0; m < m1; m += mr) {
                 int64_t pm = m / mr;
-                const float *pa = s->ap + pm * mr * kch + kk * mr;
+                const float *pa = s->ap + kk * s->mp + pm * mr * len;
                 float *c = acc + (m - m0) * ld + (n - n0);
                 if (!scaled) {
                     s->uk(len, kblk, pa, pb, c, ld, NULL, NULL);
@@ -368,7 +375,7 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
         fk_plan_fill(j, &s.cfg);
     int mr = 0, nr = 0;
     s.uk = fk_gemm_ukernel(s.cfg.isa, &mr, &nr);
-    if (!s.uk || mr != s.cfg.mr || nr != s.cfg.nr || 128 % nr || s.cfg.kc % s.cfg.kblk || s.cfg.nc % 128 ||
+    if (!s.uk || mr != s.cfg.mr || nr != s.cfg.nr || 128 % nr || s.cfg.kc % s.cfg.kblk || s.cfg.kc % 64 || s.cfg.nc % 128 ||
         s.cfg.mc % mr || mr * nr > 16 * 64)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "fp8kit_gemm (cpu): inconsistent plan");
     const int64_t M = j->m, N = j->n, K = j->k;
@@ -389,6 +396,8 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     const int64_t kch = s.cfg.kch >= K ? K : s.cfg.kch;
     const int64_t nchunk = K > 0 ? fk_ceil_div(K, kch) : 1;
     s.kch = kch;
+    s.mp = Mp;
+    s.np = Np;
     s.nkb = s.mode == FK_MODE_PLAIN ? 0 : fk_ceil_div(kch, s.cfg.kblk);
 
     /* tiles: shrink until every thread has work, keeping nc a multiple of 128 */
