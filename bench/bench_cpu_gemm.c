@@ -215,13 +215,20 @@ int main(int argc, char **argv)
 #endif
         char shape[64];
         snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
-        printf("%-20s %14.1f %14.1f %8.2f\n", shape, ours, peer, peer > 0 ? ours / peer : 0.0);
+        char peer_s[32] = "-", ratio_s[32] = "-", peer_j[32] = "null", ratio_j[32] = "null";
+        if (peer > 0) {
+            snprintf(peer_s, sizeof peer_s, "%.1f", peer);
+            snprintf(ratio_s, sizeof ratio_s, "%.2f", ours / peer);
+            snprintf(peer_j, sizeof peer_j, "%.2f", peer);
+            snprintf(ratio_j, sizeof ratio_j, "%.3f", ours / peer);
+        }
+        printf("%-20s %14.1f %14s %8s\n", shape, ours, peer_s, ratio_s);
         fflush(stdout);
         snprintf(json[nj++], sizeof json[0],
                  "{\"op\": \"gemm_e4m3_tensor_bf16\", \"backend\": \"cpu\", \"shape\": \"%s\", \"ours\": %.2f, "
-                 "\"peer\": %.2f, \"peer_name\": \"%s\", \"ratio\": %.3f, \"unit\": \"GFLOP/s\", \"device\": \"%s\", "
+                 "\"peer\": %s, \"peer_name\": \"%s\", \"ratio\": %s, \"unit\": \"GFLOP/s\", \"device\": \"%s\", "
                  "\"date\": \"%s\"}",
-                 shape, ours, peer, peer_name, peer > 0 ? ours / peer : 0.0, desc, date);
+                 shape, ours, peer_j, peer_name, ratio_j, desc, date);
         free(a), free(b), free(d), free(g.af), free(g.bf), free(g.cf);
     }
     printf("\n");
