@@ -162,6 +162,11 @@ int cli_cmd_bench(int argc, char **argv)
         size_t copy_bytes = (size_t)numel * 2;
         double tcopy = cli_copy_seconds(&dev, copy_bytes, (int)reps);
         double copy_gbps = tcopy > 0 ? 2.0 * (double)copy_bytes / tcopy * 1e-9 : -1.0;
+        if (tcopy <= 0) {
+            fprintf(stderr, "fp8kit bench: the copy (peer) failed: %s\n",
+                    dev.cuda ? cli_cuda_last_error() : "out of memory");
+            failed++;
+        }
         if (json) {
             printf("{\"op\":\"copy\",\"backend\":");
             cli_json_str(stdout, bname);
