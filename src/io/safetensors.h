@@ -16,7 +16,8 @@
  * directory, registered for removal on SIGINT/SIGTERM/SIGHUP, and is renamed
  * into place only when complete.
  *
- * Converter (st_convert.c): SPEC section 5, through the public fp8kit API.
+ * Converter (st_plan.c plans, st_convert.c runs, st_pipe.c overlaps the
+ * file I/O): SPEC section 5, through the public fp8kit API.
  *
  * Errors: functions return an fp8kit_status (FP8KIT_ERR_IO for the file
  * system, FP8KIT_ERR_CORRUPT_FILE for contents that break the format, others
