@@ -7,44 +7,45 @@
  * columns, and only the final 64x64 byte tile is transposed into q. */
 #include "cpu/quant_simd.h"
 
-#define TILE 64
+#define TR 64  /* tile rows of x (two mx blocks) */
+#define TC 128 /* tile columns of x = rows of q; 256 B of each bf16 row per tile */
 
-/* One tile: rows r0 .. r0+th of x (th = 32 or 64), columns c0 .. c0+tw (tw <= 64).
+/* One tile: rows r0 .. r0+th of x (th = 32 or 64), columns c0 .. c0+tw (tw <= TC).
  * q_e / s_e point at expert e's q matrix and scale buffer. */
 FK_CPU_CLONES static void k_mx_t_tile(const char *x0, int64_t x_sr, fp8kit_dtype t, int th, int tw,
                                       int e5m2, int rceil, uint8_t *q0, int64_t q_sr,
                                       uint8_t *s_e, int64_t srow0, int64_t scol0, int blocked,
                                       int64_t s_cols)
 {
-    float f[TILE][TILE];
-    uint8_t qt[TILE][TILE];
-    uint8_t sb[TILE];
-    float rr[TILE];
-    uint32_t m[TILE];
+    float f[TR][TC];
+    uint8_t qt[TR][TC];
+    uint8_t sb[TC];
+    float rr[TC];
+    uint32_t m[TC];
     const size_t es = fk_dtype_bytes(t);
 
     for (int i = 0; i < th; i++) {
         fkv_widen(x0 + i * x_sr * (int64_t)es, t, tw, f[i], NULL);
-        for (int c = tw; c < TILE; c++)
+        for (int c = tw; c < TC; c++)
             f[i][c] = 0.0f;
     }
     for (int b = 0; b < th / 32; b++) {
-        for (int c = 0; c < TILE; c++)
+        for (int c = 0; c < TC; c++)
             m[c] = 0;
         for (int i = b * 32; i < b * 32 + 32; i++)
-            for (int c = 0; c < TILE; c++)
+            for (int c = 0; c < TC; c++)
                 m[c] = fk_max_u32(m[c], fk_abs_bits(f[i][c]));
-        for (int c = 0; c < TILE; c++) {
+        for (int c = 0; c < TC; c++) {
             sb[c] = fk_mx_scale(m[c], e5m2, rceil);
             rr[c] = fk_mx_recip(sb[c]);
         }
         if (e5m2)
             for (int i = b * 32; i < b * 32 + 32; i++)
-                for (int c = 0; c < TILE; c++)
+                for (int c = 0; c < TC; c++)
                     qt[i][c] = fkv_f32_to_fp8(f[i][c] * rr[c], 1);
         else
             for (int i = b * 32; i < b * 32 + 32; i++)
-                for (int c = 0; c < TILE; c++)
+                for (int c = 0; c < TC; c++)
                     qt[i][c] = fkv_f32_to_fp8(f[i][c] * rr[c], 0);
         /* scale (row srow0 + c, col scol0 + b) of the transposed operand */
         for (int c = 0; c < tw; c++) {
@@ -52,7 +53,7 @@ FK_CPU_CLONES static void k_mx_t_tile(const char *x0, int64_t x_sr, fp8kit_dtype
             s_e[blocked ? fk_blocked_offset(sr, sc, s_cols) : sr * s_cols + sc] = sb[c];
         }
     }
-    fkv_transpose_bytes(&qt[0][0], TILE, q0, q_sr, th, tw);
+    fkv_transpose_bytes(&qt[0][0], TC, q0, q_sr, th, tw);
 }
 
 fp8kit_status fk_cpu_quant_mx_t(int nt, const fk_quant_job *job)
@@ -61,7 +62,7 @@ fp8kit_status fk_cpu_quant_mx_t(int nt, const fk_quant_job *job)
     const int blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
     const int rceil = job->desc.rounding == FP8KIT_ROUND_RCEIL;
     const int64_t per = job->scale_rows * job->scale_cols;
-    const int64_t ntr = fk_ceil_div(x->R, TILE), ntc = fk_ceil_div(x->C, TILE);
+    const int64_t ntr = fk_ceil_div(x->R, TR), ntc = fk_ceil_div(x->C, TC);
     const size_t es = fk_dtype_bytes(x->dtype);
     uint8_t *S = (uint8_t *)job->scale;
     if (blocked)
@@ -70,9 +71,9 @@ fp8kit_status fk_cpu_quant_mx_t(int nt, const fk_quant_job *job)
     for (int64_t e = 0; e < x->E; e++)
         for (int64_t tr = 0; tr < ntr; tr++)
             for (int64_t tc = 0; tc < ntc; tc++) {
-                int64_t r0 = tr * TILE, c0 = tc * TILE;
-                int th = (int)(x->R - r0 < TILE ? x->R - r0 : TILE); /* multiple of 32 */
-                int tw = (int)(x->C - c0 < TILE ? x->C - c0 : TILE);
+                int64_t r0 = tr * TR, c0 = tc * TC;
+                int th = (int)(x->R - r0 < TR ? x->R - r0 : TR); /* multiple of 32 */
+                int tw = (int)(x->C - c0 < TC ? x->C - c0 : TC);
                 const char *x0 = (const char *)x->data + (e * x->se + r0 * x->sr + c0) * (int64_t)es;
                 uint8_t *q0 = (uint8_t *)qm->data + e * qm->se + c0 * qm->sr + r0;
                 k_mx_t_tile(x0, x->sr, x->dtype, th, tw, job->e5m2, rceil, q0, qm->sr, S + e * per,

@@ -42,30 +42,40 @@ FK_CPU_CLONES static void k_quant_div(const void *x, fp8kit_dtype t, int64_t n, 
     }
 }
 
-/* One 128x128 tile (h rows of w elements, row strides x_sr / q_sr in
- * elements): amax over the tile, one scale S, then q = fp8(x / S). */
-FK_CPU_CLONES static float k_tile_128(const void *x, int64_t x_sr, fp8kit_dtype t, int64_t h, int64_t w,
-                                      int e5m2, int pow2, uint8_t *q, int64_t q_sr)
+/* A row of up to 8 128x128 tiles (h <= 128 rows of w <= 1024 elements, row
+ * strides x_sr / q_sr in elements): pass 1 takes each tile's amax row by row
+ * (each row segment is read contiguously, which the prefetchers follow far
+ * better than 128 short rows per tile), pass 2 divides by the tile's S with
+ * S expanded per column. Scales go to S[0 .. ceil(w/128)). */
+FK_CPU_CLONES static void k_tiles_128(const void *x, int64_t x_sr, fp8kit_dtype t, int64_t h, int64_t w,
+                                      int e5m2, int pow2, uint8_t *q, int64_t q_sr, float *S)
 {
-    float f[128];
+    float f[1024], sx[1024];
+    uint32_t m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     const size_t es = fk_dtype_bytes(t);
-    uint32_t m = 0;
+    const int64_t nb = fk_ceil_div(w, 128);
     for (int64_t i = 0; i < h; i++) {
         fkv_widen((const char *)x + i * x_sr * (int64_t)es, t, w, f, NULL);
-        m = fk_max_u32(m, fkv_amax(f, w));
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t k = w - b * 128 < 128 ? w - b * 128 : 128;
+            m[b] = fk_max_u32(m[b], fkv_amax(f + b * 128, k));
+        }
     }
-    const float s = fk_scale_f32(m, e5m2, pow2);
+    for (int64_t b = 0; b < nb; b++) {
+        S[b] = fk_scale_f32(m[b], e5m2, pow2);
+        for (int j = 0; j < 128; j++)
+            sx[b * 128 + j] = S[b];
+    }
     for (int64_t i = 0; i < h; i++) {
         uint8_t *restrict qr = q + i * q_sr;
         fkv_widen((const char *)x + i * x_sr * (int64_t)es, t, w, f, NULL);
         if (e5m2)
             for (int64_t j = 0; j < w; j++)
-                qr[j] = fkv_f32_to_fp8(f[j] / s, 1);
+                qr[j] = fkv_f32_to_fp8(f[j] / sx[j], 1);
         else
             for (int64_t j = 0; j < w; j++)
-                qr[j] = fkv_f32_to_fp8(f[j] / s, 0);
+                qr[j] = fkv_f32_to_fp8(f[j] / sx[j], 0);
     }
-    return s;
 }
 
 /* One row of block1x128: a scale per 128 elements (last block partial),
@@ -229,6 +239,7 @@ static fp8kit_status quant_128x128(int nt, const fk_quant_job *job)
 {
     const fk_mat *x = &job->x, *qm = &job->q;
     const int64_t nrb = fk_ceil_div(x->R, 128), ncb = fk_ceil_div(x->C, 128);
+    const int64_t ncg = fk_ceil_div(ncb, 8); /* groups of 8 tiles along a row */
     const int64_t per = job->scale_rows * job->scale_cols;
     const int mn = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
     const int64_t ld = mn ? job->scale_cols : ncb;
@@ -239,13 +250,15 @@ static fp8kit_status quant_128x128(int nt, const fk_quant_job *job)
 #pragma omp parallel for collapse(3) schedule(static) num_threads(nt)
     for (int64_t e = 0; e < x->E; e++)
         for (int64_t rb = 0; rb < nrb; rb++)
-            for (int64_t cb = 0; cb < ncb; cb++) {
-                int64_t r0 = rb * 128, c0 = cb * 128;
+            for (int64_t cg = 0; cg < ncg; cg++) {
+                int64_t r0 = rb * 128, c0 = cg * 1024;
                 int64_t h = x->R - r0 < 128 ? x->R - r0 : 128;
-                int64_t w = x->C - c0 < 128 ? x->C - c0 : 128;
-                S[e * per + (mn ? cb * ld + rb : rb * ncb + cb)] =
-                    k_tile_128(fk_cpu_at(x, e, r0, c0), x->sr, x->dtype, h, w, e5m2, pow2,
-                               fk_cpu_at(qm, e, r0, c0), qm->sr);
+                int64_t w = x->C - c0 < 1024 ? x->C - c0 : 1024;
+                float s[8];
+                k_tiles_128(fk_cpu_at(x, e, r0, c0), x->sr, x->dtype, h, w, e5m2, pow2,
+                            fk_cpu_at(qm, e, r0, c0), qm->sr, s);
+                for (int64_t b = 0, cb = cg * 8; b < fk_ceil_div(w, 128); b++, cb++)
+                    S[e * per + (mn ? cb * ld + rb : rb * ncb + cb)] = s[b];
             }
     return FP8KIT_OK;
 }
