@@ -8,7 +8,8 @@
 #   bash bench/device_run.sh                 # cmake Release build, -j16
 #   FK_PREBUILT=dir bash bench/device_run.sh # use dir/{test_cuda_quant,bench_quant}
 # Env: FK_COMMIT (recorded in the JSON lines), FK_SKIP_SANITIZE=1, FK_SKIP_TORCH=1,
-#      FK_BENCH_QUICK=1 (one shape).
+#      FK_SKIP_SASS=1, FK_BENCH_QUICK=1 (one shape), FK_AB_ENV="VAR=value" (also
+#      run the test and the bench with that variable set: an A/B of a variant).
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -49,6 +50,17 @@ rm -f "$OUT/quant.jsonl"
 timeout 150 "$BIN/bench_quant" "$OUT/quant.jsonl" >"$OUT/bench.log" 2>&1
 echo "bench_quant exit $?" >>"$OUT/bench.log"
 grep -v '^JSON' "$OUT/bench.log"
+
+if [ -n "${FK_AB_ENV:-}" ]; then # the same test and bench under a variant switch, e.g. FK_MXT_STAGES=3
+  stamp "variant $FK_AB_ENV: test (no large case) and bench"
+  env $FK_AB_ENV FK_TEST_LARGE=0 timeout 150 "$BIN/test_cuda_quant" >"$OUT/test_ab.log" 2>&1
+  echo "test_cuda_quant ($FK_AB_ENV) exit $?" >>"$OUT/test_ab.log"
+  tail -3 "$OUT/test_ab.log"
+  rm -f "$OUT/quant_ab.jsonl"
+  env $FK_AB_ENV timeout 150 "$BIN/bench_quant" "$OUT/quant_ab.jsonl" >"$OUT/bench_ab.log" 2>&1
+  echo "bench_quant ($FK_AB_ENV) exit $?" >>"$OUT/bench_ab.log"
+  grep -E "mx_axis-2|fused|exit" "$OUT/bench_ab.log"
+fi
 
 if [ -z "${FK_SKIP_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
   stamp "torch peer"

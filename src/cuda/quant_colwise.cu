@@ -15,6 +15,7 @@
  * conflict-free), which goes out with coalesced 16-byte stores. Scales of both
  * axes are staged in shared memory and written as 4-byte words; blocked-layout
  * padding is written as zeros. */
+#include <stdlib.h>
 #include "cuda/quant_common.cuh"
 
 #define FK_MXT_ROWS 128  /* rows per band: 4 blocks of 32 */
@@ -41,9 +42,12 @@ struct fk_mxt_args {
 
 template <int DT> static constexpr int fk_mxt_tc() { return FK_MXT_BYTES / fk_in<DT>::SIZE; }
 
-/* two input tiles, the transposed output tile, staged scales of both axes */
-template <int DT> static size_t fk_mxt_smem()
+/* ST = 2: two input tiles, the transposed output tile, staged scales of both
+ * axes; ST = 3: three input tiles */
+template <int DT> static size_t fk_mxt_smem(int st3)
 {
+    if (st3)
+        return 3 * FK_MXT_ROWS * FK_MXT_BYTES;
     return 2 * FK_MXT_ROWS * FK_MXT_BYTES + fk_mxt_tc<DT>() * 128 + fk_mxt_tc<DT>() * 4 + FK_MXT_ROWS * 4;
 }
 
@@ -70,7 +74,23 @@ __device__ __forceinline__ fk_mxt_tile fk_mxt_decode(const fk_mxt_args &a, int64
  * (rows of 128 bytes): XOR swizzle, conflict-free for pairs of rows per lane. */
 __device__ __forceinline__ int fk_mxt_swz(int c, int k) { return k ^ ((c >> 1) & 7); }
 
-template <int DT, int E5, bool ROW>
+/* 32 codes (8 words) -> dst, 16-byte stores when aligned (vec). */
+__device__ __forceinline__ void fk_mxt_store32(uint8_t *dst, const uint32_t *w, int vec)
+{
+    if (vec) {
+        ((uint4 *)dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+        ((uint4 *)dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        return;
+    }
+    for (int i = 0; i < 32; i++)
+        dst[i] = (uint8_t)(w[i >> 2] >> (8 * (i & 3)));
+}
+
+/* ST = 2: two tile buffers, the transposed tile staged in shared memory and
+ * written coalesced, scales staged and written as words. ST = 3: three tile
+ * buffers (two tiles in flight while one is processed), codes and scales
+ * stored straight from registers (32 bytes per column block: whole sectors). */
+template <int DT, int E5, bool ROW, int ST>
 __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args a)
 {
     using In = fk_in<DT>;
@@ -82,8 +102,8 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
     constexpr int GL = 32 / V;             /* lanes per axis -1 block */
     constexpr int S1B = TC / 32;           /* axis -1 scale bytes per row and tile */
     extern __shared__ uint4 fk_mxt_smem_raw[];
-    uint8_t *in_s0 = (uint8_t *)fk_mxt_smem_raw; /* two tile buffers */
-    uint8_t *out_s = in_s0 + 2 * FK_MXT_ROWS * FK_MXT_BYTES;
+    uint8_t *in_s0 = (uint8_t *)fk_mxt_smem_raw; /* ST tile buffers */
+    uint8_t *out_s = in_s0 + ST * FK_MXT_ROWS * FK_MXT_BYTES;
     uint8_t *s2_s = out_s + TC * 128;
     uint8_t *s1_s = s2_s + TC * 4;
     const int t = threadIdx.x, lane = t & 31;
@@ -93,7 +113,7 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
      * past the edges) when rows are 16-byte aligned, else plain loads. */
     auto load_tile = [&](int64_t item, int buf) {
         const fk_mxt_tile tl = fk_mxt_decode(a, item);
-        if (tl.valid) {
+        if (item < a.nitems && tl.valid) {
             uint8_t *bp = in_s0 + buf * FK_MXT_ROWS * FK_MXT_BYTES;
             const char *xe = (const char *)a.x + tl.e * a.xse * SZ;
             const int64_t r0 = tl.band * FK_MXT_ROWS, c0 = tl.tc * TC;
@@ -115,20 +135,22 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
     };
 
     int64_t item = blockIdx.x;
-    if (item < a.nitems)
-        load_tile(item, 0);
+    load_tile(item, 0);
+    if (ST == 3)
+        load_tile(item + gridDim.x, 1);
     for (int it = 0; item < a.nitems; item += gridDim.x, it++) {
-        const int64_t next = item + gridDim.x;
-        if (next < a.nitems) { /* the next tile is in flight while this one is processed */
-            load_tile(next, (it + 1) & 1);
+        if (ST == 3) { /* the two next tiles are in flight while this one is processed */
+            load_tile(item + 2 * (int64_t)gridDim.x, (it + 2) % 3);
+            fk_cp_async_wait<2>();
+        } else { /* the next tile is in flight while this one is processed */
+            load_tile(item + gridDim.x, (it + 1) & 1);
             fk_cp_async_wait<1>();
-        } else {
-            fk_cp_async_wait<0>();
         }
         __syncthreads();
         const fk_mxt_tile tl = fk_mxt_decode(a, item);
         if (tl.valid) { /* uniform over the CTA */
-            const uint8_t *in_s = in_s0 + (it & 1) * FK_MXT_ROWS * FK_MXT_BYTES;
+            const uint8_t *in_s = in_s0 + (it % ST) * FK_MXT_ROWS * FK_MXT_BYTES;
+            uint8_t *q2e = a.q2 + tl.e * a.q2se;
             const int64_t e = tl.e, r0 = tl.band * FK_MXT_ROWS, c0 = tl.tc * TC;
             const int nblk = (int)((a.R - r0) / 32 < 4 ? (a.R - r0) / 32 : 4); /* R % 32 == 0 */
 
@@ -148,8 +170,12 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
                     fk_quant_mx_words<E5, V>(f, fk_mx_recip(sb), sb == 0xFFu, w);
                     if (r < a.R && c < a.C) { /* C % 32 == 0: whole chunks */
                         fk_store_codes(a.q1 + e * a.q1se + r * a.q1sr + c, w[0], w[1], V, V, a.v1);
-                        if (lane % GL == 0)
-                            s1_s[(rr0 + j * RPP) * 4 + (cc * V) / 32] = sb;
+                        if (lane % GL == 0) {
+                            if (ST == 3)
+                                fk_mx_scale_store(a.s1, e, r, c / 32, sb);
+                            else
+                                s1_s[(rr0 + j * RPP) * 4 + (cc * V) / 32] = sb;
+                        }
                     }
                 }
             }
@@ -179,6 +205,14 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
                         fk_quant_mx_words<E5, 4>(f0, rc0, sb0 == 0xFFu, &w0[i]);
                         fk_quant_mx_words<E5, 4>(f1, rc1, sb1 == 0xFFu, &w1[i]);
                     }
+                    if (ST == 3) {
+                        fk_mxt_store32(q2e + (c0 + 2 * cp) * a.q2sr + r0 + 32 * b, w0, a.v2);
+                        fk_mx_scale_store(a.s2, e, c0 + 2 * cp, r0 / 32 + b, sb0);
+                        if (c0 + 2 * cp + 1 < a.C) {
+                            fk_mxt_store32(q2e + (c0 + 2 * cp + 1) * a.q2sr + r0 + 32 * b, w1, a.v2);
+                            fk_mx_scale_store(a.s2, e, c0 + 2 * cp + 1, r0 / 32 + b, sb1);
+                        }
+                    } else {
                     uint8_t *o0 = out_s + (2 * cp) * 128, *o1 = o0 + 128;
                     const int sw = cp & 7;
                     *(uint4 *)(o0 + ((2 * b) ^ sw) * 16) = make_uint4(w0[0], w0[1], w0[2], w0[3]);
@@ -187,6 +221,7 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
                     *(uint4 *)(o1 + ((2 * b + 1) ^ sw) * 16) = make_uint4(w1[4], w1[5], w1[6], w1[7]);
                     s2_s[(2 * cp) * 4 + b] = sb0;
                     s2_s[(2 * cp + 1) * 4 + b] = sb1;
+                    }
                 }
             } else { /* one column per thread */
                 for (int p = t; p < TC * 4; p += FK_THREADS) {
@@ -209,16 +244,21 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
                             f[k] = In::elem(col + (4 * i + k) * FK_MXT_BYTES, c);
                         fk_quant_mx_words<E5, 4>(f, rc, sb == 0xFFu, &w[i]);
                     }
+                    if (ST == 3) {
+                        fk_mxt_store32(q2e + (c0 + c) * a.q2sr + r0 + 32 * b, w, a.v2);
+                        fk_mx_scale_store(a.s2, e, c0 + c, r0 / 32 + b, sb);
+                        continue;
+                    }
                     uint8_t *o = out_s + c * 128;
                     *(uint4 *)(o + fk_mxt_swz(c, 2 * b) * 16) = make_uint4(w[0], w[1], w[2], w[3]);
                     *(uint4 *)(o + fk_mxt_swz(c, 2 * b + 1) * 16) = make_uint4(w[4], w[5], w[6], w[7]);
                     s2_s[c * 4 + b] = sb;
                 }
             }
+            if constexpr (ST != 3) { /* staged outputs */
             __syncthreads();
 
             /* transposed tile rows (columns of x) -> q2, 16 bytes per thread */
-            uint8_t *q2e = a.q2 + e * a.q2se;
             for (int p = t; p < TC * 8; p += FK_THREADS) {
                 const int c = p / 8, k = p % 8;
                 if (c0 + c >= a.C || k >= nblk * 2)
@@ -281,6 +321,7 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
                     }
                 }
             }
+            }
         }
         __syncthreads();
     }
@@ -290,17 +331,19 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
 
 typedef void (*fk_mxt_fn)(const fk_mxt_args);
 
-template <int DT, bool ROW> static fk_mxt_fn fk_mxt_pick2(int e5)
+template <int DT, bool ROW> static fk_mxt_fn fk_mxt_pick2(int e5, int st3)
 {
-    return e5 ? fk_mxt_kernel<DT, 1, ROW> : fk_mxt_kernel<DT, 0, ROW>;
+    if (st3)
+        return e5 ? fk_mxt_kernel<DT, 1, ROW, 3> : fk_mxt_kernel<DT, 0, ROW, 3>;
+    return e5 ? fk_mxt_kernel<DT, 1, ROW, 2> : fk_mxt_kernel<DT, 0, ROW, 2>;
 }
 
-template <bool ROW> static fk_mxt_fn fk_mxt_pick(fp8kit_dtype t, int e5, size_t *smem)
+template <bool ROW> static fk_mxt_fn fk_mxt_pick(fp8kit_dtype t, int e5, int st3, size_t *smem)
 {
     switch (t) {
-    case FP8KIT_F32: *smem = fk_mxt_smem<FP8KIT_F32>(); return fk_mxt_pick2<FP8KIT_F32, ROW>(e5);
-    case FP8KIT_F16: *smem = fk_mxt_smem<FP8KIT_F16>(); return fk_mxt_pick2<FP8KIT_F16, ROW>(e5);
-    default: *smem = fk_mxt_smem<FP8KIT_BF16>(); return fk_mxt_pick2<FP8KIT_BF16, ROW>(e5);
+    case FP8KIT_F32: *smem = fk_mxt_smem<FP8KIT_F32>(st3); return fk_mxt_pick2<FP8KIT_F32, ROW>(e5, st3);
+    case FP8KIT_F16: *smem = fk_mxt_smem<FP8KIT_F16>(st3); return fk_mxt_pick2<FP8KIT_F16, ROW>(e5, st3);
+    default: *smem = fk_mxt_smem<FP8KIT_BF16>(st3); return fk_mxt_pick2<FP8KIT_BF16, ROW>(e5, st3);
     }
 }
 
@@ -371,7 +414,11 @@ extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quan
         a.s1word = fk_aligned(a.s1.p, 4) && (a.s1.blocked || a.s1.C32 % 4 == 0);
     }
     size_t smem = 0;
-    fk_mxt_fn k = rowwise ? fk_mxt_pick<true>(x.dtype, cj->e5m2, &smem) : fk_mxt_pick<false>(x.dtype, cj->e5m2, &smem);
+    /* FK_MXT_STAGES=3 selects the three-stage variant (experiment; see perf-quant.md) */
+    const char *ev = getenv("FK_MXT_STAGES");
+    const int st3 = ev && ev[0] == '3';
+    fk_mxt_fn k = rowwise ? fk_mxt_pick<true>(x.dtype, cj->e5m2, st3, &smem)
+                          : fk_mxt_pick<false>(x.dtype, cj->e5m2, st3, &smem);
     FK_CUDA_CHECK(ctx, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int per_sm = 0;
     FK_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, FK_THREADS, smem));
