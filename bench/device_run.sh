@@ -37,12 +37,14 @@ tail -6 "$OUT/test.log"
 
 if [ -z "${FK_SKIP_SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
-    stamp "compute-sanitizer $tool (FK_TEST_SMALL=1)"
-    FK_TEST_SMALL=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 \
-      "$BIN/test_cuda_quant" >>"$OUT/sanitize.log" 2>&1
-    echo "== $tool exit $?" >>"$OUT/sanitize.log"
+    for v in "" ${FK_AB_ENV:-}; do
+      stamp "compute-sanitizer $tool (FK_TEST_SMALL=1 $v)"
+      env FK_TEST_SMALL=1 $v timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 \
+        "$BIN/test_cuda_quant" >>"$OUT/sanitize.log" 2>&1
+      echo "== $tool $v exit $?" >>"$OUT/sanitize.log"
+    done
   done
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|== (memcheck|racecheck) exit|passed," "$OUT/sanitize.log"
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|== (memcheck|racecheck).*exit|passed," "$OUT/sanitize.log"
 fi
 
 stamp "bench_quant"
