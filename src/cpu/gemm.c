@@ -12,7 +12,9 @@
  * accumulators; when K is done the tile goes through the epilogue
  * (epilogue.c) straight from cache. When a block's combined scale would
  * overflow or underflow in fp32 although the product need not, that
- * micro-tile is promoted in double instead (slow path, exact). */
+ * micro-tile is promoted in double instead (slow path: the scale product is
+ * exact in double, one rounding to fp32 per block). Scratch memory comes
+ * from a one-block pool kept for the process (see fk_scratch_get). */
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
