@@ -24,7 +24,7 @@ static void bench_usage(FILE *f)
         "input (rel_err, max_rel; on CUDA also byte equality with the CPU backend), GEMM ->\n"
         "rel_err vs an fp64 reference (sampled rows for big shapes). Times are medians\n"
         "after a warm-up (CUDA: events, L2 flushed between runs).\n"
-        "--quick: CPU 4096x4096 and 1024^3, 5 runs; CUDA 16384x8192 and 8192^3, 20 runs.\n"
+        "--quick: CPU 4096x4096 and 1024^3, 9 runs; CUDA 16384x8192 and 8192^3, 20 runs.\n"
         "Without --quick the same shapes with 3x the runs.\n"
         "Exit status 1 if a check or call fails; cases the backend reports as not\n"
         "supported are listed and counted apart.\n");
@@ -131,7 +131,7 @@ int cli_cmd_bench(int argc, char **argv)
         size[1] = dev.cuda ? 8192 : 4096;
     }
     if (!gshape[0]) gshape[0] = gshape[1] = gshape[2] = dev.cuda ? 8192 : 1024;
-    if (!reps) reps = (dev.cuda ? 20 : 5) * (quick ? 1 : 3);
+    if (!reps) reps = (dev.cuda ? 20 : 9) * (quick ? 1 : 3);
 
     int total = 0, failed = 0, unsupported = 0;
     if (!json) {
