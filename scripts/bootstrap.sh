@@ -22,8 +22,11 @@ have_pkg() {
     python3) command -v python3 >/dev/null 2>&1 ;;
     python3-pip) command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 ;;
     libopenblas-dev | libjansson-dev)
-        command -v dpkg-query >/dev/null 2>&1 &&
-            dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' ;;
+        # pkg-config first: finds a copy outside the package manager (PKG_CONFIG_PATH)
+        { command -v pkg-config >/dev/null 2>&1 &&
+            pkg-config --exists "$(echo "$1" | sed 's/^lib//; s/-dev$//')"; } ||
+            { command -v dpkg-query >/dev/null 2>&1 &&
+                dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; } ;;
     *) return 1 ;;
     esac
 }
