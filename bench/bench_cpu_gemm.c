@@ -1,8 +1,10 @@
 /* bench_cpu_gemm.c - CPU scaled FP8 GEMM benchmark: fp8kit_gemm on the CPU
  * backend (e4m3 x e4m3, per-tensor scales, bf16 out) against OpenBLAS
  * cblas_sgemm on f32 copies of the same (dequantized) data, measured in the
- * same run: medians after warm-up, GFLOP/s = 2*M*N*K / time. Prints a table
- * and one JSON line per shape. Without OpenBLAS (FK_HAVE_OPENBLAS undefined)
+ * same run: medians after a warm-up, ours and the peer timed in alternating
+ * rounds so both see the same load on a shared machine; GFLOP/s = 2*M*N*K /
+ * time. Prints a table (with the 1-minute load average after each row) and
+ * one JSON line per shape. Without OpenBLAS (FK_HAVE_OPENBLAS undefined)
  * it prints ours only.
  * OpenBLAS 0.3.21 does not recognise every recent Xeon and then falls back
  * to its SSE3 ("Prescott") kernels, a peer 5x slower than it can be; so
@@ -47,30 +49,37 @@ static double rng_normal(void)
     return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
 }
 
-/* Median seconds of `reps` timed runs after one warm-up; reps adapts so a
- * shape takes about `budget` seconds. */
+/* Medians of timed runs of fn[0] (ours) and fn[1] (the peer, may be NULL),
+ * interleaved in rounds (a few runs of one, then of the other) so both see
+ * the same machine load on a shared machine; one warm-up run each first, and
+ * about `budget` seconds in all. Returns -1 in *med on failure. */
 typedef int (*run_fn)(void *arg);
-static double time_median(run_fn fn, void *arg, double budget)
+static void time_medians(run_fn fn[2], void *arg, double budget, double med[2])
 {
-    double t0 = now_s();
-    if (fn(arg))
-        return -1;
-    double once = now_s() - t0;
-    int reps = once > 0 ? (int)(budget / once) : 50;
-    reps = reps < 3 ? 3 : reps > 50 ? 50 : reps;
-    double *t = (double *)malloc(sizeof(double) * (size_t)reps);
-    for (int i = 0; i < reps; i++) {
-        double s = now_s();
-        if (fn(arg)) {
-            free(t);
-            return -1;
-        }
-        t[i] = now_s() - s;
+    enum { ROUNDS = 5, MAXR = 60 };
+    double once = 0, t[2][MAXR];
+    int nf = fn[1] ? 2 : 1, n[2] = {0, 0};
+    med[0] = med[1] = -1;
+    for (int f = 0; f < nf; f++) {
+        double t0 = now_s();
+        if (fn[f](arg))
+            return;
+        once += now_s() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_dbl);
-    double med = t[reps / 2];
-    free(t);
-    return med;
+    int per = once > 0 ? (int)(budget / once / ROUNDS) : 10; /* runs of each per round */
+    per = per < 1 ? 1 : per > MAXR / ROUNDS ? MAXR / ROUNDS : per;
+    for (int r = 0; r < ROUNDS; r++)
+        for (int f = 0; f < nf; f++)
+            for (int i = 0; i < per; i++) {
+                double s0 = now_s();
+                if (fn[f](arg))
+                    return;
+                t[f][n[f]++] = now_s() - s0;
+            }
+    for (int f = 0; f < nf; f++) {
+        qsort(t[f], (size_t)n[f], sizeof t[f][0], cmp_dbl);
+        med[f] = t[f][n[f] / 2];
+    }
 }
 
 typedef struct gemm_arg {
@@ -102,6 +111,18 @@ static int run_peer(void *p)
     return 0;
 }
 #endif
+
+static double load_avg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
 
 static void cpu_name(char *out, size_t n)
 {
@@ -160,7 +181,7 @@ int main(int argc, char **argv)
 #endif
     printf("fp8kit CPU GEMM, e4m3 x e4m3 (TN), per-tensor scales, bf16 out; peer: %s\n", peer_name);
     printf("device: %s\n\n", desc);
-    printf("%-20s %14s %14s %8s\n", "shape (MxNxK)", "ours GFLOP/s", "peer GFLOP/s", "ratio");
+    printf("%-20s %14s %14s %8s %6s\n", "shape (MxNxK)", "ours GFLOP/s", "peer GFLOP/s", "ratio", "load");
     char json[64][1024];
     int nj = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
@@ -195,13 +216,17 @@ int main(int argc, char **argv)
         g.args.alpha = 1.0f;
         g.args.d = fp8kit_tensor_2d(d, FP8KIT_BF16, M, N, N);
         double flop = 2.0 * (double)M * (double)N * (double)K;
-        double t_ours = time_median(run_ours, &g, 3.0);
-        if (t_ours < 0)
-            return 1;
-        double ours = flop / t_ours * 1e-9, peer = 0.0;
 #ifdef FK_HAVE_OPENBLAS
-        double t_peer = time_median(run_peer, &g, 3.0);
-        peer = flop / t_peer * 1e-9;
+        run_fn fns[2] = {run_ours, run_peer};
+#else
+        run_fn fns[2] = {run_ours, NULL};
+#endif
+        double med[2];
+        time_medians(fns, &g, 6.0, med);
+        if (med[0] <= 0)
+            return 1;
+        double ours = flop / med[0] * 1e-9, peer = med[1] > 0 ? flop / med[1] * 1e-9 : 0.0;
+#ifdef FK_HAVE_OPENBLAS
         /* sanity: the two results agree to bf16 precision */
         double num = 0, den = 0;
         for (int64_t i = 0; i < M * N; i++) {
@@ -222,13 +247,14 @@ int main(int argc, char **argv)
             snprintf(peer_j, sizeof peer_j, "%.2f", peer);
             snprintf(ratio_j, sizeof ratio_j, "%.3f", ours / peer);
         }
-        printf("%-20s %14.1f %14s %8s\n", shape, ours, peer_s, ratio_s);
+        double load = load_avg();
+        printf("%-20s %14.1f %14s %8s %6.2f\n", shape, ours, peer_s, ratio_s, load);
         fflush(stdout);
         snprintf(json[nj++], sizeof json[0],
                  "{\"op\": \"gemm_e4m3_tensor_bf16\", \"backend\": \"cpu\", \"shape\": \"%s\", \"ours\": %.2f, "
                  "\"peer\": %s, \"peer_name\": \"%s\", \"ratio\": %s, \"unit\": \"GFLOP/s\", \"device\": \"%s\", "
-                 "\"date\": \"%s\"}",
-                 shape, ours, peer_j, peer_name, ratio_j, desc, date);
+                 "\"date\": \"%s\", \"load\": %.2f}",
+                 shape, ours, peer_j, peer_name, ratio_j, desc, date, load);
         free(a), free(b), free(d), free(g.af), free(g.bf), free(g.cf);
     }
     printf("\n");
