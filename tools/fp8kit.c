@@ -155,9 +155,17 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "info")) return cli_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "gemm")) return cli_cmd_gemm(argc - 1, argv + 1);
+#ifdef FP8KIT_HAVE_SAFETENSORS
     if (!strcmp(cmd, "quantize")) return cli_cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "dequantize")) return cli_cmd_dequantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect")) return cli_cmd_inspect(argc - 1, argv + 1);
+#else
+    if (!strcmp(cmd, "quantize") || !strcmp(cmd, "dequantize") || !strcmp(cmd, "inspect")) {
+        fprintf(stderr, "fp8kit %s: this build has no safetensors support (jansson / libjansson-dev was not found "
+                        "when it was configured; run scripts/bootstrap.sh and rebuild)\n", cmd);
+        return CLI_EXIT_FAIL;
+    }
+#endif
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         main_usage(stdout);
         return CLI_EXIT_OK;
