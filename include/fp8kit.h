@@ -186,6 +186,18 @@ FP8KIT_API fp8kit_status fp8kit_quantize(fp8kit_ctx *ctx, const fp8kit_quant_des
                                          const fp8kit_tensor *x, fp8kit_tensor *q,
                                          fp8kit_tensor *scale, void *stream);
 
+/* MX quantization of x along both axes at once, as a training step needs
+ * (the forward GEMM reads the rowwise copy, the backward GEMM the columnwise
+ * one). desc->scheme must be FP8KIT_SCHEME_MX; desc->axis is ignored.
+ * q_row / scale_row are exactly what fp8kit_quantize writes with axis -1,
+ * q_col / scale_col exactly what it writes with axis -2 (transposed output);
+ * desc->scale_layout applies to both. Both R and C must be multiples of 32.
+ * The CUDA backend reads x once; the CPU backend runs the two quantizations. */
+FP8KIT_API fp8kit_status fp8kit_quantize_mx_both(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,
+                                                 const fp8kit_tensor *x, fp8kit_tensor *q_row,
+                                                 fp8kit_tensor *scale_row, fp8kit_tensor *q_col,
+                                                 fp8kit_tensor *scale_col, void *stream);
+
 /* Inverse of fp8kit_quantize: y = decode(q) * S, rounded to y's dtype
  * (f32/f16/bf16, RNE). y has the original (un-transposed) shape of x. */
 FP8KIT_API fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,

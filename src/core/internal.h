@@ -125,6 +125,10 @@ fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx);
 void fk_cuda_ctx_free(fp8kit_ctx *ctx);
 fp8kit_status fk_cuda_quantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
 fp8kit_status fk_cuda_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
+/* mx along both axes from one read of x: rowwise is the axis -1 job, colwise
+ * the axis -2 job of the same x (both validated by the core). */
+fp8kit_status fk_cuda_quantize_both(fp8kit_ctx *ctx, const fk_quant_job *rowwise, const fk_quant_job *colwise,
+                                    void *stream);
 fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream);
 fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);

@@ -229,6 +229,36 @@ fp8kit_status fp8kit_quantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, co
     return fk_cpu_quantize(ctx, &job);
 }
 
+fp8kit_status fp8kit_quantize_mx_both(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, const fp8kit_tensor *x,
+                                      fp8kit_tensor *q_row, fp8kit_tensor *scale_row, fp8kit_tensor *q_col,
+                                      fp8kit_tensor *scale_col, void *stream)
+{
+    const char *fn = "fp8kit_quantize_mx_both";
+    if (!ctx)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
+    if (!desc)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "%s: desc is NULL", fn);
+    if (desc->scheme != FP8KIT_SCHEME_MX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: desc->scheme must be mx", fn);
+    fp8kit_quant_desc dr = *desc, dc = *desc;
+    dr.axis = -1;
+    dc.axis = -2;
+    fk_quant_job jr, jc;
+    fp8kit_status st = fk_build_job(ctx, fn, &dr, x, "x", q_row, scale_row, &jr);
+    if (st)
+        return st;
+    if ((st = fk_build_job(ctx, fn, &dc, x, "x", q_col, scale_col, &jc)))
+        return st;
+#ifdef FP8KIT_HAVE_CUDA
+    if (ctx->backend == FP8KIT_BACKEND_CUDA)
+        return fk_cuda_quantize_both(ctx, &jr, &jc, stream);
+#endif
+    (void)stream;
+    if ((st = fk_cpu_quantize(ctx, &jr)))
+        return st;
+    return fk_cpu_quantize(ctx, &jc);
+}
+
 fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, const fp8kit_tensor *q,
                                 const fp8kit_tensor *scale, fp8kit_tensor *y, void *stream)
 {

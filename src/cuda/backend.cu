@@ -114,6 +114,15 @@ extern "C" fp8kit_status fk_cuda_quantize(fp8kit_ctx *ctx, const fk_quant_job *j
     return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda quantize: unknown scheme %d", (int)job->desc.scheme);
 }
 
+extern "C" fp8kit_status fk_cuda_quantize_both(fp8kit_ctx *ctx, const fk_quant_job *rowwise,
+                                               const fk_quant_job *colwise, void *stream)
+{
+    fp8kit_status st = fk_cuda_bind(ctx);
+    if (st)
+        return st;
+    return fk_cuda_quantize_mx_both(ctx, rowwise, colwise, (cudaStream_t)stream);
+}
+
 extern "C" fp8kit_status fk_cuda_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream)
 {
     fp8kit_status st = fk_cuda_bind(ctx);
