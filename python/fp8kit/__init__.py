@@ -21,11 +21,10 @@ from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, Lib
                    QuantDesc, Rounding, ScaleLayout, ScaleMode, Scheme, Status, Tensor, candidate_paths,
                    library_path)
 from ._arrays import TaggedArray, dtype_of_name
-from ._arrays import torch_module as _torch_module
 from ._context import Context, clear_contexts, get_context
 from ._quant import cast, dequantize, make_quant_desc, quantize
 from ._quant import quant_shapes as _quant_shapes
-from ._gemm import scaled_mm as _raw_scaled_mm
+from ._gemm import scaled_mm as _gemm_scaled_mm
 from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileError, DeviceError, FP8KitError,
                      InternalError, InvalidArgumentError, InvalidShapeError, InvalidStrideError, IOFailedError,
                      MisalignedError, NullPointerError, OutOfMemoryError, SizeOverflowError, UnsupportedError,
@@ -61,21 +60,9 @@ def quant_shapes(shape, scheme="tensor", dtype="e4m3", axis=-1, scale_layout="pl
     return q, s, sdt.name.lower()
 
 
-def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **kwargs):
-    """The fp8 GEMM with torch._scaled_mm's conventions (raw path: straight to
-    the C library). See fp8kit._gemm.scaled_mm for every option. While
-    torch.compile traces, torch tensors go through torch.ops.fp8kit.scaled_mm."""
-    if "torch" in _sys.modules and type(a).__module__.startswith("torch"):
-        _torch = _torch_module()
-        if _torch.is_compiling():
-            from . import torch_ops
-            return torch_ops.scaled_mm(a, b, scale_a, scale_b, bias,
-                                       out_dtype if out_dtype is not None else _torch.torch_dtype(DType.BF16),
-                                       **kwargs)
-    return _raw_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, **kwargs)
-
-
-scaled_mm.__doc__ += "\n\n" + (_raw_scaled_mm.__doc__ or "")
+# the raw path (straight to the C library; routes torch tensors to
+# torch.ops.fp8kit.scaled_mm while torch.compile traces)
+scaled_mm = _gemm_scaled_mm
 
 if "torch" in _sys.modules:  # torch already imported: register torch.ops.fp8kit.* now
     try:

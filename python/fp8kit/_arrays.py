@@ -147,6 +147,9 @@ _addressof = ctypes.addressof
 
 
 def _numpy_dtype_slow(nd, name, fp8_default):
+    if not nd.isnative:
+        raise UnsupportedError("%s has numpy dtype %s in non-native byte order; convert it first "
+                               "(arr.astype(arr.dtype.newbyteorder('=')))" % (name, nd.str))
     dt = _ml_dtypes_tag(nd)
     if dt is not None:
         if nd.num >= 256:  # a user-defined (ml_dtypes) dtype: remember it by number
@@ -173,6 +176,31 @@ def numpy_ptr(arr):
     return arr.ctypes.data
 
 
+def numpy_ptr_c(arr):
+    """numpy_ptr for an array known to be C-contiguous (plans pick it once)."""
+    try:
+        return _addressof(_from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
+
+
+def numpy_ptr_f(arr):
+    """numpy_ptr for an array known to be Fortran-contiguous (e.g. w.T)."""
+    try:
+        return _addressof(_from_buffer(arr.T))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
+
+
+def numpy_pointer_getter(arr):
+    """The cheapest correct data-pointer function for arrays laid out like arr."""
+    if arr.flags.c_contiguous:
+        return numpy_ptr_c
+    if arr.flags.f_contiguous:
+        return numpy_ptr_f
+    return numpy_ptr
+
+
 def numpy_view(arr, name, fp8_default=None):
     """View of a numpy array. fp8_default: the DType assumed for an untagged
     uint8 array (None: untagged uint8 is refused)."""
@@ -180,7 +208,7 @@ def numpy_view(arr, name, fp8_default=None):
     dt = getattr(arr, "fk_dtype", None)
     if dt is None:
         dt = _NP_BY_NUM.get(nd.num)
-        if dt is None:
+        if dt is None or not nd.isnative:
             dt = _numpy_dtype_slow(nd, name, fp8_default)
     shape, bstr = arr.shape, arr.strides
     key = (shape, bstr, nd.itemsize)

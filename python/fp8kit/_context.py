@@ -27,6 +27,8 @@ class Context:
         if st != 0:
             raise_status(st, _lib.decode(lib.fp8kit_last_error(None)))
         self.handle = out.value
+        # the handle as a ready ctypes argument (the scaled_mm plans pass it); close() makes it NULL
+        self.handle_arg = ctypes.c_void_p(self.handle)
         self.requested = Backend(backend)
         self.backend = Backend(lib.fp8kit_ctx_backend(self.handle))
         self.device = int(device)
@@ -51,6 +53,8 @@ class Context:
 
     def close(self):
         h, self.handle = getattr(self, "handle", None), None
+        if getattr(self, "handle_arg", None) is not None:
+            self.handle_arg.value = None
         if h:
             self._lib.fp8kit_ctx_destroy(h)
 

@@ -9,12 +9,14 @@ costs: read the operands' metadata, one dict lookup, copy a template struct,
 set the pointers, one ctypes call.
 """
 import ctypes
-import struct
+import sys
 import threading
 
-from ._arrays import as_view, dtype_of_name, numpy_empty, numpy_ptr
+import numpy as np
+
+from ._arrays import STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr, torch_module
 from ._lib import Activation, BiasMode, DType, GemmArgs, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
-from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of, empty_like_kind, stream_for
+from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 ACTIVATIONS = {"none": Activation.NONE, "relu": Activation.RELU, "gelu_tanh": Activation.GELU_TANH,
@@ -192,36 +194,104 @@ def _set(t, ptr, dtype, shape, strides):
 
 _plans = {}
 _plans_lock = threading.Lock()
-_pack_ptr = struct.Struct("<Q").pack_into
-_OFF = {f: getattr(GemmArgs, f).offset for f in ("a", "b", "scale_a", "scale_b", "c", "bias", "d", "scale_d")}
-_OFF_AMAX = GemmArgs.amax_d.offset
-_OFF_WS = GemmArgs.workspace.offset
-_OFF_WSB = GemmArgs.workspace_bytes.offset
+_WORD = {f: getattr(GemmArgs, f).offset // 8 for f in ("a", "b", "scale_a", "scale_b", "c", "bias", "d", "scale_d",
+                                                        "amax_d", "workspace", "workspace_bytes")}
+_NWORDS = ctypes.sizeof(GemmArgs) // 8
+# the hot path below writes these word indices as constants
+if [_WORD[f] for f in ("a", "b", "scale_a", "scale_b", "c", "bias", "d", "scale_d", "amax_d", "workspace",
+                       "workspace_bytes")] != [0, 10, 20, 30, 41, 51, 61, 71, 81, 82, 83]:  # pragma: no cover
+    raise ImportError("fp8kit: unexpected fp8kit_gemm_args layout %r" % (_WORD,))
+_Words = ctypes.c_uint64 * _NWORDS
 _OPTION_DEFAULTS = dict(activation=None, alpha=1.0, beta=0.0, c=None, scale_d=None, out_quant=None,
                         out_hp="bfloat16", out_rounding="floor", out_pow2=False, return_amax=False,
-                        use_fast_accum=False, scale_mode=None, scale_layout=None, bias_per_row=False,
-                        a_dtype=None, b_dtype=None, out=None, ctx=None, stream=None)
-_ARRAY_OPTIONS = ("c", "scale_d", "out", "ctx", "stream")
+                        use_fast_accum=False, fast_accum=None, scale_mode=None, scale_layout=None,
+                        bias_per_row=False, a_dtype=None, b_dtype=None, out=None, ctx=None, stream=None)
+_ARRAY_OPTIONS = frozenset(("c", "scale_d", "out"))  # operands given as options: keyed by their signature
+_get_ident = threading.get_ident
+_byref = ctypes.byref
+
+
+class _Uncacheable(Exception):
+    """An operand whose type has no signature (DLPack objects, scalars)."""
+
+
+def _nosig(x):
+    raise _Uncacheable
+
+
+def _np_sig(x):
+    return (np.ndarray, x.dtype, x.shape, x.strides)
+
+
+def _tagged_sig(x):
+    return (TaggedArray, x.fk_dtype, x.dtype, x.shape, x.strides)
+
+
+# type -> signature: everything the checks of one call read from an operand (its
+# type, dtype, shape, strides, device), without the data pointer. Two operands with
+# the same signature pass or fail the same checks, so a plan found by signatures was
+# validated when it was made. _torch.py adds torch.Tensor / nn.Parameter.
+SIGNATURES = {np.ndarray: _np_sig, TaggedArray: _tagged_sig}
+# type -> data pointer getter, for the same types
+POINTERS = {np.ndarray: numpy_ptr, TaggedArray: numpy_ptr}
+_sig_get = SIGNATURES.get
 
 
 class _Plan:
     """Everything of one call but the data pointers: the context, descriptor,
-    the args struct as bytes (pointers zero), output shapes, workspace size."""
+    the args struct as bytes (pointers zero), output shapes and allocators,
+    workspace size, and per thread a ready args struct whose pointer words
+    are the only thing a call writes."""
     __slots__ = ("ctx", "desc", "raw", "d_shape", "d_dtype", "sd_shape", "sd_dtype", "ws", "use_sa", "use_sb",
-                 "use_c", "scaled")
+                 "use_c", "scaled", "getters", "alloc_d", "alloc_sd", "alloc_amax", "alloc_ws", "fn", "handle",
+                 "desc_ref", "cuda", "torch_stream", "index", "bufs", "has_out", "return_amax", "handle",
+                 "simple")
+
+    def thread_buf(self):
+        """(words, byref(args)) of this thread's args struct (made on first use)."""
+        args = GemmArgs.from_buffer_copy(self.raw)
+        ent = (_Words.from_buffer(args), _byref(args), args)
+        self.bufs[_get_ident()] = ent
+        return ent
 
 
-def _meta(v):
-    return None if v is None else (v.dtype, v.shape, v.strides, v.device, v.index)
-
-
-def _alloc(av, shape, dt):
-    """(array, pointer) of a new packed output like av's kind and device."""
+def _allocator(av, shape, dt):
+    """A function () -> (array, pointer) making a new packed output of av's
+    kind and device."""
+    shape = tuple(shape)
     if av.kind == "numpy" or (av.kind == "dlpack" and av.device == "cpu"):
-        arr = numpy_empty(shape, dt)
-        return arr, numpy_ptr(arr)
-    arr, v = empty_like_kind(av, shape, dt)
-    return arr, v.ptr
+        storage = STORAGE[dt]
+        empty = np.empty
+        if dt in (DType.F32, DType.F16):
+            def alloc():
+                arr = empty(shape, storage)
+                return arr, numpy_ptr(arr)
+        else:
+            def alloc():
+                arr = empty(shape, storage).view(TaggedArray)
+                arr.fk_dtype = dt
+                return arr, numpy_ptr(arr)
+        return alloc
+    return torch_module().allocator(shape, dt, av.index if av.device == "cuda" else None)
+
+
+def _key(a, b, scale_a, scale_b, bias, out_dtype, options):
+    """The plan-cache key of one call (raises _Uncacheable or TypeError when
+    there is none)."""
+    ka = _sig_get(type(a), _nosig)(a)
+    kb = _sig_get(type(b), _nosig)(b)
+    ksa = None if scale_a is None else _sig_get(type(scale_a), _nosig)(scale_a)
+    ksb = None if scale_b is None else _sig_get(type(scale_b), _nosig)(scale_b)
+    kbias = None if bias is None else _sig_get(type(bias), _nosig)(bias)
+    if not options:
+        return (ka, kb, ksa, ksb, kbias, out_dtype)
+    ko = []
+    for k, v in options.items():
+        if k in _ARRAY_OPTIONS and v is not None:
+            ko.append((k, _sig_get(type(v), _nosig)(v)))
+        elif k != "stream":  # the stream is not part of the plan; ctx is keyed by identity (the plan holds it)
+            ko.append((k, v))
+    return (ka, kb, ksa, ksb, kbias, out_dtype, tuple(ko))
 
 
 def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **options):
@@ -242,12 +312,116 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **opt
     quantize each output row (returns (d, scales); out_hp, out_rounding,
     out_pow2 as in SPEC 3). activation: None, 'relu', 'gelu' (erf),
     'gelu_tanh', 'silu'. bias: 1-D length N (or M with bias_per_row=True).
-    alpha, beta, c: y = alpha * acc + beta * c + bias. use_fast_accum: CUDA
-    only, fewer fp32 promotions. a_dtype / b_dtype name the fp8 format of
-    untagged uint8 operands (default e4m3). out=: write into this array.
-    ctx=: a Context (default: the cached one of the operands' device).
-    stream=: a cudaStream_t int or torch stream (default: torch's current one).
-    Runs on the operands' device with no host synchronization."""
+    alpha, beta, c: y = alpha * acc + beta * c + bias. fast_accum (also
+    spelled use_fast_accum, torch._scaled_mm's name): CUDA only, fewer fp32
+    promotions; the CUDA backend refuses fp32 output without it (Hopper's fp8
+    tensor cores do not reach SPEC's 1e-5, see docs/perf-gemm.md). a_dtype /
+    b_dtype name the fp8 format of untagged uint8 operands (default e4m3).
+    out=: write into this array. ctx=: a Context (default: the cached one of
+    the operands' device). stream=: a cudaStream_t int or torch stream
+    (default: torch's current one). Runs on the operands' device with no host
+    synchronization. While torch.compile traces, torch tensors go through
+    torch.ops.fp8kit.scaled_mm.
+
+    Cost of a repeated call: one signature per operand (type, dtype, shape,
+    strides, device), one dict lookup for the plan made (and validated) by the
+    first call with those signatures, the data pointers written into a
+    prebuilt per-thread args struct, the output allocation, one C call."""
+    if "torch" in sys.modules and type(a).__module__.startswith("torch"):  # the check that traced on the device
+        tm = torch_module()
+        if tm.is_compiling():
+            from . import torch_ops
+            return torch_ops.scaled_mm(a, b, scale_a, scale_b, bias,
+                                       out_dtype if out_dtype is not None else tm.torch_dtype(DType.BF16),
+                                       **options)
+    return run(a, b, scale_a, scale_b, bias, out_dtype, options)
+
+
+def run(a, b, scale_a, scale_b, bias, out_dtype, options):
+    """scaled_mm without the torch.compile routing (the custom op's body)."""
+    try:
+        if options:
+            key = _key(a, b, scale_a, scale_b, bias, out_dtype, options)
+        else:
+            key = (_sig_get(type(a), _nosig)(a), _sig_get(type(b), _nosig)(b),
+                   None if scale_a is None else _sig_get(type(scale_a), _nosig)(scale_a),
+                   None if scale_b is None else _sig_get(type(scale_b), _nosig)(scale_b),
+                   None if bias is None else _sig_get(type(bias), _nosig)(bias), out_dtype)
+        plan = _plans.get(key)
+    except (_Uncacheable, TypeError):  # no signature for an operand, or an unhashable option
+        key = plan = None
+    if plan is None:
+        return _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options)
+    # the hot path: every check passed when the plan was made for these signatures
+    buf = plan.bufs.get(_get_ident())
+    if buf is None:
+        buf = plan.thread_buf()
+    words = buf[0]
+    ga, gb, gsa, gsb, gbias = plan.getters
+    words[0] = ga(a)  # word indices: see _WORD
+    words[10] = gb(b)
+    if gsa is not None:
+        words[20] = gsa(scale_a)
+    if gsb is not None:
+        words[30] = gsb(scale_b)
+    if gbias is not None:
+        words[51] = gbias(bias)
+    if not options:
+        d, words[61] = plan.alloc_d()
+        if plan.simple:
+            st = plan.fn(plan.handle, plan.desc_ref, buf[1],
+                         _current_stream(plan.index) if plan.torch_stream else None)
+            if st:
+                plan.ctx.check(st)
+            return d
+        return _launch(plan, words, buf[1], d, None)
+    opt = options.get
+    if plan.use_c:
+        c = opt("c")
+        words[41] = POINTERS[type(c)](c)
+    if plan.scaled:
+        sd = opt("scale_d")
+        words[71] = POINTERS[type(sd)](sd)
+    if plan.has_out:
+        d = opt("out")
+        words[61] = POINTERS[type(d)](d)
+    else:
+        d, words[61] = plan.alloc_d()
+    return _launch(plan, words, buf[1], d, opt("stream"))
+
+
+def _launch(plan, words, args_ref, d, stream):
+    extra = amax = ws = None
+    if plan.alloc_sd is not None:
+        extra, words[71] = plan.alloc_sd()
+    if plan.return_amax:
+        amax, words[81] = plan.alloc_amax()
+    if plan.ws:
+        ws, words[82] = plan.alloc_ws()  # raw bytes; freed in stream order by torch
+    if plan.cuda:
+        if stream is not None:
+            stream = getattr(stream, "cuda_stream", stream)
+        elif plan.torch_stream:
+            stream = _current_stream(plan.index)
+    else:
+        stream = None
+    st = plan.fn(plan.handle, plan.desc_ref, args_ref, stream)
+    if st:
+        plan.ctx.check(st)
+    del ws
+    if extra is not None:
+        return (d, extra, amax) if amax is not None else (d, extra)
+    return (d, amax) if amax is not None else d
+
+
+def _current_stream(index):
+    """torch's current stream on cuda:index (replaced by _torch.py's function once torch is seen)."""
+    return torch_module().current_stream(index)
+
+
+def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options):
+    """A call without a cached plan: full checks, a new plan (kept when the
+    call has a key), then the call itself with the pointers of the views."""
     if options:
         bad = [k for k in options if k not in _OPTION_DEFAULTS]
         if bad:
@@ -264,73 +438,51 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **opt
     sa = as_view(scale_a, "scale_a", DType.E8M0) if scale_a is not None else None
     sb = as_view(scale_b, "scale_b", DType.E8M0) if scale_b is not None else None
     biasv = as_view(bias, "bias") if bias is not None else None
-    cv = sdv = ctx = None
-    if options:
-        cv = as_view(o["c"], "c") if o["c"] is not None else None
-        sdv = as_view(o["scale_d"], "scale_d") if o["scale_d"] is not None else None
-        ctx = o["ctx"]
-        key_opts = tuple((k, v) for k, v in sorted(options.items()) if k not in _ARRAY_OPTIONS)
+    cv = as_view(o["c"], "c") if o["c"] is not None else None
+    sdv = as_view(o["scale_d"], "scale_d") if o["scale_d"] is not None else None
+    plan = _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o)
+    dv = None
+    if o["out"] is not None:
+        dv = check_out(o["out"], "out", plan.d_shape, plan.d_dtype,
+                       (av.device, av.index if av.device == "cuda" else 0))
+        plan.raw = _with_d(plan.raw, dv)
+        plan.has_out = True
+    views = (av, bv, sa if plan.use_sa else None, sb if plan.use_sb else None, biasv)
+    cacheable = key is not None and all(v is None or type(v.owner) in POINTERS for v in
+                                        views + (cv if plan.use_c else None, sdv if plan.scaled else None, dv))
+    plan.getters = tuple(None if v is None else _getter(v.owner) for v in views)
+    if cacheable:
+        with _plans_lock:
+            if len(_plans) > 4096:
+                _plans.clear()
+            _plans[key] = plan
+    # this call: the pointers straight from the views
+    args = GemmArgs.from_buffer_copy(plan.raw)
+    words = _Words.from_buffer(args)
+    for name, v in (("a", av), ("b", bv), ("scale_a", views[2]), ("scale_b", views[3]), ("bias", biasv),
+                    ("c", cv if plan.use_c else None), ("scale_d", sdv if plan.scaled else None), ("d", dv)):
+        if v is not None:
+            words[_WORD[name]] = v.ptr
+    if dv is not None:
+        d = o["out"]
     else:
-        key_opts = ()
-    key = (_meta(av), _meta(bv), _meta(sa), _meta(sb), _meta(biasv), _meta(cv), _meta(sdv),
-           out_dtype if out_dtype is None or isinstance(out_dtype, str) else str(out_dtype),
-           key_opts, None if ctx is None else ctx.handle, av.kind == "torch")
-    try:
-        plan = _plans.get(key)
-    except TypeError:  # an unhashable option value: plan without caching
-        key, plan = None, None
-    if plan is None:
-        plan = _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o)
-        if key is not None:
-            with _plans_lock:
-                if len(_plans) > 4096:
-                    _plans.clear()
-                _plans[key] = plan
+        d, words[_WORD["d"]] = plan.alloc_d()
+    return _launch(plan, words, _byref(args), d, o["stream"])
 
-    buf = bytearray(plan.raw)
-    _pack_ptr(buf, _OFF["a"], av.ptr)
-    _pack_ptr(buf, _OFF["b"], bv.ptr)
-    if plan.use_sa:
-        _pack_ptr(buf, _OFF["scale_a"], sa.ptr)
-    if plan.use_sb:
-        _pack_ptr(buf, _OFF["scale_b"], sb.ptr)
-    if plan.use_c:
-        _pack_ptr(buf, _OFF["c"], cv.ptr)
-    if biasv is not None:
-        _pack_ptr(buf, _OFF["bias"], biasv.ptr)
-    out = o["out"]
-    if out is None:
-        d, dptr = _alloc(av, plan.d_shape, plan.d_dtype)
-        _pack_ptr(buf, _OFF["d"], dptr)
-        args = GemmArgs.from_buffer(buf)
-    else:
-        d = out
-        dv = check_out(out, "out", plan.d_shape, plan.d_dtype, (av.device, av.index if av.device == "cuda" else 0))
-        args = GemmArgs.from_buffer(buf)
-        _set(args.d, dv.ptr, dv.dtype, dv.shape, dv.strides)
-    extra = amax = ws = None
-    if plan.scaled:
-        _pack_ptr(buf, _OFF["scale_d"], sdv.ptr)
-    elif plan.sd_shape is not None:
-        extra, eptr = _alloc(av, plan.sd_shape, plan.sd_dtype)
-        _pack_ptr(buf, _OFF["scale_d"], eptr)
-    if o["return_amax"]:
-        amax, mptr = _alloc(av, (), DType.F32)
-        _pack_ptr(buf, _OFF_AMAX, mptr)
-    if plan.ws:
-        ws, wptr = _alloc(av, (plan.ws,), DType.E4M3)  # raw bytes; freed in stream order by torch
-        _pack_ptr(buf, _OFF_WS, wptr)
-        _pack_ptr(buf, _OFF_WSB, plan.ws)
-    cx = plan.ctx
-    stream = o["stream"]
-    st = cx._lib.fp8kit_gemm(cx.handle, plan.desc, args,
-                             stream_for(av, stream) if av.device == "cuda" else None)
-    if st:
-        cx.check(st)
-    del ws, args
-    if extra is not None:
-        return (d, extra, amax) if amax is not None else (d, extra)
-    return (d, amax) if amax is not None else d
+
+def _getter(owner):
+    """Data-pointer function for operands of owner's type and layout (None: uncacheable type)."""
+    g = POINTERS.get(type(owner))
+    if g is numpy_ptr:
+        return numpy_pointer_getter(owner)
+    return g
+
+
+def _with_d(raw, dv):
+    """raw args bytes with d described by the caller's output view."""
+    args = GemmArgs.from_buffer_copy(raw)
+    _set(args.d, None, dv.dtype, dv.shape, dv.strides)
+    return bytes(args)
 
 
 def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
@@ -340,6 +492,11 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     out_hp, out_rounding, out_pow2, return_amax = o["out_hp"], o["out_rounding"], o["out_pow2"], o["return_amax"]
     use_fast_accum, scale_mode, scale_layout, bias_per_row = (o["use_fast_accum"], o["scale_mode"],
                                                               o["scale_layout"], o["bias_per_row"])
+    if o["fast_accum"] is not None:  # fast_accum is fp8kit_gemm_desc's name, use_fast_accum torch._scaled_mm's
+        if use_fast_accum and not o["fast_accum"]:
+            raise InvalidArgumentError("%s: fast_accum=%r and use_fast_accum=%r disagree"
+                                       % (FN, o["fast_accum"], use_fast_accum))
+        use_fast_accum = o["fast_accum"]
     if av.dtype not in FP8 or bv.dtype not in FP8:
         raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"
                                % (FN, av.dtype.name.lower(), bv.dtype.name.lower()))
@@ -444,6 +601,18 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     plan.use_sa, plan.use_sb = ma != ScaleMode.NONE, mb != ScaleMode.NONE
     plan.use_c = beta != 0.0
     plan.scaled = oq == OutQuant.SCALED
+    plan.return_amax = bool(return_amax)
+    plan.has_out = False
+    plan.getters = None
+    plan.alloc_d = _allocator(av, (M, N), ddt)
+    plan.alloc_sd = _allocator(av, plan.sd_shape, plan.sd_dtype) if plan.sd_shape is not None else None
+    plan.alloc_amax = _allocator(av, (), DType.F32) if return_amax else None
+    plan.fn, plan.handle = cx._lib.fp8kit_gemm, cx.handle_arg
+    plan.desc_ref = ctypes.byref(desc)
+    plan.cuda = av.device == "cuda"
+    plan.torch_stream = plan.cuda and av.kind == "torch"
+    plan.index = av.index
+    plan.bufs = {}
     plan.ws = 0
     if cx.backend == 2:  # CUDA: ask for the workspace once per plan
         probe = GemmArgs.from_buffer_copy(args)
@@ -456,6 +625,9 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         cx.check(cx._lib.fp8kit_gemm_workspace_size(cx.handle, ctypes.byref(desc), ctypes.byref(probe),
                                                     ctypes.byref(nbytes)))
         plan.ws = int(nbytes.value)
+    plan.alloc_ws = _allocator(av, (plan.ws,), DType.E4M3) if plan.ws else None
+    # no second output, no workspace: the hot path calls C itself
+    plan.simple = plan.alloc_sd is None and not plan.return_amax and not plan.ws
     plan.raw = bytes(args)
     return plan
 

@@ -248,13 +248,17 @@ def _declare(lib):
         "fp8kit_quant_desc_default": (QuantDesc, [_enum_t]),
         "fp8kit_quant_shapes": (_enum_t, [QD, T, T, T]),
         "fp8kit_quantize": (_enum_t, [vp, QD, T, T, T, vp]),
+        "fp8kit_quantize_mx_both": (_enum_t, [vp, QD, T, T, T, T, T, vp]),
         "fp8kit_dequantize": (_enum_t, [vp, QD, T, T, T, vp]),
         "fp8kit_cast": (_enum_t, [vp, T, T, vp]),
         "fp8kit_gemm_workspace_size": (_enum_t, [vp, GD, GA, c.POINTER(c.c_size_t)]),
         "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
         "fp8kit_plan_cache_size": (c.c_int64, [vp]),
     }
+    optional = ("fp8kit_quantize_mx_both",)  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
+        if name in optional and not hasattr(lib, name):
+            continue
         fn = getattr(lib, name)
         fn.restype = res
         fn.argtypes = args

@@ -67,11 +67,45 @@ def empty(shape, dt, cuda_index):
     return torch.empty(tuple(shape), dtype=TO_TORCH[dt], device=device)
 
 
+def allocator(shape, dt, cuda_index):
+    """A function () -> (tensor, data pointer) making a new tensor of `shape` and
+    fp8kit dtype dt on cuda:cuda_index (None = cpu): the scaled_mm plans keep
+    one, so a call does not rebuild the dtype and device."""
+    shape = tuple(shape)
+    device = torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
+    dtype = TO_TORCH[dt]
+    _empty = torch.empty
+
+    def alloc():
+        t = _empty(shape, dtype=dtype, device=device)
+        return t, t.data_ptr()
+    return alloc
+
+
 def torch_dtype(dt):
     return TO_TORCH[dt]
 
 
+_compiler_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
 def is_compiling():
-    c = getattr(torch, "compiler", None)
-    f = getattr(c, "is_compiling", None) if c is not None else None
-    return bool(f()) if f is not None else False
+    return bool(_compiler_is_compiling()) if _compiler_is_compiling is not None else False
+
+
+def _torch_sig(t):
+    # type included: subclasses (Parameter, FakeTensor, ...) never share a plan with plain tensors
+    return (type(t), t.dtype, t.shape, t.stride(), t.device)
+
+
+def _register_signatures():
+    """Lets _gemm's plan cache key torch tensors (see _gemm.SIGNATURES)."""
+    from . import _gemm
+    _gemm._current_stream = current_stream
+    ptr = torch.Tensor.data_ptr
+    for tp in (torch.Tensor, torch.nn.Parameter):
+        _gemm.SIGNATURES[tp] = _torch_sig
+        _gemm.POINTERS[tp] = ptr
+
+
+_register_signatures()

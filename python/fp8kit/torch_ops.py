@@ -19,6 +19,7 @@ from torch import Tensor
 from . import _gemm, _quant
 from ._arrays import dtype_of_name
 from ._torch import torch_dtype
+from .errors import InvalidArgumentError
 
 
 def _dtype_str(dt):
@@ -70,9 +71,10 @@ def _scaled_mm_op(a: Tensor, b: Tensor, scale_a: Optional[Tensor], scale_b: Opti
                   bias: Optional[Tensor], out_dtype: str, activation: str, alpha: float, beta: float,
                   c: Optional[Tensor], use_fast_accum: bool, scale_mode: str, scale_layout: str,
                   bias_per_row: bool) -> Tensor:
-    return _gemm.scaled_mm(a, b, scale_a, scale_b, bias, _opt(out_dtype), activation=_opt(activation),
-                           alpha=alpha, beta=beta, c=c, use_fast_accum=use_fast_accum,
-                           scale_mode=_modes(scale_mode), scale_layout=_opt(scale_layout), bias_per_row=bias_per_row)
+    # _gemm.run: the raw path without the torch.compile routing of _gemm.scaled_mm
+    return _gemm.run(a, b, scale_a, scale_b, bias, _opt(out_dtype),
+                     dict(activation=_opt(activation), alpha=alpha, beta=beta, c=c, use_fast_accum=use_fast_accum,
+                          scale_mode=_modes(scale_mode), scale_layout=_opt(scale_layout), bias_per_row=bias_per_row))
 
 
 @_scaled_mm_op.register_fake
@@ -94,9 +96,15 @@ def dequantize(q, scale, scheme="tensor", axis=-1, scale_layout="plain", out_dty
 
 def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=torch.bfloat16, *, activation=None,
               alpha=1.0, beta=0.0, c=None, use_fast_accum=False, scale_mode=None, scale_layout=None,
-              bias_per_row=False):
+              bias_per_row=False, fast_accum=None):
     """torch.ops.fp8kit.scaled_mm with fp8kit.scaled_mm's arguments (no fused
-    output quantization through this layer yet)."""
+    output quantization through this layer yet). fast_accum is accepted as
+    another name of use_fast_accum."""
+    if fast_accum is not None:
+        if use_fast_accum and not fast_accum:
+            raise InvalidArgumentError("fp8kit.torch_ops.scaled_mm: fast_accum=%r and use_fast_accum=%r disagree"
+                                       % (fast_accum, use_fast_accum))
+        use_fast_accum = fast_accum
     return torch.ops.fp8kit.scaled_mm(a, b, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
                                       float(alpha), float(beta), c, bool(use_fast_accum),
                                       ",".join(scale_mode) if isinstance(scale_mode, (tuple, list))

@@ -220,3 +220,79 @@ def test_fp16_output_overflows_to_inf(rng):
     want = ref.decode(np.asarray(qa), "e4m3") @ ref.decode(np.asarray(qw), "e4m3").T
     assert np.isposinf(d[0]).all() and np.isneginf(d[1]).all() and np.isfinite(d[2:]).all()
     assert rel_err(d, want) <= 1e-3
+
+
+def test_fast_accum_names(rng):
+    """fast_accum (fp8kit_gemm_desc's name) and use_fast_accum (torch._scaled_mm's)
+    both reach the descriptor; the CPU backend ignores the flag; a contradiction raises."""
+    from fp8kit import _gemm
+    qa, sa, qw, sw, want = operands(rng, "row", "row")
+    ctx = fp8kit.Context(fp8kit.Backend.CPU)
+    for kw, flag in ((dict(fast_accum=True), 1), (dict(use_fast_accum=True), 1), (dict(fast_accum=False), 0),
+                     (dict(fast_accum=True, use_fast_accum=True), 1)):
+        d = fp8kit.scaled_mm(qa, qw.T, sa, sw.T, out_dtype="float32", ctx=ctx, **kw)
+        assert rel_err(d, want) <= 1e-5
+        plans = [p for k, p in _gemm._plans.items() if p.ctx is ctx and dict(k[-1]).get("ctx") is ctx
+                 and all(dict(k[-1]).get(n) == v for n, v in kw.items())]
+        assert plans and all(p.desc.fast_accum == flag for p in plans)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="disagree"):
+        fp8kit.scaled_mm(qa, qw.T, sa, sw.T, ctx=ctx, fast_accum=False, use_fast_accum=True)
+    ctx.close()
+
+
+def test_cached_plan_keeps_every_check(rng):
+    """After a call has cached its plan, operands that differ in dtype, shape,
+    strides or kind still raise before any C call (they key another plan)."""
+    qa, sa, qw, sw, want = operands(rng, "row", "row")
+    for _ in range(2):
+        assert rel_err(fp8kit.scaled_mm(qa, qw.T, sa, sw.T), want) <= 1e-5
+    with pytest.raises(fp8kit.UnsupportedError):  # float32 data where fp8 codes belong
+        fp8kit.scaled_mm(fp8kit.to_float32(qa), qw.T, sa, sw.T)
+    with pytest.raises(fp8kit.InvalidStrideError):  # b row-major instead of w.t()
+        fp8kit.scaled_mm(qa, fp8kit.TaggedArray(np.ascontiguousarray(np.asarray(qw).T), "e4m3"), sa, sw.T)
+    with pytest.raises(fp8kit.InvalidShapeError):  # wrong scale length
+        fp8kit.scaled_mm(qa, qw.T, sa[:-1], sw.T)
+    with pytest.raises(fp8kit.UnsupportedError):  # big-endian float32 scales are not float32 to C
+        fp8kit.scaled_mm(qa, qw.T, sa.astype(">f4"), sw.T)
+    with pytest.raises(TypeError):
+        fp8kit.scaled_mm(qa, qw.T, sa, sw.T, no_such_option=1)
+    out = np.empty((M, N), np.float16)
+    with pytest.raises(fp8kit.InvalidArgumentError):  # out of the wrong dtype
+        fp8kit.scaled_mm(qa, qw.T, sa, sw.T, out=out)
+    # readonly operands take the slow pointer route and still give the same result
+    ro = [np.array(x) for x in (qa, sa)]
+    for x in ro:
+        x.setflags(write=False)
+    d = fp8kit.scaled_mm(fp8kit.TaggedArray(ro[0], "e4m3"), qw.T, ro[1], sw.T)
+    assert rel_err(d, want) <= 1e-5
+
+
+def test_plans_are_thread_safe(rng):
+    """Threads share plans but each writes its own args struct."""
+    import threading
+    cases = [operands(np.random.default_rng(i), "row", "row") for i in range(4)]
+    errors = []
+
+    def work(i):
+        qa, sa, qw, sw, want = cases[i]
+        for _ in range(200):
+            d = fp8kit.scaled_mm(qa, qw.T, sa, sw.T)
+            if rel_err(d, want) > 1e-5:
+                errors.append(i)
+                return
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_closed_context_is_not_used(rng):
+    qa, sa, qw, sw, want = operands(rng, "row", "row")
+    ctx = fp8kit.Context(fp8kit.Backend.CPU)
+    fp8kit.scaled_mm(qa, qw.T, sa, sw.T, ctx=ctx)
+    ctx.close()
+    with pytest.raises(fp8kit.FP8KitError):  # the cached plan now passes NULL, which C refuses
+        fp8kit.scaled_mm(qa, qw.T, sa, sw.T, ctx=ctx)
