@@ -11,7 +11,8 @@ set -u
 if [ "${1:-}" = "--pack" ]; then # copy what the device needs into an ignored folder
     src=$2 dst=$3
     mkdir -p "$dst"
-    for f in fp8kit libfp8kit.so* test_cuda_quant test_cuda_gemm; do # 64 MiB carry limit: ~12 MB each
+    # 64 MiB carry limit and ~12 MB of device code per binary: FK_PACK picks the tests
+    for f in fp8kit libfp8kit.so* ${FK_PACK:-test_cuda_quant test_cuda_gemm}; do
         cp -a "$src"/$f "$dst"/ 2>/dev/null
     done
     du -sh "$dst"
@@ -26,7 +27,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 "$B/fp8kit" info | tee -a "$OUT/env.txt"
 
 stamp "test binaries"
-for t in test_cuda_quant test_cuda_gemm test_api test_threads test_quant test_layout test_gemm; do
+for t in test_cuda_quant test_cuda_gemm test_mx_both test_api test_threads test_quant test_layout test_gemm; do
     [ -x "$B/$t" ] || continue
     FK_TEST_LARGE=${FK_TEST_LARGE:-1} timeout 240 "$B/$t" >"$OUT/$t.log" 2>&1
     echo "$t exit $? : $(grep -E 'passed, [0-9]+ failed' "$OUT/$t.log" | tail -1)" | tee -a "$OUT/summary.txt"
