@@ -5,7 +5,7 @@ raw path <= 8 us and <= 1/3 of torch's). Host time = wall time of N
 back-to-back calls / N with the GPU kept busy enough that launches never wait
 on it (median of 7 runs), plus a CUDA-event check that results match.
 Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead.py
-(Needs torch with CUDA and a CUDA build of libfp8kit; not yet run.)"""
+(Needs torch with CUDA and a CUDA build of libfp8kit; results: docs/perf.md.)"""
 import os
 import sys
 import time
