@@ -45,6 +45,10 @@ typedef enum st_dtype {
     ST_DTYPE_COUNT
 } st_dtype;
 
+/* Formats a message into err (when err and errlen are set) and returns st. */
+fp8kit_status st_err(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 const char *st_dtype_name(st_dtype t);          /* "BF16", "F8_E4M3", ... */
 int st_dtype_parse(const char *s, st_dtype *t); /* 0 = ok, -1 = unknown */
 size_t st_dtype_size(st_dtype t);               /* bytes per element */

@@ -43,9 +43,7 @@ int st_dtype_parse(const char *s, st_dtype *t)
 }
 
 /* ---------------------------------------------------------------- messages */
-static fp8kit_status st_err(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static fp8kit_status st_err(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
+fp8kit_status st_err(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;

@@ -8,7 +8,6 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +16,6 @@
 
 #include "io/safetensors.h"
 
-static fp8kit_status st_werr(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static fp8kit_status st_werr(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 /* ------------------------------------------------------------------ header */
 fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *meta, size_t nmeta, int has_meta,
@@ -39,18 +26,18 @@ fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *met
     char *text = NULL;
     json_t *root = json_object();
     if (!root)
-        return st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
     if (has_meta) {
         json_t *m = json_object();
         if (!m || json_object_set_new(root, "__metadata__", m)) {
-            st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
             goto out;
         }
         for (size_t i = 0; i < nmeta; i++) {
             json_t *v = json_string(meta[i].value);
             if (!v || json_object_set_new(m, meta[i].key, v)) {
                 st_quote(meta[i].key, q, sizeof q);
-                st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "metadata entry '%s' is not valid UTF-8", q);
+                st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "metadata entry '%s' is not valid UTF-8", q);
                 goto out;
             }
         }
@@ -61,26 +48,26 @@ fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *met
         size_t es = st_dtype_size(t[i].dtype);
         uint64_t numel = 1;
         if (!es || t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS) {
-            st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "tensor '%s': bad dtype or rank", q);
+            st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "tensor '%s': bad dtype or rank", q);
             goto out;
         }
         json_t *e = json_object(), *shape = json_array(), *offs = json_array();
         if (!e || !shape || !offs) {
             json_decref(e), json_decref(shape), json_decref(offs);
-            st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
             goto out;
         }
         for (int d = 0; d < t[i].ndim; d++) {
             if (t[i].shape[d] < 0 ||
                 (t[i].shape[d] && numel > (uint64_t)INT64_MAX / es / (uint64_t)t[i].shape[d]))
-                st = st_werr(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': size overflows", q);
+                st = st_err(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': size overflows", q);
             else
                 numel *= (uint64_t)t[i].shape[d];
             json_array_append_new(shape, json_integer((json_int_t)t[i].shape[d]));
         }
         uint64_t bytes = numel * es;
         if (!st && off > (uint64_t)INT64_MAX - bytes)
-            st = st_werr(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': file size overflows", q);
+            st = st_err(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': file size overflows", q);
         json_array_append_new(offs, json_integer((json_int_t)off));
         json_array_append_new(offs, json_integer((json_int_t)(off + bytes)));
         json_object_set_new(e, "dtype", json_string(st_dtype_name(t[i].dtype)));
@@ -93,13 +80,13 @@ fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *met
         }
         if (!strcmp(t[i].name, "__metadata__")) {
             json_decref(e);
-            st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "tensor '%s': the name is reserved", q);
+            st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "tensor '%s': the name is reserved", q);
             goto out;
         }
         /* set_new takes e even when it fails; a repeated name replaces the
          * earlier entry, which shows as an object that did not grow */
         if (json_object_set_new(root, t[i].name, e) || json_object_size(root) != before + 1) {
-            st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
+            st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
                          "tensor '%s': the name is used twice or is not valid UTF-8", q);
             goto out;
         }
@@ -107,18 +94,18 @@ fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *met
     }
     text = json_dumps(root, JSON_COMPACT);
     if (!text) {
-        st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (header)");
+        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (header)");
         goto out;
     }
     size_t len = strlen(text), padded = (len + 7) / 8 * 8;
     if (padded > ST_MAX_HEADER) {
-        st = st_werr(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "the header would have %zu bytes, over the 100 MB limit",
+        st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "the header would have %zu bytes, over the 100 MB limit",
                      padded);
         goto out;
     }
     unsigned char *buf = malloc(8 + padded);
     if (!buf) {
-        st = st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (header)");
+        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (header)");
         goto out;
     }
     for (int i = 0; i < 8; i++)
@@ -332,14 +319,14 @@ fp8kit_status st_writer_open(st_writer *w, const char *final_path, int no_fsync,
     if (!dir || !w->final_path || !w->tmp_path) {
         free(dir);
         st_writer_abort(w);
-        return st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     snprintf(w->tmp_path, need, "%s/.%s.tmp-XXXXXX", dir, base);
     free(dir);
     w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
     if (w->fd < 0) {
         int e = errno;
-        fp8kit_status st = st_werr(err, errlen, FP8KIT_ERR_IO, "%s: cannot create a temporary file here: %s",
+        fp8kit_status st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot create a temporary file here: %s",
                                    final_path, strerror(e));
         free(w->tmp_path);
         w->tmp_path = NULL;
@@ -349,7 +336,7 @@ fp8kit_status st_writer_open(st_writer *w, const char *final_path, int no_fsync,
     w->slot = st_tmp_register(w->tmp_path, 0);
     if (w->slot < 0) {
         st_writer_abort(w);
-        return st_werr(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     mode_t um = umask(0);
     umask(um);
@@ -365,7 +352,7 @@ fp8kit_status st_writer_reserve(st_writer *w, uint64_t size, char *err, size_t e
     if (e == EINVAL || e == EOPNOTSUPP || e == ENOSYS)
         e = ftruncate(w->fd, (off_t)size) ? errno : 0;
     if (e)
-        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: cannot reserve %llu bytes: %s", w->final_path,
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot reserve %llu bytes: %s", w->final_path,
                        (unsigned long long)size, strerror(e));
     return FP8KIT_OK;
 }
@@ -379,7 +366,7 @@ fp8kit_status st_writer_pwrite(st_writer *w, const void *buf, size_t n, uint64_t
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: write failed: %s", w->final_path,
+            return st_err(err, errlen, FP8KIT_ERR_IO, "%s: write failed: %s", w->final_path,
                            r ? strerror(errno) : "no progress");
         p += r;
         off += (uint64_t)r;
@@ -391,11 +378,11 @@ fp8kit_status st_writer_pwrite(st_writer *w, const void *buf, size_t n, uint64_t
 fp8kit_status st_writer_finish(st_writer *w, char *err, size_t errlen)
 {
     if (!w->no_fsync && fsync(w->fd))
-        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: fsync failed: %s", w->final_path, strerror(errno));
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: fsync failed: %s", w->final_path, strerror(errno));
     int r = close(w->fd);
     w->fd = -1;
     if (r)
-        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: close failed: %s", w->final_path, strerror(errno));
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: close failed: %s", w->final_path, strerror(errno));
     return FP8KIT_OK;
 }
 
@@ -403,7 +390,7 @@ fp8kit_status st_writer_commit(st_writer *w, int force, char *err, size_t errlen
 {
     int e = st_rename(w->tmp_path, w->final_path, force);
     if (e)
-        return st_werr(err, errlen, FP8KIT_ERR_IO, "%s: %s", w->final_path,
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", w->final_path,
                        e == EEXIST ? "exists (use --force to overwrite)" : strerror(e));
     st_tmp_forget(w->slot);
     w->slot = -1;
