@@ -55,13 +55,21 @@ static fp8kit_status fk_check_mat2(const fp8kit_ctx *ctx, const char *name, cons
     return FP8KIT_OK;
 }
 
-/* A checked contiguous tensor of dtype `dt` holding exactly `n` elements. */
+/* ceil(a / b) and a rounded up to a multiple of b, for a >= 0 (b > 0) without
+ * overflow (K of an fp8 A may be close to INT64_MAX); -1 when it overflows. */
+static int64_t fk_cdiv_safe(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+static int64_t fk_rup_safe(int64_t a, int64_t b) { return fk_mul_ovf(fk_cdiv_safe(a, b), b); }
+
+/* A checked contiguous tensor of dtype `dt` holding exactly `n` elements
+ * (n < 0: the needed count overflows int64). */
 static fp8kit_status fk_check_vec(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
                                   int64_t n, const char *what)
 {
     fp8kit_status st = fk_check_tensor(ctx, FN, name, t, 1);
     if (st)
         return st;
+    if (n < 0)
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the element count of %s for %s overflows int64", name, what);
     if (t->dtype != dt)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": %s->dtype is %s; %s needs %s", name,
                        fp8kit_dtype_name(t->dtype), what, fp8kit_dtype_name(dt));
@@ -79,7 +87,7 @@ static fp8kit_status fk_check_op_scale(const fp8kit_ctx *ctx, const fp8kit_gemm_
 {
     const char *name = is_a ? "scale_a" : "scale_b";
     fp8kit_scale_mode mode = is_a ? d->scale_a : d->scale_b;
-    int64_t ka = fk_ceil_div(k, 128);
+    int64_t ka = fk_cdiv_safe(k, 128);
     *ld = 0;
     switch (mode) {
     case FP8KIT_SCALE_NONE:
@@ -91,19 +99,20 @@ static fp8kit_status fk_check_op_scale(const fp8kit_ctx *ctx, const fp8kit_gemm_
     case FP8KIT_SCALE_BLOCK:
         if (!is_a) {
             *ld = ka;
-            return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_ceil_div(rows, 128) * ka, "128x128 block scaling of B");
+            return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_mul_ovf(fk_cdiv_safe(rows, 128), ka), "128x128 block scaling of B");
         }
         if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR) {
-            *ld = fk_round_up(rows, 4);
-            return fk_check_vec(ctx, name, s, FP8KIT_F32, ka * *ld, "1x128 block scaling of A (mn_major)");
+            *ld = fk_rup_safe(rows, 4);
+            return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_mul_ovf(ka, *ld), "1x128 block scaling of A (mn_major)");
         }
         *ld = ka;
-        return fk_check_vec(ctx, name, s, FP8KIT_F32, rows * ka, "1x128 block scaling of A");
+        return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_mul_ovf(rows, ka), "1x128 block scaling of A");
     case FP8KIT_SCALE_MX:
         if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED)
-            return fk_check_vec(ctx, name, s, FP8KIT_E8M0, fk_blocked_rows(rows) * fk_blocked_cols(k / 32),
+            return fk_check_vec(ctx, name, s, FP8KIT_E8M0,
+                                fk_mul_ovf(fk_rup_safe(rows, 128), fk_rup_safe(k / 32, 4)),
                                 "mx scaling (blocked layout)");
-        return fk_check_vec(ctx, name, s, FP8KIT_E8M0, rows * (k / 32), "mx scaling");
+        return fk_check_vec(ctx, name, s, FP8KIT_E8M0, fk_mul_ovf(rows, k / 32), "mx scaling");
     }
     return FP8KIT_OK;
 }
@@ -167,12 +176,12 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     case FP8KIT_OUTQ_MX:
         if (j->n % 32)
             return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": OUTQ_MX needs N %% 32 == 0 (N = %lld)", (long long)j->n);
-        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_E8M0, j->m * (j->n / 32), "OUTQ_MX")))
+        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_E8M0, fk_mul_ovf(j->m, j->n / 32), "OUTQ_MX")))
             return st;
         j->scale_d_out = a->scale_d.data;
         break;
     case FP8KIT_OUTQ_BLOCK1X128:
-        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, j->m * fk_ceil_div(j->n, 128), "OUTQ_BLOCK1X128")))
+        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, fk_mul_ovf(j->m, fk_cdiv_safe(j->n, 128)), "OUTQ_BLOCK1X128")))
             return st;
         j->scale_d_out = a->scale_d.data;
         break;
