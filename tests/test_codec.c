@@ -107,7 +107,10 @@ static int check_encode(uint32_t u)
     return bad;
 }
 
-static void check_encode_list(const char *name, const vec *in)
+/* Runs `check` (returning its mismatch count) over every input of a list in
+ * parallel; `what` and `per` (checks per input) are for the report. */
+static void check_list(const char *kind, const char *name, const vec *in, int (*check)(uint32_t), int per,
+                       const char *what)
 {
     long bad = 0;
     long long n = (long long)in->n;
@@ -115,10 +118,16 @@ static void check_encode_list(const char *name, const vec *in)
 #pragma omp parallel for schedule(static, 8192) reduction(+ : bad)
 #endif
     for (long long i = 0; i < n; i++)
-        bad += check_encode(in->p[i]);
-    printf("  encode %-24s %10lld inputs x 4 conversions: %ld mismatches\n", name, n, bad);
-    CHECK(bad == 0, "encode %s: %ld mismatches", name, bad);
-    g_cases += 4 * n;
+        bad += check(in->p[i]);
+    printf("  %s %-24s %10lld %s x %d %s: %ld mismatches\n", kind, name, n,
+           kind[0] == 'e' ? "inputs" : "amax", per, what, bad);
+    CHECK(bad == 0, "%s %s: %ld mismatches", kind, name, bad);
+    g_cases += per * n;
+}
+
+static void check_encode_list(const char *name, const vec *in)
+{
+    check_list("encode", name, in, check_encode, 4, "conversions");
 }
 
 /* every fp32 bit pattern (FK_CODEC_EXHAUSTIVE=1; minutes on many cores) */
@@ -385,16 +394,7 @@ static int check_amax(uint32_t a)
 
 static void check_amax_list(const char *name, const vec *in)
 {
-    long bad = 0;
-    long long n = (long long)in->n;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static, 8192) reduction(+ : bad)
-#endif
-    for (long long i = 0; i < n; i++)
-        bad += check_amax(in->p[i]);
-    printf("  scales %-24s %10lld amax x 9 functions: %ld mismatches\n", name, n, bad);
-    CHECK(bad == 0, "scales %s: %ld mismatches", name, bad);
-    g_cases += 9 * n;
+    check_list("scales", name, in, check_amax, 9, "functions");
 }
 
 static void test_scales(fk_rng *rng, uint32_t stride)
