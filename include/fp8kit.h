@@ -102,6 +102,20 @@ FP8KIT_API fp8kit_status fp8kit_ctx_destroy(fp8kit_ctx *ctx); /* NULL is a no-op
 FP8KIT_API fp8kit_backend fp8kit_ctx_backend(const fp8kit_ctx *ctx);
 /* CPU backend threads (OpenMP); 0 = OpenMP's default. */
 FP8KIT_API fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads);
+/* Opt-in GEMM autotuning. mode 1: the first fp8kit_gemm of each new shape and
+ * option set times every candidate kernel configuration of the backend once
+ * (into a scratch output; the call then synchronizes the device) and keeps
+ * the fastest in the plan. With cache_file (may be NULL = memory only), the
+ * choices are read from that text file now and rewritten to it (temporary
+ * name + rename) on every new choice, so later processes skip the timing;
+ * entries of other devices or library builds are not used. Affects plans
+ * made after the call: switch it on before the first GEMM of a shape, and not
+ * during CUDA graph capture. mode 0 turns it off. A CPU context accepts it
+ * and keeps its single configuration. The environment variables
+ * FP8KIT_AUTOTUNE=1 and FP8KIT_AUTOTUNE_CACHE=<file> do the same for every
+ * new context. Errors: INVALID_ARGUMENT (mode, path), IO (file unreadable or
+ * not writable), CORRUPT_FILE (not an fp8kit autotune cache). */
+FP8KIT_API fp8kit_status fp8kit_ctx_set_autotune(fp8kit_ctx *ctx, int mode, const char *cache_file);
 /* Message of the calling thread's last failing call on ctx ("" if none). */
 FP8KIT_API const char *fp8kit_last_error(const fp8kit_ctx *ctx);
 /* One line describing the backend and device, e.g. "cpu: 2 threads". */

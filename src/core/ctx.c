@@ -103,6 +103,17 @@ fp8kit_status fp8kit_ctx_create(fp8kit_backend backend, int device, fp8kit_ctx *
     fk_err_slot *s = fk_err_find(ctx); /* a stale message of a freed context at this address */
     if (s)
         s->msg[0] = 0;
+    /* FP8KIT_AUTOTUNE=1 [FP8KIT_AUTOTUNE_CACHE=file] switch autotune on for every context */
+    const char *tune = getenv("FP8KIT_AUTOTUNE");
+    if (tune && strcmp(tune, "1") == 0) {
+        const char *file = getenv("FP8KIT_AUTOTUNE_CACHE");
+        fp8kit_status st = fp8kit_ctx_set_autotune(ctx, 1, file && *file ? file : NULL);
+        if (st != FP8KIT_OK) {
+            fk_fail(NULL, st, "fp8kit_ctx_create (FP8KIT_AUTOTUNE): %s", fp8kit_last_error(ctx));
+            fp8kit_ctx_destroy(ctx);
+            return st;
+        }
+    }
     *out = ctx;
     return FP8KIT_OK;
 }
@@ -116,6 +127,7 @@ fp8kit_status fp8kit_ctx_destroy(fp8kit_ctx *ctx)
         fk_cuda_ctx_free(ctx);
 #endif
     fk_plan_cache_free(&ctx->plans);
+    fk_tune_free(&ctx->tune);
     free(ctx);
     return FP8KIT_OK;
 }

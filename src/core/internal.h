@@ -73,14 +73,35 @@ typedef struct fk_gemm_job {
     void *workspace; size_t workspace_bytes;
 } fk_gemm_job;
 
-/* A resolved GEMM configuration, cached per key. Backends own `config`. */
+/* A resolved GEMM configuration, cached per key. Backends own `config`.
+ * memo: a small per-plan cache of what a backend derives from a call's data
+ * pointers (CUDA: the last pair of TMA tensor maps), read and written only
+ * through fk_plan_memo_get / fk_plan_memo_put (a sequence lock: lock-free
+ * readers, one writer at a time, no allocation; memo_seq 0 = empty). */
 #define FK_PLAN_CONFIG_BYTES 64
+#define FK_PLAN_MEMO_WORDS 44
 typedef struct fk_plan {
     uint64_t key_hash;
     unsigned char key[160];
     unsigned char config[FK_PLAN_CONFIG_BYTES];
     int valid;
+    uint64_t memo_seq;
+    uint64_t memo[FK_PLAN_MEMO_WORDS];
 } fk_plan;
+
+/* GEMM autotune table (tune.c): chosen plan configs by text key. */
+#define FK_TUNE_PATH_MAX 1024
+typedef struct fk_tune_entry {
+    char key[288];
+    unsigned char config[FK_PLAN_CONFIG_BYTES];
+    double us;
+} fk_tune_entry;
+typedef struct fk_tune {
+    int mode;                     /* 0 off, 1 on */
+    char path[FK_TUNE_PATH_MAX];  /* cache file, "" = memory only */
+    fk_tune_entry *entries;
+    int64_t count, cap;
+} fk_tune;
 
 typedef struct fk_plan_cache {
     pthread_mutex_t lock;
@@ -93,6 +114,7 @@ struct fp8kit_ctx {
     int device;
     int nthreads;
     fk_plan_cache plans;
+    fk_tune tune; /* guarded by plans.lock */
     void *cuda; /* CUDA backend state */
     char describe[160];
 };
@@ -109,6 +131,19 @@ typedef fp8kit_status (*fk_plan_init_fn)(fp8kit_ctx *ctx, const fk_gemm_job *job
 const fk_plan *fk_plan_get(fp8kit_ctx *ctx, const void *key, size_t len, const fk_gemm_job *job,
                            fk_plan_init_fn init, fp8kit_status *st);
 void fk_plan_cache_init(fk_plan_cache *pc);
+/* Plan memo: get copies the value (vbytes, a multiple of 8, into 8-byte
+ * aligned val) stored with exactly these nkey key words and returns 1, else
+ * returns 0 (nothing stored, another key, or a writer busy). put stores key +
+ * value unless another thread is writing (then it does nothing). Any thread,
+ * any time after the plan is made. nkey + vbytes / 8 <= FK_PLAN_MEMO_WORDS. */
+int fk_plan_memo_get(const fk_plan *p, const uint64_t *key, int nkey, void *val, size_t vbytes);
+void fk_plan_memo_put(const fk_plan *p, const uint64_t *key, int nkey, const void *val, size_t vbytes);
+/* Autotune table (call with ctx->plans.lock held, as plan init is). */
+int fk_tune_find(const fp8kit_ctx *ctx, const char *key, void *config);
+fp8kit_status fk_tune_add(fp8kit_ctx *ctx, const char *key, const void *config, double us);
+/* The text key of a GEMM job: prefix (backend, device) + shape + options. */
+void fk_tune_key(const fk_gemm_job *j, const char *prefix, char *out, size_t n);
+void fk_tune_free(fk_tune *t);
 void fk_plan_cache_free(fk_plan_cache *pc);
 
 /* CPU backend (src/cpu). Jobs are validated; these only compute. */
