@@ -1,6 +1,7 @@
 /* plan.c - the per-context GEMM plan cache: an open-addressing hash table of
  * individually allocated plans (pointers stay valid while the table grows),
- * guarded by a mutex. A hit costs one hash, one locked probe, no allocation. */
+ * guarded by a mutex. A hit costs one hash, one locked probe, no allocation.
+ * Each plan also carries a small lock-free memo for its backend. */
 #include <stdlib.h>
 #include <string.h>
 #include "core/internal.h"
@@ -104,4 +105,43 @@ const fk_plan *fk_plan_get(fp8kit_ctx *ctx, const void *key, size_t len, const f
     pc->count++;
     pthread_mutex_unlock(&pc->lock);
     return p;
+}
+
+/* Sequence lock over p->memo (see internal.h). Every memo word is accessed
+ * atomically (relaxed), so a reader racing a writer reads stale or mixed
+ * words, never undefined ones, and then sees memo_seq changed and misses. */
+int fk_plan_memo_get(const fk_plan *p, const uint64_t *key, int nkey, void *val, size_t vbytes)
+{
+    const size_t nval = vbytes / 8;
+    if (nkey < 0 || (size_t)nkey + nval > FK_PLAN_MEMO_WORDS)
+        return 0;
+    const uint64_t s1 = __atomic_load_n(&p->memo_seq, __ATOMIC_ACQUIRE);
+    if (s1 == 0 || (s1 & 1))
+        return 0;
+    for (int i = 0; i < nkey; i++)
+        if (__atomic_load_n(&p->memo[i], __ATOMIC_RELAXED) != key[i])
+            return 0;
+    uint64_t *out = (uint64_t *)val;
+    for (size_t i = 0; i < nval; i++)
+        out[i] = __atomic_load_n(&p->memo[(size_t)nkey + i], __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&p->memo_seq, __ATOMIC_RELAXED) == s1;
+}
+
+void fk_plan_memo_put(const fk_plan *cp, const uint64_t *key, int nkey, const void *val, size_t vbytes)
+{
+    fk_plan *p = (fk_plan *)cp; /* the memo is the mutable part of a shared plan */
+    const size_t nval = vbytes / 8;
+    if (nkey < 0 || (size_t)nkey + nval > FK_PLAN_MEMO_WORDS)
+        return;
+    uint64_t s = __atomic_load_n(&p->memo_seq, __ATOMIC_RELAXED);
+    if ((s & 1) || !__atomic_compare_exchange_n(&p->memo_seq, &s, s + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return; /* another thread is writing: leave it the memo */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    const uint64_t *in = (const uint64_t *)val;
+    for (int i = 0; i < nkey; i++)
+        __atomic_store_n(&p->memo[i], key[i], __ATOMIC_RELAXED);
+    for (size_t i = 0; i < nval; i++)
+        __atomic_store_n(&p->memo[(size_t)nkey + i], in[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&p->memo_seq, s + 2, __ATOMIC_RELEASE);
 }

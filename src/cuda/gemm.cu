@@ -1,8 +1,8 @@
 /* gemm.cu - host side of the CUDA scaled GEMM: fk_cuda_gemm_plan (checks
  * what the Hopper kernel needs - sm_90, alignment, supported combinations -
  * and picks a kernel variant and grid, cached by the core as the plan),
- * fk_cuda_gemm (builds the two TMA tensor maps, fills the kernel parameters
- * and launches; no allocation) and fk_cuda_gemm_workspace (none needed).
+ * fk_cuda_gemm (fills the kernel parameters - the two TMA tensor maps are
+ * memoized per plan - and launches; no allocation) and fk_cuda_gemm_workspace (none needed).
  * Debug knobs read at plan time (tests use them to cover every variant):
  * FK_GEMM_BN=64|128 forces the tile width, FK_GEMM_PROMO=1|2|4 the fp32
  * promotion interval in k32 steps (0 = fast accumulation). */
@@ -10,6 +10,7 @@
 #include <string.h>
 #include "cuda/backend.h"
 #include "cuda/epilogue.cuh"
+#include "cuda/launch_rec.h"
 #include "cuda/tma.cuh"
 
 /* The plan's config bytes (FK_PLAN_CONFIG_BYTES = 64). */
@@ -170,20 +171,29 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     if (job->m == 0 || job->n == 0)
         return FP8KIT_OK;
 
-    /* Tensor maps, built per call (~1-2 us of host time each). */
-    CUtensorMap ta, tb;
-    memset(&ta, 0, sizeof ta);
-    memset(&tb, 0, sizeof tb);
+    /* Tensor maps: encoding one costs about a microsecond of host time, so the
+     * plan memoizes the last pair, keyed by everything they encode. */
+    CUtensorMap tmaps[2];
     if (job->k > 0) {
-        CUresult r = fk_tma_map_2d_u8(&ta, job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                      (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
-        if (r == CUDA_SUCCESS)
-            r = fk_tma_map_2d_u8(&tb, job->b, (uint64_t)job->n, (uint64_t)job->k,
-                                 (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)v->bn);
-        if (r != CUDA_SUCCESS)
-            return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: cuTensorMapEncodeTiled failed (%d)",
-                           (int)r);
+        const uint64_t tkey[10] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
+                                   (uint64_t)job->lda, FK_GEMM_BM, (uint64_t)(uintptr_t)job->b,
+                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)v->bn, FK_GEMM_BK};
+        if (!fk_plan_memo_get(plan, tkey, 10, tmaps, sizeof tmaps)) {
+            memset(tmaps, 0, sizeof tmaps);
+            CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
+                                          (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+            if (r == CUDA_SUCCESS)
+                r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
+                                     (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)v->bn);
+            if (r != CUDA_SUCCESS)
+                return fk_fail(ctx, FP8KIT_ERR_DEVICE,
+                               "cuda gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);
+            fk_plan_memo_put(plan, tkey, 10, tmaps, sizeof tmaps);
+        }
+    } else {
+        memset(tmaps, 0, sizeof tmaps);
     }
+    const CUtensorMap &ta = tmaps[0], &tb = tmaps[1];
 
     fk_gemm_params p;
     memset(&p, 0, sizeof p);
@@ -220,7 +230,13 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     p.scale_d = job->scale_d_in;
     p.amax_bits = (unsigned int *)job->amax_d;
 
-    void *args[3] = {&ta, &tb, &p};
+    void *args[3] = {(void *)&ta, (void *)&tb, &p};
+    if (fk_launch_rec *rec = fk_launch_rec_armed()) { /* bench/bench_launch.c only */
+        const unsigned grid[3] = {(unsigned)cfg.grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};
+        const size_t sizes[3] = {sizeof ta, sizeof tb, sizeof p};
+        return fk_launch_rec_take(rec, (const void *)v->fn, grid, block, (size_t)v->smem_bytes, args,
+                                  sizes, 3);
+    }
     FK_CUDA_CHECK(ctx, cudaLaunchKernel((const void *)v->fn, dim3((unsigned)cfg.grid),
                                         dim3(FK_GEMM_THREADS), args, (size_t)v->smem_bytes, st));
     return FP8KIT_OK;

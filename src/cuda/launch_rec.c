@@ -1,0 +1,36 @@
+/* launch_rec.c - the bench-only launch recorder of launch_rec.h. */
+#include <string.h>
+#include "cuda/launch_rec.h"
+
+static fk_launch_rec *fk_armed;
+
+void fk_launch_rec_arm(fk_launch_rec *rec) { __atomic_store_n(&fk_armed, rec, __ATOMIC_RELEASE); }
+
+fk_launch_rec *fk_launch_rec_armed(void) { return __atomic_load_n(&fk_armed, __ATOMIC_ACQUIRE); }
+
+fp8kit_status fk_launch_rec_take(fk_launch_rec *rec, const void *fn, const unsigned grid[3],
+                                 const unsigned block[3], size_t smem, void *const *args,
+                                 const size_t *sizes, int nargs)
+{
+    fk_launch_rec *expect = rec;
+    if (!__atomic_compare_exchange_n(&fk_armed, &expect, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return fk_fail(NULL, FP8KIT_ERR_INTERNAL, "launch recorder: not armed");
+    if (nargs > FK_LAUNCH_REC_ARGS)
+        return fk_fail(NULL, FP8KIT_ERR_INTERNAL, "launch recorder: %d parameters", nargs);
+    size_t off = 0;
+    for (int i = 0; i < nargs; i++) {
+        off = (off + 63) & ~(size_t)63;
+        if (off + sizes[i] > sizeof rec->buf)
+            return fk_fail(NULL, FP8KIT_ERR_INTERNAL, "launch recorder: parameters exceed %zu bytes",
+                           sizeof rec->buf);
+        memcpy(rec->buf + off, args[i], sizes[i]);
+        rec->args[i] = rec->buf + off;
+        off += sizes[i];
+    }
+    rec->fn = fn;
+    memcpy(rec->grid, grid, sizeof rec->grid);
+    memcpy(rec->block, block, sizeof rec->block);
+    rec->smem = smem;
+    rec->nargs = nargs;
+    return FP8KIT_OK;
+}
