@@ -6,7 +6,11 @@
  * L2 flushed before each timing. Prints a table and writes one JSON line per
  * row (op, case, shape, ours, peer, peer_name, ratio, unit, device, date,
  * commit) to --json FILE.
+ * Mode bias_gelu (8192^3 only): bias per column + gelu_tanh + bf16 output,
+ * against cuBLASLt's CUBLASLT_EPILOGUE_GELU_BIAS, with the overhead over our
+ * plain tensor-mode time of the same run.
  * Usage: bench_gemm [--quick] [--reps N] [--json FILE] [--date D] [--commit C]
+ *        [--shapes MxNxK,...] [--modes tensor,tensor_fast,row,block,bias_gelu] [--tag T]
  * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
 #include <math.h>
 #include <stdio.h>
@@ -28,8 +32,8 @@
     } while (0)
 
 typedef struct shape { int64_t m, n, k; } shape;
-enum { MODE_TENSOR, MODE_TENSOR_FAST, MODE_ROW, MODE_BLOCK, MODE_COUNT };
-static const char *mode_name[MODE_COUNT] = {"tensor", "tensor_fast", "row", "block"};
+enum { MODE_TENSOR, MODE_TENSOR_FAST, MODE_ROW, MODE_BLOCK, MODE_BIAS_GELU, MODE_COUNT };
+static const char *mode_name[MODE_COUNT] = {"tensor", "tensor_fast", "row", "block", "bias_gelu"};
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -95,7 +99,7 @@ static int lt_run(void *arg)
 /* Sets up D (col-major M x N, = row-major N x M) = A (K x M col-major) ^T * B
  * (K x N col-major) with the mode's scales. Returns 0 on success. */
 static int lt_setup(lt_call *c, int mode, shape s, const void *a, const void *b, void *d, const float *sa,
-                    const float *sb, void *ws, size_t ws_bytes)
+                    const float *sb, void *ws, size_t ws_bytes, const void *bias)
 {
     memset(c, 0, sizeof *c);
     if (cublasLtCreate(&c->h) != CUBLAS_STATUS_SUCCESS)
@@ -125,6 +129,15 @@ static int lt_setup(lt_call *c, int mode, shape s, const void *a, const void *b,
     if (mode == MODE_ROW || mode == MODE_BLOCK)
         return 1;
 #endif
+    if (mode == MODE_BIAS_GELU) {
+        /* cuBLASLt's bias runs along the rows of its column-major D, i.e. one
+         * value per M (ours: per column N; same cost at M = N) */
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_GELU_BIAS;
+        cudaDataType_t bt = CUDA_R_16BF;
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+        cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+    }
     cublasLtMatrixLayoutCreate(&c->la, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.m, s.k);
     cublasLtMatrixLayoutCreate(&c->lb, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.n, s.k);
     cublasLtMatrixLayoutCreate(&c->lc, CUDA_R_16BF, (uint64_t)s.m, (uint64_t)s.n, s.m);
@@ -177,6 +190,22 @@ static int fk_run(void *arg)
     return 0;
 }
 
+/* 1 when item is one of the comma-separated names in list */
+static int list_has(const char *list, const char *item)
+{
+    const size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, item, n))
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 /* bf16 bits -> float */
 static float bf2f(uint16_t h)
 {
@@ -190,12 +219,16 @@ int main(int argc, char **argv)
 {
     int quick = 0, reps = 30;
     const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT");
+    const char *only_shapes = NULL, *only_modes = NULL, *tag = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--date") && i + 1 < argc) date = argv[++i];
         else if (!strcmp(argv[i], "--commit") && i + 1 < argc) commit = argv[++i];
+        else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) only_shapes = argv[++i];
+        else if (!strcmp(argv[i], "--modes") && i + 1 < argc) only_modes = argv[++i];
+        else if (!strcmp(argv[i], "--tag") && i + 1 < argc) tag = argv[++i];
     }
     if (!commit) commit = "unknown";
     if (reps < 20) reps = 20;
@@ -242,6 +275,19 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&dDl, (size_t)maxd * 2));
     CK(cudaMalloc(&ws, ws_bytes));
     CK(cudaMalloc(&flush, flush_bytes));
+    /* bf16 bias (bias_gelu mode), values in [-1, 1) */
+    const int64_t nbias_max = 16384;
+    void *dBias;
+    uint16_t *hb = malloc((size_t)nbias_max * 2);
+    for (int64_t i = 0; i < nbias_max; i++) {
+        float v = (float)((i * 37) % 256) / 128.0f - 1.0f;
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        hb[i] = (uint16_t)(u >> 16);
+    }
+    CK(cudaMalloc(&dBias, (size_t)nbias_max * 2));
+    CK(cudaMemcpy(dBias, hb, (size_t)nbias_max * 2, cudaMemcpyHostToDevice));
+    free(hb);
     CK(cudaMemcpy(dA, h, (size_t)maxa, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dB, h + 7, (size_t)(maxb - 7), cudaMemcpyHostToDevice));
     /* scales: large enough for any mode (row: M or N; block: M x ka etc.), 1/64..1/32 */
@@ -263,7 +309,17 @@ int main(int argc, char **argv)
         const shape s = shapes[si];
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
         const int64_t ka = (s.k + 127) / 128;
+        char shp[64];
+        snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
+        if (only_shapes && !list_has(only_shapes, shp))
+            continue;
+        float ours_plain = -1.0f; /* tensor mode, for the bias_gelu overhead */
         for (int mode = 0; mode < MODE_COUNT; mode++) {
+            if (only_modes && !list_has(only_modes, mode_name[mode]))
+                continue;
+            /* bias + gelu_tanh + bf16 output: the 8192^3 case of issue 5 only */
+            if (mode == MODE_BIAS_GELU && !(s.m == 8192 && s.n == 8192 && s.k == 8192))
+                continue;
             fk_call fc;
             memset(&fc, 0, sizeof fc);
             fc.ctx = ctx;
@@ -279,15 +335,25 @@ int main(int argc, char **argv)
             fc.args.scale_b = fp8kit_tensor_make((float *)dS + nscale, FP8KIT_F32, 1, &nb);
             fc.args.alpha = 1.0f;
             fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
+            if (mode == MODE_BIAS_GELU) {
+                int64_t nbias = s.n;
+                fc.desc.bias = FP8KIT_BIAS_COL;
+                fc.desc.act = FP8KIT_ACT_GELU_TANH;
+                fc.args.bias = fp8kit_tensor_make(dBias, FP8KIT_BF16, 1, &nbias);
+            }
             float ours = time_median(&be, fk_run, &fc);
+            if (mode == MODE_TENSOR)
+                ours_plain = ours;
             lt_call lc;
             float peer = -1.0f;
-            if (lt_setup(&lc, mode, s, dA, dB, dDl, (const float *)dS, (const float *)dS + nscale, ws, ws_bytes) == 0)
+            if (lt_setup(&lc, mode, s, dA, dB, dDl, (const float *)dS, (const float *)dS + nscale, ws, ws_bytes,
+                         dBias) == 0)
                 peer = time_median(&be, lt_run, &lc);
             lt_free(&lc);
             /* agreement of the two results (ours row-major M x N, cuBLASLt col-major M x N) */
             double rel = -1.0;
-            if (ours > 0 && peer > 0 && mode != MODE_ROW && mode != MODE_BLOCK && s.m * s.n <= (int64_t)1 << 26) {
+            if (ours > 0 && peer > 0 && (mode == MODE_TENSOR || mode == MODE_TENSOR_FAST) &&
+                s.m * s.n <= (int64_t)1 << 26) {
                 uint16_t *x = malloc((size_t)(s.m * s.n) * 2), *y = malloc((size_t)(s.m * s.n) * 2);
                 CK(cudaMemcpy(x, dD, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
                 CK(cudaMemcpy(y, dDl, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
@@ -302,13 +368,13 @@ int main(int argc, char **argv)
                 free(x);
                 free(y);
             }
-            char shp[64];
-            snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
             double tf_o = ours > 0 ? flops / (ours * 1e-3) / 1e12 : 0, tf_p = peer > 0 ? flops / (peer * 1e-3) / 1e12 : 0;
             double ratio = ours > 0 && peer > 0 ? peer / ours : 0;
             printf("%-11s %-20s %10.1f %10.1f %7.3f %9.0f %9.0f", mode_name[mode], shp, ours * 1e3, peer * 1e3, ratio,
                    tf_o, tf_p);
             if (rel >= 0) printf(" %.2e", rel);
+            const double over = mode == MODE_BIAS_GELU && ours > 0 && ours_plain > 0 ? (ours / ours_plain - 1.0) * 100.0 : -1e9;
+            if (over > -1e8) printf(" (ours plain %.1f us: bias+gelu costs %+.1f%%)", ours_plain * 1e3, over);
             printf("\n");
             fflush(stdout);
             if (jf)
@@ -316,12 +382,17 @@ int main(int argc, char **argv)
                         "{\"op\": \"gemm_e4m3_bf16\", \"case\": \"%s\", \"shape\": \"%s\", \"ours\": %.1f, \"peer\": %.1f, "
                         "\"peer_name\": \"cublasLt %s (heuristic first algo, 64 MiB workspace)\", \"ratio\": %.3f, "
                         "\"unit\": \"TFLOP/s\", \"ours_us\": %.2f, \"peer_us\": %.2f, \"device\": \"%s\", \"date\": \"%s\", "
-                        "\"commit\": \"%s\"}\n",
+                        "\"commit\": \"%s\"%s%s%s",
                         mode_name[mode], shp, tf_o, tf_p, mode_name[mode], ratio, ours * 1e3, peer * 1e3, prop.name,
-                        date, commit);
+                        date, commit, *tag ? ", \"tag\": \"" : "", tag, *tag ? "\"" : "");
+            if (jf && over > -1e8)
+                fprintf(jf, ", \"ours_plain_us\": %.2f, \"overhead_pct\": %.2f", ours_plain * 1e3, over);
+            if (jf)
+                fprintf(jf, "}\n");
         }
     }
     if (jf) fclose(jf);
+    cudaFree(dBias);
     cudaFree(dA); cudaFree(dB); cudaFree(dD); cudaFree(dDl); cudaFree(ws); cudaFree(flush); cudaFree(dS);
     free(h); free(hs);
     fp8kit_ctx_destroy(ctx);

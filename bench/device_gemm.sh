@@ -4,7 +4,10 @@
 # when they are missing or do not start), dumps SASS facts (QGMMA count,
 # local-memory traffic), runs tests/test_cuda_gemm, compute-sanitizer memcheck
 # on its small shapes, and bench_gemm (JSON lines). Logs go to $OUT.
-# Usage (repo root, on the device): bash bench/device_gemm.sh [test|bench|all] [BUILD] [COMMIT]
+# FK_BENCH_ARGS adds bench_gemm flags (e.g. --shapes 8192x8192x8192 --modes
+# tensor,bias_gelu); FK_NCU_SHAPE=MxNxK[:mode] profiles our kernel on that
+# shape with ncu (SOL + warp-state sections) into $OUT/ncu.txt.
+# Usage (repo root, on the device): bash bench/device_gemm.sh [test|bench|all|ncu] [BUILD] [COMMIT]
 set -u
 what=${1:-all}
 build=${2:-build-gemm}
@@ -50,5 +53,17 @@ if [ "$what" = test ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
     echo "== bench_gemm"
-    FK_COMMIT=$commit timeout 240 "$build/bench_gemm" --json "$OUT/gemm.jsonl" --commit "$commit" 2>&1 | tee "$OUT/bench.log"
+    FK_COMMIT=$commit timeout 240 "$build/bench_gemm" --json "$OUT/gemm.jsonl" --commit "$commit" ${FK_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+fi
+if [ -n "${FK_NCU_SHAPE:-}" ] && command -v ncu >/dev/null; then
+    shp=${FK_NCU_SHAPE%%:*}
+    mode=tensor
+    case "$FK_NCU_SHAPE" in *:*) mode=${FK_NCU_SHAPE#*:} ;; esac
+    echo "== ncu $shp $mode"
+    timeout 200 ncu --kernel-name regex:fk_gemm_sm90 --launch-skip 3 --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis --section SchedulerStats \
+        "$build/bench_gemm" --reps 20 --shapes "$shp" --modes "$mode" >"$OUT/ncu.txt" 2>&1
+    echo "ncu rc=$?"
+    grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|Stall|Issue Slots Busy|No Eligible|Warp Cycles Per Issued" "$OUT/ncu.txt" | head -40
 fi

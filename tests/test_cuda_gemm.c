@@ -1,8 +1,8 @@
 /* test_cuda_gemm.c - the CUDA (Hopper) scaled GEMM against an fp64 reference
  * computed from the dequantized operands (SPEC section 3 error bounds) and
  * against the CPU backend on the same inputs: tile-multiple and edge shapes,
- * both tile widths, tensor/row/block scales, every fp8 type pair, alpha,
- * beta*C, bias, activations, bf16/f16/f32/fp8 outputs, OUTQ_SCALED with amax,
+ * every tile width (64, 128, 192, 256), tensor/row/block scales, every fp8
+ * type pair, alpha, beta*C, bias, activations, bf16/f16/f32/fp8 outputs, OUTQ_SCALED with amax,
  * fast accumulation, strided D, and the plan-time errors (misalignment,
  * unsupported modes). Exits 77 (skipped) without a usable CUDA device.
  * FK_TEST_SMALL=1 runs two small shapes only (for compute-sanitizer). */
@@ -464,6 +464,26 @@ int main(void)
     g = base_case("fast accum bf16", 256, 384, 1024); g.fast = 1; run_case(&g);
     g = base_case("fast accum edge f32", 130, 70, 160); g.fast = 1; g.dt = FP8KIT_F32; g.bound = 1e-3; run_case(&g);
     g = base_case("fast accum f32 K=7168", 256, 256, 7168); g.fast = 1; g.dt = FP8KIT_F32; g.bound = 1e-2; run_case(&g);
+    /* wide tiles (192 precise and fast, 256 fast), odd M/N edges, every epilogue path */
+    g = base_case("bn192 tensor bf16 edge", 200, 390, 272); g.bn = "192"; run_case(&g);
+    g = base_case("bn192 row bias gelu f16", 130, 250, 384);
+    g.sa = g.sb = FP8KIT_SCALE_ROW; g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16;
+    g.act = FP8KIT_ACT_GELU_TANH; g.beta = 0.5f; g.ct = FP8KIT_BF16; g.alpha = 0.75f; g.bn = "192"; run_case(&g);
+    g = base_case("bn192 row-bias silu e4m3 scaled", 257, 200, 256); g.bn = "192";
+    g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_SCALED; g.act = FP8KIT_ACT_SILU; g.bias = FP8KIT_BIAS_ROW; run_case(&g);
+    g = base_case("bn192 f32 K=4096", 256, 384, 4096); f32p(&g); g.bn = "192"; run_case(&g);
+    g = base_case("bn192 fast f32 edge", 131, 201, 160); g.fast = 1; g.dt = FP8KIT_F32; g.bound = 1e-3;
+    g.bn = "192"; run_case(&g);
+    g = base_case("bn256 fast bf16 edge", 260, 300, 384); g.fast = 1; g.bn = "256"; run_case(&g);
+    g = base_case("bn256 fast row bias gelu", 129, 520, 512); g.fast = 1; g.bn = "256";
+    g.sa = g.sb = FP8KIT_SCALE_ROW; g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_F32; g.act = FP8KIT_ACT_GELU_TANH;
+    run_case(&g);
+    g = base_case("bn256 fast f32 beta strided", 190, 270, 256); g.fast = 1; g.bn = "256"; g.dt = FP8KIT_F32;
+    g.bound = 1e-3; g.beta = -0.5f; g.ct = FP8KIT_F32; g.ldd_pad = 8; g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+    g = base_case("bn256 fast e5m2 out scaled relu", 128, 256, 128); g.fast = 1; g.bn = "256";
+    g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_SCALED; g.act = FP8KIT_ACT_RELU; run_case(&g);
+    g = base_case("bn256 fast f32 K=7168", 256, 512, 7168); g.fast = 1; g.dt = FP8KIT_F32; g.bound = 1e-2;
+    g.bn = "256"; run_case(&g);
     g = base_case("tensor f32 K=16384", 128, 256, 16384); f32p(&g); run_case(&g);
     g = base_case("block f32 K=16384", 128, 256, 16384); f32p(&g);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; run_case(&g);

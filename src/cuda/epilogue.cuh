@@ -2,8 +2,9 @@
  * by the host code in gemm.cu and the kernels in gemm_sm90.cu) and its fused
  * epilogue: tensor/row scales, alpha, beta*C, column/row bias, activation,
  * and the output cast (bf16/f16/f32, fp8 plain or OUTQ_SCALED with amax).
- * Each consumer warpgroup stages its accumulators in shared memory and
- * stores rows with coalesced vector stores from one compact loop. */
+ * Each consumer warpgroup stages its accumulators in shared memory 32
+ * columns at a time and stores rows with coalesced vector stores from one
+ * compact loop; scales and biases are prefetched at the start of the tile. */
 #ifndef FK_CUDA_EPILOGUE_CUH
 #define FK_CUDA_EPILOGUE_CUH
 
@@ -142,120 +143,173 @@ static __device__ __forceinline__ void fk_epi_store4(const fk_gemm_params &p, in
     }
 }
 
+/* Width in columns of one epilogue chunk: the accumulators go through
+ * shared memory 32 columns at a time (64 x 32 fp32 = 8 KB per consumer
+ * warpgroup), so wide tiles leave room for a deep stage ring. */
+#define FK_EPI_CH 32
+
 /* Swizzled float index of (row r, column c) in a consumer warpgroup's staging
- * tile of 64 x BN fp32: XOR of column bits 3-5 with the row keeps float2 and
+ * chunk of 64 x 32 fp32: XOR of column bits 3-4 with the row keeps float2 and
  * float4 groups contiguous and spreads the fragment writes over the banks. */
-template <int BN> static __device__ __forceinline__ int fk_stage_idx(int r, int c)
+static __device__ __forceinline__ int fk_stage_idx(int r, int c) { return r * FK_EPI_CH + (c ^ ((r & 3) << 3)); }
+
+/* Per-tile epilogue inputs read from global memory at the start of the tile,
+ * so their latency hides behind the main loop: this thread's share of the
+ * per-column B scales (c0, c1: columns tid and tid + 128) and column bias
+ * (b0, b1), one per-row value (r: threads 0-63 the A scale of row tid,
+ * threads 64-127 the row bias of row tid - 64) and the two tensor scales. */
+struct fk_epi_pre {
+    float c0, c1, b0, b1, r, sat, sbt;
+};
+
+template <int BN>
+static __device__ __forceinline__ fk_epi_pre fk_epi_prefetch(const fk_gemm_params &p, int m0, int n0, int tid)
 {
-    return r * BN + (c ^ ((r & 7) << 3));
+    fk_epi_pre e;
+    e.sat = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
+    e.sbt = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+    const int ca = n0 + tid, cb = n0 + 128 + tid;
+    const bool oka = tid < BN && ca < p.n, okb = tid + 128 < BN && cb < p.n;
+    const bool rowb = p.sb_mode == FP8KIT_SCALE_ROW, colb = p.bias_mode == FP8KIT_BIAS_COL;
+    e.c0 = oka ? (rowb ? p.sb[ca] : e.sbt) : 0.0f;
+    e.c1 = okb ? (rowb ? p.sb[cb] : e.sbt) : 0.0f;
+    e.b0 = oka && colb ? fk_epi_load(p.bias, ca, p.bias_type) : 0.0f;
+    e.b1 = okb && colb ? fk_epi_load(p.bias, cb, p.bias_type) : 0.0f;
+    const int row = m0 + (tid & 63);
+    e.r = 0.0f;
+    if (row < p.m) {
+        if (tid < 64)
+            e.r = p.sa_mode == FP8KIT_SCALE_ROW ? p.sa[row] : e.sat;
+        else if (p.bias_mode == FP8KIT_BIAS_ROW)
+            e.r = fk_epi_load(p.bias, row, p.bias_type);
+    }
+    return e;
 }
 
+/* Floats of a consumer warpgroup's epilogue table: BN column scales, BN
+ * column biases, 64 row scales, 64 row biases. */
+#define FK_EPI_TAB(BN) (2 * (BN) + 128)
+
 /* Epilogue of one consumer warpgroup (threads tid 0..127) for its 64 rows
- * m0 .. m0 + 63 and columns n0 .. n0 + BN - 1 of the output.
- * 1. Each thread writes its accumulator fragment (wgmma m64nBN layout: rows
- *    warp * 16 + lane / 4 + {0, 8}, columns 8 j + 2 (lane % 4) + {0, 1},
- *    value acc[4 j + 2 i + e]) to the staging tile in shared memory.
- * 2. After a warpgroup barrier, each thread takes 4 consecutive columns of
- *    a row (a warp covers whole rows: coalesced stores), applies tensor/row
- *    scales (block scales were applied in the main loop), alpha, beta * C,
- *    bias, activation and the output cast, and stores them. Rows and columns
- *    past M, N are skipped. The loop is not unrolled: one copy of the
- *    epilogue code, whatever the options. */
-template <int BN>
-static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, const float *acc,
-                                                   float *stage, int m0, int n0, int tid,
+ * m0 .. m0 + 63 and columns n0 .. n0 + BN - 1 of the output. acc holds the
+ * wgmma m64nBN fragment (rows warp * 16 + lane / 4 + {0, 8}, columns
+ * 8 j + 2 (lane % 4) + {0, 1}, value acc[4 j + 2 i + e]); it is consumed
+ * (shifted down) chunk by chunk. The prefetched factors go to the table tab.
+ * For each chunk of 32 columns:
+ * 1. each thread writes its part of the fragment to the staging chunk;
+ * 2. after a warpgroup barrier, each thread takes 4 consecutive columns of a
+ *    row (8 threads per row: 64-byte segments of bf16 output), applies
+ *    tensor/row scales (block scales were applied in the main loop), alpha,
+ *    beta * C, bias, activation and the output cast, and stores them. Rows
+ *    and columns past M, N are skipped.
+ * The chunk and row loops are not unrolled: one copy of the epilogue code,
+ * whatever the options and the tile width. */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *stage,
+                                                   float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
                                                    int bar_id)
 {
+    constexpr int CH = FK_EPI_CH;
     const int warp = tid >> 5, lane = tid & 31;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            const int r = warp * 16 + (lane >> 2) + 8 * i, c = 8 * j + (lane & 3) * 2;
-            *(float2 *)&stage[fk_stage_idx<BN>(r, c)] = make_float2(acc[4 * j + 2 * i], acc[4 * j + 2 * i + 1]);
-        }
+    if (tid < BN) {
+        tab[tid] = pre.c0;
+        tab[BN + tid] = pre.b0;
     }
-    fk_named_bar_sync(bar_id, 128);
+    if (tid + 128 < BN) {
+        tab[128 + tid] = pre.c1;
+        tab[BN + 128 + tid] = pre.b1;
+    }
+    tab[2 * BN + tid] = pre.r;
 
-    constexpr int TPR = BN / 4;       /* threads per row */
+    constexpr int TPR = CH / 4;       /* threads per row */
     constexpr int RSTEP = 128 / TPR;  /* rows per pass */
     const int c4 = (tid % TPR) * 4;
-    const int col = n0 + c4;
-    const int nv = min(4, p.n - col); /* valid columns of this thread (<= 0: none) */
-    const float sb_t = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
-    const float sa_t = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
-    float colf[4], bcol[4];
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        const bool ok = e < nv;
-        colf[e] = p.sb_mode == FP8KIT_SCALE_ROW && ok ? p.sb[col + e] : sb_t;
-        bcol[e] = p.bias_mode == FP8KIT_BIAS_COL && ok ? fk_epi_load(p.bias, col + e, p.bias_type) : 0.0f;
-    }
     unsigned int amax = 0;
     const bool lean = !p.c && !p.bias && !p.act && p.out_quant == FP8KIT_OUTQ_NONE &&
                       (p.d_type == FP8KIT_BF16 || p.d_type == FP8KIT_F16 || p.d_type == FP8KIT_F32);
-    if (lean) {
-        /* The common case - scales and alpha only, 16/32-bit output: y = acc *
-         * (alpha * sa * sb) in fp32 (the factor rounded once from double in
-         * the tensor case), hardware conversion, one vector store. */
-        float cf[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            cf[e] = (float)((double)p.alpha * (double)sa_t * (double)colf[e]);
+    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW;
 #pragma unroll 1
-        for (int r = tid / TPR; r < 64; r += RSTEP) {
-            const int row = m0 + r;
-            if (row >= p.m || nv <= 0)
-                continue;
-            const float4 v = *(const float4 *)&stage[fk_stage_idx<BN>(r, c4)];
-            float y[4] = {v.x, v.y, v.z, v.w};
-            if (p.sa_mode == FP8KIT_SCALE_ROW) {
-                const float sa = p.sa[row]; /* once per row */
+    for (int ch = 0; ch < BN / CH; ch++) {
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    y[e] = y[e] * (sa * cf[e]);
-            } else {
+        for (int j = 0; j < CH / 8; j++) {
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    y[e] = y[e] * cf[e];
+            for (int i = 0; i < 2; i++) {
+                const int r = warp * 16 + (lane >> 2) + 8 * i, c = 8 * j + (lane & 3) * 2;
+                *(float2 *)&stage[fk_stage_idx(r, c)] = make_float2(acc[4 * j + 2 * i], acc[4 * j + 2 * i + 1]);
             }
-            const long long off = (long long)row * p.ldd + col;
-            if (p.d_type != FP8KIT_F32 && nv == 4 && (((uintptr_t)p.d + 2 * off) & 7u) == 0) {
-                const bool bf = p.d_type == FP8KIT_BF16;
-                const uint32_t lo = bf ? fk_cvt_bf16x2(y[0], y[1]) : fk_cvt_f16x2(y[0], y[1]);
-                const uint32_t hi = bf ? fk_cvt_bf16x2(y[2], y[3]) : fk_cvt_f16x2(y[2], y[3]);
-                *(uint2 *)((uint16_t *)p.d + off) = make_uint2(lo, hi);
-            } else {
+        }
+        /* the next chunk's fragment moves down into acc[0 .. CH / 2 - 1] */
+#pragma unroll
+        for (int i = 0; i + CH / 2 < NACC; i++)
+            acc[i] = acc[i + CH / 2];
+        fk_named_bar_sync(bar_id, 128);
+
+        const int tc = ch * CH + c4; /* column inside the tile */
+        const int col = n0 + tc;
+        const int nv = min(4, p.n - col); /* valid columns of this thread (<= 0: none) */
+        const float4 cv = *(const float4 *)&tab[tc];
+        const float colf[4] = {cv.x, cv.y, cv.z, cv.w};
+        if (lean) {
+            /* The common case - scales and alpha only, 16/32-bit output: y =
+             * acc * (alpha * sa * sb) in fp32 (the factor rounded once from
+             * double in the tensor case), hardware conversion, one vector
+             * store. */
+            float cf[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                cf[e] = (float)((double)p.alpha * (double)(rowsc ? 1.0f : pre.sat) * (double)colf[e]);
+#pragma unroll 1
+            for (int r = tid / TPR; r < 64; r += RSTEP) {
+                const int row = m0 + r;
+                if (row >= p.m || nv <= 0)
+                    continue;
+                const float4 v = *(const float4 *)&stage[fk_stage_idx(r, c4)];
+                float y[4] = {v.x, v.y, v.z, v.w};
+                const float sa = rowsc ? tab[2 * BN + r] : 1.0f;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    y[e] = rowsc ? y[e] * (sa * cf[e]) : y[e] * cf[e];
+                const long long off = (long long)row * p.ldd + col;
+                if (p.d_type != FP8KIT_F32 && nv == 4 && (((uintptr_t)p.d + 2 * off) & 7u) == 0) {
+                    const bool bf = p.d_type == FP8KIT_BF16;
+                    const uint32_t lo = bf ? fk_cvt_bf16x2(y[0], y[1]) : fk_cvt_f16x2(y[0], y[1]);
+                    const uint32_t hi = bf ? fk_cvt_bf16x2(y[2], y[3]) : fk_cvt_f16x2(y[2], y[3]);
+                    *(uint2 *)((uint16_t *)p.d + off) = make_uint2(lo, hi);
+                } else {
+                    fk_epi_store4(p, row, col, y, nv, amax);
+                }
+            }
+        } else {
+            const float4 bv = *(const float4 *)&tab[BN + tc];
+            const float bcol[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll 1
+            for (int r = tid / TPR; r < 64; r += RSTEP) {
+                const int row = m0 + r;
+                if (row >= p.m || nv <= 0)
+                    continue;
+                const float4 v = *(const float4 *)&stage[fk_stage_idx(r, c4)];
+                const float sa = tab[2 * BN + r]; /* row or tensor scale */
+                const float brow = tab[2 * BN + 64 + r];
+                const float a[4] = {v.x, v.y, v.z, v.w};
+                float y[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    /* scale product in double, one rounding to fp32 (as the CPU backend) */
+                    const float s = (float)((double)a[e] * ((double)sa * colf[e]));
+                    const int cc = e < nv ? col + e : col; /* never read C past N */
+                    y[e] = fk_epi_value(p, s, row, cc, p.bias_mode == FP8KIT_BIAS_ROW ? brow : bcol[e]);
+                }
                 fk_epi_store4(p, row, col, y, nv, amax);
             }
         }
-    }
-#pragma unroll 1
-    for (int r = tid / TPR; r < 64 && !lean; r += RSTEP) {
-        const int row = m0 + r;
-        if (row >= p.m || nv <= 0)
-            continue;
-        const float4 v = *(const float4 *)&stage[fk_stage_idx<BN>(r, c4)];
-        const float sa = p.sa_mode == FP8KIT_SCALE_ROW ? p.sa[row] : sa_t; /* once per row */
-        const float brow = p.bias_mode == FP8KIT_BIAS_ROW ? fk_epi_load(p.bias, row, p.bias_type) : 0.0f;
-        const float a[4] = {v.x, v.y, v.z, v.w};
-        float y[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            /* scale product in double, one rounding to fp32 (as the CPU backend) */
-            const float s = (float)((double)a[e] * ((double)sa * colf[e]));
-            const int cc = e < nv ? col + e : col; /* never read C past N */
-            y[e] = fk_epi_value(p, s, row, cc, p.bias_mode == FP8KIT_BIAS_ROW ? brow : bcol[e]);
-        }
-        fk_epi_store4(p, row, col, y, nv, amax);
+        /* the staging chunk is rewritten by the next chunk */
+        fk_named_bar_sync(bar_id, 128);
     }
     if (p.out_quant == FP8KIT_OUTQ_SCALED && p.amax_bits) {
         amax = __reduce_max_sync(0xFFFFFFFFu, amax);
         if (lane == 0 && amax)
             atomicMax(p.amax_bits, amax);
     }
-    /* the staging tile is rewritten by the next tile's epilogue */
-    fk_named_bar_sync(bar_id, 128);
 }
 
 #endif /* __CUDACC__ */

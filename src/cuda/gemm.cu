@@ -4,7 +4,8 @@
  * fk_cuda_gemm (fills the kernel parameters - the two TMA tensor maps are
  * memoized per plan - and launches; no allocation) and fk_cuda_gemm_workspace (none needed).
  * Debug knobs read at plan time (tests use them to cover every variant):
- * FK_GEMM_BN=64|128 forces the tile width, FK_GEMM_PROMO=1|2|4 the fp32
+ * FK_GEMM_BN=64|128|192|256 forces the tile width (192 and 256: e4m3 x e4m3 without
+ * block scales; 256: fast accumulation only), FK_GEMM_PROMO=1|2|4 the fp32
  * promotion interval in k32 steps (0 = fast accumulation). */
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,24 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
     const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
     int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
+    if (!block && ab == 0 && tiles128 >= cs->sm_count) {
+        /* Wide tiles (192, and 256 with fast accumulation: 2 x 96 resp. 128
+         * accumulators per thread) when every SM has work: the cost model is
+         * waves x (tile width + 32), the 32 standing for the per-tile
+         * epilogue and pipeline fill; ties go to the wider tile. */
+        int64_t best = -1;
+        static const int cand[3] = {256, 192, 128};
+        for (int i = 0; i < 3; i++) {
+            if (cand[i] == 256 && promo != 0)
+                continue;
+            const int64_t t = tm * fk_ceil_div(job->n, cand[i]);
+            const int64_t cost = fk_ceil_div(t, cs->sm_count) * (cand[i] + 32);
+            if (best < 0 || cost < best) {
+                best = cost;
+                bn = cand[i];
+            }
+        }
+    }
     bn = fk_env_int("FK_GEMM_BN", bn);
     int vi = fk_find_variant(bn, promo, block, ab);
     if (vi < 0)

@@ -6,15 +6,17 @@
  * the A (128 x 128) and B (BN x 128) K-major tiles of every K block into a
  * ring of shared-memory stages, guarded by full/empty mbarriers.
  * Warpgroups 0 and 1 are consumers: each owns 64 rows of the 128-row tile,
- * issues wgmma m64nBNk32 (fp8, fp32 accumulators) over a stage and, every
+ * issues wgmma m64nBNk32 (fp8, fp32 accumulators; BN = 64, 128, 192, or 256
+ * with fast accumulation) over a stage and, every
  * `PROMO` k32 steps, adds the wgmma accumulators into a separate fp32
  * accumulator set (Hopper's fp8 tensor-core accumulation keeps fewer bits
  * than fp32; this promotion is what meets SPEC section 3). Block scales
  * (1x128 for A, 128x128 for B) multiply in at that promotion. PROMO = 0 is
  * fast accumulation: the wgmma accumulators run over the whole K range.
  * After the last K block each consumer warpgroup stages its accumulators in
- * shared memory and runs the fused epilogue with coalesced stores
- * (epilogue.cuh) while the producer already loads the next tile.
+ * shared memory, 32 columns at a time, and runs the fused epilogue with
+ * coalesced stores (epilogue.cuh; its scales and biases were prefetched at
+ * the start of the tile) while the producer already loads the next tile.
  * The kernel body exists only in the sm_90a pass; other passes get an empty
  * stub (the host never launches it on a device that is not sm_90). */
 #include <cuda.h>
@@ -23,15 +25,23 @@
 #include "cuda/ptx.cuh"
 #include "cuda/sched.cuh"
 
+/* Shared memory of one CTA: the stage ring, then per consumer warpgroup an
+ * epilogue staging chunk (64 x 32 fp32) and its table of prefetched factors,
+ * then the full + empty barriers; 1024 bytes of slack align the ring. The
+ * ring takes as many stages as fit in 227 KB (at most 8). */
+#define FK_SM90_SMEM_MAX (227 * 1024)
 template <int BN> struct fk_sm90_shape {
     static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
-    static constexpr int STAGES = BN >= 128 ? 5 : 7;
-    /* epilogue staging: 64 x BN fp32 per consumer warpgroup */
-    static constexpr int STAGE_OUT_BYTES = 2 * 64 * BN * 4;
-    /* stages, staging, 1024 bytes of alignment slack, full + empty barriers */
-    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + STAGE_OUT_BYTES + 1024 + 2 * STAGES * 8;
+    static constexpr int STAGE_OUT_FLOATS = 64 * FK_EPI_CH; /* per consumer warpgroup */
+    static constexpr int TAB_FLOATS = FK_EPI_TAB(BN);         /* per consumer warpgroup */
+    static constexpr int EPI_BYTES = 2 * (STAGE_OUT_FLOATS + TAB_FLOATS) * 4;
+    static constexpr int FIXED = EPI_BYTES + 1024 + 2 * 8 * 8;
+    static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (A_BYTES + B_BYTES);
+    static constexpr int STAGES = FIT < 8 ? FIT : 8;
+    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + FIXED;
     static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
+    static_assert(STAGES >= 3, "stage ring too shallow");
 };
 
 #ifdef FK_SM90_DEVICE
@@ -72,13 +82,14 @@ template <int BN, int PROMO, bool BLOCK, int AB>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
                                                         uint32_t full0, uint32_t empty0,
-                                                        float *stage_out)
+                                                        float *stage_out, float *tab)
 {
     typedef fk_sm90_shape<BN> S;
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
-    float acc[S::NACC], accf[S::NACC];
+    /* fast accumulation (PROMO 0) needs no second set: the epilogue reads acc */
+    float acc[S::NACC], accf[PROMO ? S::NACC : 1];
     int stage = 0;
     uint32_t phase = 0;
     const int ntiles = p.sched.count();
@@ -86,9 +97,12 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
         int tm, tn;
         p.sched.tile(t, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
+        if constexpr (PROMO != 0) {
 #pragma unroll
-        for (int i = 0; i < S::NACC; i++)
-            accf[i] = 0.0f;
+            for (int i = 0; i < S::NACC; i++)
+                accf[i] = 0.0f;
+        }
         int prev_stage = -1;
         /* Block scales of rows r0 and r0 + 8 (A) and of this tile's 128
          * columns (B), loaded one K block ahead so their latency hides
@@ -138,14 +152,16 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     /* the stage's last group is done: release it before promoting */
                     if (ks == KSTEPS - 1 && lane == 0)
                         fk_mbar_arrive(empty0 + 8 * stage);
-                    if (BLOCK) {
+                    if constexpr (PROMO != 0) {
+                        if (BLOCK) {
 #pragma unroll
-                        for (int i = 0; i < S::NACC; i++)
-                            accf[i] = accf[i] + acc[i] * ((i & 2) ? s_hi : s_lo);
-                    } else {
+                            for (int i = 0; i < S::NACC; i++)
+                                accf[i] = accf[i] + acc[i] * ((i & 2) ? s_hi : s_lo);
+                        } else {
 #pragma unroll
-                        for (int i = 0; i < S::NACC; i++)
-                            accf[i] = accf[i] + acc[i];
+                            for (int i = 0; i < S::NACC; i++)
+                                accf[i] = accf[i] + acc[i];
+                        }
                     }
                 }
             }
@@ -166,18 +182,22 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 phase ^= 1u;
             }
         }
-        if (!PROMO) {
+        if constexpr (!PROMO) {
             fk_wgmma_wait<0>();
 #pragma unroll
             for (int i = 0; i < S::NACC; i++)
                 fk_reg_fence(acc[i]);
             if (prev_stage >= 0 && lane == 0)
                 fk_mbar_arrive(empty0 + 8 * prev_stage);
+            if (p.num_kb == 0) {
 #pragma unroll
-            for (int i = 0; i < S::NACC; i++)
-                accf[i] = p.num_kb > 0 ? acc[i] : 0.0f;
+                for (int i = 0; i < S::NACC; i++)
+                    acc[i] = 0.0f;
+            }
+            fk_epilogue<BN>(p, acc, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+        } else {
+            fk_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
         }
-        fk_epilogue<BN>(p, accf, stage_out, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
 }
 
@@ -225,7 +245,7 @@ template <int BN, bool BLOCK, int AB>
 static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
                                                              uint32_t sa0, uint32_t sb0,
                                                              uint32_t full0, uint32_t empty0,
-                                                             float *stage_out)
+                                                             float *stage_out, float *tab)
 {
     typedef fk_sm90_shape<BN> S;
     const int tid = threadIdx.x & 127;
@@ -239,6 +259,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         int tm, tn;
         p.sched.tile(t, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
 #pragma unroll
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
@@ -314,7 +335,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             }
 #undef FK_PIPE_STEP
         }
-        fk_epilogue<BN>(p, accf, stage_out, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+        fk_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
 }
 #endif
@@ -331,7 +352,7 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     const uint32_t sa0 = base;
     const uint32_t sb0 = sa0 + S::STAGES * S::A_BYTES;
     const uint32_t out0 = sb0 + S::STAGES * S::B_BYTES;
-    const uint32_t full0 = out0 + S::STAGE_OUT_BYTES;
+    const uint32_t full0 = out0 + S::EPI_BYTES;
     const uint32_t empty0 = full0 + 8 * S::STAGES;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; s++) {
@@ -348,14 +369,15 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
             fk_sm90_producer<BN>(&ta, &tb, p, sa0, sb0, full0, empty0);
     } else {
         fk_setmaxnreg_inc<232>();
-        float *stage_out = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem))) + wg * 64 * BN;
+        float *epi = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem))) + wg * (S::STAGE_OUT_FLOATS + S::TAB_FLOATS);
+        float *stage_out = epi, *tab = epi + S::STAGE_OUT_FLOATS;
         /* The pipelined consumer only where ptxas keeps the wgmma groups
          * asynchronous (block variants; for the others it serializes them,
          * warning C7514, because of accumulator copies at loop joins). */
         if constexpr (PROMO == 4 && BLOCK)
-            fk_sm90_consumer_pipe<BN, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
+            fk_sm90_consumer_pipe<BN, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
-            fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out);
+            fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
     }
 #endif
 }
@@ -370,6 +392,7 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
 const fk_sm90_variant fk_sm90_variants[] = {
     FK_V(128, 4, false, 0), FK_V(128, 4, false, 1), FK_V(128, 4, false, 2), FK_V(128, 4, false, 3),
     FK_V(64, 4, false, 0),  FK_V(128, 0, false, 0), FK_V(64, 0, false, 0),  FK_V(128, 4, true, 0),
-    FK_V(64, 4, true, 0),   FK_V(128, 2, false, 0), FK_V(128, 1, false, 0),
+    FK_V(64, 4, true, 0),   FK_V(128, 2, false, 0), FK_V(128, 1, false, 0), FK_V(192, 4, false, 0),
+    FK_V(192, 0, false, 0), FK_V(256, 0, false, 0),
 };
 const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);

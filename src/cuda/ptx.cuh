@@ -183,7 +183,7 @@ FK_DEV uint64_t fk_wgmma_desc_sw128(uint32_t smem_addr)
 
 /* wgmma.mma_async m64nNk32, fp32 accumulators, fp8 A and B from shared memory
  * (K-major). scale_d = 0 overwrites d, 1 accumulates into it. The operand
- * lists are spelled out for N = 64 (32 accumulators) and N = 128 (64). */
+ * lists are spelled out for N = 64, 128, 192 and 256 (N / 2 accumulators). */
 #define FK_R8(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                  "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 
@@ -217,6 +217,49 @@ FK_DEV uint64_t fk_wgmma_desc_sw128(uint32_t smem_addr)
 #define FK_WGMMA_BODY_64(TY) ((void)da, (void)db, (void)sd, (void)d)
 #endif
 
+/* The N = 192 form (96 accumulators, %96/%97 descriptors, %98 scale-d) and the
+ * N = 256 form (128 accumulators, %128/%129, %130). */
+#ifdef FK_SM90_DEVICE
+#define FK_WGMMA_BODY_96(TY)                                                                       \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n192k32.f32." TY " "                             \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "                             \
+                 "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "                    \
+                 "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "                    \
+                 "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                    \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "                    \
+                 "%60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "                    \
+                 "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, "                    \
+                 "%84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1;\n}\n"\
+                 : FK_R8(0), FK_R8(8), FK_R8(16), FK_R8(24), FK_R8(32), FK_R8(40), FK_R8(48), FK_R8(56),\
+                   FK_R8(64), FK_R8(72), FK_R8(80), FK_R8(88)                                      \
+                 : "l"(da), "l"(db), "r"(sd))
+#else
+#define FK_WGMMA_BODY_96(TY) ((void)da, (void)db, (void)sd, (void)d)
+#endif
+
+#ifdef FK_SM90_DEVICE
+#define FK_WGMMA_BODY_128(TY)                                                                      \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                     \
+                 "wgmma.mma_async.sync.aligned.m64n256k32.f32." TY " "                             \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "                             \
+                 "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "                    \
+                 "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "                    \
+                 "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                    \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "                    \
+                 "%60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "                    \
+                 "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, "                    \
+                 "%84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                    \
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "            \
+                 "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "        \
+                 "%120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"      \
+                 : FK_R8(0), FK_R8(8), FK_R8(16), FK_R8(24), FK_R8(32), FK_R8(40), FK_R8(48), FK_R8(56),\
+                   FK_R8(64), FK_R8(72), FK_R8(80), FK_R8(88), FK_R8(96), FK_R8(104), FK_R8(112), FK_R8(120)\
+                 : "l"(da), "l"(db), "r"(sd))
+#else
+#define FK_WGMMA_BODY_128(TY) ((void)da, (void)db, (void)sd, (void)d)
+#endif
+
 /* AB: 0 = e4m3 x e4m3, 1 = e4m3 x e5m2, 2 = e5m2 x e4m3, 3 = e5m2 x e5m2. */
 template <int N, int AB> struct fk_wgmma;
 
@@ -236,6 +279,14 @@ FK_WGMMA_DEF(128, 64, 0, "e4m3.e4m3")
 FK_WGMMA_DEF(128, 64, 1, "e4m3.e5m2")
 FK_WGMMA_DEF(128, 64, 2, "e5m2.e4m3")
 FK_WGMMA_DEF(128, 64, 3, "e5m2.e5m2")
+FK_WGMMA_DEF(192, 96, 0, "e4m3.e4m3")
+FK_WGMMA_DEF(192, 96, 1, "e4m3.e5m2")
+FK_WGMMA_DEF(192, 96, 2, "e5m2.e4m3")
+FK_WGMMA_DEF(192, 96, 3, "e5m2.e5m2")
+FK_WGMMA_DEF(256, 128, 0, "e4m3.e4m3")
+FK_WGMMA_DEF(256, 128, 1, "e4m3.e5m2")
+FK_WGMMA_DEF(256, 128, 2, "e5m2.e4m3")
+FK_WGMMA_DEF(256, 128, 3, "e5m2.e5m2")
 
 #undef FK_WGMMA_DEF
 
