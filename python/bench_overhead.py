@@ -1,12 +1,19 @@
 """bench_overhead.py - host time per call of fp8kit.scaled_mm (raw path and
 torch.ops.fp8kit custom-op path) next to torch._scaled_mm, same run, on a CUDA
 device: e4m3 x e4m3 -> bf16, rowwise scales, 128x128x128 (the issue-6 target:
-raw path <= 8 us and <= 1/3 of torch's). Host time = wall time of N
-back-to-back calls / N with the GPU kept busy enough that launches never wait
-on it (median of 7 runs), plus a CUDA-event check that results match.
-Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead.py
-(Needs torch with CUDA and a CUDA build of libfp8kit; results: docs/perf.md.)"""
+raw path <= 8 us and <= 1/3 of torch's). Host time = wall time of a batch of
+back-to-back calls / batch (the batch is short enough that the launch queue
+never fills; synchronized between batches), median over interleaved rounds
+(every form sees the same machine load). --breakdown also times the pieces of
+one raw call (tensor metadata reads, torch.empty, the stream query, the bare
+ctypes call with prepared structs) and prints a cProfile of the raw path.
+Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead.py [--breakdown] [--json FILE]
+(Needs torch with CUDA and a CUDA build of libfp8kit; results: docs/python.md, docs/perf.md.)"""
+import argparse
+import ctypes
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -15,43 +22,146 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import fp8kit  # noqa: E402
-from fp8kit import torch_ops  # noqa: E402
+from fp8kit import _gemm, torch_ops  # noqa: E402
 
 
-def host_us(fn, n=2000, reps=7):
-    for _ in range(100):
-        fn()
+def interleaved_us(forms, batch=200, rounds=41):
+    """{name: median host us per call} over rounds of `batch` calls of each form."""
+    for _, f in forms:
+        for _ in range(batch):
+            f()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        times.append((time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return sorted(times)[reps // 2]
+    times = {name: [] for name, _ in forms}
+    pc = time.perf_counter
+    for _ in range(rounds):
+        for name, f in forms:
+            t0 = pc()
+            for _ in range(batch):
+                f()
+            times[name].append((pc() - t0) / batch * 1e6)
+            torch.cuda.synchronize()
+    return {name: sorted(v)[len(v) // 2] for name, v in times.items()}
+
+
+def commit():
+    if os.environ.get("FK_COMMIT"):
+        return os.environ["FK_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def breakdown(qa, b, sa, sbt, bias):
+    """Host us of the pieces of one raw call, each alone in a loop."""
+    d = fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16)
+    dev = qa.device
+    key = next(k for k in _gemm._tplans)
+    plan = _gemm._tplans[key][0]
+    args = fp8kit.GemmArgs.from_buffer_copy(plan.raw)
+    args.a.data, args.b.data = qa.data_ptr(), b.data_ptr()
+    args.scale_a.data, args.scale_b.data, args.d.data = sa.data_ptr(), sbt.data_ptr(), d.data_ptr()
+    lib = plan.ctx._lib
+    fn, h, pd, pa = lib.fp8kit_gemm, plan.handle, ctypes.byref(plan.desc), ctypes.byref(args)
+    stream = torch._C._cuda_getCurrentRawStream(dev.index)
+    pylib = ctypes.PyDLL(fp8kit.library_path())  # same symbol, GIL kept during the call
+    pfn = pylib.fp8kit_gemm
+    pfn.restype, pfn.argtypes = fn.restype, fn.argtypes
+    noargs = lib.fp8kit_plan_cache_size
+    bf16 = torch.bfloat16
+    shape = tuple(d.shape)
+    sig = (lambda t: (t.dtype, t.shape, t.stride(), t.device))
+    # a dispatcher op registered with the low-level torch.library.Library API (no autograd / custom_op
+    # wrappers) around the same raw call: what such a registration would cost
+    lowlib = torch.library.Library("fp8kit_bench", "DEF")
+    lowlib.define("mm(Tensor a, Tensor b, Tensor sa, Tensor sb) -> Tensor")
+    lowlib.impl("mm", lambda a_, b_, sa_, sb_: _gemm.run(a_, b_, sa_, sb_, None, bf16, {}), "CUDA")
+    lowop = torch.ops.fp8kit_bench.mm.default
+    forms = [
+        ("t.dtype", lambda: qa.dtype),
+        ("t.shape", lambda: qa.shape),
+        ("t.stride()", lambda: qa.stride()),
+        ("t.device", lambda: qa.device),
+        ("t.get_device()", lambda: qa.get_device()),
+        ("t.data_ptr()", lambda: qa.data_ptr()),
+        ("signature of 4 operands + dict lookup", lambda: _gemm._tplans.get(
+            sig(qa) + sig(b) + sig(sa) + sig(sbt) + (None, bf16))),
+        ("torch.empty(shape, dtype, device=torch.device)", lambda: torch.empty(shape, dtype=bf16, device=dev)),
+        ("torch.empty(shape, dtype, device='cuda')", lambda: torch.empty(shape, dtype=bf16, device="cuda")),
+        ("qa.new_empty(shape, dtype)", lambda: qa.new_empty(shape, dtype=bf16)),
+        ("torch._C._cuda_getCurrentRawStream(i)", lambda: torch._C._cuda_getCurrentRawStream(dev.index)),
+        ("torch.cuda.current_stream().cuda_stream", lambda: torch.cuda.current_stream().cuda_stream),
+        ("torch.compiler.is_compiling()", torch.compiler.is_compiling),
+        ("ctypes: fp8kit_plan_cache_size(ctx)", lambda: noargs(h)),
+        ("ctypes: fp8kit_gemm, prepared structs (C + launch)", lambda: fn(h, pd, pa, stream)),
+        ("ctypes PyDLL: fp8kit_gemm, prepared structs", lambda: pfn(h, pd, pa, stream)),
+        ("fp8kit.scaled_mm (raw)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
+        ("Library-registered op around the raw call", lambda: lowop(qa, b, sa, sbt)),
+        ("torch.ops.fp8kit.scaled_mm.default (custom op, no wrapper)",
+         lambda: torch.ops.fp8kit.scaled_mm.default(qa, b, sa, sbt, None, "bfloat16", "", 1.0, 0.0, None, False,
+                                                    "", "", False)),
+        ("fp8kit.scaled_mm (raw, bias)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, bias=bias, out_dtype=bf16)),
+        ("fp8kit.scaled_mm (raw, activation='relu': general path)",
+         lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16, activation="relu")),
+    ]
+    res = interleaved_us(forms, batch=200, rounds=21)
+    print("\n| piece (one at a time, in a loop) | host us |\n|---|---|")
+    for name, _ in forms:
+        print("| %s | %.3f |" % (name, res[name]))
+    import cProfile
+    import pstats
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(3000):
+        fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)
+    pr.disable()
+    torch.cuda.synchronize()
+    print("\ncProfile of 3000 raw calls (tottime):")
+    pstats.Stats(pr).sort_stats("tottime").print_stats(12)
 
 
 def main():
-    m = n = k = int(os.environ.get("SIZE", "128"))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--size", type=int, default=int(os.environ.get("SIZE", "128")))
+    o = ap.parse_args()
+    m = n = k = o.size
     a = torch.randn(m, k, device="cuda")
     w = torch.randn(n, k, device="cuda")
     qa, sa = fp8kit.quantize(a, scheme="row")
     qw, sw = fp8kit.quantize(w, scheme="row")
     b, sbt = qw.t(), sw.t()
-    raw = host_us(lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16))
-    op = host_us(lambda: torch_ops.scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16))
-    peer = host_us(lambda: torch._scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16))
-    d1 = fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16).float()
-    d2 = torch._scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16).float()
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    bf16 = torch.bfloat16
+    forms = [
+        ("fp8kit.scaled_mm (raw)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
+        ("torch.ops.fp8kit.scaled_mm (custom op)", lambda: torch_ops.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
+        ("torch._scaled_mm", lambda: torch._scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
+    ]
+    res = interleaved_us(forms)
+    d1 = fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16).float()
+    d2 = torch._scaled_mm(qa, b, sa, sbt, out_dtype=bf16).float()
     rel = ((d1 - d2).norm() / d2.norm()).item()
-    print("device: %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
+    peer = res["torch._scaled_mm"]
+    dev = torch.cuda.get_device_name()
+    print("device: %s, torch %s, commit %s" % (dev, torch.__version__, commit()))
     print("| what (%dx%dx%d, rowwise e4m3 -> bf16) | host us per call | vs torch._scaled_mm |" % (m, n, k))
     print("|---|---|---|")
-    for name, us in (("fp8kit.scaled_mm (raw)", raw), ("torch.ops.fp8kit.scaled_mm (custom op)", op),
-                     ("torch._scaled_mm", peer)):
-        print("| %s | %.1f | %.2fx |" % (name, us, us / peer))
+    for name, _ in forms:
+        print("| %s | %.1f | %.2fx |" % (name, res[name], res[name] / peer))
     print("relative difference of the outputs: %.2e" % rel)
+    if o.json:
+        with open(o.json, "a") as f:
+            for name, _ in forms[:2]:
+                f.write(json.dumps({"op": "python_overhead", "case": name, "shape": "%dx%dx%d" % (m, n, k),
+                                    "ours": round(res[name], 2), "peer": round(peer, 2),
+                                    "peer_name": "torch._scaled_mm", "ratio": round(res[name] / peer, 3),
+                                    "unit": "host us/call", "device": dev, "torch": torch.__version__,
+                                    "date": "2026-11-22", "commit": commit()}) + "\n")
+    if o.breakdown:
+        breakdown(qa, b, sa, sbt, bias)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ may be used from several threads at once, so one cached context per
 """
 import atexit
 import ctypes
+import os
 import threading
 
 from . import _lib
 from ._lib import Backend
-from .errors import raise_status
+from .errors import UnsupportedError, raise_status
 
 
 class Context:
@@ -47,6 +48,17 @@ class Context:
     def set_threads(self, n):
         """CPU backend OpenMP threads (0 = OpenMP's default)."""
         self.check(self._lib.fp8kit_ctx_set_threads(self.handle, int(n)))
+
+    def set_autotune(self, mode, cache_file=None):
+        """fp8kit_ctx_set_autotune: mode 1 times every candidate GEMM
+        configuration on the first call of each new shape (CUDA; that call
+        synchronizes, so not during graph capture) and keeps the fastest,
+        persisted in cache_file when given; mode 0 turns it off."""
+        fn = getattr(self._lib, "fp8kit_ctx_set_autotune", None)
+        if fn is None:
+            raise UnsupportedError("this libfp8kit has no fp8kit_ctx_set_autotune (rebuild it)")
+        path = None if cache_file is None else os.fsencode(cache_file)
+        self.check(fn(self.handle, int(mode), path))
 
     def plan_cache_size(self):
         return int(self._lib.fp8kit_plan_cache_size(self.handle))

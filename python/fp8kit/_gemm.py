@@ -193,6 +193,7 @@ def _set(t, ptr, dtype, shape, strides):
 
 
 _plans = {}
+_tplans = {}  # run's flat key of plain torch tensors -> (plan, its hot-path fields)
 _plans_lock = threading.Lock()
 _WORD = {f: getattr(GemmArgs, f).offset // 8 for f in ("a", "b", "scale_a", "scale_b", "c", "bias", "d", "scale_d",
                                                         "amax_d", "workspace", "workspace_bytes")}
@@ -209,6 +210,16 @@ _OPTION_DEFAULTS = dict(activation=None, alpha=1.0, beta=0.0, c=None, scale_d=No
 _ARRAY_OPTIONS = frozenset(("c", "scale_d", "out"))  # operands given as options: keyed by their signature
 _get_ident = threading.get_ident
 _byref = ctypes.byref
+
+
+class _NoTorch:
+    """Stands for torch.Tensor until _torch.py is loaded (no object has this type)."""
+
+
+# Set by _torch.py when torch is first seen: the plain tensor type, and the
+# functions the torch hot path of run() calls directly.
+_TT = _NoTorch
+_is_compiling = _data_ptr = _empty = _raw_stream = None
 
 
 class _Uncacheable(Exception):
@@ -245,7 +256,7 @@ class _Plan:
     __slots__ = ("ctx", "desc", "raw", "d_shape", "d_dtype", "sd_shape", "sd_dtype", "ws", "use_sa", "use_sb",
                  "use_c", "scaled", "getters", "alloc_d", "alloc_sd", "alloc_amax", "alloc_ws", "fn", "handle",
                  "desc_ref", "cuda", "torch_stream", "index", "bufs", "has_out", "return_amax", "handle",
-                 "simple")
+                 "simple", "t_out")
 
     def thread_buf(self):
         """(words, byref(args)) of this thread's args struct (made on first use)."""
@@ -327,18 +338,64 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **opt
     strides, device), one dict lookup for the plan made (and validated) by the
     first call with those signatures, the data pointers written into a
     prebuilt per-thread args struct, the output allocation, one C call."""
-    if "torch" in sys.modules and type(a).__module__.startswith("torch"):  # the check that traced on the device
-        tm = torch_module()
-        if tm.is_compiling():
-            from . import torch_ops
-            return torch_ops.scaled_mm(a, b, scale_a, scale_b, bias,
-                                       out_dtype if out_dtype is not None else tm.torch_dtype(DType.BF16),
-                                       **options)
+    tp = type(a)
+    if tp is _TT:  # a plain torch.Tensor (once _torch.py is loaded)
+        if _is_compiling():
+            return _traced(a, b, scale_a, scale_b, bias, out_dtype, options)
+    elif "torch" in sys.modules and tp.__module__.startswith("torch"):  # the check that traced on the device
+        if torch_module().is_compiling():
+            return _traced(a, b, scale_a, scale_b, bias, out_dtype, options)
     return run(a, b, scale_a, scale_b, bias, out_dtype, options)
+
+
+def _traced(a, b, scale_a, scale_b, bias, out_dtype, options):
+    """While torch.compile traces: the custom op, whose fake gives the output."""
+    from . import torch_ops
+    return torch_ops.scaled_mm(a, b, scale_a, scale_b, bias,
+                               out_dtype if out_dtype is not None else torch_module().torch_dtype(DType.BF16),
+                               **options)
 
 
 def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     """scaled_mm without the torch.compile routing (the custom op's body)."""
+    tkey = None
+    TT = _TT
+    if not options and type(a) is TT and type(b) is TT and type(scale_a) is TT and type(scale_b) is TT:
+        # plain torch tensors, no options: the flat signature key of _tplans (the
+        # same facts _torch_sig reads, the type being fixed by the checks above)
+        if bias is None:
+            kb = None
+        elif type(bias) is TT:
+            kb = (bias.dtype, bias.shape, bias.stride(), bias.device)
+        else:
+            kb = False
+        if kb is not False:
+            tkey = (a.dtype, a.shape, a.stride(), a.device, b.dtype, b.shape, b.stride(), b.device,
+                    scale_a.dtype, scale_a.shape, scale_a.stride(), scale_a.device,
+                    scale_b.dtype, scale_b.shape, scale_b.stride(), scale_b.device, kb, out_dtype)
+            try:
+                hot = _tplans.get(tkey)
+            except TypeError:  # an unhashable out_dtype: the general path reports it
+                hot = tkey = None
+            if hot is not None:
+                plan, fn, handle, desc_ref, bufs, d_shape, tdtype, tdevice, sidx = hot
+                buf = bufs.get(_get_ident())
+                if buf is None:
+                    buf = plan.thread_buf()
+                words = buf[0]
+                dp = _data_ptr
+                words[0] = dp(a)  # word indices: see _WORD
+                words[10] = dp(b)
+                words[20] = dp(scale_a)
+                words[30] = dp(scale_b)
+                if bias is not None:
+                    words[51] = dp(bias)
+                d = _empty(d_shape, dtype=tdtype, device=tdevice)
+                words[61] = dp(d)
+                st = fn(handle, desc_ref, buf[1], None if sidx is None else _raw_stream(sidx))
+                if st:
+                    plan.ctx.check(st)
+                return d
     try:
         if options:
             key = _key(a, b, scale_a, scale_b, bias, out_dtype, options)
@@ -351,7 +408,9 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     except (_Uncacheable, TypeError):  # no signature for an operand, or an unhashable option
         key = plan = None
     if plan is None:
-        return _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options)
+        return _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey)
+    if tkey is not None:
+        _register_hot(tkey, plan)
     # the hot path: every check passed when the plan was made for these signatures
     buf = plan.bufs.get(_get_ident())
     if buf is None:
@@ -419,9 +478,10 @@ def _current_stream(index):
     return torch_module().current_stream(index)
 
 
-def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options):
+def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None):
     """A call without a cached plan: full checks, a new plan (kept when the
-    call has a key), then the call itself with the pointers of the views."""
+    call has a key: `key` in _plans, `tkey` (run's flat key of plain torch
+    tensors) in _tplans), then the call itself with the pointers of the views."""
     if options:
         bad = [k for k in options if k not in _OPTION_DEFAULTS]
         if bad:
@@ -456,6 +516,8 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options):
             if len(_plans) > 4096:
                 _plans.clear()
             _plans[key] = plan
+        if tkey is not None:
+            _register_hot(tkey, plan)
     # this call: the pointers straight from the views
     args = GemmArgs.from_buffer_copy(plan.raw)
     words = _Words.from_buffer(args)
@@ -468,6 +530,21 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options):
     else:
         d, words[_WORD["d"]] = plan.alloc_d()
     return _launch(plan, words, _byref(args), d, o["stream"])
+
+
+def _register_hot(tkey, plan):
+    """Keeps plan under run's flat torch key when run's inlined hot path can
+    do all of its work: no second output, workspace, C, scale_d or out=, both
+    scales, a torch output."""
+    if not (plan.simple and plan.t_out is not None and not plan.has_out and plan.use_sa and plan.use_sb
+            and not plan.use_c and not plan.scaled):
+        return
+    hot = (plan, plan.fn, plan.handle, plan.desc_ref, plan.bufs, plan.d_shape) + plan.t_out + \
+        (plan.index if plan.torch_stream else None,)
+    with _plans_lock:
+        if len(_tplans) > 4096:
+            _tplans.clear()
+        _tplans[tkey] = hot
 
 
 def _getter(owner):
@@ -605,6 +682,9 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     plan.has_out = False
     plan.getters = None
     plan.alloc_d = _allocator(av, (M, N), ddt)
+    # torch outputs: (torch dtype, torch device) of D for run's inlined torch.empty
+    plan.t_out = torch_module().out_args(ddt, av.index if av.device == "cuda" else None) \
+        if av.kind == "torch" else None
     plan.alloc_sd = _allocator(av, plan.sd_shape, plan.sd_dtype) if plan.sd_shape is not None else None
     plan.alloc_amax = _allocator(av, (), DType.F32) if return_amax else None
     plan.fn, plan.handle = cx._lib.fp8kit_gemm, cx.handle_arg
@@ -635,3 +715,4 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
 def clear_plans():
     with _plans_lock:
         _plans.clear()
+        _tplans.clear()

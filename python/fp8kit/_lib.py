@@ -240,6 +240,7 @@ def _declare(lib):
         "fp8kit_ctx_destroy": (_enum_t, [vp]),
         "fp8kit_ctx_backend": (_enum_t, [vp]),
         "fp8kit_ctx_set_threads": (_enum_t, [vp, c.c_int]),
+        "fp8kit_ctx_set_autotune": (_enum_t, [vp, c.c_int, c.c_char_p]),
         "fp8kit_last_error": (c.c_char_p, [vp]),
         "fp8kit_ctx_describe": (c.c_char_p, [vp]),
         "fp8kit_tensor_make": (Tensor, [vp, _enum_t, c.c_int32, c.POINTER(c.c_int64)]),
@@ -255,7 +256,7 @@ def _declare(lib):
         "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
         "fp8kit_plan_cache_size": (c.c_int64, [vp]),
     }
-    optional = ("fp8kit_quantize_mx_both",)  # newer than the first binding: an older library lacks it
+    optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune")  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
         if name in optional and not hasattr(lib, name):
             continue

@@ -86,6 +86,13 @@ def torch_dtype(dt):
     return TO_TORCH[dt]
 
 
+def out_args(dt, cuda_index):
+    """(torch dtype, torch.device) of a new output of fp8kit dtype dt on
+    cuda:cuda_index (None = cpu), as the scaled_mm hot path passes them to
+    torch.empty."""
+    return TO_TORCH[dt], torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
+
+
 _compiler_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 
 
@@ -102,6 +109,12 @@ def _register_signatures():
     """Lets _gemm's plan cache key torch tensors (see _gemm.SIGNATURES)."""
     from . import _gemm
     _gemm._current_stream = current_stream
+    # the torch hot path of _gemm.run: plain tensors, bound functions (no attribute lookups per call)
+    _gemm._raw_stream = _raw_stream if _raw_stream is not None else current_stream
+    _gemm._data_ptr = torch.Tensor.data_ptr
+    _gemm._empty = torch.empty
+    _gemm._is_compiling = _compiler_is_compiling if _compiler_is_compiling is not None else (lambda: False)
+    _gemm._TT = torch.Tensor
     ptr = torch.Tensor.data_ptr
     for tp in (torch.Tensor, torch.nn.Parameter):
         _gemm.SIGNATURES[tp] = _torch_sig

@@ -22,12 +22,18 @@ from ._torch import torch_dtype
 from .errors import InvalidArgumentError
 
 
+_DTYPE_STR = {}
+
+
 def _dtype_str(dt):
-    if dt is None:
-        return ""
-    if isinstance(dt, torch.dtype):
-        return str(dt)[6:]
-    return str(dt)
+    s = _DTYPE_STR.get(dt) if isinstance(dt, torch.dtype) else None
+    if s is None:
+        if dt is None:
+            return ""
+        if not isinstance(dt, torch.dtype):
+            return str(dt)
+        s = _DTYPE_STR[dt] = str(dt)[6:]
+    return s
 
 
 def _opt(s):
@@ -66,15 +72,34 @@ def _dequantize_fake(q, scale, scheme, axis, scale_layout, out_dtype):
     return q.new_empty(shape, dtype=torch_dtype(dtype_of_name(out_dtype)))
 
 
+# the op's out_dtype strings as the raw path's torch dtypes (so both paths share one plan)
+_OUT_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
+               "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+
+
 @torch.library.custom_op("fp8kit::scaled_mm", mutates_args=())
 def _scaled_mm_op(a: Tensor, b: Tensor, scale_a: Optional[Tensor], scale_b: Optional[Tensor],
                   bias: Optional[Tensor], out_dtype: str, activation: str, alpha: float, beta: float,
                   c: Optional[Tensor], use_fast_accum: bool, scale_mode: str, scale_layout: str,
                   bias_per_row: bool) -> Tensor:
-    # _gemm.run: the raw path without the torch.compile routing of _gemm.scaled_mm
-    return _gemm.run(a, b, scale_a, scale_b, bias, _opt(out_dtype),
-                     dict(activation=_opt(activation), alpha=alpha, beta=beta, c=c, use_fast_accum=use_fast_accum,
-                          scale_mode=_modes(scale_mode), scale_layout=_opt(scale_layout), bias_per_row=bias_per_row))
+    # _gemm.run: the raw path without the torch.compile routing of _gemm.scaled_mm; only options that
+    # differ from their defaults are passed, so the common call takes run's plain-tensor hot path
+    opts = {}
+    if activation:
+        opts["activation"] = activation
+    if alpha != 1.0:
+        opts["alpha"] = alpha
+    if beta != 0.0 or c is not None:
+        opts["beta"], opts["c"] = beta, c
+    if use_fast_accum:
+        opts["use_fast_accum"] = True
+    if scale_mode:
+        opts["scale_mode"] = _modes(scale_mode)
+    if scale_layout:
+        opts["scale_layout"] = scale_layout
+    if bias_per_row:
+        opts["bias_per_row"] = True
+    return _gemm.run(a, b, scale_a, scale_b, bias, _OUT_DTYPES.get(out_dtype, out_dtype or None), opts)
 
 
 @_scaled_mm_op.register_fake
