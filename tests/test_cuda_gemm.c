@@ -264,7 +264,10 @@ static double run_case(const gcase *g)
     double rms = sqrt(den / (double)(M * N > 0 ? M * N : 1));
     for (int64_t i = 0; i < M * N; i++) {
         double r = ref[i], v = out_val(D, (i / N) * ldd + i % N, g->dt) * oscale;
-        const double el = g->dt == FP8KIT_E5M2 ? 0.13 : g->dt == FP8KIT_E4M3 ? 0.07 : 0.02;
+        /* per element: by output dtype; looser where a case sets a loose rel
+         * bound itself (fast accumulation over long K, no promotion) */
+        const double el = fmax(g->dt == FP8KIT_E5M2 ? 0.13 : g->dt == FP8KIT_E4M3 ? 0.07 : 0.02,
+                               g->bound >= 1e-2 ? 5.0 * g->bound : 0.0);
         if (!isnan(v) && fabs(v - r) > el * fmax(fabs(r), rms) + 1e-30) {
             if (bad++ < 3) fprintf(stderr, "  %s: (%lld, %lld) = %g, ref %g\n", g->name, (long long)(i / N), (long long)(i % N), v, r);
         }
@@ -484,6 +487,17 @@ int main(void)
     g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_SCALED; g.act = FP8KIT_ACT_RELU; run_case(&g);
     g = base_case("bn256 fast f32 K=7168", 256, 512, 7168); g.fast = 1; g.dt = FP8KIT_F32; g.bound = 1e-2;
     g.bn = "256"; run_case(&g);
+    /* bulk-copy epilogue (bf16/f16 out, N % 8 == 0): partial last tiles, odd M, strided D */
+    g = base_case("bulk bf16 bn128 edge", 333, 264, 256); g.bn = "128"; run_case(&g);
+    g = base_case("bulk bf16 bn192 edge strided", 201, 392, 272); g.bn = "192"; g.ldd_pad = 8; run_case(&g);
+    g = base_case("bulk f16 bn192 row-bias silu", 77, 200, 128); g.bn = "192"; g.dt = FP8KIT_F16;
+    g.bias = FP8KIT_BIAS_ROW; g.biast = FP8KIT_F16; g.act = FP8KIT_ACT_SILU; g.sa = FP8KIT_SCALE_ROW; run_case(&g);
+    g = base_case("bulk bf16 bn256 fast gelu_erf", 150, 264, 384); g.bn = "256"; g.fast = 1;
+    g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16; g.act = FP8KIT_ACT_GELU_ERF; g.alpha = 1.5f; run_case(&g);
+    g = base_case("bulk bf16 bn64 relu row", 72, 136, 192); g.bn = "64"; g.act = FP8KIT_ACT_RELU;
+    g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+    g = base_case("bulk bf16 block gelu bias", 256, 320, 512); g.sa = g.sb = FP8KIT_SCALE_BLOCK;
+    g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
     g = base_case("tensor f32 K=16384", 128, 256, 16384); f32p(&g); run_case(&g);
     g = base_case("block f32 K=16384", 128, 256, 16384); f32p(&g);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; run_case(&g);

@@ -39,6 +39,7 @@ struct fk_gemm_params {
     int out_quant;          /* OUTQ_NONE or OUTQ_SCALED */
     const float *scale_d;   /* OUTQ_SCALED */
     unsigned int *amax_bits; /* OUTQ_SCALED, optional: max of |y| as fp32 bits */
+    int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
 };
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
@@ -187,8 +188,47 @@ static __device__ __forceinline__ fk_epi_pre fk_epi_prefetch(const fk_gemm_param
 }
 
 /* Floats of a consumer warpgroup's epilogue table: BN column scales, BN
- * column biases, 64 row scales, 64 row biases. */
-#define FK_EPI_TAB(BN) (2 * (BN) + 128)
+ * column biases, 64 row scales, 64 row biases, BN column factors
+ * alpha * sa * sb rounded once from double (sa = 1 with row scales). */
+#define FK_EPI_TAB(BN) (3 * (BN) + 128)
+
+/* Bytes of one staged output row of the bulk epilogue: BN 16-bit values and
+ * 16 bytes of padding (conflict-free fragment stores, 16-byte alignment). */
+#define FK_EPI_ROW_BYTES(BN) (2 * (BN) + 16)
+
+/* Writes the prefetched factors to the warpgroup's table. */
+template <int BN>
+static __device__ __forceinline__ void fk_epi_tab_write(const fk_gemm_params &p, float *tab, const fk_epi_pre &pre,
+                                                        int tid)
+{
+    const double ar = (double)p.alpha * (double)pre.sat;
+    if (tid < BN) {
+        tab[tid] = pre.c0;
+        tab[BN + tid] = pre.b0;
+        tab[2 * BN + 128 + tid] = (float)(ar * (double)pre.c0);
+    }
+    if (tid + 128 < BN) {
+        tab[128 + tid] = pre.c1;
+        tab[BN + 128 + tid] = pre.b1;
+        tab[2 * BN + 256 + tid] = (float)(ar * (double)pre.c1);
+    }
+    tab[2 * BN + tid] = pre.r;
+}
+
+/* Activation of the bulk epilogue, inline: gelu_tanh as y * sigmoid(2 u)
+ * (= 0.5 y (1 + tanh u), u = k0 (y + k1 y^3)) and silu as y * sigmoid(y),
+ * each one expf and one IEEE division; gelu_erf through fk_epi_act. */
+static __device__ __forceinline__ float fk_epi_act_inl(float y, int act)
+{
+    if (act == 1)
+        return y < 0.0f ? 0.0f : y;
+    if (act == 2 || act == 4) {
+        const float k0 = 0.7978845608028654f, k1 = 0.044715f;
+        const float z = act == 2 ? 2.0f * (k0 * (y + k1 * y * y * y)) : y;
+        return y / (1.0f + expf(-z));
+    }
+    return fk_epi_act(y, act);
+}
 
 /* Epilogue of one consumer warpgroup (threads tid 0..127) for its 64 rows
  * m0 .. m0 + 63 and columns n0 .. n0 + BN - 1 of the output. acc holds the
@@ -211,15 +251,7 @@ static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, floa
 {
     constexpr int CH = FK_EPI_CH;
     const int warp = tid >> 5, lane = tid & 31;
-    if (tid < BN) {
-        tab[tid] = pre.c0;
-        tab[BN + tid] = pre.b0;
-    }
-    if (tid + 128 < BN) {
-        tab[128 + tid] = pre.c1;
-        tab[BN + 128 + tid] = pre.b1;
-    }
-    tab[2 * BN + tid] = pre.r;
+    fk_epi_tab_write<BN>(p, tab, pre, tid);
 
     constexpr int TPR = CH / 4;       /* threads per row */
     constexpr int RSTEP = 128 / TPR;  /* rows per pass */
@@ -309,6 +341,79 @@ static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, floa
         amax = __reduce_max_sync(0xFFFFFFFFu, amax);
         if (lane == 0 && amax)
             atomicMax(p.amax_bits, amax);
+    }
+}
+
+/* The epilogue for bf16/f16 output without C or output quantization, with
+ * D 16-byte aligned and N and its row stride multiples of 8 (p.d_bulk):
+ * each thread computes its fragment in registers - y = act(acc * (sa * f) +
+ * bias), f from the table - and stores the 16-bit values into a staged
+ * copy of the warpgroup's 64 x BN rows in shared memory (buf); then 64
+ * threads each send one row to global memory with a bulk copy and the
+ * warpgroup goes on to the next tile while the copies drain. Before buf is
+ * written again each of those threads waits until its copy has read it. */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p, float (&acc)[NACC],
+                                                        unsigned char *buf, float *tab, const fk_epi_pre &pre,
+                                                        int m0, int n0, int tid, int bar_id)
+{
+    constexpr int RB = FK_EPI_ROW_BYTES(BN);
+    const int warp = tid >> 5, lane = tid & 31;
+    fk_epi_tab_write<BN>(p, tab, pre, tid);
+    if (tid < 64)
+        fk_bulk_wait_read<0>();
+    fk_named_bar_sync(bar_id, 128);
+
+    const int r_lo = warp * 16 + (lane >> 2), q2 = (lane & 3) * 2;
+    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW, bf = p.d_type == FP8KIT_BF16;
+    const float sa_lo = rowsc ? tab[2 * BN + r_lo] : 1.0f, sa_hi = rowsc ? tab[2 * BN + r_lo + 8] : 1.0f;
+    uint32_t *o_lo = (uint32_t *)(buf + r_lo * RB + q2 * 2), *o_hi = (uint32_t *)(buf + (r_lo + 8) * RB + q2 * 2);
+    const float *cf = tab + 2 * BN + 128 + q2;
+    if (!p.bias && !p.act) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const float2 f = *(const float2 *)&cf[8 * j];
+            const float y0 = acc[4 * j] * (sa_lo * f.x), y1 = acc[4 * j + 1] * (sa_lo * f.y);
+            const float y2 = acc[4 * j + 2] * (sa_hi * f.x), y3 = acc[4 * j + 3] * (sa_hi * f.y);
+            o_lo[4 * j] = bf ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1);
+            o_hi[4 * j] = bf ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3);
+        }
+    } else {
+        /* bias and activation: 32 columns per pass (not unrolled), the next
+         * 16 accumulators shifted down after each pass */
+        const bool brow = p.bias_mode == FP8KIT_BIAS_ROW;
+        const float b_lo = brow ? tab[2 * BN + 64 + r_lo] : 0.0f, b_hi = brow ? tab[2 * BN + 64 + r_lo + 8] : 0.0f;
+        const int act = p.act;
+#pragma unroll 1
+        for (int jj = 0; jj < BN / 32; jj++) {
+#pragma unroll
+            for (int j4 = 0; j4 < 4; j4++) {
+                const int c = 8 * (4 * jj + j4);
+                const float2 f = *(const float2 *)&cf[c];
+                const float2 bc = brow ? make_float2(0.0f, 0.0f) : *(const float2 *)&tab[BN + c + q2];
+                float y[4] = {acc[4 * j4] * (sa_lo * f.x) + (b_lo + bc.x), acc[4 * j4 + 1] * (sa_lo * f.y) + (b_lo + bc.y),
+                              acc[4 * j4 + 2] * (sa_hi * f.x) + (b_hi + bc.x),
+                              acc[4 * j4 + 3] * (sa_hi * f.y) + (b_hi + bc.y)};
+                if (act) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        y[e] = fk_epi_act_inl(y[e], act);
+                }
+                o_lo[c / 2] = bf ? fk_cvt_bf16x2(y[0], y[1]) : fk_cvt_f16x2(y[0], y[1]);
+                o_hi[c / 2] = bf ? fk_cvt_bf16x2(y[2], y[3]) : fk_cvt_f16x2(y[2], y[3]);
+            }
+#pragma unroll
+            for (int i = 0; i + 16 < NACC; i++)
+                acc[i] = acc[i + 16];
+        }
+    }
+    fk_fence_proxy_async();
+    fk_named_bar_sync(bar_id, 128);
+    if (tid < 64 && m0 + tid < p.m) {
+        const int bytes = min(BN, p.n - n0) * 2;
+        fk_bulk_store((uint16_t *)p.d + ((long long)(m0 + tid) * p.ldd + n0), fk_smem_addr(buf + tid * RB),
+                      (uint32_t)bytes);
+        fk_bulk_commit();
     }
 }
 

@@ -6,11 +6,13 @@
  * Debug knobs read at plan time (tests use them to cover every variant):
  * FK_GEMM_BN=64|128|192|256 forces the tile width (192 and 256: e4m3 x e4m3 without
  * block scales; 256: fast accumulation only), FK_GEMM_PROMO=1|2|4 the fp32
- * promotion interval in k32 steps (0 = fast accumulation). */
+ * promotion interval in k32 steps (0 = fast accumulation), FK_GEMM_BULK=0 the
+ * general epilogue instead of the bulk-copy one. */
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/backend.h"
 #include "cuda/epilogue.cuh"
+#include "cuda/gemm_small.h"
 #include "cuda/launch_rec.h"
 #include "cuda/tma.cuh"
 
@@ -20,6 +22,7 @@ struct fk_sm90_config {
     int32_t grid;
     int32_t group_m;
     int32_t device;
+    int32_t no_bulk; /* FK_GEMM_BULK=0: general epilogue only */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -118,6 +121,10 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
                        "cuda gemm: leading dims of A (%lld) and B (%lld) must be multiples of 16 "
                        "bytes (TMA)",
                        (long long)job->lda, (long long)job->ldb);
+    /* ---- small M (decode): gemm_sm90_small.cu takes the job or declines it */
+    fp8kit_status small_st;
+    if (fk_small_plan(ctx, job, config, &small_st))
+        return small_st;
     /* ---- choose the variant */
     int promo = dd->fast_accum && !block ? 0 : 4;
     promo = fk_env_int("FK_GEMM_PROMO", promo);
@@ -169,6 +176,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     cfg.grid = (int32_t)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     cfg.group_m = 8;
     cfg.device = cs->device;
+    cfg.no_bulk = fk_env_int("FK_GEMM_BULK", 1) == 0;
     memcpy(config, &cfg, sizeof cfg);
     return FP8KIT_OK;
 }
@@ -178,6 +186,8 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
 {
     fk_sm90_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
+    if (cfg.variant == FK_SMALL_TAG)
+        return fk_small_gemm(ctx, job, plan, stream);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_variant_count)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: bad plan");
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
@@ -248,6 +258,11 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     p.out_quant = dd->out_quant;
     p.scale_d = job->scale_d_in;
     p.amax_bits = (unsigned int *)job->amax_d;
+    /* bulk-copy epilogue: 16-bit D, no C, no output quantization, rows of
+     * whole 16-byte units (FK_GEMM_BULK=0 at plan time turns it off) */
+    p.d_bulk = !cfg.no_bulk && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
+               dd->out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0 &&
+               job->n % 8 == 0;
 
     void *args[3] = {(void *)&ta, (void *)&tb, &p};
     if (fk_launch_rec *rec = fk_launch_rec_armed()) { /* bench/bench_launch.c only */

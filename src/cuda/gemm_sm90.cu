@@ -26,14 +26,18 @@
 #include "cuda/sched.cuh"
 
 /* Shared memory of one CTA: the stage ring, then per consumer warpgroup an
- * epilogue staging chunk (64 x 32 fp32) and its table of prefetched factors,
- * then the full + empty barriers; 1024 bytes of slack align the ring. The
- * ring takes as many stages as fit in 227 KB (at most 8). */
+ * epilogue area (a 64 x 32 fp32 staging chunk, or the 64 staged output rows
+ * of the bulk epilogue, whichever is larger) and its table of prefetched
+ * factors, then the full + empty barriers; 1024 bytes of slack align the
+ * ring. The ring takes as many stages as fit in 227 KB (at most 8). */
 #define FK_SM90_SMEM_MAX (227 * 1024)
 template <int BN> struct fk_sm90_shape {
     static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
-    static constexpr int STAGE_OUT_FLOATS = 64 * FK_EPI_CH; /* per consumer warpgroup */
+    static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
+    static constexpr int ROWS_FLOATS = 64 * FK_EPI_ROW_BYTES(BN) / 4;
+    /* per consumer warpgroup */
+    static constexpr int STAGE_OUT_FLOATS = CHUNK_FLOATS > ROWS_FLOATS ? CHUNK_FLOATS : ROWS_FLOATS;
     static constexpr int TAB_FLOATS = FK_EPI_TAB(BN);         /* per consumer warpgroup */
     static constexpr int EPI_BYTES = 2 * (STAGE_OUT_FLOATS + TAB_FLOATS) * 4;
     static constexpr int FIXED = EPI_BYTES + 1024 + 2 * 8 * 8;
@@ -45,6 +49,18 @@ template <int BN> struct fk_sm90_shape {
 };
 
 #ifdef FK_SM90_DEVICE
+/* The epilogue of one finished tile: bulk-copy path or the general one. */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *area,
+                                                        float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
+                                                        int bar_id)
+{
+    if (p.d_bulk)
+        fk_epilogue_bulk<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
+    else
+        fk_epilogue<BN>(p, acc, area, tab, pre, m0, n0, tid, bar_id);
+}
+
 /* Producer: one thread streams every (tile, K block) of this CTA into the ring. */
 template <int BN>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
@@ -194,9 +210,9 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 for (int i = 0; i < S::NACC; i++)
                     acc[i] = 0.0f;
             }
-            fk_epilogue<BN>(p, acc, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+            fk_sm90_epilogue<BN>(p, acc, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
         } else {
-            fk_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+            fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
 }
@@ -335,7 +351,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             }
 #undef FK_PIPE_STEP
         }
-        fk_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+        fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
 }
 #endif
@@ -378,6 +394,9 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
             fk_sm90_consumer_pipe<BN, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+        /* the last bulk copies must be done before the CTA's memory goes */
+        if (p.d_bulk && (threadIdx.x & 127) < 64)
+            fk_bulk_wait<0>();
     }
 #endif
 }

@@ -1,6 +1,6 @@
 /* ptx.cuh - small named inline-PTX wrappers for the Hopper (sm_90a) GEMM: one
  * function per instruction (mbarrier, TMA bulk tensor copy, wgmma fp8,
- * fences, setmaxnreg). Bodies exist only in the sm_90a device pass
+ * fences, setmaxnreg, bulk stores). Bodies exist only in the sm_90a device pass
  * (FK_SM90_DEVICE); elsewhere they compile to nothing, so files that include
  * this header still build for sm_80 and for the host. */
 #ifndef FK_CUDA_PTX_CUH
@@ -89,6 +89,40 @@ FK_DEV void fk_fence_proxy_async(void)
 {
 #ifdef FK_SM90_DEVICE
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+/* Bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned)
+ * from shared memory to global memory, tracked in this thread's bulk group;
+ * commit closes the group; wait_read<N> waits until at most N groups still
+ * read their shared source, wait<N> until at most N are incomplete. */
+FK_DEV void fk_bulk_store(void *gdst, uint32_t ssrc, uint32_t bytes)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"((uint64_t)gdst), "r"(ssrc),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+
+FK_DEV void fk_bulk_commit(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+
+template <int N> FK_DEV void fk_bulk_wait_read(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+#endif
+}
+
+template <int N> FK_DEV void fk_bulk_wait(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
 #endif
 }
 
