@@ -1,0 +1,565 @@
+/* gemm_sm90_small.cu - the small-M (decode, M <= 128) Hopper fp8 GEMM.
+ *
+ * A and B are swapped: rows of B fill the 64-row side of wgmma, the M rows of
+ * A its N side (NW = 32, 64 or 128 columns, zero-filled past M by TMA), so
+ * the kernel computes tiles of D^T. Each CTA owns a band of R rows of B
+ * (R = 8..128, a multiple of 8, chosen per shape so that every SM streams
+ * about the same number of bytes: 7168 rows over 132 SMs are bands of 56);
+ * when the bands alone leave SMs idle or would be too narrow (A is re-read
+ * from L2 per band), the K range of a band is split over the `split` CTAs of
+ * a thread-block cluster (1, 2 or 4). Their fp32 partial sums meet in
+ * shared memory and are added through distributed shared memory in rank
+ * order, so the result is deterministic and no workspace is needed.
+ *
+ * CTA: 384 threads. Warpgroup 2 is the producer (one thread issues the TMA
+ * loads of the band's B box (R x 128 bytes) and A's box (NW x 128 bytes) per
+ * K block into a ring of shared-memory stages, full/empty mbarriers).
+ * Warpgroups 0 and 1 consume: warpgroup w multiplies rows 64 w .. 64 w + 63
+ * of the band (warpgroup 1 idles in the main loop when R <= 64), promoting
+ * the wgmma accumulators into fp32 every 128 of K (precise accumulation).
+ * After the main loop both write their accumulators transposed into the
+ * (now free) ring as an M x R fp32 tile; then the 256 consumer threads -
+ * with split > 1 each CTA a 1/split share of the tile, reading every
+ * cluster member's tile - add the partials and run the fused epilogue
+ * (epilogue.cuh's per-element functions: tensor/row scales - A's row scale
+ * is per row of D, i.e. per column of the wgmma tile -, alpha, beta*C,
+ * bias, activation, output cast, OUTQ_SCALED with amax), 4 adjacent
+ * columns of one row of D per thread, coalesced.
+ * Block scaling stays on the general kernel. */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda/backend.h"
+#include "cuda/epilogue.cuh"
+#include "cuda/gemm_small.h"
+#include "cuda/ptx.cuh"
+#include "cuda/tma.cuh"
+
+#define FK_SMALL_MAXST 16       /* ring stages at most */
+#define FK_SMALL_SMEM 232448    /* dynamic shared memory requested (227 KB) */
+#define FK_SMALL_THREADS 384
+
+/* What the kernel needs besides fk_gemm_params. */
+struct fk_small_params {
+    int r;        /* rows of B per band (multiple of 8, <= 128) */
+    int w;        /* warpgroups multiplying: 1 (r <= 64) or 2 */
+    int split;    /* CTAs per cluster sharing a band's K range */
+    int stages;   /* ring depth */
+    int kb_total; /* ceil(K / 128) */
+};
+
+/* ------------------------------------------------ PTX wrappers (cluster) */
+#ifdef FK_SM90_DEVICE
+static __device__ __forceinline__ uint32_t fk_cluster_rank(void)
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+/* All threads of all CTAs of the cluster; release/acquire orders the
+ * shared-memory writes before it with the remote reads after it. */
+static __device__ __forceinline__ void fk_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+/* Address of the same shared-memory location in cluster CTA `rank`. */
+static __device__ __forceinline__ uint32_t fk_mapa(uint32_t addr, uint32_t rank)
+{
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+    return r;
+}
+
+static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+/* wgmma m64n32k32 (16 accumulators); ptx.cuh has n64 and n128. */
+#define FK_SMALL_R8(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                       "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+template <int WAB> struct fk_small_mma32;
+#define FK_SMALL_MMA32(WAB, TY)                                                                  \
+    template <> struct fk_small_mma32<WAB> {                                                     \
+        static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int sd)   \
+        {                                                                                        \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                            \
+                         "wgmma.mma_async.sync.aligned.m64n32k32.f32." TY " "                   \
+                         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "   \
+                         "%15}, %16, %17, p, 1, 1;\n}\n"                                        \
+                         : FK_SMALL_R8(0), FK_SMALL_R8(8)                                        \
+                         : "l"(da), "l"(db), "r"(sd));                                           \
+        }                                                                                        \
+    };
+FK_SMALL_MMA32(0, "e4m3.e4m3")
+FK_SMALL_MMA32(1, "e4m3.e5m2")
+FK_SMALL_MMA32(2, "e5m2.e4m3")
+FK_SMALL_MMA32(3, "e5m2.e5m2")
+#undef FK_SMALL_MMA32
+
+/* WAB: wgmma's type pair, wgmma A = our B, wgmma B = our A. */
+template <int NW, int WAB>
+static __device__ __forceinline__ void fk_small_mma(float *d, uint64_t da, uint64_t db, int sd)
+{
+    if constexpr (NW == 32)
+        fk_small_mma32<WAB>::mma(d, da, db, sd);
+    else
+        fk_wgmma<NW, WAB>::mma(d, da, db, sd);
+}
+
+/* Scales, epilogue and store of 4 adjacent sums v of row m, columns n.. of D. */
+static __device__ __forceinline__ void fk_small_out4(const fk_gemm_params &p, float4 v, int m, int n,
+                                                     int nv, float sa_t, float sb_t, unsigned int &amax)
+{
+    const float sa = p.sa_mode == FP8KIT_SCALE_ROW ? p.sa[m] : sa_t;
+    const float brow = p.bias_mode == FP8KIT_BIAS_ROW ? fk_epi_load(p.bias, m, p.bias_type) : 0.0f;
+    const float a[4] = {v.x, v.y, v.z, v.w};
+    float y[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const bool ok = e < nv;
+        const int cc = ok ? n + e : n; /* never read past N */
+        const float colf = p.sb_mode == FP8KIT_SCALE_ROW ? p.sb[cc] : sb_t;
+        const float bias = p.bias_mode == FP8KIT_BIAS_ROW   ? brow
+                           : p.bias_mode == FP8KIT_BIAS_COL ? fk_epi_load(p.bias, cc, p.bias_type)
+                                                            : 0.0f;
+        /* scale product in double, one rounding to fp32 (as the CPU backend) */
+        const float s = (float)((double)a[e] * ((double)sa * colf));
+        y[e] = fk_epi_value(p, s, m, cc, bias);
+    }
+    fk_epi_store4(p, m, n, y, nv, amax);
+}
+#endif
+
+template <int NW, int WAB>
+__global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
+    fk_small_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                    const __grid_constant__ fk_gemm_params p, const __grid_constant__ fk_small_params q)
+{
+#ifdef FK_SM90_DEVICE
+    extern __shared__ __align__(1024) unsigned char fk_smem[];
+    const uint32_t raw = fk_smem_addr(fk_smem);
+    const uint32_t base = (raw + 1023u) & ~1023u;
+    float *tile = (float *)(fk_smem + (base - raw)); /* M x R partial sums, after the main loop */
+    const uint32_t bslot = (uint32_t)q.w * 64u * 128u, aslot = NW * 128u;
+    const uint32_t sb0 = base, sa0 = base + q.stages * bslot;
+    const uint32_t full0 = sa0 + q.stages * aslot, empty0 = full0 + 8 * FK_SMALL_MAXST;
+    const int split = q.split;
+    const int rank = split > 1 ? (int)fk_cluster_rank() : 0;
+    const int n0 = (int)(blockIdx.x / split) * q.r;
+    const int kb0 = (int)((long long)rank * q.kb_total / split);
+    const int kb1 = (int)((long long)(rank + 1) * q.kb_total / split);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < q.stages; s++) {
+            fk_mbar_init(full0 + 8 * s, 1);
+            fk_mbar_init(empty0 + 8 * s, 4 * q.w); /* one arrival per multiplying warp */
+        }
+        fk_fence_mbar_init();
+    }
+    __syncthreads();
+    const int wg = threadIdx.x >> 7;
+    const int stride = 64 * q.w + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
+    if (wg == 2) {
+        fk_setmaxnreg_dec<40>();
+        if (threadIdx.x == 256) {
+            fk_tma_prefetch_desc(&ta);
+            fk_tma_prefetch_desc(&tb);
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int kb = kb0; kb < kb1; kb++) {
+                fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
+                const uint32_t full = full0 + 8 * stage;
+                fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NW * 128u);
+                fk_tma_load_2d(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0);
+                fk_tma_load_2d(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0);
+                if (++stage == q.stages) {
+                    stage = 0;
+                    phase ^= 1u;
+                }
+            }
+        }
+        __syncwarp();
+    } else {
+        fk_setmaxnreg_inc<232>();
+        const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
+        constexpr int NACC = NW / 2;
+        float acc[NACC], accf[NACC];
+#pragma unroll
+        for (int i = 0; i < NACC; i++)
+            accf[i] = 0.0f;
+        if (wg < q.w) {
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int kb = kb0; kb < kb1; kb++) {
+                fk_mbar_wait(full0 + 8 * stage, phase);
+                const uint32_t a_base = sb0 + stage * bslot + wg * 64 * 128;
+                const uint32_t b_base = sa0 + stage * aslot;
+#pragma unroll
+                for (int i = 0; i < NACC; i++)
+                    fk_reg_fence(acc[i]);
+                fk_wgmma_fence();
+#pragma unroll
+                for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
+                    fk_small_mma<NW, WAB>(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
+                                          fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
+                fk_wgmma_commit();
+#pragma unroll
+                for (int i = 0; i < NACC; i++)
+                    fk_reg_fence(acc[i]);
+                fk_wgmma_wait<0>();
+                if (lane == 0)
+                    fk_mbar_arrive(empty0 + 8 * stage);
+#pragma unroll
+                for (int i = 0; i < NACC; i++)
+                    accf[i] = accf[i] + acc[i];
+                if (++stage == q.stages) {
+                    stage = 0;
+                    phase ^= 1u;
+                }
+            }
+        }
+        /* both warpgroups are done with the ring: it becomes the M x R tile */
+        fk_named_bar_sync(1, 256);
+        if (wg < q.w) {
+            /* fragment: rows (of B) warp * 16 + lane / 4 + {0, 8}, columns (rows
+             * of A) 8 j + 2 (lane % 4) + {0, 1}, value accf[4 j + 2 i + e] */
+#pragma unroll
+            for (int j = 0; j < NW / 8; j++) {
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const int nl = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
+                    const int m = 8 * j + 2 * (lane & 3);
+                    tile[m * stride + nl] = accf[4 * j + 2 * i];
+                    tile[(m + 1) * stride + nl] = accf[4 * j + 2 * i + 1];
+                }
+            }
+        }
+    }
+    if (split > 1)
+        fk_cluster_sync();
+    else
+        __syncthreads();
+    if (wg < 2) {
+        /* items: (row m < M, 4 columns); CTA `rank` of the cluster takes a
+         * 1/split share and adds the split partials in rank order */
+        const int cols4 = q.r >> 2;
+        const int items = p.m * cols4;
+        const int i0 = (int)((long long)rank * items / split);
+        const int i1 = (int)((long long)(rank + 1) * items / split);
+        const float sa_t = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
+        const float sb_t = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+        unsigned int amax = 0;
+#pragma unroll 1
+        for (int it = i0 + (int)threadIdx.x; it < i1; it += 256) {
+            const int m = it / cols4, c4 = (it - m * cols4) * 4;
+            const int n = n0 + c4;
+            const int nv = min(4, p.n - n);
+            if (nv <= 0)
+                continue;
+            const int off = m * stride + c4;
+            float4 v;
+            if (split == 1) {
+                v = *(const float4 *)&tile[off];
+            } else {
+                const uint32_t a = base + 4u * (uint32_t)off;
+                v = fk_ld_dsmem4(fk_mapa(a, 0));
+#pragma unroll 1
+                for (int r = 1; r < split; r++) {
+                    const float4 u = fk_ld_dsmem4(fk_mapa(a, (uint32_t)r));
+                    v.x = v.x + u.x;
+                    v.y = v.y + u.y;
+                    v.z = v.z + u.z;
+                    v.w = v.w + u.w;
+                }
+            }
+            fk_small_out4(p, v, m, n, nv, sa_t, sb_t, amax);
+        }
+        if (p.out_quant == FP8KIT_OUTQ_SCALED && p.amax_bits) {
+            amax = __reduce_max_sync(0xFFFFFFFFu, amax);
+            if ((threadIdx.x & 31) == 0 && amax)
+                atomicMax(p.amax_bits, amax);
+        }
+    }
+    /* no CTA leaves (and frees its tile) while cluster peers still read it */
+    if (split > 1)
+        fk_cluster_sync();
+#endif
+}
+
+/* ----------------------------------------------------------------- host */
+typedef void (*fk_small_fn)(const CUtensorMap, const CUtensorMap, const fk_gemm_params,
+                            const fk_small_params);
+struct fk_small_variant {
+    int nw, wab;
+    fk_small_fn fn;
+};
+#define FK_SV(NW, WAB) {NW, WAB, fk_small_kernel<NW, WAB>}
+static const fk_small_variant fk_small_variants[] = {
+    FK_SV(32, 0),  FK_SV(32, 1),  FK_SV(32, 2),  FK_SV(32, 3),  FK_SV(64, 0),  FK_SV(64, 1),
+    FK_SV(64, 2),  FK_SV(64, 3),  FK_SV(128, 0), FK_SV(128, 1), FK_SV(128, 2), FK_SV(128, 3),
+};
+#undef FK_SV
+#define FK_SMALL_NVAR ((int)(sizeof fk_small_variants / sizeof fk_small_variants[0]))
+
+/* The plan's config bytes. */
+struct fk_small_config {
+    int32_t tag; /* FK_SMALL_TAG */
+    int32_t variant;
+    int32_t device;
+    int32_t grid;
+    int32_t smem;
+    fk_small_params q;
+};
+static_assert(sizeof(fk_small_config) <= FK_PLAN_CONFIG_BYTES, "small plan config too large");
+
+static int fk_small_env(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
+/* Cost model (bytes of B-stream time per CTA, the slowest CTA bounds the
+ * kernel): per K block R x 128 bytes of B from HBM, plus A's min(M, NW) x
+ * 128 bytes from L2 weighted 0.35, or the MMA time when larger (about 12
+ * bytes of HBM per SM clock; W x 4 wgmma of NW / 2 clocks + issue latency);
+ * a cluster reduction costs about 1.5 us (34 KB); one more wave of CTAs
+ * repeats everything. */
+static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nw, int r, int s, int64_t slots)
+{
+    const int64_t bands = (n + r - 1) / r;
+    const int64_t waves = (bands + slots - 1) / slots;
+    const int w = r > 64 ? 2 : 1;
+    const double mem = (double)r * 128.0 + 0.35 * (double)(m < nw ? m : nw) * 128.0;
+    const double mma = 12.4 * (double)(w * 2 * nw + 100);
+    const double per_kb = mem > mma ? mem : mma;
+    const int64_t kc = (kb + s - 1) / s;
+    return (double)waves * ((double)kc * per_kb + (s > 1 ? 34000.0 : 0.0) + 8000.0);
+}
+
+int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st)
+{
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    const fp8kit_gemm_desc *dd = &job->desc;
+    /* FK_GEMM_SMALL=0: never, 1: whenever supported, 2: always or fail
+     * (tests); unset: for M <= 128 with at least 1 MiB of B, unless a
+     * general-kernel knob is set. */
+    const int force = fk_small_env("FK_GEMM_SMALL", 0); /* off by default until measured */
+#define FK_SMALL_DECLINE(why)                                                                       \
+    do {                                                                                            \
+        if (force != 2)                                                                             \
+            return 0;                                                                               \
+        *st = fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: small-M path declined (FK_GEMM_SMALL=2): %s", why); \
+        return 1;                                                                                   \
+    } while (0)
+    if (force == 0)
+        return 0;
+    if (job->m < 1 || job->m > 128 || job->n < 1 || job->k < 16)
+        FK_SMALL_DECLINE("needs 1 <= M <= 128, N >= 1, K >= 16");
+    if (dd->scale_a == FP8KIT_SCALE_BLOCK || dd->scale_a == FP8KIT_SCALE_MX ||
+        dd->scale_b == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_BLOCK)
+        FK_SMALL_DECLINE("block and mx scaling are not implemented on this path");
+    if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") ||
+                      getenv("FK_GEMM_BN")))
+        return 0;
+    const int nw = job->m <= 32 ? 32 : job->m <= 64 ? 64 : 128;
+    const int wab = (job->b_type == FP8KIT_E5M2 ? 2 : 0) + (job->a_type == FP8KIT_E5M2 ? 1 : 0);
+    int vi = -1;
+    for (int i = 0; i < FK_SMALL_NVAR; i++)
+        if (fk_small_variants[i].nw == nw && fk_small_variants[i].wab == wab)
+            vi = i;
+    if (vi < 0)
+        FK_SMALL_DECLINE("no kernel variant");
+    const int smem = FK_SMALL_SMEM;
+    if ((size_t)smem > cs->smem_optin)
+        FK_SMALL_DECLINE("not enough shared memory");
+    const void *fn = (const void *)fk_small_variants[vi].fn;
+    *st = FP8KIT_OK;
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess || (prev != cs->device && cudaSetDevice(cs->device) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        *st = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cannot select device %d", cs->device);
+        return 1;
+    }
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    /* clusters of 2 and 4 that fit at once (1 CTA per SM) */
+    int64_t slots[3] = {cs->sm_count, 0, 0};
+    for (int i = 1; i < 3 && e == cudaSuccess; i++) {
+        const int s = 1 << i;
+        cudaLaunchConfig_t lc;
+        memset(&lc, 0, sizeof lc);
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = (unsigned)s;
+        at.val.clusterDim.y = 1;
+        at.val.clusterDim.z = 1;
+        lc.gridDim = dim3((unsigned)(s * (cs->sm_count / s)));
+        lc.blockDim = dim3(FK_SMALL_THREADS);
+        lc.dynamicSmemBytes = (size_t)smem;
+        lc.attrs = &at;
+        lc.numAttrs = 1;
+        int nc = 0;
+        if (cudaOccupancyMaxActiveClusters(&nc, fn, &lc) == cudaSuccess)
+            slots[i] = nc;
+        else
+            (void)cudaGetLastError();
+    }
+    if (prev >= 0 && prev != cs->device)
+        (void)cudaSetDevice(prev);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *st = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cudaFuncSetAttribute failed: %s",
+                      cudaGetErrorString(e));
+        return 1;
+    }
+    /* band height R and split: the cheapest by the cost model (ties: taller
+     * bands, fewer splits); FK_SMALL_R / FK_SMALL_SPLIT force them */
+    const int64_t kb = (job->k + FK_GEMM_BK - 1) / FK_GEMM_BK;
+    int best_r = 0, best_s = 1;
+    double best = 0;
+    const int fr = fk_small_env("FK_SMALL_R", 0), fs = fk_small_env("FK_SMALL_SPLIT", 0);
+    for (int i = 0; i < 3; i++) {
+        const int s = 1 << i;
+        if (slots[i] < 1 || s > kb || (fs && fs != s))
+            continue;
+        for (int r = 128; r >= 8; r -= 8) {
+            if (fr && fr != r)
+                continue;
+            const double c = fk_small_cost(job->n, job->m, kb, nw, r, s, slots[i]);
+            if (best_r == 0 || c < best) {
+                best = c;
+                best_r = r;
+                best_s = s;
+            }
+        }
+    }
+    if (best_r == 0)
+        FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT do not fit this shape");
+    fk_small_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.tag = FK_SMALL_TAG;
+    cfg.variant = vi;
+    cfg.device = cs->device;
+    const int64_t grid = (job->n + best_r - 1) / best_r * best_s;
+    if (grid > INT32_MAX / 2)
+        FK_SMALL_DECLINE("too many CTAs");
+    cfg.grid = (int32_t)grid;
+    cfg.smem = smem;
+    cfg.q.r = best_r;
+    cfg.q.w = best_r > 64 ? 2 : 1;
+    cfg.q.split = best_s;
+    cfg.q.kb_total = (int)kb;
+    const int slot = cfg.q.w * 64 * 128 + nw * 128;
+    int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST) / slot;
+    cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
+    /* the partial tile (NW x (64 w + 4) fp32) lives in the ring */
+    if (cfg.q.stages < 2 || nw * (64 * cfg.q.w + 4) * 4 > cfg.q.stages * slot)
+        FK_SMALL_DECLINE("shared memory layout does not fit");
+#undef FK_SMALL_DECLINE
+    memcpy(config, &cfg, sizeof cfg);
+    return 1;
+}
+
+fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
+{
+    fk_small_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    if (cfg.tag != FK_SMALL_TAG || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
+    const fk_small_variant *v = &fk_small_variants[cfg.variant];
+    const fp8kit_gemm_desc *dd = &job->desc;
+    cudaStream_t st = (cudaStream_t)stream;
+    int prev = -1;
+    FK_CUDA_CHECK(ctx, cudaGetDevice(&prev));
+    if (prev != cfg.device)
+        FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
+    fp8kit_status rs = FP8KIT_OK;
+    do {
+        if (dd->out_quant == FP8KIT_OUTQ_SCALED && job->amax_d) {
+            cudaError_t e = cudaMemsetAsync(job->amax_d, 0, sizeof(float), st);
+            if (e != cudaSuccess) {
+                (void)cudaGetLastError();
+                rs = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cudaMemsetAsync: %s",
+                             cudaGetErrorString(e));
+                break;
+            }
+        }
+        /* tensor maps: A (M x K, boxes of NW rows), B (N x K, boxes of R
+         * rows), memoized per plan like the general kernel's */
+        CUtensorMap tmaps[2];
+        const uint64_t tkey[11] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
+                                   (uint64_t)job->lda, (uint64_t)v->nw, (uint64_t)(uintptr_t)job->b,
+                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r, FK_GEMM_BK,
+                                   (uint64_t)(int64_t)FK_SMALL_TAG};
+        if (!fk_plan_memo_get(plan, tkey, 11, tmaps, sizeof tmaps)) {
+            memset(tmaps, 0, sizeof tmaps);
+            CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
+                                          (uint64_t)job->lda, FK_GEMM_BK, (uint32_t)v->nw);
+            if (r == CUDA_SUCCESS)
+                r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
+                                     (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)cfg.q.r);
+            if (r != CUDA_SUCCESS) {
+                rs = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cuTensorMapEncodeTiled failed (%d)",
+                             (int)r);
+                break;
+            }
+            fk_plan_memo_put(plan, tkey, 11, tmaps, sizeof tmaps);
+        }
+        fk_gemm_params p;
+        memset(&p, 0, sizeof p);
+        p.m = (int)job->m;
+        p.n = (int)job->n;
+        p.k = (int)job->k;
+        p.num_kb = cfg.q.kb_total;
+        p.sa_mode = dd->scale_a;
+        p.sb_mode = dd->scale_b;
+        p.sa = (const float *)job->scale_a;
+        p.sb = (const float *)job->scale_b;
+        p.alpha = job->alpha;
+        p.beta = job->beta;
+        p.c = job->c;
+        p.ldc = job->ldc;
+        p.c_type = job->c_type;
+        p.bias = job->bias;
+        p.bias_type = job->bias_type;
+        p.bias_mode = job->bias ? dd->bias : FP8KIT_BIAS_NONE;
+        p.act = dd->act;
+        p.d = job->d;
+        p.ldd = job->ldd;
+        p.d_type = job->d_type;
+        p.out_quant = dd->out_quant;
+        p.scale_d = job->scale_d_in;
+        p.amax_bits = (unsigned int *)job->amax_d;
+        fk_small_params q = cfg.q;
+        void *args[4] = {(void *)&tmaps[0], (void *)&tmaps[1], &p, &q};
+        cudaLaunchConfig_t lc;
+        memset(&lc, 0, sizeof lc);
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = (unsigned)cfg.q.split;
+        at.val.clusterDim.y = 1;
+        at.val.clusterDim.z = 1;
+        lc.gridDim = dim3((unsigned)cfg.grid);
+        lc.blockDim = dim3(FK_SMALL_THREADS);
+        lc.dynamicSmemBytes = (size_t)cfg.smem;
+        lc.stream = st;
+        lc.attrs = &at;
+        lc.numAttrs = cfg.q.split > 1 ? 1 : 0;
+        cudaError_t e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            rs = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): launch failed: %s", cudaGetErrorString(e));
+        }
+    } while (0);
+    if (prev >= 0 && prev != cfg.device)
+        (void)cudaSetDevice(prev);
+    return rs;
+}

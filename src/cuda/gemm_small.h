@@ -1,0 +1,21 @@
+/* gemm_small.h - entry points of the small-M (decode) Hopper GEMM path in
+ * gemm_sm90_small.cu, called from gemm.cu: the plan branch (takes the job or
+ * declines it) and the launch of a plan it made. */
+#ifndef FK_CUDA_GEMM_SMALL_H
+#define FK_CUDA_GEMM_SMALL_H
+
+#include "core/internal.h"
+
+/* First int32 of a small-M plan's config bytes (general plans hold a
+ * variant index >= 0 there). */
+#define FK_SMALL_TAG (-2)
+
+/* Returns 1 and sets *st when the small-M kernel takes the job (config
+ * filled on FP8KIT_OK), 0 when the general kernel should plan it. Called
+ * after gemm.cu validated the job. */
+int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st);
+
+/* Launches a plan made by fk_small_plan. */
+fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
+
+#endif
