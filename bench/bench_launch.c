@@ -4,8 +4,9 @@
  * very same kernel with the very same parameters (recorded through the
  * internal hook of src/cuda/launch_rec.h), in the same run; also fp8kit_gemm
  * with A alternating between two buffers (the tensor maps are re-encoded
- * every call, the cost before the memo) and two cuTensorMapEncodeTiled calls
- * alone. 128x128x128 e4m3 x e4m3 -> bf16, rowwise scales. Host time =
+ * every call, the cost before the memo), two cuTensorMapEncodeTiled calls
+ * alone, fp8kit_gemm minus the launch (recorded instead), validation alone,
+ * and fp8kit_gemm / a bare launch on the legacy default stream (torch's). 128x128x128 e4m3 x e4m3 -> bf16, rowwise scales. Host time =
  * wall time of a batch of back-to-back calls / batch (short enough that the
  * launch queue never fills; the stream is synchronized between batches),
  * median over interleaved rounds. The issue-5 target: fp8kit_gemm minus the
@@ -71,6 +72,31 @@ static void must(bench *b, fp8kit_status st, const char *what)
 /* The timed cases; each enqueues one launch (or encodes maps) per call. */
 static void run_fp8kit(bench *b) { must(b, fp8kit_gemm(b->ctx, &b->desc, &b->args, b->stream), "fp8kit_gemm"); }
 
+/* everything fp8kit_gemm does but the launch itself (the recorder takes it;
+ * its copy of ~0.4 KB of parameters is counted in) */
+static void run_fp8kit_nolaunch(bench *b)
+{
+    static fk_launch_rec rec;
+    fk_launch_rec_arm(&rec);
+    must(b, fp8kit_gemm(b->ctx, &b->desc, &b->args, b->stream), "fp8kit_gemm (recorded)");
+}
+
+/* validation only (fp8kit_gemm_workspace_size builds the same checked job) */
+static void run_validate(bench *b)
+{
+    size_t ws;
+    must(b, fp8kit_gemm_workspace_size(b->ctx, &b->desc, &b->args, &ws), "fp8kit_gemm_workspace_size");
+}
+
+static void run_fp8kit_legacy(bench *b) { must(b, fp8kit_gemm(b->ctx, &b->desc, &b->args, NULL), "fp8kit_gemm"); }
+
+static void run_cuda_launch_legacy(bench *b)
+{
+    const fk_launch_rec *r = &b->rec;
+    dim3 g = {r->grid[0], r->grid[1], r->grid[2]}, t = {r->block[0], r->block[1], r->block[2]};
+    CK(cudaLaunchKernel(r->fn, g, t, (void **)r->args, r->smem, NULL));
+}
+
 static void run_fp8kit_flip(bench *b)
 {
     b->flip ^= 1;
@@ -113,12 +139,18 @@ static void run_encode(bench *b)
     }
 }
 
-enum { C_FP8KIT, C_BARE_RT, C_BARE_DRV, C_FLIP, C_ENCODE, C_COUNT };
+enum { C_FP8KIT, C_BARE_RT, C_BARE_DRV, C_FLIP, C_ENCODE, C_NOLAUNCH, C_VALIDATE, C_LEGACY, C_BARE_LEGACY,
+       C_COUNT };
 static const char *case_name[C_COUNT] = {"fp8kit_gemm (cached plan)", "bare cudaLaunchKernel",
                                          "bare cuLaunchKernel", "fp8kit_gemm (A alternating: maps re-encoded)",
-                                         "2x cuTensorMapEncodeTiled alone"};
+                                         "2x cuTensorMapEncodeTiled alone",
+                                         "fp8kit_gemm without the launch (recorded)",
+                                         "fp8kit_gemm_workspace_size (validation only)",
+                                         "fp8kit_gemm on the legacy default stream",
+                                         "bare cudaLaunchKernel on the legacy default stream"};
 static void (*const case_fn[C_COUNT])(bench *) = {run_fp8kit, run_cuda_launch, run_cu_launch, run_fp8kit_flip,
-                                                   run_encode};
+                                                   run_encode, run_fp8kit_nolaunch, run_validate,
+                                                   run_fp8kit_legacy, run_cuda_launch_legacy};
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -236,14 +268,14 @@ int main(int argc, char **argv)
     for (int c = 0; c < C_COUNT; c++)
         for (int i = 0; i < batch; i++)
             case_fn[c](&b);
-    CK(cudaStreamSynchronize(b.stream));
+    CK(cudaDeviceSynchronize());
     for (int r = 0; r < rounds; r++)
         for (int c = 0; c < C_COUNT; c++) {
             double t0 = now_us();
             for (int i = 0; i < batch; i++)
                 case_fn[c](&b);
             t[c * rounds + r] = (now_us() - t0) / batch;
-            CK(cudaStreamSynchronize(b.stream));
+            CK(cudaDeviceSynchronize());
         }
     double med[C_COUNT], lo[C_COUNT];
     for (int c = 0; c < C_COUNT; c++) {
@@ -268,7 +300,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_launch: cannot open %s\n", json);
             return 1;
         }
-        const int peer_of[C_COUNT] = {C_BARE_DRV, C_BARE_DRV, C_BARE_DRV, C_BARE_DRV, C_BARE_DRV};
+        int peer_of[C_COUNT];
+        for (int c = 0; c < C_COUNT; c++)
+            peer_of[c] = C_BARE_DRV;
+        peer_of[C_LEGACY] = C_BARE_LEGACY;
         for (int c = 0; c < C_COUNT; c++) {
             if (c == C_BARE_DRV)
                 continue;

@@ -107,6 +107,7 @@ typedef struct fk_plan_cache {
     pthread_mutex_t lock;
     fk_plan **slots; /* cap entries, NULL = empty */
     int64_t cap, count;
+    uint64_t id; /* unique in the process (never 0): keys each thread's last-plan shortcut */
 } fk_plan_cache;
 
 struct fp8kit_ctx {

@@ -1,7 +1,8 @@
 /* plan.c - the per-context GEMM plan cache: an open-addressing hash table of
  * individually allocated plans (pointers stay valid while the table grows),
- * guarded by a mutex. A hit costs one hash, one locked probe, no allocation.
- * Each plan also carries a small lock-free memo for its backend. */
+ * guarded by a mutex. A hit costs one hash, one locked probe, no allocation;
+ * a thread repeating its previous key skips both. Each plan also carries a
+ * small lock-free memo for its backend. */
 #include <stdlib.h>
 #include <string.h>
 #include "core/internal.h"
@@ -19,10 +20,19 @@ static uint64_t fk_hash(const void *p, size_t n)
     return h;
 }
 
+/* Each thread remembers the last plan it got and from which cache: a call
+ * with the same key as that thread's previous call skips the hash and the
+ * lock. Plans are immutable once inserted and live as long as their cache,
+ * and a cache id is never reused, so a stale entry never matches. */
+static uint64_t fk_cache_ids;
+static __thread uint64_t fk_last_id;
+static __thread const fk_plan *fk_last_plan;
+
 void fk_plan_cache_init(fk_plan_cache *pc)
 {
     memset(pc, 0, sizeof *pc);
     pthread_mutex_init(&pc->lock, NULL);
+    pc->id = __atomic_add_fetch(&fk_cache_ids, 1, __ATOMIC_RELAXED);
 }
 
 void fk_plan_cache_free(fk_plan_cache *pc)
@@ -69,13 +79,19 @@ const fk_plan *fk_plan_get(fp8kit_ctx *ctx, const void *key, size_t len, const f
     }
     memset(k, 0, sizeof k);
     memcpy(k, key, len);
-    uint64_t h = fk_hash(k, sizeof k);
     fk_plan_cache *pc = &ctx->plans;
+    if (fk_last_id == pc->id && fk_last_plan && memcmp(fk_last_plan->key, k, sizeof k) == 0) {
+        *st = FP8KIT_OK;
+        return fk_last_plan;
+    }
+    uint64_t h = fk_hash(k, sizeof k);
     pthread_mutex_lock(&pc->lock);
     fk_plan **slot = pc->cap ? fk_probe(pc->slots, pc->cap, h, k, sizeof k) : NULL;
     if (slot && *slot) {
         fk_plan *p = *slot;
         pthread_mutex_unlock(&pc->lock);
+        fk_last_id = pc->id;
+        fk_last_plan = p;
         *st = FP8KIT_OK;
         return p;
     }
@@ -104,6 +120,8 @@ const fk_plan *fk_plan_get(fp8kit_ctx *ctx, const void *key, size_t len, const f
     *fk_probe(pc->slots, pc->cap, h, k, sizeof k) = p;
     pc->count++;
     pthread_mutex_unlock(&pc->lock);
+    fk_last_id = pc->id;
+    fk_last_plan = p;
     return p;
 }
 
