@@ -15,6 +15,11 @@
 #include "cuda/gemm_small.h"
 #include "cuda/launch_rec.h"
 #include "cuda/tma.cuh"
+#include <stdio.h>
+
+extern "C" fp8kit_status fk_cuda_gemm_autotune(fp8kit_ctx *ctx, const fk_gemm_job *job,
+                                               const unsigned char *cands, int count,
+                                               const char *signature, void *config);
 
 /* The plan's config bytes (FK_PLAN_CONFIG_BYTES = 64). */
 struct fk_sm90_config {
@@ -64,6 +69,88 @@ struct fk_device_guard {
 
 static int fk_is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
 static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
+
+/* The plan config of general variant vi for the job (shared-memory limit
+ * raised for the kernel, persistent grid). */
+static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int vi, int group_m,
+                                  fk_sm90_config *cfg)
+{
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    const fk_sm90_variant *v = &fk_sm90_variants[vi];
+    if ((size_t)v->smem_bytes > cs->smem_optin)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda gemm: kernel needs %d bytes of shared memory, device allows %zu",
+                       v->smem_bytes, cs->smem_optin);
+    fk_device_guard g(cs->device);
+    FK_CUDA_CHECK(ctx, g.err);
+    FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)v->fn,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            v->smem_bytes));
+    const int64_t tiles = fk_ceil_div(job->m, FK_GEMM_BM) * fk_ceil_div(job->n, v->bn);
+    if (tiles > INT32_MAX / 2)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: too many output tiles");
+    memset(cfg, 0, sizeof *cfg);
+    cfg->variant = vi;
+    cfg->grid = (int32_t)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
+    cfg->group_m = group_m;
+    cfg->device = cs->device;
+    cfg->no_bulk = fk_env_int("FK_GEMM_BULK", 1) == 0;
+    return FP8KIT_OK;
+}
+
+/* Identifies this build's kernel table in autotune keys, so a cache file
+ * written by another build is not trusted (FNV-1a over the table). */
+static const char *fk_sm90_signature(void)
+{
+    static char sig[32];
+    if (!sig[0]) {
+        uint64_t h = 1469598103934665603ull;
+        int words[8];
+        for (int i = 0; i < fk_sm90_variant_count; i++) {
+            const fk_sm90_variant *v = &fk_sm90_variants[i];
+            words[0] = v->bn; words[1] = v->promo; words[2] = v->block; words[3] = v->ab;
+            words[4] = v->stages; words[5] = v->smem_bytes; words[6] = i; words[7] = FK_SMALL_TAG;
+            const unsigned char *b = (const unsigned char *)words;
+            for (size_t j = 0; j < sizeof words; j++)
+                h = (h ^ b[j]) * 1099511628211ull;
+        }
+        snprintf(sig, sizeof sig, "sm90-%016llx", (unsigned long long)h);
+    }
+    return sig;
+}
+
+/* Autotune (fp8kit_ctx_set_autotune): candidates are the heuristic's choice
+ * (already in config), the small-M kernel's plan when it took the job, and
+ * every general variant of the job's promotion / block / type class with
+ * L2 groups of 8 and 16 tile rows; gemm_tune.cu keeps the fastest. */
+static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int promo, int block,
+                                  int ab, const unsigned char *small_cfg, void *config)
+{
+    enum { MAXC = 48 };
+    static unsigned char cands[MAXC][FK_PLAN_CONFIG_BYTES]; /* under the plan lock */
+    int n = 0;
+    memcpy(cands[n++], config, FK_PLAN_CONFIG_BYTES);
+    if (small_cfg)
+        memcpy(cands[n++], small_cfg, FK_PLAN_CONFIG_BYTES);
+    for (int vi = 0; vi < fk_sm90_variant_count && n + 2 <= MAXC; vi++) {
+        const fk_sm90_variant *v = &fk_sm90_variants[vi];
+        if (v->promo != promo || v->block != block || v->ab != ab)
+            continue;
+        for (int gm = 8; gm <= 16; gm += 8) {
+            fk_sm90_config cfg;
+            if (fk_sm90_fill(ctx, job, vi, gm, &cfg) != FP8KIT_OK)
+                continue;
+            memset(cands[n], 0, FK_PLAN_CONFIG_BYTES);
+            memcpy(cands[n], &cfg, sizeof cfg);
+            int dup = 0;
+            for (int j = 0; j < n; j++)
+                dup |= memcmp(cands[j], cands[n], FK_PLAN_CONFIG_BYTES) == 0;
+            if (!dup)
+                n++;
+        }
+    }
+    return fk_cuda_gemm_autotune(ctx, job, &cands[0][0], n, fk_sm90_signature(), config);
+}
 
 extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
 {
@@ -123,8 +210,14 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
                        (long long)job->lda, (long long)job->ldb);
     /* ---- small M (decode): gemm_sm90_small.cu takes the job or declines it */
     fp8kit_status small_st;
-    if (fk_small_plan(ctx, job, config, &small_st))
+    unsigned char small_cfg[FK_PLAN_CONFIG_BYTES];
+    memset(small_cfg, 0, sizeof small_cfg);
+    const int small = fk_small_plan(ctx, job, small_cfg, &small_st);
+    if (small && (small_st != FP8KIT_OK || !ctx->tune.mode)) {
+        if (small_st == FP8KIT_OK)
+            memcpy(config, small_cfg, sizeof small_cfg);
         return small_st;
+    }
     /* ---- choose the variant */
     int promo = dd->fast_accum && !block ? 0 : 4;
     promo = fk_env_int("FK_GEMM_PROMO", promo);
@@ -132,18 +225,19 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
     int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
     if (!block && ab == 0 && tiles128 >= cs->sm_count) {
-        /* Wide tiles (192, and 256 with fast accumulation: 2 x 96 resp. 128
-         * accumulators per thread) when every SM has work: the cost model is
-         * waves x (tile width + 32), the 32 standing for the per-tile
-         * epilogue and pipeline fill; ties go to the wider tile. */
-        int64_t best = -1;
+        /* Wide tiles when every SM has work: 192 (2 x 96 accumulators per
+         * thread with promotion), 256 with fast accumulation (128). Cost =
+         * waves x width x per-column weight (H100, 2026-11-22: a 128-wide
+         * tile does ~15% less per column than 192 or 256); ties go wider. */
         static const int cand[3] = {256, 192, 128};
+        static const double weight[3] = {0.98, 1.0, 1.15};
+        double best = -1.0;
         for (int i = 0; i < 3; i++) {
             if (cand[i] == 256 && promo != 0)
                 continue;
-            const int64_t t = tm * fk_ceil_div(job->n, cand[i]);
-            const int64_t cost = fk_ceil_div(t, cs->sm_count) * (cand[i] + 32);
-            if (best < 0 || cost < best) {
+            const int64_t waves = fk_ceil_div(tm * fk_ceil_div(job->n, cand[i]), cs->sm_count);
+            const double cost = (double)waves * cand[i] * weight[i];
+            if (best < 0.0 || cost < best) {
                 best = cost;
                 bn = cand[i];
             }
@@ -157,27 +251,13 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
         vi = fk_find_variant(128, 4, block, ab);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
-    const fk_sm90_variant *v = &fk_sm90_variants[vi];
-    if ((size_t)v->smem_bytes > cs->smem_optin)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda gemm: kernel needs %d bytes of shared memory, device allows %zu",
-                       v->smem_bytes, cs->smem_optin);
-    fk_device_guard g(cs->device);
-    FK_CUDA_CHECK(ctx, g.err);
-    FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)v->fn,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            v->smem_bytes));
-    const int64_t tiles = tm * fk_ceil_div(job->n, v->bn);
-    if (tiles > INT32_MAX / 2)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: too many output tiles");
     fk_sm90_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.variant = vi;
-    cfg.grid = (int32_t)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
-    cfg.group_m = 8;
-    cfg.device = cs->device;
-    cfg.no_bulk = fk_env_int("FK_GEMM_BULK", 1) == 0;
+    fp8kit_status st = fk_sm90_fill(ctx, job, vi, 8, &cfg);
+    if (st != FP8KIT_OK)
+        return st;
     memcpy(config, &cfg, sizeof cfg);
+    if (ctx->tune.mode)
+        return fk_sm90_tune(ctx, job, promo, block, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
 }
 
