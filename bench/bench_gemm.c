@@ -10,6 +10,8 @@
  * against cuBLASLt's CUBLASLT_EPILOGUE_GELU_BIAS, with the overhead over our
  * plain tensor-mode time of the same run.
  * Usage: bench_gemm [--quick] [--reps N] [--json FILE] [--date D] [--commit C]
+ *        [--small | --small-only | --small-sweep]: the M <= 128 section (small-M
+ *        kernel, general kernel, cuBLASLt, copy-bandwidth roofline)
  *        [--shapes MxNxK,...] [--modes tensor,tensor_fast,row,block,bias_gelu] [--tag T]
  * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
 #include <math.h>
@@ -215,11 +217,273 @@ static float bf2f(uint16_t h)
     return f;
 }
 
+/* ------------------------------------------------ small M (decode) section */
+/* Device-to-device copy bandwidth (read + write bytes / time) of 256 MiB,
+ * median of 9 copies: the memory roofline of the decode shapes. */
+static double copy_tbps(bench_env *be)
+{
+    const size_t bytes = 256u << 20;
+    void *dst;
+    CK(cudaMalloc(&dst, bytes));
+    float t[9];
+    CK(cudaMemcpy(dst, be->flush, bytes, cudaMemcpyDeviceToDevice));
+    for (int i = 0; i < 9; i++) {
+        CK(cudaEventRecord(be->e0, 0));
+        CK(cudaMemcpyAsync(dst, be->flush, bytes, cudaMemcpyDeviceToDevice, 0));
+        CK(cudaEventRecord(be->e1, 0));
+        CK(cudaEventSynchronize(be->e1));
+        CK(cudaEventElapsedTime(&t[i], be->e0, be->e1));
+    }
+    qsort(t, 9, sizeof(float), cmp_float);
+    CK(cudaFree(dst));
+    return 2.0 * (double)bytes / (t[4] * 1e-3) / 1e12;
+}
+
+/* Back-to-back timing without an L2 flush: `calls` calls that cycle over
+ * `nrot` copies of B (together > 2x L2, so B always comes from HBM, and no
+ * dirty lines of a flush memset are written back during the call) are
+ * captured in a CUDA graph; median of 9 graph launches / calls. */
+typedef struct rot_arg {
+    fk_call *fc;
+    lt_call *lc;
+    void **bcopy;
+    int nrot;
+} rot_arg;
+
+static int rot_call(rot_arg *ra, int i, cudaStream_t st)
+{
+    void *b = ra->bcopy[i % ra->nrot];
+    if (ra->fc) {
+        ra->fc->args.b.data = b;
+        return fp8kit_gemm(ra->fc->ctx, &ra->fc->desc, &ra->fc->args, st) != FP8KIT_OK;
+    }
+    lt_call *c = ra->lc;
+    return cublasLtMatmul(c->h, c->op, &c->alpha, c->a, c->la, b, c->lb, &c->beta, c->d, c->lc, c->d, c->lc,
+                          &c->algo, c->ws, c->ws_bytes, st) != CUBLAS_STATUS_SUCCESS;
+}
+
+static float graph_time(bench_env *be, cudaStream_t st, rot_arg *ra, int calls)
+{
+    for (int i = 0; i < ra->nrot; i++)
+        if (rot_call(ra, i, st))
+            return -1.0f;
+    CK(cudaStreamSynchronize(st));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+    int bad = 0;
+    for (int i = 0; i < calls; i++)
+        bad |= rot_call(ra, i, st);
+    CK(cudaStreamEndCapture(st, &g));
+    if (bad) {
+        cudaGraphDestroy(g);
+        return -1.0f;
+    }
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    float t[9];
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaGraphLaunch(ge, st));
+    for (int i = 0; i < 9; i++) {
+        CK(cudaEventRecord(be->e0, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(be->e1, st));
+        CK(cudaEventSynchronize(be->e1));
+        CK(cudaEventElapsedTime(&t[i], be->e0, be->e1));
+    }
+    qsort(t, 9, sizeof(float), cmp_float);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    return t[4] / (float)calls;
+}
+
+/* For M <= 128: our small-M kernel (FK_GEMM_SMALL=1), our general kernel
+ * (FK_GEMM_SMALL=0) and cuBLASLt against the memory roofline N x K bytes /
+ * copy bandwidth measured in the same run. Primary timing: back-to-back
+ * calls on rotating B copies in a CUDA graph (graph_time); also the
+ * flush-memset timing of the main table (the memset leaves up to an L2 of
+ * dirty lines whose write-back overlaps the call). --small-sweep adds every
+ * band height / split the planner could pick (FK_SMALL_R / FK_SMALL_SPLIT). */
+static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FILE *jf, const char *date,
+                            const char *commit, int sweep)
+{
+    static const shape sh[] = {{1, 7168, 7168},   {16, 7168, 7168},  {32, 7168, 7168},
+                               {64, 7168, 7168},  {128, 2112, 7168}, {128, 7168, 16384}};
+    const int nsh = (int)(sizeof sh / sizeof sh[0]);
+    const size_t maxa = 128 * 16384, maxb = (size_t)7168 * 16384, maxd = 128 * 7168;
+    const size_t pool_bytes = (size_t)480 << 20;
+    uint8_t *h = malloc(maxb);
+    uint64_t r = 0x2545F4914F6CDD1Dull;
+    for (size_t i = 0; i < maxb; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        h[i] = (uint8_t)(r >> 56) & 0xBF; /* |x| < 2, never NaN */
+    }
+    void *dA, *dB, *dD, *dDl, *dS, *ws, *pool;
+    const size_t ws_bytes = 64u << 20;
+    CK(cudaMalloc(&dA, maxa));
+    CK(cudaMalloc(&dB, maxb));
+    CK(cudaMalloc(&dD, maxd * 2));
+    CK(cudaMalloc(&dDl, maxd * 2));
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&dS, 2 * 8192 * sizeof(float)));
+    CK(cudaMalloc(&pool, pool_bytes));
+    CK(cudaMemcpy(dA, h + 3, maxa, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dB, h, maxb, cudaMemcpyHostToDevice));
+    float hs[16384];
+    for (int i = 0; i < 16384; i++) hs[i] = 1.0f / 32.0f + (float)(i % 7) / 1024.0f;
+    CK(cudaMemcpy(dS, hs, sizeof hs, cudaMemcpyHostToDevice));
+    free(h);
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    const double bw = copy_tbps(be);
+    printf("\nsmall M: device-to-device copy %.3f TB/s (256 MiB, read + write); roofline = N*K bytes / copy.\n"
+           "graph: back-to-back calls on rotating B copies (> 2x L2) in a CUDA graph; flush: as the main table\n", bw);
+    printf("%-7s %-17s %8s %8s %8s %8s %7s %7s %6s | %8s %8s %8s | %s\n", "mode", "M x N x K", "small", "general",
+           "cublasLt", "roofline", "small%", "peer%", "ratio", "small fl", "gen fl", "peer fl", "rel diff");
+    for (int si = 0; si < nsh; si++) {
+        const shape s = sh[si];
+        char shp[64];
+        snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
+        const double roof_us = (double)s.n * (double)s.k / (bw * 1e12) * 1e6;
+        const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
+        const size_t bbytes = (size_t)(s.n * s.k);
+        void *bcopy[32];
+        int nrot = (int)(pool_bytes / bbytes);
+        if (nrot > 32) nrot = 32;
+        for (int i = 0; i < nrot; i++) {
+            bcopy[i] = (uint8_t *)pool + (size_t)i * ((bbytes + 255) / 256 * 256);
+            CK(cudaMemcpy(bcopy[i], dB, bbytes, cudaMemcpyDeviceToDevice));
+        }
+        const int calls = nrot < 20 ? 20 / nrot * nrot + nrot : nrot;
+        for (int mode = MODE_TENSOR; mode <= MODE_ROW; mode++) {
+            if (mode == MODE_TENSOR_FAST)
+                continue;
+            fk_call fc;
+            memset(&fc, 0, sizeof fc);
+            fc.desc.scale_a = fc.desc.scale_b = mode == MODE_ROW ? FP8KIT_SCALE_ROW : FP8KIT_SCALE_TENSOR;
+            fc.args.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, s.m, s.k, s.k);
+            fc.args.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, s.n, s.k, s.k);
+            int64_t na = mode == MODE_ROW ? s.m : 1, nb = mode == MODE_ROW ? s.n : 1;
+            fc.args.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &na);
+            fc.args.scale_b = fp8kit_tensor_make((float *)dS + 8192, FP8KIT_F32, 1, &nb);
+            fc.args.alpha = 1.0f;
+            fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
+            /* [small, general] x [graph, flush]: fresh contexts, the knob is read at plan time */
+            float t[2][2] = {{-1.0f, -1.0f}, {-1.0f, -1.0f}};
+            for (int g = 1; g >= 0; g--) {
+                setenv("FK_GEMM_SMALL", g ? "1" : "0", 1);
+                if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) != FP8KIT_OK) continue;
+                fc.args.b.data = dB;
+                t[1 - g][1] = time_median(be, fk_run, &fc);
+                rot_arg ra = {&fc, NULL, bcopy, nrot};
+                t[1 - g][0] = graph_time(be, st, &ra, calls);
+                fc.args.b.data = dB;
+                if (g) { /* dD: the small kernel's result on dB, for the check */
+                    (void)fk_run(&fc);
+                    CK(cudaDeviceSynchronize());
+                    CK(cudaMemcpy(dDl, dD, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToDevice));
+                }
+                fp8kit_ctx_destroy(fc.ctx);
+            }
+            unsetenv("FK_GEMM_SMALL");
+            CK(cudaMemcpy(dD, dDl, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToDevice));
+            lt_call lc;
+            float peer = -1.0f, peer_fl = -1.0f;
+            if (lt_setup(&lc, mode, s, dA, dB, dDl, (const float *)dS, (const float *)dS + 8192, ws, ws_bytes, NULL) == 0) {
+                peer_fl = time_median(be, lt_run, &lc);
+                rot_arg ra = {NULL, &lc, bcopy, nrot};
+                peer = graph_time(be, st, &ra, calls);
+                CK(cudaStreamSynchronize(st));
+                (void)lt_run(&lc); /* dDl: cuBLASLt's result on dB */
+            }
+            lt_free(&lc);
+            double rel = -1.0;
+            if (t[0][0] > 0 && peer > 0) {
+                uint16_t *x = malloc((size_t)(s.m * s.n) * 2), *y = malloc((size_t)(s.m * s.n) * 2);
+                CK(cudaDeviceSynchronize());
+                CK(cudaMemcpy(x, dD, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(y, dDl, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
+                double num = 0, den = 0;
+                for (int64_t m = 0; m < s.m; m++)
+                    for (int64_t n = 0; n < s.n; n++) {
+                        double u = bf2f(x[m * s.n + n]), v = bf2f(y[n * s.m + m]);
+                        num += (u - v) * (u - v);
+                        den += v * v;
+                    }
+                rel = den > 0 ? sqrt(num / den) : sqrt(num);
+                free(x);
+                free(y);
+            }
+            const double us = t[0][0] * 1e3, gus = t[1][0] * 1e3, pus = peer * 1e3;
+            const double fr = t[0][0] > 0 ? roof_us / us : 0, fp = peer > 0 ? roof_us / pus : 0;
+            const double ratio = t[0][0] > 0 && peer > 0 ? pus / us : 0;
+            printf("%-7s %-17s %8.1f %8.1f %8.1f %8.1f %6.1f%% %6.1f%% %6.3f | %8.1f %8.1f %8.1f | %.2e\n",
+                   mode_name[mode], shp, us, gus, pus, roof_us, 100 * fr, 100 * fp, ratio, t[0][1] * 1e3,
+                   t[1][1] * 1e3, peer_fl * 1e3, rel);
+            fflush(stdout);
+            if (jf)
+                fprintf(jf,
+                        "{\"op\": \"gemm_e4m3_bf16_small_m\", \"case\": \"%s\", \"shape\": \"%s\", \"ours\": %.1f, "
+                        "\"peer\": %.1f, \"peer_name\": \"cublasLt %s (heuristic first algo, 64 MiB workspace)\", "
+                        "\"ratio\": %.3f, \"unit\": \"TFLOP/s\", \"timing\": \"graph of back-to-back calls, %d rotating "
+                        "B copies\", \"ours_us\": %.2f, \"peer_us\": %.2f, \"general_kernel_us\": %.2f, "
+                        "\"copy_tbps\": %.3f, \"roofline_us\": %.2f, \"roofline_frac\": %.3f, "
+                        "\"peer_roofline_frac\": %.3f, \"flush_ours_us\": %.2f, \"flush_general_us\": %.2f, "
+                        "\"flush_peer_us\": %.2f, \"rel_diff_vs_peer\": %.2e, \"device\": \"%s\", \"date\": \"%s\", "
+                        "\"commit\": \"%s\"}\n",
+                        mode_name[mode], shp, t[0][0] > 0 ? flops / us / 1e6 : 0, peer > 0 ? flops / pus / 1e6 : 0,
+                        mode_name[mode], ratio, nrot, us, pus, gus, bw, roof_us, fr, fp, t[0][1] * 1e3,
+                        t[1][1] * 1e3, peer_fl * 1e3, rel, prop->name, date, commit);
+        }
+        if (!sweep)
+            continue;
+        /* (R, split) the planner considers, tensor mode, graph timing */
+        for (int sp = 1; sp <= 4; sp *= 2) {
+            printf("  sweep %s split %d:", shp, sp);
+            for (int rr = 8; rr <= 128; rr += 8) {
+                const int64_t bands = (s.n + rr - 1) / rr;
+                if (bands * sp > 2 * 132 || bands * sp < 64)
+                    continue;
+                char b1[16], b2[16];
+                snprintf(b1, sizeof b1, "%d", rr);
+                snprintf(b2, sizeof b2, "%d", sp);
+                setenv("FK_GEMM_SMALL", "2", 1);
+                setenv("FK_SMALL_R", b1, 1);
+                setenv("FK_SMALL_SPLIT", b2, 1);
+                fk_call fc;
+                memset(&fc, 0, sizeof fc);
+                fc.desc.scale_a = fc.desc.scale_b = FP8KIT_SCALE_TENSOR;
+                fc.args.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, s.m, s.k, s.k);
+                fc.args.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, s.n, s.k, s.k);
+                int64_t one = 1;
+                fc.args.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
+                fc.args.scale_b = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
+                fc.args.alpha = 1.0f;
+                fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
+                float tt = -1.0f;
+                if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK) {
+                    rot_arg ra = {&fc, NULL, bcopy, nrot};
+                    tt = graph_time(be, st, &ra, calls);
+                    fp8kit_ctx_destroy(fc.ctx);
+                }
+                printf(" R%d %.1f", rr, tt * 1e3);
+                unsetenv("FK_GEMM_SMALL");
+                unsetenv("FK_SMALL_R");
+                unsetenv("FK_SMALL_SPLIT");
+            }
+            printf("\n");
+            fflush(stdout);
+        }
+    }
+    CK(cudaStreamDestroy(st));
+    cudaFree(dA); cudaFree(dB); cudaFree(dD); cudaFree(dDl); cudaFree(ws); cudaFree(dS); cudaFree(pool);
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, reps = 30;
     const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT");
     const char *only_shapes = NULL, *only_modes = NULL, *tag = "";
+    int small_m = 0; /* 1: add the small-M section, 2: only it, 3: only it, with the (R, split) sweep */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
@@ -229,6 +493,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) only_shapes = argv[++i];
         else if (!strcmp(argv[i], "--modes") && i + 1 < argc) only_modes = argv[++i];
         else if (!strcmp(argv[i], "--tag") && i + 1 < argc) tag = argv[++i];
+        else if (!strcmp(argv[i], "--small")) small_m = 1;
+        else if (!strcmp(argv[i], "--small-only")) small_m = 2;
+        else if (!strcmp(argv[i], "--small-sweep")) small_m = 3;
     }
     if (!commit) commit = "unknown";
     if (reps < 20) reps = 20;
@@ -305,7 +572,9 @@ int main(int argc, char **argv)
            prop.multiProcessorCount, reps, date, commit);
     printf("%-11s %-20s %10s %10s %7s %9s %9s %s\n", "mode", "M x N x K", "ours us", "cublasLt", "ratio",
            "ours TF/s", "peer TF/s", "rel diff (ours vs cublasLt, bf16)");
-    for (int si = 0; si < nshapes; si++) {
+    if (small_m)
+        small_m_section(&be, &prop, jf, date, commit, small_m == 3);
+    for (int si = 0; si < nshapes && small_m < 2; si++) {
         const shape s = shapes[si];
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
         const int64_t ka = (s.k + 127) / 128;

@@ -1,0 +1,377 @@
+/* test_cuda_gemm_small.c - the small-M (decode) CUDA GEMM path
+ * (src/cuda/gemm_sm90_small.cu) against an fp64 reference from the
+ * dequantized operands (SPEC section 3 bounds) and against the CPU backend:
+ * M = 1..128 including odd values, odd N, K multiples of 16 up to 16384,
+ * every band height class and cluster split (FK_SMALL_R / FK_SMALL_SPLIT),
+ * tensor/row/no scales, every fp8 type pair, alpha, beta*C, column/row bias,
+ * every activation, bf16/f16/f32/e4m3/e5m2 outputs, OUTQ_SCALED with amax,
+ * strided D. Every case runs twice and must give the same bits
+ * (determinism). FK_GEMM_SMALL=2 makes a call fail when the small path
+ * declines, so every case is known to run on it. Exits 77 (skipped) without
+ * a usable CUDA device. FK_TEST_SMALL=1 runs a few small shapes (for
+ * compute-sanitizer). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fp8kit.h"
+#include "format/codec.h"
+#include "test_util.h"
+
+#ifdef FP8KIT_HAVE_CUDA
+#include <cuda_runtime.h>
+
+static fk_rng rng;
+static fp8kit_ctx *cctx;
+
+typedef struct scase {
+    const char *name;
+    int64_t m, n, k;
+    fp8kit_dtype at, bt, dt;
+    fp8kit_scale_mode sa, sb;
+    float alpha, beta;
+    fp8kit_dtype ct;
+    fp8kit_bias_mode bias;
+    fp8kit_dtype biast;
+    fp8kit_activation act;
+    fp8kit_out_quant oq;
+    int fast;
+    int heavy;
+    int64_t ldd_pad;
+    int r, split; /* FK_SMALL_R / FK_SMALL_SPLIT, 0 = planner's choice */
+    double bound; /* 0 = by output dtype */
+} scase;
+
+static void *dmalloc(size_t n)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
+        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
+        exit(1);
+    }
+    return p;
+}
+static void h2d(void *d, const void *h, size_t n) { CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice) == cudaSuccess, "h2d"); }
+static void d2h(void *h, const void *d, size_t n) { CHECK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost) == cudaSuccess, "d2h"); }
+static float rand_val(int heavy) { return (float)(heavy ? fk_rng_heavy(&rng) : fk_rng_normal(&rng)); }
+
+static double load_hp(const void *p, int64_t i, fp8kit_dtype t)
+{
+    if (t == FP8KIT_F32) return ((const float *)p)[i];
+    if (t == FP8KIT_BF16) return fk_bf16_to_f32(((const uint16_t *)p)[i]);
+    return fk_f16_to_f32(((const uint16_t *)p)[i]);
+}
+static void store_hp(void *p, int64_t i, fp8kit_dtype t, float v)
+{
+    if (t == FP8KIT_F32) ((float *)p)[i] = v;
+    else if (t == FP8KIT_BF16) ((uint16_t *)p)[i] = fk_f32_to_bf16(v);
+    else ((uint16_t *)p)[i] = fk_f32_to_f16(v);
+}
+static double out_val(const void *d, int64_t i, fp8kit_dtype t)
+{
+    if (t == FP8KIT_E4M3 || t == FP8KIT_E5M2) return fk_fp8_to_f32(((const uint8_t *)d)[i], t == FP8KIT_E5M2);
+    return load_hp(d, i, t);
+}
+static double act_ref(double y, int act)
+{
+    switch (act) {
+    case FP8KIT_ACT_RELU: return y < 0 ? 0 : y;
+    case FP8KIT_ACT_GELU_TANH: return 0.5 * y * (1.0 + tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
+    case FP8KIT_ACT_GELU_ERF: return 0.5 * y * (1.0 + erf(y * 0.7071067811865476));
+    case FP8KIT_ACT_SILU: return y / (1.0 + exp(-y));
+    default: return y;
+    }
+}
+static float rand_scale(int lo, int hi)
+{
+    return (float)ldexp(1.0 + fk_rng_unif(&rng), lo + (int)(fk_rng_u32(&rng) % (uint32_t)(hi - lo)));
+}
+
+static void set_knob(const char *name, int v)
+{
+    char b[16];
+    if (v) {
+        snprintf(b, sizeof b, "%d", v);
+        setenv(name, b, 1);
+    } else {
+        unsetenv(name);
+    }
+}
+
+static void run_case(const scase *g)
+{
+    const int64_t M = g->m, N = g->n, K = g->k;
+    const int e5a = g->at == FP8KIT_E5M2, e5b = g->bt == FP8KIT_E5M2;
+    uint8_t *A = malloc((size_t)(M * K)), *B = malloc((size_t)(N * K));
+    for (int64_t i = 0; i < M * K; i++) A[i] = fk_f32_to_fp8(rand_val(g->heavy) * (e5a ? 64.0f : 32.0f), e5a);
+    for (int64_t i = 0; i < N * K; i++) B[i] = fk_f32_to_fp8(rand_val(g->heavy) * (e5b ? 64.0f : 32.0f), e5b);
+    int64_t nsa = g->sa == FP8KIT_SCALE_ROW ? M : 1, nsb = g->sb == FP8KIT_SCALE_ROW ? N : 1;
+    float *SA = malloc((size_t)nsa * 4), *SB = malloc((size_t)nsb * 4);
+    for (int64_t i = 0; i < nsa; i++) SA[i] = rand_scale(-9, -5);
+    for (int64_t i = 0; i < nsb; i++) SB[i] = rand_scale(-9, -5);
+    const fp8kit_dtype ct = g->ct ? g->ct : FP8KIT_F32, biast = g->biast ? g->biast : FP8KIT_F32;
+    const size_t hs = fp8kit_dtype_size(ct);
+    void *C = malloc((size_t)(M * N) * 4);
+    for (int64_t i = 0; i < M * N; i++) store_hp(C, i, ct, rand_val(0));
+    const int64_t nb = g->bias == FP8KIT_BIAS_ROW ? M : N;
+    void *BI = malloc((size_t)nb * 4);
+    for (int64_t i = 0; i < nb; i++) store_hp(BI, i, biast, rand_val(0));
+    const float scale_d = 0.25f;
+
+    /* fp64 reference y */
+    double *ref = malloc((size_t)(M * N) * sizeof(double)), *da = malloc((size_t)K * sizeof(double));
+    for (int64_t m = 0; m < M; m++) {
+        const double s = g->sa == FP8KIT_SCALE_TENSOR ? SA[0] : g->sa == FP8KIT_SCALE_ROW ? SA[m] : 1.0;
+        for (int64_t k = 0; k < K; k++) da[k] = fk_fp8_to_f32(A[m * K + k], e5a) * s;
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0.0;
+            const uint8_t *b = B + n * K;
+            for (int64_t k = 0; k < K; k++) acc += da[k] * fk_fp8_to_f32(b[k], e5b);
+            if (g->sb == FP8KIT_SCALE_TENSOR) acc *= SB[0];
+            else if (g->sb == FP8KIT_SCALE_ROW) acc *= SB[n];
+            double y = (double)g->alpha * acc;
+            if (g->beta != 0.0f) y += (double)g->beta * load_hp(C, m * N + n, ct);
+            if (g->bias == FP8KIT_BIAS_COL) y += load_hp(BI, n, biast);
+            if (g->bias == FP8KIT_BIAS_ROW) y += load_hp(BI, m, biast);
+            ref[m * N + n] = act_ref(y, g->act);
+        }
+    }
+
+    const size_t ds = fp8kit_dtype_size(g->dt);
+    const int64_t ldd = N + g->ldd_pad;
+    const size_t dbytes = (size_t)(M * ldd) * ds;
+    void *dA = dmalloc((size_t)(M * K)), *dB = dmalloc((size_t)(N * K));
+    void *dSA = dmalloc((size_t)nsa * 4), *dSB = dmalloc((size_t)nsb * 4);
+    void *dC = dmalloc((size_t)(M * N) * hs), *dBI = dmalloc((size_t)nb * 4), *dD = dmalloc(dbytes);
+    void *dSD = dmalloc(4), *dAM = dmalloc(4);
+    h2d(dA, A, (size_t)(M * K));
+    h2d(dB, B, (size_t)(N * K));
+    h2d(dSA, SA, (size_t)nsa * 4);
+    h2d(dSB, SB, (size_t)nsb * 4);
+    h2d(dC, C, (size_t)(M * N) * hs);
+    h2d(dBI, BI, (size_t)nb * fp8kit_dtype_size(biast));
+    h2d(dSD, &scale_d, 4);
+
+    fp8kit_gemm_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.scale_a = g->sa;
+    desc.scale_b = g->sb;
+    desc.bias = g->bias;
+    desc.act = g->act;
+    desc.out_quant = g->oq;
+    desc.fast_accum = g->fast;
+    int64_t one = 1;
+    fp8kit_gemm_args ga, ca;
+    memset(&ga, 0, sizeof ga);
+    ga.a = fp8kit_tensor_2d(dA, g->at, M, K, K);
+    ga.b = fp8kit_tensor_2d(dB, g->bt, N, K, K);
+    if (g->sa) ga.scale_a = fp8kit_tensor_make(dSA, FP8KIT_F32, 1, g->sa == FP8KIT_SCALE_TENSOR ? &one : &nsa);
+    if (g->sb) ga.scale_b = fp8kit_tensor_make(dSB, FP8KIT_F32, 1, g->sb == FP8KIT_SCALE_TENSOR ? &one : &nsb);
+    ga.alpha = g->alpha;
+    ga.beta = g->beta;
+    if (g->beta != 0.0f) ga.c = fp8kit_tensor_2d(dC, ct, M, N, N);
+    if (g->bias) ga.bias = fp8kit_tensor_make(dBI, biast, 1, &nb);
+    ga.d = fp8kit_tensor_2d(dD, g->dt, M, N, ldd);
+    if (g->oq == FP8KIT_OUTQ_SCALED) {
+        ga.scale_d = fp8kit_tensor_make(dSD, FP8KIT_F32, 1, &one);
+        ga.amax_d = (float *)dAM;
+    }
+    /* a fresh context per case: the knobs are read when the plan is made */
+    fp8kit_ctx *gctx = NULL;
+    CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &gctx), FP8KIT_OK);
+    set_knob("FK_SMALL_R", g->r);
+    set_knob("FK_SMALL_SPLIT", g->split);
+    unsigned char *D = malloc(dbytes), *D2 = malloc(dbytes);
+    float amax = 0.0f, amax2 = -1.0f;
+    for (int rep = 0; rep < 2; rep++) {
+        CHECK(cudaMemset(dD, 0xFF, dbytes) == cudaSuccess, "memset"); /* NaN poison */
+        CHECK(cudaMemset(dAM, 0xFF, 4) == cudaSuccess, "memset");
+        fp8kit_status st = fp8kit_gemm(gctx, &desc, &ga, NULL);
+        CHECK(st == FP8KIT_OK, "%s: fp8kit_gemm (cuda) returned %s: %s", g->name, fp8kit_status_string(st),
+              fp8kit_last_error(gctx));
+        cudaError_t ce = cudaDeviceSynchronize();
+        CHECK(ce == cudaSuccess, "%s: kernel failed: %s", g->name, cudaGetErrorString(ce));
+        if (ce != cudaSuccess) exit(1); /* the context is unusable */
+        d2h(rep ? D2 : D, dD, dbytes);
+        d2h(rep ? &amax2 : &amax, dAM, 4);
+    }
+    set_knob("FK_SMALL_R", 0);
+    set_knob("FK_SMALL_SPLIT", 0);
+    fp8kit_ctx_destroy(gctx);
+    CHECK(memcmp(D, D2, dbytes) == 0 && memcmp(&amax, &amax2, 4) == 0, "%s: two runs differ (not deterministic)",
+          g->name);
+
+    /* the CPU backend on the same inputs */
+    unsigned char *Dc = malloc(dbytes);
+    memset(Dc, 0xFF, dbytes);
+    float amax_c = -1.0f, sd_host = scale_d;
+    ca = ga;
+    ca.a.data = A; ca.b.data = B; ca.scale_a.data = g->sa ? SA : NULL; ca.scale_b.data = g->sb ? SB : NULL;
+    ca.c.data = g->beta != 0.0f ? C : NULL; ca.bias.data = g->bias ? BI : NULL; ca.d.data = Dc;
+    if (g->oq == FP8KIT_OUTQ_SCALED) { ca.scale_d.data = &sd_host; ca.amax_d = &amax_c; }
+    fp8kit_status cst = fp8kit_gemm(cctx, &desc, &ca, NULL);
+    CHECK(cst == FP8KIT_OK, "%s: fp8kit_gemm (cpu) returned %s: %s", g->name, fp8kit_status_string(cst),
+          fp8kit_last_error(cctx));
+
+    const int fp8out = g->dt == FP8KIT_E4M3 || g->dt == FP8KIT_E5M2;
+    const double oscale = g->oq == FP8KIT_OUTQ_SCALED ? scale_d : 1.0;
+    double bound = g->bound;
+    if (bound == 0.0)
+        bound = g->dt == FP8KIT_F32 ? 1e-5 : g->dt == FP8KIT_BF16 ? 4e-3 : g->dt == FP8KIT_F16 ? 1e-3
+              : g->dt == FP8KIT_E4M3 ? 0.05 : 0.09;
+    double num = 0, den = 0, numc = 0, ref_amax = 0, ref_rms = 0;
+    for (int64_t i = 0; i < M * N; i++) ref_rms += ref[i] * ref[i];
+    ref_rms = sqrt(ref_rms / (double)(M * N));
+    long bad = 0, nan_bad = 0, pad_bad = 0, fp8_far = 0;
+    const double el = g->dt == FP8KIT_E5M2 ? 0.13 : g->dt == FP8KIT_E4M3 ? 0.07 : 0.02;
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t n = 0; n < N; n++) {
+            const double r = ref[m * N + n];
+            const double v = out_val(D, m * ldd + n, g->dt) * oscale, vc = out_val(Dc, m * ldd + n, g->dt) * oscale;
+            if (fabs(r) > ref_amax) ref_amax = fabs(r);
+            if (isnan(v) && !isnan(r)) {
+                if (nan_bad++ < 3) fprintf(stderr, "  %s: NaN at (%lld, %lld)\n", g->name, (long long)m, (long long)n);
+                continue;
+            }
+            num += (v - r) * (v - r);
+            den += r * r;
+            numc += (v - vc) * (v - vc);
+            if (fabs(v - r) > el * fmax(fabs(r), ref_rms) + 1e-30 && bad++ < 3)
+                fprintf(stderr, "  %s: (%lld, %lld) = %g, ref %g\n", g->name, (long long)m, (long long)n, v, r);
+            if (fp8out && fabs(r) > 1e-2 * ref_rms) {
+                const uint8_t q = D[m * ldd + n], qc = Dc[m * ldd + n];
+                const int dq = (q & 0x80) == (qc & 0x80) ? abs((q & 0x7F) - (qc & 0x7F)) : (q & 0x7F) + (qc & 0x7F);
+                if (dq > 1 && fp8_far++ < 3)
+                    fprintf(stderr, "  %s: fp8 code %02x vs cpu %02x at (%lld, %lld)\n", g->name, q, qc, (long long)m,
+                            (long long)n);
+            }
+        }
+        for (int64_t n = N; n < ldd; n++)
+            for (size_t b = 0; b < ds; b++) pad_bad += D[(size_t)(m * ldd + n) * ds + b] != 0xFF;
+    }
+    const double rel = den > 0 ? sqrt(num / den) : sqrt(num), relc = den > 0 ? sqrt(numc / den) : sqrt(numc);
+    printf("  %-30s %4lldx%5lldx%5lld R %3d split %d  rel %.3e (vs cpu %.3e) bound %.0e\n", g->name, (long long)M,
+           (long long)N, (long long)K, g->r, g->split, rel, relc, bound);
+    CHECK(rel <= bound, "%s: rel error %.3e > %.1e", g->name, rel, bound);
+    CHECK(relc <= 2 * bound, "%s: differs from the CPU backend by %.3e", g->name, relc);
+    CHECK(nan_bad == 0, "%s: %ld NaN outputs", g->name, nan_bad);
+    CHECK(bad == 0, "%s: %ld elements far from the reference", g->name, bad);
+    CHECK(pad_bad == 0, "%s: %ld bytes written in D's row padding", g->name, pad_bad);
+    CHECK(fp8_far == 0, "%s: %ld fp8 codes more than one step from the CPU's", g->name, fp8_far);
+    if (g->oq == FP8KIT_OUTQ_SCALED) {
+        CHECK(fabs(amax - ref_amax) <= 1e-3 * ref_amax, "%s: amax %g, ref %g", g->name, amax, ref_amax);
+        CHECK(fabs(amax - amax_c) <= 1e-3 * ref_amax, "%s: amax %g, cpu %g", g->name, amax, amax_c);
+    }
+    free(A); free(B); free(SA); free(SB); free(C); free(BI); free(ref); free(da); free(D); free(D2); free(Dc);
+    cudaFree(dA); cudaFree(dB); cudaFree(dSA); cudaFree(dSB); cudaFree(dC); cudaFree(dBI); cudaFree(dD);
+    cudaFree(dSD); cudaFree(dAM);
+}
+
+static scase base(const char *name, int64_t m, int64_t n, int64_t k)
+{
+    scase g;
+    memset(&g, 0, sizeof g);
+    g.name = name; g.m = m; g.n = n; g.k = k;
+    g.at = g.bt = FP8KIT_E4M3;
+    g.dt = FP8KIT_BF16;
+    g.sa = g.sb = FP8KIT_SCALE_TENSOR;
+    g.alpha = 1.0f;
+    return g;
+}
+
+/* fp32 output: fast_accum opts in (precise fp32 is refused by the plan);
+ * this path still promotes every 128 of K: the tensor-core floor bound of
+ * test_cuda_gemm.c. */
+static void f32(scase *g)
+{
+    g->dt = FP8KIT_F32;
+    g->fast = 1;
+    g->bound = 5e-4;
+}
+#endif
+
+int main(void)
+{
+#ifndef FP8KIT_HAVE_CUDA
+    printf("test_cuda_gemm_small: built without CUDA, skipped\n");
+    return FK_TEST_SKIP;
+#else
+    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
+        printf("test_cuda_gemm_small: no usable CUDA device, skipped\n");
+        return FK_TEST_SKIP;
+    }
+    rng = fk_rng_seeded("test_cuda_gemm_small");
+    setenv("FK_GEMM_SMALL", "2", 1); /* the small path or an error */
+    CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
+    if (!cctx)
+        return fk_test_summary("test_cuda_gemm_small");
+    const int small = getenv("FK_TEST_SMALL") != NULL;
+    scase g;
+
+    g = base("M=1 bf16", 1, 1000, 512); run_case(&g);
+    g = base("split 2 R 64 row bias", 37, 333, 1024); g.r = 64; g.split = 2;
+    g.sa = g.sb = FP8KIT_SCALE_ROW; g.bias = FP8KIT_BIAS_COL; run_case(&g);
+    g = base("split 4 R 128 fp8 scaled", 100, 300, 2048); g.r = 128; g.split = 4;
+    g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_SCALED; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+    if (small) {
+        fp8kit_ctx_destroy(cctx);
+        return fk_test_summary("test_cuda_gemm_small");
+    }
+
+    /* every M class, odd M and N, planner's choice */
+    static const int64_t ms[] = {1, 2, 3, 7, 8, 16, 17, 31, 32, 33, 47, 63, 64, 65, 96, 100, 127, 128};
+    static char names[18][32];
+    for (int i = 0; i < 18; i++) {
+        snprintf(names[i], sizeof names[i], "M=%lld", (long long)ms[i]);
+        g = base(names[i], ms[i], 1111 + 2 * i, 272 + 64 * (i % 5));
+        if (i % 3 == 1) g.sa = FP8KIT_SCALE_ROW;
+        if (i % 3 == 2) g.sb = FP8KIT_SCALE_ROW;
+        run_case(&g);
+    }
+    /* band heights and splits: W = 1 and 2, R not a multiple of 64, edges */
+    static const int rs[][2] = {{8, 1}, {16, 2}, {56, 1}, {64, 4}, {72, 2}, {112, 2}, {120, 1}, {128, 4}, {40, 4}};
+    static char rnames[9][32];
+    for (int i = 0; i < 9; i++) {
+        snprintf(rnames[i], sizeof rnames[i], "R %d split %d", rs[i][0], rs[i][1]);
+        g = base(rnames[i], i % 2 ? 128 : 61, 1000 + 7 * i, 1024 + 16 * i);
+        g.r = rs[i][0]; g.split = rs[i][1];
+        run_case(&g);
+    }
+    /* epilogue options */
+    g = base("f16 alpha beta C bf16", 50, 777, 640); g.dt = FP8KIT_F16; g.alpha = 0.75f; g.beta = 0.5f;
+    g.ct = FP8KIT_BF16; g.split = 2; run_case(&g);
+    g = base("beta C f32 row bias f16", 128, 555, 512); g.beta = -1.0f; g.ct = FP8KIT_F32;
+    g.bias = FP8KIT_BIAS_ROW; g.biast = FP8KIT_F16; run_case(&g);
+    g = base("col bias bf16 relu", 20, 999, 768); g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16;
+    g.act = FP8KIT_ACT_RELU; run_case(&g);
+    g = base("gelu_tanh row scales", 64, 1001, 1024); g.act = FP8KIT_ACT_GELU_TANH;
+    g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+    g = base("gelu_erf f16 C", 9, 1203, 384); g.act = FP8KIT_ACT_GELU_ERF; g.beta = 0.25f; g.ct = FP8KIT_F16;
+    run_case(&g);
+    g = base("silu no scales", 33, 800, 256); g.act = FP8KIT_ACT_SILU; g.sa = g.sb = FP8KIT_SCALE_NONE; run_case(&g);
+    g = base("f32 out strided D", 77, 531, 1536); f32(&g); g.ldd_pad = 12; g.sa = FP8KIT_SCALE_ROW; run_case(&g);
+    g = base("f32 out heavy split 4", 128, 640, 2048); f32(&g); g.heavy = 1; g.split = 4; run_case(&g);
+    g = base("e4m3 out plain", 16, 1024, 512); g.dt = FP8KIT_E4M3; run_case(&g);
+    g = base("e5m2 out scaled silu", 90, 700, 768); g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_SCALED;
+    g.act = FP8KIT_ACT_SILU; g.bias = FP8KIT_BIAS_ROW; g.split = 2; run_case(&g);
+    g = base("e4m3 out scaled relu", 3, 2000, 1024); g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_SCALED;
+    g.act = FP8KIT_ACT_RELU; g.bias = FP8KIT_BIAS_COL; run_case(&g);
+    g = base("strided bf16 fast", 127, 301, 448); g.ldd_pad = 8; g.fast = 1; run_case(&g);
+    /* fp8 type pairs */
+    const fp8kit_dtype types[2] = {FP8KIT_E4M3, FP8KIT_E5M2};
+    static char tnames[4][40];
+    for (int i = 0; i < 4; i++) {
+        snprintf(tnames[i], sizeof tnames[i], "%s x %s f32", fp8kit_dtype_name(types[i >> 1]),
+                 fp8kit_dtype_name(types[i & 1]));
+        g = base(tnames[i], 24 + 30 * i, 513, 256 + 16 * i);
+        g.at = types[i >> 1]; g.bt = types[i & 1]; f32(&g); g.split = i & 1 ? 2 : 1; run_case(&g);
+    }
+    /* long K, and the decode shapes of the benchmark with the planner's choice */
+    g = base("f32 K=16384", 128, 264, 16384); f32(&g); run_case(&g);
+    g = base("bf16 K=16384 M=5", 5, 2000, 16384); run_case(&g);
+    g = base("decode 64x7168x7168", 64, 7168, 7168); run_case(&g);
+    g = base("decode 128x2112x7168", 128, 2112, 7168); run_case(&g);
+    g = base("decode 1x7168x7168 row", 1, 7168, 7168); g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+    fp8kit_ctx_destroy(cctx);
+    return fk_test_summary("test_cuda_gemm_small");
+#endif
+}
