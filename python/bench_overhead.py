@@ -71,6 +71,16 @@ def breakdown(qa, b, sa, sbt, bias):
     noargs = lib.fp8kit_plan_cache_size
     bf16 = torch.bfloat16
     shape = tuple(d.shape)
+    M, N = shape
+    # the same symbol without argtypes: every argument already a ctypes object
+    bare = ctypes.CDLL(fp8kit.library_path()).fp8kit_gemm
+    bare.restype = ctypes.c_int
+    hv = ctypes.c_void_p(h)
+    side = torch.cuda.Stream()
+    side_h = side.cuda_stream
+    tmpl = torch.empty((), dtype=bf16, device=dev).expand(shape)  # empty_like template without storage
+    one = torch.empty((1,), dtype=bf16, device=dev)
+    out = torch.empty(shape, dtype=bf16, device=dev)
     sig = (lambda t: (t.dtype, t.shape, t.stride(), t.device))
     # a dispatcher op registered with the low-level torch.library.Library API (no autograd / custom_op
     # wrappers) around the same raw call: what such a registration would cost
@@ -90,15 +100,23 @@ def breakdown(qa, b, sa, sbt, bias):
         ("torch.empty(shape, dtype, device=torch.device)", lambda: torch.empty(shape, dtype=bf16, device=dev)),
         ("torch.empty(shape, dtype, device='cuda')", lambda: torch.empty(shape, dtype=bf16, device="cuda")),
         ("qa.new_empty(shape, dtype)", lambda: qa.new_empty(shape, dtype=bf16)),
+        ("torch.empty(M, N, dtype, device)", lambda: torch.empty(M, N, dtype=bf16, device=dev)),
+        ("torch.empty_like(expanded template)", lambda: torch.empty_like(tmpl)),
+        ("one.new_empty(shape) (dtype, device from one)", lambda: one.new_empty(shape)),
+        ("torch.empty_strided(shape, strides, dtype, device)",
+         lambda: torch.empty_strided(shape, (N, 1), dtype=bf16, device=dev)),
         ("torch._C._cuda_getCurrentRawStream(i)", lambda: torch._C._cuda_getCurrentRawStream(dev.index)),
         ("torch.cuda.current_stream().cuda_stream", lambda: torch.cuda.current_stream().cuda_stream),
         ("torch.compiler.is_compiling()", torch.compiler.is_compiling),
         ("ctypes: fp8kit_plan_cache_size(ctx)", lambda: noargs(h)),
         ("ctypes: fp8kit_gemm, prepared structs (C + launch)", lambda: fn(h, pd, pa, stream)),
         ("ctypes PyDLL: fp8kit_gemm, prepared structs", lambda: pfn(h, pd, pa, stream)),
+        ("ctypes, no argtypes: fp8kit_gemm, prepared structs", lambda: bare(hv, pd, pa, ctypes.c_void_p(stream))),
+        ("ctypes: fp8kit_gemm, prepared structs, on a torch side stream", lambda: fn(h, pd, pa, side_h)),
+        ("fp8kit.scaled_mm (raw, out=)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16, out=out)),
         ("fp8kit.scaled_mm (raw)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
         ("Library-registered op around the raw call", lambda: lowop(qa, b, sa, sbt)),
-        ("torch.ops.fp8kit.scaled_mm.default (custom op, no wrapper)",
+        ("torch.ops.fp8kit.scaled_mm.default (op, no Python wrapper)",
          lambda: torch.ops.fp8kit.scaled_mm.default(qa, b, sa, sbt, None, "bfloat16", "", 1.0, 0.0, None, False,
                                                     "", "", False)),
         ("fp8kit.scaled_mm (raw, bias)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, bias=bias, out_dtype=bf16)),
@@ -137,7 +155,7 @@ def main():
     bf16 = torch.bfloat16
     forms = [
         ("fp8kit.scaled_mm (raw)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
-        ("torch.ops.fp8kit.scaled_mm (custom op)", lambda: torch_ops.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
+        ("torch.ops.fp8kit.scaled_mm (torch op)", lambda: torch_ops.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
         ("torch._scaled_mm", lambda: torch._scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
     ]
     res = interleaved_us(forms)

@@ -3,7 +3,8 @@ Python files so an installed package finds it (discovery step 2).
 
 Where the library comes from, in order:
   1. $FP8KIT_LIBRARY (a file),
-  2. the newest libfp8kit.so under ../build*/ of this repository,
+  2. the newest libfp8kit.so under ../build*/ of this repository (sanitizer
+     builds skipped),
   3. a fresh CMake build into ../build-python (library only; CUDA if nvcc is
      found, FP8KIT_CUDA=OFF to skip) - set FP8KIT_NO_BUILD=1 to skip this.
 When none works the package installs without it and finds the library at run
@@ -28,10 +29,20 @@ def _say(msg):
     print("fp8kit setup: " + msg, file=sys.stderr)
 
 
+def _loadable_build(build_dir):
+    """fp8kit/_builds.py's rule (sanitizer builds are skipped), loaded without
+    importing the package (which needs numpy)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_fp8kit_builds", os.path.join(HERE, "fp8kit", "_builds.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.loadable_build(build_dir)
+
+
 def _existing_build():
     libs = []
     for p in glob.glob(os.path.join(REPO, "build*", "libfp8kit.so*")):
-        if os.path.isfile(p):
+        if os.path.isfile(p) and _loadable_build(os.path.dirname(p)):
             libs.append((os.path.getmtime(os.path.realpath(p)), p))
     return max(libs)[1] if libs else None
 

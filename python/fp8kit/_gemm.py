@@ -360,19 +360,22 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     """scaled_mm without the torch.compile routing (the custom op's body)."""
     tkey = None
     TT = _TT
-    if not options and type(a) is TT and type(b) is TT and type(scale_a) is TT and type(scale_b) is TT:
-        # plain torch tensors, no options: the flat signature key of _tplans (the
-        # same facts _torch_sig reads, the type being fixed by the checks above)
-        if bias is None:
-            kb = None
-        elif type(bias) is TT:
-            kb = (bias.dtype, bias.shape, bias.stride(), bias.device)
-        else:
-            kb = False
+    if type(a) is TT and type(b) is TT and type(scale_a) is TT and type(scale_b) is TT:
+        # plain torch tensors, no options but out=: the flat signature key of _tplans
+        # (the same facts _torch_sig reads, the types being fixed by the checks here)
+        kb = ko = out = None
+        if bias is not None:
+            kb = (bias.dtype, bias.shape, bias.stride(), bias.device) if type(bias) is TT else False
+        if options:
+            out = options.get("out")
+            if len(options) == 1 and type(out) is TT:
+                ko = (out.dtype, out.shape, out.stride(), out.device)
+            else:
+                kb = False
         if kb is not False:
             tkey = (a.dtype, a.shape, a.stride(), a.device, b.dtype, b.shape, b.stride(), b.device,
                     scale_a.dtype, scale_a.shape, scale_a.stride(), scale_a.device,
-                    scale_b.dtype, scale_b.shape, scale_b.stride(), scale_b.device, kb, out_dtype)
+                    scale_b.dtype, scale_b.shape, scale_b.stride(), scale_b.device, kb, ko, out_dtype)
             try:
                 hot = _tplans.get(tkey)
             except TypeError:  # an unhashable out_dtype: the general path reports it
@@ -390,7 +393,7 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
                 words[30] = dp(scale_b)
                 if bias is not None:
                     words[51] = dp(bias)
-                d = _empty(d_shape, dtype=tdtype, device=tdevice)
+                d = _empty(d_shape, dtype=tdtype, device=tdevice) if out is None else out
                 words[61] = dp(d)
                 st = fn(handle, desc_ref, buf[1], None if sidx is None else _raw_stream(sidx))
                 if st:
@@ -410,7 +413,7 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     if plan is None:
         return _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey)
     if tkey is not None:
-        _register_hot(tkey, plan)
+        _register_hot(tkey, plan, bool(options))
     # the hot path: every check passed when the plan was made for these signatures
     buf = plan.bufs.get(_get_ident())
     if buf is None:
@@ -517,7 +520,7 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None
                 _plans.clear()
             _plans[key] = plan
         if tkey is not None:
-            _register_hot(tkey, plan)
+            _register_hot(tkey, plan, bool(options))
     # this call: the pointers straight from the views
     args = GemmArgs.from_buffer_copy(plan.raw)
     words = _Words.from_buffer(args)
@@ -532,11 +535,11 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None
     return _launch(plan, words, _byref(args), d, o["stream"])
 
 
-def _register_hot(tkey, plan):
+def _register_hot(tkey, plan, has_out):
     """Keeps plan under run's flat torch key when run's inlined hot path can
-    do all of its work: no second output, workspace, C, scale_d or out=, both
-    scales, a torch output."""
-    if not (plan.simple and plan.t_out is not None and not plan.has_out and plan.use_sa and plan.use_sb
+    do all of its work: no second output, workspace, C or scale_d, both
+    scales, a torch output (given as out= when has_out)."""
+    if not (plan.simple and plan.t_out is not None and plan.has_out == has_out and plan.use_sa and plan.use_sb
             and not plan.use_c and not plan.scaled):
         return
     hot = (plan, plan.fn, plan.handle, plan.desc_ref, plan.bufs, plan.d_shape) + plan.t_out + \

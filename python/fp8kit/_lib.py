@@ -18,6 +18,8 @@ import os
 import sys
 import threading
 
+from ._builds import loadable_build
+
 # ------------------------------------------------------------------ enums
 
 
@@ -197,6 +199,8 @@ def candidate_paths():
     if os.path.isfile(os.path.join(repo, "include", "fp8kit.h")):
         builds = []
         for d in glob.glob(os.path.join(repo, "build*")):
+            if not loadable_build(d):
+                continue
             for lib in _libs_in(d):
                 try:
                     builds.append((os.path.getmtime(lib), lib))

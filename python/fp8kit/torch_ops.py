@@ -1,20 +1,20 @@
-"""torch_ops.py - fp8kit as torch custom operators (torch.ops.fp8kit.*), with
-fake (meta) implementations so torch.compile / torch.export trace through
-them. Importing this module registers the ops (needs torch >= 2.4 for
-torch.library.custom_op). The ops run the same code as the raw path
-(fp8kit.quantize / fp8kit.scaled_mm); the custom-op layer adds torch's
-dispatcher overhead in eager mode, so eager code that wants the lowest
-overhead calls fp8kit.scaled_mm directly (it routes here by itself while
-torch.compile is tracing).
+"""torch_ops.py - fp8kit as torch operators (torch.ops.fp8kit.*), with fake
+(meta) implementations so torch.compile / torch.export trace through them.
+Importing this module registers the ops: defined with the low-level
+torch.library.Library API (schema + one Python kernel for the CPU and CUDA
+keys) and torch.library.register_fake (torch >= 2.4). That registration adds
+only torch's dispatcher to the raw path in eager mode (torch.library.custom_op
+wraps the kernel in Python autograd and checking layers that cost ~30 us
+more per call on our H100 host; the ops are not differentiable: the inputs
+are fp8 codes). Eager code that wants the lowest overhead calls
+fp8kit.scaled_mm directly (it routes here by itself while torch.compile is
+tracing).
 
 Options that are enums in C are strings here ('' = the default / inferred).
 Written against torch's documented torch.library API; checked with
 torch.library.opcheck on the device (tests/test_torch_device.py).
 """
-from typing import Optional, Tuple
-
 import torch
-from torch import Tensor
 
 from . import _gemm, _quant
 from ._arrays import dtype_of_name
@@ -45,13 +45,19 @@ def _modes(s):
     return tuple(s.split(",")) if "," in s else _opt(s)
 
 
-@torch.library.custom_op("fp8kit::quantize", mutates_args=())
-def _quantize_op(x: Tensor, scheme: str, dtype: str, axis: int, rounding: str, pow2: bool,
-                 scale_layout: str) -> Tuple[Tensor, Tensor]:
+_LIB = torch.library.Library("fp8kit", "DEF")  # kept alive: the registrations live as long as it
+_LIB.define("quantize(Tensor x, str scheme, str dtype, int axis, str rounding, bool pow2, str scale_layout)"
+            " -> (Tensor, Tensor)")
+_LIB.define("dequantize(Tensor q, Tensor scale, str scheme, int axis, str scale_layout, str out_dtype) -> Tensor")
+_LIB.define("scaled_mm(Tensor a, Tensor b, Tensor? scale_a, Tensor? scale_b, Tensor? bias, str out_dtype, "
+            "str activation, float alpha, float beta, Tensor? c, bool use_fast_accum, str scale_mode, "
+            "str scale_layout, bool bias_per_row) -> Tensor")
+
+
+def _quantize_op(x, scheme, dtype, axis, rounding, pow2, scale_layout):
     return _quant.quantize(x, scheme, dtype, axis, rounding, pow2, scale_layout)
 
 
-@_quantize_op.register_fake
 def _quantize_fake(x, scheme, dtype, axis, rounding, pow2, scale_layout):
     desc = _quant.make_quant_desc(scheme, dtype, axis, rounding, pow2, scale_layout)
     qshape, sshape, sdt = _quant.quant_shapes(tuple(x.shape), desc)
@@ -59,12 +65,10 @@ def _quantize_fake(x, scheme, dtype, axis, rounding, pow2, scale_layout):
             x.new_empty(sshape, dtype=torch_dtype(sdt)))
 
 
-@torch.library.custom_op("fp8kit::dequantize", mutates_args=())
-def _dequantize_op(q: Tensor, scale: Tensor, scheme: str, axis: int, scale_layout: str, out_dtype: str) -> Tensor:
+def _dequantize_op(q, scale, scheme, axis, scale_layout, out_dtype):
     return _quant.dequantize(q, scale, scheme, axis, scale_layout, out_dtype)
 
 
-@_dequantize_op.register_fake
 def _dequantize_fake(q, scale, scheme, axis, scale_layout, out_dtype):
     shape = tuple(q.shape)
     if _quant.SCHEMES[scheme.lower()] == _quant.Scheme.MX and axis == -2:
@@ -77,11 +81,8 @@ _OUT_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": 
                "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 
 
-@torch.library.custom_op("fp8kit::scaled_mm", mutates_args=())
-def _scaled_mm_op(a: Tensor, b: Tensor, scale_a: Optional[Tensor], scale_b: Optional[Tensor],
-                  bias: Optional[Tensor], out_dtype: str, activation: str, alpha: float, beta: float,
-                  c: Optional[Tensor], use_fast_accum: bool, scale_mode: str, scale_layout: str,
-                  bias_per_row: bool) -> Tensor:
+def _scaled_mm_op(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, beta, c, use_fast_accum,
+                  scale_mode, scale_layout, bias_per_row):
     # _gemm.run: the raw path without the torch.compile routing of _gemm.scaled_mm; only options that
     # differ from their defaults are passed, so the common call takes run's plain-tensor hot path
     opts = {}
@@ -102,11 +103,18 @@ def _scaled_mm_op(a: Tensor, b: Tensor, scale_a: Optional[Tensor], scale_b: Opti
     return _gemm.run(a, b, scale_a, scale_b, bias, _OUT_DTYPES.get(out_dtype, out_dtype or None), opts)
 
 
-@_scaled_mm_op.register_fake
 def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, beta, c, use_fast_accum,
                     scale_mode, scale_layout, bias_per_row):
     dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
     return a.new_empty((a.shape[0], b.shape[1]), dtype=torch_dtype(dt))
+
+
+for _name, _kernel, _fake in (("quantize", _quantize_op, _quantize_fake),
+                              ("dequantize", _dequantize_op, _dequantize_fake),
+                              ("scaled_mm", _scaled_mm_op, _scaled_mm_fake)):
+    for _key in ("CPU", "CUDA"):
+        _LIB.impl(_name, _kernel, _key)
+    torch.library.register_fake("fp8kit::" + _name, _fake, lib=_LIB)
 
 
 def quantize(x, scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", pow2=False, scale_layout="plain"):

@@ -155,3 +155,14 @@ def test_library_discovery_env(monkeypatch, tmp_path):
     real = _lib.library_path()
     monkeypatch.setenv("FP8KIT_LIBRARY", str(__import__("os").path.dirname(real)))
     assert any(p.startswith(__import__("os").path.dirname(real)) for p in _lib.candidate_paths()[:3])
+
+
+def test_sanitizer_builds_are_not_candidates(tmp_path):
+    from fp8kit._builds import loadable_build
+    (tmp_path / "asan").mkdir()
+    (tmp_path / "asan" / "CMakeCache.txt").write_text("FP8KIT_CUDA:STRING=OFF\nFP8KIT_SANITIZE:BOOL=ON\n")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "CMakeCache.txt").write_text("FP8KIT_SANITIZE:BOOL=OFF\n")
+    assert not loadable_build(str(tmp_path / "asan"))
+    assert loadable_build(str(tmp_path / "plain"))
+    assert loadable_build(str(tmp_path / "none"))  # no cache file: nothing says it is sanitized

@@ -216,6 +216,12 @@ def test_hot_path_keeps_checks():
     for _ in range(3):
         d = fp8kit.scaled_mm(a0, qw.t(), sa, sw.t())
     assert _same(d, fp8kit.scaled_mm(a0.contiguous(), qw.t(), sa, sw.t()))
+    out = torch.full_like(d, 7.0)
+    for _ in range(3):  # out=: its own hot plan, writes in place
+        r = fp8kit.scaled_mm(a0, qw.t(), sa, sw.t(), out=out)
+        assert r is out and _same(out, d)
+    with pytest.raises(fp8kit.FP8KitError):  # another out signature: checked again
+        fp8kit.scaled_mm(a0, qw.t(), sa, sw.t(), out=out.float())
     with pytest.raises(fp8kit.MisalignedError) as ei:
         fp8kit.scaled_mm(a1, qw.t(), sa, sw.t())
     assert "aligned" in ei.value.message
