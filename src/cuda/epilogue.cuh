@@ -215,19 +215,49 @@ static __device__ __forceinline__ void fk_epi_tab_write(const fk_gemm_params &p,
     tab[2 * BN + tid] = pre.r;
 }
 
-/* Activation of the bulk epilogue, inline: gelu_tanh as y * sigmoid(2 u)
- * (= 0.5 y (1 + tanh u), u = k0 (y + k1 y^3)) and silu as y * sigmoid(y),
- * each one expf and one IEEE division; gelu_erf through fk_epi_act. */
-static __device__ __forceinline__ float fk_epi_act_inl(float y, int act)
+/* y * sigmoid(z) = y / (1 + exp(-z)) without a division's slow-path branch
+ * (so that many of them interleave): expf, then the reciprocal of d >= 1
+ * from the hardware estimate and one Newton step (within 1 ulp; d = Inf
+ * gives 0), times y. gelu_tanh(y) = y * sigmoid(2 u) with u = k0 (y + k1
+ * y^3) (= 0.5 y (1 + tanh u)); silu(y) = y * sigmoid(y). */
+static __device__ __forceinline__ float fk_epi_ysig(float y, float z)
 {
-    if (act == 1)
-        return y < 0.0f ? 0.0f : y;
-    if (act == 2 || act == 4) {
-        const float k0 = 0.7978845608028654f, k1 = 0.044715f;
-        const float z = act == 2 ? 2.0f * (k0 * (y + k1 * y * y * y)) : y;
-        return y / (1.0f + expf(-z));
+    const float d = 1.0f + expf(-z);
+    float r = 0.0f;
+#ifdef FK_SM90_DEVICE
+    asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(d));
+#endif
+    r = fmaf(r, fmaf(-d, r, 1.0f), r);
+    return y * (d == INFINITY ? 0.0f : r);
+}
+
+static __device__ __forceinline__ float fk_epi_gelu_tanh(float y)
+{
+    const float k0 = 0.7978845608028654f, k1 = 0.044715f;
+    return fk_epi_ysig(y, 2.0f * (k0 * (y + k1 * y * y * y)));
+}
+
+/* Applies the activation to n values: the branch on act is taken once, so
+ * the n independent evaluations interleave. */
+template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[N], int act)
+{
+    if (act == 2) {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            y[e] = fk_epi_gelu_tanh(y[e]);
+    } else if (act == 4) {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            y[e] = fk_epi_ysig(y[e], y[e]);
+    } else if (act == 1) {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            y[e] = y[e] < 0.0f ? 0.0f : y[e];
+    } else if (act) {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            y[e] = fk_epi_act(y[e], act);
     }
-    return fk_epi_act(y, act);
 }
 
 /* Epilogue of one consumer warpgroup (threads tid 0..127) for its 64 rows
@@ -386,21 +416,24 @@ static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p,
         const int act = p.act;
 #pragma unroll 1
         for (int jj = 0; jj < BN / 32; jj++) {
+            float y[16];
 #pragma unroll
             for (int j4 = 0; j4 < 4; j4++) {
                 const int c = 8 * (4 * jj + j4);
                 const float2 f = *(const float2 *)&cf[c];
                 const float2 bc = brow ? make_float2(0.0f, 0.0f) : *(const float2 *)&tab[BN + c + q2];
-                float y[4] = {acc[4 * j4] * (sa_lo * f.x) + (b_lo + bc.x), acc[4 * j4 + 1] * (sa_lo * f.y) + (b_lo + bc.y),
-                              acc[4 * j4 + 2] * (sa_hi * f.x) + (b_hi + bc.x),
-                              acc[4 * j4 + 3] * (sa_hi * f.y) + (b_hi + bc.y)};
-                if (act) {
+                y[4 * j4] = acc[4 * j4] * (sa_lo * f.x) + (b_lo + bc.x);
+                y[4 * j4 + 1] = acc[4 * j4 + 1] * (sa_lo * f.y) + (b_lo + bc.y);
+                y[4 * j4 + 2] = acc[4 * j4 + 2] * (sa_hi * f.x) + (b_hi + bc.x);
+                y[4 * j4 + 3] = acc[4 * j4 + 3] * (sa_hi * f.y) + (b_hi + bc.y);
+            }
+            fk_epi_act_n(y, act);
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        y[e] = fk_epi_act_inl(y[e], act);
-                }
-                o_lo[c / 2] = bf ? fk_cvt_bf16x2(y[0], y[1]) : fk_cvt_f16x2(y[0], y[1]);
-                o_hi[c / 2] = bf ? fk_cvt_bf16x2(y[2], y[3]) : fk_cvt_f16x2(y[2], y[3]);
+            for (int j4 = 0; j4 < 4; j4++) {
+                const int c = 8 * (4 * jj + j4);
+                o_lo[c / 2] = bf ? fk_cvt_bf16x2(y[4 * j4], y[4 * j4 + 1]) : fk_cvt_f16x2(y[4 * j4], y[4 * j4 + 1]);
+                o_hi[c / 2] = bf ? fk_cvt_bf16x2(y[4 * j4 + 2], y[4 * j4 + 3])
+                                 : fk_cvt_f16x2(y[4 * j4 + 2], y[4 * j4 + 3]);
             }
 #pragma unroll
             for (int i = 0; i + 16 < NACC; i++)
