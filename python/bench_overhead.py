@@ -8,6 +8,7 @@ never fills; synchronized between batches), median over interleaved rounds
 one raw call (tensor metadata reads, torch.empty, the stream query, the bare
 ctypes call with prepared structs) and prints a cProfile of the raw path.
 Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead.py [--breakdown] [--json FILE]
+[--pkg DIR (another binding, e.g. an older checkout's python/)]
 (Needs torch with CUDA and a CUDA build of libfp8kit; results: docs/python.md, docs/perf.md.)"""
 import argparse
 import ctypes
@@ -17,7 +18,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# --pkg DIR: import fp8kit from DIR (e.g. an older checkout's python/) to compare bindings in one run
+_pkg = sys.argv[sys.argv.index("--pkg") + 1] if "--pkg" in sys.argv else os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _pkg)
 
 import torch  # noqa: E402
 
@@ -75,7 +78,7 @@ def breakdown(qa, b, sa, sbt, bias):
     # the same symbol without argtypes: every argument already a ctypes object
     bare = ctypes.CDLL(fp8kit.library_path()).fp8kit_gemm
     bare.restype = ctypes.c_int
-    hv = ctypes.c_void_p(h)
+    hv = h if isinstance(h, ctypes.c_void_p) else ctypes.c_void_p(h)
     side = torch.cuda.Stream()
     side_h = side.cuda_stream
     tmpl = torch.empty((), dtype=bf16, device=dev).expand(shape)  # empty_like template without storage
@@ -144,6 +147,7 @@ def main():
     ap.add_argument("--breakdown", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--size", type=int, default=int(os.environ.get("SIZE", "128")))
+    ap.add_argument("--pkg", help="import fp8kit from this folder")
     o = ap.parse_args()
     m = n = k = o.size
     a = torch.randn(m, k, device="cuda")
@@ -164,7 +168,8 @@ def main():
     rel = ((d1 - d2).norm() / d2.norm()).item()
     peer = res["torch._scaled_mm"]
     dev = torch.cuda.get_device_name()
-    print("device: %s, torch %s, commit %s" % (dev, torch.__version__, commit()))
+    print("device: %s, torch %s, commit %s, fp8kit from %s" % (dev, torch.__version__, commit(),
+                                                               os.path.dirname(fp8kit.__file__)))
     print("| what (%dx%dx%d, rowwise e4m3 -> bf16) | host us per call | vs torch._scaled_mm |" % (m, n, k))
     print("|---|---|---|")
     for name, _ in forms:

@@ -291,6 +291,13 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
             memset(tmaps, 0, sizeof tmaps);
             CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
                                           (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+            if (r == CUDA_ERROR_INVALID_CONTEXT) {
+                /* the driver call needs a current context, which the runtime makes
+                 * current on a new thread only lazily: cudaSetDevice does it now */
+                FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
+                r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
+                                     (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+            }
             if (r == CUDA_SUCCESS)
                 r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
                                      (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)v->bn);
