@@ -498,6 +498,13 @@ int main(void)
     g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
     g = base_case("bulk bf16 block gelu bias", 256, 320, 512); g.sa = g.sb = FP8KIT_SCALE_BLOCK;
     g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+    /* more tiles than SMs: CTAs run several tiles, so the deferred epilogue
+     * (lean bulk path with promotion) overlaps a following tile's first group */
+    g = base_case("multi-tile deferred bn128", 1100, 2048, 256); g.bn = "128"; run_case(&g);
+    g = base_case("multi-tile deferred bn192 row K=128", 1999, 1544, 128); g.bn = "192";
+    g.sa = g.sb = FP8KIT_SCALE_ROW; g.alpha = 0.5f; run_case(&g);
+    g = base_case("multi-tile bn192 gelu bias f16", 1999, 1544, 128); g.bn = "192"; g.dt = FP8KIT_F16;
+    g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
     g = base_case("tensor f32 K=16384", 128, 256, 16384); f32p(&g); run_case(&g);
     g = base_case("block f32 K=16384", 128, 256, 16384); f32p(&g);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; run_case(&g);
