@@ -5,8 +5,13 @@
  * moved: 2 B in per bf16 element + 1 B out per q element + the scale bytes;
  * the copy counts read + write of a buffer as large as the input. Prints a
  * table and one JSON line per case (stdout, and appended to the file named by
- * argv[1] if given). Env: FK_COMMIT, FK_DATE (default 2026-11-22),
- * FK_BENCH_REPS, FK_BENCH_QUICK=1 (one shape, fewer cases).
+ * argv[1] if given). The tensor scheme reads x twice (amax pass, quantize
+ * pass): its line also gives the bytes actually moved (2 reads of x + q) and
+ * that figure's ratio ("moved", "moved_ratio"). Env: FK_COMMIT, FK_DATE
+ * (default 2026-11-22), FK_BENCH_REPS, FK_BENCH_QUICK=1 (one shape),
+ * FK_BENCH_ONLY=a,b (cases whose name contains one of the words),
+ * FK_BENCH_SHAPE=n (only the n-th shape: 0 16384x8192, 1 8192x7168, 2 3-D),
+ * FK_BENCH_PROFILE=1 (each case called once, untimed: for ncu).
  * Build: part of the CMake build (bench/bench_*.c); run: ./bench_quant [out.jsonl] */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +34,7 @@
         }                                                                                           \
     } while (0)
 
-static int reps = 30;
+static int reps = 30, profile;
 static void *flush_buf;
 static size_t flush_bytes = (size_t)256 << 20;
 static char device_name[256];
@@ -88,6 +93,12 @@ static int run_op(op *o)
 /* Median milliseconds of `reps` timed calls, L2 flushed before each. */
 static float time_op(op *o)
 {
+    if (profile) { /* one untimed call (ncu profiles it) */
+        if (run_op(o))
+            exit(1);
+        CK(cudaDeviceSynchronize());
+        return 1.0f;
+    }
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
@@ -113,22 +124,45 @@ static float time_op(op *o)
     return med;
 }
 
-static void report(const char *cname, const char *shape, double bytes, float ms, double copy_tbs)
+/* bytes: the counted bytes; moved: the bytes the kernels actually move when
+ * that differs (tensor: x read twice), else 0. */
+static void report(const char *cname, const char *shape, double bytes, double moved, float ms, double copy_tbs)
 {
     double tbs = bytes / (ms * 1e-3) / 1e12;
     double ratio = tbs / copy_tbs;
-    printf("%-28s %-16s %9.3f ms %7.3f TB/s  copy %6.3f TB/s  ratio %.3f\n", cname, shape, ms, tbs, copy_tbs, ratio);
+    char extra[160] = "";
+    printf("%-28s %-16s %9.3f ms %7.3f TB/s  copy %6.3f TB/s  ratio %.3f", cname, shape, ms, tbs, copy_tbs, ratio);
+    if (moved > 0) {
+        double mt = moved / (ms * 1e-3) / 1e12;
+        printf("  moved %.3f TB/s ratio %.3f", mt, mt / copy_tbs);
+        snprintf(extra, sizeof extra, ", \"moved\": %.4f, \"moved_ratio\": %.4f", mt, mt / copy_tbs);
+    }
+    printf("\n");
     char line[1024];
     snprintf(line, sizeof line,
              "{\"op\": \"quantize\", \"case\": \"%s\", \"shape\": \"%s\", \"ours\": %.4f, \"peer\": %.4f, "
-             "\"peer_name\": \"cudaMemcpy D2D (read+write)\", \"ratio\": %.4f, \"unit\": \"TB/s\", "
+             "\"peer_name\": \"cudaMemcpy D2D (read+write)\", \"ratio\": %.4f%s, \"unit\": \"TB/s\", "
              "\"ms\": %.5f, \"device\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\"}",
-             cname, shape, tbs, copy_tbs, ratio, ms, device_name, date, commit);
+             cname, shape, tbs, copy_tbs, ratio, extra, ms, device_name, date, commit);
     printf("JSON %s\n", line);
     if (jout) {
         fprintf(jout, "%s\n", line);
         fflush(jout);
     }
+}
+
+/* FK_BENCH_ONLY: comma-separated words; a case runs when its name contains one. */
+static const char *only;
+static int selected(const char *name)
+{
+    if (!only || !*only)
+        return 1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", only);
+    for (char *w = strtok(buf, ","); w; w = strtok(NULL, ","))
+        if (*w && strstr(name, w))
+            return 1;
+    return 0;
 }
 
 static uint64_t mix64(uint64_t z)
@@ -207,10 +241,12 @@ static void bench_shape(fp8kit_ctx *ctx, int64_t E, int64_t R, int64_t C, const 
     int64_t shp[3] = {E, R, C};
     for (int i = 0; i < ncases; i++) {
         const bcase *c = &cases[i];
+        if (!selected(c->name))
+            continue;
         op o;
         memset(&o, 0, sizeof o);
         o.ctx = ctx;
-        double bytes = (double)n * 3.0;
+        double bytes = (double)n * 3.0, moved = 0.0;
         if (c->fused == 2) {
             o.kind = 3;
             o.x = fp8kit_tensor_make(dx, FP8KIT_BF16, 2, shp + 1);
@@ -243,9 +279,11 @@ static void bench_shape(fp8kit_ctx *ctx, int64_t E, int64_t R, int64_t C, const 
                 exit(1);
             }
             bytes += (double)sb;
+            if (c->scheme == FP8KIT_SCHEME_TENSOR)
+                moved = bytes + (double)n * 2.0; /* the quantize pass reads x again */
         }
         const float ms = time_op(&o);
-        report(c->name, shape, bytes, ms, copy_tbs);
+        report(c->name, shape, bytes, moved, ms, copy_tbs);
     }
     CK(cudaFree(dx));
     CK(cudaFree(dq));
@@ -268,6 +306,9 @@ int main(int argc, char **argv)
     if ((e = getenv("FK_DATE")))
         date = e;
     const int quick = (e = getenv("FK_BENCH_QUICK")) && atoi(e);
+    const int shape_only = (e = getenv("FK_BENCH_SHAPE")) ? atoi(e) : -1;
+    only = getenv("FK_BENCH_ONLY");
+    profile = (e = getenv("FK_BENCH_PROFILE")) && atoi(e);
     if (argc > 1 && !(jout = fopen(argv[1], "a"))) {
         perror(argv[1]);
         return 1;
@@ -301,11 +342,12 @@ int main(int argc, char **argv)
         {"mx_axis-1_blocked_3d", FP8KIT_SCHEME_MX, -1, 0, 1, 0},
     };
     const int nall = (int)(sizeof all / sizeof all[0]);
-    bench_shape(ctx, 1, 16384, 8192, all, nall);
-    if (!quick) {
+    if (shape_only < 0 || shape_only == 0)
+        bench_shape(ctx, 1, 16384, 8192, all, nall);
+    if (!quick && (shape_only < 0 || shape_only == 1))
         bench_shape(ctx, 1, 8192, 7168, all, nall);
+    if (!quick && (shape_only < 0 || shape_only == 2))
         bench_shape(ctx, 8, 7168, 5120, moe, 2);
-    }
     CK(cudaFree(flush_buf));
     fp8kit_ctx_destroy(ctx);
     if (jout)

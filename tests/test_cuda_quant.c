@@ -27,6 +27,11 @@
 #include "core/internal.h"
 #include "cuda/quant.h"
 
+/* cast.cu: the quantization kernels' group division (fk_div_q) against IEEE
+ * x / S over every bf16 [0] and f16 [1] (amax, x) pair; mismatch counts and
+ * the lowest differing (amax << 16 | x). Synchronous. */
+fp8kit_status fk_cuda_div_selfcheck(fp8kit_ctx *ctx, unsigned long long *mismatches, unsigned int *first_pair);
+
 static fk_rng rng;
 static fp8kit_ctx *gctx, *cctx;
 static cudaStream_t gstream;
@@ -617,6 +622,14 @@ int main(void)
         CHECK(bad[1] == 0, "e5m2 conversion: %llu of 2^32 inputs differ from the shared codec (first 0x%08x)", bad[1],
               first[1]);
         printf("conversion self-check: e4m3 %llu, e5m2 %llu mismatches over 2^32 inputs\n", bad[0], bad[1]);
+        /* the kernels' group division (reciprocal + residual steps) == IEEE x / S */
+        bad[0] = bad[1] = 1;
+        CHECK_STATUS(fk_cuda_div_selfcheck(gctx, bad, first), FP8KIT_OK);
+        CHECK(bad[0] == 0, "group division, bf16: %llu (amax, x) pairs differ from x / S (first 0x%08x)", bad[0],
+              first[0]);
+        CHECK(bad[1] == 0, "group division, f16: %llu (amax, x) pairs differ from x / S (first 0x%08x)", bad[1],
+              first[1]);
+        printf("division self-check: bf16 %llu, f16 %llu mismatches over all (amax, x) pairs\n", bad[0], bad[1]);
     }
     spec_table();
     run_matrix();

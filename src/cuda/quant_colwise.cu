@@ -3,30 +3,33 @@
  * kernel that reads x once and also writes the axis -1 quantization
  * (q (E, R, C), scales (E, R, C/32)) from the same registers.
  *
- * One CTA (256 threads) walks a strip: a band of 128 rows x NT tiles of 256
- * bytes of row (128 bf16/f16 or 64 f32 columns). Tiles arrive in shared memory
- * by cp.async 16-byte copies, double-buffered: the next tile's copies (8 per
- * thread) are in flight while the current one is processed. The axis -1 blocks
- * are quantized from 16-byte shared reads (4 or 8 lanes per block, shuffles);
- * each thread quantizes 32-row column blocks (amax pass, then element pass)
- * into a transposed output tile (row pitch 144 B, conflict-free), which is
- * written with coalesced 16-byte stores. Scales are
+ * One CTA (256 threads) walks a strip: a band of 128 rows x NT (2) tiles of
+ * 256 bytes of row (128 bf16/f16 or 64 f32 columns). Tiles arrive in shared
+ * memory by cp.async 16-byte copies, double-buffered: the next tile's copies (8
+ * per thread) are in flight while the current one is processed. The axis -1
+ * blocks are quantized from 16-byte shared reads (4 or 8 lanes per block,
+ * shuffles); each thread quantizes 32-row column blocks (amax pass, then
+ * element pass) into a transposed output tile (row pitch 144 B,
+ * conflict-free), which is written with coalesced 16-byte stores. Scales are
  * staged in shared memory so that scale sectors are written in large pieces:
  * axis -1 scales for the strip (NT*TC/32 bytes per row) at the end, axis -2
- * scales as 4-byte words per column; blocked-layout padding is written as zeros. Bands run
- * fastest in the grid so neighbouring CTAs complete each other's sectors. */
+ * scales as 4-byte words per column; blocked-layout padding is written as
+ * zeros. Strips of one band run next to each other in the grid. NT = 2 was
+ * measured best on the H100 (docs/perf-quant.md: 4 and 1 are 1-4% slower, and
+ * the grid order, bands or strips fastest, within 1%). */
 #include "cuda/quant_common.cuh"
 
 #define FK_MXT_ROWS 128   /* rows per band: 4 blocks of 32 */
 #define FK_MXT_BYTES 256  /* bytes of input row per tile */
-#define FK_MXT_NT 4       /* tiles per strip */
+#define FK_MXT_NT 2       /* tiles per strip */
 #define FK_MXT_OPITCH 144 /* transposed output tile row pitch (128 + 16) */
 #define FK_MXT_S1W 32     /* staged axis -1 scale bytes per row */
 
 struct fk_mxt_args {
     const void *x;
     int64_t xse, xsr, R, C;
-    uint32_t nbands; /* bands per expert */
+    uint32_t nbands;  /* bands per expert */
+    uint32_t nstrips; /* strips per band */
     int rceil, vin;
     /* axis -1 outputs (fused only) */
     uint8_t *q1;
@@ -65,10 +68,12 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
     uint8_t *s1_s = s2_s + TC * 4;
 
     const int t = threadIdx.x, lane = t & 31;
-    const uint32_t e = blockIdx.x / a.nbands;
-    const int64_t r0 = (int64_t)(blockIdx.x - e * a.nbands) * FK_MXT_ROWS;
+    /* CTA -> (expert e, band, strip): strips run fastest */
+    const uint32_t eb = blockIdx.x / a.nstrips, strip = blockIdx.x - eb * a.nstrips; /* eb = e * nbands + band */
+    const uint32_t e = eb / a.nbands;
+    const int64_t r0 = (int64_t)(eb - e * a.nbands) * FK_MXT_ROWS;
     const int64_t ntc = (a.C + TC - 1) / TC;
-    const int64_t tile0 = (int64_t)blockIdx.y * FK_MXT_NT;
+    const int64_t tile0 = (int64_t)strip * FK_MXT_NT;
     const int nt = (int)(ntc - tile0 < FK_MXT_NT ? ntc - tile0 : FK_MXT_NT);
     const char *xe = (const char *)a.x + (int64_t)e * a.xse * SZ;
     const int cc = t % CPR, rr0 = t / CPR;
@@ -79,21 +84,24 @@ __global__ void __launch_bounds__(FK_THREADS, 2) fk_mxt_kernel(const fk_mxt_args
             ((uint32_t *)s1_s)[i] = 0; /* ordered before use by the loop's first barrier */
 
     /* Tile `it` -> buffer it & 1: asynchronous 16-byte copies (zero-filled
-     * past the edges) when rows are 16-byte aligned, else plain loads. */
+     * past the edges) when rows are 16-byte aligned, else plain loads. xt:
+     * this thread's chunk column in the first of its rows; xrs: the row step. */
+    const char *xt = xe + ((r0 + rr0) * a.xsr + cc * V) * SZ;
+    const int64_t xrs = (int64_t)RPP * a.xsr * SZ;
+    const int rlim = (int)(a.R - r0 < FK_MXT_ROWS ? a.R - r0 : FK_MXT_ROWS);
     auto load_tile = [&](int it) {
         uint8_t *buf = in_s0 + (it & 1) * FK_MXT_ROWS * FK_MXT_BYTES;
-        const int64_t c0 = (tile0 + it) * TC;
+        const int64_t c0 = (tile0 + it) * TC, c = c0 + cc * V;
+        const int nc = (int)(a.C - c < V ? (a.C - c < 0 ? 0 : a.C - c) : V);
+        const char *src = xt + c0 * SZ;
 #pragma unroll
         for (int j = 0; j < LPT; j++) {
-            const int64_t r = r0 + rr0 + j * RPP, c = c0 + cc * V;
-            int n = (int)(a.C - c < V ? a.C - c : V);
-            if (r >= a.R || n < 0)
-                n = 0;
+            const int n = rr0 + j * RPP < rlim ? nc : 0;
             uint8_t *dst = buf + (rr0 + j * RPP) * FK_MXT_BYTES + cc * 16;
             if (a.vin)
-                fk_cp_async16(dst, n > 0 ? xe + (r * a.xsr + c) * SZ : a.x, n * SZ);
+                fk_cp_async16(dst, n > 0 ? src + j * xrs : a.x, n * SZ);
             else
-                *(uint4 *)dst = n > 0 ? fk_load_chunk<DT>(xe + (r * a.xsr + c) * SZ, n, false) : make_uint4(0, 0, 0, 0);
+                *(uint4 *)dst = n > 0 ? fk_load_chunk<DT>(src + j * xrs, n, false) : make_uint4(0, 0, 0, 0);
         }
         fk_cp_async_commit();
     };
@@ -281,7 +289,7 @@ extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quan
     }
     const int64_t TC = FK_MXT_BYTES / (int64_t)fk_dtype_bytes(x.dtype);
     const int64_t nbands = fk_ceil_div(x.R, FK_MXT_ROWS), nstrips = fk_ceil_div(fk_ceil_div(x.C, TC), FK_MXT_NT);
-    if (x.E * nbands >= ((int64_t)1 << 31) || nstrips > 65535)
+    if (x.E * nbands * nstrips >= ((int64_t)1 << 31))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda mx axis -2: shape (%lld, %lld, %lld) exceeds the grid",
                        (long long)x.E, (long long)x.R, (long long)x.C);
     fk_mxt_args a;
@@ -292,6 +300,7 @@ extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quan
     a.R = x.R;
     a.C = x.C;
     a.nbands = (uint32_t)nbands;
+    a.nstrips = (uint32_t)nstrips;
     a.rceil = cj->desc.rounding == FP8KIT_ROUND_RCEIL;
     a.vin = fk_mat_vec_ok(x, 16);
     a.q2 = (uint8_t *)cj->q.data;
@@ -312,8 +321,7 @@ extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quan
     size_t smem = 0;
     fk_mxt_fn k = rowwise ? fk_mxt_pick<true>(x.dtype, cj->e5m2, &smem) : fk_mxt_pick<false>(x.dtype, cj->e5m2, &smem);
     FK_CUDA_CHECK(ctx, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    dim3 grid((unsigned)(x.E * nbands), (unsigned)nstrips);
-    k<<<grid, FK_THREADS, smem, s>>>(a);
+    k<<<(unsigned)(x.E * nbands * nstrips), FK_THREADS, smem, s>>>(a);
     FK_CUDA_LAUNCH_CHECK(ctx);
     return FP8KIT_OK;
 }

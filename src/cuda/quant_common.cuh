@@ -196,17 +196,65 @@ __device__ __forceinline__ void fk_quant_mx_words(const float *f, float r, bool 
                    : fk_cvt2<E5>(f[4 * i] * r, f[4 * i + 1] * r) | (fk_cvt2<E5>(f[4 * i + 2] * r, f[4 * i + 3] * r) << 16);
 }
 
-/* N (multiple of 4) elements of an fp32-scale group (SPEC 2.1 element step
- * q = fp8(fl32(x / S)), IEEE division) packed 4 per word; a NaN S (NaN/Inf
- * group) gives canonical NaN codes. */
-template <int E5, int N>
-__device__ __forceinline__ void fk_quant_div_words(const float *f, float S, uint32_t *w)
+/* Division by a group scale S (SPEC 2.1 element step fl32(x / S), IEEE
+ * round to nearest) without a full division per element. y = fl32(1 / S) is
+ * computed once per group (IEEE division); per element q0 = fl32(x * y), then
+ * two residual steps q += fl32(x - S * q) * y with fused multiply-adds: the
+ * first makes q faithful (within 1 ulp), the second is Markstein's correctly
+ * rounded step (q faithful, y within half an ulp of 1 / S). This is the fast
+ * path of the compiler's own division with the reciprocal hoisted; its range
+ * check is the group's: 2^-80 <= S <= 2^80 (else `fast` is false and the
+ * kernels divide). In that range the remainders are exact for every quotient
+ * that reaches a nonzero fp8 code (|x / S| >= 2^-18 means |x| >= 2^-98);
+ * smaller quotients round to +-0 in fp8 whatever their low bits, and the sign
+ * is set from x (x = -0 gives -0). fk_cuda_div_selfcheck (cast.cu, run by
+ * test_cuda_quant) compares the fp8 codes with the division for every bf16
+ * and f16 x and every scale a bf16 / f16 amax >= |x| gives. */
+struct fk_div_s {
+    float s, y;
+    bool fast, nan;
+};
+
+__device__ __forceinline__ fk_div_s fk_div_prep(float S)
 {
-    const bool nan = S != S;
+    fk_div_s d;
+    d.s = S;
+    d.nan = S != S;
+    d.fast = S >= 0x1p-80f && S <= 0x1p80f;
+    d.y = d.fast ? 1.0f / S : 0.0f;
+    return d;
+}
+
+/* fl32(x / S) for d.fast (see above). */
+__device__ __forceinline__ float fk_div_q(float x, const fk_div_s &d)
+{
+    float q = __fmul_rn(x, d.y);
+    q = __fmaf_rn(__fmaf_rn(-d.s, q, x), d.y, q);
+    q = __fmaf_rn(__fmaf_rn(-d.s, q, x), d.y, q);
+    return copysignf(q, x);
+}
+
+/* N (multiple of 4) elements of an fp32-scale group (SPEC 2.1 element step
+ * q = fp8(fl32(x / S))) packed 4 per word; a NaN S (NaN/Inf group) gives
+ * canonical NaN codes. */
+template <int E5, int N>
+__device__ __forceinline__ void fk_quant_div_words(const float *f, const fk_div_s &d, uint32_t *w)
+{
+    if (d.nan) {
 #pragma unroll
-    for (int i = 0; i < N / 4; i++)
-        w[i] = nan ? fk_nan_code<E5>() * 0x01010101u
-                   : fk_cvt2<E5>(f[4 * i] / S, f[4 * i + 1] / S) | (fk_cvt2<E5>(f[4 * i + 2] / S, f[4 * i + 3] / S) << 16);
+        for (int i = 0; i < N / 4; i++)
+            w[i] = fk_nan_code<E5>() * 0x01010101u;
+    } else if (d.fast) {
+#pragma unroll
+        for (int i = 0; i < N / 4; i++)
+            w[i] = fk_cvt2<E5>(fk_div_q(f[4 * i], d), fk_div_q(f[4 * i + 1], d)) |
+                   (fk_cvt2<E5>(fk_div_q(f[4 * i + 2], d), fk_div_q(f[4 * i + 3], d)) << 16);
+    } else {
+        const float S = d.s;
+#pragma unroll
+        for (int i = 0; i < N / 4; i++)
+            w[i] = fk_cvt2<E5>(f[4 * i] / S, f[4 * i + 1] / S) | (fk_cvt2<E5>(f[4 * i + 2] / S, f[4 * i + 3] / S) << 16);
+    }
 }
 
 /* ------------------------------------------------------- scale layouts */

@@ -48,9 +48,9 @@ __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
     const uint32_t blk = MODE == FK_SEG_TENSOR ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
     const uint32_t base = blk * (uint32_t)(FK_THREADS * FK_SEG_U) + threadIdx.x;
     const uint32_t lane = threadIdx.x & 31u;
-    float tS = 0.0f;
+    fk_div_s tD = fk_div_prep(1.0f);
     if (MODE == FK_SEG_TENSOR)
-        tS = fk_scale_f32(*a.slot, E5, a.pow2);
+        tD = fk_div_prep(fk_scale_f32(*a.slot, E5, a.pow2));
 
     uint4 raw[FK_SEG_U];
     uint32_t g[FK_SEG_U];
@@ -90,14 +90,14 @@ __global__ void __launch_bounds__(FK_THREADS) fk_seg_kernel(const fk_seg_args a)
             m = fk_group_max<GL>(fk_chunk_amax<DT>(raw[j], f));
         uint32_t w[2] = {0, 0};
         uint8_t sb = 0;
-        float S = tS;
+        float S = tD.s;
         if (MODE == FK_SEG_MX) {
             sb = fk_mx_scale(m, E5, a.rceil);
             fk_quant_mx_words<E5, V>(f, fk_mx_recip(sb), sb == 0xFFu, w);
         } else {
             if (MODE == FK_SEG_1X128)
                 S = fk_scale_f32(m, E5, a.pow2);
-            fk_quant_div_words<E5, V>(f, S, w);
+            fk_quant_div_words<E5, V>(f, MODE == FK_SEG_1X128 ? fk_div_prep(S) : tD, w);
         }
         if (n[j] <= 0)
             continue;

@@ -5,7 +5,8 @@
  * CTA, then quantized from the registers. Rows longer than the register cache
  * (8 chunks per thread: 16384 bf16 elements per 256-thread row group) are
  * re-read for the elements past it. Scale rules: src/format/scale.h; element
- * step: fk_quant_div_words (quant_common.cuh). */
+ * step: fk_quant_div_words (quant_common.cuh: the group's reciprocal once,
+ * two exact residual steps per element instead of a division). */
 #include "cuda/quant_common.cuh"
 
 #define FK_ROW_K 8 /* cached chunks per thread */
@@ -93,6 +94,7 @@ __global__ void __launch_bounds__(FK_THREADS) fk_row_kernel(const fk_row_args a)
     if (!valid)
         return;
     const float S = fk_scale_f32(m, E5, a.pow2);
+    const fk_div_s dS = fk_div_prep(S);
 #pragma unroll
     for (int k = 0; k < FK_ROW_K; k++) {
         const int64_t ch = lt + (int64_t)k * TPR;
@@ -102,7 +104,7 @@ __global__ void __launch_bounds__(FK_THREADS) fk_row_kernel(const fk_row_args a)
         float f[V];
         In::unpack(cache[k], f);
         uint32_t w[2] = {0, 0};
-        fk_quant_div_words<E5, V>(f, S, w);
+        fk_quant_div_words<E5, V>(f, dS, w);
         fk_store_codes(qr + ch * V, w[0], w[1], n, V, a.vout);
     }
     for (int64_t ch = lt + (int64_t)FK_ROW_K * TPR; ch < a.nch; ch += TPR) {
@@ -110,7 +112,7 @@ __global__ void __launch_bounds__(FK_THREADS) fk_row_kernel(const fk_row_args a)
         float f[V];
         In::unpack(fk_load_chunk<DT>(xr + ch * V * SZ, n, a.vin), f);
         uint32_t w[2] = {0, 0};
-        fk_quant_div_words<E5, V>(f, S, w);
+        fk_quant_div_words<E5, V>(f, dS, w);
         fk_store_codes(qr + ch * V, w[0], w[1], n, V, a.vout);
     }
     if (lt == 0)
@@ -162,6 +164,7 @@ __global__ void __launch_bounds__(FK_THREADS) fk_t128_kernel(const fk_t128_args 
     }
     m = fk_cta_max(m, red);
     const float S = fk_scale_f32(m, E5, a.pow2);
+    const fk_div_s dS = fk_div_prep(S);
 #pragma unroll
     for (int k = 0; k < K; k++) {
         const int64_t r = r0 + rr0 + k * RPP;
@@ -170,7 +173,7 @@ __global__ void __launch_bounds__(FK_THREADS) fk_t128_kernel(const fk_t128_args 
         float f[V];
         In::unpack(cache[k], f);
         uint32_t w[2] = {0, 0};
-        fk_quant_div_words<E5, V>(f, S, w);
+        fk_quant_div_words<E5, V>(f, dS, w);
         fk_store_codes(qe + r * a.qsr + c, w[0], w[1], nc, V, a.vout);
     }
     if (threadIdx.x == 0)
