@@ -1,6 +1,7 @@
 /* gemm_api.c - public scaled-GEMM entry points: validate descriptor and
  * operands (SPEC sections 3 and 4) into an fk_gemm_job, find or build the
- * cached plan (hash + lookup), and dispatch to the backend. */
+ * cached plan (hash + lookup), and dispatch to the backend. A thread repeating
+ * its previous call's metadata with new data pointers skips the re-checks. */
 #include <string.h>
 #include "core/check.h"
 
@@ -117,6 +118,25 @@ static fp8kit_status fk_check_op_scale(const fp8kit_ctx *ctx, const fp8kit_gemm_
     return FP8KIT_OK;
 }
 
+/* The job's data pointers from args (the only fields of a job that differ
+ * between two calls with equal descriptors and operand metadata): each used
+ * operand's pointer, NULL for unused ones. */
+static void fk_job_pointers(fk_gemm_job *j, const fp8kit_gemm_args *a)
+{
+    const fp8kit_gemm_desc *d = &j->desc;
+    j->a = a->a.data;
+    j->b = a->b.data;
+    j->scale_a = d->scale_a ? a->scale_a.data : NULL;
+    j->scale_b = d->scale_b ? a->scale_b.data : NULL;
+    j->d = a->d.data;
+    j->scale_d_in = d->out_quant == FP8KIT_OUTQ_SCALED ? (const float *)a->scale_d.data : NULL;
+    j->amax_d = d->out_quant == FP8KIT_OUTQ_SCALED ? a->amax_d : NULL;
+    j->scale_d_out = d->out_quant == FP8KIT_OUTQ_MX || d->out_quant == FP8KIT_OUTQ_BLOCK1X128 ? a->scale_d.data : NULL;
+    j->c = a->beta != 0.0f ? a->c.data : NULL;
+    j->bias = d->bias != FP8KIT_BIAS_NONE ? a->bias.data : NULL;
+    j->workspace = a->workspace;
+}
+
 static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_gemm_args *a,
                                        fk_gemm_job *j)
 {
@@ -142,22 +162,19 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
                        (long long)j->m, (long long)j->k, (long long)j->n, (long long)a->b.shape[1]);
     if ((d->scale_a == FP8KIT_SCALE_MX) && j->k % 32)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": mx scaling needs K %% 32 == 0 (K = %lld)", (long long)j->k);
-    j->a = a->a.data; j->a_type = a->a.dtype;
-    j->b = a->b.data; j->b_type = a->b.dtype;
+    j->a_type = a->a.dtype;
+    j->b_type = a->b.dtype;
     int64_t ldb_scale; /* B's block-scale row stride is always ceil(K/128) */
     if ((st = fk_check_op_scale(ctx, d, 1, &a->scale_a, j->m, j->k, &j->scale_a_ld)) ||
         (st = fk_check_op_scale(ctx, d, 0, &a->scale_b, j->n, j->k, &ldb_scale)))
         return st;
     (void)ldb_scale;
-    j->scale_a = d->scale_a ? a->scale_a.data : NULL;
-    j->scale_b = d->scale_b ? a->scale_b.data : NULL;
     j->alpha = a->alpha;
     j->beta = a->beta;
 
     /* D and output quantization */
     if ((st = fk_check_mat2(ctx, "d", &a->d, j->m, j->n, &j->ldd)))
         return st;
-    j->d = a->d.data;
     j->d_type = a->d.dtype;
     if (!fk_is_hp(j->d_type) && !fk_is_fp8(j->d_type))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d->dtype %s is not an output type", fp8kit_dtype_name(j->d_type));
@@ -170,20 +187,16 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     case FP8KIT_OUTQ_SCALED:
         if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, 1, "OUTQ_SCALED")))
             return st;
-        j->scale_d_in = (const float *)a->scale_d.data;
-        j->amax_d = a->amax_d;
         break;
     case FP8KIT_OUTQ_MX:
         if (j->n % 32)
             return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": OUTQ_MX needs N %% 32 == 0 (N = %lld)", (long long)j->n);
         if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_E8M0, fk_mul_ovf(j->m, j->n / 32), "OUTQ_MX")))
             return st;
-        j->scale_d_out = a->scale_d.data;
         break;
     case FP8KIT_OUTQ_BLOCK1X128:
         if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, fk_mul_ovf(j->m, fk_cdiv_safe(j->n, 128)), "OUTQ_BLOCK1X128")))
             return st;
-        j->scale_d_out = a->scale_d.data;
         break;
     }
     if (d->out_quant != FP8KIT_OUTQ_SCALED && a->amax_d)
@@ -196,7 +209,6 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
         if (!fk_is_hp(a->c.dtype))
             return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": c->dtype must be f32, f16 or bf16 (is %s)",
                            fp8kit_dtype_name(a->c.dtype));
-        j->c = a->c.data;
         j->c_type = a->c.dtype;
     }
     if (d->bias != FP8KIT_BIAS_NONE) {
@@ -209,11 +221,10 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
         if ((st = fk_check_vec(ctx, "bias", &a->bias, a->bias.dtype, len,
                                d->bias == FP8KIT_BIAS_COL ? "a column bias (length N)" : "a row bias (length M)")))
             return st;
-        j->bias = a->bias.data;
         j->bias_type = a->bias.dtype;
     }
-    j->workspace = a->workspace;
     j->workspace_bytes = a->workspace_bytes;
+    fk_job_pointers(j, a);
     return FP8KIT_OK;
 }
 
@@ -271,8 +282,78 @@ fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc
     return FP8KIT_OK;
 }
 
+/* Each thread's last fully checked call (validation, plan, workspace): a
+ * call on the same context whose descriptor and operand metadata - every
+ * byte of args except the data pointers - are equal, whose required pointers
+ * are non-NULL and whose pointers have the same alignment bits (all the plan
+ * key reads from pointers) passes exactly the checks that call passed and
+ * maps to the same plan, so only its pointers go into the saved job. */
+typedef struct fk_gemm_memo {
+    uint64_t cache_id; /* ctx->plans.id (never reused); 0 = empty */
+    const fp8kit_ctx *ctx;
+    fp8kit_gemm_desc desc;
+    fp8kit_gemm_args meta; /* args with every pointer zeroed */
+    unsigned need;         /* FK_P_* bits of the pointers that must be non-NULL (and FK_P_AMAX) */
+    unsigned amax;         /* FK_P_AMAX when that call's amax_d was non-NULL: its checks read that */
+    unsigned ptr_bits;     /* alignment and has-amax bits of the job's pointers */
+    fk_gemm_job job;
+    const fk_plan *plan;
+} fk_gemm_memo;
+static __thread fk_gemm_memo fk_gmemo;
+
+enum { FK_P_A = 1, FK_P_B = 2, FK_P_SA = 4, FK_P_SB = 8, FK_P_C = 16, FK_P_BIAS = 32, FK_P_D = 64,
+       FK_P_SD = 128, FK_P_WS = 256, FK_P_AMAX = 512 };
+
+static void fk_args_meta(const fp8kit_gemm_args *a, fp8kit_gemm_args *m)
+{
+    *m = *a;
+    m->a.data = m->b.data = m->scale_a.data = m->scale_b.data = NULL;
+    m->c.data = m->bias.data = m->d.data = m->scale_d.data = NULL;
+    m->amax_d = NULL;
+    m->workspace = NULL;
+}
+
+static unsigned fk_nonnull(const fp8kit_gemm_args *a)
+{
+    return (a->a.data ? FK_P_A : 0) | (a->b.data ? FK_P_B : 0) | (a->scale_a.data ? FK_P_SA : 0) |
+           (a->scale_b.data ? FK_P_SB : 0) | (a->c.data ? FK_P_C : 0) | (a->bias.data ? FK_P_BIAS : 0) |
+           (a->d.data ? FK_P_D : 0) | (a->scale_d.data ? FK_P_SD : 0) | (a->workspace ? FK_P_WS : 0) |
+           (a->amax_d ? FK_P_AMAX : 0);
+}
+
+/* What the plan key and the checks read from a job's pointers. */
+static unsigned fk_ptr_bits(const fk_gemm_job *j)
+{
+    return (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
+           ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3) |
+           ((j->amax_d != NULL) << 4);
+}
+
+static fp8kit_status fk_gemm_run(fp8kit_ctx *ctx, fk_gemm_job *j, const fk_plan *plan, void *stream)
+{
+#ifdef FP8KIT_HAVE_CUDA
+    if (ctx->backend == FP8KIT_BACKEND_CUDA)
+        return fk_cuda_gemm(ctx, j, plan, stream);
+#endif
+    (void)stream;
+    return fk_cpu_gemm(ctx, j, plan);
+}
+
 fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, void *stream)
 {
+    fk_gemm_memo *mo = &fk_gmemo;
+    if (ctx && desc && args && mo->cache_id == ctx->plans.id && mo->ctx == ctx &&
+        (fk_nonnull(args) & mo->need) == (mo->need & ~FK_P_AMAX) + mo->amax &&
+        memcmp(desc, &mo->desc, sizeof *desc) == 0) {
+        fp8kit_gemm_args m;
+        fk_args_meta(args, &m);
+        if (memcmp(&m, &mo->meta, sizeof m) == 0) {
+            fk_gemm_job j = mo->job;
+            fk_job_pointers(&j, args);
+            if (fk_ptr_bits(&j) == mo->ptr_bits)
+                return fk_gemm_run(ctx, &j, mo->plan, stream);
+        }
+    }
     fk_gemm_job j;
     fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j);
     if (st)
@@ -280,19 +361,30 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
     const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
     if (!plan)
         return st;
+    size_t need = 0;
 #ifdef FP8KIT_HAVE_CUDA
     if (ctx->backend == FP8KIT_BACKEND_CUDA) {
-        size_t need = 0;
         if ((st = fk_cuda_gemm_workspace(ctx, &j, &need)))
             return st;
         if (need > j.workspace_bytes || (need && !j.workspace))
             return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL, FN ": this call needs %zu bytes of workspace, got %zu",
                            need, j.workspace ? j.workspace_bytes : (size_t)0);
-        return fk_cuda_gemm(ctx, &j, plan, stream);
     }
 #endif
-    (void)stream;
-    return fk_cpu_gemm(ctx, &j, plan);
+    /* remember this checked call (the pointers its checks required) */
+    mo->cache_id = 0;
+    mo->ctx = ctx;
+    mo->desc = *desc;
+    fk_args_meta(args, &mo->meta);
+    mo->need = FK_P_A | FK_P_B | FK_P_D | (desc->scale_a ? FK_P_SA : 0) | (desc->scale_b ? FK_P_SB : 0) |
+               (args->beta != 0.0f ? FK_P_C : 0) | (desc->bias != FP8KIT_BIAS_NONE ? FK_P_BIAS : 0) |
+               (desc->out_quant != FP8KIT_OUTQ_NONE ? FK_P_SD : 0) | (need ? FK_P_WS : 0) | FK_P_AMAX;
+    mo->amax = args->amax_d ? FK_P_AMAX : 0;
+    mo->ptr_bits = fk_ptr_bits(&j);
+    mo->job = j;
+    mo->plan = plan;
+    mo->cache_id = ctx->plans.id;
+    return fk_gemm_run(ctx, &j, plan, stream);
 }
 
 int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx)
