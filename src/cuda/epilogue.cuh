@@ -381,20 +381,15 @@ static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, floa
  * copy of the warpgroup's 64 x BN rows in shared memory (buf); then 64
  * threads each send one row to global memory with a bulk copy and the
  * warpgroup goes on to the next tile while the copies drain. Before buf is
- * written again each of those threads waits until its copy has read it.
- * LEAN_ONLY compiles the scales-and-alpha case alone (the caller knows there
- * is no bias and no activation): it is the one run while the next tile's
- * wgmma holds its accumulators, so it must need few registers; its caller
- * has written the table already (pre unused). */
-template <int BN, bool LEAN_ONLY = false, int NACC>
+ * written again each of those threads waits until its copy has read it. */
+template <int BN, int NACC>
 static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p, float (&acc)[NACC],
                                                         unsigned char *buf, float *tab, const fk_epi_pre &pre,
                                                         int m0, int n0, int tid, int bar_id)
 {
     constexpr int RB = FK_EPI_ROW_BYTES(BN);
     const int warp = tid >> 5, lane = tid & 31;
-    if (!LEAN_ONLY)
-        fk_epi_tab_write<BN>(p, tab, pre, tid);
+    fk_epi_tab_write<BN>(p, tab, pre, tid);
     if (tid < 64)
         fk_bulk_wait_read<0>();
     fk_named_bar_sync(bar_id, 128);
@@ -404,7 +399,7 @@ static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p,
     const float sa_lo = rowsc ? tab[2 * BN + r_lo] : 1.0f, sa_hi = rowsc ? tab[2 * BN + r_lo + 8] : 1.0f;
     uint32_t *o_lo = (uint32_t *)(buf + r_lo * RB + q2 * 2), *o_hi = (uint32_t *)(buf + (r_lo + 8) * RB + q2 * 2);
     const float *cf = tab + 2 * BN + 128 + q2;
-    if (LEAN_ONLY || (!p.bias && !p.act)) {
+    if (!p.bias && !p.act) {
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
             const float2 f = *(const float2 *)&cf[8 * j];
@@ -413,7 +408,7 @@ static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p,
             o_lo[4 * j] = bf ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1);
             o_hi[4 * j] = bf ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3);
         }
-    } else if constexpr (!LEAN_ONLY) {
+    } else {
         /* bias and activation: 32 columns per pass (not unrolled), the next
          * 16 accumulators shifted down after each pass */
         const bool brow = p.bias_mode == FP8KIT_BIAS_ROW;

@@ -109,18 +109,16 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     int stage = 0;
     uint32_t phase = 0;
     const int ntiles = p.sched.count();
-    /* With promotion and the lean bulk epilogue (16-bit D, scales and alpha
-     * only), a finished tile's epilogue is deferred (pend): it runs while the
-     * first wgmma group of the next tile is on the tensor cores. */
-    const bool defer = PROMO != 0 && p.d_bulk && !p.bias && !p.act;
-    bool pend = false;
-    int ptm = 0, ptn = 0;
-    const fk_epi_pre none = {};
     for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
         int tm, tn;
         p.sched.tile(t, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
         const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
+        if constexpr (PROMO != 0) {
+#pragma unroll
+            for (int i = 0; i < S::NACC; i++)
+                accf[i] = 0.0f;
+        }
         int prev_stage = -1;
         /* Block scales of rows r0 and r0 + 8 (A) and of this tile's 128
          * columns (B), loaded one K block ahead so their latency hides
@@ -166,25 +164,12 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
 #pragma unroll
                     for (int i = 0; i < S::NACC; i++)
                         fk_reg_fence(acc[i]);
-                    const bool first_group = kb == 0 && ks == PROMO - 1;
-                    if constexpr (PROMO != 0) {
-                        if (first_group && pend) {
-                            fk_epilogue_bulk<BN, true>(p, accf, (unsigned char *)stage_out, tab, none,
-                                                       ptm * FK_GEMM_BM + wg * 64, ptn * BN, tid, 1 + wg);
-                            pend = false;
-                        }
-                    }
                     fk_wgmma_wait<0>();
                     /* the stage's last group is done: release it before promoting */
                     if (ks == KSTEPS - 1 && lane == 0)
                         fk_mbar_arrive(empty0 + 8 * stage);
                     if constexpr (PROMO != 0) {
-                        /* the tile's first group starts the sum */
-                        if (first_group) {
-#pragma unroll
-                            for (int i = 0; i < S::NACC; i++)
-                                accf[i] = BLOCK ? acc[i] * ((i & 2) ? s_hi : s_lo) : acc[i];
-                        } else if (BLOCK) {
+                        if (BLOCK) {
 #pragma unroll
                             for (int i = 0; i < S::NACC; i++)
                                 accf[i] = accf[i] + acc[i] * ((i & 2) ? s_hi : s_lo);
@@ -226,25 +211,9 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     acc[i] = 0.0f;
             }
             fk_sm90_epilogue<BN>(p, acc, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
-        } else if (defer && p.num_kb > 0) {
-            /* the previous deferred epilogue is done with the table */
-            fk_epi_tab_write<BN>(p, tab, pre, tid);
-            pend = true;
-            ptm = tm;
-            ptn = tn;
         } else {
-            if (p.num_kb == 0) {
-#pragma unroll
-                for (int i = 0; i < S::NACC; i++)
-                    accf[i] = 0.0f;
-            }
             fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
         }
-    }
-    if constexpr (PROMO != 0) {
-        if (pend)
-            fk_epilogue_bulk<BN, true>(p, accf, (unsigned char *)stage_out, tab, none, ptm * FK_GEMM_BM + wg * 64,
-                                       ptn * BN, tid, 1 + wg);
     }
 }
 
