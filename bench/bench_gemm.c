@@ -439,7 +439,11 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
         /* (R, split) the planner considers, tensor mode, graph timing */
         for (int sp = 1; sp <= 4; sp *= 2) {
             printf("  sweep %s split %d:", shp, sp);
-            for (int rr = 8; rr <= 128; rr += 8) {
+            const int odd = (int)((s.n + 132 / sp - 1) / (132 / sp)); /* the band of exactly one wave */
+            for (int ri = 0; ri <= 8; ri++) {
+                const int rr = ri < 8 ? 16 * (ri + 1) : odd;
+                if (ri == 8 && (odd % 16 == 0 || odd > 128))
+                    continue;
                 const int64_t bands = (s.n + rr - 1) / rr;
                 if (bands * sp > 2 * 132 || bands * sp < 64)
                     continue;

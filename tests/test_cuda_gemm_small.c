@@ -308,6 +308,8 @@ int main(void)
     scase g;
 
     g = base("M=1 bf16", 1, 1000, 512); run_case(&g);
+    g = base("odd R 55", 20, 700, 384); g.r = 55; run_case(&g);
+    g = base("R 24 split 2 K 1168", 70, 500, 1168); g.split = 2; g.r = 24; run_case(&g);
     g = base("split 2 R 64 row bias", 37, 333, 1024); g.r = 64; g.split = 2;
     g.sa = g.sb = FP8KIT_SCALE_ROW; g.bias = FP8KIT_BIAS_COL; run_case(&g);
     g = base("split 4 R 128 fp8 scaled", 100, 300, 2048); g.r = 128; g.split = 4;
@@ -328,14 +330,20 @@ int main(void)
         run_case(&g);
     }
     /* band heights and splits: W = 1 and 2, R not a multiple of 64, edges */
-    static const int rs[][2] = {{8, 1}, {16, 2}, {56, 1}, {64, 4}, {72, 2}, {112, 2}, {120, 1}, {128, 4}, {40, 4}};
-    static char rnames[9][32];
-    for (int i = 0; i < 9; i++) {
+    static const int rs[][2] = {{8, 1},  {16, 2},  {56, 1},  {64, 4}, {72, 2}, {112, 2},
+                                {120, 1}, {128, 4}, {40, 4},  {55, 1}, {13, 2}, {101, 4}};
+    static char rnames[12][32];
+    for (int i = 0; i < 12; i++) {
         snprintf(rnames[i], sizeof rnames[i], "R %d split %d", rs[i][0], rs[i][1]);
         g = base(rnames[i], i % 2 ? 128 : 61, 1000 + 7 * i, 1024 + 16 * i);
         g.r = rs[i][0]; g.split = rs[i][1];
         run_case(&g);
     }
+    /* odd K-block counts per cluster member */
+    g = base("R 56 split 2 K 1040", 64, 1500, 1040); g.r = 56; g.split = 2; run_case(&g);
+    g = base("R 16 K 2064", 5, 900, 2064); g.r = 16; g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+    g = base("R 128 split 2 K 1536", 20, 1300, 1536); g.r = 128; g.split = 2; run_case(&g);
+    g = base("R 96 M 128 K 656", 128, 1000, 656); g.r = 96; run_case(&g);
     /* epilogue options */
     g = base("f16 alpha beta C bf16", 50, 777, 640); g.dt = FP8KIT_F16; g.alpha = 0.75f; g.beta = 0.5f;
     g.ct = FP8KIT_BF16; g.split = 2; run_case(&g);

@@ -3,7 +3,7 @@
  * A and B are swapped: rows of B fill the 64-row side of wgmma, the M rows of
  * A its N side (NW = 32, 64 or 128 columns, zero-filled past M by TMA), so
  * the kernel computes tiles of D^T. Each CTA owns a band of R rows of B
- * (R = 8..128, a multiple of 8, chosen per shape so that every SM streams
+ * (R = 1..128; the planner picks multiples of 8, so that every SM streams
  * about the same number of bytes: 7168 rows over 132 SMs are bands of 56);
  * when the bands alone leave SMs idle or would be too narrow (A is re-read
  * from L2 per band), the K range of a band is split over the `split` CTAs of
@@ -42,7 +42,7 @@
 
 /* What the kernel needs besides fk_gemm_params. */
 struct fk_small_params {
-    int r;        /* rows of B per band (multiple of 8, <= 128) */
+    int r;        /* rows of B per band (1..128; the planner picks multiples of 8) */
     int w;        /* warpgroups multiplying: 1 (r <= 64) or 2 */
     int split;    /* CTAs per cluster sharing a band's K range */
     int stages;   /* ring depth */
@@ -82,6 +82,28 @@ static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
                  : "r"(addr)
                  : "memory");
     return v;
+}
+
+/* L2 policies: B is streamed once (evict first), A is read by every CTA
+ * (evict last). */
+static __device__ __forceinline__ uint64_t fk_l2_policy(bool evict_first)
+{
+    uint64_t pol;
+    if (evict_first)
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    else
+        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+
+/* fk_tma_load_2d with an L2 cache hint. */
+static __device__ __forceinline__ void fk_tma_load_2d_hint(uint32_t dst, const void *tmap, uint32_t bar, int c0,
+                                                           int c1, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(bar), "l"(pol)
+                 : "memory");
 }
 
 /* wgmma m64n32k32 (16 accumulators); ptx.cuh has n64 and n128. */
@@ -173,14 +195,15 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         if (threadIdx.x == 256) {
             fk_tma_prefetch_desc(&ta);
             fk_tma_prefetch_desc(&tb);
+            const uint64_t pol_b = fk_l2_policy(true), pol_a = fk_l2_policy(false);
             int stage = 0;
             uint32_t phase = 0;
             for (int kb = kb0; kb < kb1; kb++) {
                 fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
                 const uint32_t full = full0 + 8 * stage;
                 fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NW * 128u);
-                fk_tma_load_2d(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0);
-                fk_tma_load_2d(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0);
+                fk_tma_load_2d_hint(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0, pol_b);
+                fk_tma_load_2d_hint(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0, pol_a);
                 if (++stage == q.stages) {
                     stage = 0;
                     phase ^= 1u;
@@ -251,7 +274,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     if (wg < 2) {
         /* items: (row m < M, 4 columns); CTA `rank` of the cluster takes a
          * 1/split share and adds the split partials in rank order */
-        const int cols4 = q.r >> 2;
+        const int cols4 = (q.r + 3) >> 2;
         const int items = p.m * cols4;
         const int i0 = (int)((long long)rank * items / split);
         const int i1 = (int)((long long)(rank + 1) * items / split);
@@ -262,7 +285,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         for (int it = i0 + (int)threadIdx.x; it < i1; it += 256) {
             const int m = it / cols4, c4 = (it - m * cols4) * 4;
             const int n = n0 + c4;
-            const int nv = min(4, p.n - n);
+            const int nv = min(min(4, p.n - n), q.r - c4); /* within N and the band */
             if (nv <= 0)
                 continue;
             const int off = m * stride + c4;
@@ -327,22 +350,53 @@ static int fk_small_env(const char *name, int dflt)
     return e && *e ? atoi(e) : dflt;
 }
 
-/* Cost model (bytes of B-stream time per CTA, the slowest CTA bounds the
- * kernel): per K block R x 128 bytes of B from HBM, plus A's min(M, NW) x
- * 128 bytes from L2 weighted 0.35, or the MMA time when larger (about 12
- * bytes of HBM per SM clock; W x 4 wgmma of NW / 2 clocks + issue latency);
- * a cluster reduction costs about 1.5 us (34 KB); one more wave of CTAs
- * repeats everything. */
+/* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
+ * kernel), calibrated on the H100 sweep of docs/perf-gemm.md ("Small M"):
+ * per 128-deep K block R x 128 bytes of B from HBM plus A's min(M, NW) x
+ * 128 bytes from L2 weighted 0.06, or the MMA time when larger (measured:
+ * one K block of 4 wgmma m64nNWk32 plus the fp32 promotion takes as long as
+ * streaming ~62.5 x NW bytes per multiplying warpgroup); a cluster
+ * reduction costs about 1.5 us (34 KB); one more wave repeats everything. */
 static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nw, int r, int s, int64_t slots)
 {
     const int64_t bands = (n + r - 1) / r;
-    const int64_t waves = (bands + slots - 1) / slots;
+    const int64_t waves = (bands * s + slots * s - 1) / (slots * s);
     const int w = r > 64 ? 2 : 1;
-    const double mem = (double)r * 128.0 + 0.35 * (double)(m < nw ? m : nw) * 128.0;
-    const double mma = 12.4 * (double)(w * 2 * nw + 100);
+    const double mem = (double)r * 128.0 + 0.06 * (double)(m < nw ? m : nw) * 128.0;
+    const double mma = 62.5 * (double)nw * (double)w;
     const double per_kb = mem > mma ? mem : mma;
     const int64_t kc = (kb + s - 1) / s;
     return (double)waves * ((double)kc * per_kb + (s > 1 ? 34000.0 : 0.0) + 8000.0);
+}
+
+/* Band height and split by the cost model (ties - MMA-bound bands -: more
+ * CTAs, fewer splits). slots[i]: clusters of 2^i CTAs that fit at once. Splits of 4
+ * only when forced (fs): on the H100 33 clusters of 4 did not run as one
+ * wave. fr / fs: FK_SMALL_R / FK_SMALL_SPLIT (0 = free). Returns 0 when
+ * nothing fits. */
+static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nw, const int64_t slots[3], int fr, int fs, int *r_out,
+                         int *s_out)
+{
+    int best_r = 0, best_s = 1;
+    double best = 0;
+    for (int i = 0; i < 3; i++) {
+        const int s = 1 << i;
+        if (slots[i] < 1 || s > kb || (fs ? fs != s : s > 2))
+            continue;
+        for (int r = fr ? fr : 8; r <= (fr ? fr : 128); r += 8) {
+            if (r < 1 || r > 128)
+                continue;
+            const double c = fk_small_cost(n, m, kb, nw, r, s, slots[i]);
+            if (best_r == 0 || c < best) {
+                best = c;
+                best_r = r;
+                best_s = s;
+            }
+        }
+    }
+    *r_out = best_r;
+    *s_out = best_s;
+    return best_r > 0;
 }
 
 int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st)
@@ -350,9 +404,12 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     const fk_cuda_state *cs = fk_cuda(ctx);
     const fp8kit_gemm_desc *dd = &job->desc;
     /* FK_GEMM_SMALL=0: never, 1: whenever supported, 2: always or fail
-     * (tests); unset: for M <= 128 with at least 1 MiB of B, unless a
-     * general-kernel knob is set. */
-    const int force = fk_small_env("FK_GEMM_SMALL", 0); /* off by default until measured */
+     * (tests); unset: with at least 1 MiB of B, for M <= 64, and for
+     * 64 < M <= 128 when the general kernel's 128 x 64 tiles would leave a
+     * quarter of the SMs idle (measured on the H100: 128x2112x7168 15.5 vs
+     * 17.1 us, but 128x7168x16384 51.9 vs 46.7 us), unless a general-kernel
+     * knob (FK_GEMM_PROMO, FK_GEMM_BN) is set. */
+    const int force = fk_small_env("FK_GEMM_SMALL", -1);
 #define FK_SMALL_DECLINE(why)                                                                       \
     do {                                                                                            \
         if (force != 2)                                                                             \
@@ -367,8 +424,8 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     if (dd->scale_a == FP8KIT_SCALE_BLOCK || dd->scale_a == FP8KIT_SCALE_MX ||
         dd->scale_b == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_BLOCK)
         FK_SMALL_DECLINE("block and mx scaling are not implemented on this path");
-    if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") ||
-                      getenv("FK_GEMM_BN")))
+    if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") || getenv("FK_GEMM_BN") ||
+                      (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3)))
         return 0;
     const int nw = job->m <= 32 ? 32 : job->m <= 64 ? 64 : 128;
     const int wab = (job->b_type == FP8KIT_E5M2 ? 2 : 0) + (job->a_type == FP8KIT_E5M2 ? 1 : 0);
@@ -420,27 +477,10 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
                       cudaGetErrorString(e));
         return 1;
     }
-    /* band height R and split: the cheapest by the cost model (ties: taller
-     * bands, fewer splits); FK_SMALL_R / FK_SMALL_SPLIT force them */
     const int64_t kb = (job->k + FK_GEMM_BK - 1) / FK_GEMM_BK;
     int best_r = 0, best_s = 1;
-    double best = 0;
-    const int fr = fk_small_env("FK_SMALL_R", 0), fs = fk_small_env("FK_SMALL_SPLIT", 0);
-    for (int i = 0; i < 3; i++) {
-        const int s = 1 << i;
-        if (slots[i] < 1 || s > kb || (fs && fs != s))
-            continue;
-        for (int r = 128; r >= 8; r -= 8) {
-            if (fr && fr != r)
-                continue;
-            const double c = fk_small_cost(job->n, job->m, kb, nw, r, s, slots[i]);
-            if (best_r == 0 || c < best) {
-                best = c;
-                best_r = r;
-                best_s = s;
-            }
-        }
-    }
+    (void)fk_small_pick(job->n, job->m, kb, nw, slots, fk_small_env("FK_SMALL_R", 0),
+                        fk_small_env("FK_SMALL_SPLIT", 0), &best_r, &best_s);
     if (best_r == 0)
         FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT do not fit this shape");
     fk_small_config cfg;
@@ -459,6 +499,9 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.kb_total = (int)kb;
     const int slot = cfg.q.w * 64 * 128 + nw * 128;
     int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST) / slot;
+    const int fst = fk_small_env("FK_SMALL_STAGES", 0); /* experiments */
+    if (fst > 0 && fst < stages)
+        stages = fst;
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
     /* the partial tile (NW x (64 w + 4) fp32) lives in the ring */
     if (cfg.q.stages < 2 || nw * (64 * cfg.q.w + 4) * 4 > cfg.q.stages * slot)
