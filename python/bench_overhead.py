@@ -4,7 +4,7 @@ device: e4m3 x e4m3 -> bf16, rowwise scales, 128x128x128 (the issue-6 target:
 raw path <= 8 us and <= 1/3 of torch's). Host time = wall time of a batch of
 back-to-back calls / batch (the batch is short enough that the launch queue
 never fills; synchronized between batches), median over interleaved rounds
-(every form sees the same machine load). --breakdown also times the pieces of
+(every form sees the same machine load; the order rotates each round). --breakdown also times the pieces of
 one raw call (tensor metadata reads, torch.empty, the stream query, the bare
 ctypes call with prepared structs) and prints a cProfile of the raw path.
 Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead.py [--breakdown] [--json FILE]
@@ -36,8 +36,9 @@ def interleaved_us(forms, batch=200, rounds=41):
     torch.cuda.synchronize()
     times = {name: [] for name, _ in forms}
     pc = time.perf_counter
-    for _ in range(rounds):
-        for name, f in forms:
+    for r in range(rounds):
+        k = r % len(forms)  # rotate the order each round: no form always follows the same one
+        for name, f in forms[k:] + forms[:k]:
             t0 = pc()
             for _ in range(batch):
                 f()

@@ -30,6 +30,9 @@ class Context:
         self.handle = out.value
         # the handle as a ready ctypes argument (the scaled_mm plans pass it); close() makes it NULL
         self.handle_arg = ctypes.c_void_p(self.handle)
+        # fp8kit_gemm without argtypes, for the scaled_mm hot path whose arguments are all
+        # ctypes objects already (handle_arg, byref(desc), byref(args), c_void_p(stream))
+        self.unchecked_gemm = _lib.unchecked(lib, "fp8kit_gemm")
         self.requested = Backend(backend)
         self.backend = Backend(lib.fp8kit_ctx_backend(self.handle))
         self.device = int(device)

@@ -219,7 +219,8 @@ class _NoTorch:
 # Set by _torch.py when torch is first seen: the plain tensor type, and the
 # functions the torch hot path of run() calls directly.
 _TT = _NoTorch
-_is_compiling = _data_ptr = _empty = _raw_stream = None
+_is_compiling = _data_ptr = _empty_strided = _raw_stream = None
+_c_void_p = ctypes.c_void_p
 
 
 class _Uncacheable(Exception):
@@ -381,7 +382,7 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
             except TypeError:  # an unhashable out_dtype: the general path reports it
                 hot = tkey = None
             if hot is not None:
-                plan, fn, handle, desc_ref, bufs, d_shape, tdtype, tdevice, sidx = hot
+                plan, fn, handle, desc_ref, bufs, d_shape, d_strides, tdtype, tdevice, sidx = hot
                 buf = bufs.get(_get_ident())
                 if buf is None:
                     buf = plan.thread_buf()
@@ -393,9 +394,10 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
                 words[30] = dp(scale_b)
                 if bias is not None:
                     words[51] = dp(bias)
-                d = _empty(d_shape, dtype=tdtype, device=tdevice) if out is None else out
+                d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice) if out is None else out
                 words[61] = dp(d)
-                st = fn(handle, desc_ref, buf[1], None if sidx is None else _raw_stream(sidx))
+                # fn has no argtypes: every argument is a ctypes object already (~0.4 us less per call)
+                st = fn(handle, desc_ref, buf[1], None if sidx is None else _c_void_p(_raw_stream(sidx)))
                 if st:
                     plan.ctx.check(st)
                 return d
@@ -542,8 +544,8 @@ def _register_hot(tkey, plan, has_out):
     if not (plan.simple and plan.t_out is not None and plan.has_out == has_out and plan.use_sa and plan.use_sb
             and not plan.use_c and not plan.scaled):
         return
-    hot = (plan, plan.fn, plan.handle, plan.desc_ref, plan.bufs, plan.d_shape) + plan.t_out + \
-        (plan.index if plan.torch_stream else None,)
+    hot = (plan, plan.ctx.unchecked_gemm, plan.handle, plan.desc_ref, plan.bufs, plan.d_shape,
+           (plan.d_shape[1], 1)) + plan.t_out + (plan.index if plan.torch_stream else None,)
     with _plans_lock:
         if len(_tplans) > 4096:
             _tplans.clear()

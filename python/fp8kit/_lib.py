@@ -269,6 +269,17 @@ def _declare(lib):
         fn.argtypes = args
 
 
+def unchecked(lib, name, restype=_enum_t):
+    """Another function object for lib's `name` with no argtypes: ctypes then
+    converts nothing, so every argument must already be a ctypes object of the
+    right C type (a c_void_p, byref(struct), None for NULL). For hot paths
+    that build their arguments once; ~0.4 us less per call than the declared
+    function on our H100 host."""
+    fn = lib._FuncPtr((name, lib))
+    fn.restype = restype
+    return fn
+
+
 def load(path=None):
     """Loads (once) and returns the ctypes library. `path` forces a file."""
     global _lib, _lib_path

@@ -89,7 +89,7 @@ def torch_dtype(dt):
 def out_args(dt, cuda_index):
     """(torch dtype, torch.device) of a new output of fp8kit dtype dt on
     cuda:cuda_index (None = cpu), as the scaled_mm hot path passes them to
-    torch.empty."""
+    torch.empty_strided."""
     return TO_TORCH[dt], torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
 
 
@@ -112,7 +112,7 @@ def _register_signatures():
     # the torch hot path of _gemm.run: plain tensors, bound functions (no attribute lookups per call)
     _gemm._raw_stream = _raw_stream if _raw_stream is not None else current_stream
     _gemm._data_ptr = torch.Tensor.data_ptr
-    _gemm._empty = torch.empty
+    _gemm._empty_strided = torch.empty_strided  # measured cheaper per call than torch.empty(shape, ...)
     _gemm._is_compiling = _compiler_is_compiling if _compiler_is_compiling is not None else (lambda: False)
     _gemm._TT = torch.Tensor
     ptr = torch.Tensor.data_ptr
