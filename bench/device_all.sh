@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# device_all.sh - the end-of-session check of everything GPU in one device
+# call: builds the tree on the device (Release, sm_90a, -j16), runs every GPU
+# test against the CPU oracle (quantize, GEMM, small-M GEMM, autotune,
+# accuracy vs cuBLASLt, repeated-call shortcut, threads), compute-sanitizer
+# memcheck on the reduced GEMM tests, the Python tests with torch on the GPU,
+# then the benchmarks (bench_gemm on a reduced shape list unless
+# FK_BENCH_ARGS says otherwise, bench_launch, the Python call overhead,
+# fp8kit bench --quick). Logs and JSON lines go to $OUT.
+# Usage (repo root, on the device): bash bench/device_all.sh [COMMIT]
+# Env: FK_SKIP_SANITIZE=1, FK_SKIP_BENCH=1, FK_BENCH_ARGS (bench_gemm flags).
+set -u
+commit=${1:-unknown}
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+stamp() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
+export PATH=/usr/local/cuda/bin:$PATH
+cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${cublas_dir:-/nonexistent}:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+
+B=build-dev
+stamp "build"
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
+    "-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" >"$OUT/build.log" 2>&1 &&
+    cmake --build $B -j16 >>"$OUT/build.log" 2>&1 || { stamp "build failed"; tail -40 "$OUT/build.log"; exit 1; }
+grep -E "spill|Used [0-9]+ registers" "$OUT/build.log" | grep -v " 0 bytes spill" | head -5
+
+stamp "GPU tests"
+: >"$OUT/summary.txt"
+for t in test_cuda_quant test_mx_both test_cuda_gemm test_cuda_gemm_small test_tune test_cuda_vs_cublaslt \
+         test_gemm_repeat test_threads test_api; do
+    [ -x "$B/$t" ] || { echo "$t: not built" | tee -a "$OUT/summary.txt"; continue; }
+    FK_TEST_LARGE=${FK_TEST_LARGE:-0} timeout 300 "$B/$t" >"$OUT/$t.log" 2>&1
+    echo "$t exit $? : $(grep -E 'passed, [0-9]+ failed' "$OUT/$t.log" | tail -1)" | tee -a "$OUT/summary.txt"
+done
+grep -E "^(shape|[0-9]+x)" "$OUT/test_cuda_vs_cublaslt.log" | head -60
+
+if [ -z "${FK_SKIP_SANITIZE:-}" ]; then
+    stamp "compute-sanitizer memcheck (FK_TEST_SMALL=1)"
+    for t in test_cuda_gemm test_cuda_gemm_small; do
+        FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/$t" >"$OUT/memcheck_$t.log" 2>&1
+        echo "memcheck $t exit $? : $(grep 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)" | tee -a "$OUT/summary.txt"
+    done
+fi
+
+stamp "python tests (torch on the GPU)"
+if [ -d .whl ] && ! python3 -c 'import pytest' 2>/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+export FP8KIT_LIBRARY=$PWD/$B/libfp8kit.so PYTHONUNBUFFERED=1
+timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests >"$OUT/pytest.log" 2>&1
+echo "pytest exit $? : $(tail -1 "$OUT/pytest.log")" | tee -a "$OUT/summary.txt"
+
+if [ -z "${FK_SKIP_BENCH:-}" ]; then
+    stamp "bench_launch"
+    timeout 120 "$B/bench_launch" >"$OUT/bench_launch.log" 2>&1
+    echo "bench_launch exit $?" | tee -a "$OUT/summary.txt"
+    tail -12 "$OUT/bench_launch.log"
+    stamp "python call overhead"
+    timeout 120 python3 python/bench_overhead.py >"$OUT/overhead.log" 2>&1
+    echo "bench_overhead exit $?" | tee -a "$OUT/summary.txt"
+    tail -10 "$OUT/overhead.log"
+    stamp "bench_gemm"
+    timeout 300 "$B/bench_gemm" --json "$OUT/gemm.jsonl" --commit "$commit" \
+        ${FK_BENCH_ARGS:---shapes 8192x8192x8192,4096x4096x4096,64x7168x7168} >"$OUT/bench_gemm.log" 2>&1
+    echo "bench_gemm exit $?" | tee -a "$OUT/summary.txt"
+    cat "$OUT/bench_gemm.log" | tail -40
+    stamp "fp8kit bench --quick"
+    timeout 120 "$B/fp8kit" bench --quick --backend cuda >"$OUT/bench_quick.log" 2>&1
+    echo "bench --quick exit $?" | tee -a "$OUT/summary.txt"
+fi
+stamp "done"
+cat "$OUT/summary.txt"
