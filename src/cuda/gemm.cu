@@ -134,7 +134,8 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
         memcpy(cands[n++], small_cfg, FK_PLAN_CONFIG_BYTES);
     for (int vi = 0; vi < fk_sm90_variant_count && n + 2 <= MAXC; vi++) {
         const fk_sm90_variant *v = &fk_sm90_variants[vi];
-        if (v->promo != promo || v->block != block || v->ab != ab)
+        if (v->promo != promo || v->block != block || v->ab != ab ||
+            (job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128 && v->bn % 128))
             continue;
         for (int gm = 8; gm <= 16; gm += 8) {
             fk_sm90_config cfg;
@@ -168,25 +169,25 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: A and B must be e4m3 or e5m2");
     const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
     const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
-    /* MX: its own kernel (variant block 2, promotion every k32 step); plain or blocked scales */
-    const int mx = dd->scale_a == FP8KIT_SCALE_MX;
-    if (mx != (dd->scale_b == FP8KIT_SCALE_MX))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scaling needs both A and B");
-    if (mx && dd->scale_layout != FP8KIT_LAYOUT_PLAIN && dd->scale_layout != FP8KIT_LAYOUT_BLOCKED)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scales must use the plain or blocked layout");
-    const int vblock = mx ? 2 : block; /* the variant table's block field */
+    if (dd->scale_a == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_MX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scaling is not implemented yet");
     if (block != (dd->scale_b == FP8KIT_SCALE_BLOCK))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: BLOCK scaling needs both A and B");
-    if (block && ab != 0)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda gemm: BLOCK scaling is implemented for e4m3 x e4m3 only");
-    if (dd->out_quant != FP8KIT_OUTQ_NONE && dd->out_quant != FP8KIT_OUTQ_SCALED)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda gemm: fused MX / 1x128 output quantization is not implemented yet");
+    /* fused mx / 1x128 output quantization: the general kernel's epilogue
+     * (fk_epilogue_rowq); 1x128 groups need tiles of a multiple of 128 columns */
+    const int rowq = dd->out_quant == FP8KIT_OUTQ_MX || dd->out_quant == FP8KIT_OUTQ_BLOCK1X128;
+    if (dd->out_quant != FP8KIT_OUTQ_NONE && dd->out_quant != FP8KIT_OUTQ_SCALED && !rowq)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: unknown output quantization %d",
+                       (int)dd->out_quant);
     if (!fk_is_hp(job->d_type) && !fk_is_fp8(job->d_type))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: unsupported output dtype");
-    if (dd->out_quant == FP8KIT_OUTQ_SCALED && !fk_is_fp8(job->d_type))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: OUTQ_SCALED needs an fp8 output");
+    if (dd->out_quant != FP8KIT_OUTQ_NONE && !fk_is_fp8(job->d_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: output quantization needs an fp8 output");
+    if (rowq && !fk_is_hp(dd->out_hp))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda gemm: fused output quantization needs out_hp f32, f16 or bf16");
+    if (dd->out_quant == FP8KIT_OUTQ_MX && job->n % 32)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, "cuda gemm: OUTQ_MX needs N %% 32 == 0");
     /* SPEC 3 asks rel <= 1e-5 for fp32 output. Hopper's fp8 wgmma loses bits
      * inside each k32 instruction: measured on an H200 (K = 16384, normal
      * data) 1.3e-4 with promotion every 128 of K and 4.6e-5 even after every
@@ -217,7 +218,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     fp8kit_status small_st;
     unsigned char small_cfg[FK_PLAN_CONFIG_BYTES];
     memset(small_cfg, 0, sizeof small_cfg);
-    const int small = fk_small_plan(ctx, job, small_cfg, &small_st);
+    const int small = rowq ? 0 : fk_small_plan(ctx, job, small_cfg, &small_st); /* no fused quantization there */
     if (small && (small_st != FP8KIT_OK || !ctx->tune.mode)) {
         if (small_st == FP8KIT_OK)
             memcpy(config, small_cfg, sizeof small_cfg);
@@ -230,12 +231,10 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
      * bounds fp32 output by 1.5x cuBLASLt. */
     int promo = dd->fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
     promo = fk_env_int("FK_GEMM_PROMO", promo);
-    if (mx)
-        promo = 1;
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
     const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
     int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
-    if (!block && !mx && ab == 0 && tiles128 >= cs->sm_count) {
+    if (!block && ab == 0 && tiles128 >= cs->sm_count) {
         /* Wide tiles when every SM has work: 192 (2 x 96 accumulators per
          * thread with promotion), 256 with fast accumulation (128). Cost =
          * waves x width x per-column weight (H100, 2026-11-22: a 128-wide
@@ -255,11 +254,13 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
         }
     }
     bn = fk_env_int("FK_GEMM_BN", bn);
-    int vi = fk_find_variant(bn, promo, vblock, ab);
+    if (dd->out_quant == FP8KIT_OUTQ_BLOCK1X128 && bn % 128)
+        bn = 128; /* a 1x128 group must not span two tiles */
+    int vi = fk_find_variant(bn, promo, block, ab);
     if (vi < 0)
-        vi = fk_find_variant(128, promo, vblock, ab);
+        vi = fk_find_variant(128, promo, block, ab);
     if (vi < 0)
-        vi = fk_find_variant(128, 4, vblock, ab);
+        vi = fk_find_variant(128, 4, block, ab);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
@@ -268,7 +269,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
         return st;
     memcpy(config, &cfg, sizeof cfg);
     if (ctx->tune.mode)
-        return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
+        return fk_sm90_tune(ctx, job, promo, block, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
 }
 
@@ -341,10 +342,6 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         p.sa_sk = mn_major ? job->scale_a_ld : 1;
         p.sb_ld = fk_ceil_div(job->k, 128);
     }
-    if (dd->scale_a == FP8KIT_SCALE_MX) { /* e8m0 bytes: row stride K / 32; sa_sk = 1: blocked layout */
-        p.sa_sm = job->k / 32;
-        p.sa_sk = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
-    }
     p.alpha = job->alpha;
     p.beta = job->beta;
     p.c = job->c;
@@ -360,6 +357,10 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     p.out_quant = dd->out_quant;
     p.scale_d = job->scale_d_in;
     p.amax_bits = (unsigned int *)job->amax_d;
+    p.scale_d_out = job->scale_d_out;
+    p.out_hp = dd->out_hp;
+    p.out_rceil = dd->out_rounding == FP8KIT_ROUND_RCEIL;
+    p.out_pow2 = dd->out_pow2 != 0;
     /* bulk-copy epilogue: 16-bit D, no C, no output quantization, rows of
      * whole 16-byte units (FK_GEMM_BULK=0 at plan time turns it off) */
     p.d_bulk = !cfg.no_bulk && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
