@@ -273,6 +273,49 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     return FP8KIT_OK;
 }
 
+/* Launches general variant vi through the driver's cuLaunchKernel with the
+ * variant's CUfunction (resolved once per device and variant), which costs
+ * ~0.3 us less host time than cudaLaunchKernel (bench_launch); falls back to
+ * cudaLaunchKernel when the driver entry point or the handle is missing. */
+#define FK_MAX_DEVICES 64
+#define FK_MAX_VARIANTS 128
+static CUfunction fk_sm90_cufn[FK_MAX_DEVICES][FK_MAX_VARIANTS];
+
+static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigned grid, void **args,
+                                    cudaStream_t st)
+{
+    const fk_sm90_variant *v = &fk_sm90_variants[vi];
+    fk_cu_launch_fn launch = fk_cu_launch_fn_get();
+    CUfunction f = NULL;
+    if (launch && device >= 0 && device < FK_MAX_DEVICES && vi < FK_MAX_VARIANTS) {
+        f = __atomic_load_n(&fk_sm90_cufn[device][vi], __ATOMIC_ACQUIRE);
+        if (!f) {
+            cudaFunction_t rf = NULL;
+            if (cudaGetFuncBySymbol(&rf, (const void *)v->fn) == cudaSuccess && rf) {
+                f = (CUfunction)rf;
+                __atomic_store_n(&fk_sm90_cufn[device][vi], f, __ATOMIC_RELEASE);
+            } else {
+                (void)cudaGetLastError();
+            }
+        }
+    }
+    if (!f) {
+        FK_CUDA_CHECK(ctx, cudaLaunchKernel((const void *)v->fn, dim3(grid), dim3(FK_GEMM_THREADS), args,
+                                            (size_t)v->smem_bytes, st));
+        return FP8KIT_OK;
+    }
+    CUresult r = launch(f, grid, 1, 1, FK_GEMM_THREADS, 1, 1, (unsigned)v->smem_bytes, (CUstream)st, args, NULL);
+    if (r == CUDA_ERROR_INVALID_CONTEXT) {
+        /* a new thread: the runtime makes the primary context current lazily */
+        FK_CUDA_CHECK(ctx, cudaSetDevice(device));
+        r = launch(f, grid, 1, 1, FK_GEMM_THREADS, 1, 1, (unsigned)v->smem_bytes, (CUstream)st, args, NULL);
+    }
+    if (r != CUDA_SUCCESS)
+        return fk_fail(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_DEVICE,
+                       "cuda gemm: cuLaunchKernel failed (CUresult %d)", (int)r);
+    return FP8KIT_OK;
+}
+
 extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
                                       void *stream)
 {
@@ -374,9 +417,7 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         return fk_launch_rec_take(rec, (const void *)v->fn, grid, block, (size_t)v->smem_bytes, args,
                                   sizes, 3);
     }
-    FK_CUDA_CHECK(ctx, cudaLaunchKernel((const void *)v->fn, dim3((unsigned)cfg.grid),
-                                        dim3(FK_GEMM_THREADS), args, (size_t)v->smem_bytes, st));
-    return FP8KIT_OK;
+    return fk_sm90_launch(ctx, cfg.device, cfg.variant, (unsigned)cfg.grid, args, st);
 }
 
 extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)

@@ -1,4 +1,5 @@
-/* gemm_sm90.cu - the Hopper (sm_90a) FP8 GEMM kernel and its compiled variants.
+/* gemm_sm90.cu - the Hopper (sm_90a) FP8 GEMM kernel and its compiled variants
+ * (the MX-scaled kernel is at the end of the file).
  *
  * Persistent and warp-specialized: 384 threads per CTA, one CTA per SM.
  * Warpgroup 2 is the producer: after giving registers back (setmaxnreg), one
@@ -62,7 +63,7 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
 }
 
 /* Producer: one thread streams every (tile, K block) of this CTA into the ring. */
-template <int BN>
+template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
@@ -85,7 +86,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
             fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, tm * FK_GEMM_BM);
             fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, tn * BN);
-            if (++stage == S::STAGES) {
+            if (++stage == STAGES) {
                 stage = 0;
                 phase ^= 1u;
             }
@@ -401,9 +402,353 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
 #endif
 }
 
+/* ---------------------------------------------------------------- MX (e8m0 per 32 of K on A and B)
+ * Hopper has no block-scaled MMA, so the MX consumer promotes after every
+ * wgmma k32 step: accf[r][c] += acc[r][c] * (sa[r][kb] * sb[c][kb]). Two
+ * producer warps (one for A, one for B) decode each stage's e8m0 bytes
+ * (A: 128 rows x 4 k32 blocks, B: BN columns x 4; plain or blocked layout,
+ * plain loads issued one stage ahead) into fp32 tables in the stage's scale
+ * area, with the min / max exponent next to them (the consumers take an exact
+ * double-precision path for stages where a scale product could leave fp32's
+ * exact range); all their lanes arrive on the stage's full barrier, whose
+ * count is 1 (the TMA thread) + 64. */
+template <int BN> struct fk_sm90_mx_shape {
+    typedef fk_sm90_shape<BN> G;
+    static constexpr int SA_FLOATS = 4 * FK_GEMM_BM; /* [k32 step][row] */
+    static constexpr int SB_FLOATS = 4 * BN;         /* [k32 step][column] */
+    static constexpr int SC_BYTES = (SA_FLOATS + SB_FLOATS) * 4 + 16; /* + flag word */
+    static constexpr int FIXED = G::FIXED + 16;
+    static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (G::A_BYTES + G::B_BYTES + SC_BYTES);
+    static constexpr int STAGES = FIT < 8 ? FIT : 8;
+    static constexpr int SMEM = STAGES * (G::A_BYTES + G::B_BYTES + SC_BYTES) + FIXED;
+    static_assert(STAGES >= 3, "stage ring too shallow");
+};
+
+#ifdef FK_SM90_DEVICE
+/* SPEC 2.1 e8m0 -> fp32 (as fk_e8m0_to_f32): 2^(e-127), 0 -> 2^-127, 255 -> NaN. */
+static __device__ __forceinline__ float fk_mx_e8m0(unsigned int e)
+{
+    return __uint_as_float(e == 255u ? 0x7FC00000u : e ? e << 23 : 0x00400000u);
+}
+
+/* Byte offset of scale (row r, k32 block c) in A's or B's scale array. */
+static __device__ __forceinline__ long long fk_mx_off(const fk_gemm_params &p, long long r, int c)
+{
+    if (p.sa_sk) /* blocked (SPEC 2.3): 128 x 4 tiles of 512 bytes, num_kb tiles per row band */
+        return ((r >> 7) * p.num_kb + (c >> 2)) * 512 + (r & 31) * 16 + ((r >> 5) & 3) * 4 + (c & 3);
+    return r * p.sa_sm + c; /* plain: K / 32 bytes per row */
+}
+
+/* The 4 scale bytes (k32 blocks kc0 .. kc0 + 3) of rows row0 + lane + 32 i:
+ * one aligned word each when `word` (blocked layout, or plain with
+ * K / 32 % 4 == 0 and 4-byte aligned bases), else byte loads; rows past the
+ * operand and blocks past K are not read. */
+template <int NW>
+static __device__ __forceinline__ void fk_mx_load(const fk_gemm_params &p, const unsigned char *s, int row0, int nrows,
+                                                  int kc0, int kbs, bool word, int lane, unsigned int (&w)[NW])
+{
+#pragma unroll
+    for (int i = 0; i < NW; i++) {
+        const int r = row0 + lane + 32 * i;
+        w[i] = 0;
+        if (r < nrows) {
+            const unsigned char *q = s + fk_mx_off(p, r, kc0);
+            if (word) {
+                w[i] = __ldg((const unsigned int *)q);
+            } else {
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++)
+                    if (kc0 + kk < kbs)
+                        w[i] |= (unsigned int)__ldg(q + kk) << (8 * kk);
+            }
+        }
+    }
+}
+
+/* Helper warp of one operand (A, or B when IS_B): for every (tile, K block)
+ * of this CTA it decodes the stage's scale bytes into tab[kk * ROWS + row]
+ * (0 for rows past the operand and blocks past K: their wgmma sums are 0,
+ * TMA fills zeros), stores the min / max of the finite exponents next to the
+ * tables and arrives on the stage's full barrier with all 32 lanes. The next
+ * item's bytes are loaded before waiting for the stage to be free. */
+template <int BN, bool IS_B>
+static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p, unsigned char *sc0, uint32_t full0,
+                                                         uint32_t empty0, int lane)
+{
+    typedef fk_sm90_mx_shape<BN> S;
+    constexpr int ROWS = IS_B ? BN : FK_GEMM_BM, NW = ROWS / 32;
+    const unsigned char *src = (const unsigned char *)(IS_B ? p.sb : p.sa);
+    const int nrows = IS_B ? p.n : p.m;
+    const int kbs = p.k / 32, nkb = p.num_kb, ntiles = p.sched.count();
+    const bool word =
+        ((uintptr_t)p.sa % 4 == 0) && ((uintptr_t)p.sb % 4 == 0) && (p.sa_sk || kbs % 4 == 0);
+    int t = blockIdx.x, kb = 0, row0 = 0;
+    if (nkb == 0 || t >= ntiles)
+        return;
+    {
+        int tm, tn;
+        p.sched.tile(t, tm, tn);
+        row0 = IS_B ? tn * BN : tm * FK_GEMM_BM;
+    }
+    unsigned int w[NW];
+    fk_mx_load<NW>(p, src, row0, nrows, 0, kbs, word, lane, w);
+    int stage = 0;
+    uint32_t phase = 0;
+    for (;;) {
+        int nt = t, nk = kb + 1, nrow0 = row0;
+        if (nk == nkb) {
+            nk = 0;
+            nt = t + gridDim.x;
+            if (nt < ntiles) {
+                int tm, tn;
+                p.sched.tile(nt, tm, tn);
+                nrow0 = IS_B ? tn * BN : tm * FK_GEMM_BM;
+            }
+        }
+        const bool more = nt < ntiles;
+        unsigned int wn[NW];
+        if (more)
+            fk_mx_load<NW>(p, src, nrow0, nrows, nk * 4, kbs, word, lane, wn);
+        fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
+        float *area = (float *)(sc0 + stage * S::SC_BYTES);
+        float *tab = area + (IS_B ? S::SA_FLOATS : 0);
+        int emin = 1024, emax = -1024;
+#pragma unroll
+        for (int i = 0; i < NW; i++) {
+            const bool rv = row0 + lane + 32 * i < nrows;
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                const unsigned int e = (w[i] >> (8 * kk)) & 255u;
+                const bool v = rv && kb * 4 + kk < kbs;
+                tab[kk * ROWS + lane + 32 * i] = v ? fk_mx_e8m0(e) : 0.0f;
+                if (v && e < 255u) {
+                    emin = min(emin, (int)e);
+                    emax = max(emax, (int)e);
+                }
+            }
+        }
+        emin = __reduce_min_sync(0xffffffffu, emin);
+        emax = __reduce_max_sync(0xffffffffu, emax);
+        if (lane == 0) {
+            int *mm = (int *)(area + S::SA_FLOATS + S::SB_FLOATS) + (IS_B ? 2 : 0);
+            mm[0] = emin;
+            mm[1] = emax;
+        }
+        fk_mbar_arrive(full0 + 8 * stage); /* release: this lane's writes */
+        if (++stage == S::STAGES) {
+            stage = 0;
+            phase ^= 1u;
+        }
+        if (!more)
+            break;
+        t = nt;
+        kb = nk;
+        row0 = nrow0;
+#pragma unroll
+        for (int i = 0; i < NW; i++)
+            w[i] = wn[i];
+    }
+}
+
+/* One wgmma k32 step into acc (overwriting it), committed as its own group. */
+template <int BN, int AB, int NACC>
+static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint32_t a, uint32_t b)
+{
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(acc[i]);
+    fk_wgmma_fence();
+    fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a), fk_wgmma_desc_sw128(b), 0);
+    fk_wgmma_commit();
+}
+
+/* accf += acc * (sa * sb) for k32 step ks of the stage whose scale area is
+ * `area`: rows rl / rl + 8 (tile-local), columns 8 j + cq + {0, 1}. Flagged
+ * stages take the CPU backend's exact form: fl32(acc * (sa * sb in double)). */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_mx_promote(float (&accf)[NACC], float (&acc)[NACC], const float *area, int ks,
+                                                     int rl, int cq)
+{
+    typedef fk_sm90_mx_shape<BN> S;
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(acc[i]);
+    const float *ta = area + ks * FK_GEMM_BM, *tb = area + S::SA_FLOATS + ks * BN + cq;
+    const float a_lo = ta[rl], a_hi = ta[rl + 8];
+    /* the products 2^(ea + eb - 254) are exact fp32 values (down to the
+     * subnormal 2^-149) for ea + eb in [105, 381] */
+    const int *mm = (const int *)(area + S::SA_FLOATS + S::SB_FLOATS);
+    const bool slow = mm[0] + mm[2] < 105 || mm[1] + mm[3] > 381;
+    if (!slow) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const float2 b = *(const float2 *)(tb + 8 * j);
+            accf[4 * j + 0] = fmaf(acc[4 * j + 0], a_lo * b.x, accf[4 * j + 0]);
+            accf[4 * j + 1] = fmaf(acc[4 * j + 1], a_lo * b.y, accf[4 * j + 1]);
+            accf[4 * j + 2] = fmaf(acc[4 * j + 2], a_hi * b.x, accf[4 * j + 2]);
+            accf[4 * j + 3] = fmaf(acc[4 * j + 3], a_hi * b.y, accf[4 * j + 3]);
+        }
+    } else {
+        const double dl = a_lo, dh = a_hi;
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const float2 b = *(const float2 *)(tb + 8 * j);
+            const double bx = b.x, by = b.y;
+            accf[4 * j + 0] += (float)((double)acc[4 * j + 0] * (dl * bx));
+            accf[4 * j + 1] += (float)((double)acc[4 * j + 1] * (dl * by));
+            accf[4 * j + 2] += (float)((double)acc[4 * j + 2] * (dh * bx));
+            accf[4 * j + 3] += (float)((double)acc[4 * j + 3] * (dh * by));
+        }
+    }
+    /* pins the reads of acc before the next wgmma on it (no accumulator copies) */
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(accf[i]);
+}
+
+/* The 4 k32 steps of one stage (wgmma operands at a, b; scale tables in
+ * area) alternating between acc0 and acc1; unless FIRST, the previous
+ * stage's last step (in acc1) is promoted with its tables (parea) and that
+ * stage released (pempty) while this stage's first step runs. */
+template <int BN, int AB, bool FIRST, int NACC>
+static __device__ __forceinline__ void fk_mx_stage(float (&acc0)[NACC], float (&acc1)[NACC], float (&accf)[NACC],
+                                                   uint32_t a, uint32_t b, const float *area, const float *parea,
+                                                   uint32_t pempty, int rl, int cq, int lane)
+{
+    fk_mx_issue<BN, AB>(acc0, a, b);
+    if (!FIRST) {
+        fk_wgmma_wait<1>();
+        fk_mx_promote<BN>(accf, acc1, parea, 3, rl, cq);
+        __syncwarp();
+        if (lane == 0)
+            fk_mbar_arrive(pempty);
+    }
+    fk_mx_issue<BN, AB>(acc1, a + 32, b + 32);
+    fk_wgmma_wait<1>();
+    fk_mx_promote<BN>(accf, acc0, area, 0, rl, cq);
+    fk_mx_issue<BN, AB>(acc0, a + 64, b + 64);
+    fk_wgmma_wait<1>();
+    fk_mx_promote<BN>(accf, acc1, area, 1, rl, cq);
+    fk_mx_issue<BN, AB>(acc1, a + 96, b + 96);
+    fk_wgmma_wait<1>();
+    fk_mx_promote<BN>(accf, acc0, area, 2, rl, cq);
+}
+
+/* MX consumer warpgroup wg: per stage 4 k32 groups alternating between two
+ * wgmma accumulator sets; the group of step s runs while step s - 1 is
+ * promoted. A stage is released after its last step's promotion (which
+ * reads its scale tables). */
+template <int BN, int AB>
+static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
+                                                           const unsigned char *sc0, uint32_t full0, uint32_t empty0,
+                                                           float *stage_out, float *tab)
+{
+    typedef fk_sm90_mx_shape<BN> S;
+    typedef fk_sm90_shape<BN> G;
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int rl = wg * 64 + warp * 16 + (lane >> 2), cq = 2 * (lane & 3);
+    float acc0[G::NACC], acc1[G::NACC], accf[G::NACC];
+    int stage = 0;
+    uint32_t phase = 0;
+    const int ntiles = p.sched.count();
+    const int nkb = p.num_kb;
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        int tm, tn;
+        p.sched.tile(t, tm, tn);
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
+#pragma unroll
+        for (int i = 0; i < G::NACC; i++)
+            accf[i] = 0.0f;
+        int pstage = stage;
+        if (nkb > 0) {
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            fk_mx_stage<BN, AB, true>(acc0, acc1, accf, sa0 + stage * G::A_BYTES + wg * 64 * FK_GEMM_BK,
+                                      sb0 + stage * G::B_BYTES, (const float *)(sc0 + stage * S::SC_BYTES), nullptr,
+                                      0, rl, cq, lane);
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+        }
+        for (int kb = 1; kb < nkb; kb++) {
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            fk_mx_stage<BN, AB, false>(acc0, acc1, accf, sa0 + stage * G::A_BYTES + wg * 64 * FK_GEMM_BK,
+                                       sb0 + stage * G::B_BYTES, (const float *)(sc0 + stage * S::SC_BYTES),
+                                       (const float *)(sc0 + pstage * S::SC_BYTES), empty0 + 8 * pstage, rl, cq,
+                                       lane);
+            pstage = stage;
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+        }
+        fk_wgmma_wait<0>(); /* unconditional: ptxas must see every group retired here */
+        if (nkb > 0) {
+            fk_mx_promote<BN>(accf, acc1, (const float *)(sc0 + pstage * S::SC_BYTES), 3, rl, cq);
+            __syncwarp();
+            if (lane == 0)
+                fk_mbar_arrive(empty0 + 8 * pstage);
+        }
+        fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+    }
+}
+#endif
+
+/* The MX kernel: the general kernel's layout with a scale area per stage
+ * after the barriers. */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_mx_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+#ifdef FK_SM90_DEVICE
+    typedef fk_sm90_mx_shape<BN> S;
+    typedef fk_sm90_shape<BN> G;
+    extern __shared__ __align__(1024) unsigned char fk_smem[];
+    const uint32_t sbase = fk_smem_addr(fk_smem);
+    const uint32_t base = (sbase + 1023u) & ~1023u;
+    const uint32_t sa0 = base;
+    const uint32_t sb0 = sa0 + S::STAGES * G::A_BYTES;
+    const uint32_t out0 = sb0 + S::STAGES * G::B_BYTES;
+    const uint32_t full0 = out0 + G::EPI_BYTES;
+    const uint32_t empty0 = full0 + 8 * S::STAGES;
+    const uint32_t scs = (full0 + 2 * 8 * 8 + 15u) & ~15u;
+    unsigned char *sc0 = fk_smem + (scs - sbase);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S::STAGES; s++) {
+            fk_mbar_init(full0 + 8 * s, 1 + 64); /* the TMA thread + the two helper warps */
+            fk_mbar_init(empty0 + 8 * s, 8);     /* one arrival per consumer warp */
+        }
+        fk_fence_mbar_init();
+    }
+    __syncthreads();
+    const int wg = threadIdx.x >> 7;
+    if (wg == 2) {
+        fk_setmaxnreg_dec<40>();
+        const int pw = (threadIdx.x >> 5) & 3;
+        if (threadIdx.x == 256)
+            fk_sm90_producer<BN, S::STAGES>(&ta, &tb, p, sa0, sb0, full0, empty0);
+        else if (pw == 1)
+            fk_sm90_mx_scales<BN, false>(p, sc0, full0, empty0, threadIdx.x & 31);
+        else if (pw == 2)
+            fk_sm90_mx_scales<BN, true>(p, sc0, full0, empty0, threadIdx.x & 31);
+    } else {
+        fk_setmaxnreg_inc<232>();
+        float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
+        fk_sm90_consumer_mx<BN, AB>(p, wg, sa0, sb0, sc0, full0, empty0, epi, epi + G::STAGE_OUT_FLOATS);
+        if (p.d_bulk && (threadIdx.x & 127) < 64)
+            fk_bulk_wait<0>();
+    }
+#endif
+}
+
 #define FK_V(BN, PROMO, BLOCK, AB)                                                      \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
      fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB>}
+
+#define FK_VMX(BN, AB)                                                                   \
+    {BN, 1, 2, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM, fk_gemm_sm90_mx_kernel<BN, AB>}
 
 /* The variants the planner may pick (gemm.cu). Precise accumulation promotes
  * every 128 of K (PROMO 4); PROMO 1 and 2 exist to measure the accuracy of
@@ -413,8 +758,8 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_V(64, 4, false, 0),  FK_V(128, 0, false, 0), FK_V(64, 0, false, 0),  FK_V(128, 4, true, 0),
     FK_V(64, 4, true, 0),   FK_V(128, 2, false, 0), FK_V(128, 1, false, 0), FK_V(192, 4, false, 0),
     FK_V(192, 0, false, 0), FK_V(256, 0, false, 0),
-    /* block scaling with e5m2 on either side (128 wide only: the planner
-     * falls back from 64 to 128 for these) */
-    FK_V(128, 4, true, 1),  FK_V(128, 4, true, 2),  FK_V(128, 4, true, 3),
+    /* MX (block 2): promotion after every k32 step (promo 1) */
+    FK_VMX(128, 0),         FK_VMX(128, 1),         FK_VMX(128, 2),         FK_VMX(128, 3),
+    FK_VMX(64, 0),
 };
 const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);
