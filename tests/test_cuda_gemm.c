@@ -2,8 +2,11 @@
  * computed from the dequantized operands (SPEC section 3 error bounds) and
  * against the CPU backend on the same inputs: tile-multiple and edge shapes,
  * every tile width (64, 128, 192, 256), tensor/row/block scales, every fp8
- * type pair, alpha, beta*C, bias, activations, bf16/f16/f32/fp8 outputs, OUTQ_SCALED with amax,
- * fast accumulation, strided D, and the plan-time errors (misalignment,
+ * type pair (block scaling too), alpha, beta*C, bias, activations, bf16/f16/f32/fp8 outputs,
+ * OUTQ_SCALED with amax, fused OUTQ_MX / OUTQ_BLOCK1X128 output quantization
+ * (codes and scales byte-equal to the CPU backend on inputs where y is exact:
+ * small-integer fp8 values, power-of-two scales, short K), fast
+ * accumulation, strided D, and the plan-time errors (misalignment,
  * unsupported modes). Exits 77 (skipped) without a usable CUDA device.
  * FK_TEST_SMALL=1 runs two small shapes only (for compute-sanitizer). */
 #include <stdio.h>
@@ -37,6 +40,9 @@ typedef struct gcase {
     const char *bn;  /* FK_GEMM_BN override or NULL */
     const char *promo; /* FK_GEMM_PROMO override or NULL */
     double bound;    /* max rel error; 0 = by output dtype */
+    fp8kit_dtype hp; /* OUTQ_MX / BLOCK1X128: desc.out_hp */
+    int rceil, pow2; /* desc.out_rounding (RCEIL), desc.out_pow2 */
+    int exact;       /* small-integer operands, power-of-two scales: y exact on both backends */
 } gcase;
 
 static void *dmalloc(size_t n)
@@ -93,6 +99,18 @@ static float rand_scale(int lo, int hi)
     return (float)ldexp(1.0 + fk_rng_unif(&rng), lo + (int)(fk_rng_u32(&rng) % (uint32_t)(hi - lo)));
 }
 
+/* Exact-mode values: integers in [-r, r] (exact in e4m3, e5m2, bf16, f16). */
+static float rand_int(int r) { return (float)((int)(fk_rng_u32(&rng) % (uint32_t)(2 * r + 1)) - r); }
+
+/* Fused output quantization: the dequantization multiplier of D[m, n]'s
+ * group (e8m0 2^(s-127) or the f32 scale). */
+static double group_scale(const void *sd, fp8kit_out_quant oq, int64_t m, int64_t n, int64_t N)
+{
+    if (oq == FP8KIT_OUTQ_MX)
+        return fk_e8m0_to_f32(((const uint8_t *)sd)[m * (N / 32) + n / 32]);
+    return ((const float *)sd)[m * ((N + 127) / 128) + n / 128];
+}
+
 /* One GEMM on both backends; returns the rel error of the GPU result. */
 static double run_case(const gcase *g)
 {
@@ -101,9 +119,9 @@ static double run_case(const gcase *g)
     uint8_t *A = malloc((size_t)(M * K + 1)), *B = malloc((size_t)(N * K + 1));
     /* spread the values over the fp8 range; codes are never NaN */
     for (int64_t i = 0; i < M * K; i++)
-        A[i] = fk_f32_to_fp8(rand_val(g->heavy) * (e5a ? 64.0f : 32.0f), e5a);
+        A[i] = fk_f32_to_fp8(g->exact ? rand_int(3) : rand_val(g->heavy) * (e5a ? 64.0f : 32.0f), e5a);
     for (int64_t i = 0; i < N * K; i++)
-        B[i] = fk_f32_to_fp8(rand_val(g->heavy) * (e5b ? 64.0f : 32.0f), e5b);
+        B[i] = fk_f32_to_fp8(g->exact ? rand_int(3) : rand_val(g->heavy) * (e5b ? 64.0f : 32.0f), e5b);
     /* scales */
     int64_t nsa = 1, nsb = 1, sa_ld = ka;
     if (g->sa == FP8KIT_SCALE_ROW) nsa = M;
@@ -114,16 +132,24 @@ static double run_case(const gcase *g)
         nsb = (N + 127) / 128 * ka;
     }
     float *SA = malloc((size_t)nsa * 4), *SB = malloc((size_t)nsb * 4);
-    for (int64_t i = 0; i < nsa; i++) SA[i] = rand_scale(-9, -5);
-    for (int64_t i = 0; i < nsb; i++) SB[i] = rand_scale(-9, -5);
+    for (int64_t i = 0; i < nsa; i++) SA[i] = g->exact ? (float)ldexp(1.0, -(int)(fk_rng_u32(&rng) % 3)) : rand_scale(-9, -5);
+    for (int64_t i = 0; i < nsb; i++) SB[i] = g->exact ? (float)ldexp(1.0, -(int)(fk_rng_u32(&rng) % 3)) : rand_scale(-9, -5);
     /* C, bias */
     const size_t hs = fp8kit_dtype_size(g->ct ? g->ct : FP8KIT_F32);
     void *C = malloc((size_t)(M * N) * 4 + 4);
-    for (int64_t i = 0; i < M * N; i++) store_hp(C, i, g->ct, rand_val(0));
+    for (int64_t i = 0; i < M * N; i++) store_hp(C, i, g->ct, g->exact ? rand_int(4) : rand_val(0));
     const int64_t nb = g->bias == FP8KIT_BIAS_ROW ? M : N;
     void *BI = malloc((size_t)nb * 4 + 4);
-    for (int64_t i = 0; i < nb; i++) store_hp(BI, i, g->biast, rand_val(0));
+    for (int64_t i = 0; i < nb; i++) store_hp(BI, i, g->biast, g->exact ? rand_int(4) : rand_val(0));
     const float scale_d = 0.25f;
+    /* fused output quantization: scales of D (plain layout), 64 guard bytes */
+    const int rowq = g->oq == FP8KIT_OUTQ_MX || g->oq == FP8KIT_OUTQ_BLOCK1X128;
+    const int64_t sd_cols = g->oq == FP8KIT_OUTQ_MX ? N / 32 : (N + 127) / 128;
+    const size_t sd_bytes = rowq ? (size_t)(M * sd_cols) * (g->oq == FP8KIT_OUTQ_MX ? 1 : 4) : 0;
+    void *dSDO = dmalloc(sd_bytes + 64);
+    unsigned char *SDO = malloc(sd_bytes + 64), *SDOc = malloc(sd_bytes + 64);
+    memset(SDOc, 0x5A, sd_bytes + 64);
+    CHECK(cudaMemset(dSDO, 0x5A, sd_bytes + 64) == cudaSuccess, "memset");
 
     /* fp64 reference y (before the output cast) */
     double *ref = malloc((size_t)(M * N) * sizeof(double));
@@ -183,6 +209,9 @@ static double run_case(const gcase *g)
     desc.bias = g->bias;
     desc.act = g->act;
     desc.out_quant = g->oq;
+    desc.out_hp = g->hp;
+    desc.out_rounding = g->rceil ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
+    desc.out_pow2 = g->pow2;
     desc.fast_accum = g->fast;
     int64_t one = 1;
     fp8kit_gemm_args ga, ca;
@@ -202,6 +231,9 @@ static double run_case(const gcase *g)
         ga.scale_d = fp8kit_tensor_make(dSD, FP8KIT_F32, 1, &one);
         ga.amax_d = (float *)dAM;
     }
+    int64_t sd_shape[2] = {M, sd_cols};
+    if (rowq)
+        ga.scale_d = fp8kit_tensor_make(dSDO, g->oq == FP8KIT_OUTQ_MX ? FP8KIT_E8M0 : FP8KIT_F32, 2, sd_shape);
     if (g->bn) setenv("FK_GEMM_BN", g->bn, 1);
     if (g->promo) setenv("FK_GEMM_PROMO", g->promo, 1);
     fp8kit_status st = fp8kit_gemm(gctx, &desc, &ga, NULL);
@@ -215,6 +247,7 @@ static double run_case(const gcase *g)
     float amax = 0.0f;
     d2h(D, dD, dbytes);
     d2h(&amax, dAM, 4);
+    d2h(SDO, dSDO, sd_bytes + 64);
 
     /* the same call on the CPU backend (host pointers) */
     unsigned char *Dc = malloc(dbytes);
@@ -225,6 +258,7 @@ static double run_case(const gcase *g)
     ca.c.data = g->beta != 0.0f ? C : NULL; ca.bias.data = g->bias ? BI : NULL; ca.d.data = Dc;
     float sd_host = scale_d;
     if (g->oq == FP8KIT_OUTQ_SCALED) { ca.scale_d.data = &sd_host; ca.amax_d = &amax_c; }
+    if (rowq) ca.scale_d.data = SDOc;
     fp8kit_status cst = fp8kit_gemm(cctx, &desc, &ca, NULL);
     CHECK(cst == FP8KIT_OK, "%s: fp8kit_gemm (cpu) returned %s: %s", g->name, fp8kit_status_string(cst),
           fp8kit_last_error(cctx));
@@ -236,6 +270,31 @@ static double run_case(const gcase *g)
     if (bound == 0.0)
         bound = g->dt == FP8KIT_F32 ? 1e-5 : g->dt == FP8KIT_BF16 ? 4e-3 : g->dt == FP8KIT_F16 ? 1e-3
               : g->dt == FP8KIT_E4M3 ? 0.05 : 0.09;
+    /* fused quantization: scales vs the CPU's (byte-equal in exact mode;
+     * else a group's y may differ in the last bit: MX one exponent step,
+     * f32 scales a few ulps, power-of-two ones a factor 2, in <= 1% of groups) */
+    long sd_diff = 0, sd_far = 0, code_diff = 0;
+    const size_t sd_w = g->oq == FP8KIT_OUTQ_MX ? 1 : 4;
+    for (size_t i = 0; rowq && i < sd_bytes / sd_w; i++) {
+        int diff, far;
+        if (g->oq == FP8KIT_OUTQ_MX) {
+            diff = SDO[i] != SDOc[i];
+            far = abs((int)SDO[i] - (int)SDOc[i]) > 1;
+        } else {
+            float a, b;
+            memcpy(&a, SDO + 4 * i, 4);
+            memcpy(&b, SDOc + 4 * i, 4);
+            diff = memcmp(&a, &b, 4) != 0;
+            far = !(fabs(a - b) <= (g->pow2 ? 1.0 : 1e-6) * fabs(b));
+        }
+        if (diff && (g->exact || far) && sd_diff < 3)
+            fprintf(stderr, "  %s: scale (%lld, %lld) differs from the cpu's\n", g->name, (long long)(i / (size_t)sd_cols),
+                    (long long)(i % (size_t)sd_cols));
+        sd_diff += diff;
+        sd_far += far;
+    }
+    long sd_guard = 0;
+    for (size_t i = sd_bytes; i < sd_bytes + 64; i++) sd_guard += SDO[i] != 0x5A;
     double num = 0, den = 0, numc = 0, ref_amax = 0, ref_rms = 0;
     for (int64_t i = 0; i < M * N; i++) ref_rms += ref[i] * ref[i];
     ref_rms = sqrt(ref_rms / (double)(M * N > 0 ? M * N : 1));
@@ -243,14 +302,17 @@ static double run_case(const gcase *g)
     for (int64_t m = 0; m < M; m++) {
         for (int64_t n = 0; n < N; n++) {
             double r = ref[m * N + n];
-            double v = out_val(D, m * ldd + n, g->dt) * oscale;
-            double vc = out_val(Dc, m * ldd + n, g->dt) * oscale;
+            double v = out_val(D, m * ldd + n, g->dt) * (rowq ? group_scale(SDO, g->oq, m, n, N) : oscale);
+            double vc = out_val(Dc, m * ldd + n, g->dt) * (rowq ? group_scale(SDOc, g->oq, m, n, N) : oscale);
+            if (rowq && D[m * ldd + n] != Dc[m * ldd + n] && code_diff++ < 3 && g->exact)
+                fprintf(stderr, "  %s: code %02x vs cpu %02x at (%lld, %lld)\n", g->name, D[m * ldd + n], Dc[m * ldd + n], (long long)m, (long long)n);
             if (fabs(r) > ref_amax) ref_amax = fabs(r);
             if (isnan(v) && !isnan(r)) { if (nan_bad++ < 3) fprintf(stderr, "  %s: NaN at (%lld, %lld)\n", g->name, (long long)m, (long long)n); continue; }
             num += (v - r) * (v - r);
             den += r * r;
             numc += (v - vc) * (v - vc);
-            if (fp8out && fabs(r) > 1e-2 * ref_rms) {
+            if (fp8out && fabs(r) > 1e-2 * ref_rms &&
+                (!rowq || group_scale(SDO, g->oq, m, n, N) == group_scale(SDOc, g->oq, m, n, N))) {
                 uint8_t q = D[m * ldd + n], qc = Dc[m * ldd + n];
                 int dq = (q & 0x80) == (qc & 0x80) ? abs((q & 0x7F) - (qc & 0x7F)) : (q & 0x7F) + (qc & 0x7F);
                 if (dq > 1 && fp8_far++ < 3)
@@ -263,11 +325,14 @@ static double run_case(const gcase *g)
     }
     double rms = sqrt(den / (double)(M * N > 0 ? M * N : 1));
     for (int64_t i = 0; i < M * N; i++) {
-        double r = ref[i], v = out_val(D, (i / N) * ldd + i % N, g->dt) * oscale;
+        double r = ref[i], v = out_val(D, (i / N) * ldd + i % N, g->dt) *
+                               (rowq ? group_scale(SDO, g->oq, i / N, i % N, N) : oscale);
         /* per element: by output dtype; looser where a case sets a loose rel
          * bound itself (fast accumulation over long K, no promotion) */
-        const double el = fmax(g->dt == FP8KIT_E5M2 ? 0.13 : g->dt == FP8KIT_E4M3 ? 0.07 : 0.02,
-                               g->bound >= 1e-2 ? 5.0 * g->bound : 0.0);
+        double el = fmax(g->dt == FP8KIT_E5M2 ? 0.13 : g->dt == FP8KIT_E4M3 ? 0.07 : 0.02,
+                         g->bound >= 1e-2 ? 5.0 * g->bound : 0.0);
+        if (g->oq == FP8KIT_OUTQ_MX && !g->rceil)
+            el = 0.13; /* FLOOR scales clip a block's largest values by up to 1/8 (SPEC 2.2) */
         if (!isnan(v) && fabs(v - r) > el * fmax(fabs(r), rms) + 1e-30) {
             if (bad++ < 3) fprintf(stderr, "  %s: (%lld, %lld) = %g, ref %g\n", g->name, (long long)(i / N), (long long)(i % N), v, r);
         }
@@ -282,11 +347,24 @@ static double run_case(const gcase *g)
     CHECK(bad == 0, "%s: %ld elements far from the reference", g->name, bad);
     CHECK(pad_bad == 0, "%s: %ld bytes written in D's row padding", g->name, pad_bad);
     CHECK(fp8_far == 0, "%s: %ld fp8 codes more than one step from the CPU's", g->name, fp8_far);
+    if (rowq) {
+        const long groups = (long)(M * sd_cols);
+        printf("  %-28s scales differing from cpu %ld of %ld, codes %ld\n", "", sd_diff, groups, code_diff);
+        CHECK(sd_guard == 0, "%s: %ld bytes written past the scales", g->name, sd_guard);
+        if (g->exact) {
+            CHECK(sd_diff == 0, "%s: %ld scales differ from the CPU's (exact inputs)", g->name, sd_diff);
+            CHECK(code_diff == 0, "%s: %ld codes differ from the CPU's (exact inputs)", g->name, code_diff);
+        } else {
+            CHECK(sd_far == 0, "%s: %ld scales far from the CPU's", g->name, sd_far);
+            CHECK(sd_diff * 100 <= groups, "%s: %ld of %ld scales differ from the CPU's", g->name, sd_diff, groups);
+        }
+    }
     if (g->oq == FP8KIT_OUTQ_SCALED) {
         CHECK(fabs(amax - ref_amax) <= 1e-3 * ref_amax, "%s: amax %g, ref %g", g->name, amax, ref_amax);
         CHECK(fabs(amax - amax_c) <= 1e-3 * ref_amax, "%s: amax %g, cpu %g", g->name, amax, amax_c);
     }
     free(A); free(B); free(SA); free(SB); free(C); free(BI); free(ref); free(da); free(D); free(Dc);
+    free(SDO); free(SDOc); cudaFree(dSDO);
     cudaFree(dA); cudaFree(dB); cudaFree(dSA); cudaFree(dSB); cudaFree(dC); cudaFree(dBI); cudaFree(dD);
     cudaFree(dSD); cudaFree(dAM);
     return rel;
@@ -347,7 +425,6 @@ static void test_errors(void)
         {"K % 16 != 0", 40, 48, 0, FP8KIT_SCALE_NONE, FP8KIT_ERR_MISALIGNED},
         {"lda % 16 != 0", K, K + 8, 0, FP8KIT_SCALE_NONE, FP8KIT_ERR_MISALIGNED},
         {"A base misaligned", K, K, 8, FP8KIT_SCALE_NONE, FP8KIT_ERR_MISALIGNED},
-        {"mx scaling", K, K, 0, FP8KIT_SCALE_MX, FP8KIT_ERR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK(cudaMemset(dD, 0xFF, M * N * 2) == cudaSuccess, "memset");
@@ -434,6 +511,12 @@ int main(void)
     g.sa = g.sb = FP8KIT_SCALE_ROW; g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16;
     g.act = FP8KIT_ACT_GELU_TANH; g.beta = 0.5f; g.ct = FP8KIT_F16; g.alpha = 0.75f;
     run_case(&g);
+    g = base_case("mx rceil e4m3 relu bias exact", 77, 96, 128); /* N = 32 * 3 */
+    g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.rceil = 1; g.exact = 1;
+    g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_RELU; run_case(&g);
+    g = base_case("b1x128 e5m2 f32 beta exact", 65, 200, 128); /* partial last group */
+    g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_F32; g.exact = 1;
+    g.beta = 0.5f; g.ct = FP8KIT_BF16; run_case(&g);
     if (small) {
         test_errors();
         fp8kit_ctx_destroy(gctx); fp8kit_ctx_destroy(cctx);
@@ -505,6 +588,76 @@ int main(void)
     g.sa = g.sb = FP8KIT_SCALE_ROW; g.alpha = 0.5f; run_case(&g);
     g = base_case("multi-tile bn192 gelu bias f16", 1999, 1544, 128); g.bn = "192"; g.dt = FP8KIT_F16;
     g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+    /* block scaling with e5m2 on either side */
+    for (int i = 1; i < 4; i++) {
+        static char bnames[4][48];
+        snprintf(bnames[i], sizeof bnames[i], "block %s x %s bf16", fp8kit_dtype_name(types[i >> 1]), fp8kit_dtype_name(types[i & 1]));
+        g = base_case(bnames[i], 300, 260, 640); g.sa = g.sb = FP8KIT_SCALE_BLOCK;
+        g.at = types[i >> 1]; g.bt = types[i & 1]; g.heavy = i == 3; run_case(&g);
+    }
+    g = base_case("block e5m2 x e4m3 mn_major f32 bn64", 200, 136, 512); g.sa = g.sb = FP8KIT_SCALE_BLOCK;
+    g.at = FP8KIT_E5M2; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bn = "64"; f32p(&g); run_case(&g);
+    g = base_case("block e4m3 x e5m2 gelu bias f16", 130, 390, 384); g.sa = g.sb = FP8KIT_SCALE_BLOCK;
+    g.bt = FP8KIT_E5M2; g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+
+    /* fused output quantization (mx per 32, block1x128 per 128 of each row
+     * of y rounded to out_hp): exact inputs -> codes and scales byte-equal
+     * to the CPU backend; random inputs -> SPEC error vs fp64 */
+    {
+        static const struct { const char *name; int64_t m, n, k; fp8kit_dtype dt, hp; int rceil; const char *bn; int fast; }
+            mxc[] = {
+                {"mx floor e4m3 bf16 exact", 77, 224, 128, FP8KIT_E4M3, FP8KIT_BF16, 0, NULL, 0},   /* bn 64 */
+                {"mx rceil e4m3 f16 exact", 129, 288, 256, FP8KIT_E4M3, FP8KIT_F16, 1, "192", 0},
+                {"mx floor e5m2 f32 exact", 65, 352, 128, FP8KIT_E5M2, FP8KIT_F32, 0, "128", 0},
+                {"mx rceil e5m2 bf16 fast bn256", 131, 544, 256, FP8KIT_E5M2, FP8KIT_BF16, 1, "256", 1},
+            };
+        for (size_t i = 0; i < sizeof mxc / sizeof mxc[0]; i++) {
+            g = base_case(mxc[i].name, mxc[i].m, mxc[i].n, mxc[i].k);
+            g.dt = mxc[i].dt; g.oq = FP8KIT_OUTQ_MX; g.hp = mxc[i].hp; g.rceil = mxc[i].rceil; g.exact = 1;
+            g.bn = mxc[i].bn; g.fast = mxc[i].fast; g.alpha = 0.5f;
+            g.bias = i & 1 ? FP8KIT_BIAS_ROW : FP8KIT_BIAS_COL; g.biast = i & 1 ? FP8KIT_F16 : FP8KIT_F32;
+            g.act = i & 2 ? FP8KIT_ACT_NONE : FP8KIT_ACT_RELU; g.sa = i & 1 ? FP8KIT_SCALE_ROW : FP8KIT_SCALE_TENSOR;
+            g.beta = i == 2 ? 0.5f : 0.0f; g.ct = FP8KIT_BF16; run_case(&g);
+        }
+        g = base_case("mx floor e4m3 gelu bias random", 201, 160, 512);
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.bias = FP8KIT_BIAS_COL;
+        g.act = FP8KIT_ACT_GELU_TANH; g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+        g = base_case("mx rceil e5m2 heavy strided D", 99, 96, 384);
+        g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_F16; g.rceil = 1; g.heavy = 1; g.ldd_pad = 3;
+        run_case(&g);
+        g = base_case("mx block-scaled operands silu", 130, 320, 640); g.sa = g.sb = FP8KIT_SCALE_BLOCK;
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.act = FP8KIT_ACT_SILU; run_case(&g);
+        g = base_case("mx multi-tile 1100x2016", 1100, 2016, 256); /* wide tiles, several per CTA */
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.exact = 1; run_case(&g);
+        g = base_case("mx small-M 32x2048x512", 32, 2048, 512); /* the small-M kernel declines */
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.exact = 1; g.rceil = 1; run_case(&g);
+
+        static const struct { const char *name; int64_t m, n, k; fp8kit_dtype dt, hp; int pow2; const char *bn; int fast; }
+            bc[] = {
+                {"b1x128 e4m3 bf16 exact", 77, 300, 128, FP8KIT_E4M3, FP8KIT_BF16, 0, NULL, 0},
+                {"b1x128 pow2 e5m2 f32 exact bn64", 131, 200, 256, FP8KIT_E5M2, FP8KIT_F32, 1, "64", 0},
+                {"b1x128 e4m3 f16 exact bn192", 129, 392, 128, FP8KIT_E4M3, FP8KIT_F16, 0, "192", 0},
+                {"b1x128 pow2 e4m3 bf16 fast bn256", 65, 520, 256, FP8KIT_E4M3, FP8KIT_BF16, 1, "256", 1},
+            };
+        for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
+            g = base_case(bc[i].name, bc[i].m, bc[i].n, bc[i].k);
+            g.dt = bc[i].dt; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = bc[i].hp; g.pow2 = bc[i].pow2; g.exact = 1;
+            g.bn = bc[i].bn; g.fast = bc[i].fast; g.alpha = 2.0f;
+            g.bias = i & 1 ? FP8KIT_BIAS_COL : FP8KIT_BIAS_ROW; g.biast = FP8KIT_BF16;
+            g.act = i & 2 ? FP8KIT_ACT_RELU : FP8KIT_ACT_NONE; g.sb = i & 1 ? FP8KIT_SCALE_ROW : FP8KIT_SCALE_TENSOR;
+            g.beta = i == 1 ? -0.5f : 0.0f; g.ct = FP8KIT_F32; run_case(&g);
+        }
+        g = base_case("b1x128 e4m3 block e5m2 ops exact", 130, 260, 256); g.sa = g.sb = FP8KIT_SCALE_BLOCK;
+        g.at = g.bt = FP8KIT_E5M2; g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_BF16; g.exact = 1;
+        run_case(&g);
+        g = base_case("b1x128 pow2 e4m3 gelu random", 200, 390, 512);
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_BF16; g.pow2 = 1;
+        g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_ERF; g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+        g = base_case("b1x128 e5m2 heavy strided", 70, 300, 384);
+        g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_F32; g.heavy = 1; g.ldd_pad = 5; run_case(&g);
+        g = base_case("b1x128 multi-tile 1100x2000", 1100, 2000, 256);
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_BF16; g.exact = 1; run_case(&g);
+    }
     g = base_case("tensor f32 K=16384", 128, 256, 16384); f32p(&g); run_case(&g);
     g = base_case("block f32 K=16384", 128, 256, 16384); f32p(&g);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; run_case(&g);

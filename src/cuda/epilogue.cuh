@@ -1,10 +1,12 @@
 /* epilogue.cuh - the Hopper GEMM's kernel parameters (fk_gemm_params, shared
  * by the host code in gemm.cu and the kernels in gemm_sm90.cu) and its fused
  * epilogue: tensor/row scales, alpha, beta*C, column/row bias, activation,
- * and the output cast (bf16/f16/f32, fp8 plain or OUTQ_SCALED with amax).
+ * and the output cast (bf16/f16/f32, fp8 plain or OUTQ_SCALED with amax, or
+ * fused mx / block1x128 quantization of each output row with its scales).
  * Each consumer warpgroup stages its accumulators in shared memory 32
  * columns at a time and stores rows with coalesced vector stores from one
- * compact loop; scales and biases are prefetched at the start of the tile. */
+ * compact loop (fused quantization works on the fragment in registers);
+ * scales and biases are prefetched at the start of the tile. */
 #ifndef FK_CUDA_EPILOGUE_CUH
 #define FK_CUDA_EPILOGUE_CUH
 
@@ -12,6 +14,7 @@
 #include <stdint.h>
 #include "format/codec.h"
 #include "format/epilogue.h"
+#include "format/scale.h"
 #include "fp8kit.h"
 #include "cuda/ptx.cuh"
 #include "cuda/sched.cuh"
@@ -36,9 +39,13 @@ struct fk_gemm_params {
     void *d;
     long long ldd;
     int d_type;
-    int out_quant;          /* OUTQ_NONE or OUTQ_SCALED */
+    int out_quant;          /* fp8kit_out_quant */
     const float *scale_d;   /* OUTQ_SCALED */
     unsigned int *amax_bits; /* OUTQ_SCALED, optional: max of |y| as fp32 bits */
+    void *scale_d_out;      /* OUTQ_MX: e8m0 M x N/32; OUTQ_BLOCK1X128: f32 M x ceil(N/128) */
+    int out_hp;             /* OUTQ_MX / BLOCK1X128: y is rounded to this dtype first */
+    int out_rceil;          /* OUTQ_MX: RCEIL scale rounding (else FLOOR) */
+    int out_pow2;           /* OUTQ_BLOCK1X128: power-of-two scales */
     int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
 };
 
@@ -260,6 +267,192 @@ template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[
     }
 }
 
+/* y rounded to the high-precision type out_hp (RNE) and widened back: the
+ * value fused output quantization works on (as the CPU backend). */
+static __device__ __forceinline__ float fk_epi_round_hp(float y, int hp)
+{
+    if (hp == FP8KIT_BF16)
+        return fk_bf16_to_f32(fk_f32_to_bf16(y));
+    if (hp == FP8KIT_F16)
+        return fk_f16_to_f32(fk_f32_to_f16(y));
+    return y;
+}
+
+/* One y of fused output quantization (a real call: one copy per kernel):
+ * the scaled sum a * (sa * cf) rounded once to fp32, then alpha, beta * C,
+ * bias b and the activation as in fk_epilogue, then the rounding to out_hp. */
+static __device__ __noinline__ float fk_epi_rowq_val(const fk_gemm_params &p, float a, float sa, float cf, float b,
+                                                     int row, int col)
+{
+    const float s = (float)((double)a * ((double)sa * cf));
+    return fk_epi_round_hp(fk_epi_value(p, s, row, col, b), p.out_hp);
+}
+
+/* One fp8 code of fused output quantization (a real call, as above):
+ * mx: fp8(y * r) with the reciprocal r; block1x128: fp8(y / S). */
+static __device__ __noinline__ uint32_t fk_epi_rowq_code(float y, float f, int mx, int e5)
+{
+    return mx ? fk_quant_mx_elem(y, f, e5) : fk_quant_f32_elem(y, f, e5);
+}
+
+/* Fused output quantization, step 1 for one 32-column chunk: the 16
+ * fragment values acc[0 .. 15] (rows r_lo + 8 i of the warpgroup, columns
+ * tc0 + 8 j + q2 + {0, 1} of the tile, at acc[4 j + 2 i + {0, 1}]) are
+ * replaced by y rounded to out_hp - computed exactly as the general
+ * epilogue computes it - or by 0 outside M x N; am_lo / am_hi collect the
+ * two rows' max |y| bits. One pair per step, not unrolled (code size): the
+ * 16 registers rotate down by 2, so after 8 steps they hold y in order. */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_epi_rowq_y(const fk_gemm_params &p, float (&acc)[NACC], const float *tab,
+                                                     int m0, int n0, int tc0, int r_lo, int q2, uint32_t &am_lo,
+                                                     uint32_t &am_hi)
+{
+    const bool brow = p.bias_mode == FP8KIT_BIAS_ROW;
+#pragma unroll 1
+    for (int k = 0; k < 8; k++) {
+        const int i = k & 1, r = r_lo + 8 * i, row = m0 + r;
+        const float sa = tab[2 * BN + r], br = tab[2 * BN + 64 + r];
+        float y[2];
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int tc = tc0 + 8 * (k >> 1) + q2 + e, col = n0 + tc;
+            y[e] = 0.0f;
+            if (row < p.m && col < p.n)
+                y[e] = fk_epi_rowq_val(p, acc[e], sa, tab[tc], brow ? br : tab[BN + tc], row, col);
+        }
+        const uint32_t am = fk_max_u32(fk_abs_bits(y[0]), fk_abs_bits(y[1]));
+        if (i)
+            am_hi = fk_max_u32(am_hi, am);
+        else
+            am_lo = fk_max_u32(am_lo, am);
+#pragma unroll
+        for (int x = 0; x < 14; x++)
+            acc[x] = acc[x + 2];
+        acc[14] = y[0];
+        acc[15] = y[1];
+    }
+}
+
+/* Fused output quantization, step 2 for one 32-column chunk: encodes the y
+ * values acc[0 .. 15] with their row's factor (mx: the scale's reciprocal
+ * r, q = fp8(y * r); block1x128: the scale S, q = fp8(y / S)) and stores
+ * them, two adjacent bytes per store; c is this thread's first column. One
+ * pair per step (not unrolled); acc[0 .. 15] are consumed. */
+template <int NACC>
+static __device__ __forceinline__ void fk_epi_rowq_store(const fk_gemm_params &p, float (&acc)[NACC], int row_lo,
+                                                         int c, bool mx, float f_lo, float f_hi, int e5)
+{
+#pragma unroll 1
+    for (int k = 0; k < 8; k++) {
+        const int row = row_lo + 8 * (k & 1), col = c + 8 * (k >> 1);
+        const float f = (k & 1) ? f_hi : f_lo;
+        if (row < p.m) {
+            const uint32_t q0 = fk_epi_rowq_code(acc[0], f, mx, e5), q1 = fk_epi_rowq_code(acc[1], f, mx, e5);
+            uint8_t *d = (uint8_t *)p.d + (long long)row * p.ldd + col;
+            if (col + 1 < p.n && ((uintptr_t)d & 1u) == 0) {
+                *(uint16_t *)d = (uint16_t)(q0 | (q1 << 8));
+            } else {
+                if (col < p.n)
+                    d[0] = (uint8_t)q0;
+                if (col + 1 < p.n)
+                    d[1] = (uint8_t)q1;
+            }
+        }
+#pragma unroll
+        for (int x = 0; x < 14; x++)
+            acc[x] = acc[x + 2];
+    }
+}
+
+/* The epilogue with fused output quantization (OUTQ_MX: e8m0 scale per 32
+ * columns of each row; OUTQ_BLOCK1X128: f32 scale per 128 columns, which
+ * needs BN % 128 == 0 so that a group never spans two tiles - the planner
+ * guarantees it). It works on the wgmma fragment in registers, group by
+ * group: the 4 threads of a fragment row hold all of a group's values for
+ * two rows (8 values per 32 columns each), so y, the group's amax (a
+ * reduction over those 4 lanes), the scale (SPEC 2 through src/format, as
+ * the CPU backend) and the codes need neither staging nor a second pass.
+ * A 1x128 group is 4 chunks: each chunk's y replaces its accumulators and
+ * the group's 64 registers rotate by 16, so after 4 chunks they hold the
+ * group's y in order; then the chunks are encoded and shifted out. */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p, float (&acc)[NACC], float *tab,
+                                                        const fk_epi_pre &pre, int m0, int n0, int tid, int bar_id)
+{
+    const int warp = tid >> 5, lane = tid & 31;
+    fk_epi_tab_write<BN>(p, tab, pre, tid);
+    fk_named_bar_sync(bar_id, 128);
+    const int r_lo = warp * 16 + (lane >> 2), q2 = (lane & 3) * 2, row_lo = m0 + r_lo;
+    const int e5 = p.d_type == FP8KIT_E5M2;
+    const bool mx = p.out_quant == FP8KIT_OUTQ_MX;
+    const int nsub = mx ? 1 : 4; /* 32-column chunks per group */
+    if (mx || BN % 128 == 0) {
+#pragma unroll 1
+        for (int tc0 = 0; tc0 < BN && n0 + tc0 < p.n; tc0 += 32 * nsub) {
+            uint32_t am_lo = 0, am_hi = 0;
+#pragma unroll 1
+            for (int sub = 0; sub < nsub; sub++) {
+                fk_epi_rowq_y<BN>(p, acc, tab, m0, n0, tc0 + 32 * sub, r_lo, q2, am_lo, am_hi);
+                if constexpr (BN % 128 == 0) {
+                    if (!mx) { /* the group's 64 registers rotate down by 16 */
+                        float t[16];
+#pragma unroll
+                        for (int x = 0; x < 16; x++)
+                            t[x] = acc[x];
+#pragma unroll
+                        for (int x = 0; x < 48; x++)
+                            acc[x] = acc[x + 16];
+#pragma unroll
+                        for (int x = 0; x < 16; x++)
+                            acc[48 + x] = t[x];
+                    }
+                }
+            }
+            /* the group's amax over the 4 lanes of each fragment row */
+#pragma unroll
+            for (int o = 1; o <= 2; o <<= 1) {
+                am_lo = fk_max_u32(am_lo, __shfl_xor_sync(0xFFFFFFFFu, am_lo, o));
+                am_hi = fk_max_u32(am_hi, __shfl_xor_sync(0xFFFFFFFFu, am_hi, o));
+            }
+            float f_lo, f_hi;
+            if (mx) {
+                const uint8_t s_lo = fk_mx_scale(am_lo, e5, p.out_rceil), s_hi = fk_mx_scale(am_hi, e5, p.out_rceil);
+                f_lo = fk_mx_recip(s_lo);
+                f_hi = fk_mx_recip(s_hi);
+                if ((lane & 3) == 0) {
+                    uint8_t *sd = (uint8_t *)p.scale_d_out + (n0 + tc0) / 32;
+                    const long long ld = p.n / 32;
+                    if (row_lo < p.m)
+                        sd[(long long)row_lo * ld] = s_lo;
+                    if (row_lo + 8 < p.m)
+                        sd[(long long)(row_lo + 8) * ld] = s_hi;
+                }
+            } else {
+                f_lo = fk_scale_f32(am_lo, e5, p.out_pow2);
+                f_hi = fk_scale_f32(am_hi, e5, p.out_pow2);
+                if ((lane & 3) == 0) {
+                    float *sd = (float *)p.scale_d_out + (n0 + tc0) / 128;
+                    const long long ld = (p.n + 127) / 128;
+                    if (row_lo < p.m)
+                        sd[(long long)row_lo * ld] = f_lo;
+                    if (row_lo + 8 < p.m)
+                        sd[(long long)(row_lo + 8) * ld] = f_hi;
+                }
+            }
+#pragma unroll 1
+            for (int sub = 0; sub < nsub; sub++) {
+                fk_epi_rowq_store(p, acc, row_lo, n0 + tc0 + 32 * sub + q2, mx, f_lo, f_hi, e5);
+                /* the next chunk moves down into acc[0 .. 15] */
+#pragma unroll
+                for (int x = 0; x + 16 < NACC; x++)
+                    acc[x] = acc[x + 16];
+            }
+        }
+    }
+    /* every thread is done reading the table before the next tile rewrites it */
+    fk_named_bar_sync(bar_id, 128);
+}
+
 /* Epilogue of one consumer warpgroup (threads tid 0..127) for its 64 rows
  * m0 .. m0 + 63 and columns n0 .. n0 + BN - 1 of the output. acc holds the
  * wgmma m64nBN fragment (rows warp * 16 + lane / 4 + {0, 8}, columns
@@ -279,6 +472,10 @@ static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, floa
                                                    float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
                                                    int bar_id)
 {
+    if (p.out_quant == FP8KIT_OUTQ_MX || p.out_quant == FP8KIT_OUTQ_BLOCK1X128) {
+        fk_epilogue_rowq<BN>(p, acc, tab, pre, m0, n0, tid, bar_id);
+        return;
+    }
     constexpr int CH = FK_EPI_CH;
     const int warp = tid >> 5, lane = tid & 31;
     fk_epi_tab_write<BN>(p, tab, pre, tid);

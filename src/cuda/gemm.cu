@@ -169,8 +169,13 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: A and B must be e4m3 or e5m2");
     const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
     const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
-    if (dd->scale_a == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_MX)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scaling is not implemented yet");
+    /* MX: its own kernel (variant block 2, promotion every k32 step); plain or blocked scales */
+    const int mx = dd->scale_a == FP8KIT_SCALE_MX;
+    if (mx != (dd->scale_b == FP8KIT_SCALE_MX))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scaling needs both A and B");
+    if (mx && dd->scale_layout != FP8KIT_LAYOUT_PLAIN && dd->scale_layout != FP8KIT_LAYOUT_BLOCKED)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scales must use the plain or blocked layout");
+    const int vblock = mx ? 2 : block; /* the variant table's block field */
     if (block != (dd->scale_b == FP8KIT_SCALE_BLOCK))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: BLOCK scaling needs both A and B");
     /* fused mx / 1x128 output quantization: the general kernel's epilogue
@@ -231,10 +236,12 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
      * bounds fp32 output by 1.5x cuBLASLt. */
     int promo = dd->fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
     promo = fk_env_int("FK_GEMM_PROMO", promo);
+    if (mx)
+        promo = 1;
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
     const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
     int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
-    if (!block && ab == 0 && tiles128 >= cs->sm_count) {
+    if (!block && !mx && ab == 0 && tiles128 >= cs->sm_count) {
         /* Wide tiles when every SM has work: 192 (2 x 96 accumulators per
          * thread with promotion), 256 with fast accumulation (128). Cost =
          * waves x width x per-column weight (H100, 2026-11-22: a 128-wide
@@ -256,11 +263,11 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     bn = fk_env_int("FK_GEMM_BN", bn);
     if (dd->out_quant == FP8KIT_OUTQ_BLOCK1X128 && bn % 128)
         bn = 128; /* a 1x128 group must not span two tiles */
-    int vi = fk_find_variant(bn, promo, block, ab);
+    int vi = fk_find_variant(bn, promo, vblock, ab);
     if (vi < 0)
-        vi = fk_find_variant(128, promo, block, ab);
+        vi = fk_find_variant(128, promo, vblock, ab);
     if (vi < 0)
-        vi = fk_find_variant(128, 4, block, ab);
+        vi = fk_find_variant(128, 4, vblock, ab);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
@@ -269,7 +276,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
         return st;
     memcpy(config, &cfg, sizeof cfg);
     if (ctx->tune.mode)
-        return fk_sm90_tune(ctx, job, promo, block, ab, small ? small_cfg : NULL, config);
+        return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
 }
 
@@ -384,6 +391,10 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         p.sa_sm = mn_major ? 1 : job->scale_a_ld;
         p.sa_sk = mn_major ? job->scale_a_ld : 1;
         p.sb_ld = fk_ceil_div(job->k, 128);
+    }
+    if (dd->scale_a == FP8KIT_SCALE_MX) { /* e8m0 bytes: row stride K / 32; sa_sk = 1: blocked layout */
+        p.sa_sm = job->k / 32;
+        p.sa_sk = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
     }
     p.alpha = job->alpha;
     p.beta = job->beta;

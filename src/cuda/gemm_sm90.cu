@@ -758,6 +758,9 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_V(64, 4, false, 0),  FK_V(128, 0, false, 0), FK_V(64, 0, false, 0),  FK_V(128, 4, true, 0),
     FK_V(64, 4, true, 0),   FK_V(128, 2, false, 0), FK_V(128, 1, false, 0), FK_V(192, 4, false, 0),
     FK_V(192, 0, false, 0), FK_V(256, 0, false, 0),
+    /* block scaling with e5m2 on either side (128 wide only: the planner
+     * falls back from 64 to 128 for these) */
+    FK_V(128, 4, true, 1),  FK_V(128, 4, true, 2),  FK_V(128, 4, true, 3),
     /* MX (block 2): promotion after every k32 step (promo 1) */
     FK_VMX(128, 0),         FK_VMX(128, 1),         FK_VMX(128, 2),         FK_VMX(128, 3),
     FK_VMX(64, 0),
