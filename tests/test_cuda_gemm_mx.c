@@ -84,20 +84,25 @@ static double act_ref(double y, int act)
 }
 static int rnd(int lo, int hi) { return lo + (int)(fk_rng_u32(&rng) % (uint32_t)(hi - lo + 1)); }
 
-/* Scale exponents ea[M][KB], eb[N][KB]. SC_EDGE gives each k32 block a kind:
- * 0 realistic, 1 A = 254 with B in [0, 8] (products 2^0 .. 2^8), 2 A in {0, 1}
- * with B in [248, 254] (A's 2^-127 is an fp32 subnormal), 3 both tiny (the
- * products underflow to 0); every product stays finite. */
+/* Scale exponents ea[M][KB], eb[N][KB]: SC_REAL draws both from [116, 126]
+ * (a spread of 2^10 whose products keep f16 outputs finite). SC_EDGE gives
+ * each k32 block a kind: 0 both in [127, 131], 1 A = 254 with B in [0, 8]
+ * (B's 2^-127 is an fp32 subnormal; products 2^0 .. 2^8), 2 A in {0, 1}
+ * with B in [250, 254] (products 2^-4 .. 2^1), 3 both tiny (the products
+ * underflow fp32); every product stays finite, and the stages mixing kinds
+ * take the kernel's exact path. SC_NAN: one NaN scale in A and one in B. */
 static void make_exps(const mcase *g, uint8_t *ea, uint8_t *eb, int64_t kbs)
 {
     for (int64_t kb = 0; kb < kbs; kb++) {
-        int kind = g->scales == SC_EDGE ? (int)(kb % 4) : 0;
-        if (g->scales == SC_EDGE && kbs == 1)
-            kind = 2;
+        const int edge = g->scales == SC_EDGE;
+        int kind = edge ? (int)(kb % 4) : 0;
+        if (edge && kbs == 1)
+            kind = 2; /* one block, one stage: the fast path with a subnormal scale */
         for (int64_t m = 0; m < g->m; m++)
-            ea[m * kbs + kb] = (uint8_t)(kind == 0 ? rnd(120, 134) : kind == 1 ? 254 : rnd(0, 1));
+            ea[m * kbs + kb] = (uint8_t)(kind == 1 ? 254 : kind >= 2 ? rnd(0, 1) : edge ? rnd(127, 131) : rnd(116, 126));
         for (int64_t n = 0; n < g->n; n++)
-            eb[n * kbs + kb] = (uint8_t)(kind == 0 ? rnd(120, 134) : kind == 1 ? rnd(0, 8) : kind == 2 ? rnd(248, 254) : rnd(1, 2));
+            eb[n * kbs + kb] = (uint8_t)(kind == 1 ? rnd(0, 8) : kind == 2 ? rnd(250, 254) : kind == 3 ? rnd(1, 2)
+                                         : edge ? rnd(127, 131) : rnd(116, 126));
     }
     if (g->scales == SC_NAN) {
         ea[(g->m / 2) * kbs + kbs - 1] = 255; /* row M/2 of D is NaN */
@@ -440,10 +445,12 @@ int main(void)
     g = base("plain f32 fast K=4096", 192, 256, 4096, P); g.dt = FP8KIT_F32; g.fast = 1; run_case(&g);
     g = base("blocked f32 fast odd", 77, 33, 256, BL); g.dt = FP8KIT_F32; g.fast = 1; run_case(&g);
     /* edge exponents: 254, 0 (2^-127, subnormal), 1, products that underflow */
-    g = base("edge exps plain bf16", 200, 150, 512, P); g.scales = SC_EDGE; run_case(&g);
-    g = base("edge exps blocked f16", 130, 260, 1024, BL); g.scales = SC_EDGE; g.dt = FP8KIT_F16; run_case(&g);
-    g = base("edge exps K=32", 64, 96, 32, P); g.scales = SC_EDGE; run_case(&g);
-    g = base("edge exps f32 fast", 128, 128, 384, BL); g.scales = SC_EDGE; g.dt = FP8KIT_F32; g.fast = 1; run_case(&g);
+    g = base("edge exps plain bf16", 200, 150, 512, P); g.scales = SC_EDGE; g.alpha = 0x1p-10f; run_case(&g);
+    g = base("edge exps blocked f16", 130, 260, 1024, BL); g.scales = SC_EDGE; g.dt = FP8KIT_F16;
+    g.alpha = 0x1p-10f; run_case(&g);
+    g = base("edge exps K=32", 64, 96, 32, P); g.scales = SC_EDGE; g.alpha = 0x1p-10f; run_case(&g);
+    g = base("edge exps f32 fast", 128, 128, 384, BL); g.scales = SC_EDGE; g.dt = FP8KIT_F32; g.fast = 1;
+    run_case(&g);
     g = base("NaN scales plain", 100, 90, 256, P); g.scales = SC_NAN; run_case(&g);
     g = base("NaN scales blocked", 140, 70, 96, BL); g.scales = SC_NAN; run_case(&g);
     /* scale arrays at odd addresses: byte loads for the blocked layout too */
@@ -459,7 +466,7 @@ int main(void)
         g.at = types[i >> 1]; g.bt = types[i & 1]; run_case(&g);
     }
     g = base("e5m2 x e5m2 edge f16", 130, 130, 640, P); g.at = g.bt = FP8KIT_E5M2; g.scales = SC_EDGE;
-    g.dt = FP8KIT_F16; run_case(&g);
+    g.dt = FP8KIT_F16; g.alpha = 0x1p-14f; run_case(&g);
     /* tile widths and more tiles than SMs (stage ring across tiles) */
     g = base("bn64 blocked odd", 200, 330, 512, BL); g.bn = "64"; run_case(&g);
     g = base("bn128 plain odd", 200, 330, 512, P); g.bn = "128"; run_case(&g);
