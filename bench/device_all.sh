@@ -8,7 +8,8 @@
 # FK_BENCH_ARGS says otherwise, bench_launch, the Python call overhead,
 # fp8kit bench --quick). Logs and JSON lines go to $OUT.
 # Usage (repo root, on the device): bash bench/device_all.sh [COMMIT]
-# Env: FK_SKIP_SANITIZE=1, FK_SKIP_BENCH=1, FK_BENCH_ARGS (bench_gemm flags).
+# Env: FK_SKIP_SANITIZE=1, FK_SKIP_BENCH=1, FK_SKIP_PY=1, FK_BENCH_ARGS (bench_gemm
+# flags), FK_TESTS (the GPU test list).
 set -u
 commit=${1:-unknown}
 OUT=${OUT:-$PWD/device-out}
@@ -29,8 +30,8 @@ grep -E "spill|Used [0-9]+ registers" "$OUT/build.log" | grep -v " 0 bytes spill
 
 stamp "GPU tests"
 : >"$OUT/summary.txt"
-for t in test_cuda_quant test_mx_both test_cuda_gemm test_cuda_gemm_small test_tune test_cuda_vs_cublaslt \
-         test_gemm_repeat test_threads test_api; do
+for t in ${FK_TESTS:-test_cuda_quant test_mx_both test_cuda_gemm test_cuda_gemm_small test_cuda_gemm_mx test_tune \
+         test_cuda_vs_cublaslt test_gemm_repeat test_threads test_api}; do
     [ -x "$B/$t" ] || { echo "$t: not built" | tee -a "$OUT/summary.txt"; continue; }
     FK_TEST_LARGE=${FK_TEST_LARGE:-0} timeout 300 "$B/$t" >"$OUT/$t.log" 2>&1
     echo "$t exit $? : $(grep -E 'passed, [0-9]+ failed' "$OUT/$t.log" | tail -1)" | tee -a "$OUT/summary.txt"
@@ -39,12 +40,13 @@ grep -E "^(shape|[0-9]+x)" "$OUT/test_cuda_vs_cublaslt.log" | head -60
 
 if [ -z "${FK_SKIP_SANITIZE:-}" ]; then
     stamp "compute-sanitizer memcheck (FK_TEST_SMALL=1)"
-    for t in test_cuda_gemm test_cuda_gemm_small; do
+    for t in test_cuda_gemm test_cuda_gemm_small test_cuda_gemm_mx; do
         FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/$t" >"$OUT/memcheck_$t.log" 2>&1
         echo "memcheck $t exit $? : $(grep 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)" | tee -a "$OUT/summary.txt"
     done
 fi
 
+if [ -z "${FK_SKIP_PY:-}" ]; then
 stamp "python tests (torch on the GPU)"
 if [ -d .whl ] && ! python3 -c 'import pytest' 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
@@ -52,6 +54,7 @@ fi
 export FP8KIT_LIBRARY=$PWD/$B/libfp8kit.so PYTHONUNBUFFERED=1
 timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests >"$OUT/pytest.log" 2>&1
 echo "pytest exit $? : $(tail -1 "$OUT/pytest.log")" | tee -a "$OUT/summary.txt"
+fi
 
 if [ -z "${FK_SKIP_BENCH:-}" ]; then
     stamp "bench_launch"
