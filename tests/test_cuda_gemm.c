@@ -270,13 +270,18 @@ static double run_case(const gcase *g)
     if (bound == 0.0)
         bound = g->dt == FP8KIT_F32 ? 1e-5 : g->dt == FP8KIT_BF16 ? 4e-3 : g->dt == FP8KIT_F16 ? 1e-3
               : g->dt == FP8KIT_E4M3 ? 0.05 : 0.09;
-    /* fused quantization: scales vs the CPU's (byte-equal in exact mode;
-     * else a group's y may differ in the last bit: MX one exponent step,
-     * f32 scales a few ulps, power-of-two ones a factor 2, in <= 1% of groups) */
-    long sd_diff = 0, sd_far = 0, code_diff = 0;
+    /* fused quantization: scales vs the CPU's, byte-equal in exact mode.
+     * Else the GPU's fp32 sums differ from the CPU's (tensor-core
+     * accumulation, rel ~1e-4), and y rounded to out_hp may then land one
+     * hp step apart: an MX scale may differ by one exponent step and a
+     * power-of-two scale by a factor 2 (each in <= 1% of the groups, as
+     * that needs the amax at a power of two), an f32 scale by the hp step. */
+    long sd_diff = 0, sd_far = 0, sd_ne = 0, code_diff = 0;
+    const double hp_step = g->hp == FP8KIT_BF16 ? 0x1p-7 : g->hp == FP8KIT_F16 ? 0x1p-10 : 1e-3;
     const size_t sd_w = g->oq == FP8KIT_OUTQ_MX ? 1 : 4;
     for (size_t i = 0; rowq && i < sd_bytes / sd_w; i++) {
         int diff, far;
+        sd_ne += memcmp(SDO + sd_w * i, SDOc + sd_w * i, sd_w) != 0;
         if (g->oq == FP8KIT_OUTQ_MX) {
             diff = SDO[i] != SDOc[i];
             far = abs((int)SDO[i] - (int)SDOc[i]) > 1;
@@ -284,8 +289,8 @@ static double run_case(const gcase *g)
             float a, b;
             memcpy(&a, SDO + 4 * i, 4);
             memcpy(&b, SDOc + 4 * i, 4);
-            diff = memcmp(&a, &b, 4) != 0;
-            far = !(fabs(a - b) <= (g->pow2 ? 1.0 : 1e-6) * fabs(b));
+            diff = memcmp(&a, &b, 4) != 0 && (g->pow2 || g->exact); /* counted where a flip is rare */
+            far = !(fabs(a - b) <= (g->pow2 ? 1.0 : hp_step) * fabs(b));
         }
         if (diff && (g->exact || far) && sd_diff < 3)
             fprintf(stderr, "  %s: scale (%lld, %lld) differs from the cpu's\n", g->name, (long long)(i / (size_t)sd_cols),
@@ -311,8 +316,12 @@ static double run_case(const gcase *g)
             num += (v - r) * (v - r);
             den += r * r;
             numc += (v - vc) * (v - vc);
-            if (fp8out && fabs(r) > 1e-2 * ref_rms &&
-                (!rowq || group_scale(SDO, g->oq, m, n, N) == group_scale(SDOc, g->oq, m, n, N))) {
+            /* codes one step apart at most where the group scales agree (f32
+             * scales: within 1e-3, so a code moves by one step at most) */
+            const double sg = rowq ? group_scale(SDO, g->oq, m, n, N) : 1.0;
+            const double sc = rowq ? group_scale(SDOc, g->oq, m, n, N) : 1.0;
+            const int same_scale = sg == sc || (g->oq == FP8KIT_OUTQ_BLOCK1X128 && !g->pow2 && fabs(sg - sc) <= 1e-3 * sc);
+            if (fp8out && fabs(r) > 1e-2 * ref_rms && same_scale) {
                 uint8_t q = D[m * ldd + n], qc = Dc[m * ldd + n];
                 int dq = (q & 0x80) == (qc & 0x80) ? abs((q & 0x7F) - (qc & 0x7F)) : (q & 0x7F) + (qc & 0x7F);
                 if (dq > 1 && fp8_far++ < 3)
@@ -349,7 +358,7 @@ static double run_case(const gcase *g)
     CHECK(fp8_far == 0, "%s: %ld fp8 codes more than one step from the CPU's", g->name, fp8_far);
     if (rowq) {
         const long groups = (long)(M * sd_cols);
-        printf("  %-28s scales differing from cpu %ld of %ld, codes %ld\n", "", sd_diff, groups, code_diff);
+        printf("  %-28s scales differing from cpu %ld of %ld, codes %ld\n", "", sd_ne, groups, code_diff);
         CHECK(sd_guard == 0, "%s: %ld bytes written past the scales", g->name, sd_guard);
         if (g->exact) {
             CHECK(sd_diff == 0, "%s: %ld scales differ from the CPU's (exact inputs)", g->name, sd_diff);
