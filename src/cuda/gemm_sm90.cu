@@ -408,10 +408,10 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
  * producer warps (one for A, one for B) decode each stage's e8m0 bytes
  * (A: 128 rows x 4 k32 blocks, B: BN columns x 4; plain or blocked layout,
  * plain loads issued one stage ahead) into fp32 tables in the stage's scale
- * area, with the min / max exponent next to them (the consumers take an exact
- * double-precision path for stages where a scale product could leave fp32's
- * exact range); all their lanes arrive on the stage's full barrier, whose
- * count is 1 (the TMA thread) + 64. */
+ * area, with the min / max exponent next to them (the consumers take a slower
+ * exact path for stages where a scale product could leave fp32's exact
+ * range); all their lanes arrive on the stage's full barrier, whose count is
+ * 1 (the TMA thread) + 64. */
 template <int BN> struct fk_sm90_mx_shape {
     typedef fk_sm90_shape<BN> G;
     static constexpr int SA_FLOATS = 4 * FK_GEMM_BM; /* [k32 step][row] */
@@ -562,9 +562,32 @@ static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint32_t 
     fk_wgmma_commit();
 }
 
+/* Unbiased exponent of a decoded scale (2^-127 is the subnormal 0x00400000;
+ * 0 from a masked entry counts as -127, NaN as 128). */
+static __device__ __forceinline__ int fk_mx_exp(float s)
+{
+    const unsigned int u = __float_as_uint(s);
+    return u < 0x00800000u ? -127 : (int)(u >> 23) - 127;
+}
+
+/* x * 2^(ea + eb) rounded once to fp32, for decoded scales a = 2^ea, b = 2^eb.
+ * Outside [-149, 127] the product a * b is not an fp32 value; then both
+ * exponents have the sign of the sum, and x times the scale nearer 1 is exact
+ * (x is a sum of fp8 products, so |x| >= 2^-32, and it overflows only when
+ * the result does), which leaves one rounding for the second multiply. */
+static __device__ __forceinline__ float fk_mx_scale_exact(float x, float a, int ea, float b, int eb)
+{
+    const int e = ea + eb;
+    if (e >= -149 && e <= 127)
+        return x * (a * b);
+    const bool a_first = abs(ea) <= abs(eb);
+    return (x * (a_first ? a : b)) * (a_first ? b : a);
+}
+
 /* accf += acc * (sa * sb) for k32 step ks of the stage whose scale area is
  * `area`: rows rl / rl + 8 (tile-local), columns 8 j + cq + {0, 1}. Flagged
- * stages take the CPU backend's exact form: fl32(acc * (sa * sb in double)). */
+ * stages take fk_mx_scale_exact: acc * sa * sb rounded once to fp32, as the
+ * CPU backend's exact path computes it (then added to accf). */
 template <int BN, int NACC>
 static __device__ __forceinline__ void fk_mx_promote(float (&accf)[NACC], float (&acc)[NACC], const float *area, int ks,
                                                      int rl, int cq)
@@ -589,15 +612,18 @@ static __device__ __forceinline__ void fk_mx_promote(float (&accf)[NACC], float 
             accf[4 * j + 3] = fmaf(acc[4 * j + 3], a_hi * b.y, accf[4 * j + 3]);
         }
     } else {
-        const double dl = a_lo, dh = a_hi;
+        /* fl32(acc * 2^(Ea + Eb)) with one rounding: the product of the two
+         * scales when it is an exact fp32 value (Ea + Eb in [-149, 127]), else
+         * first the scale nearer 1 (exact: see below), then the other */
+        const int ea_lo = fk_mx_exp(a_lo), ea_hi = fk_mx_exp(a_hi);
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
             const float2 b = *(const float2 *)(tb + 8 * j);
-            const double bx = b.x, by = b.y;
-            accf[4 * j + 0] += (float)((double)acc[4 * j + 0] * (dl * bx));
-            accf[4 * j + 1] += (float)((double)acc[4 * j + 1] * (dl * by));
-            accf[4 * j + 2] += (float)((double)acc[4 * j + 2] * (dh * bx));
-            accf[4 * j + 3] += (float)((double)acc[4 * j + 3] * (dh * by));
+            const int ebx = fk_mx_exp(b.x), eby = fk_mx_exp(b.y);
+            accf[4 * j + 0] += fk_mx_scale_exact(acc[4 * j + 0], a_lo, ea_lo, b.x, ebx);
+            accf[4 * j + 1] += fk_mx_scale_exact(acc[4 * j + 1], a_lo, ea_lo, b.y, eby);
+            accf[4 * j + 2] += fk_mx_scale_exact(acc[4 * j + 2], a_hi, ea_hi, b.x, ebx);
+            accf[4 * j + 3] += fk_mx_scale_exact(acc[4 * j + 3], a_hi, ea_hi, b.y, eby);
         }
     }
     /* pins the reads of acc before the next wgmma on it (no accumulator copies) */
@@ -606,23 +632,13 @@ static __device__ __forceinline__ void fk_mx_promote(float (&accf)[NACC], float 
         fk_reg_fence(accf[i]);
 }
 
-/* The 4 k32 steps of one stage (wgmma operands at a, b; scale tables in
- * area) alternating between acc0 and acc1; unless FIRST, the previous
- * stage's last step (in acc1) is promoted with its tables (parea) and that
- * stage released (pempty) while this stage's first step runs. */
-template <int BN, int AB, bool FIRST, int NACC>
-static __device__ __forceinline__ void fk_mx_stage(float (&acc0)[NACC], float (&acc1)[NACC], float (&accf)[NACC],
-                                                   uint32_t a, uint32_t b, const float *area, const float *parea,
-                                                   uint32_t pempty, int rl, int cq, int lane)
+/* Steps 1 .. 3 of a stage (wgmma operands at a, b; scale tables in area):
+ * step 0 is in flight in acc0 on entry, step 3 in acc1 on return; each
+ * step's group runs while the previous step is promoted. */
+template <int BN, int AB, int NACC>
+static __device__ __forceinline__ void fk_mx_steps123(float (&acc0)[NACC], float (&acc1)[NACC], float (&accf)[NACC],
+                                                      uint32_t a, uint32_t b, const float *area, int rl, int cq)
 {
-    fk_mx_issue<BN, AB>(acc0, a, b);
-    if (!FIRST) {
-        fk_wgmma_wait<1>();
-        fk_mx_promote<BN>(accf, acc1, parea, 3, rl, cq);
-        __syncwarp();
-        if (lane == 0)
-            fk_mbar_arrive(pempty);
-    }
     fk_mx_issue<BN, AB>(acc1, a + 32, b + 32);
     fk_wgmma_wait<1>();
     fk_mx_promote<BN>(accf, acc0, area, 0, rl, cq);
@@ -634,10 +650,14 @@ static __device__ __forceinline__ void fk_mx_stage(float (&acc0)[NACC], float (&
     fk_mx_promote<BN>(accf, acc0, area, 2, rl, cq);
 }
 
-/* MX consumer warpgroup wg: per stage 4 k32 groups alternating between two
- * wgmma accumulator sets; the group of step s runs while step s - 1 is
- * promoted. A stage is released after its last step's promotion (which
- * reads its scale tables). */
+/* MX consumer warpgroup wg: one wgmma group per k32 step, alternating
+ * between two accumulator sets, so that each step's group runs while the
+ * previous step is promoted; a stage's last step is promoted while the next
+ * stage's first group runs, and the stage is released after that promotion
+ * (it reads the stage's scale tables). The if / else around the next
+ * stage's first group costs one wait that ptxas injects at its join (C7517);
+ * the alternatives tried here (a peeled first or last stage, a dummy group
+ * after the last stage) made ptxas serialize every group (C7514). */
 template <int BN, int AB>
 static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
                                                            const unsigned char *sc0, uint32_t full0, uint32_t empty0,
@@ -648,6 +668,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params 
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
     const int rl = wg * 64 + warp * 16 + (lane >> 2), cq = 2 * (lane & 3);
+    const uint32_t wa = sa0 + wg * 64 * FK_GEMM_BK; /* this warpgroup's 64 rows of A */
     float acc0[G::NACC], acc1[G::NACC], accf[G::NACC];
     int stage = 0;
     uint32_t phase = 0;
@@ -660,35 +681,30 @@ static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params 
 #pragma unroll
         for (int i = 0; i < G::NACC; i++)
             accf[i] = 0.0f;
-        int pstage = stage;
         if (nkb > 0) {
             fk_mbar_wait(full0 + 8 * stage, phase);
-            fk_mx_stage<BN, AB, true>(acc0, acc1, accf, sa0 + stage * G::A_BYTES + wg * 64 * FK_GEMM_BK,
-                                      sb0 + stage * G::B_BYTES, (const float *)(sc0 + stage * S::SC_BYTES), nullptr,
-                                      0, rl, cq, lane);
-            if (++stage == S::STAGES) {
-                stage = 0;
-                phase ^= 1u;
+            fk_mx_issue<BN, AB>(acc0, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);
+            for (int kb = 0; kb < nkb; kb++) {
+                const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
+                fk_mx_steps123<BN, AB>(acc0, acc1, accf, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES, area, rl,
+                                       cq);
+                const int cur = stage;
+                if (++stage == S::STAGES) {
+                    stage = 0;
+                    phase ^= 1u;
+                }
+                if (kb + 1 < nkb) {
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    fk_mx_issue<BN, AB>(acc0, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);
+                    fk_wgmma_wait<1>();
+                } else {
+                    fk_wgmma_wait<0>();
+                }
+                fk_mx_promote<BN>(accf, acc1, area, 3, rl, cq);
+                __syncwarp();
+                if (lane == 0)
+                    fk_mbar_arrive(empty0 + 8 * cur);
             }
-        }
-        for (int kb = 1; kb < nkb; kb++) {
-            fk_mbar_wait(full0 + 8 * stage, phase);
-            fk_mx_stage<BN, AB, false>(acc0, acc1, accf, sa0 + stage * G::A_BYTES + wg * 64 * FK_GEMM_BK,
-                                       sb0 + stage * G::B_BYTES, (const float *)(sc0 + stage * S::SC_BYTES),
-                                       (const float *)(sc0 + pstage * S::SC_BYTES), empty0 + 8 * pstage, rl, cq,
-                                       lane);
-            pstage = stage;
-            if (++stage == S::STAGES) {
-                stage = 0;
-                phase ^= 1u;
-            }
-        }
-        fk_wgmma_wait<0>(); /* unconditional: ptxas must see every group retired here */
-        if (nkb > 0) {
-            fk_mx_promote<BN>(accf, acc1, (const float *)(sc0 + pstage * S::SC_BYTES), 3, rl, cq);
-            __syncwarp();
-            if (lane == 0)
-                fk_mbar_arrive(empty0 + 8 * pstage);
         }
         fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
