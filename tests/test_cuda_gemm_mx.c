@@ -8,7 +8,8 @@
  * scale pointers, bf16 / f16 / f32 outputs with alpha, beta * C, bias and
  * activations, and the plan-time refusal of precise fp32 output.
  * FK_TEST_PERF=1 also times 8192^3 (CUDA events, median of 10) next to the
- * tensor-scaled kernel in the same run. Exits 77 without a usable device. */
+ * tensor-scaled kernel in the same run; FK_TEST_SMALL=1 runs a few small
+ * shapes only (for compute-sanitizer). Exits 77 without a usable device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,19 @@ int main(void)
     printf("  %s\n", fp8kit_ctx_describe(gctx));
     const fp8kit_scale_layout P = FP8KIT_LAYOUT_PLAIN, BL = FP8KIT_LAYOUT_BLOCKED;
     mcase g;
+    if (getenv("FK_TEST_SMALL")) { /* a few small shapes (for compute-sanitizer) */
+        g = base("small plain f16 K=32 odd", 130, 70, 32, P); g.dt = FP8KIT_F16; run_case(&g);
+        g = base("small blocked K=96 odd", 201, 129, 96, BL); run_case(&g);
+        g = base("small plain K=160 bias gelu", 150, 264, 160, P);
+        g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+        g = base("small edge exps blocked", 130, 96, 256, BL); g.scales = SC_EDGE; g.alpha = 0x1p-10f; run_case(&g);
+        g = base("small misaligned blocked", 190, 72, 160, BL); g.sc_off = 1; run_case(&g);
+        g = base("small bn64 plain", 200, 136, 256, P); g.bn = "64"; run_case(&g);
+        test_errors();
+        fp8kit_ctx_destroy(gctx);
+        fp8kit_ctx_destroy(cctx);
+        return fk_test_summary("test_cuda_gemm_mx");
+    }
 
     g = base("plain bf16 tile-multiple", 256, 256, 512, P); run_case(&g);
     g = base("blocked bf16 tile-multiple", 256, 256, 512, BL); run_case(&g);
