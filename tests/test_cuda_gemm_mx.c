@@ -3,7 +3,8 @@
  * the dequantized operands and against the CPU backend on the same inputs:
  * plain and blocked scale layouts (blocked padding bytes are garbage and
  * must be ignored), scale bytes in a realistic range and at the edges (0, 1,
- * 254 with finite products; NaN scales), every fp8 type pair, odd M / N,
+ * 254 with finite products; scale products past 2^127 or below 2^-149 with
+ * finite, nonzero results; NaN scales), every fp8 type pair, odd M / N,
  * K = 32 .. 16384, tile widths 64 and 128, more tiles than SMs, misaligned
  * scale pointers, bf16 / f16 / f32 outputs with alpha, beta * C, bias and
  * activations, and the plan-time refusal of precise fp32 output.
@@ -25,14 +26,14 @@
 static fk_rng rng;
 static fp8kit_ctx *gctx, *cctx;
 
-enum { SC_REAL = 0, SC_EDGE = 1, SC_NAN = 2 };
+enum { SC_REAL = 0, SC_EDGE = 1, SC_NAN = 2, SC_TINY = 3, SC_HUGE = 4 };
 
 typedef struct mcase {
     const char *name;
     int64_t m, n, k;
     fp8kit_dtype at, bt, dt;
     fp8kit_scale_layout layout;
-    int scales;         /* SC_REAL: e in [120, 134]; SC_EDGE: 0 / 1 / 254 mixes; SC_NAN: one NaN scale */
+    int scales;         /* SC_REAL, SC_EDGE, SC_NAN, SC_TINY, SC_HUGE: see make_exps */
     int sc_off;         /* byte offset of both scale arrays from an aligned base */
     float alpha, beta;
     fp8kit_dtype ct;
@@ -91,7 +92,11 @@ static int rnd(int lo, int hi) { return lo + (int)(fk_rng_u32(&rng) % (uint32_t)
  * (B's 2^-127 is an fp32 subnormal; products 2^0 .. 2^8), 2 A in {0, 1}
  * with B in [250, 254] (products 2^-4 .. 2^1), 3 both tiny (the products
  * underflow fp32); every product stays finite, and the stages mixing kinds
- * take the kernel's exact path. SC_NAN: one NaN scale in A and one in B. */
+ * take the kernel's exact path. SC_NAN: one NaN scale in A and one in B.
+ * SC_TINY: every scale product 2^-156 .. 2^-152, below fp32's range, with
+ * subnormal but nonzero results; SC_HUGE: every product 2^128 .. 2^131, past
+ * fp32's range, with finite results (the operands are scaled down by 2^-11);
+ * both only come out right through the exact path. */
 static void make_exps(const mcase *g, uint8_t *ea, uint8_t *eb, int64_t kbs)
 {
     for (int64_t kb = 0; kb < kbs; kb++) {
@@ -105,6 +110,13 @@ static void make_exps(const mcase *g, uint8_t *ea, uint8_t *eb, int64_t kbs)
             eb[n * kbs + kb] = (uint8_t)(kind == 1 ? rnd(0, 8) : kind == 2 ? rnd(250, 254) : kind == 3 ? rnd(1, 2)
                                          : edge ? rnd(127, 131) : rnd(116, 126));
     }
+    if (g->scales == SC_TINY || g->scales == SC_HUGE)
+        for (int64_t kb = 0; kb < kbs; kb++) {
+            for (int64_t m = 0; m < g->m; m++)
+                ea[m * kbs + kb] = (uint8_t)(g->scales == SC_TINY ? rnd(0, 1) : rnd(253, 254));
+            for (int64_t n = 0; n < g->n; n++)
+                eb[n * kbs + kb] = (uint8_t)(g->scales == SC_TINY ? rnd(99, 101) : rnd(129, 131));
+        }
     if (g->scales == SC_NAN) {
         ea[(g->m / 2) * kbs + kbs - 1] = 255; /* row M/2 of D is NaN */
         eb[(g->n / 3) * kbs] = 255;           /* column N/3 of D is NaN */
@@ -143,10 +155,11 @@ static void run_case(const mcase *g)
     const int64_t M = g->m, N = g->n, K = g->k, kbs = K / 32;
     const int e5a = g->at == FP8KIT_E5M2, e5b = g->bt == FP8KIT_E5M2;
     uint8_t *A = malloc((size_t)(M * K + 1)), *B = malloc((size_t)(N * K + 1));
+    const float small = g->scales == SC_HUGE ? 0x1p-11f : 1.0f;
     for (int64_t i = 0; i < M * K; i++)
-        A[i] = fk_f32_to_fp8((float)fk_rng_normal(&rng) * (e5a ? 64.0f : 32.0f), e5a);
+        A[i] = fk_f32_to_fp8((float)fk_rng_normal(&rng) * (e5a ? 64.0f : 32.0f) * small, e5a);
     for (int64_t i = 0; i < N * K; i++)
-        B[i] = fk_f32_to_fp8((float)fk_rng_normal(&rng) * (e5b ? 64.0f : 32.0f), e5b);
+        B[i] = fk_f32_to_fp8((float)fk_rng_normal(&rng) * (e5b ? 64.0f : 32.0f) * small, e5b);
     uint8_t *ea = malloc((size_t)(M * kbs + 1)), *eb = malloc((size_t)(N * kbs + 1));
     make_exps(g, ea, eb, kbs);
     int64_t nsa = 0, nsb = 0;
@@ -434,6 +447,7 @@ int main(void)
         g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
         g = base("small edge exps blocked", 130, 96, 256, BL); g.scales = SC_EDGE; g.alpha = 0x1p-10f; run_case(&g);
         g = base("small misaligned blocked", 190, 72, 160, BL); g.sc_off = 1; run_case(&g);
+        g = base("small huge products", 130, 72, 160, P); g.scales = SC_HUGE; run_case(&g);
         g = base("small bn64 plain", 200, 136, 256, P); g.bn = "64"; run_case(&g);
         test_errors();
         fp8kit_ctx_destroy(gctx);
@@ -465,6 +479,12 @@ int main(void)
     g = base("edge exps K=32", 64, 96, 32, P); g.scales = SC_EDGE; g.alpha = 0x1p-10f; run_case(&g);
     g = base("edge exps f32 fast", 128, 128, 384, BL); g.scales = SC_EDGE; g.dt = FP8KIT_F32; g.fast = 1;
     run_case(&g);
+    /* subnormal results keep few bits (the CPU rounds each block the same way): looser vs fp64 */
+    g = base("tiny products f32 (subnormal D)", 130, 100, 256, P); g.scales = SC_TINY; g.dt = FP8KIT_F32;
+    g.fast = 1; g.bound = 3e-3; run_case(&g);
+    g = base("huge products bf16", 130, 100, 160, BL); g.scales = SC_HUGE; run_case(&g);
+    g = base("huge products f32 bn64", 130, 100, 160, P); g.scales = SC_HUGE; g.dt = FP8KIT_F32; g.fast = 1;
+    g.bn = "64"; run_case(&g);
     g = base("NaN scales plain", 100, 90, 256, P); g.scales = SC_NAN; run_case(&g);
     g = base("NaN scales blocked", 140, 70, 96, BL); g.scales = SC_NAN; run_case(&g);
     /* scale arrays at odd addresses: byte loads for the blocked layout too */

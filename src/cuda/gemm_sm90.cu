@@ -23,6 +23,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include "cuda/epilogue.cuh"
+#include "cuda/gemm_mx.cuh"
 #include "cuda/ptx.cuh"
 #include "cuda/sched.cuh"
 
@@ -411,60 +412,22 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
  * area, with the min / max exponent next to them (the consumers take a slower
  * exact path for stages where a scale product could leave fp32's exact
  * range); all their lanes arrive on the stage's full barrier, whose count is
- * 1 (the TMA thread) + 64. */
+ * 1 (the TMA thread) + 64. The arithmetic (scale area, decoding, promotion)
+ * is in gemm_mx.cuh. */
 template <int BN> struct fk_sm90_mx_shape {
     typedef fk_sm90_shape<BN> G;
-    static constexpr int SA_FLOATS = 4 * FK_GEMM_BM; /* [k32 step][row] */
-    static constexpr int SB_FLOATS = 4 * BN;         /* [k32 step][column] */
-    static constexpr int SC_BYTES = (SA_FLOATS + SB_FLOATS) * 4 + 16; /* + flag word */
+    typedef fk_mx_area<BN> T;
+    static constexpr int SA_FLOATS = T::SA_FLOATS;
+    static constexpr int SC_BYTES = T::BYTES; /* one stage's scale area */
     static constexpr int FIXED = G::FIXED + 16;
     static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (G::A_BYTES + G::B_BYTES + SC_BYTES);
     static constexpr int STAGES = FIT < 8 ? FIT : 8;
     static constexpr int SMEM = STAGES * (G::A_BYTES + G::B_BYTES + SC_BYTES) + FIXED;
     static_assert(STAGES >= 3, "stage ring too shallow");
+    static_assert(SC_BYTES % 16 == 0, "scale areas must stay 16-byte aligned");
 };
 
 #ifdef FK_SM90_DEVICE
-/* SPEC 2.1 e8m0 -> fp32 (as fk_e8m0_to_f32): 2^(e-127), 0 -> 2^-127, 255 -> NaN. */
-static __device__ __forceinline__ float fk_mx_e8m0(unsigned int e)
-{
-    return __uint_as_float(e == 255u ? 0x7FC00000u : e ? e << 23 : 0x00400000u);
-}
-
-/* Byte offset of scale (row r, k32 block c) in A's or B's scale array. */
-static __device__ __forceinline__ long long fk_mx_off(const fk_gemm_params &p, long long r, int c)
-{
-    if (p.sa_sk) /* blocked (SPEC 2.3): 128 x 4 tiles of 512 bytes, num_kb tiles per row band */
-        return ((r >> 7) * p.num_kb + (c >> 2)) * 512 + (r & 31) * 16 + ((r >> 5) & 3) * 4 + (c & 3);
-    return r * p.sa_sm + c; /* plain: K / 32 bytes per row */
-}
-
-/* The 4 scale bytes (k32 blocks kc0 .. kc0 + 3) of rows row0 + lane + 32 i:
- * one aligned word each when `word` (blocked layout, or plain with
- * K / 32 % 4 == 0 and 4-byte aligned bases), else byte loads; rows past the
- * operand and blocks past K are not read. */
-template <int NW>
-static __device__ __forceinline__ void fk_mx_load(const fk_gemm_params &p, const unsigned char *s, int row0, int nrows,
-                                                  int kc0, int kbs, bool word, int lane, unsigned int (&w)[NW])
-{
-#pragma unroll
-    for (int i = 0; i < NW; i++) {
-        const int r = row0 + lane + 32 * i;
-        w[i] = 0;
-        if (r < nrows) {
-            const unsigned char *q = s + fk_mx_off(p, r, kc0);
-            if (word) {
-                w[i] = __ldg((const unsigned int *)q);
-            } else {
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++)
-                    if (kc0 + kk < kbs)
-                        w[i] |= (unsigned int)__ldg(q + kk) << (8 * kk);
-            }
-        }
-    }
-}
-
 /* Helper warp of one operand (A, or B when IS_B): for every (tile, K block)
  * of this CTA it decodes the stage's scale bytes into tab[kk * ROWS + row]
  * (0 for rows past the operand and blocks past K: their wgmma sums are 0,
@@ -480,6 +443,7 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
     const unsigned char *src = (const unsigned char *)(IS_B ? p.sb : p.sa);
     const int nrows = IS_B ? p.n : p.m;
     const int kbs = p.k / 32, nkb = p.num_kb, ntiles = p.sched.count();
+    const bool blocked = p.sa_sk != 0;
     const bool word =
         ((uintptr_t)p.sa % 4 == 0) && ((uintptr_t)p.sb % 4 == 0) && (p.sa_sk || kbs % 4 == 0);
     int t = blockIdx.x, kb = 0, row0 = 0;
@@ -491,7 +455,7 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
         row0 = IS_B ? tn * BN : tm * FK_GEMM_BM;
     }
     unsigned int w[NW];
-    fk_mx_load<NW>(p, src, row0, nrows, 0, kbs, word, lane, w);
+    fk_mx_load<NW>(src, blocked, nkb, kbs, word, row0, nrows, 0, lane, w);
     int stage = 0;
     uint32_t phase = 0;
     for (;;) {
@@ -508,29 +472,16 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
         const bool more = nt < ntiles;
         unsigned int wn[NW];
         if (more)
-            fk_mx_load<NW>(p, src, nrow0, nrows, nk * 4, kbs, word, lane, wn);
+            fk_mx_load<NW>(src, blocked, nkb, kbs, word, nrow0, nrows, nk * 4, lane, wn);
         fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
         float *area = (float *)(sc0 + stage * S::SC_BYTES);
         float *tab = area + (IS_B ? S::SA_FLOATS : 0);
         int emin = 1024, emax = -1024;
-#pragma unroll
-        for (int i = 0; i < NW; i++) {
-            const bool rv = row0 + lane + 32 * i < nrows;
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) {
-                const unsigned int e = (w[i] >> (8 * kk)) & 255u;
-                const bool v = rv && kb * 4 + kk < kbs;
-                tab[kk * ROWS + lane + 32 * i] = v ? fk_mx_e8m0(e) : 0.0f;
-                if (v && e < 255u) {
-                    emin = min(emin, (int)e);
-                    emax = max(emax, (int)e);
-                }
-            }
-        }
+        fk_mx_decode<ROWS>(w, row0, nrows, kb * 4, kbs, lane, tab, emin, emax);
         emin = __reduce_min_sync(0xffffffffu, emin);
         emax = __reduce_max_sync(0xffffffffu, emax);
         if (lane == 0) {
-            int *mm = (int *)(area + S::SA_FLOATS + S::SB_FLOATS) + (IS_B ? 2 : 0);
+            int *mm = (int *)(area + fk_mx_area<BN>::MM) + (IS_B ? 2 : 0);
             mm[0] = emin;
             mm[1] = emax;
         }
@@ -560,76 +511,6 @@ static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint32_t 
     fk_wgmma_fence();
     fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a), fk_wgmma_desc_sw128(b), 0);
     fk_wgmma_commit();
-}
-
-/* Unbiased exponent of a decoded scale (2^-127 is the subnormal 0x00400000;
- * 0 from a masked entry counts as -127, NaN as 128). */
-static __device__ __forceinline__ int fk_mx_exp(float s)
-{
-    const unsigned int u = __float_as_uint(s);
-    return u < 0x00800000u ? -127 : (int)(u >> 23) - 127;
-}
-
-/* x * 2^(ea + eb) rounded once to fp32, for decoded scales a = 2^ea, b = 2^eb.
- * Outside [-149, 127] the product a * b is not an fp32 value; then both
- * exponents have the sign of the sum, and x times the scale nearer 1 is exact
- * (x is a sum of fp8 products, so |x| >= 2^-32, and it overflows only when
- * the result does), which leaves one rounding for the second multiply. */
-static __device__ __forceinline__ float fk_mx_scale_exact(float x, float a, int ea, float b, int eb)
-{
-    const int e = ea + eb;
-    if (e >= -149 && e <= 127)
-        return x * (a * b);
-    const bool a_first = abs(ea) <= abs(eb);
-    return (x * (a_first ? a : b)) * (a_first ? b : a);
-}
-
-/* accf += acc * (sa * sb) for k32 step ks of the stage whose scale area is
- * `area`: rows rl / rl + 8 (tile-local), columns 8 j + cq + {0, 1}. Flagged
- * stages take fk_mx_scale_exact: acc * sa * sb rounded once to fp32, as the
- * CPU backend's exact path computes it (then added to accf). */
-template <int BN, int NACC>
-static __device__ __forceinline__ void fk_mx_promote(float (&accf)[NACC], float (&acc)[NACC], const float *area, int ks,
-                                                     int rl, int cq)
-{
-    typedef fk_sm90_mx_shape<BN> S;
-#pragma unroll
-    for (int i = 0; i < NACC; i++)
-        fk_reg_fence(acc[i]);
-    const float *ta = area + ks * FK_GEMM_BM, *tb = area + S::SA_FLOATS + ks * BN + cq;
-    const float a_lo = ta[rl], a_hi = ta[rl + 8];
-    /* the products 2^(ea + eb - 254) are exact fp32 values (down to the
-     * subnormal 2^-149) for ea + eb in [105, 381] */
-    const int *mm = (const int *)(area + S::SA_FLOATS + S::SB_FLOATS);
-    const bool slow = mm[0] + mm[2] < 105 || mm[1] + mm[3] > 381;
-    if (!slow) {
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++) {
-            const float2 b = *(const float2 *)(tb + 8 * j);
-            accf[4 * j + 0] = fmaf(acc[4 * j + 0], a_lo * b.x, accf[4 * j + 0]);
-            accf[4 * j + 1] = fmaf(acc[4 * j + 1], a_lo * b.y, accf[4 * j + 1]);
-            accf[4 * j + 2] = fmaf(acc[4 * j + 2], a_hi * b.x, accf[4 * j + 2]);
-            accf[4 * j + 3] = fmaf(acc[4 * j + 3], a_hi * b.y, accf[4 * j + 3]);
-        }
-    } else {
-        /* fl32(acc * 2^(Ea + Eb)) with one rounding: the product of the two
-         * scales when it is an exact fp32 value (Ea + Eb in [-149, 127]), else
-         * first the scale nearer 1 (exact: see below), then the other */
-        const int ea_lo = fk_mx_exp(a_lo), ea_hi = fk_mx_exp(a_hi);
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++) {
-            const float2 b = *(const float2 *)(tb + 8 * j);
-            const int ebx = fk_mx_exp(b.x), eby = fk_mx_exp(b.y);
-            accf[4 * j + 0] += fk_mx_scale_exact(acc[4 * j + 0], a_lo, ea_lo, b.x, ebx);
-            accf[4 * j + 1] += fk_mx_scale_exact(acc[4 * j + 1], a_lo, ea_lo, b.y, eby);
-            accf[4 * j + 2] += fk_mx_scale_exact(acc[4 * j + 2], a_hi, ea_hi, b.x, ebx);
-            accf[4 * j + 3] += fk_mx_scale_exact(acc[4 * j + 3], a_hi, ea_hi, b.y, eby);
-        }
-    }
-    /* pins the reads of acc before the next wgmma on it (no accumulator copies) */
-#pragma unroll
-    for (int i = 0; i < NACC; i++)
-        fk_reg_fence(accf[i]);
 }
 
 /* Steps 1 .. 3 of a stage (wgmma operands at a, b; scale tables in area):
