@@ -148,15 +148,23 @@ FK_MX_FN float fk_mx_scale_exact(float x, float a, int ea, float b, int eb)
     return (x * (a_first ? a : b)) * (a_first ? b : a);
 }
 
+/* Whether a stage (its scale area) could give a scale product outside fp32's
+ * exact range: exponent bytes ea + eb outside [105, 381] (the products
+ * 2^(ea + eb - 254) are exact fp32 values down to the subnormal 2^-149). */
+template <int BN> FK_MX_FN bool fk_mx_slow(const float *area)
+{
+    const int *mm = (const int *)(area + fk_mx_area<BN>::MM);
+    return mm[0] + mm[2] < 105 || mm[1] + mm[3] > 381;
+}
+
 /* accf += acc * (sa * sb) for k32 step ks of the stage whose scale area is
  * `area`; acc / accf are one thread's m64nBN wgmma fragment: rows rl / rl + 8
  * (tile-local), columns 8 j + cq + {0, 1} at [4 j + {0, 1}] / [4 j + {2, 3}].
- * A stage whose exponent bytes could give a product outside fp32's exact
- * range (ea + eb outside [105, 381], down to the subnormal 2^-149) takes
- * fk_mx_scale_exact: acc * sa * sb rounded once, as the CPU backend's exact
+ * A `slow` stage (fk_mx_slow) takes fk_mx_scale_exact: acc * sa * sb rounded once, as the CPU backend's exact
  * path computes it, then added to accf. */
 template <int BN, int NACC>
-FK_MX_FN void fk_mx_promote(float (&accf)[NACC], float (&acc)[NACC], const float *area, int ks, int rl, int cq)
+FK_MX_FN void fk_mx_promote(float (&accf)[NACC], float (&acc)[NACC], const float *area, bool slow, int ks, int rl,
+                            int cq)
 {
     typedef fk_mx_area<BN> T;
 #pragma unroll
@@ -164,8 +172,6 @@ FK_MX_FN void fk_mx_promote(float (&accf)[NACC], float (&acc)[NACC], const float
         FK_MX_FENCE(acc[i]);
     const float *ta = area + ks * 128, *tb = area + T::SA_FLOATS + ks * BN + cq;
     const float a_lo = ta[rl], a_hi = ta[rl + 8];
-    const int *mm = (const int *)(area + T::MM);
-    const bool slow = mm[0] + mm[2] < 105 || mm[1] + mm[3] > 381;
     if (!slow) {
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {

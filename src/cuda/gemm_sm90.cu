@@ -518,17 +518,18 @@ static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint32_t 
  * step's group runs while the previous step is promoted. */
 template <int BN, int AB, int NACC>
 static __device__ __forceinline__ void fk_mx_steps123(float (&acc0)[NACC], float (&acc1)[NACC], float (&accf)[NACC],
-                                                      uint32_t a, uint32_t b, const float *area, int rl, int cq)
+                                                      uint32_t a, uint32_t b, const float *area, bool slow, int rl,
+                                                      int cq)
 {
     fk_mx_issue<BN, AB>(acc1, a + 32, b + 32);
     fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, acc0, area, 0, rl, cq);
+    fk_mx_promote<BN>(accf, acc0, area, slow, 0, rl, cq);
     fk_mx_issue<BN, AB>(acc0, a + 64, b + 64);
     fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, acc1, area, 1, rl, cq);
+    fk_mx_promote<BN>(accf, acc1, area, slow, 1, rl, cq);
     fk_mx_issue<BN, AB>(acc1, a + 96, b + 96);
     fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, acc0, area, 2, rl, cq);
+    fk_mx_promote<BN>(accf, acc0, area, slow, 2, rl, cq);
 }
 
 /* MX consumer warpgroup wg: one wgmma group per k32 step, alternating
@@ -567,8 +568,9 @@ static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params 
             fk_mx_issue<BN, AB>(acc0, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);
             for (int kb = 0; kb < nkb; kb++) {
                 const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
-                fk_mx_steps123<BN, AB>(acc0, acc1, accf, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES, area, rl,
-                                       cq);
+                const bool slow = fk_mx_slow<BN>(area); /* read once per stage */
+                fk_mx_steps123<BN, AB>(acc0, acc1, accf, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES, area,
+                                       slow, rl, cq);
                 const int cur = stage;
                 if (++stage == S::STAGES) {
                     stage = 0;
@@ -581,7 +583,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params 
                 } else {
                     fk_wgmma_wait<0>();
                 }
-                fk_mx_promote<BN>(accf, acc1, area, 3, rl, cq);
+                fk_mx_promote<BN>(accf, acc1, area, slow, 3, rl, cq);
                 __syncwarp();
                 if (lane == 0)
                     fk_mbar_arrive(empty0 + 8 * cur);

@@ -108,7 +108,7 @@ static void emulate(const ecase &c, const std::vector<uint8_t> &A, const std::ve
                                     acc[4 * j + x] = (float)s;
                                 }
                             float(&af)[NACC] = *(float(*)[NACC])(accf.data() + (wg * 128 + tid) * NACC);
-                            fk_mx_promote<BN>(af, acc, area.data(), ks, rl, cq);
+                            fk_mx_promote<BN>(af, acc, area.data(), fk_mx_slow<BN>(area.data()), ks, rl, cq);
                         }
                 }
             }
