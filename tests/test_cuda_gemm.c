@@ -131,9 +131,21 @@ static double run_case(const gcase *g)
         nsa = g->layout == FP8KIT_LAYOUT_MN_MAJOR ? ka * sa_ld : M * ka;
         nsb = (N + 127) / 128 * ka;
     }
+    const int mxs = g->sa == FP8KIT_SCALE_MX; /* e8m0 per 32 of K on both (plain layout) */
+    if (mxs) {
+        nsa = M * (K / 32);
+        nsb = N * (K / 32);
+    }
     float *SA = malloc((size_t)nsa * 4), *SB = malloc((size_t)nsb * 4);
-    for (int64_t i = 0; i < nsa; i++) SA[i] = g->exact ? (float)ldexp(1.0, -(int)(fk_rng_u32(&rng) % 3)) : rand_scale(-9, -5);
-    for (int64_t i = 0; i < nsb; i++) SB[i] = g->exact ? (float)ldexp(1.0, -(int)(fk_rng_u32(&rng) % 3)) : rand_scale(-9, -5);
+    uint8_t *SA8 = (uint8_t *)SA, *SB8 = (uint8_t *)SB; /* mx: the e8m0 bytes */
+    for (int64_t i = 0; i < nsa; i++) {
+        if (mxs) SA8[i] = (uint8_t)(g->exact ? 125 + fk_rng_u32(&rng) % 3 : 118 + fk_rng_u32(&rng) % 5);
+        else SA[i] = g->exact ? (float)ldexp(1.0, -(int)(fk_rng_u32(&rng) % 3)) : rand_scale(-9, -5);
+    }
+    for (int64_t i = 0; i < nsb; i++) {
+        if (mxs) SB8[i] = (uint8_t)(g->exact ? 125 + fk_rng_u32(&rng) % 3 : 118 + fk_rng_u32(&rng) % 5);
+        else SB[i] = g->exact ? (float)ldexp(1.0, -(int)(fk_rng_u32(&rng) % 3)) : rand_scale(-9, -5);
+    }
     /* C, bias */
     const size_t hs = fp8kit_dtype_size(g->ct ? g->ct : FP8KIT_F32);
     void *C = malloc((size_t)(M * N) * 4 + 4);
@@ -161,6 +173,7 @@ static double run_case(const gcase *g)
             else if (g->sa == FP8KIT_SCALE_ROW) s = SA[m];
             else if (g->sa == FP8KIT_SCALE_BLOCK)
                 s = g->layout == FP8KIT_LAYOUT_MN_MAJOR ? SA[(k / 128) * sa_ld + m] : SA[m * ka + k / 128];
+            else if (mxs) s = fk_e8m0_to_f32(SA8[m * (K / 32) + k / 32]);
             da[k] = fk_fp8_to_f32(A[m * K + k], e5a) * s;
         }
         for (int64_t n = 0; n < N; n++) {
@@ -169,6 +182,9 @@ static double run_case(const gcase *g)
             if (g->sb == FP8KIT_SCALE_BLOCK) {
                 for (int64_t k = 0; k < K; k++)
                     acc += da[k] * ((double)fk_fp8_to_f32(b[k], e5b) * SB[(n / 128) * ka + k / 128]);
+            } else if (mxs) {
+                for (int64_t k = 0; k < K; k++)
+                    acc += da[k] * ((double)fk_fp8_to_f32(b[k], e5b) * fk_e8m0_to_f32(SB8[n * (K / 32) + k / 32]));
             } else {
                 for (int64_t k = 0; k < K; k++)
                     acc += da[k] * fk_fp8_to_f32(b[k], e5b);
@@ -219,9 +235,9 @@ static double run_case(const gcase *g)
     ga.a = fp8kit_tensor_2d(dA, g->at, M, K, K);
     ga.b = fp8kit_tensor_2d(dB, g->bt, N, K, K);
     if (g->sa == FP8KIT_SCALE_TENSOR) ga.scale_a = fp8kit_tensor_make(dSA, FP8KIT_F32, 1, &one);
-    else if (g->sa) ga.scale_a = fp8kit_tensor_make(dSA, FP8KIT_F32, 1, &nsa);
+    else if (g->sa) ga.scale_a = fp8kit_tensor_make(dSA, mxs ? FP8KIT_E8M0 : FP8KIT_F32, 1, &nsa);
     if (g->sb == FP8KIT_SCALE_TENSOR) ga.scale_b = fp8kit_tensor_make(dSB, FP8KIT_F32, 1, &one);
-    else if (g->sb) ga.scale_b = fp8kit_tensor_make(dSB, FP8KIT_F32, 1, &nsb);
+    else if (g->sb) ga.scale_b = fp8kit_tensor_make(dSB, mxs ? FP8KIT_E8M0 : FP8KIT_F32, 1, &nsb);
     ga.alpha = g->alpha;
     ga.beta = g->beta;
     if (g->beta != 0.0f) ga.c = fp8kit_tensor_2d(dC, g->ct, M, N, N);
@@ -666,6 +682,16 @@ int main(void)
         g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_F32; g.heavy = 1; g.ldd_pad = 5; run_case(&g);
         g = base_case("b1x128 multi-tile 1100x2000", 1100, 2000, 256);
         g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_BF16; g.exact = 1; run_case(&g);
+        /* with mx-scaled operands (the MX kernel runs the same epilogue) */
+        g = base_case("mx ops -> mx out exact", 77, 224, 256); g.sa = g.sb = FP8KIT_SCALE_MX;
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.exact = 1; g.bias = FP8KIT_BIAS_COL;
+        g.act = FP8KIT_ACT_RELU; run_case(&g);
+        g = base_case("mx ops e5m2 -> b1x128 out exact", 130, 300, 128); g.sa = g.sb = FP8KIT_SCALE_MX;
+        g.at = FP8KIT_E5M2; g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_F32; g.exact = 1;
+        g.pow2 = 1; run_case(&g);
+        g = base_case("mx ops -> mx rceil out random", 200, 320, 512); g.sa = g.sb = FP8KIT_SCALE_MX;
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.rceil = 1; g.act = FP8KIT_ACT_GELU_TANH;
+        run_case(&g);
     }
     g = base_case("tensor f32 K=16384", 128, 256, 16384); f32p(&g); run_case(&g);
     g = base_case("block f32 K=16384", 128, 256, 16384); f32p(&g);
