@@ -26,6 +26,7 @@
 #include <cuda_runtime.h>
 #include "core/internal.h"
 #include "cuda/quant.h"
+#include "test_cuda_util.h"
 
 /* cast.cu: the quantization kernels' group division (fk_div_q) against IEEE
  * x / S over every bf16 [0] and f16 [1] (amax, x) pair; mismatch counts and
@@ -38,15 +39,6 @@ static cudaStream_t gstream;
 static int small_mode;
 static long ncases;
 
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
-        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
 static void *hmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
@@ -105,15 +97,6 @@ static float gen_value(int dist, int64_t i, float mag, uint32_t *edge_state)
     return (float)fk_rng_normal(&rng) * mag;
 }
 
-static void store_hp(void *p, int64_t i, fp8kit_dtype t, float v)
-{
-    if (t == FP8KIT_F32)
-        ((float *)p)[i] = v;
-    else if (t == FP8KIT_BF16)
-        ((uint16_t *)p)[i] = fk_f32_to_bf16(v);
-    else
-        ((uint16_t *)p)[i] = fk_f32_to_f16(v);
-}
 
 /* ------------------------------------------------------------- one case */
 

@@ -18,27 +18,13 @@
 #if defined(FP8KIT_HAVE_CUDA) && defined(FK_HAVE_CUBLASLT)
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include "test_cuda_util.h"
 
 enum { MODE_TENSOR, MODE_ROW };
 static const char *mode_name[2][2] = {{"tensor", "tensor_fast"}, {"row", "row_fast"}};
 static fk_rng rng;
 
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
-        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
 
-static double out_val(const void *d, int64_t i, fp8kit_dtype t)
-{
-    if (t == FP8KIT_F32) return ((const float *)d)[i];
-    if (t == FP8KIT_BF16) return fk_bf16_to_f32(((const uint16_t *)d)[i]);
-    return fk_f16_to_f32(((const uint16_t *)d)[i]);
-}
 
 static cudaDataType_t lt_type(fp8kit_dtype t)
 {
