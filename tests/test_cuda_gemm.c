@@ -18,6 +18,7 @@
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
+#include "test_cuda_util.h"
 
 static fk_rng rng;
 static fp8kit_ctx *gctx, *cctx;
@@ -45,53 +46,9 @@ typedef struct gcase {
     int exact;       /* small-integer operands, power-of-two scales: y exact on both backends */
 } gcase;
 
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
-        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
-static void h2d(void *d, const void *h, size_t n) { CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice) == cudaSuccess, "h2d"); }
-static void d2h(void *h, const void *d, size_t n) { CHECK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost) == cudaSuccess, "d2h"); }
 
 static float rand_val(int heavy) { return (float)(heavy ? fk_rng_heavy(&rng) : fk_rng_normal(&rng)); }
 
-static double load_hp(const void *p, int64_t i, fp8kit_dtype t)
-{
-    if (t == FP8KIT_F32)
-        return ((const float *)p)[i];
-    if (t == FP8KIT_BF16)
-        return fk_bf16_to_f32(((const uint16_t *)p)[i]);
-    return fk_f16_to_f32(((const uint16_t *)p)[i]);
-}
-static void store_hp(void *p, int64_t i, fp8kit_dtype t, float v)
-{
-    if (t == FP8KIT_F32)
-        ((float *)p)[i] = v;
-    else if (t == FP8KIT_BF16)
-        ((uint16_t *)p)[i] = fk_f32_to_bf16(v);
-    else
-        ((uint16_t *)p)[i] = fk_f32_to_f16(v);
-}
-static double out_val(const void *d, int64_t i, fp8kit_dtype t)
-{
-    if (t == FP8KIT_E4M3 || t == FP8KIT_E5M2)
-        return fk_fp8_to_f32(((const uint8_t *)d)[i], t == FP8KIT_E5M2);
-    return load_hp(d, i, t);
-}
-static double act_ref(double y, int act)
-{
-    switch (act) {
-    case FP8KIT_ACT_RELU: return y < 0 ? 0 : y;
-    case FP8KIT_ACT_GELU_TANH: return 0.5 * y * (1.0 + tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
-    case FP8KIT_ACT_GELU_ERF: return 0.5 * y * (1.0 + erf(y * 0.7071067811865476));
-    case FP8KIT_ACT_SILU: return y / (1.0 + exp(-y));
-    default: return y;
-    }
-}
 
 /* Random positive scale, a power of two times a fraction, in [2^lo, 2^hi). */
 static float rand_scale(int lo, int hi)
