@@ -191,8 +191,12 @@ template <int E5> __global__ void fk_cvt_check_kernel(unsigned long long *bad, u
     }
 }
 
-extern "C" fp8kit_status fk_cuda_cvt_selfcheck(fp8kit_ctx *ctx, unsigned long long *mismatches,
-                                               unsigned int *first_bits)
+/* Runs an exhaustive self-check pair (kernel k0 and k1, each counting its
+ * mismatches and keeping the first one) and copies the two counts and the two
+ * first mismatches back. */
+typedef void (*fk_check_kernel_fn)(unsigned long long *, unsigned int *);
+static fp8kit_status fk_run_selfcheck(fp8kit_ctx *ctx, fk_check_kernel_fn k0, fk_check_kernel_fn k1,
+                                      unsigned long long *mismatches, unsigned int *first)
 {
     fp8kit_status st = fk_cuda_bind(ctx);
     if (st)
@@ -207,8 +211,8 @@ extern "C" fp8kit_status fk_cuda_cvt_selfcheck(fp8kit_ctx *ctx, unsigned long lo
         e = cudaMemcpy(dfirst, hf, sizeof hf, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) {
         const int blocks = fk_cuda(ctx)->sm_count * 8;
-        fk_cvt_check_kernel<0><<<blocks, FK_THREADS>>>(dbad, dfirst);
-        fk_cvt_check_kernel<1><<<blocks, FK_THREADS>>>(dbad + 1, dfirst + 1);
+        k0<<<blocks, FK_THREADS>>>(dbad, dfirst);
+        k1<<<blocks, FK_THREADS>>>(dbad + 1, dfirst + 1);
         e = cudaGetLastError();
     }
     if (e == cudaSuccess)
@@ -219,9 +223,15 @@ extern "C" fp8kit_status fk_cuda_cvt_selfcheck(fp8kit_ctx *ctx, unsigned long lo
     FK_CUDA_CHECK(ctx, e);
     mismatches[0] = hb[0];
     mismatches[1] = hb[1];
-    first_bits[0] = hf[0];
-    first_bits[1] = hf[1];
+    first[0] = hf[0];
+    first[1] = hf[1];
     return FP8KIT_OK;
+}
+
+extern "C" fp8kit_status fk_cuda_cvt_selfcheck(fp8kit_ctx *ctx, unsigned long long *mismatches,
+                                               unsigned int *first_bits)
+{
+    return fk_run_selfcheck(ctx, fk_cvt_check_kernel<0>, fk_cvt_check_kernel<1>, mismatches, first_bits);
 }
 
 /* ---------------------------------------------- group division self-check */
@@ -258,32 +268,5 @@ template <int H> __global__ void fk_div_check_kernel(unsigned long long *bad, un
 extern "C" fp8kit_status fk_cuda_div_selfcheck(fp8kit_ctx *ctx, unsigned long long *mismatches,
                                                unsigned int *first_pair)
 {
-    fp8kit_status st = fk_cuda_bind(ctx);
-    if (st)
-        return st;
-    unsigned long long *dbad = NULL;
-    FK_CUDA_CHECK(ctx, cudaMalloc(&dbad, 2 * sizeof(unsigned long long) + 2 * sizeof(unsigned int)));
-    unsigned int *dfirst = (unsigned int *)(dbad + 2);
-    unsigned long long hb[2] = {0, 0};
-    unsigned int hf[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};
-    cudaError_t e = cudaMemcpy(dbad, hb, sizeof hb, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(dfirst, hf, sizeof hf, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) {
-        const int blocks = fk_cuda(ctx)->sm_count * 8;
-        fk_div_check_kernel<0><<<blocks, FK_THREADS>>>(dbad, dfirst);
-        fk_div_check_kernel<1><<<blocks, FK_THREADS>>>(dbad + 1, dfirst + 1);
-        e = cudaGetLastError();
-    }
-    if (e == cudaSuccess)
-        e = cudaMemcpy(hb, dbad, sizeof hb, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(hf, dfirst, sizeof hf, cudaMemcpyDeviceToHost);
-    cudaFree(dbad);
-    FK_CUDA_CHECK(ctx, e);
-    mismatches[0] = hb[0];
-    mismatches[1] = hb[1];
-    first_pair[0] = hf[0];
-    first_pair[1] = hf[1];
-    return FP8KIT_OK;
+    return fk_run_selfcheck(ctx, fk_div_check_kernel<0>, fk_div_check_kernel<1>, mismatches, first_pair);
 }

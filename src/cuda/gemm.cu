@@ -280,6 +280,36 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     return FP8KIT_OK;
 }
 
+/* The scale and epilogue fields of the kernel parameters, from the job
+ * (shared by the general and the small-M kernel). */
+void fk_gemm_epi_params(fk_gemm_params *p, const fk_gemm_job *job)
+{
+    const fp8kit_gemm_desc *dd = &job->desc;
+    p->sa_mode = dd->scale_a;
+    p->sb_mode = dd->scale_b;
+    p->sa = (const float *)job->scale_a;
+    p->sb = (const float *)job->scale_b;
+    p->alpha = job->alpha;
+    p->beta = job->beta;
+    p->c = job->c;
+    p->ldc = job->ldc;
+    p->c_type = job->c_type;
+    p->bias = job->bias;
+    p->bias_type = job->bias_type;
+    p->bias_mode = job->bias ? dd->bias : FP8KIT_BIAS_NONE;
+    p->act = dd->act;
+    p->d = job->d;
+    p->ldd = job->ldd;
+    p->d_type = job->d_type;
+    p->out_quant = dd->out_quant;
+    p->scale_d = job->scale_d_in;
+    p->amax_bits = (unsigned int *)job->amax_d;
+    p->scale_d_out = job->scale_d_out;
+    p->out_hp = dd->out_hp;
+    p->out_rceil = dd->out_rounding == FP8KIT_ROUND_RCEIL;
+    p->out_pow2 = dd->out_pow2 != 0;
+}
+
 /* Launches general variant vi through the driver's cuLaunchKernel with the
  * variant's CUfunction (resolved once per device and variant), which costs
  * ~0.3 us less host time than cudaLaunchKernel (bench_launch); falls back to
@@ -382,10 +412,7 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     p.sched.tiles_m = (int)fk_ceil_div(job->m, FK_GEMM_BM);
     p.sched.tiles_n = (int)fk_ceil_div(job->n, v->bn);
     p.sched.group_m = cfg.group_m;
-    p.sa_mode = dd->scale_a;
-    p.sb_mode = dd->scale_b;
-    p.sa = (const float *)job->scale_a;
-    p.sb = (const float *)job->scale_b;
+    fk_gemm_epi_params(&p, job);
     if (dd->scale_a == FP8KIT_SCALE_BLOCK) {
         const int mn_major = dd->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
         p.sa_sm = mn_major ? 1 : job->scale_a_ld;
@@ -396,25 +423,6 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         p.sa_sm = job->k / 32;
         p.sa_sk = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
     }
-    p.alpha = job->alpha;
-    p.beta = job->beta;
-    p.c = job->c;
-    p.ldc = job->ldc;
-    p.c_type = job->c_type;
-    p.bias = job->bias;
-    p.bias_type = job->bias_type;
-    p.bias_mode = job->bias ? dd->bias : FP8KIT_BIAS_NONE;
-    p.act = dd->act;
-    p.d = job->d;
-    p.ldd = job->ldd;
-    p.d_type = job->d_type;
-    p.out_quant = dd->out_quant;
-    p.scale_d = job->scale_d_in;
-    p.amax_bits = (unsigned int *)job->amax_d;
-    p.scale_d_out = job->scale_d_out;
-    p.out_hp = dd->out_hp;
-    p.out_rceil = dd->out_rounding == FP8KIT_ROUND_RCEIL;
-    p.out_pow2 = dd->out_pow2 != 0;
     /* bulk-copy epilogue: 16-bit D, no C, no output quantization, rows of
      * whole 16-byte units (FK_GEMM_BULK=0 at plan time turns it off) */
     p.d_bulk = !cfg.no_bulk && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
