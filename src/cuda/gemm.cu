@@ -127,7 +127,7 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
                                   int ab, const unsigned char *small_cfg, void *config)
 {
     enum { MAXC = 48 };
-    static unsigned char cands[MAXC][FK_PLAN_CONFIG_BYTES]; /* under the plan lock */
+    unsigned char cands[MAXC][FK_PLAN_CONFIG_BYTES]; /* 3 KB on the stack: the plan lock is per context */
     int n = 0;
     memcpy(cands[n++], config, FK_PLAN_CONFIG_BYTES);
     if (small_cfg)
