@@ -217,6 +217,26 @@ static float bf2f(uint16_t h)
     return f;
 }
 
+/* Relative Frobenius difference between our bf16 D (row-major M x N) and
+ * cuBLASLt's (column-major, i.e. row-major N x M), both on the device. */
+static double rel_vs_peer(const void *dD, const void *dDl, int64_t M, int64_t N)
+{
+    uint16_t *x = malloc((size_t)(M * N) * 2), *y = malloc((size_t)(M * N) * 2);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(x, dD, (size_t)(M * N) * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(y, dDl, (size_t)(M * N) * 2, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double u = bf2f(x[m * N + n]), v = bf2f(y[n * M + m]);
+            num += (u - v) * (u - v);
+            den += v * v;
+        }
+    free(x);
+    free(y);
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 /* ------------------------------------------------ small M (decode) section */
 /* Device-to-device copy bandwidth (read + write bytes / time) of 256 MiB,
  * median of 9 copies: the memory roofline of the decode shapes. */
@@ -398,20 +418,7 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
             lt_free(&lc);
             double rel = -1.0;
             if (t[0][0] > 0 && peer > 0) {
-                uint16_t *x = malloc((size_t)(s.m * s.n) * 2), *y = malloc((size_t)(s.m * s.n) * 2);
-                CK(cudaDeviceSynchronize());
-                CK(cudaMemcpy(x, dD, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
-                CK(cudaMemcpy(y, dDl, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
-                double num = 0, den = 0;
-                for (int64_t m = 0; m < s.m; m++)
-                    for (int64_t n = 0; n < s.n; n++) {
-                        double u = bf2f(x[m * s.n + n]), v = bf2f(y[n * s.m + m]);
-                        num += (u - v) * (u - v);
-                        den += v * v;
-                    }
-                rel = den > 0 ? sqrt(num / den) : sqrt(num);
-                free(x);
-                free(y);
+                rel = rel_vs_peer(dD, dDl, s.m, s.n);
             }
             const double us = t[0][0] * 1e3, gus = t[1][0] * 1e3, pus = peer * 1e3;
             const double fr = t[0][0] > 0 ? roof_us / us : 0, fp = peer > 0 ? roof_us / pus : 0;
@@ -627,19 +634,7 @@ int main(int argc, char **argv)
             double rel = -1.0;
             if (ours > 0 && peer > 0 && (mode == MODE_TENSOR || mode == MODE_TENSOR_FAST) &&
                 s.m * s.n <= (int64_t)1 << 26) {
-                uint16_t *x = malloc((size_t)(s.m * s.n) * 2), *y = malloc((size_t)(s.m * s.n) * 2);
-                CK(cudaMemcpy(x, dD, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
-                CK(cudaMemcpy(y, dDl, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToHost));
-                double num = 0, den = 0;
-                for (int64_t m = 0; m < s.m; m++)
-                    for (int64_t n = 0; n < s.n; n++) {
-                        double u = bf2f(x[m * s.n + n]), v = bf2f(y[n * s.m + m]);
-                        num += (u - v) * (u - v);
-                        den += v * v;
-                    }
-                rel = den > 0 ? sqrt(num / den) : sqrt(num);
-                free(x);
-                free(y);
+                rel = rel_vs_peer(dD, dDl, s.m, s.n);
             }
             double tf_o = ours > 0 ? flops / (ours * 1e-3) / 1e12 : 0, tf_p = peer > 0 ? flops / (peer * 1e-3) / 1e12 : 0;
             double ratio = ours > 0 && peer > 0 ? peer / ours : 0;
