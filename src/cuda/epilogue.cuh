@@ -47,6 +47,7 @@ struct fk_gemm_params {
     int out_rceil;          /* OUTQ_MX: RCEIL scale rounding (else FLOOR) */
     int out_pow2;           /* OUTQ_BLOCK1X128: power-of-two scales */
     int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
+    int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm_sm90.cu) */
 };
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
@@ -58,6 +59,7 @@ struct fk_sm90_variant {
     int bn, promo, block, ab, stages;
     int smem_bytes;
     fk_sm90_kernel_fn fn;
+    int cluster; /* CTAs per cluster along M sharing each B tile through TMA multicast (1 or 2) */
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;

@@ -18,6 +18,10 @@
  * shared memory, 32 columns at a time, and runs the fused epilogue with
  * coalesced stores (epilogue.cuh; its scales and biases were prefetched at
  * the start of the tile) while the producer already loads the next tile.
+ * Consumer warpgroup 1 runs p.lag stages behind warpgroup 0, so that one
+ * warpgroup's epilogue overlaps the other's multiplications. The _c2 kernels
+ * run in clusters of 2 CTAs along M that share each B tile: each producer
+ * loads half of it, multicast to both CTAs.
  * The kernel body exists only in the sm_90a pass; other passes get an empty
  * stub (the host never launches it on a device that is not sm_90). */
 #include <cuda.h>
@@ -63,8 +67,43 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
         fk_epilogue<BN>(p, acc, area, tab, pre, m0, n0, tid, bar_id);
 }
 
-/* Producer: one thread streams every (tile, K block) of this CTA into the ring. */
-template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES>
+/* The tile sequence of a CTA. Without clusters (CL = 1): work items
+ * blockIdx.x, + gridDim.x, ... are tiles. With clusters of CL CTAs along M:
+ * items are cluster tiles of CL x 128 rows (p.sched counts tile rows in
+ * units of CL), cluster c takes items c, c + gridDim.x / CL, ... and CTA
+ * rank r of it the tile row item_row * CL + r (past the last tile row for
+ * an odd count: its A loads are zero-filled and its epilogue writes no row). */
+template <int CL> struct fk_sm90_walk {
+    int t, step, rank;
+    __device__ __forceinline__ fk_sm90_walk()
+        : t((int)blockIdx.x / CL), step((int)gridDim.x / CL), rank(CL > 1 ? (int)fk_cluster_ctarank() : 0)
+    {
+    }
+    __device__ __forceinline__ void tile(const fk_gemm_params &p, int &tm, int &tn) const
+    {
+        p.sched.tile(t, tm, tn);
+        tm = tm * CL + rank;
+    }
+};
+
+/* Releases a stage: one arrival per consumer warp on the stage's empty
+ * barrier in every CTA of the cluster (with multicast, each CTA's producer
+ * writes part of every CTA's stage). */
+template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_t bar)
+{
+    if (CL == 1) {
+        fk_mbar_arrive(bar);
+    } else {
+#pragma unroll
+        for (int r = 0; r < CL; r++)
+            fk_mbar_arrive_cta(bar, (uint32_t)r);
+    }
+}
+
+/* Producer: one thread streams every (tile, K block) of this CTA into the
+ * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
+ * multicast to the same stage of every CTA of the cluster (which share B). */
+template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
@@ -78,15 +117,20 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
     int stage = 0;
     uint32_t phase = 0;
     const int ntiles = p.sched.count();
-    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    fk_sm90_walk<CL> w;
+    for (; w.t < ntiles; w.t += w.step) {
         int tm, tn;
-        p.sched.tile(t, tm, tn);
+        w.tile(p, tm, tn);
         for (int kb = 0; kb < p.num_kb; kb++) {
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
             fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, tm * FK_GEMM_BM);
-            fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, tn * BN);
+            if (CL == 1)
+                fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, tn * BN);
+            else
+                fk_tma_load_2d_mc(sb0 + stage * S::B_BYTES + w.rank * (S::B_BYTES / CL), tb, full, kb * FK_GEMM_BK,
+                                  tn * BN + w.rank * (BN / CL), (uint16_t)((1u << CL) - 1u));
             if (++stage == STAGES) {
                 stage = 0;
                 phase ^= 1u;
@@ -95,8 +139,33 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
     }
 }
 
+/* Lag (p.lag = d > 0): warpgroup 1 starts only once warpgroup 0 has issued
+ * its first d stages, and stays about d stages behind: the ring holds the
+ * stages of both, and within a tile both progress at the tensor cores' pace.
+ * At the end of a tile warpgroup 0 runs its epilogue while warpgroup 1
+ * still multiplies its last d stages, and warpgroup 1's epilogue overlaps
+ * warpgroup 0's first stages of the next tile, instead of both running the
+ * epilogue together while the tensor cores idle. Named barrier 3 (1 and 2
+ * are the epilogue's); warpgroup 0 arrives exactly once. */
+#define FK_LAG_BAR 3
+static __device__ __forceinline__ void fk_sm90_lag_start(const fk_gemm_params &p, int wg)
+{
+    if (p.lag > 0 && wg == 1)
+        fk_named_bar_sync(FK_LAG_BAR, 256);
+}
+static __device__ __forceinline__ void fk_sm90_lag_step(const fk_gemm_params &p, int wg, int issued)
+{
+    if (wg == 0 && issued == p.lag)
+        fk_named_bar_arrive(FK_LAG_BAR, 256);
+}
+static __device__ __forceinline__ void fk_sm90_lag_end(const fk_gemm_params &p, int wg, int issued)
+{
+    if (p.lag > 0 && wg == 0 && issued < p.lag)
+        fk_named_bar_arrive(FK_LAG_BAR, 256);
+}
+
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
-template <int BN, int PROMO, bool BLOCK, int AB>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
                                                         uint32_t full0, uint32_t empty0,
@@ -111,9 +180,12 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     int stage = 0;
     uint32_t phase = 0;
     const int ntiles = p.sched.count();
-    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    int issued = 0; /* stages this warpgroup has issued (for the lag) */
+    fk_sm90_lag_start(p, wg);
+    fk_sm90_walk<CL> w;
+    for (; w.t < ntiles; w.t += w.step) {
         int tm, tn;
-        p.sched.tile(t, tm, tn);
+        w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
         const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
         if constexpr (PROMO != 0) {
@@ -169,7 +241,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     fk_wgmma_wait<0>();
                     /* the stage's last group is done: release it before promoting */
                     if (ks == KSTEPS - 1 && lane == 0)
-                        fk_mbar_arrive(empty0 + 8 * stage);
+                        fk_sm90_release<CL>(empty0 + 8 * stage);
                     if constexpr (PROMO != 0) {
                         if (BLOCK) {
 #pragma unroll
@@ -192,9 +264,10 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     fk_reg_fence(acc[i]);
                 fk_wgmma_wait<1>();
                 if (prev_stage >= 0 && lane == 0)
-                    fk_mbar_arrive(empty0 + 8 * prev_stage);
+                    fk_sm90_release<CL>(empty0 + 8 * prev_stage);
                 prev_stage = stage;
             }
+            fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
                 stage = 0;
                 phase ^= 1u;
@@ -206,7 +279,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
             for (int i = 0; i < S::NACC; i++)
                 fk_reg_fence(acc[i]);
             if (prev_stage >= 0 && lane == 0)
-                fk_mbar_arrive(empty0 + 8 * prev_stage);
+                fk_sm90_release<CL>(empty0 + 8 * prev_stage);
             if (p.num_kb == 0) {
 #pragma unroll
                 for (int i = 0; i < S::NACC; i++)
@@ -217,6 +290,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
             fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
+    fk_sm90_lag_end(p, wg, issued);
 }
 
 /* Issues the 4 k32 wgmma steps of one stage into acc (overwriting it) and
@@ -259,7 +333,7 @@ static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], floa
  * the finished group of kb - 1 is promoted (and its stage released), so the
  * promotion is off the MMA critical path. Block scales are loaded two K
  * blocks ahead of their use. */
-template <int BN, bool BLOCK, int AB>
+template <int BN, bool BLOCK, int AB, int CL>
 static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
                                                              uint32_t sa0, uint32_t sb0,
                                                              uint32_t full0, uint32_t empty0,
@@ -273,9 +347,12 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     uint32_t phase = 0;
     const int ntiles = p.sched.count();
     const int nkb = p.num_kb;
-    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    int issued = 0; /* stages this warpgroup has issued (for the lag) */
+    fk_sm90_lag_start(p, wg);
+    fk_sm90_walk<CL> w;
+    for (; w.t < ntiles; w.t += w.step) {
         int tm, tn;
-        p.sched.tile(t, tm, tn);
+        w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
         const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
 #pragma unroll
@@ -301,6 +378,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             fk_sm90_issue<BN, AB>(acc0, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,
                                   sb0 + stage * S::B_BYTES);
             int pstage = stage; /* stage of the group in flight */
+            fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
                 stage = 0;
                 phase ^= 1u;
@@ -314,9 +392,10 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                               sb0 + stage * S::B_BYTES);                                         \
         fk_wgmma_wait<1>();                                                                      \
         if (lane == 0)                                                                           \
-            fk_mbar_arrive(empty0 + 8 * pstage);                                                 \
+            fk_sm90_release<CL>(empty0 + 8 * pstage);                                            \
         fk_sm90_promote<BLOCK>(accf, OLD, v_lo * v_b, v_hi * v_b);                               \
         pstage = stage;                                                                          \
+        fk_sm90_lag_step(p, wg, ++issued);                                                       \
         if (++stage == S::STAGES) {                                                              \
             stage = 0;                                                                           \
             phase ^= 1u;                                                                         \
@@ -343,25 +422,26 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 FK_PIPE_STEP(acc1, acc0)
                 fk_wgmma_wait<0>();
                 if (lane == 0)
-                    fk_mbar_arrive(empty0 + 8 * pstage);
+                    fk_sm90_release<CL>(empty0 + 8 * pstage);
                 fk_sm90_promote<BLOCK>(accf, acc1, v_lo * v_b, v_hi * v_b);
             } else {
                 fk_wgmma_wait<0>();
                 if (lane == 0)
-                    fk_mbar_arrive(empty0 + 8 * pstage);
+                    fk_sm90_release<CL>(empty0 + 8 * pstage);
                 fk_sm90_promote<BLOCK>(accf, acc0, v_lo * v_b, v_hi * v_b);
             }
 #undef FK_PIPE_STEP
         }
         fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
+    fk_sm90_lag_end(p, wg, issued);
 }
 #endif
 
-template <int BN, int PROMO, bool BLOCK, int AB>
-__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
-    fk_gemm_sm90_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-                        const __grid_constant__ fk_gemm_params p)
+/* The general kernel's body; CL = CTAs per cluster (1 or 2). */
+template <int BN, int PROMO, bool BLOCK, int AB, int CL>
+static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
+                                                    const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
     typedef fk_sm90_shape<BN> S;
@@ -375,16 +455,21 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; s++) {
             fk_mbar_init(full0 + 8 * s, 1);
-            fk_mbar_init(empty0 + 8 * s, 8); /* one arrival per consumer warp */
+            fk_mbar_init(empty0 + 8 * s, 8 * CL); /* one arrival per consumer warp of the cluster */
         }
         fk_fence_mbar_init();
     }
-    __syncthreads();
+    /* with clusters, no peer may multicast into this CTA or arrive on its
+     * barriers before they are initialised */
+    if (CL > 1)
+        fk_cluster_barrier();
+    else
+        __syncthreads();
     const int wg = threadIdx.x >> 7;
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)
-            fk_sm90_producer<BN>(&ta, &tb, p, sa0, sb0, full0, empty0);
+            fk_sm90_producer<BN, S::STAGES, CL>(&ta, &tb, p, sa0, sb0, full0, empty0);
     } else {
         fk_setmaxnreg_inc<232>();
         float *epi = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem))) + wg * (S::STAGE_OUT_FLOATS + S::TAB_FLOATS);
@@ -393,14 +478,36 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
          * asynchronous (block variants; for the others it serializes them,
          * warning C7514, because of accumulator copies at loop joins). */
         if constexpr (PROMO == 4 && BLOCK)
-            fk_sm90_consumer_pipe<BN, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
-            fk_sm90_consumer<BN, PROMO, BLOCK, AB>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         /* the last bulk copies must be done before the CTA's memory goes */
         if (p.d_bulk && (threadIdx.x & 127) < 64)
             fk_bulk_wait<0>();
     }
+    /* no CTA leaves while a peer may still arrive on its empty barriers */
+    if (CL > 1) {
+        __syncwarp();
+        fk_cluster_barrier();
+    }
 #endif
+}
+
+template <int BN, int PROMO, bool BLOCK, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                        const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, PROMO, BLOCK, AB, 1>(ta, tb, p);
+}
+
+/* The same in clusters of 2 CTAs along M (B tiles multicast). */
+template <int BN, int PROMO, bool BLOCK, int AB>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_c2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, PROMO, BLOCK, AB, 2>(ta, tb, p);
 }
 
 /* ---------------------------------------------------------------- MX (e8m0 per 32 of K on A and B)
@@ -644,10 +751,14 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
 
 #define FK_V(BN, PROMO, BLOCK, AB)                                                      \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
-     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB>}
+     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB>, 1}
+
+#define FK_VC2(BN, PROMO, BLOCK, AB)                                                    \
+    {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
+     fk_gemm_sm90_kernel_c2<BN, PROMO, BLOCK, AB>, 2}
 
 #define FK_VMX(BN, AB)                                                                   \
-    {BN, 1, 2, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM, fk_gemm_sm90_mx_kernel<BN, AB>}
+    {BN, 1, 2, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM, fk_gemm_sm90_mx_kernel<BN, AB>, 1}
 
 /* The variants the planner may pick (gemm.cu). Precise accumulation promotes
  * every 128 of K (PROMO 4); PROMO 1 and 2 exist to measure the accuracy of
@@ -663,5 +774,9 @@ const fk_sm90_variant fk_sm90_variants[] = {
     /* MX (block 2): promotion after every k32 step (promo 1) */
     FK_VMX(128, 0),         FK_VMX(128, 1),         FK_VMX(128, 2),         FK_VMX(128, 3),
     FK_VMX(64, 0),
+    /* clusters of 2 along M with B multicast (FK_GEMM_CLUSTER=2, or autotune): the wide tiles of
+     * large shapes. H100, 2026-11-22: within +-2% of the single-CTA kernel (L2 is not the limit
+     * there), so the heuristic does not pick them. */
+    FK_VC2(192, 4, false, 0), FK_VC2(256, 0, false, 0),
 };
 const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);

@@ -83,6 +83,50 @@ FK_DEV void fk_tma_load_2d(uint32_t dst, const void *tmap, uint32_t bar, int c0,
 #endif
 }
 
+/* fk_tma_load_2d into the same shared-memory offset of every CTA of the
+ * cluster in `mask` (bit r = CTA rank r); each destination CTA's barrier at
+ * offset `bar` counts the bytes it received. */
+FK_DEV void fk_tma_load_2d_mc(uint32_t dst, const void *tmap, uint32_t bar, int c0, int c1, uint16_t mask)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+                 : "memory");
+#endif
+}
+
+/* ----------------------------------------------------------------- cluster */
+/* This CTA's rank in its cluster. */
+FK_DEV uint32_t fk_cluster_ctarank(void)
+{
+    uint32_t r = 0;
+#ifdef FK_SM90_DEVICE
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+    return r;
+}
+
+/* Every thread of every CTA of the cluster meets here (release / acquire). */
+FK_DEV void fk_cluster_barrier(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+/* Arrives on the barrier at shared offset `bar` of cluster CTA `rank`
+ * (default .release.cta semantics: it only says this warp is done reading). */
+FK_DEV void fk_mbar_arrive_cta(uint32_t bar, uint32_t rank)
+{
+#ifdef FK_SM90_DEVICE
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+#endif
+}
+
 /* Orders this thread's generic-proxy shared-memory accesses with later
  * async-proxy (TMA / wgmma) accesses. */
 FK_DEV void fk_fence_proxy_async(void)
@@ -131,6 +175,14 @@ FK_DEV void fk_named_bar_sync(int id, int n)
 {
 #ifdef FK_SM90_DEVICE
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+#endif
+}
+
+/* Arrives on named barrier `id` (of `n` threads) without waiting. */
+FK_DEV void fk_named_bar_arrive(int id, int n)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
 #endif
 }
 

@@ -1,0 +1,54 @@
+#!/bin/bash
+# device_lead.sh - the lead's GEMM experiment call: builds the GEMM tests and
+# bench on the device (Release, sm_90a, -j16), runs test_cuda_gemm and
+# test_cuda_vs_cublaslt (test_cuda_gemm also with FK_GEMM_CLUSTER=2), then
+# bench_gemm once per environment assignment in $FK_SWEEP (same run, so the
+# rows compare), logs under $OUT.
+# Usage (repo root, on the device): bash bench/device_lead.sh [COMMIT]
+set -u
+commit=${1:-unknown}
+OUT=${OUT:-/tmp/fk_out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+stamp() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
+export PATH=/usr/local/cuda/bin:$PATH
+cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${cublas_dir:-/nonexistent}:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+B=build-dev
+stamp build
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
+    "-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" >"$OUT/build.log" 2>&1 &&
+    cmake --build $B -j16 --target ${FK_TARGETS:-test_cuda_gemm test_cuda_vs_cublaslt bench_gemm} >>"$OUT/build.log" 2>&1 ||
+    { stamp "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+for t in ${FK_TESTS-test_cuda_gemm test_cuda_gemm:cluster test_cuda_vs_cublaslt}; do
+    stamp "$t"
+    env=""
+    case $t in *:cluster) t=${t%:cluster}; env="FK_GEMM_CLUSTER=2" ;; esac
+    case $t in *@*) env=${t#*@}; env=${env//:/ }; t=${t%%@*} ;; esac
+    log="$OUT/$t$(echo "$env" | tr -c 'A-Za-z0-9\n' '_').log"
+    env $env timeout 120 "$B/$t" >"$log" 2>&1
+    echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
+    grep -E "FAIL" "$log" | head -5
+done
+if [ -n "${FK_MEMCHECK:-}" ]; then
+    stamp "memcheck test_cuda_gemm (FK_TEST_SMALL=1, clusters)"
+    FK_GEMM_CLUSTER=2 FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_cuda_gemm" >"$OUT/memcheck.log" 2>&1
+    echo "memcheck exit $? : $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/summary.txt"
+fi
+for o in ${FK_SWEEP-FK_GEMM_CLUSTER=1 FK_GEMM_CLUSTER=2}; do
+    stamp "bench_gemm $o"
+    tag=$(echo "$o" | tr -c 'A-Za-z0-9\n' '_')
+    env ${o//:/ } timeout 150 "$B/bench_gemm" --json "$OUT/gemm-$tag.jsonl" --commit "$commit" --tag "$tag" \
+        ${FK_BENCH_ARGS:---shapes 8192x8192x8192,4096x4096x4096,4096x24576x1536} >"$OUT/bench-$tag.log" 2>&1
+    echo "bench $o exit $?"
+    grep -vE "^#|^$|^fp8kit cuda gemm plan" "$OUT/bench-$tag.log" | tail -25
+done
+if [ -n "${FK_NCU:-}" ] && command -v ncu >/dev/null; then
+    stamp "ncu $FK_NCU"
+    timeout 200 ncu --kernel-name regex:fk_gemm_sm90 --launch-skip 3 --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+        "$B/bench_gemm" --reps 5 $FK_NCU >"$OUT/ncu.txt" 2>&1
+    grep -E "Duration|SM Frequency|Throughput|Stall|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|L2|Hit" "$OUT/ncu.txt" | head -60
+fi
+stamp done
