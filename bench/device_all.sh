@@ -4,6 +4,7 @@
 # test against the CPU oracle (quantize, GEMM, small-M GEMM, autotune,
 # accuracy vs cuBLASLt, repeated-call shortcut, threads), compute-sanitizer
 # memcheck on the reduced GEMM tests, the Python tests with torch on the GPU,
+# (test_cuda_gemm also with 2-CTA clusters forced and with no consumer lag),
 # then the benchmarks (bench_gemm on a reduced shape list unless
 # FK_BENCH_ARGS says otherwise, bench_launch, the Python call overhead,
 # fp8kit bench --quick). Logs and JSON lines go to $OUT.
@@ -30,11 +31,16 @@ grep -E "spill|Used [0-9]+ registers" "$OUT/build.log" | grep -v " 0 bytes spill
 
 stamp "GPU tests"
 : >"$OUT/summary.txt"
-for t in ${FK_TESTS:-test_cuda_quant test_mx_both test_cuda_gemm test_cuda_gemm_small test_cuda_gemm_mx test_tune \
+# an entry NAME@VAR=VAL:VAR=VAL runs test NAME with those variables set
+for t in ${FK_TESTS:-test_cuda_quant test_mx_both test_cuda_gemm test_cuda_gemm@FK_GEMM_CLUSTER=2 \
+         test_cuda_gemm@FK_GEMM_LAG=0 test_cuda_gemm_small test_cuda_gemm_mx test_tune \
          test_cuda_vs_cublaslt test_gemm_repeat test_threads test_api}; do
+    env=""
+    case $t in *@*) env=${t#*@}; env=${env//:/ }; t=${t%%@*} ;; esac
+    log="$OUT/$t$(echo "$env" | tr -c 'A-Za-z0-9\n' '_').log"
     [ -x "$B/$t" ] || { echo "$t: not built" | tee -a "$OUT/summary.txt"; continue; }
-    FK_TEST_LARGE=${FK_TEST_LARGE:-0} timeout 300 "$B/$t" >"$OUT/$t.log" 2>&1
-    echo "$t exit $? : $(grep -E 'passed, [0-9]+ failed' "$OUT/$t.log" | tail -1)" | tee -a "$OUT/summary.txt"
+    env $env FK_TEST_LARGE=${FK_TEST_LARGE:-0} timeout 300 "$B/$t" >"$log" 2>&1
+    echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
 done
 grep -E "^(shape|[0-9]+x)" "$OUT/test_cuda_vs_cublaslt.log" | head -60
 
