@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # device_all.sh - the end-of-session check of everything GPU in one device
 # call: builds the tree on the device (Release, sm_90a, -j16), runs every GPU
-# test against the CPU oracle (quantize, GEMM, small-M GEMM, autotune,
-# accuracy vs cuBLASLt, repeated-call shortcut, threads), compute-sanitizer
-# memcheck on the reduced GEMM tests, the Python tests with torch on the GPU,
-# (test_cuda_gemm also with 2-CTA clusters forced and with no consumer lag),
-# then the benchmarks (bench_gemm on a reduced shape list unless
+# test against the CPU oracle (quantize, GEMM - also with 2-CTA clusters
+# forced and with no consumer lag -, small-M GEMM, autotune, accuracy vs
+# cuBLASLt, repeated-call shortcut, threads), compute-sanitizer memcheck on
+# the reduced GEMM tests, the Python tests with torch on the GPU, then the
+# benchmarks (bench_gemm on a reduced shape list unless
 # FK_BENCH_ARGS says otherwise, bench_launch, the Python call overhead,
 # fp8kit bench --quick). Logs and JSON lines go to $OUT.
 # Usage (repo root, on the device): bash bench/device_all.sh [COMMIT]
