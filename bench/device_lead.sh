@@ -31,9 +31,9 @@ for t in ${FK_TESTS-test_cuda_gemm test_cuda_gemm:cluster test_cuda_vs_cublaslt}
     echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
     grep -E "FAIL" "$log" | head -5
 done
-if [ -n "${FK_MEMCHECK:-}" ]; then
-    stamp "memcheck test_cuda_gemm (FK_TEST_SMALL=1, clusters)"
-    FK_GEMM_CLUSTER=2 FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_cuda_gemm" >"$OUT/memcheck.log" 2>&1
+if [ -n "${FK_MEMCHECK:-}" ]; then  # FK_MEMCHECK: VAR=VAL words for the run (e.g. FK_GEMM_CLUSTER=2)
+    stamp "memcheck test_cuda_gemm (FK_TEST_SMALL=1, $FK_MEMCHECK)"
+    env $FK_MEMCHECK FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_cuda_gemm" >"$OUT/memcheck.log" 2>&1
     echo "memcheck exit $? : $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/summary.txt"
 fi
 for o in ${FK_SWEEP-FK_GEMM_CLUSTER=1 FK_GEMM_CLUSTER=2}; do

@@ -79,7 +79,7 @@ typedef struct fk_gemm_job {
  * through fk_plan_memo_get / fk_plan_memo_put (a sequence lock: lock-free
  * readers, one writer at a time, no allocation; memo_seq 0 = empty). */
 #define FK_PLAN_CONFIG_BYTES 64
-#define FK_PLAN_MEMO_WORDS 44
+#define FK_PLAN_MEMO_WORDS 64
 typedef struct fk_plan {
     uint64_t key_hash;
     unsigned char key[160];

@@ -48,6 +48,7 @@ struct fk_gemm_params {
     int out_pow2;           /* OUTQ_BLOCK1X128: power-of-two scales */
     int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
     int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm_sm90.cu) */
+    CUtensorMap td;         /* d_bulk 2: D in 64 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
 };
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
@@ -60,6 +61,7 @@ struct fk_sm90_variant {
     int smem_bytes;
     fk_sm90_kernel_fn fn;
     int cluster; /* CTAs per cluster along M sharing each B tile through TMA multicast (1 or 2) */
+    int tma_store; /* 1: small epilogue area (TMA-store epilogue for plain epilogues), one stage more */
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;

@@ -11,7 +11,8 @@
  * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
  * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
  * the second consumer warpgroup runs behind the first (default 1),
- * FK_GEMM_VERBOSE=1 prints each plan's choice to stderr. */
+ * FK_GEMM_TS=0 keeps plain epilogues off the TMA-store variants, FK_GEMM_VERBOSE=1
+ * prints each plan's choice to stderr. */
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/backend.h"
@@ -44,14 +45,28 @@ static int fk_env_int(const char *name, int dflt)
     return atoi(e);
 }
 
-static int fk_find_variant(int bn, int promo, int block, int ab, int cluster)
+static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, int ts)
 {
     for (int i = 0; i < fk_sm90_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_variants[i];
-        if (v->bn == bn && v->promo == promo && v->block == block && v->ab == ab && v->cluster == cluster)
+        if (v->bn == bn && v->promo == promo && v->block == block && v->ab == ab && v->cluster == cluster &&
+            v->tma_store == ts)
             return i;
     }
     return -1;
+}
+
+/* Whether D leaves through the TMA-store epilogue in the variants that have
+ * it: a plain epilogue (no C, bias, activation or output quantization) into
+ * 16-bit D whose base and row stride suit TMA. Decided per call, so a plan
+ * made for an aligned D still runs (through the general epilogue) on one
+ * that is not. */
+static int fk_tma_store_ok(const fk_gemm_job *job)
+{
+    const fp8kit_gemm_desc *dd = &job->desc;
+    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c && !job->bias &&
+           dd->act == FP8KIT_ACT_NONE && dd->out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 &&
+           job->ldd % 8 == 0;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
@@ -143,7 +158,7 @@ static const char *fk_sm90_signature(void)
             const fk_sm90_variant *v = &fk_sm90_variants[i];
             words[0] = v->bn; words[1] = v->promo; words[2] = v->block; words[3] = v->ab;
             words[4] = v->stages; words[5] = v->smem_bytes; words[6] = i;
-            words[7] = FK_SMALL_TAG + 1000 * v->cluster;
+            words[7] = FK_SMALL_TAG + 1000 * v->cluster + 10000 * v->tma_store;
             const unsigned char *b = (const unsigned char *)words;
             for (size_t j = 0; j < sizeof words; j++)
                 h = (h ^ b[j]) * 1099511628211ull;
@@ -300,13 +315,17 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     /* 2-CTA clusters (B multicast) when the tiles fill the device and pair up along M */
     int cluster = 1;
     cluster = fk_env_int("FK_GEMM_CLUSTER", cluster);
-    int vi = fk_find_variant(bn, promo, vblock, ab, cluster);
+    /* the TMA-store epilogue's variants (one stage more) for plain epilogues */
+    const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_env_int("FK_GEMM_TS", 1) != 0;
+    int vi = ts ? fk_find_variant(bn, promo, vblock, ab, 1, 1) : -1;
     if (vi < 0)
-        vi = fk_find_variant(bn, promo, vblock, ab, 1);
+        vi = fk_find_variant(bn, promo, vblock, ab, cluster, 0);
     if (vi < 0)
-        vi = fk_find_variant(128, promo, vblock, ab, 1);
+        vi = fk_find_variant(bn, promo, vblock, ab, 1, 0);
     if (vi < 0)
-        vi = fk_find_variant(128, 4, vblock, ab, 1);
+        vi = fk_find_variant(128, promo, vblock, ab, 1, 0);
+    if (vi < 0)
+        vi = fk_find_variant(128, 4, vblock, ab, 1, 0);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
@@ -316,10 +335,10 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     memcpy(config, &cfg, sizeof cfg);
     if (fk_env_int("FK_GEMM_VERBOSE", 0))
         fprintf(stderr, "fp8kit cuda gemm plan: %lldx%lldx%lld variant %d (bn %d promo %d block %d ab %d cluster %d "
-                "stages %d), grid %d\n",
+                "tma_store %d stages %d), grid %d\n",
                 (long long)job->m, (long long)job->n, (long long)job->k, vi, fk_sm90_variants[vi].bn,
                 fk_sm90_variants[vi].promo, fk_sm90_variants[vi].block, fk_sm90_variants[vi].ab,
-                fk_sm90_variants[vi].cluster, fk_sm90_variants[vi].stages, cfg.grid);
+                fk_sm90_variants[vi].cluster, fk_sm90_variants[vi].tma_store, fk_sm90_variants[vi].stages, cfg.grid);
     if (ctx->tune.mode)
         return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
@@ -418,13 +437,18 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         return FP8KIT_OK;
 
     /* Tensor maps: encoding one costs about a microsecond of host time, so the
-     * plan memoizes the last pair, keyed by everything they encode. */
-    CUtensorMap tmaps[2];
+     * plan memoizes the last set, keyed by everything they encode (D's map
+     * only for the TMA-store epilogue; zeros otherwise). */
+    const int tstore = v->tma_store && fk_tma_store_ok(job);
+    CUtensorMap tmaps[3];
     if (job->k > 0) {
-        const uint64_t tkey[10] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
+        const uint64_t tkey[14] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
                                    (uint64_t)job->lda, FK_GEMM_BM, (uint64_t)(uintptr_t)job->b,
-                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)(v->bn / v->cluster), FK_GEMM_BK};
-        if (!fk_plan_memo_get(plan, tkey, 10, tmaps, sizeof tmaps)) {
+                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)(v->bn / v->cluster), FK_GEMM_BK,
+                                   (uint64_t)tstore, tstore ? (uint64_t)(uintptr_t)job->d : 0,
+                                   tstore ? (uint64_t)job->ldd : 0, tstore ? (uint64_t)job->d_type : 0};
+        static_assert(14 + sizeof tmaps / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
+        if (!fk_plan_memo_get(plan, tkey, 14, tmaps, sizeof tmaps)) {
             memset(tmaps, 0, sizeof tmaps);
             CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
                                           (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
@@ -438,10 +462,13 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
             if (r == CUDA_SUCCESS)
                 r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
                                      (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)(v->bn / v->cluster));
+            if (r == CUDA_SUCCESS && tstore)
+                r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
+                                           (uint64_t)job->n, (uint64_t)job->ldd, 32, 64);
             if (r != CUDA_SUCCESS)
                 return fk_fail(ctx, FP8KIT_ERR_DEVICE,
                                "cuda gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);
-            fk_plan_memo_put(plan, tkey, 10, tmaps, sizeof tmaps);
+            fk_plan_memo_put(plan, tkey, 14, tmaps, sizeof tmaps);
         }
     } else {
         memset(tmaps, 0, sizeof tmaps);
@@ -470,11 +497,15 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     }
     /* bulk-copy epilogue: 16-bit D, no C, no output quantization, rows of
      * whole 16-byte units (FK_GEMM_BULK=0 at plan time turns it off) */
-    p.d_bulk = !cfg.no_bulk && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
+    p.d_bulk = !cfg.no_bulk && !v->tma_store && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
                dd->out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0 &&
                job->n % 8 == 0;
 
     p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
+    if (tstore && !cfg.no_bulk && job->k > 0) {
+        p.d_bulk = 2; /* the TMA-store epilogue */
+        p.td = tmaps[2];
+    }
     void *args[3] = {(void *)&ta, (void *)&tb, &p};
     if (fk_launch_rec *rec = fk_launch_rec_armed()) { /* bench/bench_launch.c only */
         const unsigned grid[3] = {(unsigned)cfg.grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};

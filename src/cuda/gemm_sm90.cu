@@ -37,11 +37,13 @@
  * factors, then the full + empty barriers; 1024 bytes of slack align the
  * ring. The ring takes as many stages as fit in 227 KB (at most 8). */
 #define FK_SM90_SMEM_MAX (227 * 1024)
-template <int BN> struct fk_sm90_shape {
+template <int BN, bool TS = false> struct fk_sm90_shape {
     static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
     static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
-    static constexpr int ROWS_FLOATS = 64 * FK_EPI_ROW_BYTES(BN) / 4;
+    /* TS: no room for the bulk epilogue's staged rows; the TMA-store
+     * epilogue's two 4 KB buffers fit in the general epilogue's chunk */
+    static constexpr int ROWS_FLOATS = TS ? 0 : 64 * FK_EPI_ROW_BYTES(BN) / 4;
     /* per consumer warpgroup */
     static constexpr int STAGE_OUT_FLOATS = CHUNK_FLOATS > ROWS_FLOATS ? CHUNK_FLOATS : ROWS_FLOATS;
     static constexpr int TAB_FLOATS = FK_EPI_TAB(BN);         /* per consumer warpgroup */
@@ -52,16 +54,65 @@ template <int BN> struct fk_sm90_shape {
     static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + FIXED;
     static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
     static_assert(STAGES >= 3, "stage ring too shallow");
+    static_assert(!TS || CHUNK_FLOATS * 4 == 2 * 4096, "TMA-store buffers");
 };
 
 #ifdef FK_SM90_DEVICE
-/* The epilogue of one finished tile: bulk-copy path or the general one. */
+/* The TMA-store epilogue (p.d_bulk == 2, only in TS variants) of a plain
+ * epilogue - tensor or row scales, alpha, bf16/f16 D, no C, bias or
+ * activation -: the warpgroup converts its 64 x BN fragment 32 columns at a
+ * time into one of two 64 x 32 staging buffers at buf (1024-aligned; 64-byte
+ * swizzle, so the fragment stores are free of bank conflicts), and thread 0
+ * stores each chunk with one TMA tensor store, which clips rows past M and
+ * columns past N. A buffer is written again only after the store issued
+ * from it two chunks earlier has read it (also across tiles). */
 template <int BN, int NACC>
+static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
+                                                       float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
+                                                       int bar_id)
+{
+    const int warp = tid >> 5, lane = tid & 31;
+    fk_epi_tab_write<BN>(p, tab, pre, tid);
+    fk_named_bar_sync(bar_id, 128);
+    const int r_lo = warp * 16 + (lane >> 2), r_hi = r_lo + 8, q = lane & 3;
+    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW, bf = p.d_type == FP8KIT_BF16;
+    const float sa_lo = rowsc ? tab[2 * BN + r_lo] : 1.0f, sa_hi = rowsc ? tab[2 * BN + r_hi] : 1.0f;
+    const float *cf = tab + 2 * BN + 128 + 2 * q;
+    const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
+    const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
+#pragma unroll
+    for (int c = 0; c < BN / 32; c++) {
+        const uint32_t b = (c & 1) * 4096;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int g = 4 * c + j; /* 8-column group of the fragment */
+            const float2 f = *(const float2 *)&cf[8 * g];
+            const float y0 = acc[4 * g] * (sa_lo * f.x), y1 = acc[4 * g + 1] * (sa_lo * f.y);
+            const float y2 = acc[4 * g + 2] * (sa_hi * f.x), y3 = acc[4 * g + 3] * (sa_hi * f.y);
+            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), bf ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1));
+            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), bf ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3));
+        }
+        fk_fence_proxy_async();
+        fk_named_bar_sync(bar_id, 128);
+        if (tid == 0) {
+            fk_tma_store_2d(&p.td, buf + b, n0 + 32 * c, m0);
+            fk_bulk_commit();
+            fk_bulk_wait_read<1>(); /* the store of chunk c - 1 has read the other buffer */
+        }
+        fk_named_bar_sync(bar_id, 128);
+    }
+}
+
+/* The epilogue of one finished tile: the TMA-store path (TS variants), the
+ * bulk-copy path (the others) or the general one. */
+template <int BN, bool TS = false, int NACC>
 static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *area,
                                                         float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
                                                         int bar_id)
 {
-    if (p.d_bulk)
+    if (TS && p.d_bulk == 2)
+        fk_epilogue_tma<BN>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid, bar_id);
+    else if (!TS && p.d_bulk)
         fk_epilogue_bulk<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
     else
         fk_epilogue<BN>(p, acc, area, tab, pre, m0, n0, tid, bar_id);
@@ -165,13 +216,13 @@ static __device__ __forceinline__ void fk_sm90_lag_end(const fk_gemm_params &p, 
 }
 
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
                                                         uint32_t full0, uint32_t empty0,
                                                         float *stage_out, float *tab)
 {
-    typedef fk_sm90_shape<BN> S;
+    typedef fk_sm90_shape<BN, TS> S;
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
@@ -285,9 +336,9 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 for (int i = 0; i < S::NACC; i++)
                     acc[i] = 0.0f;
             }
-            fk_sm90_epilogue<BN>(p, acc, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+            fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
         } else {
-            fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+            fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
     fk_sm90_lag_end(p, wg, issued);
@@ -333,13 +384,13 @@ static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], floa
  * the finished group of kb - 1 is promoted (and its stage released), so the
  * promotion is off the MMA critical path. Block scales are loaded two K
  * blocks ahead of their use. */
-template <int BN, bool BLOCK, int AB, int CL>
+template <int BN, bool BLOCK, int AB, int CL, bool TS>
 static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
                                                              uint32_t sa0, uint32_t sb0,
                                                              uint32_t full0, uint32_t empty0,
                                                              float *stage_out, float *tab)
 {
-    typedef fk_sm90_shape<BN> S;
+    typedef fk_sm90_shape<BN, TS> S;
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
     float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
@@ -432,19 +483,19 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             }
 #undef FK_PIPE_STEP
         }
-        fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+        fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
     fk_sm90_lag_end(p, wg, issued);
 }
 #endif
 
 /* The general kernel's body; CL = CTAs per cluster (1 or 2). */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS>
 static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
-    typedef fk_sm90_shape<BN> S;
+    typedef fk_sm90_shape<BN, TS> S;
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
     const uint32_t sa0 = base;
@@ -472,15 +523,18 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
             fk_sm90_producer<BN, S::STAGES, CL>(&ta, &tb, p, sa0, sb0, full0, empty0);
     } else {
         fk_setmaxnreg_inc<232>();
-        float *epi = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem))) + wg * (S::STAGE_OUT_FLOATS + S::TAB_FLOATS);
-        float *stage_out = epi, *tab = epi + S::STAGE_OUT_FLOATS;
+        /* TS: both staging areas first, so each stays 1024-aligned for the
+         * swizzled TMA stores; then the two tables */
+        float *out = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem)));
+        float *stage_out = out + wg * (S::STAGE_OUT_FLOATS + (TS ? 0 : S::TAB_FLOATS));
+        float *tab = TS ? out + 2 * S::STAGE_OUT_FLOATS + wg * S::TAB_FLOATS : stage_out + S::STAGE_OUT_FLOATS;
         /* The pipelined consumer only where ptxas keeps the wgmma groups
          * asynchronous (block variants; for the others it serializes them,
          * warning C7514, because of accumulator copies at loop joins). */
         if constexpr (PROMO == 4 && BLOCK)
-            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
-            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         /* the last bulk copies must be done before the CTA's memory goes */
         if (p.d_bulk && (threadIdx.x & 127) < 64)
             fk_bulk_wait<0>();
@@ -493,12 +547,12 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
 #endif
 }
 
-template <int BN, int PROMO, bool BLOCK, int AB>
+template <int BN, int PROMO, bool BLOCK, int AB, bool TS = false>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                         const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<BN, PROMO, BLOCK, AB, 1>(ta, tb, p);
+    fk_sm90_body<BN, PROMO, BLOCK, AB, 1, TS>(ta, tb, p);
 }
 
 /* The same in clusters of 2 CTAs along M (B tiles multicast). */
@@ -507,7 +561,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel_c2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                            const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<BN, PROMO, BLOCK, AB, 2>(ta, tb, p);
+    fk_sm90_body<BN, PROMO, BLOCK, AB, 2, false>(ta, tb, p);
 }
 
 /* ---------------------------------------------------------------- MX (e8m0 per 32 of K on A and B)
@@ -751,14 +805,18 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
 
 #define FK_V(BN, PROMO, BLOCK, AB)                                                      \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
-     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB>, 1}
+     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB>, 1, 0}
+
+#define FK_VTS(BN, PROMO, BLOCK, AB)                                                    \
+    {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN, true>::STAGES, fk_sm90_shape<BN, true>::SMEM, \
+     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, true>, 1, 1}
 
 #define FK_VC2(BN, PROMO, BLOCK, AB)                                                    \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
-     fk_gemm_sm90_kernel_c2<BN, PROMO, BLOCK, AB>, 2}
+     fk_gemm_sm90_kernel_c2<BN, PROMO, BLOCK, AB>, 2, 0}
 
 #define FK_VMX(BN, AB)                                                                   \
-    {BN, 1, 2, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM, fk_gemm_sm90_mx_kernel<BN, AB>, 1}
+    {BN, 1, 2, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM, fk_gemm_sm90_mx_kernel<BN, AB>, 1, 0}
 
 /* The variants the planner may pick (gemm.cu). Precise accumulation promotes
  * every 128 of K (PROMO 4); PROMO 1 and 2 exist to measure the accuracy of
@@ -778,5 +836,8 @@ const fk_sm90_variant fk_sm90_variants[] = {
      * large shapes. H100, 2026-11-22: within +-2% of the single-CTA kernel (L2 is not the limit
      * there), so the heuristic does not pick them. */
     FK_VC2(192, 4, false, 0), FK_VC2(256, 0, false, 0),
+    /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
+    FK_VTS(256, 0, false, 0), FK_VTS(192, 4, false, 0), FK_VTS(192, 0, false, 0), FK_VTS(128, 4, false, 0),
+    FK_VTS(128, 0, false, 0),
 };
 const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);

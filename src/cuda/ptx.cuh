@@ -96,6 +96,25 @@ FK_DEV void fk_tma_load_2d_mc(uint32_t dst, const void *tmap, uint32_t bar, int 
 #endif
 }
 
+/* TMA tensor store of the box at (c0 = inner coordinate, c1 = outer) from
+ * shared memory at src, in this thread's bulk group (fk_bulk_commit /
+ * fk_bulk_wait*); elements outside the tensor are not written. */
+FK_DEV void fk_tma_store_2d(const void *tmap, uint32_t src, int c0, int c1)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"((uint64_t)tmap),
+                 "r"(src), "r"(c0), "r"(c1)
+                 : "memory");
+#endif
+}
+
+FK_DEV void fk_st_shared_u32(uint32_t addr, uint32_t v)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+#endif
+}
+
 /* ----------------------------------------------------------------- cluster */
 /* This CTA's rank in its cluster. */
 FK_DEV uint32_t fk_cluster_ctarank(void)
