@@ -42,11 +42,14 @@
 
 /* What the kernel needs besides fk_gemm_params. */
 struct fk_small_params {
-    int r;        /* rows of B per band (1..128; the planner picks multiples of 8) */
-    int w;        /* warpgroups multiplying: 1 (r <= 64) or 2 */
-    int split;    /* CTAs per cluster sharing a band's K range */
+    int r;        /* rows of B per band (1..128) */
+    int bw;       /* 64-row groups of B per band: 1 (r <= 64) or 2 */
+    int w;        /* multiplying warpgroups: bw, or 2 with column split */
+    int split;    /* CTAs of a cluster sharing a band's K range */
+    int mc;       /* bands per cluster sharing A's loads by TMA multicast (1, 2) */
     int stages;   /* ring depth */
     int kb_total; /* ceil(K / 128) */
+    int pf;       /* K blocks of B prefetched into L2 before the previous grid ends (PDL) */
 };
 
 /* ------------------------------------------------ PTX wrappers (cluster) */
@@ -82,6 +85,43 @@ static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
                  : "r"(addr)
                  : "memory");
     return v;
+}
+
+/* Arrival on an mbarrier of another CTA of the cluster (address from mapa). */
+static __device__ __forceinline__ void fk_mbar_arrive_cluster(uint32_t addr)
+{
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(addr) : "memory");
+}
+
+/* Programmatic dependent launch: wait until the grids this one depends on
+ * have completed and their writes are visible; let the next grid start. */
+static __device__ __forceinline__ void fk_grid_dep_wait(void)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+static __device__ __forceinline__ void fk_grid_dep_launch(void)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+/* Brings a 2-D box into L2 only (no shared memory, no completion). */
+static __device__ __forceinline__ void fk_tma_prefetch_l2(const void *tmap, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"((uint64_t)tmap),
+                 "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+/* fk_tma_load_2d with an L2 hint, into the same shared-memory offset (and
+ * counted on the mbarrier at the same offset) of every CTA in `mask`. */
+static __device__ __forceinline__ void fk_tma_load_2d_mc(uint32_t dst, const void *tmap, uint32_t bar, int c0,
+                                                         int c1, uint16_t mask, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(bar), "h"(mask), "l"(pol)
+                 : "memory");
 }
 
 /* L2 policies: B is streamed once (evict first), A is read by every CTA
@@ -162,48 +202,71 @@ static __device__ __forceinline__ void fk_small_out4(const fk_gemm_params &p, fl
 }
 #endif
 
-template <int NW, int WAB>
+/* NW: wgmma N of one warpgroup; CS: the two warpgroups split A's rows (2 NW
+ * of them) over one 64-row group of B, instead of taking one 64-row group
+ * of B each over all NW rows of A. */
+template <int NW, int WAB, bool CS>
 __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     fk_small_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                     const __grid_constant__ fk_gemm_params p, const __grid_constant__ fk_small_params q)
 {
 #ifdef FK_SM90_DEVICE
+    constexpr int NT = CS ? 2 * NW : NW; /* rows of A per stage */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t raw = fk_smem_addr(fk_smem);
     const uint32_t base = (raw + 1023u) & ~1023u;
     float *tile = (float *)(fk_smem + (base - raw)); /* M x R partial sums, after the main loop */
-    const uint32_t bslot = (uint32_t)q.w * 64u * 128u, aslot = NW * 128u;
+    const uint32_t bslot = (uint32_t)q.bw * 64u * 128u, aslot = NT * 128u;
     const uint32_t sb0 = base, sa0 = base + q.stages * bslot;
     const uint32_t full0 = sa0 + q.stages * aslot, empty0 = full0 + 8 * FK_SMALL_MAXST;
-    const int split = q.split;
-    const int rank = split > 1 ? (int)fk_cluster_rank() : 0;
-    const int n0 = (int)(blockIdx.x / split) * q.r;
-    const int kb0 = (int)((long long)rank * q.kb_total / split);
-    const int kb1 = (int)((long long)(rank + 1) * q.kb_total / split);
+    const int split = q.split, mc = q.mc, csize = split * mc;
+    /* cluster rank = band-in-cluster j * split + K-split rank sr */
+    const int rank = csize > 1 ? (int)fk_cluster_rank() : 0;
+    const int sr = rank % split, j = rank / split;
+    const int n0 = ((int)blockIdx.x / csize * mc + j) * q.r;
+    const int kb0 = (int)((long long)sr * q.kb_total / split);
+    const int kb1 = (int)((long long)(sr + 1) * q.kb_total / split);
     if (threadIdx.x == 0) {
+        fk_grid_dep_launch(); /* the next grid may take SMs as they free up */
         for (int s = 0; s < q.stages; s++) {
             fk_mbar_init(full0 + 8 * s, 1);
-            fk_mbar_init(empty0 + 8 * s, 4 * q.w); /* one arrival per multiplying warp */
+            fk_mbar_init(empty0 + 8 * s, 4 * q.w * mc); /* one arrival per multiplying warp of the A sharers */
         }
         fk_fence_mbar_init();
     }
-    __syncthreads();
+    if (mc > 1)
+        fk_cluster_sync(); /* the peer's barriers exist before multicasts and remote arrivals */
+    else
+        __syncthreads();
     const int wg = threadIdx.x >> 7;
-    const int stride = 64 * q.w + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
+    const int stride = 64 * q.bw + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256) {
             fk_tma_prefetch_desc(&ta);
             fk_tma_prefetch_desc(&tb);
+            /* before the wait only L2 is warmed with B's first K blocks: L2
+             * is the device's point of coherence, so a write of the
+             * previous grid to B still lands before our loads read it */
+            const int pf_end = min(kb1, kb0 + q.pf);
+            for (int kb = kb0; kb < pf_end; kb++)
+                fk_tma_prefetch_l2(&tb, kb * FK_GEMM_BK, n0);
+            fk_grid_dep_wait();
             const uint64_t pol_b = fk_l2_policy(true), pol_a = fk_l2_policy(false);
+            const int arows = NT / mc; /* rows of A this CTA loads for the sharers */
+            const uint16_t amask = (uint16_t)(mc > 1 ? (1u << sr) | (1u << (split + sr)) : 0u);
             int stage = 0;
             uint32_t phase = 0;
             for (int kb = kb0; kb < kb1; kb++) {
                 fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
                 const uint32_t full = full0 + 8 * stage;
-                fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NW * 128u);
+                fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NT * 128u);
                 fk_tma_load_2d_hint(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0, pol_b);
-                fk_tma_load_2d_hint(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0, pol_a);
+                if (mc > 1)
+                    fk_tma_load_2d_mc(sa0 + stage * aslot + (uint32_t)(j * arows * 128), &ta, full, kb * FK_GEMM_BK,
+                                      j * arows, amask, pol_a);
+                else
+                    fk_tma_load_2d_hint(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0, pol_a);
                 if (++stage == q.stages) {
                     stage = 0;
                     phase ^= 1u;
@@ -213,6 +276,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         __syncwarp();
     } else {
         fk_setmaxnreg_inc<232>();
+        fk_grid_dep_wait(); /* the epilogue reads scales, C, bias and writes D */
         const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
         constexpr int NACC = NW / 2;
         float acc[NACC], accf[NACC];
@@ -220,12 +284,14 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         for (int i = 0; i < NACC; i++)
             accf[i] = 0.0f;
         if (wg < q.w) {
+            /* the A sharer's empty barrier (same offset), for mc == 2 */
+            const uint32_t peer = (uint32_t)((j ^ 1) * split + sr);
             int stage = 0;
             uint32_t phase = 0;
             for (int kb = kb0; kb < kb1; kb++) {
                 fk_mbar_wait(full0 + 8 * stage, phase);
-                const uint32_t a_base = sb0 + stage * bslot + wg * 64 * 128;
-                const uint32_t b_base = sa0 + stage * aslot;
+                const uint32_t a_base = sb0 + stage * bslot + (CS ? 0 : wg * 64 * 128);
+                const uint32_t b_base = sa0 + stage * aslot + (CS ? wg * NW * 128 : 0);
 #pragma unroll
                 for (int i = 0; i < NACC; i++)
                     fk_reg_fence(acc[i]);
@@ -239,8 +305,11 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 for (int i = 0; i < NACC; i++)
                     fk_reg_fence(acc[i]);
                 fk_wgmma_wait<0>();
-                if (lane == 0)
+                if (lane == 0) {
                     fk_mbar_arrive(empty0 + 8 * stage);
+                    if (mc > 1)
+                        fk_mbar_arrive_cluster(fk_mapa(empty0 + 8 * stage, peer));
+                }
 #pragma unroll
                 for (int i = 0; i < NACC; i++)
                     accf[i] = accf[i] + acc[i];
@@ -250,34 +319,39 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 }
             }
         }
-        /* both warpgroups are done with the ring: it becomes the M x R tile */
+        /* both warpgroups are done with the ring (every load into it has
+         * landed): it becomes the M x R tile */
         fk_named_bar_sync(1, 256);
         if (wg < q.w) {
             /* fragment: rows (of B) warp * 16 + lane / 4 + {0, 8}, columns (rows
              * of A) 8 j + 2 (lane % 4) + {0, 1}, value accf[4 j + 2 i + e] */
+            const int nb = CS ? 0 : wg * 64, mb = CS ? wg * NW : 0;
 #pragma unroll
-            for (int j = 0; j < NW / 8; j++) {
+            for (int jj = 0; jj < NW / 8; jj++) {
 #pragma unroll
                 for (int i = 0; i < 2; i++) {
-                    const int nl = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
-                    const int m = 8 * j + 2 * (lane & 3);
-                    tile[m * stride + nl] = accf[4 * j + 2 * i];
-                    tile[(m + 1) * stride + nl] = accf[4 * j + 2 * i + 1];
+                    const int nl = nb + warp * 16 + (lane >> 2) + 8 * i;
+                    const int m = mb + 8 * jj + 2 * (lane & 3);
+                    tile[m * stride + nl] = accf[4 * jj + 2 * i];
+                    tile[(m + 1) * stride + nl] = accf[4 * jj + 2 * i + 1];
                 }
             }
         }
     }
-    if (split > 1)
+    /* cluster: partial tiles visible to the split peers; the A sharer's
+     * remote arrivals on our barriers are done before anyone leaves */
+    if (csize > 1)
         fk_cluster_sync();
     else
         __syncthreads();
     if (wg < 2) {
-        /* items: (row m < M, 4 columns); CTA `rank` of the cluster takes a
-         * 1/split share and adds the split partials in rank order */
+        /* items: (row m < M, 4 columns); K-split rank sr takes a 1/split
+         * share and adds the split partials (ranks j * split + 0..split-1)
+         * in rank order */
         const int cols4 = (q.r + 3) >> 2;
         const int items = p.m * cols4;
-        const int i0 = (int)((long long)rank * items / split);
-        const int i1 = (int)((long long)(rank + 1) * items / split);
+        const int i0 = (int)((long long)sr * items / split);
+        const int i1 = (int)((long long)(sr + 1) * items / split);
         const float sa_t = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
         const float sb_t = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
         unsigned int amax = 0;
@@ -294,10 +368,10 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 v = *(const float4 *)&tile[off];
             } else {
                 const uint32_t a = base + 4u * (uint32_t)off;
-                v = fk_ld_dsmem4(fk_mapa(a, 0));
+                v = fk_ld_dsmem4(fk_mapa(a, (uint32_t)(j * split)));
 #pragma unroll 1
                 for (int r = 1; r < split; r++) {
-                    const float4 u = fk_ld_dsmem4(fk_mapa(a, (uint32_t)r));
+                    const float4 u = fk_ld_dsmem4(fk_mapa(a, (uint32_t)(j * split + r)));
                     v.x = v.x + u.x;
                     v.y = v.y + u.y;
                     v.z = v.z + u.z;
@@ -312,7 +386,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 atomicMax(p.amax_bits, amax);
         }
     }
-    /* no CTA leaves (and frees its tile) while cluster peers still read it */
+    /* no CTA leaves (and frees its tile) while split peers still read it */
     if (split > 1)
         fk_cluster_sync();
 #endif
@@ -322,13 +396,15 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
 typedef void (*fk_small_fn)(const CUtensorMap, const CUtensorMap, const fk_gemm_params,
                             const fk_small_params);
 struct fk_small_variant {
-    int nw, wab;
+    int nt, wab, cs; /* rows of A per stage, type pair, column split */
     fk_small_fn fn;
 };
-#define FK_SV(NW, WAB) {NW, WAB, fk_small_kernel<NW, WAB>}
+#define FK_SV(NW, WAB, CS) {CS ? 2 * NW : NW, WAB, CS, fk_small_kernel<NW, WAB, CS>}
 static const fk_small_variant fk_small_variants[] = {
-    FK_SV(32, 0),  FK_SV(32, 1),  FK_SV(32, 2),  FK_SV(32, 3),  FK_SV(64, 0),  FK_SV(64, 1),
-    FK_SV(64, 2),  FK_SV(64, 3),  FK_SV(128, 0), FK_SV(128, 1), FK_SV(128, 2), FK_SV(128, 3),
+    FK_SV(32, 0, 0),  FK_SV(32, 1, 0),  FK_SV(32, 2, 0),  FK_SV(32, 3, 0),  FK_SV(64, 0, 0),  FK_SV(64, 1, 0),
+    FK_SV(64, 2, 0),  FK_SV(64, 3, 0),  FK_SV(128, 0, 0), FK_SV(128, 1, 0), FK_SV(128, 2, 0), FK_SV(128, 3, 0),
+    FK_SV(32, 0, 1),  FK_SV(32, 1, 1),  FK_SV(32, 2, 1),  FK_SV(32, 3, 1),  FK_SV(64, 0, 1),  FK_SV(64, 1, 1),
+    FK_SV(64, 2, 1),  FK_SV(64, 3, 1),
 };
 #undef FK_SV
 #define FK_SMALL_NVAR ((int)(sizeof fk_small_variants / sizeof fk_small_variants[0]))
@@ -340,6 +416,7 @@ struct fk_small_config {
     int32_t device;
     int32_t grid;
     int32_t smem;
+    int32_t pdl; /* launched with programmatic stream serialization */
     fk_small_params q;
 };
 static_assert(sizeof(fk_small_config) <= FK_PLAN_CONFIG_BYTES, "small plan config too large");
@@ -350,53 +427,69 @@ static int fk_small_env(const char *name, int dflt)
     return e && *e ? atoi(e) : dflt;
 }
 
+/* One candidate launch shape of the planner. */
+typedef struct fk_small_shape {
+    int r, split, mc, cs;
+} fk_small_shape;
+
 /* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
- * kernel), calibrated on the H100 sweep of docs/perf-gemm.md ("Small M"):
- * per 128-deep K block R x 128 bytes of B from HBM plus A's min(M, NW) x
- * 128 bytes from L2 weighted 0.06, or the MMA time when larger (measured:
- * one K block of 4 wgmma m64nNWk32 plus the fp32 promotion takes as long as
- * streaming ~62.5 x NW bytes per multiplying warpgroup); a cluster
- * reduction costs about 1.5 us (34 KB); one more wave repeats everything. */
-static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nw, int r, int s, int64_t slots)
+ * kernel), calibrated on the H100 sweeps of docs/perf-gemm.md ("Small M"):
+ * per 128-deep K block R x 128 bytes of B from HBM plus A's min(M, NT) x
+ * 128 bytes from L2 weighted 0.06 (halved by multicast over 2 bands), or
+ * the MMA time when larger (one K block of 4 wgmma m64nNk32 plus the fp32
+ * promotion takes as long as streaming ~62.5 x N bytes per warpgroup in
+ * turn; the column split runs two of half N side by side, ~1.3x one); a
+ * cluster reduction costs about 1.5 us (34 KB), the multicast cluster's
+ * start-up ~2 KB; one more wave repeats everything. slots: clusters of the
+ * shape's size that fit at once. */
+static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c, int64_t slots)
 {
-    const int64_t bands = (n + r - 1) / r;
-    const int64_t waves = (bands * s + slots * s - 1) / (slots * s);
-    const int w = r > 64 ? 2 : 1;
-    const double mem = (double)r * 128.0 + 0.06 * (double)(m < nw ? m : nw) * 128.0;
-    const double mma = 62.5 * (double)nw * (double)w;
+    const int64_t bands = (n + c.r - 1) / c.r;
+    const int64_t clusters = (bands + c.mc - 1) / c.mc;
+    const int64_t waves = (clusters + slots - 1) / slots;
+    const int bw = c.r > 64 ? 2 : 1;
+    const double mem = (double)c.r * 128.0 + 0.06 * (double)(m < nt ? m : nt) * 128.0 / c.mc;
+    const double mma = c.cs ? 62.5 * 0.5 * nt * 1.3 : 62.5 * (double)nt * (double)bw;
     const double per_kb = mem > mma ? mem : mma;
-    const int64_t kc = (kb + s - 1) / s;
-    return (double)waves * ((double)kc * per_kb + (s > 1 ? 34000.0 : 0.0) + 8000.0);
+    const int64_t kc = (kb + c.split - 1) / c.split;
+    return (double)waves * ((double)kc * per_kb + (c.split > 1 ? 34000.0 : 0.0) + (c.mc > 1 ? 2000.0 : 0.0) + 8000.0);
 }
 
-/* Band height and split by the cost model (ties - MMA-bound bands -: more
- * CTAs, fewer splits). slots[i]: clusters of 2^i CTAs that fit at once. Splits of 4
- * only when forced (fs): on the H100 33 clusters of 4 did not run as one
- * wave. fr / fs: FK_SMALL_R / FK_SMALL_SPLIT (0 = free). Returns 0 when
- * nothing fits. */
-static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nw, const int64_t slots[3], int fr, int fs, int *r_out,
-                         int *s_out)
+/* Band height, split, multicast and column split by the cost model (ties -
+ * MMA-bound bands -: the first found, fewer splits). slots[i]: clusters of
+ * 2^i CTAs that fit at once. Splits of 4 only when forced: on the H100 33
+ * clusters of 4 did not run as one wave. fr / fs / fm / fc: FK_SMALL_R /
+ * FK_SMALL_SPLIT / FK_SMALL_MC / FK_SMALL_CS (0 = free; FK_SMALL_CS=-1:
+ * off). Returns 0 when nothing fits. */
+static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t slots[4], int fr, int fs, int fm,
+                         int fc, fk_small_shape *out)
 {
-    int best_r = 0, best_s = 1;
-    double best = 0;
+    fk_small_shape best = {0, 1, 1, 0};
+    double best_c = 0;
     for (int i = 0; i < 3; i++) {
         const int s = 1 << i;
-        if (slots[i] < 1 || s > kb || (fs ? fs != s : s > 2))
+        if (s > kb || (fs ? fs != s : s > 2))
             continue;
-        for (int r = fr ? fr : 8; r <= (fr ? fr : 128); r += 8) {
-            if (r < 1 || r > 128)
+        for (int mc = 1; mc <= 2; mc++) {
+            if ((fm && fm != mc) || slots[i + mc - 1] < 1 || (mc > 1 && n <= 1))
                 continue;
-            const double c = fk_small_cost(n, m, kb, nw, r, s, slots[i]);
-            if (best_r == 0 || c < best) {
-                best = c;
-                best_r = r;
-                best_s = s;
+            for (int r = fr ? fr : 8; r <= (fr ? fr : 128); r += 8) {
+                if (r < 1 || r > 128)
+                    continue;
+                fk_small_shape c = {r, s, mc, 0};
+                c.cs = nt >= 64 && r <= 64 && fc >= 0 ? 1 : 0;
+                if (fc > 0 && !c.cs)
+                    continue;
+                const double cost = fk_small_cost(n, m, kb, nt, c, slots[i + mc - 1]);
+                if (best.r == 0 || cost < best_c) {
+                    best_c = cost;
+                    best = c;
+                }
             }
         }
     }
-    *r_out = best_r;
-    *s_out = best_s;
-    return best_r > 0;
+    *out = best;
+    return best.r > 0;
 }
 
 int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st)
@@ -427,18 +520,18 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") || getenv("FK_GEMM_BN") ||
                       (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3)))
         return 0;
-    const int nw = job->m <= 32 ? 32 : job->m <= 64 ? 64 : 128;
+    const int nt = job->m <= 32 ? 32 : job->m <= 64 ? 64 : 128;
     const int wab = (job->b_type == FP8KIT_E5M2 ? 2 : 0) + (job->a_type == FP8KIT_E5M2 ? 1 : 0);
-    int vi = -1;
+    int vi[2] = {-1, -1}; /* without, with column split */
     for (int i = 0; i < FK_SMALL_NVAR; i++)
-        if (fk_small_variants[i].nw == nw && fk_small_variants[i].wab == wab)
-            vi = i;
-    if (vi < 0)
+        if (fk_small_variants[i].nt == nt && fk_small_variants[i].wab == wab)
+            vi[fk_small_variants[i].cs] = i;
+    if (vi[0] < 0)
         FK_SMALL_DECLINE("no kernel variant");
     const int smem = FK_SMALL_SMEM;
     if ((size_t)smem > cs->smem_optin)
         FK_SMALL_DECLINE("not enough shared memory");
-    const void *fn = (const void *)fk_small_variants[vi].fn;
+    const void *fn = (const void *)fk_small_variants[vi[0]].fn;
     *st = FP8KIT_OK;
     int prev = -1;
     if (cudaGetDevice(&prev) != cudaSuccess || (prev != cs->device && cudaSetDevice(cs->device) != cudaSuccess)) {
@@ -447,9 +540,12 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         return 1;
     }
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    /* clusters of 2 and 4 that fit at once (1 CTA per SM) */
-    int64_t slots[3] = {cs->sm_count, 0, 0};
-    for (int i = 1; i < 3 && e == cudaSuccess; i++) {
+    if (e == cudaSuccess && vi[1] >= 0)
+        e = cudaFuncSetAttribute((const void *)fk_small_variants[vi[1]].fn,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    /* clusters of 2, 4 and 8 that fit at once (1 CTA per SM) */
+    int64_t slots[4] = {cs->sm_count, 0, 0, 0};
+    for (int i = 1; i < 4 && e == cudaSuccess; i++) {
         const int s = 1 << i;
         cudaLaunchConfig_t lc;
         memset(&lc, 0, sizeof lc);
@@ -478,33 +574,42 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         return 1;
     }
     const int64_t kb = (job->k + FK_GEMM_BK - 1) / FK_GEMM_BK;
-    int best_r = 0, best_s = 1;
-    (void)fk_small_pick(job->n, job->m, kb, nw, slots, fk_small_env("FK_SMALL_R", 0),
-                        fk_small_env("FK_SMALL_SPLIT", 0), &best_r, &best_s);
-    if (best_r == 0)
-        FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT do not fit this shape");
+    fk_small_shape c;
+    (void)fk_small_pick(job->n, job->m, kb, nt, slots, fk_small_env("FK_SMALL_R", 0),
+                        fk_small_env("FK_SMALL_SPLIT", 0), fk_small_env("FK_SMALL_MC", 0),
+                        fk_small_env("FK_SMALL_CS", 0), &c);
+    if (c.r == 0)
+        FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC / FK_SMALL_CS do not fit this shape");
+    if (c.cs && vi[1] < 0)
+        FK_SMALL_DECLINE("no column-split kernel variant");
     fk_small_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.tag = FK_SMALL_TAG;
-    cfg.variant = vi;
+    cfg.variant = vi[c.cs];
     cfg.device = cs->device;
-    const int64_t grid = (job->n + best_r - 1) / best_r * best_s;
+    const int64_t bands = (job->n + c.r - 1) / c.r;
+    const int64_t grid = (bands + c.mc - 1) / c.mc * c.mc * c.split;
     if (grid > INT32_MAX / 2)
         FK_SMALL_DECLINE("too many CTAs");
     cfg.grid = (int32_t)grid;
     cfg.smem = smem;
-    cfg.q.r = best_r;
-    cfg.q.w = best_r > 64 ? 2 : 1;
-    cfg.q.split = best_s;
+    cfg.pdl = fk_small_env("FK_SMALL_PDL", 1) != 0;
+    cfg.q.r = c.r;
+    cfg.q.bw = c.r > 64 ? 2 : 1;
+    cfg.q.w = c.cs ? 2 : cfg.q.bw;
+    cfg.q.split = c.split;
+    cfg.q.mc = c.mc;
     cfg.q.kb_total = (int)kb;
-    const int slot = cfg.q.w * 64 * 128 + nw * 128;
+    const int slot = cfg.q.bw * 64 * 128 + nt * 128;
     int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST) / slot;
     const int fst = fk_small_env("FK_SMALL_STAGES", 0); /* experiments */
     if (fst > 0 && fst < stages)
         stages = fst;
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
-    /* the partial tile (NW x (64 w + 4) fp32) lives in the ring */
-    if (cfg.q.stages < 2 || nw * (64 * cfg.q.w + 4) * 4 > cfg.q.stages * slot)
+    const int fpf = fk_small_env("FK_SMALL_PF", -1);
+    cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
+    /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
+    if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
         FK_SMALL_DECLINE("shared memory layout does not fit");
 #undef FK_SMALL_DECLINE
     memcpy(config, &cfg, sizeof cfg);
@@ -515,7 +620,8 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
 {
     fk_small_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
-    if (cfg.tag != FK_SMALL_TAG || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR)
+    if (cfg.tag != FK_SMALL_TAG || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR || cfg.q.split < 1 ||
+        cfg.q.mc < 1 || cfg.q.split * cfg.q.mc > 8 || cfg.q.stages < 2 || cfg.q.stages > FK_SMALL_MAXST)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
     const fk_small_variant *v = &fk_small_variants[cfg.variant];
     const fp8kit_gemm_desc *dd = &job->desc;
@@ -535,17 +641,18 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
                 break;
             }
         }
-        /* tensor maps: A (M x K, boxes of NW rows), B (N x K, boxes of R
-         * rows), memoized per plan like the general kernel's */
+        /* tensor maps: A (M x K, boxes of NT / mc rows), B (N x K, boxes of
+         * R rows), memoized per plan like the general kernel's */
         CUtensorMap tmaps[2];
+        const uint32_t abox = (uint32_t)(v->nt / cfg.q.mc);
         const uint64_t tkey[11] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                   (uint64_t)job->lda, (uint64_t)v->nw, (uint64_t)(uintptr_t)job->b,
+                                   (uint64_t)job->lda, (uint64_t)abox, (uint64_t)(uintptr_t)job->b,
                                    (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r, FK_GEMM_BK,
                                    (uint64_t)(int64_t)FK_SMALL_TAG};
         if (!fk_plan_memo_get(plan, tkey, 11, tmaps, sizeof tmaps)) {
             memset(tmaps, 0, sizeof tmaps);
             CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                          (uint64_t)job->lda, FK_GEMM_BK, (uint32_t)v->nw);
+                                          (uint64_t)job->lda, FK_GEMM_BK, abox);
             if (r == CUDA_SUCCESS)
                 r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
                                      (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)cfg.q.r);
@@ -567,17 +674,31 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
         void *args[4] = {(void *)&tmaps[0], (void *)&tmaps[1], &p, &q};
         cudaLaunchConfig_t lc;
         memset(&lc, 0, sizeof lc);
-        cudaLaunchAttribute at;
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = (unsigned)cfg.q.split;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = 1;
+        /* cluster of split x mc CTAs; programmatic stream serialization:
+         * the kernel may start while the previous kernel of the stream
+         * finishes (it waits in griddepcontrol.wait before touching
+         * anything but L2) */
+        cudaLaunchAttribute at[2];
+        memset(at, 0, sizeof at);
+        unsigned na = 0;
+        if (cfg.q.split * cfg.q.mc > 1) {
+            at[na].id = cudaLaunchAttributeClusterDimension;
+            at[na].val.clusterDim.x = (unsigned)(cfg.q.split * cfg.q.mc);
+            at[na].val.clusterDim.y = 1;
+            at[na].val.clusterDim.z = 1;
+            na++;
+        }
+        if (cfg.pdl) {
+            at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at[na].val.programmaticStreamSerializationAllowed = 1;
+            na++;
+        }
         lc.gridDim = dim3((unsigned)cfg.grid);
         lc.blockDim = dim3(FK_SMALL_THREADS);
         lc.dynamicSmemBytes = (size_t)cfg.smem;
         lc.stream = st;
-        lc.attrs = &at;
-        lc.numAttrs = cfg.q.split > 1 ? 1 : 0;
+        lc.attrs = at;
+        lc.numAttrs = na;
         cudaError_t e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
