@@ -325,7 +325,7 @@ static float graph_time(bench_env *be, cudaStream_t st, rot_arg *ra, int calls)
  * dirty lines whose write-back overlaps the call). --small-sweep adds every
  * band height / split the planner could pick (FK_SMALL_R / FK_SMALL_SPLIT). */
 static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FILE *jf, const char *date,
-                            const char *commit, int sweep, const char *only_shapes)
+                            const char *commit, int sweep, const char *only_shapes, const char *tag)
 {
     static const shape sh[] = {{1, 7168, 7168},   {16, 7168, 7168},  {32, 7168, 7168},
                                {64, 7168, 7168},  {128, 2112, 7168}, {128, 7168, 16384}};
@@ -439,10 +439,11 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                         "\"copy_tbps\": %.3f, \"roofline_us\": %.2f, \"roofline_frac\": %.3f, "
                         "\"peer_roofline_frac\": %.3f, \"flush_ours_us\": %.2f, \"flush_general_us\": %.2f, "
                         "\"flush_peer_us\": %.2f, \"rel_diff_vs_peer\": %.2e, \"device\": \"%s\", \"date\": \"%s\", "
-                        "\"commit\": \"%s\"}\n",
+                        "\"commit\": \"%s\"%s%s%s}\n",
                         mode_name[mode], shp, t[0][0] > 0 ? flops / us / 1e6 : 0, peer > 0 ? flops / pus / 1e6 : 0,
                         mode_name[mode], ratio, nrot, us, pus, gus, bw, roof_us, fr, fp, t[0][1] * 1e3,
-                        t[1][1] * 1e3, peer_fl * 1e3, rel, prop->name, date, commit);
+                        t[1][1] * 1e3, peer_fl * 1e3, rel, prop->name, date, commit, *tag ? ", \"tag\": \"" : "", tag,
+                        *tag ? "\"" : "");
         }
         if (!sweep)
             continue;
@@ -593,7 +594,7 @@ int main(int argc, char **argv)
     printf("%-11s %-20s %10s %10s %7s %9s %9s %s\n", "mode", "M x N x K", "ours us", "cublasLt", "ratio",
            "ours TF/s", "peer TF/s", "rel diff (ours vs cublasLt, bf16)");
     if (small_m)
-        small_m_section(&be, &prop, jf, date, commit, small_m == 3, only_shapes);
+        small_m_section(&be, &prop, jf, date, commit, small_m == 3, only_shapes, tag);
     for (int si = 0; si < nshapes && small_m < 2; si++) {
         const shape s = shapes[si];
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
