@@ -25,7 +25,7 @@ cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
     cmake --build $B -j16 --target test_cuda_gemm_small bench_gemm >>"$OUT/build.log" 2>&1 ||
     { stamp "build failed"; tail -40 "$OUT/build.log"; exit 1; }
 stamp "bench"
-timeout 120 $B/bench_gemm --small-only --shapes $SHAPES --date 2026-11-22 --commit "$commit" \
+FK_SMALL_DEBUG=1 timeout 120 $B/bench_gemm --small-only --shapes $SHAPES --date 2026-11-22 --commit "$commit" \
     --json "$OUT/small.jsonl" >"$OUT/bench.log" 2>&1
 echo "bench exit $?"
 sed -n '/small M:/,$p' "$OUT/bench.log"
@@ -53,4 +53,6 @@ if [ -n "${FK_NCU:-}" ]; then
         -k regex:fk_small -c 1 $B/bench_gemm --small-only $FK_NCU >"$OUT/ncu.log" 2>&1
     grep -E "Throughput|Duration|Bandwidth|Hit Rate|Stall|Busy|Warp Cycles" "$OUT/ncu.log" | head -40
 fi
+grep -h "fk small plan" "$OUT"/*.log 2>/dev/null | sort -u | head -20
+(cd "$OUT" && tar czf logs.tgz --remove-files *.log extra_*.jsonl 2>/dev/null)
 stamp "done"

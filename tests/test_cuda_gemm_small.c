@@ -4,7 +4,7 @@
  * M = 1..128 including odd values, odd N, K multiples of 16 up to 16384,
  * every band height class and cluster split (FK_SMALL_R / FK_SMALL_SPLIT),
  * A multicast and the warpgroup column split (FK_SMALL_MC / FK_SMALL_CS),
- * launches with and without PDL,
+ * launches with and without PDL, with and without the per-cluster K rotation,
  * tensor/row/no scales, every fp8 type pair, alpha, beta*C, column/row bias,
  * every activation, bf16/f16/f32/e4m3/e5m2 outputs, OUTQ_SCALED with amax,
  * strided D. Every case runs twice and must give the same bits
@@ -43,6 +43,7 @@ typedef struct scase {
     int r, split; /* FK_SMALL_R / FK_SMALL_SPLIT, 0 = planner's choice */
     int mc, cs;   /* FK_SMALL_MC / FK_SMALL_CS (cs -1: off), 0 = planner's choice */
     int no_pdl;   /* FK_SMALL_PDL=0 */
+    int no_rot;   /* FK_SMALL_ROT=0: every cluster runs its K range from the start */
     double bound; /* 0 = by output dtype */
 } scase;
 
@@ -151,6 +152,8 @@ static void run_case(const scase *g)
     set_knob("FK_SMALL_CS", g->cs);
     if (g->no_pdl)
         setenv("FK_SMALL_PDL", "0", 1);
+    if (g->no_rot)
+        setenv("FK_SMALL_ROT", "0", 1);
     unsigned char *D = malloc(dbytes), *D2 = malloc(dbytes);
     float amax = 0.0f, amax2 = -1.0f;
     for (int rep = 0; rep < 2; rep++) {
@@ -170,6 +173,7 @@ static void run_case(const scase *g)
     set_knob("FK_SMALL_MC", 0);
     set_knob("FK_SMALL_CS", 0);
     unsetenv("FK_SMALL_PDL");
+    unsetenv("FK_SMALL_ROT");
     fp8kit_ctx_destroy(gctx);
     CHECK(memcmp(D, D2, dbytes) == 0 && memcmp(&amax, &amax2, 4) == 0, "%s: two runs differ (not deterministic)",
           g->name);
@@ -329,6 +333,8 @@ int main(void)
     g = base("mc 2 fp8 scaled gelu_erf", 70, 640, 1024); g.mc = 2; g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_SCALED;
     g.act = FP8KIT_ACT_GELU_ERF; g.bias = FP8KIT_BIAS_COL; g.beta = 0.5f; g.ct = FP8KIT_BF16; run_case(&g);
     g = base("no PDL split 2", 40, 900, 1024); g.split = 2; g.no_pdl = 1; run_case(&g);
+    g = base("no K rotation mc 2", 64, 1000, 1168); g.r = 56; g.mc = 2; g.no_rot = 1; run_case(&g);
+    g = base("K rotation split 4 K 1040", 128, 1100, 1040); g.r = 24; g.split = 4; run_case(&g);
     /* odd K-block counts per cluster member */
     g = base("R 56 split 2 K 1040", 64, 1500, 1040); g.r = 56; g.split = 2; run_case(&g);
     g = base("R 16 K 2064", 5, 900, 2064); g.r = 16; g.sb = FP8KIT_SCALE_ROW; run_case(&g);

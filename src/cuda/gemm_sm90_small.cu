@@ -28,6 +28,7 @@
  * Block scaling stays on the general kernel. */
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/backend.h"
@@ -50,6 +51,7 @@ struct fk_small_params {
     int stages;   /* ring depth */
     int kb_total; /* ceil(K / 128) */
     int pf;       /* K blocks of B prefetched into L2 before the previous grid ends (PDL) */
+    int rot;      /* 1: each cluster starts its K range at its own offset (A's reads spread over L2) */
 };
 
 /* ------------------------------------------------ PTX wrappers (cluster) */
@@ -87,10 +89,13 @@ static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
     return v;
 }
 
-/* Arrival on an mbarrier of another CTA of the cluster (address from mapa). */
+/* Arrival on an mbarrier of another CTA of the cluster (address from mapa),
+ * default (.release.cta) semantics: it only orders this thread's finished
+ * reads of the stage (measured: .release.cluster here doubled the kernel
+ * time, a cluster-scope fence per K block and warp). */
 static __device__ __forceinline__ void fk_mbar_arrive_cluster(uint32_t addr)
 {
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(addr) : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(addr) : "memory");
 }
 
 /* Programmatic dependent launch: wait until the grids this one depends on
@@ -226,6 +231,13 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     const int n0 = ((int)blockIdx.x / csize * mc + j) * q.r;
     const int kb0 = (int)((long long)sr * q.kb_total / split);
     const int kb1 = (int)((long long)(sr + 1) * q.kb_total / split);
+    const int nk = kb1 - kb0;
+    /* K blocks run kb0 + (i + kr) % nk, i = 0..nk-1: with rot, the clusters
+     * start spread evenly over the range, so that at any time they read
+     * different K blocks of A (all CTAs on the same lines of A at once
+     * queue on a few L2 slices); the A sharers of a cluster use the same
+     * order, and the order depends on the plan only (deterministic) */
+    const int kr = q.rot ? (int)((long long)(blockIdx.x / csize) * nk / ((gridDim.x + csize - 1) / csize)) % nk : 0;
     if (threadIdx.x == 0) {
         fk_grid_dep_launch(); /* the next grid may take SMs as they free up */
         for (int s = 0; s < q.stages; s++) {
@@ -248,16 +260,18 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
             /* before the wait only L2 is warmed with B's first K blocks: L2
              * is the device's point of coherence, so a write of the
              * previous grid to B still lands before our loads read it */
-            const int pf_end = min(kb1, kb0 + q.pf);
-            for (int kb = kb0; kb < pf_end; kb++)
+            const int npf = min(nk, q.pf);
+            for (int i = 0; i < npf; i++) {
+                const int kb = kb0 + (i + kr < nk ? i + kr : i + kr - nk);
                 fk_tma_prefetch_l2(&tb, kb * FK_GEMM_BK, n0);
+            }
             fk_grid_dep_wait();
             const uint64_t pol_b = fk_l2_policy(true), pol_a = fk_l2_policy(false);
             const int arows = NT / mc; /* rows of A this CTA loads for the sharers */
             const uint16_t amask = (uint16_t)(mc > 1 ? (1u << sr) | (1u << (split + sr)) : 0u);
             int stage = 0;
             uint32_t phase = 0;
-            for (int kb = kb0; kb < kb1; kb++) {
+            for (int i = 0, kb = kb0 + kr; i < nk; i++, kb = kb + 1 == kb1 ? kb0 : kb + 1) {
                 fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
                 const uint32_t full = full0 + 8 * stage;
                 fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NT * 128u);
@@ -288,7 +302,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
             const uint32_t peer = (uint32_t)((j ^ 1) * split + sr);
             int stage = 0;
             uint32_t phase = 0;
-            for (int kb = kb0; kb < kb1; kb++) {
+            for (int i = 0; i < nk; i++) {
                 fk_mbar_wait(full0 + 8 * stage, phase);
                 const uint32_t a_base = sb0 + stage * bslot + (CS ? 0 : wg * 64 * 128);
                 const uint32_t b_base = sa0 + stage * aslot + (CS ? wg * NW * 128 : 0);
@@ -434,9 +448,10 @@ typedef struct fk_small_shape {
 
 /* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
  * kernel), calibrated on the H100 sweeps of docs/perf-gemm.md ("Small M"):
- * per 128-deep K block R x 128 bytes of B from HBM plus A's min(M, NT) x
- * 128 bytes from L2 weighted 0.06 (halved by multicast over 2 bands), or
- * the MMA time when larger (one K block of 4 wgmma m64nNk32 plus the fp32
+ * per 128-deep K block the larger of R x 128 bytes of B from HBM, half of
+ * all bytes through L2 (B plus A's min(M, NT) x 128, halved by multicast
+ * over 2 bands: 64x7168x7168 streams 12% slower than 1x7168x7168 without
+ * it), and the MMA time (one K block of 4 wgmma m64nNk32 plus the fp32
  * promotion takes as long as streaming ~62.5 x N bytes per warpgroup in
  * turn; the column split runs two of half N side by side, ~1.3x one); a
  * cluster reduction costs about 1.5 us (34 KB), the multicast cluster's
@@ -448,9 +463,10 @@ static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_s
     const int64_t clusters = (bands + c.mc - 1) / c.mc;
     const int64_t waves = (clusters + slots - 1) / slots;
     const int bw = c.r > 64 ? 2 : 1;
-    const double mem = (double)c.r * 128.0 + 0.06 * (double)(m < nt ? m : nt) * 128.0 / c.mc;
+    const double hbm = (double)c.r * 128.0;
+    const double l2 = 0.5 * (hbm + (double)(m < nt ? m : nt) * 128.0 / c.mc);
     const double mma = c.cs ? 62.5 * 0.5 * nt * 1.3 : 62.5 * (double)nt * (double)bw;
-    const double per_kb = mem > mma ? mem : mma;
+    const double per_kb = hbm > l2 ? (hbm > mma ? hbm : mma) : (l2 > mma ? l2 : mma);
     const int64_t kc = (kb + c.split - 1) / c.split;
     return (double)waves * ((double)kc * per_kb + (c.split > 1 ? 34000.0 : 0.0) + (c.mc > 1 ? 2000.0 : 0.0) + 8000.0);
 }
@@ -582,6 +598,10 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC / FK_SMALL_CS do not fit this shape");
     if (c.cs && vi[1] < 0)
         FK_SMALL_DECLINE("no column-split kernel variant");
+    if (fk_small_env("FK_SMALL_DEBUG", 0))
+        fprintf(stderr, "fk small plan %lldx%lldx%lld: clusters of 1/2/4/8 fit %lld/%lld/%lld/%lld; R %d split %d mc %d cs %d\n",
+                (long long)job->m, (long long)job->n, (long long)job->k, (long long)slots[0], (long long)slots[1],
+                (long long)slots[2], (long long)slots[3], c.r, c.split, c.mc, c.cs);
     fk_small_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.tag = FK_SMALL_TAG;
@@ -608,6 +628,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
     const int fpf = fk_small_env("FK_SMALL_PF", -1);
     cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
+    cfg.q.rot = fk_small_env("FK_SMALL_ROT", 1) != 0;
     /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
     if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
         FK_SMALL_DECLINE("shared memory layout does not fit");
