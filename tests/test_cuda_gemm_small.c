@@ -43,7 +43,8 @@ typedef struct scase {
     int r, split; /* FK_SMALL_R / FK_SMALL_SPLIT, 0 = planner's choice */
     int mc, cs;   /* FK_SMALL_MC / FK_SMALL_CS (cs -1: off), 0 = planner's choice */
     int no_pdl;   /* FK_SMALL_PDL=0 */
-    int no_rot;   /* FK_SMALL_ROT=0: every cluster runs its K range from the start */
+    int rot;      /* FK_SMALL_ROT=1: each cluster starts its K range at its own offset */
+    const char *xk, *xv; /* one more knob (FK_SMALL_BPOL, FK_SMALL_BPROMO, FK_SMALL_PF) and its value */
     double bound; /* 0 = by output dtype */
 } scase;
 
@@ -152,8 +153,10 @@ static void run_case(const scase *g)
     set_knob("FK_SMALL_CS", g->cs);
     if (g->no_pdl)
         setenv("FK_SMALL_PDL", "0", 1);
-    if (g->no_rot)
-        setenv("FK_SMALL_ROT", "0", 1);
+    if (g->rot)
+        setenv("FK_SMALL_ROT", "1", 1);
+    if (g->xk)
+        setenv(g->xk, g->xv, 1);
     unsigned char *D = malloc(dbytes), *D2 = malloc(dbytes);
     float amax = 0.0f, amax2 = -1.0f;
     for (int rep = 0; rep < 2; rep++) {
@@ -174,6 +177,8 @@ static void run_case(const scase *g)
     set_knob("FK_SMALL_CS", 0);
     unsetenv("FK_SMALL_PDL");
     unsetenv("FK_SMALL_ROT");
+    if (g->xk)
+        unsetenv(g->xk);
     fp8kit_ctx_destroy(gctx);
     CHECK(memcmp(D, D2, dbytes) == 0 && memcmp(&amax, &amax2, 4) == 0, "%s: two runs differ (not deterministic)",
           g->name);
@@ -333,8 +338,12 @@ int main(void)
     g = base("mc 2 fp8 scaled gelu_erf", 70, 640, 1024); g.mc = 2; g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_SCALED;
     g.act = FP8KIT_ACT_GELU_ERF; g.bias = FP8KIT_BIAS_COL; g.beta = 0.5f; g.ct = FP8KIT_BF16; run_case(&g);
     g = base("no PDL split 2", 40, 900, 1024); g.split = 2; g.no_pdl = 1; run_case(&g);
-    g = base("no K rotation mc 2", 64, 1000, 1168); g.r = 56; g.mc = 2; g.no_rot = 1; run_case(&g);
-    g = base("K rotation split 4 K 1040", 128, 1100, 1040); g.r = 24; g.split = 4; run_case(&g);
+    g = base("K rotation mc 2", 64, 1000, 1168); g.r = 56; g.mc = 2; g.rot = 1; run_case(&g);
+    g = base("K rotation split 4 K 1040", 128, 1100, 1040); g.r = 24; g.split = 4; g.rot = 1; run_case(&g);
+    g = base("B without L2 hint", 20, 900, 1024); g.xk = "FK_SMALL_BPOL"; g.xv = "1"; run_case(&g);
+    g = base("B promotion none", 48, 700, 768); g.xk = "FK_SMALL_BPROMO"; g.xv = "0"; g.split = 2; run_case(&g);
+    g = base("B promotion 128 B", 1, 1500, 2048); g.xk = "FK_SMALL_BPROMO"; g.xv = "2"; run_case(&g);
+    g = base("prefetch 40 K blocks", 8, 1200, 4096); g.xk = "FK_SMALL_PF"; g.xv = "40"; run_case(&g);
     /* odd K-block counts per cluster member */
     g = base("R 56 split 2 K 1040", 64, 1500, 1040); g.r = 56; g.split = 2; run_case(&g);
     g = base("R 16 K 2064", 5, 900, 2064); g.r = 16; g.sb = FP8KIT_SCALE_ROW; run_case(&g);

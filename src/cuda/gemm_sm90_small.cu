@@ -51,8 +51,12 @@ struct fk_small_params {
     int stages;   /* ring depth */
     int kb_total; /* ceil(K / 128) */
     int pf;       /* K blocks of B prefetched into L2 before the previous grid ends (PDL) */
-    int rot;      /* 1: each cluster starts its K range at its own offset (A's reads spread over L2) */
+    int flags;    /* FK_SMALL_ROT: each cluster starts its K range at its own offset (A's
+                   * reads spread over L2); FK_SMALL_BNOHINT: B loads without the
+                   * evict-first L2 hint */
 };
+#define FK_SMALL_ROT 1
+#define FK_SMALL_BNOHINT 2
 
 /* ------------------------------------------------ PTX wrappers (cluster) */
 #ifdef FK_SM90_DEVICE
@@ -237,7 +241,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
      * different K blocks of A (all CTAs on the same lines of A at once
      * queue on a few L2 slices); the A sharers of a cluster use the same
      * order, and the order depends on the plan only (deterministic) */
-    const int kr = q.rot ? (int)((long long)(blockIdx.x / csize) * nk / ((gridDim.x + csize - 1) / csize)) % nk : 0;
+    const int kr = (q.flags & FK_SMALL_ROT) ? (int)((long long)(blockIdx.x / csize) * nk / ((gridDim.x + csize - 1) / csize)) % nk : 0;
     if (threadIdx.x == 0) {
         fk_grid_dep_launch(); /* the next grid may take SMs as they free up */
         for (int s = 0; s < q.stages; s++) {
@@ -275,7 +279,10 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
                 const uint32_t full = full0 + 8 * stage;
                 fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NT * 128u);
-                fk_tma_load_2d_hint(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0, pol_b);
+                if (q.flags & FK_SMALL_BNOHINT)
+                    fk_tma_load_2d(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0);
+                else
+                    fk_tma_load_2d_hint(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0, pol_b);
                 if (mc > 1)
                     fk_tma_load_2d_mc(sa0 + stage * aslot + (uint32_t)(j * arows * 128), &ta, full, kb * FK_GEMM_BK,
                                       j * arows, amask, pol_a);
@@ -430,7 +437,8 @@ struct fk_small_config {
     int32_t device;
     int32_t grid;
     int32_t smem;
-    int32_t pdl; /* launched with programmatic stream serialization */
+    int16_t pdl;    /* launched with programmatic stream serialization */
+    int16_t bpromo; /* B's tensor-map L2 promotion: 0 none, 1 64 B, 2 128 B, 3 256 B */
     fk_small_params q;
 };
 static_assert(sizeof(fk_small_config) <= FK_PLAN_CONFIG_BYTES, "small plan config too large");
@@ -447,14 +455,14 @@ typedef struct fk_small_shape {
 } fk_small_shape;
 
 /* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
- * kernel), calibrated on the H100 sweeps of docs/perf-gemm.md ("Small M"):
- * per 128-deep K block the larger of R x 128 bytes of B from HBM, half of
- * all bytes through L2 (B plus A's min(M, NT) x 128, halved by multicast
- * over 2 bands: 64x7168x7168 streams 12% slower than 1x7168x7168 without
- * it), and the MMA time (one K block of 4 wgmma m64nNk32 plus the fp32
- * promotion takes as long as streaming ~62.5 x N bytes per warpgroup in
- * turn; the column split runs two of half N side by side, ~1.3x one); a
- * cluster reduction costs about 1.5 us (34 KB), the multicast cluster's
+ * kernel), fitted to the H100 sweeps of docs/perf-gemm.md ("Small M",
+ * sessions 2 and 3): per 128-deep K block the larger of R x 128 bytes of B
+ * plus 0.11 x A's min(M, NT) x 128 bytes (halved by multicast; 64x7168x7168
+ * streams 11% slower than 1x7168x7168) and the MMA time (4 wgmma m64nNk32
+ * plus the fp32 promotion cost as much as streaming ~62.5 x N bytes per
+ * warpgroup in turn; the column split's two warpgroups of N = NT / 2 side
+ * by side ~2.2x one: 128x2112x7168 runs at ~0.45 us per K block with R 32);
+ * a cluster reduction costs about 1.5 us (34 KB), the multicast cluster's
  * start-up ~2 KB; one more wave repeats everything. slots: clusters of the
  * shape's size that fit at once. */
 static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c, int64_t slots)
@@ -463,20 +471,21 @@ static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_s
     const int64_t clusters = (bands + c.mc - 1) / c.mc;
     const int64_t waves = (clusters + slots - 1) / slots;
     const int bw = c.r > 64 ? 2 : 1;
-    const double hbm = (double)c.r * 128.0;
-    const double l2 = 0.5 * (hbm + (double)(m < nt ? m : nt) * 128.0 / c.mc);
-    const double mma = c.cs ? 62.5 * 0.5 * nt * 1.3 : 62.5 * (double)nt * (double)bw;
-    const double per_kb = hbm > l2 ? (hbm > mma ? hbm : mma) : (l2 > mma ? l2 : mma);
+    const double mem = (double)c.r * 128.0 + 0.11 * (double)(m < nt ? m : nt) * 128.0 / c.mc;
+    const double mma = c.cs ? 62.5 * 0.5 * nt * 2.2 : 62.5 * (double)nt * (double)bw;
+    const double per_kb = mem > mma ? mem : mma;
     const int64_t kc = (kb + c.split - 1) / c.split;
     return (double)waves * ((double)kc * per_kb + (c.split > 1 ? 34000.0 : 0.0) + (c.mc > 1 ? 2000.0 : 0.0) + 8000.0);
 }
 
 /* Band height, split, multicast and column split by the cost model (ties -
  * MMA-bound bands -: the first found, fewer splits). slots[i]: clusters of
- * 2^i CTAs that fit at once. Splits of 4 only when forced: on the H100 33
- * clusters of 4 did not run as one wave. fr / fs / fm / fc: FK_SMALL_R /
- * FK_SMALL_SPLIT / FK_SMALL_MC / FK_SMALL_CS (0 = free; FK_SMALL_CS=-1:
- * off). Returns 0 when nothing fits. */
+ * 2^i CTAs that fit at once. Splits of 4 and the A multicast only when
+ * forced (H100: 33 clusters of 4 did not run as one wave; multicast was
+ * 2-7% slower on every decode shape, docs/perf-gemm.md "Small M, session
+ * 3"). fr / fs / fm / fc: FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC /
+ * FK_SMALL_CS (0 = free; FK_SMALL_CS=-1: off). Returns 0 when nothing
+ * fits. */
 static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t slots[4], int fr, int fs, int fm,
                          int fc, fk_small_shape *out)
 {
@@ -487,7 +496,7 @@ static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t
         if (s > kb || (fs ? fs != s : s > 2))
             continue;
         for (int mc = 1; mc <= 2; mc++) {
-            if ((fm && fm != mc) || slots[i + mc - 1] < 1 || (mc > 1 && n <= 1))
+            if ((fm ? fm != mc : mc > 1) || slots[i + mc - 1] < 1 || (mc > 1 && n <= 1))
                 continue;
             for (int r = fr ? fr : 8; r <= (fr ? fr : 128); r += 8) {
                 if (r < 1 || r > 128)
@@ -628,13 +637,37 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
     const int fpf = fk_small_env("FK_SMALL_PF", -1);
     cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
-    cfg.q.rot = fk_small_env("FK_SMALL_ROT", 1) != 0;
+    cfg.q.flags = (fk_small_env("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
+                  (fk_small_env("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0);
+    const int promo = fk_small_env("FK_SMALL_BPROMO", 3);
+    cfg.bpromo = (int16_t)(promo >= 0 && promo <= 3 ? promo : 3);
     /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
     if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
         FK_SMALL_DECLINE("shared memory layout does not fit");
 #undef FK_SMALL_DECLINE
     memcpy(config, &cfg, sizeof cfg);
     return 1;
+}
+
+/* B's tensor map: N x K bytes, boxes of r rows x 128 bytes, 128-byte
+ * swizzle, L2 promotion by `promo` (fk_tma_map_2d_u8 with the promotion
+ * as a choice: 3 = 256 B, that function's fixed value). */
+static CUresult fk_small_map_b(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint64_t ld,
+                               uint32_t r, int promo)
+{
+    if (promo == 3)
+        return fk_tma_map_2d_u8(map, base, rows, cols, ld, FK_GEMM_BK, r);
+    fk_encode_tiled_fn fn = fk_tma_encode_fn();
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    static const CUtensorMapL2promotion pr[3] = {CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+                                                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B};
+    cuuint64_t dims[2] = {cols, rows};
+    cuuint64_t strides[1] = {ld};
+    cuuint32_t box[2] = {FK_GEMM_BK, r};
+    cuuint32_t estr[2] = {1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)base, dims, strides, box, estr,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, pr[promo], CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
@@ -668,15 +701,15 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
         const uint32_t abox = (uint32_t)(v->nt / cfg.q.mc);
         const uint64_t tkey[11] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
                                    (uint64_t)job->lda, (uint64_t)abox, (uint64_t)(uintptr_t)job->b,
-                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r, FK_GEMM_BK,
+                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r | (uint64_t)cfg.bpromo << 32, FK_GEMM_BK,
                                    (uint64_t)(int64_t)FK_SMALL_TAG};
         if (!fk_plan_memo_get(plan, tkey, 11, tmaps, sizeof tmaps)) {
             memset(tmaps, 0, sizeof tmaps);
             CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
                                           (uint64_t)job->lda, FK_GEMM_BK, abox);
             if (r == CUDA_SUCCESS)
-                r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
-                                     (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)cfg.q.r);
+                r = fk_small_map_b(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k, (uint64_t)job->ldb,
+                                   (uint32_t)cfg.q.r, cfg.bpromo);
             if (r != CUDA_SUCCESS) {
                 rs = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cuTensorMapEncodeTiled failed (%d)",
                              (int)r);
