@@ -48,10 +48,16 @@ for r in "${runs[@]}"; do
     sed -n '/small M:/,$p' "$OUT/extra_$label.log" | grep -v "^graph\|^small M"
 done
 if [ -n "${FK_NCU:-}" ]; then
-    stamp "ncu"
-    timeout 150 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-        -k regex:fk_small -c 1 $B/bench_gemm --small-only $FK_NCU >"$OUT/ncu.log" 2>&1
-    grep -E "Throughput|Duration|Bandwidth|Hit Rate|Stall|Busy|Warp Cycles" "$OUT/ncu.log" | head -40
+    # per-SM activity spread (tail imbalance) and DRAM use of the first
+    # kernel of ours and of cuBLASLt on the shape, clocks and caches as in
+    # a plain run
+    M=sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.avg,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,lts__t_sector_hit_rate.pct
+    for k in fk_small 'nvjet|xmma|cutlass'; do
+        stamp "ncu $k"
+        timeout 120 ncu --clock-control none --cache-control none --metrics $M -k "regex:$k" -c 1 \
+            $B/bench_gemm --small-only $FK_NCU >"$OUT/ncu_${k%%|*}.log" 2>&1
+        grep -E "^  [a-z_0-9]+<|^  [A-Za-z_].*\(|sm__|gpu__|dram__|lts__" "$OUT/ncu_${k%%|*}.log" | head -12
+    done
 fi
 grep -h "fk small plan" "$OUT"/*.log 2>/dev/null | sort -u | head -20
 (cd "$OUT" && tar czf logs.tgz --remove-files *.log extra_*.jsonl 2>/dev/null)
