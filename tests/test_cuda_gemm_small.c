@@ -5,6 +5,7 @@
  * every band height class and cluster split (FK_SMALL_R / FK_SMALL_SPLIT),
  * A multicast and the warpgroup column split (FK_SMALL_MC / FK_SMALL_CS),
  * launches with and without PDL, with and without the per-cluster K rotation,
+ * one or two accumulator sets, ring depths, B's L2 hint and promotion,
  * tensor/row/no scales, every fp8 type pair, alpha, beta*C, column/row bias,
  * every activation, bf16/f16/f32/e4m3/e5m2 outputs, OUTQ_SCALED with amax,
  * strided D. Every case runs twice and must give the same bits
@@ -44,7 +45,7 @@ typedef struct scase {
     int mc, cs;   /* FK_SMALL_MC / FK_SMALL_CS (cs -1: off), 0 = planner's choice */
     int no_pdl;   /* FK_SMALL_PDL=0 */
     int rot;      /* FK_SMALL_ROT=1: each cluster starts its K range at its own offset */
-    const char *xk, *xv; /* one more knob (FK_SMALL_BPOL, FK_SMALL_BPROMO, FK_SMALL_PF) and its value */
+    const char *xk, *xv; /* one more knob (FK_SMALL_BPOL, _BPROMO, _PF, _STAGES, _PP) and its value */
     double bound; /* 0 = by output dtype */
 } scase;
 
@@ -344,6 +345,16 @@ int main(void)
     g = base("B promotion none", 48, 700, 768); g.xk = "FK_SMALL_BPROMO"; g.xv = "0"; g.split = 2; run_case(&g);
     g = base("B promotion 128 B", 1, 1500, 2048); g.xk = "FK_SMALL_BPROMO"; g.xv = "2"; run_case(&g);
     g = base("prefetch 40 K blocks", 8, 1200, 4096); g.xk = "FK_SMALL_PF"; g.xv = "40"; run_case(&g);
+    g = base("B promotion 256 B", 64, 1000, 1024); g.xk = "FK_SMALL_BPROMO"; g.xv = "3"; run_case(&g);
+    g = base("16 stages", 32, 1300, 3072); g.xk = "FK_SMALL_STAGES"; g.xv = "16"; run_case(&g);
+    g = base("one accumulator set M 64", 64, 900, 1152); g.xk = "FK_SMALL_PP"; g.xv = "0"; run_case(&g);
+    g = base("one accumulator set split 2", 17, 800, 2048); g.xk = "FK_SMALL_PP"; g.xv = "0"; g.split = 2;
+    run_case(&g);
+    /* K blocks per CTA 1, 2, 3 (the two accumulator sets' odd and even tails) */
+    g = base("K 128 one K block", 40, 500, 128); run_case(&g);
+    g = base("K 256 two K blocks", 100, 600, 256); run_case(&g);
+    g = base("K 272 three K blocks f32", 3, 700, 272); f32(&g); run_case(&g);
+    g = base("split 2 K 384 (1 + 2 blocks)", 64, 500, 384); g.split = 2; g.r = 40; run_case(&g);
     /* odd K-block counts per cluster member */
     g = base("R 56 split 2 K 1040", 64, 1500, 1040); g.r = 56; g.split = 2; run_case(&g);
     g = base("R 16 K 2064", 5, 900, 2064); g.r = 16; g.sb = FP8KIT_SCALE_ROW; run_case(&g);

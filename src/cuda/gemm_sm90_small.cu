@@ -38,6 +38,7 @@
 #include "cuda/tma.cuh"
 
 #define FK_SMALL_MAXST 16       /* ring stages at most */
+#define FK_SMALL_DEPTH 8        /* ring stages by default (FK_SMALL_STAGES) */
 #define FK_SMALL_SMEM 232448    /* dynamic shared memory requested (227 KB) */
 #define FK_SMALL_THREADS 384
 
@@ -57,6 +58,7 @@ struct fk_small_params {
 };
 #define FK_SMALL_ROT 1
 #define FK_SMALL_BNOHINT 2
+#define FK_SMALL_NOPP 4 /* one accumulator set (N <= 64 use two by default) */
 
 /* ------------------------------------------------ PTX wrappers (cluster) */
 #ifdef FK_SM90_DEVICE
@@ -307,36 +309,99 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         if (wg < q.w) {
             /* the A sharer's empty barrier (same offset), for mc == 2 */
             const uint32_t peer = (uint32_t)((j ^ 1) * split + sr);
-            int stage = 0;
-            uint32_t phase = 0;
-            for (int i = 0; i < nk; i++) {
-                fk_mbar_wait(full0 + 8 * stage, phase);
-                const uint32_t a_base = sb0 + stage * bslot + (CS ? 0 : wg * 64 * 128);
-                const uint32_t b_base = sa0 + stage * aslot + (CS ? wg * NW * 128 : 0);
+            /* 4 wgmma of one K block into accumulator set d (zeroed by the first) */
+            auto issue = [&](float *d, int st) {
+                const uint32_t a_base = sb0 + st * bslot + (CS ? 0 : wg * 64 * 128);
+                const uint32_t b_base = sa0 + st * aslot + (CS ? wg * NW * 128 : 0);
 #pragma unroll
-                for (int i = 0; i < NACC; i++)
-                    fk_reg_fence(acc[i]);
+                for (int e = 0; e < NACC; e++)
+                    fk_reg_fence(d[e]);
                 fk_wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
-                    fk_small_mma<NW, WAB>(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
+                    fk_small_mma<NW, WAB>(d, fk_wgmma_desc_sw128(a_base + ks * 32),
                                           fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
                 fk_wgmma_commit();
 #pragma unroll
-                for (int i = 0; i < NACC; i++)
-                    fk_reg_fence(acc[i]);
-                fk_wgmma_wait<0>();
+                for (int e = 0; e < NACC; e++)
+                    fk_reg_fence(d[e]);
+            };
+            /* stage st read: free it (here and at the A sharer) */
+            auto release = [&](int st) {
                 if (lane == 0) {
-                    fk_mbar_arrive(empty0 + 8 * stage);
+                    fk_mbar_arrive(empty0 + 8 * st);
                     if (mc > 1)
-                        fk_mbar_arrive_cluster(fk_mapa(empty0 + 8 * stage, peer));
+                        fk_mbar_arrive_cluster(fk_mapa(empty0 + 8 * st, peer));
                 }
+            };
+            /* fp32 promotion, in K order */
+            auto promote = [&](const float *d) {
 #pragma unroll
-                for (int i = 0; i < NACC; i++)
-                    accf[i] = accf[i] + acc[i];
-                if (++stage == q.stages) {
-                    stage = 0;
-                    phase ^= 1u;
+                for (int e = 0; e < NACC; e++)
+                    accf[e] = accf[e] + d[e];
+            };
+            int stage = 0;
+            uint32_t phase = 0;
+            if (NW <= 64 && !(q.flags & FK_SMALL_NOPP)) {
+                /* two accumulator sets: K block i's wgmma run while block
+                 * i - 1's finish and are promoted; unrolled by two so that
+                 * each set is named statically (ptxas serializes wgmma
+                 * whose accumulators it cannot track) */
+                float acc2[NACC];
+                auto next = [&]() {
+                    if (++stage == q.stages) {
+                        stage = 0;
+                        phase ^= 1u;
+                    }
+                };
+                fk_mbar_wait(full0 + 8 * stage, phase);
+                issue(acc, stage); /* block 0 */
+                int pst = stage;
+                next();
+                int i = 1;
+                for (; i + 1 < nk; i += 2) {
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc2, stage); /* block i */
+                    fk_wgmma_wait<1>();
+                    release(pst);
+                    promote(acc); /* block i - 1 */
+                    pst = stage;
+                    next();
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc, stage); /* block i + 1 */
+                    fk_wgmma_wait<1>();
+                    release(pst);
+                    promote(acc2); /* block i */
+                    pst = stage;
+                    next();
+                }
+                if (i < nk) { /* the last block, i = nk - 1, into acc2 */
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc2, stage);
+                    fk_wgmma_wait<1>();
+                    release(pst);
+                    promote(acc);
+                    pst = stage;
+                    next();
+                    fk_wgmma_wait<0>();
+                    release(pst);
+                    promote(acc2);
+                } else {
+                    fk_wgmma_wait<0>();
+                    release(pst);
+                    promote(acc);
+                }
+            } else {
+                for (int i = 0; i < nk; i++) {
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc, stage);
+                    fk_wgmma_wait<0>();
+                    release(stage);
+                    promote(acc);
+                    if (++stage == q.stages) {
+                        stage = 0;
+                        phase ^= 1u;
+                    }
                 }
             }
         }
@@ -631,16 +696,22 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.kb_total = (int)kb;
     const int slot = cfg.q.bw * 64 * 128 + nt * 128;
     int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST) / slot;
-    const int fst = fk_small_env("FK_SMALL_STAGES", 0); /* experiments */
+    /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
+     * prefetch) streamed B slower on the H100 (1x7168x7168: 21.2 us with
+     * 8 stages, 21.8 with 16) */
+    const int fst = fk_small_env("FK_SMALL_STAGES", FK_SMALL_DEPTH);
     if (fst > 0 && fst < stages)
         stages = fst;
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
     const int fpf = fk_small_env("FK_SMALL_PF", -1);
     cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
     cfg.q.flags = (fk_small_env("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
-                  (fk_small_env("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0);
-    const int promo = fk_small_env("FK_SMALL_BPROMO", 3);
-    cfg.bpromo = (int16_t)(promo >= 0 && promo <= 3 ? promo : 3);
+                  (fk_small_env("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0) |
+                  (fk_small_env("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP);
+    /* 128-byte L2 promotion of B's rows (the box width): 256 B was 2-3%
+     * slower (the second half lands in L2 long before its K block) */
+    const int promo = fk_small_env("FK_SMALL_BPROMO", 2);
+    cfg.bpromo = (int16_t)(promo >= 0 && promo <= 3 ? promo : 2);
     /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
     if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
         FK_SMALL_DECLINE("shared memory layout does not fit");
