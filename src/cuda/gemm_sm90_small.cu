@@ -1,30 +1,33 @@
 /* gemm_sm90_small.cu - the small-M (decode, M <= 128) Hopper fp8 GEMM.
  *
  * A and B are swapped: rows of B fill the 64-row side of wgmma, the M rows of
- * A its N side (NW = 32, 64 or 128 columns, zero-filled past M by TMA), so
- * the kernel computes tiles of D^T. Each CTA owns a band of R rows of B
- * (R = 1..128; the planner picks multiples of 8, so that every SM streams
- * about the same number of bytes: 7168 rows over 132 SMs are bands of 56);
- * when the bands alone leave SMs idle or would be too narrow (A is re-read
- * from L2 per band), the K range of a band is split over the `split` CTAs of
- * a thread-block cluster (1, 2 or 4). Their fp32 partial sums meet in
- * shared memory and are added through distributed shared memory in rank
- * order, so the result is deterministic and no workspace is needed.
+ * A its N side (NT = 32, 64 or 128 rows of A per stage, zero-filled past M by
+ * TMA), so the kernel computes tiles of D^T. Each CTA owns a band of R rows
+ * of B (R = 1..128; the planner picks multiples of 8 by a cost model); the K
+ * range of a band may be split over the `split` CTAs of a thread-block
+ * cluster (1, 2 or 4), whose fp32 partial sums meet in shared memory and are
+ * added through distributed shared memory in rank order (deterministic, no
+ * workspace). Optionally (FK_SMALL_MC=2) two bands share A's loads by TMA
+ * multicast inside the cluster.
  *
  * CTA: 384 threads. Warpgroup 2 is the producer (one thread issues the TMA
- * loads of the band's B box (R x 128 bytes) and A's box (NW x 128 bytes) per
- * K block into a ring of shared-memory stages, full/empty mbarriers).
- * Warpgroups 0 and 1 consume: warpgroup w multiplies rows 64 w .. 64 w + 63
- * of the band (warpgroup 1 idles in the main loop when R <= 64), promoting
- * the wgmma accumulators into fp32 every 128 of K (precise accumulation).
- * After the main loop both write their accumulators transposed into the
- * (now free) ring as an M x R fp32 tile; then the 256 consumer threads -
- * with split > 1 each CTA a 1/split share of the tile, reading every
- * cluster member's tile - add the partials and run the fused epilogue
- * (epilogue.cuh's per-element functions: tensor/row scales - A's row scale
- * is per row of D, i.e. per column of the wgmma tile -, alpha, beta*C,
- * bias, activation, output cast, OUTQ_SCALED with amax), 4 adjacent
- * columns of one row of D per thread, coalesced.
+ * loads of the band's B box (R x 128 bytes) and A's box per 128-deep K
+ * block into a ring of shared-memory stages, full/empty mbarriers).
+ * Warpgroups 0 and 1 consume: either each multiplies one 64-row group of
+ * the band (R > 64), or - column split, M > 32 and R <= 64 - each takes
+ * half of A's rows; with wgmma N <= 64 a consumer keeps two accumulator
+ * sets so that K block i's wgmma overlap block i - 1's fp32 promotion
+ * (every 128 of K: precise accumulation). After the main loop the
+ * accumulators go transposed into the (now free) ring as an M x R fp32
+ * tile; then the 256 consumer threads - with split > 1 each CTA a 1/split
+ * share of the tile, reading every split peer's tile - add the partials
+ * and run the fused epilogue (epilogue.cuh's per-element functions:
+ * tensor/row scales - A's row scale is per row of D -, alpha, beta*C, bias,
+ * activation, output cast, OUTQ_SCALED with amax), 4 adjacent columns of
+ * one row of D per thread, coalesced.
+ * Launched with programmatic dependent launch: the CTAs of the next call
+ * start as SMs free up, prefetch their first K blocks of B into L2 and
+ * wait (griddepcontrol.wait) before any other global access.
  * Block scaling stays on the general kernel. */
 #include <cuda.h>
 #include <cuda_runtime.h>
