@@ -12,7 +12,8 @@
  * Usage: bench_gemm [--quick] [--reps N] [--json FILE] [--date D] [--commit C]
  *        [--small | --small-only | --small-sweep]: the M <= 128 section (small-M
  *        kernel, general kernel, cuBLASLt, copy-bandwidth roofline)
- *        [--shapes MxNxK,...] [--modes tensor,tensor_fast,row,block,bias_gelu] [--tag T]
+ *        [--shapes MxNxK,...] (also filters the small-M section)
+ *        [--modes tensor,tensor_fast,row,block,bias_gelu] [--tag T]
  * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
 #include <math.h>
 #include <stdio.h>
@@ -324,7 +325,7 @@ static float graph_time(bench_env *be, cudaStream_t st, rot_arg *ra, int calls)
  * dirty lines whose write-back overlaps the call). --small-sweep adds every
  * band height / split the planner could pick (FK_SMALL_R / FK_SMALL_SPLIT). */
 static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FILE *jf, const char *date,
-                            const char *commit, int sweep)
+                            const char *commit, int sweep, const char *only_shapes, const char *tag)
 {
     static const shape sh[] = {{1, 7168, 7168},   {16, 7168, 7168},  {32, 7168, 7168},
                                {64, 7168, 7168},  {128, 2112, 7168}, {128, 7168, 16384}};
@@ -363,6 +364,8 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
         const shape s = sh[si];
         char shp[64];
         snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
+        if (only_shapes && !list_has(only_shapes, shp))
+            continue;
         const double roof_us = (double)s.n * (double)s.k / (bw * 1e12) * 1e6;
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
         const size_t bbytes = (size_t)(s.n * s.k);
@@ -436,53 +439,60 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                         "\"copy_tbps\": %.3f, \"roofline_us\": %.2f, \"roofline_frac\": %.3f, "
                         "\"peer_roofline_frac\": %.3f, \"flush_ours_us\": %.2f, \"flush_general_us\": %.2f, "
                         "\"flush_peer_us\": %.2f, \"rel_diff_vs_peer\": %.2e, \"device\": \"%s\", \"date\": \"%s\", "
-                        "\"commit\": \"%s\"}\n",
+                        "\"commit\": \"%s\"%s%s%s}\n",
                         mode_name[mode], shp, t[0][0] > 0 ? flops / us / 1e6 : 0, peer > 0 ? flops / pus / 1e6 : 0,
                         mode_name[mode], ratio, nrot, us, pus, gus, bw, roof_us, fr, fp, t[0][1] * 1e3,
-                        t[1][1] * 1e3, peer_fl * 1e3, rel, prop->name, date, commit);
+                        t[1][1] * 1e3, peer_fl * 1e3, rel, prop->name, date, commit, *tag ? ", \"tag\": \"" : "", tag,
+                        *tag ? "\"" : "");
         }
         if (!sweep)
             continue;
-        /* (R, split) the planner considers, tensor mode, graph timing */
+        /* (R, split, multicast) the planner considers, tensor mode, graph
+         * timing: band heights near one full wave */
         for (int sp = 1; sp <= 4; sp *= 2) {
-            printf("  sweep %s split %d:", shp, sp);
-            const int odd = (int)((s.n + 132 / sp - 1) / (132 / sp)); /* the band of exactly one wave */
-            for (int ri = 0; ri <= 8; ri++) {
-                const int rr = ri < 8 ? 16 * (ri + 1) : odd;
-                if (ri == 8 && (odd % 16 == 0 || odd > 128))
-                    continue;
-                const int64_t bands = (s.n + rr - 1) / rr;
-                if (bands * sp > 2 * 132 || bands * sp < 64)
-                    continue;
-                char b1[16], b2[16];
-                snprintf(b1, sizeof b1, "%d", rr);
-                snprintf(b2, sizeof b2, "%d", sp);
-                setenv("FK_GEMM_SMALL", "2", 1);
-                setenv("FK_SMALL_R", b1, 1);
-                setenv("FK_SMALL_SPLIT", b2, 1);
-                fk_call fc;
-                memset(&fc, 0, sizeof fc);
-                fc.desc.scale_a = fc.desc.scale_b = FP8KIT_SCALE_TENSOR;
-                fc.args.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, s.m, s.k, s.k);
-                fc.args.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, s.n, s.k, s.k);
-                int64_t one = 1;
-                fc.args.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
-                fc.args.scale_b = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
-                fc.args.alpha = 1.0f;
-                fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
-                float tt = -1.0f;
-                if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK) {
-                    rot_arg ra = {&fc, NULL, bcopy, nrot};
-                    tt = graph_time(be, st, &ra, calls);
-                    fp8kit_ctx_destroy(fc.ctx);
+            for (int mc = 1; mc <= 2 && sp * mc <= 4; mc++) {
+                printf("  sweep %s split %d mc %d:", shp, sp, mc);
+                const int odd = (int)((s.n + 132 / sp - 1) / (132 / sp)); /* the band of exactly one wave */
+                for (int ri = 0; ri <= 16; ri++) {
+                    const int rr = ri < 16 ? 8 * (ri + 1) : odd;
+                    if (ri == 16 && (odd % 8 == 0 || odd > 128))
+                        continue;
+                    const int64_t bands = (s.n + rr - 1) / rr;
+                    if (bands * sp > 132 || bands * sp < 80)
+                        continue;
+                    char b1[16], b2[16], b3[16];
+                    snprintf(b1, sizeof b1, "%d", rr);
+                    snprintf(b2, sizeof b2, "%d", sp);
+                    snprintf(b3, sizeof b3, "%d", mc);
+                    setenv("FK_GEMM_SMALL", "2", 1);
+                    setenv("FK_SMALL_R", b1, 1);
+                    setenv("FK_SMALL_SPLIT", b2, 1);
+                    setenv("FK_SMALL_MC", b3, 1);
+                    fk_call fc;
+                    memset(&fc, 0, sizeof fc);
+                    fc.desc.scale_a = fc.desc.scale_b = FP8KIT_SCALE_TENSOR;
+                    fc.args.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, s.m, s.k, s.k);
+                    fc.args.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, s.n, s.k, s.k);
+                    int64_t one = 1;
+                    fc.args.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
+                    fc.args.scale_b = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
+                    fc.args.alpha = 1.0f;
+                    fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
+                    float tt = -1.0f;
+                    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK) {
+                        rot_arg ra = {&fc, NULL, bcopy, nrot};
+                        tt = graph_time(be, st, &ra, calls);
+                        fp8kit_ctx_destroy(fc.ctx);
+                    }
+                    printf(" R%d %.1f", rr, tt * 1e3);
+                    unsetenv("FK_GEMM_SMALL");
+                    unsetenv("FK_SMALL_R");
+                    unsetenv("FK_SMALL_SPLIT");
+                    unsetenv("FK_SMALL_MC");
                 }
-                printf(" R%d %.1f", rr, tt * 1e3);
-                unsetenv("FK_GEMM_SMALL");
-                unsetenv("FK_SMALL_R");
-                unsetenv("FK_SMALL_SPLIT");
+                printf("\n");
+                fflush(stdout);
             }
-            printf("\n");
-            fflush(stdout);
         }
     }
     CK(cudaStreamDestroy(st));
@@ -584,7 +594,7 @@ int main(int argc, char **argv)
     printf("%-11s %-20s %10s %10s %7s %9s %9s %s\n", "mode", "M x N x K", "ours us", "cublasLt", "ratio",
            "ours TF/s", "peer TF/s", "rel diff (ours vs cublasLt, bf16)");
     if (small_m)
-        small_m_section(&be, &prop, jf, date, commit, small_m == 3);
+        small_m_section(&be, &prop, jf, date, commit, small_m == 3, only_shapes, tag);
     for (int si = 0; si < nshapes && small_m < 2; si++) {
         const shape s = shapes[si];
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;

@@ -3,6 +3,9 @@
  * dequantized operands (SPEC section 3 bounds) and against the CPU backend:
  * M = 1..128 including odd values, odd N, K multiples of 16 up to 16384,
  * every band height class and cluster split (FK_SMALL_R / FK_SMALL_SPLIT),
+ * A multicast and the warpgroup column split (FK_SMALL_MC / FK_SMALL_CS),
+ * launches with and without PDL, with and without the per-cluster K rotation,
+ * one or two accumulator sets, ring depths, B's L2 hint and promotion,
  * tensor/row/no scales, every fp8 type pair, alpha, beta*C, column/row bias,
  * every activation, bf16/f16/f32/e4m3/e5m2 outputs, OUTQ_SCALED with amax,
  * strided D. Every case runs twice and must give the same bits
@@ -39,6 +42,10 @@ typedef struct scase {
     int heavy;
     int64_t ldd_pad;
     int r, split; /* FK_SMALL_R / FK_SMALL_SPLIT, 0 = planner's choice */
+    int mc, cs;   /* FK_SMALL_MC / FK_SMALL_CS (cs -1: off), 0 = planner's choice */
+    int no_pdl;   /* FK_SMALL_PDL=0 */
+    int rot;      /* FK_SMALL_ROT=1: each cluster starts its K range at its own offset */
+    const char *xk, *xv; /* one more knob (FK_SMALL_BPOL, _BPROMO, _PF, _STAGES, _PP) and its value */
     double bound; /* 0 = by output dtype */
 } scase;
 
@@ -143,6 +150,14 @@ static void run_case(const scase *g)
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &gctx), FP8KIT_OK);
     set_knob("FK_SMALL_R", g->r);
     set_knob("FK_SMALL_SPLIT", g->split);
+    set_knob("FK_SMALL_MC", g->mc);
+    set_knob("FK_SMALL_CS", g->cs);
+    if (g->no_pdl)
+        setenv("FK_SMALL_PDL", "0", 1);
+    if (g->rot)
+        setenv("FK_SMALL_ROT", "1", 1);
+    if (g->xk)
+        setenv(g->xk, g->xv, 1);
     unsigned char *D = malloc(dbytes), *D2 = malloc(dbytes);
     float amax = 0.0f, amax2 = -1.0f;
     for (int rep = 0; rep < 2; rep++) {
@@ -159,6 +174,12 @@ static void run_case(const scase *g)
     }
     set_knob("FK_SMALL_R", 0);
     set_knob("FK_SMALL_SPLIT", 0);
+    set_knob("FK_SMALL_MC", 0);
+    set_knob("FK_SMALL_CS", 0);
+    unsetenv("FK_SMALL_PDL");
+    unsetenv("FK_SMALL_ROT");
+    if (g->xk)
+        unsetenv(g->xk);
     fp8kit_ctx_destroy(gctx);
     CHECK(memcmp(D, D2, dbytes) == 0 && memcmp(&amax, &amax2, 4) == 0, "%s: two runs differ (not deterministic)",
           g->name);
@@ -212,8 +233,8 @@ static void run_case(const scase *g)
             for (size_t b = 0; b < ds; b++) pad_bad += D[(size_t)(m * ldd + n) * ds + b] != 0xFF;
     }
     const double rel = den > 0 ? sqrt(num / den) : sqrt(num), relc = den > 0 ? sqrt(numc / den) : sqrt(numc);
-    printf("  %-30s %4lldx%5lldx%5lld R %3d split %d  rel %.3e (vs cpu %.3e) bound %.0e\n", g->name, (long long)M,
-           (long long)N, (long long)K, g->r, g->split, rel, relc, bound);
+    printf("  %-30s %4lldx%5lldx%5lld R %3d split %d mc %d cs %2d  rel %.3e (vs cpu %.3e) bound %.0e\n", g->name,
+           (long long)M, (long long)N, (long long)K, g->r, g->split, g->mc, g->cs, rel, relc, bound);
     CHECK(rel <= bound, "%s: rel error %.3e > %.1e", g->name, rel, bound);
     CHECK(relc <= 2 * bound, "%s: differs from the CPU backend by %.3e", g->name, relc);
     CHECK(nan_bad == 0, "%s: %ld NaN outputs", g->name, nan_bad);
@@ -277,6 +298,10 @@ int main(void)
     g.sa = g.sb = FP8KIT_SCALE_ROW; g.bias = FP8KIT_BIAS_COL; run_case(&g);
     g = base("split 4 R 128 fp8 scaled", 100, 300, 2048); g.r = 128; g.split = 4;
     g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_SCALED; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+    g = base("mc 2 R 40 odd bands cs", 100, 500, 768); g.r = 40; g.mc = 2; g.cs = 1; run_case(&g);
+    g = base("mc 2 split 2 R 32 row scales", 128, 300, 1024); g.r = 32; g.split = 2; g.mc = 2;
+    g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
+    g = base("mc 2 M 5 no PDL", 5, 400, 512); g.mc = 2; g.no_pdl = 1; run_case(&g);
     if (small) {
         fp8kit_ctx_destroy(cctx);
         return fk_test_summary("test_cuda_gemm_small");
@@ -302,6 +327,34 @@ int main(void)
         g.r = rs[i][0]; g.split = rs[i][1];
         run_case(&g);
     }
+    /* A multicast over 2 bands (mc), column split of the two warpgroups
+     * (cs), clusters of up to 8, launches without PDL */
+    g = base("mc 2 R 56 M 64", 64, 1000, 1024); g.r = 56; g.mc = 2; run_case(&g);
+    g = base("mc 2 M 16 half box OOB", 16, 1200, 2048); g.mc = 2; g.r = 48; run_case(&g);
+    g = base("mc 2 split 2 M 128 cs", 128, 900, 2048); g.r = 32; g.split = 2; g.mc = 2; run_case(&g);
+    g = base("mc 2 split 4 M 33 cluster 8", 33, 600, 2048); g.r = 64; g.split = 4; g.mc = 2; run_case(&g);
+    g = base("mc 2 R 120 M 96", 96, 1000, 1536); g.r = 120; g.mc = 2; run_case(&g);
+    g = base("mc 1 cs off M 128 R 48", 128, 700, 1024); g.r = 48; g.mc = 1; g.cs = -1; run_case(&g);
+    g = base("cs M 64 R 24 split 2 f32", 64, 333, 1536); f32(&g); g.r = 24; g.split = 2; g.cs = 1; run_case(&g);
+    g = base("mc 2 fp8 scaled gelu_erf", 70, 640, 1024); g.mc = 2; g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_SCALED;
+    g.act = FP8KIT_ACT_GELU_ERF; g.bias = FP8KIT_BIAS_COL; g.beta = 0.5f; g.ct = FP8KIT_BF16; run_case(&g);
+    g = base("no PDL split 2", 40, 900, 1024); g.split = 2; g.no_pdl = 1; run_case(&g);
+    g = base("K rotation mc 2", 64, 1000, 1168); g.r = 56; g.mc = 2; g.rot = 1; run_case(&g);
+    g = base("K rotation split 4 K 1040", 128, 1100, 1040); g.r = 24; g.split = 4; g.rot = 1; run_case(&g);
+    g = base("B without L2 hint", 20, 900, 1024); g.xk = "FK_SMALL_BPOL"; g.xv = "1"; run_case(&g);
+    g = base("B promotion none", 48, 700, 768); g.xk = "FK_SMALL_BPROMO"; g.xv = "0"; g.split = 2; run_case(&g);
+    g = base("B promotion 128 B", 1, 1500, 2048); g.xk = "FK_SMALL_BPROMO"; g.xv = "2"; run_case(&g);
+    g = base("prefetch 40 K blocks", 8, 1200, 4096); g.xk = "FK_SMALL_PF"; g.xv = "40"; run_case(&g);
+    g = base("B promotion 256 B", 64, 1000, 1024); g.xk = "FK_SMALL_BPROMO"; g.xv = "3"; run_case(&g);
+    g = base("16 stages", 32, 1300, 3072); g.xk = "FK_SMALL_STAGES"; g.xv = "16"; run_case(&g);
+    g = base("one accumulator set M 64", 64, 900, 1152); g.xk = "FK_SMALL_PP"; g.xv = "0"; run_case(&g);
+    g = base("one accumulator set split 2", 17, 800, 2048); g.xk = "FK_SMALL_PP"; g.xv = "0"; g.split = 2;
+    run_case(&g);
+    /* K blocks per CTA 1, 2, 3 (the two accumulator sets' odd and even tails) */
+    g = base("K 128 one K block", 40, 500, 128); run_case(&g);
+    g = base("K 256 two K blocks", 100, 600, 256); run_case(&g);
+    g = base("K 272 three K blocks f32", 3, 700, 272); f32(&g); run_case(&g);
+    g = base("split 2 K 384 (1 + 2 blocks)", 64, 500, 384); g.split = 2; g.r = 40; run_case(&g);
     /* odd K-block counts per cluster member */
     g = base("R 56 split 2 K 1040", 64, 1500, 1040); g.r = 56; g.split = 2; run_case(&g);
     g = base("R 16 K 2064", 5, 900, 2064); g.r = 16; g.sb = FP8KIT_SCALE_ROW; run_case(&g);

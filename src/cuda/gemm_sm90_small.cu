@@ -1,33 +1,37 @@
 /* gemm_sm90_small.cu - the small-M (decode, M <= 128) Hopper fp8 GEMM.
  *
  * A and B are swapped: rows of B fill the 64-row side of wgmma, the M rows of
- * A its N side (NW = 32, 64 or 128 columns, zero-filled past M by TMA), so
- * the kernel computes tiles of D^T. Each CTA owns a band of R rows of B
- * (R = 1..128; the planner picks multiples of 8, so that every SM streams
- * about the same number of bytes: 7168 rows over 132 SMs are bands of 56);
- * when the bands alone leave SMs idle or would be too narrow (A is re-read
- * from L2 per band), the K range of a band is split over the `split` CTAs of
- * a thread-block cluster (1, 2 or 4). Their fp32 partial sums meet in
- * shared memory and are added through distributed shared memory in rank
- * order, so the result is deterministic and no workspace is needed.
+ * A its N side (NT = 32, 64 or 128 rows of A per stage, zero-filled past M by
+ * TMA), so the kernel computes tiles of D^T. Each CTA owns a band of R rows
+ * of B (R = 1..128; the planner picks multiples of 8 by a cost model); the K
+ * range of a band may be split over the `split` CTAs of a thread-block
+ * cluster (1, 2 or 4), whose fp32 partial sums meet in shared memory and are
+ * added through distributed shared memory in rank order (deterministic, no
+ * workspace). Optionally (FK_SMALL_MC=2) two bands share A's loads by TMA
+ * multicast inside the cluster.
  *
  * CTA: 384 threads. Warpgroup 2 is the producer (one thread issues the TMA
- * loads of the band's B box (R x 128 bytes) and A's box (NW x 128 bytes) per
- * K block into a ring of shared-memory stages, full/empty mbarriers).
- * Warpgroups 0 and 1 consume: warpgroup w multiplies rows 64 w .. 64 w + 63
- * of the band (warpgroup 1 idles in the main loop when R <= 64), promoting
- * the wgmma accumulators into fp32 every 128 of K (precise accumulation).
- * After the main loop both write their accumulators transposed into the
- * (now free) ring as an M x R fp32 tile; then the 256 consumer threads -
- * with split > 1 each CTA a 1/split share of the tile, reading every
- * cluster member's tile - add the partials and run the fused epilogue
- * (epilogue.cuh's per-element functions: tensor/row scales - A's row scale
- * is per row of D, i.e. per column of the wgmma tile -, alpha, beta*C,
- * bias, activation, output cast, OUTQ_SCALED with amax), 4 adjacent
- * columns of one row of D per thread, coalesced.
+ * loads of the band's B box (R x 128 bytes) and A's box per 128-deep K
+ * block into a ring of shared-memory stages, full/empty mbarriers).
+ * Warpgroups 0 and 1 consume: either each multiplies one 64-row group of
+ * the band (R > 64), or - column split, M > 32 and R <= 64 - each takes
+ * half of A's rows; with wgmma N <= 64 a consumer keeps two accumulator
+ * sets so that K block i's wgmma overlap block i - 1's fp32 promotion
+ * (every 128 of K: precise accumulation). After the main loop the
+ * accumulators go transposed into the (now free) ring as an M x R fp32
+ * tile; then the 256 consumer threads - with split > 1 each CTA a 1/split
+ * share of the tile, reading every split peer's tile - add the partials
+ * and run the fused epilogue (epilogue.cuh's per-element functions:
+ * tensor/row scales - A's row scale is per row of D -, alpha, beta*C, bias,
+ * activation, output cast, OUTQ_SCALED with amax), 4 adjacent columns of
+ * one row of D per thread, coalesced.
+ * Launched with programmatic dependent launch: the CTAs of the next call
+ * start as SMs free up, prefetch their first K blocks of B into L2 and
+ * wait (griddepcontrol.wait) before any other global access.
  * Block scaling stays on the general kernel. */
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/backend.h"
@@ -37,17 +41,27 @@
 #include "cuda/tma.cuh"
 
 #define FK_SMALL_MAXST 16       /* ring stages at most */
+#define FK_SMALL_DEPTH 8        /* ring stages by default (FK_SMALL_STAGES) */
 #define FK_SMALL_SMEM 232448    /* dynamic shared memory requested (227 KB) */
 #define FK_SMALL_THREADS 384
 
 /* What the kernel needs besides fk_gemm_params. */
 struct fk_small_params {
-    int r;        /* rows of B per band (1..128; the planner picks multiples of 8) */
-    int w;        /* warpgroups multiplying: 1 (r <= 64) or 2 */
-    int split;    /* CTAs per cluster sharing a band's K range */
+    int r;        /* rows of B per band (1..128) */
+    int bw;       /* 64-row groups of B per band: 1 (r <= 64) or 2 */
+    int w;        /* multiplying warpgroups: bw, or 2 with column split */
+    int split;    /* CTAs of a cluster sharing a band's K range */
+    int mc;       /* bands per cluster sharing A's loads by TMA multicast (1, 2) */
     int stages;   /* ring depth */
     int kb_total; /* ceil(K / 128) */
+    int pf;       /* K blocks of B prefetched into L2 before the previous grid ends (PDL) */
+    int flags;    /* FK_SMALL_ROT: each cluster starts its K range at its own offset (A's
+                   * reads spread over L2); FK_SMALL_BNOHINT: B loads without the
+                   * evict-first L2 hint */
 };
+#define FK_SMALL_ROT 1
+#define FK_SMALL_BNOHINT 2
+#define FK_SMALL_NOPP 4 /* one accumulator set (N <= 64 use two by default) */
 
 /* ------------------------------------------------ PTX wrappers (cluster) */
 #ifdef FK_SM90_DEVICE
@@ -82,6 +96,46 @@ static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
                  : "r"(addr)
                  : "memory");
     return v;
+}
+
+/* Arrival on an mbarrier of another CTA of the cluster (address from mapa),
+ * default (.release.cta) semantics: it only orders this thread's finished
+ * reads of the stage (measured: .release.cluster here doubled the kernel
+ * time, a cluster-scope fence per K block and warp). */
+static __device__ __forceinline__ void fk_mbar_arrive_cluster(uint32_t addr)
+{
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(addr) : "memory");
+}
+
+/* Programmatic dependent launch: wait until the grids this one depends on
+ * have completed and their writes are visible; let the next grid start. */
+static __device__ __forceinline__ void fk_grid_dep_wait(void)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+static __device__ __forceinline__ void fk_grid_dep_launch(void)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+/* Brings a 2-D box into L2 only (no shared memory, no completion). */
+static __device__ __forceinline__ void fk_tma_prefetch_l2(const void *tmap, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"((uint64_t)tmap),
+                 "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+/* fk_tma_load_2d with an L2 hint, into the same shared-memory offset (and
+ * counted on the mbarrier at the same offset) of every CTA in `mask`. */
+static __device__ __forceinline__ void fk_tma_load_2d_mc(uint32_t dst, const void *tmap, uint32_t bar, int c0,
+                                                         int c1, uint16_t mask, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(bar), "h"(mask), "l"(pol)
+                 : "memory");
 }
 
 /* L2 policies: B is streamed once (evict first), A is read by every CTA
@@ -162,48 +216,83 @@ static __device__ __forceinline__ void fk_small_out4(const fk_gemm_params &p, fl
 }
 #endif
 
-template <int NW, int WAB>
+/* NW: wgmma N of one warpgroup; CS: the two warpgroups split A's rows (2 NW
+ * of them) over one 64-row group of B, instead of taking one 64-row group
+ * of B each over all NW rows of A. */
+template <int NW, int WAB, bool CS>
 __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     fk_small_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                     const __grid_constant__ fk_gemm_params p, const __grid_constant__ fk_small_params q)
 {
 #ifdef FK_SM90_DEVICE
+    constexpr int NT = CS ? 2 * NW : NW; /* rows of A per stage */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t raw = fk_smem_addr(fk_smem);
     const uint32_t base = (raw + 1023u) & ~1023u;
     float *tile = (float *)(fk_smem + (base - raw)); /* M x R partial sums, after the main loop */
-    const uint32_t bslot = (uint32_t)q.w * 64u * 128u, aslot = NW * 128u;
+    const uint32_t bslot = (uint32_t)q.bw * 64u * 128u, aslot = NT * 128u;
     const uint32_t sb0 = base, sa0 = base + q.stages * bslot;
     const uint32_t full0 = sa0 + q.stages * aslot, empty0 = full0 + 8 * FK_SMALL_MAXST;
-    const int split = q.split;
-    const int rank = split > 1 ? (int)fk_cluster_rank() : 0;
-    const int n0 = (int)(blockIdx.x / split) * q.r;
-    const int kb0 = (int)((long long)rank * q.kb_total / split);
-    const int kb1 = (int)((long long)(rank + 1) * q.kb_total / split);
+    const int split = q.split, mc = q.mc, csize = split * mc;
+    /* cluster rank = band-in-cluster j * split + K-split rank sr */
+    const int rank = csize > 1 ? (int)fk_cluster_rank() : 0;
+    const int sr = rank % split, j = rank / split;
+    const int n0 = ((int)blockIdx.x / csize * mc + j) * q.r;
+    const int kb0 = (int)((long long)sr * q.kb_total / split);
+    const int kb1 = (int)((long long)(sr + 1) * q.kb_total / split);
+    const int nk = kb1 - kb0;
+    /* K blocks run kb0 + (i + kr) % nk, i = 0..nk-1: with rot, the clusters
+     * start spread evenly over the range, so that at any time they read
+     * different K blocks of A (all CTAs on the same lines of A at once
+     * queue on a few L2 slices); the A sharers of a cluster use the same
+     * order, and the order depends on the plan only (deterministic) */
+    const int kr = (q.flags & FK_SMALL_ROT) ? (int)((long long)(blockIdx.x / csize) * nk / ((gridDim.x + csize - 1) / csize)) % nk : 0;
     if (threadIdx.x == 0) {
+        fk_grid_dep_launch(); /* the next grid may take SMs as they free up */
         for (int s = 0; s < q.stages; s++) {
             fk_mbar_init(full0 + 8 * s, 1);
-            fk_mbar_init(empty0 + 8 * s, 4 * q.w); /* one arrival per multiplying warp */
+            fk_mbar_init(empty0 + 8 * s, 4 * q.w * mc); /* one arrival per multiplying warp of the A sharers */
         }
         fk_fence_mbar_init();
     }
-    __syncthreads();
+    if (mc > 1)
+        fk_cluster_sync(); /* the peer's barriers exist before multicasts and remote arrivals */
+    else
+        __syncthreads();
     const int wg = threadIdx.x >> 7;
-    const int stride = 64 * q.w + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
+    const int stride = 64 * q.bw + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256) {
             fk_tma_prefetch_desc(&ta);
             fk_tma_prefetch_desc(&tb);
+            /* before the wait only L2 is warmed with B's first K blocks: L2
+             * is the device's point of coherence, so a write of the
+             * previous grid to B still lands before our loads read it */
+            const int npf = min(nk, q.pf);
+            for (int i = 0; i < npf; i++) {
+                const int kb = kb0 + (i + kr < nk ? i + kr : i + kr - nk);
+                fk_tma_prefetch_l2(&tb, kb * FK_GEMM_BK, n0);
+            }
+            fk_grid_dep_wait();
             const uint64_t pol_b = fk_l2_policy(true), pol_a = fk_l2_policy(false);
+            const int arows = NT / mc; /* rows of A this CTA loads for the sharers */
+            const uint16_t amask = (uint16_t)(mc > 1 ? (1u << sr) | (1u << (split + sr)) : 0u);
             int stage = 0;
             uint32_t phase = 0;
-            for (int kb = kb0; kb < kb1; kb++) {
+            for (int i = 0, kb = kb0 + kr; i < nk; i++, kb = kb + 1 == kb1 ? kb0 : kb + 1) {
                 fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
                 const uint32_t full = full0 + 8 * stage;
-                fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NW * 128u);
-                fk_tma_load_2d_hint(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0, pol_b);
-                fk_tma_load_2d_hint(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0, pol_a);
+                fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NT * 128u);
+                if (q.flags & FK_SMALL_BNOHINT)
+                    fk_tma_load_2d(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0);
+                else
+                    fk_tma_load_2d_hint(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0, pol_b);
+                if (mc > 1)
+                    fk_tma_load_2d_mc(sa0 + stage * aslot + (uint32_t)(j * arows * 128), &ta, full, kb * FK_GEMM_BK,
+                                      j * arows, amask, pol_a);
+                else
+                    fk_tma_load_2d_hint(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0, pol_a);
                 if (++stage == q.stages) {
                     stage = 0;
                     phase ^= 1u;
@@ -213,6 +302,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         __syncwarp();
     } else {
         fk_setmaxnreg_inc<232>();
+        fk_grid_dep_wait(); /* the epilogue reads scales, C, bias and writes D */
         const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
         constexpr int NACC = NW / 2;
         float acc[NACC], accf[NACC];
@@ -220,64 +310,137 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         for (int i = 0; i < NACC; i++)
             accf[i] = 0.0f;
         if (wg < q.w) {
-            int stage = 0;
-            uint32_t phase = 0;
-            for (int kb = kb0; kb < kb1; kb++) {
-                fk_mbar_wait(full0 + 8 * stage, phase);
-                const uint32_t a_base = sb0 + stage * bslot + wg * 64 * 128;
-                const uint32_t b_base = sa0 + stage * aslot;
+            /* the A sharer's empty barrier (same offset), for mc == 2 */
+            const uint32_t peer = (uint32_t)((j ^ 1) * split + sr);
+            /* 4 wgmma of one K block into accumulator set d (zeroed by the first) */
+            auto issue = [&](float *d, int st) {
+                const uint32_t a_base = sb0 + st * bslot + (CS ? 0 : wg * 64 * 128);
+                const uint32_t b_base = sa0 + st * aslot + (CS ? wg * NW * 128 : 0);
 #pragma unroll
-                for (int i = 0; i < NACC; i++)
-                    fk_reg_fence(acc[i]);
+                for (int e = 0; e < NACC; e++)
+                    fk_reg_fence(d[e]);
                 fk_wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
-                    fk_small_mma<NW, WAB>(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
+                    fk_small_mma<NW, WAB>(d, fk_wgmma_desc_sw128(a_base + ks * 32),
                                           fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
                 fk_wgmma_commit();
 #pragma unroll
-                for (int i = 0; i < NACC; i++)
-                    fk_reg_fence(acc[i]);
-                fk_wgmma_wait<0>();
-                if (lane == 0)
-                    fk_mbar_arrive(empty0 + 8 * stage);
+                for (int e = 0; e < NACC; e++)
+                    fk_reg_fence(d[e]);
+            };
+            /* stage st read: free it (here and at the A sharer) */
+            auto release = [&](int st) {
+                if (lane == 0) {
+                    fk_mbar_arrive(empty0 + 8 * st);
+                    if (mc > 1)
+                        fk_mbar_arrive_cluster(fk_mapa(empty0 + 8 * st, peer));
+                }
+            };
+            /* fp32 promotion, in K order */
+            auto promote = [&](const float *d) {
 #pragma unroll
-                for (int i = 0; i < NACC; i++)
-                    accf[i] = accf[i] + acc[i];
-                if (++stage == q.stages) {
-                    stage = 0;
-                    phase ^= 1u;
+                for (int e = 0; e < NACC; e++)
+                    accf[e] = accf[e] + d[e];
+            };
+            int stage = 0;
+            uint32_t phase = 0;
+            if (NW <= 64 && !(q.flags & FK_SMALL_NOPP)) {
+                /* two accumulator sets: K block i's wgmma run while block
+                 * i - 1's finish and are promoted; unrolled by two so that
+                 * each set is named statically (ptxas serializes wgmma
+                 * whose accumulators it cannot track) */
+                float acc2[NACC];
+                auto next = [&]() {
+                    if (++stage == q.stages) {
+                        stage = 0;
+                        phase ^= 1u;
+                    }
+                };
+                fk_mbar_wait(full0 + 8 * stage, phase);
+                issue(acc, stage); /* block 0 */
+                int pst = stage;
+                next();
+                int i = 1;
+                for (; i + 1 < nk; i += 2) {
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc2, stage); /* block i */
+                    fk_wgmma_wait<1>();
+                    release(pst);
+                    promote(acc); /* block i - 1 */
+                    pst = stage;
+                    next();
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc, stage); /* block i + 1 */
+                    fk_wgmma_wait<1>();
+                    release(pst);
+                    promote(acc2); /* block i */
+                    pst = stage;
+                    next();
+                }
+                if (i < nk) { /* the last block, i = nk - 1, into acc2 */
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc2, stage);
+                    fk_wgmma_wait<1>();
+                    release(pst);
+                    promote(acc);
+                    pst = stage;
+                    next();
+                    fk_wgmma_wait<0>();
+                    release(pst);
+                    promote(acc2);
+                } else {
+                    fk_wgmma_wait<0>();
+                    release(pst);
+                    promote(acc);
+                }
+            } else {
+                for (int i = 0; i < nk; i++) {
+                    fk_mbar_wait(full0 + 8 * stage, phase);
+                    issue(acc, stage);
+                    fk_wgmma_wait<0>();
+                    release(stage);
+                    promote(acc);
+                    if (++stage == q.stages) {
+                        stage = 0;
+                        phase ^= 1u;
+                    }
                 }
             }
         }
-        /* both warpgroups are done with the ring: it becomes the M x R tile */
+        /* both warpgroups are done with the ring (every load into it has
+         * landed): it becomes the M x R tile */
         fk_named_bar_sync(1, 256);
         if (wg < q.w) {
             /* fragment: rows (of B) warp * 16 + lane / 4 + {0, 8}, columns (rows
              * of A) 8 j + 2 (lane % 4) + {0, 1}, value accf[4 j + 2 i + e] */
+            const int nb = CS ? 0 : wg * 64, mb = CS ? wg * NW : 0;
 #pragma unroll
-            for (int j = 0; j < NW / 8; j++) {
+            for (int jj = 0; jj < NW / 8; jj++) {
 #pragma unroll
                 for (int i = 0; i < 2; i++) {
-                    const int nl = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
-                    const int m = 8 * j + 2 * (lane & 3);
-                    tile[m * stride + nl] = accf[4 * j + 2 * i];
-                    tile[(m + 1) * stride + nl] = accf[4 * j + 2 * i + 1];
+                    const int nl = nb + warp * 16 + (lane >> 2) + 8 * i;
+                    const int m = mb + 8 * jj + 2 * (lane & 3);
+                    tile[m * stride + nl] = accf[4 * jj + 2 * i];
+                    tile[(m + 1) * stride + nl] = accf[4 * jj + 2 * i + 1];
                 }
             }
         }
     }
-    if (split > 1)
+    /* cluster: partial tiles visible to the split peers; the A sharer's
+     * remote arrivals on our barriers are done before anyone leaves */
+    if (csize > 1)
         fk_cluster_sync();
     else
         __syncthreads();
     if (wg < 2) {
-        /* items: (row m < M, 4 columns); CTA `rank` of the cluster takes a
-         * 1/split share and adds the split partials in rank order */
+        /* items: (row m < M, 4 columns); K-split rank sr takes a 1/split
+         * share and adds the split partials (ranks j * split + 0..split-1)
+         * in rank order */
         const int cols4 = (q.r + 3) >> 2;
         const int items = p.m * cols4;
-        const int i0 = (int)((long long)rank * items / split);
-        const int i1 = (int)((long long)(rank + 1) * items / split);
+        const int i0 = (int)((long long)sr * items / split);
+        const int i1 = (int)((long long)(sr + 1) * items / split);
         const float sa_t = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
         const float sb_t = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
         unsigned int amax = 0;
@@ -294,10 +457,10 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 v = *(const float4 *)&tile[off];
             } else {
                 const uint32_t a = base + 4u * (uint32_t)off;
-                v = fk_ld_dsmem4(fk_mapa(a, 0));
+                v = fk_ld_dsmem4(fk_mapa(a, (uint32_t)(j * split)));
 #pragma unroll 1
                 for (int r = 1; r < split; r++) {
-                    const float4 u = fk_ld_dsmem4(fk_mapa(a, (uint32_t)r));
+                    const float4 u = fk_ld_dsmem4(fk_mapa(a, (uint32_t)(j * split + r)));
                     v.x = v.x + u.x;
                     v.y = v.y + u.y;
                     v.z = v.z + u.z;
@@ -312,7 +475,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 atomicMax(p.amax_bits, amax);
         }
     }
-    /* no CTA leaves (and frees its tile) while cluster peers still read it */
+    /* no CTA leaves (and frees its tile) while split peers still read it */
     if (split > 1)
         fk_cluster_sync();
 #endif
@@ -322,13 +485,15 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
 typedef void (*fk_small_fn)(const CUtensorMap, const CUtensorMap, const fk_gemm_params,
                             const fk_small_params);
 struct fk_small_variant {
-    int nw, wab;
+    int nt, wab, cs; /* rows of A per stage, type pair, column split */
     fk_small_fn fn;
 };
-#define FK_SV(NW, WAB) {NW, WAB, fk_small_kernel<NW, WAB>}
+#define FK_SV(NW, WAB, CS) {CS ? 2 * NW : NW, WAB, CS, fk_small_kernel<NW, WAB, CS>}
 static const fk_small_variant fk_small_variants[] = {
-    FK_SV(32, 0),  FK_SV(32, 1),  FK_SV(32, 2),  FK_SV(32, 3),  FK_SV(64, 0),  FK_SV(64, 1),
-    FK_SV(64, 2),  FK_SV(64, 3),  FK_SV(128, 0), FK_SV(128, 1), FK_SV(128, 2), FK_SV(128, 3),
+    FK_SV(32, 0, 0),  FK_SV(32, 1, 0),  FK_SV(32, 2, 0),  FK_SV(32, 3, 0),  FK_SV(64, 0, 0),  FK_SV(64, 1, 0),
+    FK_SV(64, 2, 0),  FK_SV(64, 3, 0),  FK_SV(128, 0, 0), FK_SV(128, 1, 0), FK_SV(128, 2, 0), FK_SV(128, 3, 0),
+    FK_SV(32, 0, 1),  FK_SV(32, 1, 1),  FK_SV(32, 2, 1),  FK_SV(32, 3, 1),  FK_SV(64, 0, 1),  FK_SV(64, 1, 1),
+    FK_SV(64, 2, 1),  FK_SV(64, 3, 1),
 };
 #undef FK_SV
 #define FK_SMALL_NVAR ((int)(sizeof fk_small_variants / sizeof fk_small_variants[0]))
@@ -340,6 +505,8 @@ struct fk_small_config {
     int32_t device;
     int32_t grid;
     int32_t smem;
+    int16_t pdl;    /* launched with programmatic stream serialization */
+    int16_t bpromo; /* B's tensor-map L2 promotion: 0 none, 1 64 B, 2 128 B, 3 256 B */
     fk_small_params q;
 };
 static_assert(sizeof(fk_small_config) <= FK_PLAN_CONFIG_BYTES, "small plan config too large");
@@ -350,53 +517,72 @@ static int fk_small_env(const char *name, int dflt)
     return e && *e ? atoi(e) : dflt;
 }
 
+/* One candidate launch shape of the planner. */
+typedef struct fk_small_shape {
+    int r, split, mc, cs;
+} fk_small_shape;
+
 /* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
- * kernel), calibrated on the H100 sweep of docs/perf-gemm.md ("Small M"):
- * per 128-deep K block R x 128 bytes of B from HBM plus A's min(M, NW) x
- * 128 bytes from L2 weighted 0.06, or the MMA time when larger (measured:
- * one K block of 4 wgmma m64nNWk32 plus the fp32 promotion takes as long as
- * streaming ~62.5 x NW bytes per multiplying warpgroup); a cluster
- * reduction costs about 1.5 us (34 KB); one more wave repeats everything. */
-static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nw, int r, int s, int64_t slots)
+ * kernel), fitted to the H100 sweeps of docs/perf-gemm.md ("Small M",
+ * sessions 2 and 3): per 128-deep K block the larger of R x 128 bytes of B
+ * plus 0.11 x A's min(M, NT) x 128 bytes (halved by multicast; 64x7168x7168
+ * streams 11% slower than 1x7168x7168) and the MMA time (4 wgmma m64nNk32
+ * plus the fp32 promotion cost as much as streaming ~62.5 x N bytes per
+ * warpgroup in turn; the column split's two warpgroups of N = NT / 2 side
+ * by side ~2.2x one: 128x2112x7168 runs at ~0.45 us per K block with R 32);
+ * a cluster reduction costs about 1.5 us (34 KB), the multicast cluster's
+ * start-up ~2 KB; one more wave repeats everything. slots: clusters of the
+ * shape's size that fit at once. */
+static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c, int64_t slots)
 {
-    const int64_t bands = (n + r - 1) / r;
-    const int64_t waves = (bands * s + slots * s - 1) / (slots * s);
-    const int w = r > 64 ? 2 : 1;
-    const double mem = (double)r * 128.0 + 0.06 * (double)(m < nw ? m : nw) * 128.0;
-    const double mma = 62.5 * (double)nw * (double)w;
+    const int64_t bands = (n + c.r - 1) / c.r;
+    const int64_t clusters = (bands + c.mc - 1) / c.mc;
+    const int64_t waves = (clusters + slots - 1) / slots;
+    const int bw = c.r > 64 ? 2 : 1;
+    const double mem = (double)c.r * 128.0 + 0.11 * (double)(m < nt ? m : nt) * 128.0 / c.mc;
+    const double mma = c.cs ? 62.5 * 0.5 * nt * 2.2 : 62.5 * (double)nt * (double)bw;
     const double per_kb = mem > mma ? mem : mma;
-    const int64_t kc = (kb + s - 1) / s;
-    return (double)waves * ((double)kc * per_kb + (s > 1 ? 34000.0 : 0.0) + 8000.0);
+    const int64_t kc = (kb + c.split - 1) / c.split;
+    return (double)waves * ((double)kc * per_kb + (c.split > 1 ? 34000.0 : 0.0) + (c.mc > 1 ? 2000.0 : 0.0) + 8000.0);
 }
 
-/* Band height and split by the cost model (ties - MMA-bound bands -: more
- * CTAs, fewer splits). slots[i]: clusters of 2^i CTAs that fit at once. Splits of 4
- * only when forced (fs): on the H100 33 clusters of 4 did not run as one
- * wave. fr / fs: FK_SMALL_R / FK_SMALL_SPLIT (0 = free). Returns 0 when
- * nothing fits. */
-static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nw, const int64_t slots[3], int fr, int fs, int *r_out,
-                         int *s_out)
+/* Band height, split, multicast and column split by the cost model (ties -
+ * MMA-bound bands -: the first found, fewer splits). slots[i]: clusters of
+ * 2^i CTAs that fit at once. Splits of 4 and the A multicast only when
+ * forced (H100: 33 clusters of 4 did not run as one wave; multicast was
+ * 2-7% slower on every decode shape, docs/perf-gemm.md "Small M, session
+ * 3"). fr / fs / fm / fc: FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC /
+ * FK_SMALL_CS (0 = free; FK_SMALL_CS=-1: off). Returns 0 when nothing
+ * fits. */
+static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t slots[4], int fr, int fs, int fm,
+                         int fc, fk_small_shape *out)
 {
-    int best_r = 0, best_s = 1;
-    double best = 0;
+    fk_small_shape best = {0, 1, 1, 0};
+    double best_c = 0;
     for (int i = 0; i < 3; i++) {
         const int s = 1 << i;
-        if (slots[i] < 1 || s > kb || (fs ? fs != s : s > 2))
+        if (s > kb || (fs ? fs != s : s > 2))
             continue;
-        for (int r = fr ? fr : 8; r <= (fr ? fr : 128); r += 8) {
-            if (r < 1 || r > 128)
+        for (int mc = 1; mc <= 2; mc++) {
+            if ((fm ? fm != mc : mc > 1) || slots[i + mc - 1] < 1 || (mc > 1 && n <= 1))
                 continue;
-            const double c = fk_small_cost(n, m, kb, nw, r, s, slots[i]);
-            if (best_r == 0 || c < best) {
-                best = c;
-                best_r = r;
-                best_s = s;
+            for (int r = fr ? fr : 8; r <= (fr ? fr : 128); r += 8) {
+                if (r < 1 || r > 128)
+                    continue;
+                fk_small_shape c = {r, s, mc, 0};
+                c.cs = nt >= 64 && r <= 64 && fc >= 0 ? 1 : 0;
+                if (fc > 0 && !c.cs)
+                    continue;
+                const double cost = fk_small_cost(n, m, kb, nt, c, slots[i + mc - 1]);
+                if (best.r == 0 || cost < best_c) {
+                    best_c = cost;
+                    best = c;
+                }
             }
         }
     }
-    *r_out = best_r;
-    *s_out = best_s;
-    return best_r > 0;
+    *out = best;
+    return best.r > 0;
 }
 
 int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st)
@@ -427,18 +613,18 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") || getenv("FK_GEMM_BN") ||
                       (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3)))
         return 0;
-    const int nw = job->m <= 32 ? 32 : job->m <= 64 ? 64 : 128;
+    const int nt = job->m <= 32 ? 32 : job->m <= 64 ? 64 : 128;
     const int wab = (job->b_type == FP8KIT_E5M2 ? 2 : 0) + (job->a_type == FP8KIT_E5M2 ? 1 : 0);
-    int vi = -1;
+    int vi[2] = {-1, -1}; /* without, with column split */
     for (int i = 0; i < FK_SMALL_NVAR; i++)
-        if (fk_small_variants[i].nw == nw && fk_small_variants[i].wab == wab)
-            vi = i;
-    if (vi < 0)
+        if (fk_small_variants[i].nt == nt && fk_small_variants[i].wab == wab)
+            vi[fk_small_variants[i].cs] = i;
+    if (vi[0] < 0)
         FK_SMALL_DECLINE("no kernel variant");
     const int smem = FK_SMALL_SMEM;
     if ((size_t)smem > cs->smem_optin)
         FK_SMALL_DECLINE("not enough shared memory");
-    const void *fn = (const void *)fk_small_variants[vi].fn;
+    const void *fn = (const void *)fk_small_variants[vi[0]].fn;
     *st = FP8KIT_OK;
     int prev = -1;
     if (cudaGetDevice(&prev) != cudaSuccess || (prev != cs->device && cudaSetDevice(cs->device) != cudaSuccess)) {
@@ -447,9 +633,12 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         return 1;
     }
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    /* clusters of 2 and 4 that fit at once (1 CTA per SM) */
-    int64_t slots[3] = {cs->sm_count, 0, 0};
-    for (int i = 1; i < 3 && e == cudaSuccess; i++) {
+    if (e == cudaSuccess && vi[1] >= 0)
+        e = cudaFuncSetAttribute((const void *)fk_small_variants[vi[1]].fn,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    /* clusters of 2, 4 and 8 that fit at once (1 CTA per SM) */
+    int64_t slots[4] = {cs->sm_count, 0, 0, 0};
+    for (int i = 1; i < 4 && e == cudaSuccess; i++) {
         const int s = 1 << i;
         cudaLaunchConfig_t lc;
         memset(&lc, 0, sizeof lc);
@@ -478,44 +667,89 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         return 1;
     }
     const int64_t kb = (job->k + FK_GEMM_BK - 1) / FK_GEMM_BK;
-    int best_r = 0, best_s = 1;
-    (void)fk_small_pick(job->n, job->m, kb, nw, slots, fk_small_env("FK_SMALL_R", 0),
-                        fk_small_env("FK_SMALL_SPLIT", 0), &best_r, &best_s);
-    if (best_r == 0)
-        FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT do not fit this shape");
+    fk_small_shape c;
+    (void)fk_small_pick(job->n, job->m, kb, nt, slots, fk_small_env("FK_SMALL_R", 0),
+                        fk_small_env("FK_SMALL_SPLIT", 0), fk_small_env("FK_SMALL_MC", 0),
+                        fk_small_env("FK_SMALL_CS", 0), &c);
+    if (c.r == 0)
+        FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC / FK_SMALL_CS do not fit this shape");
+    if (c.cs && vi[1] < 0)
+        FK_SMALL_DECLINE("no column-split kernel variant");
+    if (fk_small_env("FK_SMALL_DEBUG", 0))
+        fprintf(stderr, "fk small plan %lldx%lldx%lld: clusters of 1/2/4/8 fit %lld/%lld/%lld/%lld; R %d split %d mc %d cs %d\n",
+                (long long)job->m, (long long)job->n, (long long)job->k, (long long)slots[0], (long long)slots[1],
+                (long long)slots[2], (long long)slots[3], c.r, c.split, c.mc, c.cs);
     fk_small_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.tag = FK_SMALL_TAG;
-    cfg.variant = vi;
+    cfg.variant = vi[c.cs];
     cfg.device = cs->device;
-    const int64_t grid = (job->n + best_r - 1) / best_r * best_s;
+    const int64_t bands = (job->n + c.r - 1) / c.r;
+    const int64_t grid = (bands + c.mc - 1) / c.mc * c.mc * c.split;
     if (grid > INT32_MAX / 2)
         FK_SMALL_DECLINE("too many CTAs");
     cfg.grid = (int32_t)grid;
     cfg.smem = smem;
-    cfg.q.r = best_r;
-    cfg.q.w = best_r > 64 ? 2 : 1;
-    cfg.q.split = best_s;
+    cfg.pdl = fk_small_env("FK_SMALL_PDL", 1) != 0;
+    cfg.q.r = c.r;
+    cfg.q.bw = c.r > 64 ? 2 : 1;
+    cfg.q.w = c.cs ? 2 : cfg.q.bw;
+    cfg.q.split = c.split;
+    cfg.q.mc = c.mc;
     cfg.q.kb_total = (int)kb;
-    const int slot = cfg.q.w * 64 * 128 + nw * 128;
+    const int slot = cfg.q.bw * 64 * 128 + nt * 128;
     int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST) / slot;
-    const int fst = fk_small_env("FK_SMALL_STAGES", 0); /* experiments */
+    /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
+     * prefetch) streamed B slower on the H100 (1x7168x7168: 21.2 us with
+     * 8 stages, 21.8 with 16) */
+    const int fst = fk_small_env("FK_SMALL_STAGES", FK_SMALL_DEPTH);
     if (fst > 0 && fst < stages)
         stages = fst;
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
-    /* the partial tile (NW x (64 w + 4) fp32) lives in the ring */
-    if (cfg.q.stages < 2 || nw * (64 * cfg.q.w + 4) * 4 > cfg.q.stages * slot)
+    const int fpf = fk_small_env("FK_SMALL_PF", -1);
+    cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
+    cfg.q.flags = (fk_small_env("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
+                  (fk_small_env("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0) |
+                  (fk_small_env("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP);
+    /* 128-byte L2 promotion of B's rows (the box width): 256 B was 2-3%
+     * slower (the second half lands in L2 long before its K block) */
+    const int promo = fk_small_env("FK_SMALL_BPROMO", 2);
+    cfg.bpromo = (int16_t)(promo >= 0 && promo <= 3 ? promo : 2);
+    /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
+    if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
         FK_SMALL_DECLINE("shared memory layout does not fit");
 #undef FK_SMALL_DECLINE
     memcpy(config, &cfg, sizeof cfg);
     return 1;
 }
 
+/* B's tensor map: N x K bytes, boxes of r rows x 128 bytes, 128-byte
+ * swizzle, L2 promotion by `promo` (fk_tma_map_2d_u8 with the promotion
+ * as a choice: 3 = 256 B, that function's fixed value). */
+static CUresult fk_small_map_b(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint64_t ld,
+                               uint32_t r, int promo)
+{
+    if (promo == 3)
+        return fk_tma_map_2d_u8(map, base, rows, cols, ld, FK_GEMM_BK, r);
+    fk_encode_tiled_fn fn = fk_tma_encode_fn();
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    static const CUtensorMapL2promotion pr[3] = {CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+                                                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B};
+    cuuint64_t dims[2] = {cols, rows};
+    cuuint64_t strides[1] = {ld};
+    cuuint32_t box[2] = {FK_GEMM_BK, r};
+    cuuint32_t estr[2] = {1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)base, dims, strides, box, estr,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, pr[promo], CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
 {
     fk_small_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
-    if (cfg.tag != FK_SMALL_TAG || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR)
+    if (cfg.tag != FK_SMALL_TAG || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR || cfg.q.split < 1 ||
+        cfg.q.mc < 1 || cfg.q.split * cfg.q.mc > 8 || cfg.q.stages < 2 || cfg.q.stages > FK_SMALL_MAXST)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
     const fk_small_variant *v = &fk_small_variants[cfg.variant];
     const fp8kit_gemm_desc *dd = &job->desc;
@@ -535,20 +769,21 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
                 break;
             }
         }
-        /* tensor maps: A (M x K, boxes of NW rows), B (N x K, boxes of R
-         * rows), memoized per plan like the general kernel's */
+        /* tensor maps: A (M x K, boxes of NT / mc rows), B (N x K, boxes of
+         * R rows), memoized per plan like the general kernel's */
         CUtensorMap tmaps[2];
+        const uint32_t abox = (uint32_t)(v->nt / cfg.q.mc);
         const uint64_t tkey[11] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                   (uint64_t)job->lda, (uint64_t)v->nw, (uint64_t)(uintptr_t)job->b,
-                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r, FK_GEMM_BK,
+                                   (uint64_t)job->lda, (uint64_t)abox, (uint64_t)(uintptr_t)job->b,
+                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r | (uint64_t)cfg.bpromo << 32, FK_GEMM_BK,
                                    (uint64_t)(int64_t)FK_SMALL_TAG};
         if (!fk_plan_memo_get(plan, tkey, 11, tmaps, sizeof tmaps)) {
             memset(tmaps, 0, sizeof tmaps);
             CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                          (uint64_t)job->lda, FK_GEMM_BK, (uint32_t)v->nw);
+                                          (uint64_t)job->lda, FK_GEMM_BK, abox);
             if (r == CUDA_SUCCESS)
-                r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
-                                     (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)cfg.q.r);
+                r = fk_small_map_b(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k, (uint64_t)job->ldb,
+                                   (uint32_t)cfg.q.r, cfg.bpromo);
             if (r != CUDA_SUCCESS) {
                 rs = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cuTensorMapEncodeTiled failed (%d)",
                              (int)r);
@@ -567,17 +802,31 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
         void *args[4] = {(void *)&tmaps[0], (void *)&tmaps[1], &p, &q};
         cudaLaunchConfig_t lc;
         memset(&lc, 0, sizeof lc);
-        cudaLaunchAttribute at;
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = (unsigned)cfg.q.split;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = 1;
+        /* cluster of split x mc CTAs; programmatic stream serialization:
+         * the kernel may start while the previous kernel of the stream
+         * finishes (it waits in griddepcontrol.wait before touching
+         * anything but L2) */
+        cudaLaunchAttribute at[2];
+        memset(at, 0, sizeof at);
+        unsigned na = 0;
+        if (cfg.q.split * cfg.q.mc > 1) {
+            at[na].id = cudaLaunchAttributeClusterDimension;
+            at[na].val.clusterDim.x = (unsigned)(cfg.q.split * cfg.q.mc);
+            at[na].val.clusterDim.y = 1;
+            at[na].val.clusterDim.z = 1;
+            na++;
+        }
+        if (cfg.pdl) {
+            at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at[na].val.programmaticStreamSerializationAllowed = 1;
+            na++;
+        }
         lc.gridDim = dim3((unsigned)cfg.grid);
         lc.blockDim = dim3(FK_SMALL_THREADS);
         lc.dynamicSmemBytes = (size_t)cfg.smem;
         lc.stream = st;
-        lc.attrs = &at;
-        lc.numAttrs = cfg.q.split > 1 ? 1 : 0;
+        lc.attrs = at;
+        lc.numAttrs = na;
         cudaError_t e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();

@@ -8,7 +8,7 @@
 
 /* First int32 of a small-M plan's config bytes (general plans hold a
  * variant index >= 0 there). */
-#define FK_SMALL_TAG (-2)
+#define FK_SMALL_TAG (-3) /* -3: the config layout with multicast and PDL */
 
 /* Returns 1 and sets *st when the small-M kernel takes the job (config
  * filled on FP8KIT_OK), 0 when the general kernel should plan it. Called
