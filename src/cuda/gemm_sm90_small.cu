@@ -65,20 +65,7 @@ struct fk_small_params {
 
 /* ------------------------------------------------ PTX wrappers (cluster) */
 #ifdef FK_SM90_DEVICE
-static __device__ __forceinline__ uint32_t fk_cluster_rank(void)
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-/* All threads of all CTAs of the cluster; release/acquire orders the
- * shared-memory writes before it with the remote reads after it. */
-static __device__ __forceinline__ void fk_cluster_sync(void)
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
+/* (fk_cluster_ctarank, fk_cluster_barrier and fk_mbar_arrive_cta are in ptx.cuh) */
 
 /* Address of the same shared-memory location in cluster CTA `rank`. */
 static __device__ __forceinline__ uint32_t fk_mapa(uint32_t addr, uint32_t rank)
@@ -96,15 +83,6 @@ static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
                  : "r"(addr)
                  : "memory");
     return v;
-}
-
-/* Arrival on an mbarrier of another CTA of the cluster (address from mapa),
- * default (.release.cta) semantics: it only orders this thread's finished
- * reads of the stage (measured: .release.cluster here doubled the kernel
- * time, a cluster-scope fence per K block and warp). */
-static __device__ __forceinline__ void fk_mbar_arrive_cluster(uint32_t addr)
-{
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(addr) : "memory");
 }
 
 /* Programmatic dependent launch: wait until the grids this one depends on
@@ -235,7 +213,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     const uint32_t full0 = sa0 + q.stages * aslot, empty0 = full0 + 8 * FK_SMALL_MAXST;
     const int split = q.split, mc = q.mc, csize = split * mc;
     /* cluster rank = band-in-cluster j * split + K-split rank sr */
-    const int rank = csize > 1 ? (int)fk_cluster_rank() : 0;
+    const int rank = csize > 1 ? (int)fk_cluster_ctarank() : 0;
     const int sr = rank % split, j = rank / split;
     const int n0 = ((int)blockIdx.x / csize * mc + j) * q.r;
     const int kb0 = (int)((long long)sr * q.kb_total / split);
@@ -256,7 +234,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         fk_fence_mbar_init();
     }
     if (mc > 1)
-        fk_cluster_sync(); /* the peer's barriers exist before multicasts and remote arrivals */
+        fk_cluster_barrier(); /* the peer's barriers exist before multicasts and remote arrivals */
     else
         __syncthreads();
     const int wg = threadIdx.x >> 7;
@@ -334,7 +312,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 if (lane == 0) {
                     fk_mbar_arrive(empty0 + 8 * st);
                     if (mc > 1)
-                        fk_mbar_arrive_cluster(fk_mapa(empty0 + 8 * st, peer));
+                        fk_mbar_arrive_cta(empty0 + 8 * st, (uint32_t)peer);
                 }
             };
             /* fp32 promotion, in K order */
@@ -430,7 +408,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     /* cluster: partial tiles visible to the split peers; the A sharer's
      * remote arrivals on our barriers are done before anyone leaves */
     if (csize > 1)
-        fk_cluster_sync();
+        fk_cluster_barrier();
     else
         __syncthreads();
     if (wg < 2) {
@@ -477,7 +455,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     }
     /* no CTA leaves (and frees its tile) while split peers still read it */
     if (split > 1)
-        fk_cluster_sync();
+        fk_cluster_barrier();
 #endif
 }
 

@@ -136,7 +136,9 @@ FK_DEV void fk_cluster_barrier(void)
 }
 
 /* Arrives on the barrier at shared offset `bar` of cluster CTA `rank`
- * (default .release.cta semantics: it only says this warp is done reading). */
+ * (default .release.cta semantics: it only says this warp is done reading a
+ * stage; H100: .release.cluster, a cluster-scope fence per call, made the
+ * GEMM kernels 2-3x slower). */
 FK_DEV void fk_mbar_arrive_cta(uint32_t bar, uint32_t rank)
 {
 #ifdef FK_SM90_DEVICE
