@@ -11,7 +11,7 @@
  * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
  * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
  * the second consumer warpgroup runs behind the first (default 1),
- * FK_GEMM_TS=0 keeps jobs off the TMA-store variants, FK_GEMM_VERBOSE=1
+ * FK_GEMM_TS=0 keeps plain epilogues off the TMA-store variants, FK_GEMM_VERBOSE=1
  * prints each plan's choice to stderr. */
 #include <stdlib.h>
 #include <string.h>
@@ -57,14 +57,16 @@ static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, in
 }
 
 /* Whether D leaves through the TMA-store epilogue in the variants that have
- * it: no C and no output quantization, 16-bit D whose base and row stride
- * suit TMA. Decided per call, so a plan made for an aligned D still runs
- * (through the general epilogue) on one that is not. */
+ * it: a plain epilogue (no C, bias, activation or output quantization) into
+ * 16-bit D whose base and row stride suit TMA. Decided per call, so a plan
+ * made for an aligned D still runs (through the general epilogue) on one
+ * that is not. */
 static int fk_tma_store_ok(const fk_gemm_job *job)
 {
     const fp8kit_gemm_desc *dd = &job->desc;
-    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
-           dd->out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0;
+    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c && !job->bias &&
+           dd->act == FP8KIT_ACT_NONE && dd->out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 &&
+           job->ldd % 8 == 0;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
@@ -313,7 +315,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     /* 2-CTA clusters (B multicast) when the tiles fill the device and pair up along M */
     int cluster = 1;
     cluster = fk_env_int("FK_GEMM_CLUSTER", cluster);
-    /* the TMA-store epilogue's variants (one stage more) where D suits them */
+    /* the TMA-store epilogue's variants (one stage more) for plain epilogues */
     const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_env_int("FK_GEMM_TS", 1) != 0;
     int vi = ts ? fk_find_variant(bn, promo, vblock, ab, 1, 1) : -1;
     if (vi < 0)
