@@ -62,8 +62,9 @@ def breakdown(qa, b, sa, sbt, bias):
     d = fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16)
     dev = qa.device
     hot = _gemm._tplans[next(k for k in _gemm._tplans)]
-    plan = hot[3] if len(hot) > 11 else hot[0]  # this binding's entry, or an older one's (--pkg)
-    guard = hot[1] if len(hot) > 11 and hot[1] is not None else None
+    new = not isinstance(hot[0], _gemm._Plan)  # this binding's entry, or an older one's (--pkg)
+    plan = hot[3] if new else hot[0]
+    guard = hot[1] if new else None
     args = fp8kit.GemmArgs.from_buffer_copy(plan.raw)
     args.a.data, args.b.data = qa.data_ptr(), b.data_ptr()
     args.scale_a.data, args.scale_b.data, args.d.data = sa.data_ptr(), sbt.data_ptr(), d.data_ptr()
