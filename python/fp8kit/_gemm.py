@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 from ._arrays import STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr, torch_module
-from ._lib import Activation, BiasMode, DType, GemmArgs, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
+from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
 from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
@@ -221,7 +221,10 @@ class _NoTorch:
 _TT = _NoTorch
 _is_compiling = _data_ptr = _empty_strided = _raw_stream = _make_guard = None
 _c_void_p = ctypes.c_void_p
-_CallWords = ctypes.c_uint64 * 4  # fp8kit_gemm_call: ctx, desc, args, stream
+_CallWords = ctypes.c_uint64 * 4  # fp8kit_gemm_call as words: ctx, desc, args, stream
+if [getattr(GemmCall, f).offset for f in ("ctx", "desc", "args", "stream")] != [0, 8, 16, 24] or \
+        ctypes.sizeof(GemmCall) != ctypes.sizeof(_CallWords):  # pragma: no cover
+    raise ImportError("fp8kit: unexpected fp8kit_gemm_call layout")
 # Hot entries (see _register_hot) for scaled_mm's guarded calls: the last one a plain-torch
 # call used, and the last one per (a.shape, b.shape, bias is None). A call checks its operands
 # against _last with one guard call, then against its shapes' entry, before building any key.

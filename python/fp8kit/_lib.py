@@ -173,6 +173,16 @@ class GemmArgs(ctypes.Structure):
     ]
 
 
+class GemmCall(ctypes.Structure):
+    """fp8kit_gemm_call (fp8kit_gemm_call_run's one argument)."""
+    _fields_ = [
+        ("ctx", ctypes.c_void_p),
+        ("desc", ctypes.c_void_p),
+        ("args", ctypes.c_void_p),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 # --------------------------------------------------------------- discovery
 _LIB_GLOBS = ("libfp8kit.so", "libfp8kit.so.*", "libfp8kit.dylib", "fp8kit.dll")
 
