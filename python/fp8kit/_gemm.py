@@ -413,6 +413,10 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     global _last
     tkey = None
     TT = _TT
+    h = _last
+    if h is not None and not options and type(a) is TT and type(b) is TT and out_dtype is h[0] and (
+            h[1](a, b, scale_a, scale_b) if bias is None else h[2](a, b, scale_a, scale_b, bias)):
+        return _hot_call(h, a, b, scale_a, scale_b, bias, None)  # the guarded call of scaled_mm (the op's path)
     if type(a) is TT and type(b) is TT and type(scale_a) is TT and type(scale_b) is TT:
         # plain torch tensors, no options but out=: the flat signature key of _tplans
         # (the same facts _torch_sig reads, the types being fixed by the checks here)
@@ -434,7 +438,7 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
             except TypeError:  # an unhashable out_dtype: the general path reports it
                 hot = tkey = None
             if hot is not None:
-                if out is None and hot[1] is not None:
+                if out is None and hot[1] is not None and hot is not _last:
                     _last = hot  # the next calls try its guard first
                     if len(_by_shape) > 4096:
                         _by_shape.clear()
