@@ -107,3 +107,16 @@ def test_closed_context_is_reported_not_used():
     finally:
         _gemm.clear_plans()
     assert _same(fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16), want)
+
+
+def test_torch_op_takes_the_same_entries():
+    from fp8kit import torch_ops
+    a, b, sa, sb = _ops(6)
+    want = _general(a, b, sa, sb)
+    for _ in range(3):
+        assert _same(torch_ops.scaled_mm(a, b, sa, sb, out_dtype=BF16), want)
+        assert _same(fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16), want)
+    with pytest.raises(fp8kit.InvalidShapeError):  # through the op: still checked
+        torch_ops.scaled_mm(a[:32], b, sa, sb, out_dtype=BF16)
+    e5 = a.float().to(torch.float8_e5m2)
+    assert _same(torch_ops.scaled_mm(e5, b, sa, sb, out_dtype=BF16), _general(e5, b, sa, sb))
