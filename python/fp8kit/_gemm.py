@@ -220,7 +220,6 @@ class _NoTorch:
 # functions the torch hot path of run() calls directly.
 _TT = _NoTorch
 _is_compiling = _data_ptr = _empty_strided = _raw_stream = _make_guard = None
-_c_void_p = ctypes.c_void_p
 _CallWords = ctypes.c_uint64 * 4  # fp8kit_gemm_call as words: ctx, desc, args, stream
 if [getattr(GemmCall, f).offset for f in ("ctx", "desc", "args", "stream")] != [0, 8, 16, 24] or \
         ctypes.sizeof(GemmCall) != ctypes.sizeof(_CallWords):  # pragma: no cover
