@@ -299,6 +299,21 @@ FP8KIT_API fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8ki
 FP8KIT_API fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
                                      const fp8kit_gemm_args *args, void *stream);
 
+/* fp8kit_gemm with its four arguments in one struct, for bindings whose
+ * per-call cost is the foreign call itself (ctypes converts one pointer
+ * instead of four; the Python binding keeps one such struct per plan and
+ * thread and writes only the data pointers and the stream). Same checks,
+ * statuses and messages as fp8kit_gemm(call->ctx, call->desc, call->args,
+ * call->stream); a NULL call is FP8KIT_ERR_NULL_POINTER. */
+typedef struct fp8kit_gemm_call {
+    fp8kit_ctx *ctx;
+    const fp8kit_gemm_desc *desc;
+    const fp8kit_gemm_args *args;
+    void *stream;
+} fp8kit_gemm_call;
+
+FP8KIT_API fp8kit_status fp8kit_gemm_call_run(const fp8kit_gemm_call *call);
+
 /* Number of distinct plans cached in the context (for tests and tools). */
 FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);
 

@@ -61,8 +61,10 @@ def breakdown(qa, b, sa, sbt, bias):
     """Host us of the pieces of one raw call, each alone in a loop."""
     d = fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=torch.bfloat16)
     dev = qa.device
-    key = next(k for k in _gemm._tplans)
-    plan = _gemm._tplans[key][0]
+    hot = _gemm._tplans[next(k for k in _gemm._tplans)]
+    new = not isinstance(hot[0], _gemm._Plan)  # this binding's entry, or an older one's (--pkg)
+    plan = hot[3] if new else hot[0]
+    guard = hot[1] if new else None
     args = fp8kit.GemmArgs.from_buffer_copy(plan.raw)
     args.a.data, args.b.data = qa.data_ptr(), b.data_ptr()
     args.scale_a.data, args.scale_b.data, args.d.data = sa.data_ptr(), sbt.data_ptr(), d.data_ptr()
@@ -79,6 +81,14 @@ def breakdown(qa, b, sa, sbt, bias):
     # the same symbol without argtypes: every argument already a ctypes object
     bare = ctypes.CDLL(fp8kit.library_path()).fp8kit_gemm
     bare.restype = ctypes.c_int
+    # fp8kit_gemm_call_run with one prepared call struct {ctx, desc, args, stream}
+    call = (ctypes.c_uint64 * 4)(h.value if isinstance(h, ctypes.c_void_p) else h, ctypes.addressof(plan.desc),
+                                 ctypes.addressof(args), stream)
+    callfn = getattr(ctypes.CDLL(fp8kit.library_path()), "fp8kit_gemm_call_run", None)
+    if callfn is not None:
+        callfn.restype = ctypes.c_int
+    pcall = ctypes.byref(call)
+    qa2, sa2 = fp8kit.quantize(torch.randn(2 * M, qa.shape[1], device=dev), scheme="row")
     hv = h if isinstance(h, ctypes.c_void_p) else ctypes.c_void_p(h)
     side = torch.cuda.Stream()
     side_h = side.cuda_stream
@@ -101,6 +111,12 @@ def breakdown(qa, b, sa, sbt, bias):
         ("t.data_ptr()", lambda: qa.data_ptr()),
         ("signature of 4 operands + dict lookup", lambda: _gemm._tplans.get(
             sig(qa) + sig(b) + sig(sa) + sig(sbt) + (None, bf16))),
+        ("flat key of 4 operands (the keyed path's) + dict lookup", lambda: _gemm._tplans.get(
+            (qa.dtype, qa.shape, qa.stride(), qa.device, b.dtype, b.shape, b.stride(), b.device,
+             sa.dtype, sa.shape, sa.stride(), sa.device, sbt.dtype, sbt.shape, sbt.stride(), sbt.device,
+             None, None, bf16))),
+        ("TensorGuards check of 4 operands (the hot path's)",
+         (lambda: guard(qa, b, sa, sbt)) if guard is not None else (lambda: None)),
         ("torch.empty(shape, dtype, device=torch.device)", lambda: torch.empty(shape, dtype=bf16, device=dev)),
         ("torch.empty(shape, dtype, device='cuda')", lambda: torch.empty(shape, dtype=bf16, device="cuda")),
         ("qa.new_empty(shape, dtype)", lambda: qa.new_empty(shape, dtype=bf16)),
@@ -117,12 +133,16 @@ def breakdown(qa, b, sa, sbt, bias):
         ("ctypes PyDLL: fp8kit_gemm, prepared structs", lambda: pfn(h, pd, pa, stream)),
         ("ctypes, no argtypes: fp8kit_gemm, prepared structs", lambda: bare(hv, pd, pa, ctypes.c_void_p(stream))),
         ("ctypes: fp8kit_gemm, prepared structs, on a torch side stream", lambda: fn(h, pd, pa, side_h)),
+        ("ctypes, no argtypes: fp8kit_gemm_call_run(byref(call)) (the hot path's)",
+         (lambda: callfn(pcall)) if callfn is not None else (lambda: None)),
         ("fp8kit.scaled_mm (raw, out=)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16, out=out)),
         ("fp8kit.scaled_mm (raw)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
         ("Library-registered op around the raw call", lambda: lowop(qa, b, sa, sbt)),
         ("torch.ops.fp8kit.scaled_mm.default (op, no Python wrapper)",
          lambda: torch.ops.fp8kit.scaled_mm.default(qa, b, sa, sbt, None, "bfloat16", "", 1.0, 0.0, None, False,
                                                     "", "", False)),
+        ("fp8kit.scaled_mm (raw, two shapes alternating, per call)",
+         lambda: (fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16), fp8kit.scaled_mm(qa2, b, sa2, sbt, out_dtype=bf16))),
         ("fp8kit.scaled_mm (raw, bias)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, bias=bias, out_dtype=bf16)),
         ("fp8kit.scaled_mm (raw, activation='relu': general path)",
          lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16, activation="relu")),
@@ -130,7 +150,7 @@ def breakdown(qa, b, sa, sbt, bias):
     res = interleaved_us(forms, batch=200, rounds=21)
     print("\n| piece (one at a time, in a loop) | host us |\n|---|---|")
     for name, _ in forms:
-        print("| %s | %.3f |" % (name, res[name]))
+        print("| %s | %.3f |" % (name, res[name] / (2 if "alternating" in name else 1)))
     import cProfile
     import pstats
     pr = cProfile.Profile()

@@ -3,8 +3,11 @@ on the CPU backend with numpy inputs (no torch or GPU needed): e4m3 x e4m3,
 rowwise scales, 16x16x32 on one thread, so the C work is small and the
 binding's Python work (argument checks, pointer extraction, struct filling,
 plan lookup) dominates. Prints the median of 7 runs of N calls for several
-call forms next to the bare C call with the same prepared structs.
-Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead_cpu.py [--profile]"""
+call forms next to the bare C call with the same prepared structs. --torch:
+the same for the torch hot path with torch CPU tensors, step by step (each
+step of one hot call alone, perf_counter_ns over 10^5 calls, median of 5)
+and a cProfile of the whole call.
+Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead_cpu.py [--profile] [--torch]"""
 import ctypes
 import os
 import sys
@@ -77,5 +80,71 @@ def main():
         pstats.Stats(pr).sort_stats("tottime").print_stats(15)
 
 
+def torch_steps(n=100000):
+    """Host us of each step of one torch hot call (scaled_mm's inlined body), then the whole call."""
+    import threading
+    import torch
+    M, N, K = 16, 16, 32
+    qa, sa = fp8kit.quantize(torch.randn(M, K), scheme="row")
+    qw, sw = fp8kit.quantize(torch.randn(N, K), scheme="row")
+    b, sbt, bf16 = qw.t(), sw.t(), torch.bfloat16
+    fp8kit.get_context(fp8kit.Backend.CPU).set_threads(1)
+    for _ in range(3):
+        d = fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)
+    h = _gemm._last
+    if h is None:
+        print("no guarded hot entry (torch without a usable TensorGuards)")
+        return
+    buf = h[5][threading.get_ident()]
+    words, fn, dev, dp, ident = buf[0], h[4], qa.device, torch.Tensor.data_ptr, threading.get_ident
+    def pointers():  # statements, as in the hot call (a lambda with __setitem__ costs more)
+        words[0] = dp(qa)
+        words[10] = dp(b)
+        words[20] = dp(sa)
+        words[30] = dp(sbt)
+
+    def d_pointer():
+        words[61] = dp(d)
+
+    steps = [
+        ("(empty loop)", lambda: None),
+        ("is_compiling()", _gemm._is_compiling),
+        ("guard check of 4 operands", lambda: h[1](qa, b, sa, sbt)),
+        ("entry unpack", lambda: h[3:11]),
+        ("this thread's buffer", lambda: h[5].get(ident())),
+        ("4 data_ptr() + word writes", pointers),
+        ("torch.empty_strided", lambda: torch.empty_strided((M, N), (N, 1), dtype=bf16, device=dev)),
+        ("D's data_ptr() + word write", d_pointer),
+        ("C call fp8kit_gemm_call_run (a %dx%dx%d CPU GEMM)" % (M, N, K), lambda: fn(buf[4])),
+        ("whole fp8kit.scaled_mm", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
+    ]
+    pc = time.perf_counter_ns
+    res = {}
+    for name, f in steps:
+        ts = []
+        for _ in range(5):
+            t0 = pc()
+            for _ in range(n):
+                f()
+            ts.append((pc() - t0) / n / 1e3)
+        res[name] = sorted(ts)[2]
+    loop = res["(empty loop)"]
+    print("| step of a torch hot call (torch %s CPU tensors) | us | minus the empty loop |\n|---|---|---|"
+          % torch.__version__)
+    for name, _ in steps:
+        print("| %s | %.3f | %.3f |" % (name, res[name], res[name] - loop))
+    import cProfile
+    import pstats
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(n):
+        fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)
+    pr.disable()
+    pstats.Stats(pr).sort_stats("tottime").print_stats(8)
+
+
 if __name__ == "__main__":
-    main()
+    if "--torch" in sys.argv:
+        torch_steps()
+    else:
+        main()

@@ -821,6 +821,36 @@ static void test_gemm_unaligned(void)
     CHECK(memcmp(dbuf, d_ref, sizeof d_ref) == 0, "unaligned operands change D");
 }
 
+/* fp8kit_gemm_call_run: the one-struct form of fp8kit_gemm (the Python hot path's call) */
+static void test_gemm_call(void)
+{
+    static unsigned char d_ref[M_ * N_ * 2];
+    gcase g = gbase(FP8KIT_SCALE_ROW, 0);
+    GOOD(fp8kit_gemm(ctx, &g.d, &g.a, NULL));
+    memcpy(d_ref, dbuf, sizeof d_ref);
+    fp8kit_gemm_call c = {ctx, &g.d, &g.a, NULL};
+    GOOD(fp8kit_gemm_call_run(&c));
+    CHECK(memcmp(dbuf, d_ref, sizeof d_ref) == 0, "fp8kit_gemm_call_run D differs from fp8kit_gemm's");
+    BAD(NULL, FP8KIT_ERR_NULL_POINTER, "fp8kit_gemm_call_run", "call", fp8kit_gemm_call_run(NULL));
+    c.ctx = NULL;
+    BAD(NULL, FP8KIT_ERR_NULL_POINTER, GF, "ctx", fp8kit_gemm_call_run(&c));
+    c.ctx = ctx, c.desc = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "desc", fp8kit_gemm_call_run(&c));
+    c.desc = &g.d, c.args = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "args", fp8kit_gemm_call_run(&c));
+    /* every fp8kit_gemm check applies: a bad K, a bad enum, a NULL operand, right after a good call */
+    c.args = &g.a;
+    GOOD(fp8kit_gemm_call_run(&c));
+    gcase b = g;
+    c.desc = &b.d, c.args = &b.a;
+    b.a.b.shape[1] = K_ - 32;
+    BAD(ctx, FP8KIT_ERR_INVALID_SHAPE, GF, "K", fp8kit_gemm_call_run(&c));
+    b = g, b.d.act = (fp8kit_activation)9;
+    BAD(ctx, FP8KIT_ERR_INVALID_ARGUMENT, GF, "act", fp8kit_gemm_call_run(&c));
+    b = g, b.a.d.data = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "d", fp8kit_gemm_call_run(&c));
+}
+
 int main(void)
 {
     rng = fk_rng_seeded("test_api");
@@ -840,6 +870,7 @@ int main(void)
     test_cast();
     test_gemm();
     test_gemm_unaligned();
+    test_gemm_call();
     printf("test_api: %ld bad calls checked (status, message, outputs untouched, no plan added)\n", n_bad_cases);
     CHECK_STATUS(fp8kit_ctx_destroy(ctx), FP8KIT_OK);
     return fk_test_summary("test_api");

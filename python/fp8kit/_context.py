@@ -33,6 +33,12 @@ class Context:
         # fp8kit_gemm without argtypes, for the scaled_mm hot path whose arguments are all
         # ctypes objects already (handle_arg, byref(desc), byref(args), c_void_p(stream))
         self.unchecked_gemm = _lib.unchecked(lib, "fp8kit_gemm")
+        # fp8kit_gemm_call_run (one pointer to {ctx, desc, args, stream}) without argtypes, for the
+        # torch hot path; None with a library older than it. _calls: every such struct made for
+        # this context (word 0 is the handle), cleared by close() so none keeps a dangling handle.
+        self.unchecked_gemm_call = _lib.unchecked(lib, "fp8kit_gemm_call_run") \
+            if hasattr(lib, "fp8kit_gemm_call_run") else None
+        self._calls = []
         self.requested = Backend(backend)
         self.backend = Backend(lib.fp8kit_ctx_backend(self.handle))
         self.device = int(device)
@@ -70,6 +76,8 @@ class Context:
         h, self.handle = getattr(self, "handle", None), None
         if getattr(self, "handle_arg", None) is not None:
             self.handle_arg.value = None
+        for words in getattr(self, "_calls", ()):
+            words[0] = 0
         if h:
             self._lib.fp8kit_ctx_destroy(h)
 

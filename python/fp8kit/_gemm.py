@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 from ._arrays import STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr, torch_module
-from ._lib import Activation, BiasMode, DType, GemmArgs, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
+from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
 from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
@@ -219,8 +219,16 @@ class _NoTorch:
 # Set by _torch.py when torch is first seen: the plain tensor type, and the
 # functions the torch hot path of run() calls directly.
 _TT = _NoTorch
-_is_compiling = _data_ptr = _empty_strided = _raw_stream = None
-_c_void_p = ctypes.c_void_p
+_is_compiling = _data_ptr = _empty_strided = _raw_stream = _make_guard = None
+_CallWords = ctypes.c_uint64 * 4  # fp8kit_gemm_call as words: ctx, desc, args, stream
+if [getattr(GemmCall, f).offset for f in ("ctx", "desc", "args", "stream")] != [0, 8, 16, 24] or \
+        ctypes.sizeof(GemmCall) != ctypes.sizeof(_CallWords):  # pragma: no cover
+    raise ImportError("fp8kit: unexpected fp8kit_gemm_call layout")
+# Hot entries (see _register_hot) for scaled_mm's guarded calls: the last one a plain-torch
+# call used, and the last one per (a.shape, b.shape, bias is None). A call checks its operands
+# against _last with one guard call, then against its shapes' entry, before building any key.
+_last = None
+_by_shape = {}
 
 
 class _Uncacheable(Exception):
@@ -260,9 +268,17 @@ class _Plan:
                  "simple", "t_out")
 
     def thread_buf(self):
-        """(words, byref(args)) of this thread's args struct (made on first use)."""
+        """(words, byref(args), args, call words, byref(call)) of this thread's
+        args struct and its fp8kit_gemm_call {ctx, desc, &args, stream} (made on
+        first use; the call words are None with a library without
+        fp8kit_gemm_call_run)."""
         args = GemmArgs.from_buffer_copy(self.raw)
-        ent = (_Words.from_buffer(args), _byref(args), args)
+        call = callref = None
+        if self.ctx.unchecked_gemm_call is not None:
+            call = _CallWords(self.ctx.handle or 0, ctypes.addressof(self.desc), ctypes.addressof(args), 0)
+            self.ctx._calls.append(call)
+            callref = _byref(call)
+        ent = (_Words.from_buffer(args), _byref(args), args, call, callref)
         self.bufs[_get_ident()] = ent
         return ent
 
@@ -343,6 +359,40 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **opt
     if tp is _TT:  # a plain torch.Tensor (once _torch.py is loaded)
         if _is_compiling():
             return _traced(a, b, scale_a, scale_b, bias, out_dtype, options)
+        h = _last if not options and type(b) is tp else None
+        # operands with the type, dtype, shape, strides and device of a hot entry's (one C++
+        # guard call each): the last one used, else the one of these shapes. The body is
+        # _hot_call's, inlined (a Python call costs ~0.1 us).
+        if h is not None and (out_dtype is not h[0] or not (
+                h[1](a, b, scale_a, scale_b) if bias is None else h[2](a, b, scale_a, scale_b, bias))):
+            h = _by_shape.get((a.shape, b.shape, bias is None))
+            if h is not None:
+                if out_dtype is h[0] and (
+                        h[1](a, b, scale_a, scale_b) if bias is None else h[2](a, b, scale_a, scale_b, bias)):
+                    _set_last(h)
+                else:
+                    h = None
+        if h is not None:
+            plan, fn, bufs, d_shape, d_strides, tdtype, tdevice, sidx = h[3:11]
+            buf = bufs.get(_get_ident())
+            if buf is None:
+                buf = plan.thread_buf()
+            words = buf[0]
+            dp = _data_ptr
+            words[0] = dp(a)  # word indices: see _WORD
+            words[10] = dp(b)
+            words[20] = dp(scale_a)
+            words[30] = dp(scale_b)
+            if bias is not None:
+                words[51] = dp(bias)
+            d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice)
+            words[61] = dp(d)
+            if sidx is not None:
+                buf[3][3] = _raw_stream(sidx)
+            st = fn(buf[4])
+            if st:
+                plan.ctx.check(st)
+            return d
     elif "torch" in sys.modules and tp.__module__.startswith("torch"):  # the check that traced on the device
         if torch_module().is_compiling():
             return _traced(a, b, scale_a, scale_b, bias, out_dtype, options)
@@ -359,8 +409,13 @@ def _traced(a, b, scale_a, scale_b, bias, out_dtype, options):
 
 def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     """scaled_mm without the torch.compile routing (the custom op's body)."""
+    global _last
     tkey = None
     TT = _TT
+    h = _last
+    if h is not None and not options and type(a) is TT and type(b) is TT and out_dtype is h[0] and (
+            h[1](a, b, scale_a, scale_b) if bias is None else h[2](a, b, scale_a, scale_b, bias)):
+        return _hot_call(h, a, b, scale_a, scale_b, bias, None)  # the guarded call of scaled_mm (the op's path)
     if type(a) is TT and type(b) is TT and type(scale_a) is TT and type(scale_b) is TT:
         # plain torch tensors, no options but out=: the flat signature key of _tplans
         # (the same facts _torch_sig reads, the types being fixed by the checks here)
@@ -382,25 +437,12 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
             except TypeError:  # an unhashable out_dtype: the general path reports it
                 hot = tkey = None
             if hot is not None:
-                plan, fn, handle, desc_ref, bufs, d_shape, d_strides, tdtype, tdevice, sidx = hot
-                buf = bufs.get(_get_ident())
-                if buf is None:
-                    buf = plan.thread_buf()
-                words = buf[0]
-                dp = _data_ptr
-                words[0] = dp(a)  # word indices: see _WORD
-                words[10] = dp(b)
-                words[20] = dp(scale_a)
-                words[30] = dp(scale_b)
-                if bias is not None:
-                    words[51] = dp(bias)
-                d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice) if out is None else out
-                words[61] = dp(d)
-                # fn has no argtypes: every argument is a ctypes object already (~0.4 us less per call)
-                st = fn(handle, desc_ref, buf[1], None if sidx is None else _c_void_p(_raw_stream(sidx)))
-                if st:
-                    plan.ctx.check(st)
-                return d
+                if out is None and hot[1] is not None and hot is not _last:
+                    _last = hot  # the next calls try its guard first
+                    if len(_by_shape) > 4096:
+                        _by_shape.clear()
+                    _by_shape[(a.shape, b.shape, bias is None)] = hot
+                return _hot_call(hot, a, b, scale_a, scale_b, bias, out)
     try:
         if options:
             key = _key(a, b, scale_a, scale_b, bias, out_dtype, options)
@@ -415,7 +457,7 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     if plan is None:
         return _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey)
     if tkey is not None:
-        _register_hot(tkey, plan, bool(options))
+        _register_hot(tkey, plan, bool(options), (a, b, scale_a, scale_b, bias))
     # the hot path: every check passed when the plan was made for these signatures
     buf = plan.bufs.get(_get_ident())
     if buf is None:
@@ -522,7 +564,7 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None
                 _plans.clear()
             _plans[key] = plan
         if tkey is not None:
-            _register_hot(tkey, plan, bool(options))
+            _register_hot(tkey, plan, bool(options), (a, b, scale_a, scale_b, bias))
     # this call: the pointers straight from the views
     args = GemmArgs.from_buffer_copy(plan.raw)
     words = _Words.from_buffer(args)
@@ -537,14 +579,64 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None
     return _launch(plan, words, _byref(args), d, o["stream"])
 
 
-def _register_hot(tkey, plan, has_out):
-    """Keeps plan under run's flat torch key when run's inlined hot path can
-    do all of its work: no second output, workspace, C or scale_d, both
-    scales, a torch output (given as out= when has_out)."""
+def _false(*args):
+    return False
+
+
+def _set_last(h):
+    global _last
+    _last = h
+
+
+def _hot_call(h, a, b, scale_a, scale_b, bias, out):
+    """One call through a hot entry (see _register_hot): the operands' pointers
+    into this thread's args struct, the output (new unless out), the stream,
+    one C call. scaled_mm inlines the same for its guarded calls."""
+    plan, fn, bufs, d_shape, d_strides, tdtype, tdevice, sidx = h[3:11]
+    buf = bufs.get(_get_ident())
+    if buf is None:
+        buf = plan.thread_buf()
+    words = buf[0]
+    dp = _data_ptr
+    words[0] = dp(a)  # word indices: see _WORD
+    words[10] = dp(b)
+    words[20] = dp(scale_a)
+    words[30] = dp(scale_b)
+    if bias is not None:
+        words[51] = dp(bias)
+    d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice) if out is None else out
+    words[61] = dp(d)
+    if sidx is not None:
+        buf[3][3] = _raw_stream(sidx)
+    st = fn(buf[4])  # fp8kit_gemm_call_run without argtypes: one byref, nothing to convert
+    if st:
+        plan.ctx.check(st)
+    return d
+
+
+def _register_hot(tkey, plan, has_out, operands):
+    """Keeps plan under run's flat torch key when the hot path can do all of
+    its work: no second output, workspace, C or scale_d, both scales, a
+    torch output (given as out= when has_out), a library with
+    fp8kit_gemm_call_run. The entry: (out_dtype, guard of (a, b, scale_a,
+    scale_b) or _false, guard of the five with bias or _false, plan, C
+    function, per-thread buffers, D's shape, strides, torch dtype and
+    device, CUDA device index or None). The guards (None without one) check
+    the operands' type, dtype, shape, strides and device against these
+    operands', the facts tkey holds."""
     if not (plan.simple and plan.t_out is not None and plan.has_out == has_out and plan.use_sa and plan.use_sb
-            and not plan.use_c and not plan.scaled):
+            and not plan.use_c and not plan.scaled and plan.ctx.unchecked_gemm_call is not None):
         return
-    hot = (plan, plan.ctx.unchecked_gemm, plan.handle, plan.desc_ref, plan.bufs, plan.d_shape,
+    g4 = g5 = None
+    if not has_out and _make_guard is not None:
+        bias = operands[4]
+        if bias is None:
+            g4, g5 = _make_guard(operands[:4]), _false
+        else:
+            g4, g5 = _false, _make_guard(operands)
+        if g4 is None or g5 is None:
+            g4 = g5 = None
+    hot = (tkey[-1], g4, g5, plan, plan.ctx.unchecked_gemm_call, plan.bufs, plan.d_shape,
            (plan.d_shape[1], 1)) + plan.t_out + (plan.index if plan.torch_stream else None,)
     with _plans_lock:
         if len(_tplans) > 4096:
@@ -718,6 +810,9 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
 
 
 def clear_plans():
+    global _last
     with _plans_lock:
         _plans.clear()
         _tplans.clear()
+        _by_shape.clear()
+        _last = None

@@ -173,6 +173,16 @@ class GemmArgs(ctypes.Structure):
     ]
 
 
+class GemmCall(ctypes.Structure):
+    """fp8kit_gemm_call (fp8kit_gemm_call_run's one argument)."""
+    _fields_ = [
+        ("ctx", ctypes.c_void_p),
+        ("desc", ctypes.c_void_p),
+        ("args", ctypes.c_void_p),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 # --------------------------------------------------------------- discovery
 _LIB_GLOBS = ("libfp8kit.so", "libfp8kit.so.*", "libfp8kit.dylib", "fp8kit.dll")
 
@@ -258,9 +268,10 @@ def _declare(lib):
         "fp8kit_cast": (_enum_t, [vp, T, T, vp]),
         "fp8kit_gemm_workspace_size": (_enum_t, [vp, GD, GA, c.POINTER(c.c_size_t)]),
         "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
+        "fp8kit_gemm_call_run": (_enum_t, [vp]),
         "fp8kit_plan_cache_size": (c.c_int64, [vp]),
     }
-    optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune")  # newer than the first binding: an older library lacks it
+    optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune", "fp8kit_gemm_call_run")  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
         if name in optional and not hasattr(lib, name):
             continue

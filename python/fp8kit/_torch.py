@@ -93,6 +93,45 @@ def out_args(dt, cuda_index):
     return TO_TORCH[dt], torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
 
 
+try:  # torch.compile's C++ tensor guard (private; checked below before it is used)
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+except Exception:  # pragma: no cover - older or newer torch without it
+    _TensorGuards = None
+
+
+def make_guard(tensors):
+    """A function check(*others) -> True only when each of `others` has the
+    Python type, dtype, device, sizes and strides (also dispatch keys and
+    requires_grad) of the tensor in its place: torch.compile's TensorGuards,
+    one C++ call for all of them. None where torch has no usable one."""
+    if _TensorGuards is None:
+        return None
+    try:
+        return _TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                             dynamic_dims_strides=[list(t.stride()) for t in tensors]).check
+    except Exception:  # pragma: no cover - an API change: the binding keys plans without it
+        return None
+
+
+def _guard_works():
+    """The guard tells apart everything scaled_mm's plan signature does (type,
+    dtype, shape, strides, device type): else it is not used."""
+    x = torch.zeros(4, 8)
+    check = make_guard((x, x[:, :4]))
+    if check is None:
+        return False
+    others = [torch.zeros(8, 4), torch.zeros(4, 8, dtype=torch.float64), torch.zeros(8, 4).t(),
+              torch.nn.Parameter(torch.zeros(4, 8)), torch.zeros(4, 8, device="meta"), None]
+    try:
+        return check(torch.ones(4, 8), torch.ones(4, 8)[:, 2:6]) is True and \
+            not any(check(o, x[:, :4]) for o in others) and not check(x, x[:, 4:8].t())
+    except Exception:  # pragma: no cover
+        return False
+
+
+if not _guard_works():  # pragma: no cover
+    make_guard = None  # noqa: F811
+
 _compiler_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 
 
@@ -115,6 +154,7 @@ def _register_signatures():
     _gemm._empty_strided = torch.empty_strided  # measured cheaper per call than torch.empty(shape, ...)
     _gemm._is_compiling = _compiler_is_compiling if _compiler_is_compiling is not None else (lambda: False)
     _gemm._TT = torch.Tensor
+    _gemm._make_guard = make_guard
     ptr = torch.Tensor.data_ptr
     for tp in (torch.Tensor, torch.nn.Parameter):
         _gemm.SIGNATURES[tp] = _torch_sig

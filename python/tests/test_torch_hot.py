@@ -1,0 +1,122 @@
+"""test_torch_hot.py - scaled_mm's hot path for plain torch tensors on the CPU
+backend (torch CPU tensors; skipped without torch): after repeated calls with
+one signature, operands that differ in any fact the plan was checked for
+(dtype, shape, strides, type, device) still get every check; calls alternating
+shapes, bias and out_dtype equal calls through the general path; the guard
+that the hot path trusts tells those facts apart; a closed context is
+reported, never used."""
+import pytest
+
+import fp8kit
+from fp8kit import _gemm
+
+torch = pytest.importorskip("torch")
+if not hasattr(torch, "float8_e4m3fn"):
+    pytest.skip("this torch has no float8 dtypes", allow_module_level=True)
+from fp8kit import _torch  # noqa: E402  (needs torch)
+
+BF16 = torch.bfloat16
+
+
+def _ops(seed, M=64, N=48, K=128):
+    g = torch.Generator().manual_seed(seed)
+    qa, sa = fp8kit.quantize(torch.randn(M, K, generator=g), scheme="row")
+    qw, sw = fp8kit.quantize(torch.randn(N, K, generator=g), scheme="row")
+    return qa, qw.t(), sa, sw.t()
+
+
+def _general(a, b, sa, sb, bias=None, out_dtype=BF16):
+    """The same product through the general (keyed, fully checked) path: any option skips the hot path."""
+    return fp8kit.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=out_dtype, alpha=1.0)
+
+
+def _same(x, y):
+    return x.dtype == y.dtype and x.shape == y.shape and torch.equal(x.view(torch.int16) if x.dtype == BF16 else x,
+                                                                       y.view(torch.int16) if y.dtype == BF16 else y)
+
+
+def test_guard_tells_signatures_apart():
+    assert _torch.make_guard is not None, "torch's TensorGuards is unusable here: the hot path keys every call"
+    x = torch.zeros(8, 16, dtype=torch.float8_e4m3fn)
+    check = _torch.make_guard((x, x.t()))
+    assert check(torch.ones(8, 16).to(torch.float8_e4m3fn), torch.zeros(8, 16, dtype=torch.float8_e4m3fn).t())
+    for other in (torch.zeros(8, 16, dtype=torch.float8_e5m2), torch.zeros(16, 8, dtype=torch.float8_e4m3fn),
+                  torch.zeros(16, 8, dtype=torch.float8_e4m3fn).t(), torch.zeros(8, 32, dtype=torch.float8_e4m3fn)[:, :16],
+                  torch.nn.Parameter(x, requires_grad=False), x.to("meta"), None, 1.0):
+        assert not check(other, x.t()), other
+
+
+def test_hot_call_uses_the_guarded_entry():
+    a, b, sa, sb = _ops(1)
+    want = _general(a, b, sa, sb)
+    for _ in range(3):
+        d = fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16)
+        assert _same(d, want)
+    assert _gemm._last is not None and _gemm._last[3].d_shape == (64, 48) and _gemm._last[0] is BF16
+    d2 = fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16)
+    assert d2.data_ptr() != d.data_ptr() or d2 is not d  # a new output each call
+    other = _ops(2)  # same signatures, other data: the pointers are this call's
+    assert _same(fp8kit.scaled_mm(*other, out_dtype=BF16), _general(*other))
+
+
+def test_changed_operands_are_checked_again():
+    a, b, sa, sb = _ops(3)
+    for _ in range(3):
+        fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16)
+    with pytest.raises(fp8kit.InvalidShapeError):  # another M than the scale's
+        fp8kit.scaled_mm(a[:32], b, sa, sb, out_dtype=BF16)
+    with pytest.raises(fp8kit.UnsupportedError):  # bf16 scales
+        fp8kit.scaled_mm(a, b, sa.to(BF16), sb, out_dtype=BF16)
+    with pytest.raises(fp8kit.UnsupportedError):  # another device
+        fp8kit.scaled_mm(a.to("meta"), b, sa, sb, out_dtype=BF16)
+    with pytest.raises(fp8kit.InvalidStrideError):  # b row-major instead of the K-major view
+        fp8kit.scaled_mm(a, b.contiguous(), sa, sb, out_dtype=BF16)
+    with pytest.raises(fp8kit.FP8KitError):  # a column-major
+        fp8kit.scaled_mm(a.t().contiguous().t(), b, sa, sb, out_dtype=BF16)
+    e5 = a.float().to(torch.float8_e5m2)  # another fp8 format: a plan of its own, right result
+    assert _same(fp8kit.scaled_mm(e5, b, sa, sb, out_dtype=BF16), _general(e5, b, sa, sb))
+    p = torch.nn.Parameter(a, requires_grad=False)  # a subclass: never the plain tensors' entry
+    assert _same(fp8kit.scaled_mm(p, b, sa, sb, out_dtype=BF16), _general(a, b, sa, sb))
+    assert _same(fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16), _general(a, b, sa, sb))
+
+
+def test_alternating_shapes_bias_and_out_dtype():
+    cases = []
+    for seed, (M, N, K) in enumerate(((64, 48, 128), (32, 48, 128), (64, 96, 256))):
+        a, b, sa, sb = _ops(10 + seed, M, N, K)
+        bias = torch.randn(N, generator=torch.Generator().manual_seed(seed)).to(BF16)
+        for bi in (None, bias):
+            for od in (BF16, torch.float32):
+                cases.append(((a, b, sa, sb), bi, od, _general(a, b, sa, sb, bi, od)))
+    for _ in range(3):
+        for ops, bi, od, want in cases:
+            assert _same(fp8kit.scaled_mm(*ops, bias=bi, out_dtype=od), want)
+            assert _same(fp8kit.scaled_mm(*ops, bias=bi, out_dtype=od), want)  # now through _last
+
+
+def test_closed_context_is_reported_not_used():
+    a, b, sa, sb = _ops(5)
+    want = _general(a, b, sa, sb)
+    for _ in range(3):
+        fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16)
+    try:
+        fp8kit._context.clear_contexts()
+        with pytest.raises(fp8kit.FP8KitError) as ei:
+            fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16)
+        assert "ctx" in ei.value.message
+    finally:
+        _gemm.clear_plans()
+    assert _same(fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16), want)
+
+
+def test_torch_op_takes_the_same_entries():
+    from fp8kit import torch_ops
+    a, b, sa, sb = _ops(6)
+    want = _general(a, b, sa, sb)
+    for _ in range(3):
+        assert _same(torch_ops.scaled_mm(a, b, sa, sb, out_dtype=BF16), want)
+        assert _same(fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16), want)
+    with pytest.raises(fp8kit.InvalidShapeError):  # through the op: still checked
+        torch_ops.scaled_mm(a[:32], b, sa, sb, out_dtype=BF16)
+    e5 = a.float().to(torch.float8_e5m2)
+    assert _same(torch_ops.scaled_mm(e5, b, sa, sb, out_dtype=BF16), _general(e5, b, sa, sb))
