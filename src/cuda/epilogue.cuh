@@ -355,15 +355,26 @@ static __device__ __forceinline__ void fk_epi_rowq_y16(const fk_gemm_params &p, 
                                                        float br_lo, float br_hi)
 {
     const float *cf = tab + 2 * BN + 128, *bc = tab + BN;
+    if (p.sa_mode != FP8KIT_SCALE_ROW && p.bias_mode != FP8KIT_BIAS_ROW) { /* sa = 1, br = 0 */
 #pragma unroll
-    for (int jj = 0; jj < 4; jj++) {
-        const int tc = tc0 + 8 * jj + q2;
-        const float2 f = *(const float2 *)&cf[tc];
-        const float2 b = *(const float2 *)&bc[tc];
-        y[4 * jj] = fmaf(y[4 * jj], sa_lo * f.x, br_lo + b.x);
-        y[4 * jj + 1] = fmaf(y[4 * jj + 1], sa_lo * f.y, br_lo + b.y);
-        y[4 * jj + 2] = fmaf(y[4 * jj + 2], sa_hi * f.x, br_hi + b.x);
-        y[4 * jj + 3] = fmaf(y[4 * jj + 3], sa_hi * f.y, br_hi + b.y);
+        for (int jj = 0; jj < 4; jj++) {
+            const int tc = tc0 + 8 * jj + q2;
+            const float2 f = *(const float2 *)&cf[tc], b = *(const float2 *)&bc[tc];
+            y[4 * jj] = fmaf(y[4 * jj], f.x, b.x);
+            y[4 * jj + 1] = fmaf(y[4 * jj + 1], f.y, b.y);
+            y[4 * jj + 2] = fmaf(y[4 * jj + 2], f.x, b.x);
+            y[4 * jj + 3] = fmaf(y[4 * jj + 3], f.y, b.y);
+        }
+    } else {
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) {
+            const int tc = tc0 + 8 * jj + q2;
+            const float2 f = *(const float2 *)&cf[tc], b = *(const float2 *)&bc[tc];
+            y[4 * jj] = fmaf(y[4 * jj], sa_lo * f.x, br_lo + b.x);
+            y[4 * jj + 1] = fmaf(y[4 * jj + 1], sa_lo * f.y, br_lo + b.y);
+            y[4 * jj + 2] = fmaf(y[4 * jj + 2], sa_hi * f.x, br_hi + b.x);
+            y[4 * jj + 3] = fmaf(y[4 * jj + 3], sa_hi * f.y, br_hi + b.y);
+        }
     }
     if (p.c) {
 #pragma unroll
@@ -774,23 +785,41 @@ static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p,
 #pragma unroll 1
         for (int jj = 0; jj < BN / CW; jj++) {
             float y[CW / 2];
+            if (!rowsc && !brow) { /* the common case: one fma per value */
 #pragma unroll
-            for (int j4 = 0; j4 < CW / 8; j4++) {
-                const int c = CW * jj + 8 * j4;
-                const float2 f = *(const float2 *)&cf[c];
-                const float2 bc = brow ? make_float2(0.0f, 0.0f) : *(const float2 *)&tab[BN + c + q2];
-                y[4 * j4] = fmaf(acc[4 * j4], sa_lo * f.x, b_lo + bc.x);
-                y[4 * j4 + 1] = fmaf(acc[4 * j4 + 1], sa_lo * f.y, b_lo + bc.y);
-                y[4 * j4 + 2] = fmaf(acc[4 * j4 + 2], sa_hi * f.x, b_hi + bc.x);
-                y[4 * j4 + 3] = fmaf(acc[4 * j4 + 3], sa_hi * f.y, b_hi + bc.y);
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    const int c = CW * jj + 8 * j4;
+                    const float2 f = *(const float2 *)&cf[c], bc = *(const float2 *)&tab[BN + c + q2];
+                    y[4 * j4] = fmaf(acc[4 * j4], f.x, bc.x);
+                    y[4 * j4 + 1] = fmaf(acc[4 * j4 + 1], f.y, bc.y);
+                    y[4 * j4 + 2] = fmaf(acc[4 * j4 + 2], f.x, bc.x);
+                    y[4 * j4 + 3] = fmaf(acc[4 * j4 + 3], f.y, bc.y);
+                }
+            } else {
+#pragma unroll
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    const int c = CW * jj + 8 * j4;
+                    const float2 f = *(const float2 *)&cf[c];
+                    const float2 bc = brow ? make_float2(0.0f, 0.0f) : *(const float2 *)&tab[BN + c + q2];
+                    y[4 * j4] = fmaf(acc[4 * j4], sa_lo * f.x, b_lo + bc.x);
+                    y[4 * j4 + 1] = fmaf(acc[4 * j4 + 1], sa_lo * f.y, b_lo + bc.y);
+                    y[4 * j4 + 2] = fmaf(acc[4 * j4 + 2], sa_hi * f.x, b_hi + bc.x);
+                    y[4 * j4 + 3] = fmaf(acc[4 * j4 + 3], sa_hi * f.y, b_hi + bc.y);
+                }
             }
             fk_epi_act_n(y, act);
+            if (bf) {
 #pragma unroll
-            for (int j4 = 0; j4 < CW / 8; j4++) {
-                const int c = CW * jj + 8 * j4;
-                o_lo[c / 2] = bf ? fk_cvt_bf16x2(y[4 * j4], y[4 * j4 + 1]) : fk_cvt_f16x2(y[4 * j4], y[4 * j4 + 1]);
-                o_hi[c / 2] = bf ? fk_cvt_bf16x2(y[4 * j4 + 2], y[4 * j4 + 3])
-                                 : fk_cvt_f16x2(y[4 * j4 + 2], y[4 * j4 + 3]);
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    o_lo[(CW * jj + 8 * j4) / 2] = fk_cvt_bf16x2(y[4 * j4], y[4 * j4 + 1]);
+                    o_hi[(CW * jj + 8 * j4) / 2] = fk_cvt_bf16x2(y[4 * j4 + 2], y[4 * j4 + 3]);
+                }
+            } else {
+#pragma unroll
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    o_lo[(CW * jj + 8 * j4) / 2] = fk_cvt_f16x2(y[4 * j4], y[4 * j4 + 1]);
+                    o_hi[(CW * jj + 8 * j4) / 2] = fk_cvt_f16x2(y[4 * j4 + 2], y[4 * j4 + 3]);
+                }
             }
 #pragma unroll
             for (int i = 0; i + CW / 2 < NACC; i++)
