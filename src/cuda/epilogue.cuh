@@ -407,17 +407,20 @@ static __device__ __forceinline__ void fk_epi_rowq_y16(const fk_gemm_params &p, 
     }
 }
 
-/* max |y| bits (NaN > Inf > finite as unsigned) of the chunk's values of
- * row r_lo (i = 0) or r_lo + 8 (i = 1), over the 4 lanes of the fragment row. */
-static __device__ __forceinline__ uint32_t fk_epi_rowq_amax(const float *y, int i, int n)
+/* max |y| bits (NaN > Inf > finite as unsigned) of this lane's values of
+ * one chunk in row r_lo (i = 0) or r_lo + 8 (i = 1), and its maximum over
+ * the 4 lanes of the fragment row. */
+static __device__ __forceinline__ uint32_t fk_epi_rowq_amax(const float (&y)[16], int i)
 {
     uint32_t am = 0;
 #pragma unroll
-    for (int c = 0; c < n; c++)
-#pragma unroll
-        for (int jj = 0; jj < 4; jj++)
-            am = fk_max_u32(am, fk_max_u32(fk_abs_bits(y[16 * c + 4 * jj + 2 * i]),
-                                           fk_abs_bits(y[16 * c + 4 * jj + 2 * i + 1])));
+    for (int jj = 0; jj < 4; jj++)
+        am = fk_max_u32(am, fk_max_u32(fk_abs_bits(y[4 * jj + 2 * i]), fk_abs_bits(y[4 * jj + 2 * i + 1])));
+    return am;
+}
+
+static __device__ __forceinline__ uint32_t fk_epi_quad_max(uint32_t am)
+{
     am = fk_max_u32(am, __shfl_xor_sync(0xFFFFFFFFu, am, 1));
     return fk_max_u32(am, __shfl_xor_sync(0xFFFFFFFFu, am, 2));
 }
@@ -523,8 +526,8 @@ static __device__ __forceinline__ void fk_epi_rowq_codes(const fk_gemm_params &p
 static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, const float (&y)[16], int row_lo,
                                                       int col0, int q, bool e5, bool vec)
 {
-    const uint8_t s_lo = fk_mx_scale(fk_epi_rowq_amax(y, 0, 1), e5, p.out_rceil);
-    const uint8_t s_hi = fk_mx_scale(fk_epi_rowq_amax(y, 1, 1), e5, p.out_rceil);
+    const uint8_t s_lo = fk_mx_scale(fk_epi_quad_max(fk_epi_rowq_amax(y, 0)), e5, p.out_rceil);
+    const uint8_t s_hi = fk_mx_scale(fk_epi_quad_max(fk_epi_rowq_amax(y, 1)), e5, p.out_rceil);
     if (q == 0) {
         uint8_t *sd = (uint8_t *)p.scale_d_out + col0 / 32;
         const long long ld = p.n / 32;
@@ -543,12 +546,17 @@ static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, c
 }
 
 /* block1x128: scales and codes of one 128-column group, y[0 .. 63] (its 4
- * chunks in order; chunks past N are skipped). */
-static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p, const float *y, int row_lo,
-                                                        int col0, int q, bool e5, bool vec)
+ * chunks in order; chunks past N are skipped); am_lo / am_hi: this lane's
+ * amax bits of the group's two rows (taken from the chunks' y before they
+ * went to the accumulator registers: a bit cast of those registers here
+ * makes the compiler carry them as integers through the main loop, where
+ * ptxas then has to wait for every wgmma group). */
+static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p, const float *y, uint32_t am_lo,
+                                                        uint32_t am_hi, int row_lo, int col0, int q, bool e5,
+                                                        bool vec)
 {
-    const float s_lo = fk_scale_f32(fk_epi_rowq_amax(y, 0, 4), e5, p.out_pow2);
-    const float s_hi = fk_scale_f32(fk_epi_rowq_amax(y, 1, 4), e5, p.out_pow2);
+    const float s_lo = fk_scale_f32(fk_epi_quad_max(am_lo), e5, p.out_pow2);
+    const float s_hi = fk_scale_f32(fk_epi_quad_max(am_hi), e5, p.out_pow2);
     if (q == 0) {
         float *sd = (float *)p.scale_d_out + col0 / 128;
         const long long ld = (p.n + 127) / 128;
@@ -590,6 +598,7 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
     const bool e5 = p.d_type == FP8KIT_E5M2, mx = p.out_quant == FP8KIT_OUTQ_MX;
     const bool vec = (((uintptr_t)p.d | (uintptr_t)p.ldd) & 7u) == 0;
     const int width = mx || BN % 128 == 0 ? BN : 0; /* 1x128 needs BN % 128 == 0 (planned so) */
+    uint32_t am_lo = 0, am_hi = 0; /* 1x128: the group's amax bits so far */
 #pragma unroll 1
     for (int tc0 = 0; tc0 < width && n0 + (mx ? tc0 : tc0 & ~127) < p.n; tc0 += 32) {
         float y[16];
@@ -603,6 +612,9 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
             for (int x = 0; x + 16 < NACC; x++)
                 acc[x] = acc[x + 16];
         } else if constexpr (BN % 128 == 0) {
+            const bool first = (tc0 & 127) == 0;
+            am_lo = fk_max_u32(first ? 0u : am_lo, fk_epi_rowq_amax(y, 0));
+            am_hi = fk_max_u32(first ? 0u : am_hi, fk_epi_rowq_amax(y, 1));
 #pragma unroll
             for (int x = 0; x < 48; x++)
                 acc[x] = acc[x + 16];
@@ -610,7 +622,7 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
             for (int x = 0; x < 16; x++)
                 acc[48 + x] = y[x];
             if ((tc0 & 127) == 96) {
-                fk_epi_rowq_b128(p, acc, row_lo, n0 + tc0 - 96, q, e5, vec);
+                fk_epi_rowq_b128(p, acc, am_lo, am_hi, row_lo, n0 + tc0 - 96, q, e5, vec);
 #pragma unroll
                 for (int x = 0; x + 64 < NACC; x++)
                     acc[x] = acc[x + 64];
