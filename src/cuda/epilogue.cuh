@@ -344,20 +344,20 @@ template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[
  * among them gives each lane 8 consecutive codes of each row: one 8-byte
  * store per row and chunk, 32 contiguous bytes per row and warp store. */
 
-/* y of NV / 16 chunks in place: act(acc * (sa * cf) + bias + beta * C) (cf =
+/* y of one chunk in place: act(acc * (sa * cf) + bias + beta * C) (cf =
  * alpha * tensor scales * column scale, rounded once from double; sa the
  * row scale or 1; the bias of the unused kind is 0 in the table), rounded to
  * out_hp (RNE) and widened back - the value SPEC 3 quantizes - and 0 in
  * columns past N (they must not reach a group's amax). */
-template <int BN, int NV>
-static __device__ __forceinline__ void fk_epi_rowq_y(const fk_gemm_params &p, float (&y)[NV], const float *tab,
-                                                     int row_lo, int n0, int tc0, int q2, float sa_lo, float sa_hi,
-                                                     float br_lo, float br_hi)
+template <int BN>
+static __device__ __forceinline__ void fk_epi_rowq_y16(const fk_gemm_params &p, float (&y)[16], const float *tab,
+                                                       int row_lo, int n0, int tc0, int q2, float sa_lo, float sa_hi,
+                                                       float br_lo, float br_hi)
 {
     const float *cf = tab + 2 * BN + 128, *bc = tab + BN;
     if (p.sa_mode != FP8KIT_SCALE_ROW && p.bias_mode != FP8KIT_BIAS_ROW) { /* sa = 1, br = 0 */
 #pragma unroll
-        for (int jj = 0; jj < NV / 4; jj++) {
+        for (int jj = 0; jj < 4; jj++) {
             const int tc = tc0 + 8 * jj + q2;
             const float2 f = *(const float2 *)&cf[tc], b = *(const float2 *)&bc[tc];
             y[4 * jj] = fmaf(y[4 * jj], f.x, b.x);
@@ -367,7 +367,7 @@ static __device__ __forceinline__ void fk_epi_rowq_y(const fk_gemm_params &p, fl
         }
     } else {
 #pragma unroll
-        for (int jj = 0; jj < NV / 4; jj++) {
+        for (int jj = 0; jj < 4; jj++) {
             const int tc = tc0 + 8 * jj + q2;
             const float2 f = *(const float2 *)&cf[tc], b = *(const float2 *)&bc[tc];
             y[4 * jj] = fmaf(y[4 * jj], sa_lo * f.x, br_lo + b.x);
@@ -378,7 +378,7 @@ static __device__ __forceinline__ void fk_epi_rowq_y(const fk_gemm_params &p, fl
     }
     if (p.c) {
 #pragma unroll
-        for (int x = 0; x < NV; x++) {
+        for (int x = 0; x < 16; x++) {
             const int row = row_lo + 8 * ((x >> 1) & 1), col = n0 + tc0 + 8 * (x >> 2) + q2 + (x & 1);
             if (row < p.m && col < p.n)
                 y[x] = fmaf(p.beta, fk_epi_load(p.c, (long long)row * p.ldc + col, p.c_type), y[x]);
@@ -387,42 +387,35 @@ static __device__ __forceinline__ void fk_epi_rowq_y(const fk_gemm_params &p, fl
     fk_epi_act_n(y, p.act);
     if (p.out_hp == FP8KIT_BF16) {
 #pragma unroll
-        for (int x = 0; x < NV; x += 2) {
+        for (int x = 0; x < 16; x += 2) {
             const uint32_t w = fk_cvt_bf16x2(y[x], y[x + 1]);
             y[x] = fk_u2f(w << 16);
             y[x + 1] = fk_u2f(w & 0xFFFF0000u);
         }
     } else if (p.out_hp == FP8KIT_F16) {
 #pragma unroll
-        for (int x = 0; x < NV; x += 2) {
+        for (int x = 0; x < 16; x += 2) {
             const uint32_t w = fk_cvt_f16x2(y[x], y[x + 1]);
             y[x] = fk_epi_f16_f32(w & 0xFFFFu);
             y[x + 1] = fk_epi_f16_f32(w >> 16);
         }
     }
-    if (n0 + tc0 + 2 * NV > p.n) {
+    if (n0 + tc0 + 32 > p.n) {
 #pragma unroll
-        for (int x = 0; x < NV; x++)
+        for (int x = 0; x < 16; x++)
             y[x] = n0 + tc0 + 8 * (x >> 2) + q2 + (x & 1) < p.n ? y[x] : 0.0f;
     }
 }
 
-/* |y| as bits, the bit cast applied to fabsf(y), not to y: a bit cast of
- * the accumulator registers themselves (block1x128 takes its amax from
- * them) lets NVVM carry them as integers through the main loop, where ptxas
- * then has to wait for every wgmma group (C7517). fabsf clears the sign of
- * a NaN too, so the order NaN > Inf > finite of the bits is kept. */
-static __device__ __forceinline__ uint32_t fk_epi_abs_bits(float y) { return fk_f2u(fabsf(y)); }
-
 /* max |y| bits (NaN > Inf > finite as unsigned) of this lane's values of
  * one chunk in row r_lo (i = 0) or r_lo + 8 (i = 1), and its maximum over
  * the 4 lanes of the fragment row. */
-static __device__ __forceinline__ uint32_t fk_epi_rowq_amax(const float *y, int i)
+static __device__ __forceinline__ uint32_t fk_epi_rowq_amax(const float (&y)[16], int i)
 {
     uint32_t am = 0;
 #pragma unroll
     for (int jj = 0; jj < 4; jj++)
-        am = fk_max_u32(am, fk_max_u32(fk_epi_abs_bits(y[4 * jj + 2 * i]), fk_epi_abs_bits(y[4 * jj + 2 * i + 1])));
+        am = fk_max_u32(am, fk_max_u32(fk_abs_bits(y[4 * jj + 2 * i]), fk_abs_bits(y[4 * jj + 2 * i + 1])));
     return am;
 }
 
@@ -530,7 +523,7 @@ static __device__ __forceinline__ void fk_epi_rowq_codes(const fk_gemm_params &p
 }
 
 /* mx: scales and codes of one 32-column chunk (= one group) of y. */
-static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, const float *y, int row_lo,
+static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, const float (&y)[16], int row_lo,
                                                       int col0, int q, bool e5, bool vec)
 {
     const uint8_t s_lo = fk_mx_scale(fk_epi_quad_max(fk_epi_rowq_amax(y, 0)), e5, p.out_rceil);
@@ -553,16 +546,15 @@ static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, c
 }
 
 /* block1x128: scales and codes of one 128-column group, y[0 .. 63] (its 4
- * chunks in order; chunks past N are skipped). */
-static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p, const float *y, int row_lo,
-                                                        int col0, int q, bool e5, bool vec)
+ * chunks in order; chunks past N are skipped); am_lo / am_hi: this lane's
+ * amax bits of the group's two rows (taken from the chunks' y before they
+ * went to the accumulator registers: a bit cast of those registers here
+ * makes the compiler carry them as integers through the main loop, where
+ * ptxas then has to wait for every wgmma group). */
+static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p, const float *y, uint32_t am_lo,
+                                                        uint32_t am_hi, int row_lo, int col0, int q, bool e5,
+                                                        bool vec)
 {
-    uint32_t am_lo = 0, am_hi = 0;
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-        am_lo = fk_max_u32(am_lo, fk_epi_rowq_amax(y + 16 * c, 0));
-        am_hi = fk_max_u32(am_hi, fk_epi_rowq_amax(y + 16 * c, 1));
-    }
     const float s_lo = fk_scale_f32(fk_epi_quad_max(am_lo), e5, p.out_pow2);
     const float s_hi = fk_scale_f32(fk_epi_quad_max(am_hi), e5, p.out_pow2);
     if (q == 0) {
@@ -582,11 +574,9 @@ static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p,
 
 /* The epilogue with fused output quantization: one compact loop over the
  * tile's 32-column chunks (one copy of the y code whatever the options and
- * the tile width; two chunks per pass would halve the register moves of
- * the shifts, but push the MX-operand kernels, whose main loop is at the
- * register limit, into spills). Each chunk's y (as the other epilogues
- * define it) is computed from acc[0 .. 15]. mx: the chunk is a group: its
- * scales and codes follow, and the next chunk's accumulators move down into
+ * the tile width). Each chunk's y (as the other epilogues define it) is
+ * computed from acc[0 .. 15]. mx: the chunk is a group: its scales and
+ * codes follow, and the next chunk's accumulators move down into
  * acc[0 .. 15]. block1x128 (BN % 128 == 0, which the planner guarantees, so
  * that a group never spans two tiles): the y replace the accumulators while
  * the group's 64 registers rotate by 16, so after the group's 4 chunks they
@@ -608,19 +598,23 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
     const bool e5 = p.d_type == FP8KIT_E5M2, mx = p.out_quant == FP8KIT_OUTQ_MX;
     const bool vec = (((uintptr_t)p.d | (uintptr_t)p.ldd) & 7u) == 0;
     const int width = mx || BN % 128 == 0 ? BN : 0; /* 1x128 needs BN % 128 == 0 (planned so) */
+    uint32_t am_lo = 0, am_hi = 0; /* 1x128: the group's amax bits so far */
 #pragma unroll 1
     for (int tc0 = 0; tc0 < width && n0 + (mx ? tc0 : tc0 & ~127) < p.n; tc0 += 32) {
         float y[16];
 #pragma unroll
         for (int x = 0; x < 16; x++)
             y[x] = acc[x];
-        fk_epi_rowq_y<BN>(p, y, tab, row_lo, n0, tc0, q2, sa_lo, sa_hi, br_lo, br_hi);
+        fk_epi_rowq_y16<BN>(p, y, tab, row_lo, n0, tc0, q2, sa_lo, sa_hi, br_lo, br_hi);
         if (mx) {
             fk_epi_rowq_mx(p, y, row_lo, n0 + tc0, q, e5, vec);
 #pragma unroll
             for (int x = 0; x + 16 < NACC; x++)
                 acc[x] = acc[x + 16];
         } else if constexpr (BN % 128 == 0) {
+            const bool first = (tc0 & 127) == 0;
+            am_lo = fk_max_u32(first ? 0u : am_lo, fk_epi_rowq_amax(y, 0));
+            am_hi = fk_max_u32(first ? 0u : am_hi, fk_epi_rowq_amax(y, 1));
 #pragma unroll
             for (int x = 0; x < 48; x++)
                 acc[x] = acc[x + 16];
@@ -628,7 +622,7 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
             for (int x = 0; x < 16; x++)
                 acc[48 + x] = y[x];
             if ((tc0 & 127) == 96) {
-                fk_epi_rowq_b128(p, acc, row_lo, n0 + tc0 - 96, q, e5, vec);
+                fk_epi_rowq_b128(p, acc, am_lo, am_hi, row_lo, n0 + tc0 - 96, q, e5, vec);
 #pragma unroll
                 for (int x = 0; x + 64 < NACC; x++)
                     acc[x] = acc[x + 64];
