@@ -4,7 +4,9 @@
  * same GEMM with bf16 output, then fp8kit_quantize (mx axis -1 / block1x128)
  * of that output - what a caller does without the fusion. Also times the bf16
  * GEMM alone (the fused epilogue's overhead over it). e4m3 x e4m3 with tensor
- * scales, normal random inputs. Median of N CUDA-event timings after warm-up,
+ * scales, normal random inputs. Cases: mx, b1x128 (y = the scaled sum) and
+ * mx_bias_gelu (y = gelu_tanh(sum + bf16 column bias); the unfused pipeline
+ * and the bf16 reference GEMM apply the same bias and activation). Median of N CUDA-event timings after warm-up,
  * L2 flushed before each. The fused and unfused results are compared (codes
  * and scales; they may differ where y differs in the last bit between the
  * two epilogues). Prints a table and one JSON line per row (op, case, shape,
@@ -159,7 +161,7 @@ int main(int argc, char **argv)
     void *flush = NULL;
     CK(cudaMalloc(&flush, flush_bytes));
     printf("%s, commit %s\n", prop.name, commit ? commit : "?");
-    printf("%-9s %-18s %11s %11s %7s %11s %9s  %s\n", "case", "M x N x K", "fused us", "unfused us", "ratio",
+    printf("%-13s %-18s %11s %11s %7s %11s %9s  %s\n", "case", "M x N x K", "fused us", "unfused us", "ratio",
            "bf16 gemm", "overhead", "fused vs unfused (codes, scales differing)");
     for (int si = 0; si < nshapes; si++) {
         const int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
@@ -167,7 +169,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < M * K; i++) ha[i] = fk_f32_to_e4m3((float)rnorm() * 16.0f);
         for (int64_t i = 0; i < N * K; i++) hb[i] = fk_f32_to_e4m3((float)rnorm() * 16.0f);
         const float sab[2] = {1.0f / 64, 1.0f / 128};
-        void *da, *db, *ds, *dd16, *dq, *dsc, *dq2, *dsc2;
+        void *da, *db, *ds, *dd16, *dq, *dsc, *dq2, *dsc2, *dbias;
         const int64_t sc_row = (N + 127) / 128 * 4 > N / 32 ? (N + 127) / 128 * 4 : N / 32; /* bytes per row */
         const size_t sc_bytes = (size_t)(M * sc_row);
         CK(cudaMalloc(&da, (size_t)(M * K)));
@@ -178,10 +180,16 @@ int main(int argc, char **argv)
         CK(cudaMalloc(&dq2, (size_t)(M * N)));
         CK(cudaMalloc(&dsc, sc_bytes));
         CK(cudaMalloc(&dsc2, sc_bytes));
+        CK(cudaMalloc(&dbias, (size_t)N * 2));
+        uint16_t *hbias = malloc((size_t)N * 2);
+        for (int64_t i = 0; i < N; i++) hbias[i] = fk_f32_to_bf16((float)rnorm() * 4.0f);
+        CK(cudaMemcpy(dbias, hbias, (size_t)N * 2, cudaMemcpyHostToDevice));
+        free(hbias);
         CK(cudaMemcpy(da, ha, (size_t)(M * K), cudaMemcpyHostToDevice));
         CK(cudaMemcpy(db, hb, (size_t)(N * K), cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ds, sab, 8, cudaMemcpyHostToDevice));
-        for (int mx = 1; mx >= 0; mx--) {
+        for (int cs_i = 0; cs_i < 3; cs_i++) {
+            const int mx = cs_i != 1, gelu = cs_i == 2;
             job j;
             memset(&j, 0, sizeof j);
             j.ctx = ctx;
@@ -193,6 +201,12 @@ int main(int argc, char **argv)
             j.pa.scale_b = fp8kit_tensor_make((char *)ds + 4, FP8KIT_F32, 1, &one);
             j.pa.alpha = 1.0f;
             j.pa.d = fp8kit_tensor_2d(dd16, FP8KIT_BF16, M, N, N);
+            if (gelu) {
+                int64_t nb = N;
+                j.plain.bias = FP8KIT_BIAS_COL;
+                j.plain.act = FP8KIT_ACT_GELU_TANH;
+                j.pa.bias = fp8kit_tensor_make(dbias, FP8KIT_BF16, 1, &nb);
+            }
             j.fused = j.plain;
             j.fused.out_quant = mx ? FP8KIT_OUTQ_MX : FP8KIT_OUTQ_BLOCK1X128;
             j.fused.out_hp = FP8KIT_BF16;
@@ -227,10 +241,10 @@ int main(int argc, char **argv)
             free(q1); free(q2); free(s1); free(s2);
             char shp[64];
             snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
-            const char *cs = mx ? "mx" : "b1x128";
+            const char *cs = gelu ? "mx_bias_gelu" : mx ? "mx" : "b1x128";
             const double ratio = us[0] > 0 && us[1] > 0 ? us[1] / us[0] : 0.0;
             const double over = us[0] > 0 && us[2] > 0 ? 100.0 * (us[0] / us[2] - 1.0) : 0.0;
-            printf("%-9s %-18s %11.1f %11.1f %7.3f %11.1f %8.1f%%  %.2e, %.2e\n", cs, shp, us[0], us[1], ratio, us[2],
+            printf("%-13s %-18s %11.1f %11.1f %7.3f %11.1f %8.1f%%  %.2e, %.2e\n", cs, shp, us[0], us[1], ratio, us[2],
                    over, (double)qd / (double)(M * N), (double)sd / (double)(sd_shape[0] * sd_shape[1]));
             if (jf)
                 fprintf(jf,
@@ -245,7 +259,7 @@ int main(int argc, char **argv)
         free(ha);
         free(hb);
         cudaFree(da); cudaFree(db); cudaFree(ds); cudaFree(dd16); cudaFree(dq); cudaFree(dq2); cudaFree(dsc);
-        cudaFree(dsc2);
+        cudaFree(dsc2); cudaFree(dbias);
     }
     if (jf)
         fclose(jf);

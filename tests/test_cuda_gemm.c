@@ -649,6 +649,30 @@ int main(void)
         g = base_case("mx ops -> mx rceil out random", 200, 320, 512); g.sa = g.sb = FP8KIT_SCALE_MX;
         g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.rceil = 1; g.act = FP8KIT_ACT_GELU_TANH;
         run_case(&g);
+        /* the register epilogue's edge paths (2026-11-22): 1x128 group
+         * scales outside [2^-80, 2^80] (the division's pre-scaling: alpha
+         * 2^-100 / 2^100 keeps y exact), N % 8 != 0 with an 8-byte-aligned
+         * row stride (vector stores with a partial last segment), odd M,
+         * partial tiles, e5m2 codes with gelu / silu, f16 out_hp with row
+         * scales and row bias, beta * C */
+        g = base_case("b1x128 tiny scales exact", 67, 264, 128);
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_BF16; g.exact = 1; g.alpha = 0x1p-100f;
+        run_case(&g);
+        g = base_case("b1x128 huge scales pow2 exact", 33, 200, 256);
+        g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_F32; g.exact = 1; g.alpha = 0x1p100f;
+        g.pow2 = 1; g.fast = 1; g.bn = "256"; run_case(&g);
+        g = base_case("b1x128 N%8=4 vec stride exact", 131, 196, 128); g.ldd_pad = 4;
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_BF16; g.exact = 1; g.bias = FP8KIT_BIAS_COL;
+        g.act = FP8KIT_ACT_RELU; run_case(&g);
+        g = base_case("mx e5m2 silu bn192 rowb strided", 45, 992, 256); g.bn = "192";
+        g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_F16; g.act = FP8KIT_ACT_SILU; g.sa = FP8KIT_SCALE_ROW;
+        g.bias = FP8KIT_BIAS_ROW; g.biast = FP8KIT_BF16; g.ldd_pad = 8; run_case(&g);
+        g = base_case("b1x128 e5m2 gelu bias bn128 odd M", 255, 384, 512); g.bn = "128";
+        g.dt = FP8KIT_E5M2; g.oq = FP8KIT_OUTQ_BLOCK1X128; g.hp = FP8KIT_BF16; g.bias = FP8KIT_BIAS_COL;
+        g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+        g = base_case("mx e4m3 gelu rowbias beta bn64", 97, 160, 128); g.bn = "64";
+        g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_MX; g.hp = FP8KIT_BF16; g.beta = 0.5f; g.ct = FP8KIT_BF16;
+        g.act = FP8KIT_ACT_GELU_TANH; g.bias = FP8KIT_BIAS_ROW; run_case(&g);
     }
     g = base_case("tensor f32 K=16384", 128, 256, 16384); f32p(&g); run_case(&g);
     g = base_case("block f32 K=16384", 128, 256, 16384); f32p(&g);

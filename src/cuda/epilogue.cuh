@@ -226,26 +226,92 @@ static __device__ __forceinline__ void fk_epi_tab_write(const fk_gemm_params &p,
     tab[2 * BN + tid] = pre.r;
 }
 
-/* y * sigmoid(z) = y / (1 + exp(-z)) without a division's slow-path branch
- * (so that many of them interleave): expf, then the reciprocal of d >= 1
- * from the hardware estimate and one Newton step (within 1 ulp; d = Inf
- * gives 0), times y. gelu_tanh(y) = y * sigmoid(2 u) with u = k0 (y + k1
- * y^3) (= 0.5 y (1 + tanh u)); silu(y) = y * sigmoid(y). */
-static __device__ __forceinline__ float fk_epi_ysig(float y, float z)
+/* Device helpers with a host fallback (tests/emu compiles this file as host
+ * C++): the rcp estimate, byte permute, fp32 pair -> fp8 pair, f16 -> fp32. */
+
+/* 1 / d for 1 <= d < 2^126 from the hardware estimate (within 1 ulp). The
+ * .ftz form is exact here: d is normal and so is 1 / d (the callers keep d
+ * far below 2^126); the non-.ftz form wraps the estimate in a 5-instruction
+ * subnormal fix-up that this range never needs. */
+static __device__ __forceinline__ float fk_epi_rcp_est(float d)
 {
-    const float d = 1.0f + expf(-z);
-    float r = 0.0f;
 #ifdef FK_SM90_DEVICE
-    asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(d));
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+    return r;
+#else
+    return 1.0f / d;
 #endif
-    r = fmaf(r, fmaf(-d, r, 1.0f), r);
-    return y * (d == INFINITY ? 0.0f : r);
+}
+
+/* prmt.b32: byte i of the result is byte (sel >> 4 i) & 7 of {b, a}. */
+static __device__ __forceinline__ uint32_t fk_epi_prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+#ifdef FK_SM90_DEVICE
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+#else
+    const uint64_t v = ((uint64_t)b << 32) | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++)
+        r |= (uint32_t)((v >> (8 * ((sel >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
+    return r;
+#endif
+}
+
+/* Two fp32 -> two fp8 codes (lo in bits 0-7), satfinite RNE: the hardware
+ * conversion, equal to the shared codec for every non-NaN input (the same
+ * instruction as quant_common.cuh's fk_cvt2, checked exhaustively by
+ * fk_cuda_cvt_selfcheck). NaN must not reach it: callers overwrite the codes
+ * of NaN / Inf groups with the canonical NaN. */
+template <int E5> static __device__ __forceinline__ uint32_t fk_epi_cvt8x2(float lo, float hi)
+{
+#ifdef FK_SM90_DEVICE
+    unsigned short r;
+    if (E5)
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    return (uint32_t)fk_f32_to_fp8(lo, E5) | ((uint32_t)fk_f32_to_fp8(hi, E5) << 8);
+#endif
+}
+
+/* f16 bits -> fp32 (exact). */
+static __device__ __forceinline__ float fk_epi_f16_f32(uint32_t h)
+{
+#ifdef FK_SM90_DEVICE
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+    return f;
+#else
+    return fk_f16_to_f32((uint16_t)h);
+#endif
+}
+
+/* y * sigmoid(-zn) = y / (1 + exp(zn)) without a division's slow-path
+ * branch (so that many of them interleave): the accurate expf of zn clamped
+ * to 80 (so d = 1 + exp(zn) <= 5.6e34 and 1 / d stays normal: no Inf / 0
+ * case; exp(80) already makes the result |y| * 1.8e-35, i.e. 0 to any
+ * output precision), then the reciprocal of d from the hardware estimate and
+ * one Newton step (within 1 ulp), times y. gelu_tanh(y) = y * sigmoid(2 u)
+ * with u = k0 (y + k1 y^3) (= 0.5 y (1 + tanh u)), so zn = y (K0 + K1 y^2)
+ * with K0 = -2 k0, K1 = -2 k0 k1; silu(y) = y * sigmoid(y): zn = -y. A NaN y
+ * gives NaN; y = -Inf gives -Inf (the CPU backend's formulas give NaN
+ * there); for finite y both agree within SPEC 3. */
+static __device__ __forceinline__ float fk_epi_ysig(float y, float zn)
+{
+    const float d = 1.0f + expf(fminf(zn, 80.0f));
+    const float r = fk_epi_rcp_est(d);
+    return y * fmaf(r, fmaf(-d, r, 1.0f), r);
 }
 
 static __device__ __forceinline__ float fk_epi_gelu_tanh(float y)
 {
-    const float k0 = 0.7978845608028654f, k1 = 0.044715f;
-    return fk_epi_ysig(y, 2.0f * (k0 * (y + k1 * y * y * y)));
+    const float K0 = -1.5957691216057308f, K1 = -0.07135481627260025f;
+    return fk_epi_ysig(y, y * fmaf(y * y, K1, K0));
 }
 
 /* Applies the activation to n values: the branch on act is taken once, so
@@ -259,7 +325,7 @@ template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[
     } else if (act == 4) {
 #pragma unroll
         for (int e = 0; e < N; e++)
-            y[e] = fk_epi_ysig(y[e], y[e]);
+            y[e] = fk_epi_ysig(y[e], -y[e]);
     } else if (act == 1) {
 #pragma unroll
         for (int e = 0; e < N; e++)
@@ -271,114 +337,257 @@ template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[
     }
 }
 
-/* y rounded to the high-precision type out_hp (RNE) and widened back: the
- * value fused output quantization works on (as the CPU backend). */
-static __device__ __forceinline__ float fk_epi_round_hp(float y, int hp)
-{
-    if (hp == FP8KIT_BF16)
-        return fk_bf16_to_f32(fk_f32_to_bf16(y));
-    if (hp == FP8KIT_F16)
-        return fk_f16_to_f32(fk_f32_to_f16(y));
-    return y;
-}
+/* ------------------------------------------------ fused output quantization
+ * (OUTQ_MX: e8m0 scale per 32 columns of each row; OUTQ_BLOCK1X128: f32
+ * scale per 128 columns). The wgmma fragment is worked on in registers,
+ * 32 columns (one chunk) at a time: thread (warp w, lane l) holds rows
+ * r_lo = 16 w + l / 4 and r_lo + 8, columns 8 jj + 2 (l % 4) + {0, 1} of the
+ * chunk (jj = 0..3) at y[4 jj + 2 i + e]. The 4 lanes of a fragment row hold
+ * all of a chunk's values of their two rows, so a group's amax is a
+ * reduction over those 4 lanes, and a 4 x 4 transpose of 16-bit code pairs
+ * among them gives each lane 8 consecutive codes of each row: one 8-byte
+ * store per row and chunk, 32 contiguous bytes per row and warp store. */
 
-/* One y of fused output quantization (a real call: one copy per kernel):
- * the scaled sum a * (sa * cf) rounded once to fp32, then alpha, beta * C,
- * bias b and the activation as in fk_epilogue, then the rounding to out_hp. */
-static __device__ __noinline__ float fk_epi_rowq_val(const fk_gemm_params &p, float a, float sa, float cf, float b,
-                                                     int row, int col)
+/* y of one chunk in place: act(acc * (sa * cf) + bias + beta * C) (cf =
+ * alpha * tensor scales * column scale, rounded once from double; sa the
+ * row scale or 1; the bias of the unused kind is 0 in the table), rounded to
+ * out_hp (RNE) and widened back - the value SPEC 3 quantizes - and 0 in
+ * columns past N (they must not reach a group's amax). */
+template <int BN>
+static __device__ __forceinline__ void fk_epi_rowq_y16(const fk_gemm_params &p, float (&y)[16], const float *tab,
+                                                       int row_lo, int n0, int tc0, int q2, float sa_lo, float sa_hi,
+                                                       float br_lo, float br_hi)
 {
-    const float s = (float)((double)a * ((double)sa * cf));
-    return fk_epi_round_hp(fk_epi_value(p, s, row, col, b), p.out_hp);
-}
-
-/* One fp8 code of fused output quantization (a real call, as above):
- * mx: fp8(y * r) with the reciprocal r; block1x128: fp8(y / S). */
-static __device__ __noinline__ uint32_t fk_epi_rowq_code(float y, float f, int mx, int e5)
-{
-    return mx ? fk_quant_mx_elem(y, f, e5) : fk_quant_f32_elem(y, f, e5);
-}
-
-/* Fused output quantization, step 1 for one 32-column chunk: the 16
- * fragment values acc[0 .. 15] (rows r_lo + 8 i of the warpgroup, columns
- * tc0 + 8 j + q2 + {0, 1} of the tile, at acc[4 j + 2 i + {0, 1}]) are
- * replaced by y rounded to out_hp - computed exactly as the general
- * epilogue computes it - or by 0 outside M x N; am_lo / am_hi collect the
- * two rows' max |y| bits. One pair per step, not unrolled (code size): the
- * 16 registers rotate down by 2, so after 8 steps they hold y in order. */
-template <int BN, int NACC>
-static __device__ __forceinline__ void fk_epi_rowq_y(const fk_gemm_params &p, float (&acc)[NACC], const float *tab,
-                                                     int m0, int n0, int tc0, int r_lo, int q2, uint32_t &am_lo,
-                                                     uint32_t &am_hi)
-{
-    const bool brow = p.bias_mode == FP8KIT_BIAS_ROW;
-#pragma unroll 1
-    for (int k = 0; k < 8; k++) {
-        const int i = k & 1, r = r_lo + 8 * i, row = m0 + r;
-        const float sa = tab[2 * BN + r], br = tab[2 * BN + 64 + r];
-        float y[2];
+    const float *cf = tab + 2 * BN + 128, *bc = tab + BN;
+    if (p.sa_mode != FP8KIT_SCALE_ROW && p.bias_mode != FP8KIT_BIAS_ROW) { /* sa = 1, br = 0 */
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-            const int tc = tc0 + 8 * (k >> 1) + q2 + e, col = n0 + tc;
-            y[e] = 0.0f;
+        for (int jj = 0; jj < 4; jj++) {
+            const int tc = tc0 + 8 * jj + q2;
+            const float2 f = *(const float2 *)&cf[tc], b = *(const float2 *)&bc[tc];
+            y[4 * jj] = fmaf(y[4 * jj], f.x, b.x);
+            y[4 * jj + 1] = fmaf(y[4 * jj + 1], f.y, b.y);
+            y[4 * jj + 2] = fmaf(y[4 * jj + 2], f.x, b.x);
+            y[4 * jj + 3] = fmaf(y[4 * jj + 3], f.y, b.y);
+        }
+    } else {
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) {
+            const int tc = tc0 + 8 * jj + q2;
+            const float2 f = *(const float2 *)&cf[tc], b = *(const float2 *)&bc[tc];
+            y[4 * jj] = fmaf(y[4 * jj], sa_lo * f.x, br_lo + b.x);
+            y[4 * jj + 1] = fmaf(y[4 * jj + 1], sa_lo * f.y, br_lo + b.y);
+            y[4 * jj + 2] = fmaf(y[4 * jj + 2], sa_hi * f.x, br_hi + b.x);
+            y[4 * jj + 3] = fmaf(y[4 * jj + 3], sa_hi * f.y, br_hi + b.y);
+        }
+    }
+    if (p.c) {
+#pragma unroll
+        for (int x = 0; x < 16; x++) {
+            const int row = row_lo + 8 * ((x >> 1) & 1), col = n0 + tc0 + 8 * (x >> 2) + q2 + (x & 1);
             if (row < p.m && col < p.n)
-                y[e] = fk_epi_rowq_val(p, acc[e], sa, tab[tc], brow ? br : tab[BN + tc], row, col);
+                y[x] = fmaf(p.beta, fk_epi_load(p.c, (long long)row * p.ldc + col, p.c_type), y[x]);
         }
-        const uint32_t am = fk_max_u32(fk_abs_bits(y[0]), fk_abs_bits(y[1]));
-        if (i)
-            am_hi = fk_max_u32(am_hi, am);
-        else
-            am_lo = fk_max_u32(am_lo, am);
+    }
+    fk_epi_act_n(y, p.act);
+    if (p.out_hp == FP8KIT_BF16) {
 #pragma unroll
-        for (int x = 0; x < 14; x++)
-            acc[x] = acc[x + 2];
-        acc[14] = y[0];
-        acc[15] = y[1];
+        for (int x = 0; x < 16; x += 2) {
+            const uint32_t w = fk_cvt_bf16x2(y[x], y[x + 1]);
+            y[x] = fk_u2f(w << 16);
+            y[x + 1] = fk_u2f(w & 0xFFFF0000u);
+        }
+    } else if (p.out_hp == FP8KIT_F16) {
+#pragma unroll
+        for (int x = 0; x < 16; x += 2) {
+            const uint32_t w = fk_cvt_f16x2(y[x], y[x + 1]);
+            y[x] = fk_epi_f16_f32(w & 0xFFFFu);
+            y[x + 1] = fk_epi_f16_f32(w >> 16);
+        }
+    }
+    if (n0 + tc0 + 32 > p.n) {
+#pragma unroll
+        for (int x = 0; x < 16; x++)
+            y[x] = n0 + tc0 + 8 * (x >> 2) + q2 + (x & 1) < p.n ? y[x] : 0.0f;
     }
 }
 
-/* Fused output quantization, step 2 for one 32-column chunk: encodes the y
- * values acc[0 .. 15] with their row's factor (mx: the scale's reciprocal
- * r, q = fp8(y * r); block1x128: the scale S, q = fp8(y / S)) and stores
- * them, two adjacent bytes per store; c is this thread's first column. One
- * pair per step (not unrolled); acc[0 .. 15] are consumed. */
-template <int NACC>
-static __device__ __forceinline__ void fk_epi_rowq_store(const fk_gemm_params &p, float (&acc)[NACC], int row_lo,
-                                                         int c, bool mx, float f_lo, float f_hi, int e5)
+/* max |y| bits (NaN > Inf > finite as unsigned) of this lane's values of
+ * one chunk in row r_lo (i = 0) or r_lo + 8 (i = 1), and its maximum over
+ * the 4 lanes of the fragment row. */
+static __device__ __forceinline__ uint32_t fk_epi_rowq_amax(const float (&y)[16], int i)
 {
-#pragma unroll 1
-    for (int k = 0; k < 8; k++) {
-        const int row = row_lo + 8 * (k & 1), col = c + 8 * (k >> 1);
-        const float f = (k & 1) ? f_hi : f_lo;
-        if (row < p.m) {
-            const uint32_t q0 = fk_epi_rowq_code(acc[0], f, mx, e5), q1 = fk_epi_rowq_code(acc[1], f, mx, e5);
-            uint8_t *d = (uint8_t *)p.d + (long long)row * p.ldd + col;
-            if (col + 1 < p.n && ((uintptr_t)d & 1u) == 0) {
-                *(uint16_t *)d = (uint16_t)(q0 | (q1 << 8));
-            } else {
-                if (col < p.n)
-                    d[0] = (uint8_t)q0;
-                if (col + 1 < p.n)
-                    d[1] = (uint8_t)q1;
-            }
-        }
+    uint32_t am = 0;
 #pragma unroll
-        for (int x = 0; x < 14; x++)
-            acc[x] = acc[x + 2];
+    for (int jj = 0; jj < 4; jj++)
+        am = fk_max_u32(am, fk_max_u32(fk_abs_bits(y[4 * jj + 2 * i]), fk_abs_bits(y[4 * jj + 2 * i + 1])));
+    return am;
+}
+
+static __device__ __forceinline__ uint32_t fk_epi_quad_max(uint32_t am)
+{
+    am = fk_max_u32(am, __shfl_xor_sync(0xFFFFFFFFu, am, 1));
+    return fk_max_u32(am, __shfl_xor_sync(0xFFFFFFFFu, am, 2));
+}
+
+/* The 4 x 4 transpose of 16-bit code pairs among the 4 lanes (q = lane % 4)
+ * of a fragment row: w0 / w1 hold this lane's pairs of column blocks jj = 0,
+ * 1 / 2, 3 of one row; afterwards they hold the 8 codes of block jj = q,
+ * i.e. columns 8 q .. 8 q + 7 of the chunk. Two shuffles. */
+static __device__ __forceinline__ void fk_epi_quad_transpose(uint32_t &w0, uint32_t &w1, int q)
+{
+    const int h = q >> 1, b = q & 1;
+    const uint32_t lo = 0x5410u, hi = 0x7632u; /* low / high halves of two words */
+    const uint32_t keep = h ? w1 : w0;          /* blocks 2h, 2h + 1 from this lane */
+    const uint32_t recv = __shfl_xor_sync(0xFFFFFFFFu, h ? w0 : w1, 2); /* ... from lane q ^ 2 */
+    const uint32_t mine = fk_epi_prmt(keep, recv, b ? hi : lo);       /* block q from q, q ^ 2 */
+    const uint32_t got = __shfl_xor_sync(0xFFFFFFFFu, fk_epi_prmt(keep, recv, b ? lo : hi), 1); /* q ^ 1, q ^ 3 */
+    const uint32_t ev = b ? got : mine, od = b ? mine : got; /* from lanes (0, 2) / (1, 3); swapped if h */
+    w0 = fk_epi_prmt(ev, od, h ? hi : lo);
+    w1 = fk_epi_prmt(ev, od, h ? lo : hi);
+}
+
+/* Stores 8 codes (w0, w1) of row `row` at column col (edge: byte stores). */
+static __device__ __forceinline__ void fk_epi_rowq_put8(const fk_gemm_params &p, int row, int col, uint32_t w0,
+                                                        uint32_t w1, bool vec)
+{
+    if (row >= p.m || col >= p.n)
+        return;
+    uint8_t *d = (uint8_t *)p.d + (long long)row * p.ldd + col;
+    if (vec && col + 8 <= p.n) {
+        *(uint2 *)d = make_uint2(w0, w1);
+    } else {
+        const uint64_t w = ((uint64_t)w1 << 32) | w0;
+#pragma unroll 1
+        for (int e = 0; e < 8 && col + e < p.n; e++)
+            d[e] = (uint8_t)(w >> (8 * e));
     }
 }
 
-/* The epilogue with fused output quantization (OUTQ_MX: e8m0 scale per 32
- * columns of each row; OUTQ_BLOCK1X128: f32 scale per 128 columns, which
- * needs BN % 128 == 0 so that a group never spans two tiles - the planner
- * guarantees it). It works on the wgmma fragment in registers, group by
- * group: the 4 threads of a fragment row hold all of a group's values for
- * two rows (8 values per 32 columns each), so y, the group's amax (a
- * reduction over those 4 lanes), the scale (SPEC 2 through src/format, as
- * the CPU backend) and the codes need neither staging nor a second pass.
- * A 1x128 group is 4 chunks: each chunk's y replaces its accumulators and
- * the group's 64 registers rotate by 16, so after 4 chunks they hold the
- * group's y in order; then the chunks are encoded and shifted out. */
+/* Per-row factor of a group's element step: mx: q = fp8(y * f) with f the
+ * scale's reciprocal; block1x128: q = fp8(fl32(y / S)) computed as in
+ * quant_common.cuh (fk_div_q: y = fl32(1 / s) once, q0 = y x, two residual
+ * steps, the second Markstein's correctly rounded one) for s in
+ * [2^-80, 2^80]; S outside that range is first scaled by xs = 2^100 or
+ * 2^-100 (s = S xs, x xs: exact, or below 2^-126 where the quotient is far
+ * under the smallest fp8 value and only its sign matters). */
+struct fk_epi_qf {
+    float f, s, xs;
+    bool nan; /* NaN / Inf in the group: every code is the canonical NaN */
+};
+
+static __device__ __forceinline__ fk_epi_qf fk_epi_qf_div(float S)
+{
+    fk_epi_qf d;
+    d.nan = !(S == S);
+    d.xs = S < 0x1p-80f ? 0x1p100f : (S > 0x1p80f ? 0x1p-100f : 1.0f);
+    d.s = S * d.xs;
+    d.f = 1.0f / d.s;
+    return d;
+}
+
+template <bool MX> static __device__ __forceinline__ float fk_epi_qval(float x, const fk_epi_qf &d)
+{
+    if (MX)
+        return x * d.f;
+    const float xs = x * d.xs;
+    float q = xs * d.f;
+    q = fmaf(fmaf(-d.s, q, xs), d.f, q);
+    q = fmaf(fmaf(-d.s, q, xs), d.f, q);
+    return copysignf(q, xs);
+}
+
+/* Encodes one chunk y[0 .. 15] with the row factors and stores it (the
+ * fp8 type is a branch around the 8 conversions only). */
+template <bool MX>
+static __device__ __forceinline__ void fk_epi_rowq_codes(const fk_gemm_params &p, const float *y, const fk_epi_qf &lo,
+                                                         const fk_epi_qf &hi, int row_lo, int col0, int q, bool e5,
+                                                         bool vec)
+{
+    float v[16];
+#pragma unroll
+    for (int x = 0; x < 16; x++)
+        v[x] = fk_epi_qval<MX>(y[x], (x & 2) ? hi : lo);
+    uint32_t c[8]; /* pairs: row lo blocks 0-3, row hi blocks 0-3 */
+    if (e5) {
+#pragma unroll
+        for (int x = 0; x < 8; x++)
+            c[x] = fk_epi_cvt8x2<1>(v[4 * (x & 3) + 2 * (x >> 2)], v[4 * (x & 3) + 2 * (x >> 2) + 1]);
+    } else {
+#pragma unroll
+        for (int x = 0; x < 8; x++)
+            c[x] = fk_epi_cvt8x2<0>(v[4 * (x & 3) + 2 * (x >> 2)], v[4 * (x & 3) + 2 * (x >> 2) + 1]);
+    }
+    const uint32_t nan = e5 ? FK_E5M2_NAN * 0x01010101u : FK_E4M3_NAN * 0x01010101u;
+    uint32_t w0 = lo.nan ? nan : c[0] | (c[1] << 16), w1 = lo.nan ? nan : c[2] | (c[3] << 16);
+    uint32_t w2 = hi.nan ? nan : c[4] | (c[5] << 16), w3 = hi.nan ? nan : c[6] | (c[7] << 16);
+    fk_epi_quad_transpose(w0, w1, q);
+    fk_epi_quad_transpose(w2, w3, q);
+    fk_epi_rowq_put8(p, row_lo, col0 + 8 * q, w0, w1, vec);
+    fk_epi_rowq_put8(p, row_lo + 8, col0 + 8 * q, w2, w3, vec);
+}
+
+/* mx: scales and codes of one 32-column chunk (= one group) of y. */
+static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, const float (&y)[16], int row_lo,
+                                                      int col0, int q, bool e5, bool vec)
+{
+    const uint8_t s_lo = fk_mx_scale(fk_epi_quad_max(fk_epi_rowq_amax(y, 0)), e5, p.out_rceil);
+    const uint8_t s_hi = fk_mx_scale(fk_epi_quad_max(fk_epi_rowq_amax(y, 1)), e5, p.out_rceil);
+    if (q == 0) {
+        uint8_t *sd = (uint8_t *)p.scale_d_out + col0 / 32;
+        const long long ld = p.n / 32;
+        if (row_lo < p.m)
+            sd[(long long)row_lo * ld] = s_lo;
+        if (row_lo + 8 < p.m)
+            sd[(long long)(row_lo + 8) * ld] = s_hi;
+    }
+    fk_epi_qf lo, hi;
+    lo.f = fk_mx_recip(s_lo);
+    hi.f = fk_mx_recip(s_hi);
+    lo.nan = s_lo == 0xFFu;
+    hi.nan = s_hi == 0xFFu;
+    lo.s = hi.s = lo.xs = hi.xs = 1.0f;
+    fk_epi_rowq_codes<true>(p, y, lo, hi, row_lo, col0, q, e5, vec);
+}
+
+/* block1x128: scales and codes of one 128-column group, y[0 .. 63] (its 4
+ * chunks in order; chunks past N are skipped); am_lo / am_hi: this lane's
+ * amax bits of the group's two rows (taken from the chunks' y before they
+ * went to the accumulator registers: a bit cast of those registers here
+ * makes the compiler carry them as integers through the main loop, where
+ * ptxas then has to wait for every wgmma group). */
+static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p, const float *y, uint32_t am_lo,
+                                                        uint32_t am_hi, int row_lo, int col0, int q, bool e5,
+                                                        bool vec)
+{
+    const float s_lo = fk_scale_f32(fk_epi_quad_max(am_lo), e5, p.out_pow2);
+    const float s_hi = fk_scale_f32(fk_epi_quad_max(am_hi), e5, p.out_pow2);
+    if (q == 0) {
+        float *sd = (float *)p.scale_d_out + col0 / 128;
+        const long long ld = (p.n + 127) / 128;
+        if (row_lo < p.m)
+            sd[(long long)row_lo * ld] = s_lo;
+        if (row_lo + 8 < p.m)
+            sd[(long long)(row_lo + 8) * ld] = s_hi;
+    }
+    const fk_epi_qf lo = fk_epi_qf_div(s_lo), hi = fk_epi_qf_div(s_hi);
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+        if (col0 + 32 * c < p.n)
+            fk_epi_rowq_codes<false>(p, y + 16 * c, lo, hi, row_lo, col0 + 32 * c, q, e5, vec);
+}
+
+/* The epilogue with fused output quantization: one compact loop over the
+ * tile's 32-column chunks (one copy of the y code whatever the options and
+ * the tile width). Each chunk's y (as the other epilogues define it) is
+ * computed from acc[0 .. 15]. mx: the chunk is a group: its scales and
+ * codes follow, and the next chunk's accumulators move down into
+ * acc[0 .. 15]. block1x128 (BN % 128 == 0, which the planner guarantees, so
+ * that a group never spans two tiles): the y replace the accumulators while
+ * the group's 64 registers rotate by 16, so after the group's 4 chunks they
+ * hold its y in order; then its scales and codes, and the next group moves
+ * down. Scales through src/format (SPEC 2, as the CPU backend); codes from
+ * the hardware conversion (equal to the shared codec); 8-byte code stores
+ * where D's base and row stride allow. */
 template <int BN, int NACC>
 static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p, float (&acc)[NACC], float *tab,
                                                         const fk_epi_pre &pre, int m0, int n0, int tid, int bar_id)
@@ -386,70 +595,41 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
     const int warp = tid >> 5, lane = tid & 31;
     fk_epi_tab_write<BN>(p, tab, pre, tid);
     fk_named_bar_sync(bar_id, 128);
-    const int r_lo = warp * 16 + (lane >> 2), q2 = (lane & 3) * 2, row_lo = m0 + r_lo;
-    const int e5 = p.d_type == FP8KIT_E5M2;
-    const bool mx = p.out_quant == FP8KIT_OUTQ_MX;
-    const int nsub = mx ? 1 : 4; /* 32-column chunks per group */
-    if (mx || BN % 128 == 0) {
+    const int r_lo = warp * 16 + (lane >> 2), q = lane & 3, q2 = 2 * q, row_lo = m0 + r_lo;
+    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW;
+    const float sa_lo = rowsc ? tab[2 * BN + r_lo] : 1.0f, sa_hi = rowsc ? tab[2 * BN + r_lo + 8] : 1.0f;
+    const float br_lo = tab[2 * BN + 64 + r_lo], br_hi = tab[2 * BN + 64 + r_lo + 8];
+    const bool e5 = p.d_type == FP8KIT_E5M2, mx = p.out_quant == FP8KIT_OUTQ_MX;
+    const bool vec = (((uintptr_t)p.d | (uintptr_t)p.ldd) & 7u) == 0;
+    const int width = mx || BN % 128 == 0 ? BN : 0; /* 1x128 needs BN % 128 == 0 (planned so) */
+    uint32_t am_lo = 0, am_hi = 0; /* 1x128: the group's amax bits so far */
 #pragma unroll 1
-        for (int tc0 = 0; tc0 < BN && n0 + tc0 < p.n; tc0 += 32 * nsub) {
-            uint32_t am_lo = 0, am_hi = 0;
-#pragma unroll 1
-            for (int sub = 0; sub < nsub; sub++) {
-                fk_epi_rowq_y<BN>(p, acc, tab, m0, n0, tc0 + 32 * sub, r_lo, q2, am_lo, am_hi);
-                if constexpr (BN % 128 == 0) {
-                    if (!mx) { /* the group's 64 registers rotate down by 16 */
-                        float t[16];
+    for (int tc0 = 0; tc0 < width && n0 + (mx ? tc0 : tc0 & ~127) < p.n; tc0 += 32) {
+        float y[16];
 #pragma unroll
-                        for (int x = 0; x < 16; x++)
-                            t[x] = acc[x];
+        for (int x = 0; x < 16; x++)
+            y[x] = acc[x];
+        fk_epi_rowq_y16<BN>(p, y, tab, row_lo, n0, tc0, q2, sa_lo, sa_hi, br_lo, br_hi);
+        if (mx) {
+            fk_epi_rowq_mx(p, y, row_lo, n0 + tc0, q, e5, vec);
 #pragma unroll
-                        for (int x = 0; x < 48; x++)
-                            acc[x] = acc[x + 16];
+            for (int x = 0; x + 16 < NACC; x++)
+                acc[x] = acc[x + 16];
+        } else if constexpr (BN % 128 == 0) {
+            const bool first = (tc0 & 127) == 0;
+            am_lo = fk_max_u32(first ? 0u : am_lo, fk_epi_rowq_amax(y, 0));
+            am_hi = fk_max_u32(first ? 0u : am_hi, fk_epi_rowq_amax(y, 1));
 #pragma unroll
-                        for (int x = 0; x < 16; x++)
-                            acc[48 + x] = t[x];
-                    }
-                }
-            }
-            /* the group's amax over the 4 lanes of each fragment row */
+            for (int x = 0; x < 48; x++)
+                acc[x] = acc[x + 16];
 #pragma unroll
-            for (int o = 1; o <= 2; o <<= 1) {
-                am_lo = fk_max_u32(am_lo, __shfl_xor_sync(0xFFFFFFFFu, am_lo, o));
-                am_hi = fk_max_u32(am_hi, __shfl_xor_sync(0xFFFFFFFFu, am_hi, o));
-            }
-            float f_lo, f_hi;
-            if (mx) {
-                const uint8_t s_lo = fk_mx_scale(am_lo, e5, p.out_rceil), s_hi = fk_mx_scale(am_hi, e5, p.out_rceil);
-                f_lo = fk_mx_recip(s_lo);
-                f_hi = fk_mx_recip(s_hi);
-                if ((lane & 3) == 0) {
-                    uint8_t *sd = (uint8_t *)p.scale_d_out + (n0 + tc0) / 32;
-                    const long long ld = p.n / 32;
-                    if (row_lo < p.m)
-                        sd[(long long)row_lo * ld] = s_lo;
-                    if (row_lo + 8 < p.m)
-                        sd[(long long)(row_lo + 8) * ld] = s_hi;
-                }
-            } else {
-                f_lo = fk_scale_f32(am_lo, e5, p.out_pow2);
-                f_hi = fk_scale_f32(am_hi, e5, p.out_pow2);
-                if ((lane & 3) == 0) {
-                    float *sd = (float *)p.scale_d_out + (n0 + tc0) / 128;
-                    const long long ld = (p.n + 127) / 128;
-                    if (row_lo < p.m)
-                        sd[(long long)row_lo * ld] = f_lo;
-                    if (row_lo + 8 < p.m)
-                        sd[(long long)(row_lo + 8) * ld] = f_hi;
-                }
-            }
-#pragma unroll 1
-            for (int sub = 0; sub < nsub; sub++) {
-                fk_epi_rowq_store(p, acc, row_lo, n0 + tc0 + 32 * sub + q2, mx, f_lo, f_hi, e5);
-                /* the next chunk moves down into acc[0 .. 15] */
+            for (int x = 0; x < 16; x++)
+                acc[48 + x] = y[x];
+            if ((tc0 & 127) == 96) {
+                fk_epi_rowq_b128(p, acc, am_lo, am_hi, row_lo, n0 + tc0 - 96, q, e5, vec);
 #pragma unroll
-                for (int x = 0; x + 16 < NACC; x++)
-                    acc[x] = acc[x + 16];
+                for (int x = 0; x + 64 < NACC; x++)
+                    acc[x] = acc[x + 64];
             }
         }
     }
@@ -610,35 +790,56 @@ static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p,
             o_hi[4 * j] = bf ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3);
         }
     } else {
-        /* bias and activation: 32 columns per pass (not unrolled), the next
-         * 16 accumulators shifted down after each pass */
+        /* bias and activation: 64 columns per pass (not unrolled: one copy
+         * of the activation code for 32 values, which interleave), the next
+         * 32 accumulators shifted down after each pass; y = acc * (sa * f) +
+         * (row bias + column bias) with one rounding (fma) */
         const bool brow = p.bias_mode == FP8KIT_BIAS_ROW;
         const float b_lo = brow ? tab[2 * BN + 64 + r_lo] : 0.0f, b_hi = brow ? tab[2 * BN + 64 + r_lo + 8] : 0.0f;
         const int act = p.act;
+        constexpr int CW = BN % 64 == 0 ? 64 : 32; /* columns per pass */
 #pragma unroll 1
-        for (int jj = 0; jj < BN / 32; jj++) {
-            float y[16];
+        for (int jj = 0; jj < BN / CW; jj++) {
+            float y[CW / 2];
+            if (!rowsc && !brow) { /* the common case: one fma per value */
 #pragma unroll
-            for (int j4 = 0; j4 < 4; j4++) {
-                const int c = 8 * (4 * jj + j4);
-                const float2 f = *(const float2 *)&cf[c];
-                const float2 bc = brow ? make_float2(0.0f, 0.0f) : *(const float2 *)&tab[BN + c + q2];
-                y[4 * j4] = acc[4 * j4] * (sa_lo * f.x) + (b_lo + bc.x);
-                y[4 * j4 + 1] = acc[4 * j4 + 1] * (sa_lo * f.y) + (b_lo + bc.y);
-                y[4 * j4 + 2] = acc[4 * j4 + 2] * (sa_hi * f.x) + (b_hi + bc.x);
-                y[4 * j4 + 3] = acc[4 * j4 + 3] * (sa_hi * f.y) + (b_hi + bc.y);
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    const int c = CW * jj + 8 * j4;
+                    const float2 f = *(const float2 *)&cf[c], bc = *(const float2 *)&tab[BN + c + q2];
+                    y[4 * j4] = fmaf(acc[4 * j4], f.x, bc.x);
+                    y[4 * j4 + 1] = fmaf(acc[4 * j4 + 1], f.y, bc.y);
+                    y[4 * j4 + 2] = fmaf(acc[4 * j4 + 2], f.x, bc.x);
+                    y[4 * j4 + 3] = fmaf(acc[4 * j4 + 3], f.y, bc.y);
+                }
+            } else {
+#pragma unroll
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    const int c = CW * jj + 8 * j4;
+                    const float2 f = *(const float2 *)&cf[c];
+                    const float2 bc = brow ? make_float2(0.0f, 0.0f) : *(const float2 *)&tab[BN + c + q2];
+                    y[4 * j4] = fmaf(acc[4 * j4], sa_lo * f.x, b_lo + bc.x);
+                    y[4 * j4 + 1] = fmaf(acc[4 * j4 + 1], sa_lo * f.y, b_lo + bc.y);
+                    y[4 * j4 + 2] = fmaf(acc[4 * j4 + 2], sa_hi * f.x, b_hi + bc.x);
+                    y[4 * j4 + 3] = fmaf(acc[4 * j4 + 3], sa_hi * f.y, b_hi + bc.y);
+                }
             }
             fk_epi_act_n(y, act);
+            if (bf) {
 #pragma unroll
-            for (int j4 = 0; j4 < 4; j4++) {
-                const int c = 8 * (4 * jj + j4);
-                o_lo[c / 2] = bf ? fk_cvt_bf16x2(y[4 * j4], y[4 * j4 + 1]) : fk_cvt_f16x2(y[4 * j4], y[4 * j4 + 1]);
-                o_hi[c / 2] = bf ? fk_cvt_bf16x2(y[4 * j4 + 2], y[4 * j4 + 3])
-                                 : fk_cvt_f16x2(y[4 * j4 + 2], y[4 * j4 + 3]);
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    o_lo[(CW * jj + 8 * j4) / 2] = fk_cvt_bf16x2(y[4 * j4], y[4 * j4 + 1]);
+                    o_hi[(CW * jj + 8 * j4) / 2] = fk_cvt_bf16x2(y[4 * j4 + 2], y[4 * j4 + 3]);
+                }
+            } else {
+#pragma unroll
+                for (int j4 = 0; j4 < CW / 8; j4++) {
+                    o_lo[(CW * jj + 8 * j4) / 2] = fk_cvt_f16x2(y[4 * j4], y[4 * j4 + 1]);
+                    o_hi[(CW * jj + 8 * j4) / 2] = fk_cvt_f16x2(y[4 * j4 + 2], y[4 * j4 + 3]);
+                }
             }
 #pragma unroll
-            for (int i = 0; i + 16 < NACC; i++)
-                acc[i] = acc[i + 16];
+            for (int i = 0; i + CW / 2 < NACC; i++)
+                acc[i] = acc[i + CW / 2];
         }
     }
     fk_fence_proxy_async();

@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+enum { GELU_TANH_ = FP8KIT_ACT_GELU_TANH, SILU_ = FP8KIT_ACT_SILU };
+
 static inline uint32_t fk_cvt_bf16x2(float lo, float hi)
 {
     return fk_f32_to_bf16(lo) | ((uint32_t)fk_f32_to_bf16(hi) << 16);
@@ -188,12 +190,31 @@ static int run_case(const emu_case &c)
     }
     fp8kit_ctx_destroy(ctx);
 
-    long dd = 0, dsd = 0, nonzero = 0;
+    /* Fused quantization with gelu_tanh / silu: the epilogue evaluates them
+     * as y * sigmoid (expf, rcp estimate + Newton step), the CPU backend as
+     * 0.5 y (1 + tanhf) and y / (1 + expf): y may differ in its last bits,
+     * and in gelu's negative tail (y < -5, where the CPU's 1 + tanhf is 0)
+     * by tiny amounts. There a code may differ from the CPU's by up to 1/8
+     * of its value plus 2^-6 (in units of the group scale, whose codes reach
+     * 448 or 57344); scales stay byte-equal (the amax is a large y). */
+    const bool near_ok = rowq && (c.act == GELU_TANH_ || c.act == SILU_);
+    long dd = 0, dsd = 0, nonzero = 0, dnear = 0;
     for (size_t i = 0; i < D.size(); i++) {
         nonzero += D[i] != 0 && D[i] != 0x80 && D[i] != 0xFF;
-        if (D[i] != Dc[i] && dd++ < 3)
+        if (D[i] == Dc[i])
+            continue;
+        if (near_ok && (i % ldd) < (size_t)N) {
+            const double a = fk_fp8_to_f32(D[i], c.dt == FP8KIT_E5M2), b = fk_fp8_to_f32(Dc[i], c.dt == FP8KIT_E5M2);
+            if (fabs(a - b) <= 0.125 * fabs(b) + 0x1p-6) {
+                dnear++;
+                continue;
+            }
+        }
+        if (dd++ < 3)
             printf("  D byte (%zu, %zu): %02x, cpu %02x\n", i / ds / ldd, i / ds % ldd, D[i], Dc[i]);
     }
+    if (dnear)
+        printf("  %ld codes differ from the cpu's within the activation tolerance\n", dnear);
     for (size_t i = 0; i < SD.size(); i++)
         if (SD[i] != SDc[i] && dsd++ < 3)
             printf("  scale byte %zu: %02x, cpu %02x\n", i, SD[i], SDc[i]);
@@ -225,6 +246,11 @@ int main(void)
         {129, 392, 64, 128, B128, E4, H, 0, 0, COL, SILU, 0, 0, 0},
         {65, 520, 64, 256, B128, E4, BF, 0, 1, ROW, RELU, 1, 1, 0},
         {200, 700, 64, 256, B128, E5, H, 0, 0, COL, 0, 1, 0, 2},
+        /* 8-byte code stores: N % 8 != 0 with an 8-aligned row stride (partial
+         * last segment), gelu / silu (near-equal codes, see run_case), beta */
+        {67, 196, 64, 128, B128, E4, H, 0, 0, COL, SILU, 0, 1, 4},
+        {97, 160, 64, 64, MX, E4, BF, 0, 0, ROW, GELU, 1, 0, 0},
+        {45, 992, 64, 192, MX, E5, F, 1, 0, ROW, SILU, 0, 1, 8},
     };
     int failed = 0;
     for (const emu_case &c : cases)
