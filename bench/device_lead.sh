@@ -7,14 +7,7 @@
 # Usage (repo root, on the device): bash bench/device_lead.sh [COMMIT]
 set -u
 commit=${1:-unknown}
-OUT=${OUT:-/tmp/fk_out}
-mkdir -p "$OUT"
-T0=$(date +%s)
-stamp() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-export PATH=/usr/local/cuda/bin:$PATH
-cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${cublas_dir:-/nonexistent}:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+. "$(dirname "$0")/device_env.sh"
 B=build-dev
 stamp build
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \

@@ -9,14 +9,7 @@
 #      FK_SKIP_TEST=1, FK_NCU="bench flags" (ncu on the first small kernel).
 set -u
 commit=${1:-unknown}
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-T0=$(date +%s)
-stamp() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-export PATH=/usr/local/cuda/bin:$PATH
-cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${cublas_dir:-/nonexistent}:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+. "$(dirname "$0")/device_env.sh"
 B=/tmp/build-small
 SHAPES=64x7168x7168,128x2112x7168,128x7168x16384,1x7168x7168,16x7168x7168,32x7168x7168
 stamp "build"
