@@ -314,6 +314,34 @@ typedef struct fp8kit_gemm_call {
 
 FP8KIT_API fp8kit_status fp8kit_gemm_call_run(const fp8kit_gemm_call *call);
 
+/* Grouped GEMM for mixture-of-experts layers (the 2-D x 3-D "contiguous"
+ * case of torch._scaled_grouped_mm): G problems sharing K, N, the dtypes and
+ * the descriptor. A is (T, K) with its rows grouped by expert: group g owns
+ * rows offsets[g-1] .. offsets[g] - 1 (offsets[-1] = 0); offsets holds G int32,
+ * non-decreasing, every entry <= T, in the memory of the context's backend
+ * like the other operands; D rows past offsets[G-1] are not written. B is
+ * (G, N, K) (each expert's N x K, K-contiguous, rows and experts strided). D is
+ * (T, N). Per group: D_g = act(alpha * deq(A_g) deq(B_g)^T + bias_g) with the
+ * rules of fp8kit_gemm. Scales: scale_a over A's T rows as in fp8kit_gemm
+ * (tensor: one f32; row: T); scale_b per expert (tensor: G f32; row: G x N).
+ * bias (desc->bias == FP8KIT_BIAS_COL only): G x N, f32/bf16/f16.
+ * Supported now: scale modes NONE / TENSOR / ROW, every activation, D bf16 /
+ * f16 / f32, no C and no output quantization (else FP8KIT_ERR_UNSUPPORTED),
+ * on the CPU backend; the CUDA backend returns FP8KIT_ERR_UNSUPPORTED until
+ * its grouped kernel exists. Everything, the offsets included, is validated
+ * before any group runs; on error nothing is written. */
+typedef struct fp8kit_grouped_gemm_args {
+    fp8kit_tensor a, b;       /* (T, K), (G, N, K) */
+    const int32_t *offsets;   /* G entries (G = b.shape[0]) */
+    fp8kit_tensor scale_a, scale_b;
+    float alpha;
+    fp8kit_tensor bias;       /* (G, N) or unused */
+    fp8kit_tensor d;          /* (T, N) */
+} fp8kit_grouped_gemm_args;
+
+FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                             const fp8kit_grouped_gemm_args *args, void *stream);
+
 /* Number of distinct plans cached in the context (for tests and tools). */
 FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);
 

@@ -387,6 +387,12 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
     return fk_gemm_run(ctx, &j, plan, stream);
 }
 
+fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args)
+{
+    fk_gemm_job j;
+    return fk_build_gemm_job(ctx, desc, args, &j);
+}
+
 int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx)
 {
     if (!ctx)

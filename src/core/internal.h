@@ -73,6 +73,10 @@ typedef struct fk_gemm_job {
     void *workspace; size_t workspace_bytes;
 } fk_gemm_job;
 
+/* Validates a call exactly as fp8kit_gemm does (same statuses and messages)
+ * without planning or running it (gemm_api.c; used by fp8kit_grouped_gemm). */
+fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args);
+
 /* A resolved GEMM configuration, cached per key. Backends own `config`.
  * memo: a small per-plan cache of what a backend derives from a call's data
  * pointers (CUDA: the last pair of TMA tensor maps), read and written only

@@ -1,0 +1,177 @@
+/* grouped.c - fp8kit_grouped_gemm: the mixture-of-experts grouped GEMM
+ * (A's rows grouped by expert through int32 offsets, one B per expert). It
+ * checks the whole call - descriptor, operands, every offset, then each
+ * group's fp8kit_gemm view - before the first group runs, then runs each
+ * non-empty group as an fp8kit_gemm on views of A, B, the scales, the bias
+ * and D. CPU backend; the CUDA backend declines until its grouped kernel
+ * (which will read the offsets on the device) exists. Each distinct group
+ * row count gets its own cached plan. */
+#include <stdio.h>
+#include <string.h>
+#include "core/check.h"
+
+#define FN "fp8kit_grouped_gemm"
+
+static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
+
+/* A checked contiguous tensor of dtype dt (any dtype of hp when hp) holding n elements. */
+static fp8kit_status fk_check_flat(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
+                                   int hp, int64_t n, const char *what)
+{
+    fp8kit_status st = fk_check_tensor(ctx, FN, name, t, 1);
+    if (st)
+        return st;
+    if (n < 0)
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the element count of %s for %s overflows int64", name, what);
+    if (hp ? !fk_is_hp(t->dtype) : t->dtype != dt)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": %s->dtype is %s; %s needs %s", name,
+                       fp8kit_dtype_name(t->dtype), what, hp ? "f32, f16 or bf16" : fp8kit_dtype_name(dt));
+    if (fp8kit_tensor_numel(t) != n)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %s holds %lld elements; %s needs %lld", name,
+                       (long long)fp8kit_tensor_numel(t), what, (long long)n);
+    if (!fk_is_contiguous(t))
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, FN ": %s must be contiguous", name);
+    return FP8KIT_OK;
+}
+
+static fp8kit_tensor fk_vec(void *data, fp8kit_dtype dt, int ndim, int64_t n)
+{
+    fp8kit_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dt;
+    t.ndim = ndim;
+    if (ndim == 1) {
+        t.shape[0] = n;
+        t.strides[0] = 1;
+    }
+    return t;
+}
+
+/* The fp8kit_gemm operands of group g: rows r0 .. r1 - 1 of A and D. */
+static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a, int64_t g, int64_t r0,
+                          int64_t r1, fp8kit_gemm_args *o)
+{
+    const int64_t n = a->b.shape[1], k = a->b.shape[2];
+    const int64_t lda = fk_stride(&a->a, 0), ldd = fk_stride(&a->d, 0);
+    const int64_t sbg = fk_stride(&a->b, 0), ldb = fk_stride(&a->b, 1);
+    memset(o, 0, sizeof *o);
+    o->a = fp8kit_tensor_2d((char *)a->a.data + r0 * lda, a->a.dtype, r1 - r0, k, lda);
+    o->b = fp8kit_tensor_2d((char *)a->b.data + g * sbg, a->b.dtype, n, k, ldb);
+    if (d->scale_a == FP8KIT_SCALE_TENSOR)
+        o->scale_a = fk_vec(a->scale_a.data, FP8KIT_F32, 0, 1);
+    else if (d->scale_a == FP8KIT_SCALE_ROW)
+        o->scale_a = fk_vec((float *)a->scale_a.data + r0, FP8KIT_F32, 1, r1 - r0);
+    if (d->scale_b == FP8KIT_SCALE_TENSOR)
+        o->scale_b = fk_vec((float *)a->scale_b.data + g, FP8KIT_F32, 0, 1);
+    else if (d->scale_b == FP8KIT_SCALE_ROW)
+        o->scale_b = fk_vec((float *)a->scale_b.data + g * n, FP8KIT_F32, 1, n);
+    if (d->bias == FP8KIT_BIAS_COL)
+        o->bias = fk_vec((char *)a->bias.data + g * n * (int64_t)fp8kit_dtype_size(a->bias.dtype), a->bias.dtype, 1, n);
+    o->alpha = a->alpha;
+    o->d = fp8kit_tensor_2d((char *)a->d.data + r0 * ldd * (int64_t)fp8kit_dtype_size(a->d.dtype), a->d.dtype,
+                            r1 - r0, n, ldd);
+}
+
+static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a)
+{
+    if ((unsigned)d->scale_a > FP8KIT_SCALE_MX || (unsigned)d->scale_b > FP8KIT_SCALE_MX ||
+        (unsigned)d->bias > FP8KIT_BIAS_ROW || (unsigned)d->act > FP8KIT_ACT_SILU ||
+        (unsigned)d->out_quant > FP8KIT_OUTQ_BLOCK1X128)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc has a field outside its enum");
+    if (d->scale_a > FP8KIT_SCALE_ROW || d->scale_b > FP8KIT_SCALE_ROW)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only none, tensor and row scales are supported (got %d, %d)",
+                       (int)d->scale_a, (int)d->scale_b);
+    if (d->out_quant != FP8KIT_OUTQ_NONE)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization is not supported");
+    if (d->bias == FP8KIT_BIAS_ROW)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only a per-column bias (G x N) is supported");
+    fp8kit_status st;
+    if ((st = fk_check_tensor(ctx, FN, "a", &a->a, 1)) || (st = fk_check_tensor(ctx, FN, "b", &a->b, 1)) ||
+        (st = fk_check_tensor(ctx, FN, "d", &a->d, 1)))
+        return st;
+    if (a->a.ndim != 2 || a->b.ndim != 3 || a->d.ndim != 2)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": a must be 2-D (T, K), b 3-D (G, N, K), d 2-D (T, N) "
+                                                      "(ndim %d, %d, %d)",
+                       a->a.ndim, a->b.ndim, a->d.ndim);
+    const int64_t t = a->a.shape[0], k = a->a.shape[1], g = a->b.shape[0], n = a->b.shape[1];
+    if (a->b.shape[2] != k || a->d.shape[0] != t || a->d.shape[1] != n)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                       FN ": a is %lld x %lld, b %lld x %lld x %lld, d %lld x %lld; expected a (T, K), b (G, N, K), "
+                          "d (T, N)",
+                       (long long)t, (long long)k, (long long)g, (long long)n, (long long)a->b.shape[2],
+                       (long long)a->d.shape[0], (long long)a->d.shape[1]);
+    if (g > INT32_MAX)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %lld groups; at most 2^31 - 1", (long long)g);
+    if (!fk_is_hp(a->d.dtype))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d must be f32, f16 or bf16 (got %s)",
+                       fp8kit_dtype_name(a->d.dtype));
+    if (d->scale_a == FP8KIT_SCALE_TENSOR && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, 1, "tensor scaling")))
+        return st;
+    if (d->scale_a == FP8KIT_SCALE_ROW && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, t, "row scaling of A (T)")))
+        return st;
+    if (d->scale_b == FP8KIT_SCALE_TENSOR &&
+        (st = fk_check_flat(ctx, "scale_b", &a->scale_b, FP8KIT_F32, 0, g, "tensor scaling per expert (G)")))
+        return st;
+    if (d->scale_b == FP8KIT_SCALE_ROW &&
+        (st = fk_check_flat(ctx, "scale_b", &a->scale_b, FP8KIT_F32, 0, fk_mul_ovf(g, n), "row scaling per expert (G x N)")))
+        return st;
+    if (d->bias == FP8KIT_BIAS_COL &&
+        (st = fk_check_flat(ctx, "bias", &a->bias, FP8KIT_F32, 1, fk_mul_ovf(g, n), "a per-expert column bias (G x N)")))
+        return st;
+    if (!a->offsets)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": offsets is NULL");
+    int64_t prev = 0;
+    for (int64_t i = 0; i < g; i++) {
+        const int64_t o = a->offsets[i];
+        if (o < prev || o > t)
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
+                           FN ": offsets[%lld] = %lld; offsets must be non-decreasing, >= 0 and <= T = %lld",
+                           (long long)i, (long long)o, (long long)t);
+        prev = o;
+    }
+    /* every group as fp8kit_gemm would see it (dtypes, alignment, K rules) */
+    prev = 0;
+    for (int64_t i = 0; i < g; i++) {
+        const int64_t r1 = a->offsets[i];
+        if (r1 > prev) {
+            fp8kit_gemm_args v;
+            fk_group_view(d, a, i, prev, r1, &v);
+            if ((st = fk_gemm_check(ctx, d, &v))) {
+                char msg[400];
+                snprintf(msg, sizeof msg, "%s", fp8kit_last_error(ctx));
+                return fk_fail(ctx, st, FN ": group %lld: %s", (long long)i, msg);
+            }
+        }
+        prev = r1;
+    }
+    return FP8KIT_OK;
+}
+
+fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args,
+                                  void *stream)
+{
+    if (!ctx)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, FN ": ctx is NULL");
+    if (!desc || !args)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": %s is NULL", !desc ? "desc" : "args");
+    if (ctx->backend != FP8KIT_BACKEND_CPU)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": the %s backend has no grouped GEMM yet (the CPU backend has)",
+                       fp8kit_backend_name(ctx->backend));
+    fp8kit_status st = fk_grouped_check(ctx, desc, args);
+    if (st)
+        return st;
+    int64_t prev = 0;
+    for (int64_t i = 0; i < args->b.shape[0]; i++) {
+        const int64_t r1 = args->offsets[i];
+        if (r1 > prev) {
+            fp8kit_gemm_args v;
+            fk_group_view(desc, args, i, prev, r1, &v);
+            if ((st = fp8kit_gemm(ctx, desc, &v, stream)))
+                return st;
+        }
+        prev = r1;
+    }
+    return FP8KIT_OK;
+}

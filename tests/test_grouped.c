@@ -1,0 +1,264 @@
+/* test_grouped.c - fp8kit_grouped_gemm on the CPU backend: random expert
+ * groupings (empty groups, all rows in one group, rows past the last offset)
+ * checked against an fp64 reference built from the dequantized operands
+ * (SPEC section 3 bounds), for none / tensor / row scales, bias, every
+ * activation, bf16 / f16 / f32 output, e4m3 and e5m2, padded strides; rows
+ * past the last offset stay untouched; every bad input returns its status and
+ * leaves D unchanged; a CUDA context declines with FP8KIT_ERR_UNSUPPORTED. */
+#include <math.h>
+#include "fp8kit.h"
+#include "format/codec.h"
+#include "format/epilogue.h"
+#include "test_util.h"
+
+typedef struct gcase {
+    const char *name;
+    int64_t t, n, k, g;
+    fp8kit_dtype at, bt, dt, biast;
+    fp8kit_scale_mode sa, sb;
+    int bias, act, pad, layout; /* layout: 0 random offsets, 1 all rows in the last group, 2 short last offset */
+} gcase;
+
+static float hp_get(const void *p, fp8kit_dtype t, int64_t i)
+{
+    if (t == FP8KIT_F32)
+        return ((const float *)p)[i];
+    if (t == FP8KIT_BF16)
+        return fk_bf16_to_f32(((const uint16_t *)p)[i]);
+    return fk_f16_to_f32(((const uint16_t *)p)[i]);
+}
+
+static void hp_put(void *p, fp8kit_dtype t, int64_t i, float v)
+{
+    if (t == FP8KIT_F32)
+        ((float *)p)[i] = v;
+    else if (t == FP8KIT_BF16)
+        ((uint16_t *)p)[i] = fk_f32_to_bf16(v);
+    else
+        ((uint16_t *)p)[i] = fk_f32_to_f16(v);
+}
+
+static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
+{
+    const int64_t T = c->t, N = c->n, K = c->k, G = c->g;
+    const int64_t lda = K + c->pad, ldb = K + c->pad, ldd = N + c->pad;
+    const int e5a = c->at == FP8KIT_E5M2, e5b = c->bt == FP8KIT_E5M2;
+    uint8_t *a = malloc((size_t)(T * lda)), *b = malloc((size_t)(G * N * ldb));
+    for (int64_t i = 0; i < T * lda; i++)
+        a[i] = fk_f32_to_fp8((float)fk_rng_normal(r), e5a);
+    for (int64_t i = 0; i < G * N * ldb; i++)
+        b[i] = fk_f32_to_fp8((float)(fk_rng_normal(r) * 0.5), e5b);
+    float *sa = malloc(sizeof(float) * (size_t)T), *sb = malloc(sizeof(float) * (size_t)(G * N));
+    for (int64_t i = 0; i < T; i++)
+        sa[i] = (float)ldexp(1.0 + fk_rng_unif(r), -3 + (int)(fk_rng_u32(r) % 4));
+    for (int64_t i = 0; i < G * N; i++)
+        sb[i] = (float)(0.25 + fk_rng_unif(r));
+    const size_t bsz = fp8kit_dtype_size(c->biast), dsz = fp8kit_dtype_size(c->dt);
+    void *bias = malloc(bsz * (size_t)(G * N));
+    for (int64_t i = 0; i < G * N; i++)
+        hp_put(bias, c->biast, i, (float)fk_rng_normal(r));
+    int32_t *off = malloc(sizeof(int32_t) * (size_t)G);
+    for (int64_t i = 0; i < G; i++) /* random cut points, sorted */
+        off[i] = (int32_t)(fk_rng_u32(r) % (uint32_t)(T + 1));
+    for (int64_t i = 1; i < G; i++)
+        for (int64_t j = i; j > 0 && off[j - 1] > off[j]; j--) {
+            int32_t x = off[j];
+            off[j] = off[j - 1];
+            off[j - 1] = x;
+        }
+    if (c->layout == 1)
+        for (int64_t i = 0; i < G; i++)
+            off[i] = i == G - 1 ? (int32_t)T : 0;
+    else if (c->layout != 2)
+        off[G - 1] = (int32_t)T;
+    const int64_t used = off[G - 1];
+    void *d = malloc(dsz * (size_t)(T * ldd));
+    memset(d, 0x5A, dsz * (size_t)(T * ldd));
+
+    fp8kit_gemm_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.scale_a = c->sa;
+    desc.scale_b = c->sb;
+    desc.bias = c->bias ? FP8KIT_BIAS_COL : FP8KIT_BIAS_NONE;
+    desc.act = (fp8kit_activation)c->act;
+    fp8kit_grouped_gemm_args ga;
+    memset(&ga, 0, sizeof ga);
+    ga.a = fp8kit_tensor_2d(a, c->at, T, K, lda);
+    int64_t bshape[3] = {G, N, K};
+    ga.b = fp8kit_tensor_make(b, c->bt, 3, bshape);
+    ga.b.strides[0] = N * ldb;
+    ga.b.strides[1] = ldb;
+    ga.b.strides[2] = 1;
+    ga.offsets = off;
+    int64_t one = 1, gn[2] = {G, N};
+    if (c->sa == FP8KIT_SCALE_TENSOR)
+        ga.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &one);
+    else if (c->sa == FP8KIT_SCALE_ROW)
+        ga.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &T);
+    if (c->sb == FP8KIT_SCALE_TENSOR)
+        ga.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 1, &G);
+    else if (c->sb == FP8KIT_SCALE_ROW)
+        ga.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 2, gn);
+    if (c->bias)
+        ga.bias = fp8kit_tensor_make(bias, c->biast, 2, gn);
+    ga.alpha = 0.75f;
+    ga.d = fp8kit_tensor_2d(d, c->dt, T, N, ldd);
+    fp8kit_status st = fp8kit_grouped_gemm(ctx, &desc, &ga, NULL);
+    CHECK(st == FP8KIT_OK, "%s: %s (%s)", c->name, fp8kit_status_string(st), fp8kit_last_error(ctx));
+
+    /* fp64 reference over the grouped rows; untouched bytes elsewhere */
+    double num = 0.0, den = 0.0;
+    int nan_bad = 0, touched = 0;
+    int64_t g = 0;
+    for (int64_t m = 0; m < T; m++) {
+        while (g < G && m >= off[g])
+            g++;
+        for (int64_t n = 0; n < N; n++) {
+            const unsigned char *cell = (const unsigned char *)d + (size_t)(m * ldd + n) * dsz;
+            if (m >= used) {
+                for (size_t q = 0; q < dsz; q++)
+                    touched |= cell[q] != 0x5A;
+                continue;
+            }
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (double)fk_fp8_to_f32(a[m * lda + k], e5a) * (double)fk_fp8_to_f32(b[(g * N + n) * ldb + k], e5b);
+            const double s_a = c->sa == FP8KIT_SCALE_ROW ? sa[m] : c->sa == FP8KIT_SCALE_TENSOR ? sa[0] : 1.0;
+            const double s_b = c->sb == FP8KIT_SCALE_ROW ? sb[g * N + n] : c->sb == FP8KIT_SCALE_TENSOR ? sb[g] : 1.0;
+            double y = 0.75 * acc * s_a * s_b + (c->bias ? (double)hp_get(bias, c->biast, g * N + n) : 0.0);
+            y = (double)fk_act((float)y, c->act); /* the activation in fp32 (as SPEC's reference rounding allows) */
+            const double got = hp_get(d, c->dt, m * ldd + n);
+            nan_bad |= isnan(got) && !isnan(y);
+            num += (got - y) * (got - y);
+            den += y * y;
+        }
+    }
+    const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    const double bound = c->dt == FP8KIT_F32 ? 1e-5 : c->dt == FP8KIT_F16 ? 1e-3 : 4e-3;
+    CHECK(rel <= bound, "%s: rel %.3g > %.3g", c->name, rel, bound);
+    CHECK(!nan_bad, "%s: NaN where the reference has none", c->name);
+    CHECK(!touched, "%s: rows past offsets[G-1] = %lld were written", c->name, (long long)used);
+    printf("  %-28s T %4lld N %4lld K %4lld G %3lld used %4lld  rel %.2e\n", c->name, (long long)T, (long long)N,
+           (long long)K, (long long)G, (long long)used, rel);
+    free(a); free(b); free(sa); free(sb); free(bias); free(off); free(d);
+}
+
+/* Bad inputs: the status, and D unchanged. */
+static void bad_inputs(fp8kit_ctx *ctx)
+{
+    const int64_t T = 40, N = 24, K = 32, G = 3;
+    uint8_t *a = calloc((size_t)(T * K), 1), *b = calloc((size_t)(G * N * K), 1);
+    float sa[40], sb[72], bias[72];
+    for (int i = 0; i < 40; i++) sa[i] = 1.0f;
+    for (int i = 0; i < 72; i++) sb[i] = 1.0f, bias[i] = 0.5f;
+    uint16_t d[40 * 24];
+    int32_t off[3] = {10, 10, 40};
+    fp8kit_gemm_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.scale_a = FP8KIT_SCALE_ROW;
+    desc.scale_b = FP8KIT_SCALE_ROW;
+    desc.bias = FP8KIT_BIAS_COL;
+    fp8kit_grouped_gemm_args ok;
+    memset(&ok, 0, sizeof ok);
+    ok.a = fp8kit_tensor_2d(a, FP8KIT_E4M3, T, K, K);
+    int64_t bs[3] = {G, N, K}, gn[2] = {G, N}, tt = T;
+    ok.b = fp8kit_tensor_make(b, FP8KIT_E4M3, 3, bs);
+    ok.offsets = off;
+    ok.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &tt);
+    ok.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 2, gn);
+    ok.bias = fp8kit_tensor_make(bias, FP8KIT_F32, 2, gn);
+    ok.alpha = 1.0f;
+    ok.d = fp8kit_tensor_2d(d, FP8KIT_BF16, T, N, N);
+    memset(d, 0x77, sizeof d);
+    CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &ok, NULL), FP8KIT_OK);
+    int changed = 0;
+    for (int i = 0; i < 40 * 24; i++)
+        changed |= d[i] != 0x7777;
+    CHECK(changed, "the good call wrote nothing");
+
+#define BAD(label, want, ...)                                                                         \
+    do {                                                                                              \
+        fp8kit_grouped_gemm_args x = ok;                                                              \
+        fp8kit_gemm_desc dx = desc;                                                                   \
+        int32_t ox[3] = {10, 10, 40};                                                                 \
+        x.offsets = ox;                                                                               \
+        __VA_ARGS__;                                                                                  \
+        memset(d, 0x77, sizeof d);                                                                    \
+        fp8kit_status st_ = fp8kit_grouped_gemm(ctx, &dx, &x, NULL);                                  \
+        CHECK(st_ == (want), "%s: got %s (%s), want %s", label, fp8kit_status_string(st_),           \
+              fp8kit_last_error(ctx), fp8kit_status_string(want));                                    \
+        int ch_ = 0;                                                                                  \
+        for (int i_ = 0; i_ < 40 * 24; i_++)                                                          \
+            ch_ |= d[i_] != 0x7777;                                                                   \
+        CHECK(!ch_, "%s: D changed on error", label);                                                 \
+    } while (0)
+
+    CHECK_STATUS(fp8kit_grouped_gemm(NULL, &desc, &ok, NULL), FP8KIT_ERR_NULL_POINTER);
+    CHECK_STATUS(fp8kit_grouped_gemm(ctx, NULL, &ok, NULL), FP8KIT_ERR_NULL_POINTER);
+    CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, NULL, NULL), FP8KIT_ERR_NULL_POINTER);
+    BAD("offsets NULL", FP8KIT_ERR_NULL_POINTER, x.offsets = NULL);
+    BAD("offsets decreasing", FP8KIT_ERR_INVALID_ARGUMENT, ox[1] = 5);
+    BAD("offset past T", FP8KIT_ERR_INVALID_ARGUMENT, ox[2] = 41);
+    BAD("offset negative", FP8KIT_ERR_INVALID_ARGUMENT, ox[0] = -1);
+    BAD("a NULL", FP8KIT_ERR_NULL_POINTER, x.a.data = NULL);
+    BAD("d NULL", FP8KIT_ERR_NULL_POINTER, x.d.data = NULL);
+    BAD("b 2-D", FP8KIT_ERR_INVALID_SHAPE, x.b = fp8kit_tensor_2d(b, FP8KIT_E4M3, G * N, K, K));
+    BAD("K mismatch", FP8KIT_ERR_INVALID_SHAPE, x.a = fp8kit_tensor_2d(a, FP8KIT_E4M3, T, 16, K));
+    BAD("d rows", FP8KIT_ERR_INVALID_SHAPE, x.d = fp8kit_tensor_2d(d, FP8KIT_BF16, T - 1, N, N));
+    BAD("d fp8", FP8KIT_ERR_UNSUPPORTED, x.d = fp8kit_tensor_2d(d, FP8KIT_E4M3, T, N, N));
+    BAD("a bf16", FP8KIT_ERR_UNSUPPORTED, x.a = fp8kit_tensor_2d(d, FP8KIT_BF16, T, K, K));
+    BAD("scale_b count", FP8KIT_ERR_INVALID_SHAPE, x.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 1, &tt));
+    BAD("scale_a count", FP8KIT_ERR_INVALID_SHAPE, x.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &gn[1]));
+    BAD("scale_b dtype", FP8KIT_ERR_INVALID_ARGUMENT, x.scale_b.dtype = FP8KIT_BF16);
+    BAD("bias count", FP8KIT_ERR_INVALID_SHAPE, x.bias = fp8kit_tensor_make(bias, FP8KIT_F32, 1, &gn[1]));
+    BAD("bias fp8", FP8KIT_ERR_INVALID_ARGUMENT, x.bias.dtype = FP8KIT_E4M3);
+    BAD("block scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK);
+    BAD("mx scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_MX);
+    BAD("output quantization", FP8KIT_ERR_UNSUPPORTED, dx.out_quant = FP8KIT_OUTQ_SCALED);
+    BAD("row bias", FP8KIT_ERR_UNSUPPORTED, dx.bias = FP8KIT_BIAS_ROW);
+    BAD("act out of enum", FP8KIT_ERR_INVALID_ARGUMENT, dx.act = (fp8kit_activation)99);
+    BAD("b stride", FP8KIT_ERR_INVALID_STRIDE, x.b.strides[2] = 2);
+    BAD("overflowing shape", FP8KIT_ERR_SIZE_OVERFLOW, x.d.shape[0] = INT64_MAX / 2; x.d.shape[1] = INT64_MAX / 2);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    fk_rng rng = fk_rng_seeded("test_grouped");
+    fp8kit_ctx *ctx = NULL;
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &ctx) != FP8KIT_OK) {
+        fprintf(stderr, "no CPU context\n");
+        return 1;
+    }
+    const gcase cases[] = {
+        {"row row bias gelu bf16", 300, 72, 96, 8, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0},
+        {"tensor f32 padded", 130, 40, 64, 5, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_NONE, 16, 0},
+        {"none e5m2 silu f16", 77, 33, 48, 4, FP8KIT_E5M2, FP8KIT_E4M3, FP8KIT_F16, FP8KIT_F32,
+         FP8KIT_SCALE_NONE, FP8KIT_SCALE_NONE, 1, FP8KIT_ACT_SILU, 0, 0},
+        {"tensor x row relu, one group", 64, 48, 32, 6, FP8KIT_E4M3, FP8KIT_E5M2, FP8KIT_BF16, FP8KIT_F16,
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_RELU, 0, 1},
+        {"row x tensor erf, short", 90, 20, 160, 7, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, 1, FP8KIT_ACT_GELU_ERF, 8, 2},
+        {"single expert", 50, 64, 64, 1, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 0, FP8KIT_ACT_NONE, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i], &rng, ctx);
+    bad_inputs(ctx);
+    fp8kit_ctx_destroy(ctx);
+
+    /* a CUDA context declines (when a device exists) */
+    fp8kit_ctx *cu = NULL;
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &cu) == FP8KIT_OK) {
+        fp8kit_gemm_desc desc;
+        memset(&desc, 0, sizeof desc);
+        fp8kit_grouped_gemm_args ga;
+        memset(&ga, 0, sizeof ga);
+        CHECK_STATUS(fp8kit_grouped_gemm(cu, &desc, &ga, NULL), FP8KIT_ERR_UNSUPPORTED);
+        fp8kit_ctx_destroy(cu);
+    }
+    return fk_test_summary("test_grouped");
+}
