@@ -25,6 +25,7 @@ from ._context import Context, clear_contexts, get_context
 from ._quant import cast, dequantize, make_quant_desc, quantize
 from ._quant import quant_shapes as _quant_shapes
 from ._gemm import scaled_mm as _gemm_scaled_mm
+from ._grouped import grouped_mm
 from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileError, DeviceError, FP8KitError,
                      InternalError, InvalidArgumentError, InvalidShapeError, InvalidStrideError, IOFailedError,
                      MisalignedError, NullPointerError, OutOfMemoryError, SizeOverflowError, UnsupportedError,
@@ -33,7 +34,7 @@ from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileErro
 __version__ = "0.1.0"
 
 __all__ = [
-    "quantize", "dequantize", "cast", "scaled_mm", "quant_shapes", "to_float32", "TaggedArray",
+    "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "quant_shapes", "to_float32", "TaggedArray",
     "Context", "get_context", "clear_contexts", "version", "library_path", "backend_available",
     "FP8KitError", "Status", "DType", "Backend", "Scheme", "Rounding", "ScaleLayout", "ScaleMode",
     "Activation", "BiasMode", "OutQuant",

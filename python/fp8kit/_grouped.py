@@ -1,0 +1,143 @@
+"""_grouped.py - grouped_mm: fp8kit_grouped_gemm (mixture-of-experts grouped
+GEMM) with torch._scaled_grouped_mm's 2-D x 3-D conventions: a is (T, K)
+with its rows grouped by expert, b is the (G, K, N) view of a (G, N, K)
+K-contiguous weight stack (w.transpose(-2, -1)), offs holds the G cumulative
+row ends as int32. Runs where the C library has a grouped GEMM: the CPU
+backend today (numpy arrays, torch CPU tensors); CUDA operands raise
+UnsupportedError until the GPU kernel exists. No hot path yet: each call
+builds its structs.
+"""
+import ctypes
+
+import numpy as np
+
+from ._arrays import as_view, dtype_of_name, is_torch_tensor
+from ._gemm import ACTIVATIONS
+from ._lib import Activation, BiasMode, DType, GemmDesc, ScaleMode, Tensor
+from ._quant import FP8, HP, _enum, check_out, context_for, device_of, empty_like_kind, stream_for
+from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
+
+FN = "fp8kit.grouped_mm"
+
+
+class GroupedGemmArgs(ctypes.Structure):
+    """fp8kit_grouped_gemm_args."""
+    _fields_ = [
+        ("a", Tensor),
+        ("b", Tensor),
+        ("offsets", ctypes.c_void_p),
+        ("scale_a", Tensor),
+        ("scale_b", Tensor),
+        ("alpha", ctypes.c_float),
+        ("bias", Tensor),
+        ("d", Tensor),
+    ]
+
+
+def _offsets(offs, groups, device):
+    """(pointer, owner) of offs as G contiguous int32 values on the CPU."""
+    if is_torch_tensor(offs):
+        import torch
+        if offs.dtype != torch.int32:
+            raise InvalidArgumentError("%s: offs must be int32 (got %s)" % (FN, offs.dtype))
+        if offs.device.type != "cpu" or device != "cpu":
+            raise UnsupportedError("%s: the CUDA backend has no grouped GEMM yet (offs and the operands must be "
+                                   "on the CPU)" % FN)
+        offs = offs.contiguous()
+        if offs.dim() != 1 or offs.numel() != groups:
+            raise InvalidShapeError("%s: offs must hold G = %d values (got shape %s)" % (FN, groups, tuple(offs.shape)))
+        return offs.data_ptr(), offs
+    arr = np.asarray(offs)
+    if arr.dtype != np.int32 and not (arr.dtype.kind in "iu" and not isinstance(offs, np.ndarray)):
+        raise InvalidArgumentError("%s: offs must be int32 (got %s)" % (FN, arr.dtype))
+    arr = np.ascontiguousarray(arr, dtype=np.int32)
+    if arr.ndim != 1 or arr.size != groups:
+        raise InvalidShapeError("%s: offs must hold G = %d values (got shape %s)" % (FN, groups, arr.shape))
+    return arr.ctypes.data, arr
+
+
+def _scale_mode(v, n_tensor, n_row, name):
+    if v is None:
+        return ScaleMode.NONE
+    if v.dtype != DType.F32:
+        raise InvalidArgumentError("%s: %s must be float32 (got %s)" % (FN, name, v.dtype.name.lower()))
+    n = 1
+    for s in v.shape:
+        n *= s
+    if n == n_tensor:
+        return ScaleMode.TENSOR
+    if n == n_row:
+        return ScaleMode.ROW
+    raise InvalidShapeError("%s: %s holds %d values; expected %d (tensor) or %d (row)" % (FN, name, n, n_tensor, n_row))
+
+
+def grouped_mm(a, b, offs, scale_a=None, scale_b=None, bias=None, out_dtype=None, *, activation=None, alpha=1.0,
+               out=None, ctx=None, stream=None):
+    """D[rows of group g] = act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g]) for the G groups of rows that
+    offs delimits (group g: offs[g-1] <= row < offs[g], offs[-1] = 0; rows past offs[G-1] are not
+    written). a: (T, K) e4m3/e5m2; b: (G, K, N) with K contiguous (the transposed view of a (G, N, K)
+    weight stack, as torch._scaled_grouped_mm takes it); scale_a: float32 scalar or (T,) / (T, 1);
+    scale_b: float32 (G,) per expert or (G, N) per expert and column; bias: (G, N); out_dtype
+    bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy)."""
+    av, bv = as_view(a, "a"), as_view(b, "b")
+    if av.dtype not in FP8 or bv.dtype not in FP8:
+        raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"
+                               % (FN, av.dtype.name.lower(), bv.dtype.name.lower()))
+    if len(av.shape) != 2 or len(bv.shape) != 3:
+        raise InvalidShapeError("%s: a must be 2-D (T, K) and b 3-D (G, K, N) (got %d and %d dims)"
+                                % (FN, len(av.shape), len(bv.shape)))
+    T, K = av.shape
+    G, K2, N = bv.shape
+    if K2 != K:
+        raise InvalidShapeError("%s: a is %d x %d but b is %d x %d x %d (b is G x K x N)" % (FN, T, K, G, K2, N))
+    if K > 1 and N > 1 and bv.strides[1] != 1:
+        raise InvalidStrideError("%s: b must be K-contiguous, the (G, K, N) view w.transpose(-2, -1) of a "
+                                 "(G, N, K) weight stack (b strides are %s)" % (FN, tuple(bv.strides)))
+    sav = as_view(scale_a, "scale_a") if scale_a is not None else None
+    sbv = as_view(scale_b, "scale_b") if scale_b is not None else None
+    biasv = as_view(bias, "bias") if bias is not None else None
+    dev = device_of([av, bv, sav, sbv, biasv], FN)
+    cx = context_for(dev, ctx, FN)
+    desc = GemmDesc()
+    desc.scale_a = _scale_mode(sav, 1, T, "scale_a")
+    desc.scale_b = _scale_mode(sbv, G, G * N, "scale_b")
+    desc.act = _enum(ACTIVATIONS, activation if activation is not None else "none", "activation", Activation)
+    if biasv is not None:
+        if biasv.dtype not in HP:
+            raise InvalidArgumentError("%s: bias must be float32, float16 or bfloat16" % FN)
+        desc.bias = BiasMode.COL
+    if out_dtype is None:
+        ddt = DType.BF16 if av.kind == "torch" or av.device == "cuda" else DType.F32
+    else:
+        ddt = dtype_of_name(out_dtype, "out_dtype")
+    if ddt not in HP:
+        raise UnsupportedError("%s: out_dtype must be float32, float16 or bfloat16 (got %s)" % (FN, ddt.name.lower()))
+    optr, owner = _offsets(offs, G, dev[0])
+    if out is None:
+        d, dv = empty_like_kind(av, (T, N), ddt)
+    else:
+        dv = check_out(out, "out", (T, N), ddt, dev)
+        d = out
+    args = GroupedGemmArgs()
+    av.fill(args.a)
+    # b as the library's (G, N, K): swap the last two dims of the (G, K, N) view
+    bv.fill(args.b)
+    args.b.shape[1], args.b.shape[2] = N, K
+    ldb = bv.strides[2] if N > 1 else K
+    args.b.strides[0], args.b.strides[1], args.b.strides[2] = (bv.strides[0] if G > 1 else N * ldb), ldb, 1
+    args.offsets = optr
+    if sav is not None:  # any shape: the library checks the count and that it is contiguous
+        sav.fill(args.scale_a)
+    if sbv is not None:
+        sbv.fill(args.scale_b)
+    if biasv is not None:
+        biasv.fill(args.bias)
+    args.alpha = float(alpha)
+    dv.fill(args.d)
+    fn = getattr(cx._lib, "fp8kit_grouped_gemm", None)
+    if fn is None:
+        raise UnsupportedError("%s: this libfp8kit has no fp8kit_grouped_gemm (rebuild it)" % FN)
+    st = fn(cx.handle, ctypes.byref(desc), ctypes.byref(args), stream_for(av, stream))
+    cx.check(st)
+    del owner
+    return d

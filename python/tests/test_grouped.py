@@ -1,0 +1,120 @@
+"""test_grouped.py - fp8kit.grouped_mm (fp8kit_grouped_gemm) on the CPU
+backend: against per-group fp8kit.scaled_mm (bit for bit) and an fp64
+reference within SPEC.md section 3's bounds, empty groups and rows past the
+last offset, torch CPU tensors when torch is installed, and bad input."""
+import numpy as np
+import pytest
+
+import fp8kit
+from test_gemm import BOUND, act64, as_f64, deq64, rel_err
+
+F32 = np.float32
+T, K, N, G = 150, 96, 40, 5
+
+
+def tag(codes, fmt=fp8kit.DType.E4M3):
+    """uint8 fp8 codes as the binding's tagged array."""
+    v = np.ascontiguousarray(codes).view(fp8kit.TaggedArray)
+    v.fk_dtype = fmt
+    return v
+
+
+def operands(rng, scheme_a="row", scheme_b="row"):
+    """A quantized (T, K), B quantized per expert (G, N, K) with (G, N) row or (G,) tensor scales, and the
+    fp64 dequantized operands."""
+    a = rng.standard_normal((T, K)).astype(F32)
+    w = rng.standard_normal((G, N, K)).astype(F32)
+    qa, sa = fp8kit.quantize(a, scheme=scheme_a)
+    codes, scales, deq_w = [], [], []
+    for g in range(G):
+        q, s = fp8kit.quantize(w[g], scheme=scheme_b)
+        codes.append(np.asarray(q))
+        scales.append(np.asarray(s, dtype=F32).reshape(-1))
+        deq_w.append(deq64(q, s, scheme_b))
+    sw = np.stack(scales).reshape(G, N) if scheme_b == "row" else np.stack(scales).reshape(G)
+    return qa, sa, tag(np.stack(codes)), sw, deq64(qa, sa, scheme_a), deq_w
+
+
+def groups(offs):
+    prev = 0
+    for g, end in enumerate(offs):
+        yield g, prev, int(end)
+        prev = int(end)
+
+
+@pytest.mark.parametrize("schemes", [("row", "row"), ("tensor", "tensor"), ("row", "tensor"), ("tensor", "row")])
+@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
+def test_against_reference_and_scaled_mm(schemes, out_dtype, rng):
+    qa, sa, qw, sw, da, dw = operands(rng, *schemes)
+    offs = np.array([20, 20, 75, 140, 150], dtype=np.int32)  # group 1 empty
+    bias = rng.standard_normal((G, N)).astype(F32)
+    d = fp8kit.grouped_mm(qa, np.swapaxes(qw, 1, 2), offs, sa, sw, bias=bias, out_dtype=out_dtype,
+                          activation="gelu_tanh", alpha=0.5)
+    assert d.shape == (T, N)
+    want = np.zeros((T, N))
+    for g, r0, r1 in groups(offs):
+        want[r0:r1] = act64(0.5 * (da[r0:r1] @ dw[g].T) + bias[g], "gelu_tanh")
+        if r1 > r0:
+            sb_g = sw[g].reshape(1, N) if sw.ndim == 2 else sw[g]
+            one = fp8kit.scaled_mm(qa[r0:r1], tag(qw[g]).T, sa[r0:r1] if np.size(sa) > 1 else sa, sb_g,
+                                   bias=bias[g], out_dtype=out_dtype, activation="gelu_tanh", alpha=0.5)
+            assert np.array_equal(np.asarray(d[r0:r1]), np.asarray(one)), g
+    assert rel_err(d, want) <= BOUND[out_dtype]
+
+
+def test_rows_past_last_offset_untouched(rng):
+    qa, sa, qw, sw, da, dw = operands(rng)
+    out = np.full((T, N), 7.0, dtype=F32)
+    offs = np.array([0, 30, 30, 100, 120], dtype=np.int32)
+    d = fp8kit.grouped_mm(qa, np.swapaxes(qw, 1, 2), offs, sa, sw, out=out)
+    assert d is out
+    assert (out[120:] == 7.0).all()
+    want = np.zeros((120, N))
+    for g, r0, r1 in groups(offs):
+        want[r0:r1] = da[r0:r1] @ dw[g].T
+    assert rel_err(out[:120], want) <= 1e-5
+
+
+def test_offsets_as_list(rng):
+    qa, sa, qw, sw, _, _ = operands(rng)
+    d1 = fp8kit.grouped_mm(qa, np.swapaxes(qw, 1, 2), [30, 60, 90, 120, 150], sa, sw)
+    d2 = fp8kit.grouped_mm(qa, np.swapaxes(qw, 1, 2), np.array([30, 60, 90, 120, 150], np.int32), sa, sw)
+    assert np.array_equal(d1, d2)
+
+
+def test_bad_input(rng):
+    qa, sa, qw, sw, _, _ = operands(rng)
+    b = np.swapaxes(qw, 1, 2)
+    good = np.array([20, 20, 75, 140, 150], dtype=np.int32)
+    with pytest.raises(fp8kit.InvalidArgumentError):
+        fp8kit.grouped_mm(qa, b, np.array([20, 10, 75, 140, 150], np.int32), sa, sw)
+    with pytest.raises(fp8kit.InvalidArgumentError):
+        fp8kit.grouped_mm(qa, b, np.array([20, 20, 75, 140, 151], np.int32), sa, sw)
+    with pytest.raises(fp8kit.InvalidArgumentError):
+        fp8kit.grouped_mm(qa, b, good.astype(np.float32), sa, sw)
+    with pytest.raises(fp8kit.InvalidShapeError):
+        fp8kit.grouped_mm(qa, b, good[:4], sa, sw)
+    with pytest.raises(fp8kit.InvalidStrideError):
+        fp8kit.grouped_mm(qa, tag(np.ascontiguousarray(b)), good, sa, sw)
+    with pytest.raises(fp8kit.InvalidShapeError):
+        fp8kit.grouped_mm(qa, b, good, sa, sw[:, :5])
+    with pytest.raises(fp8kit.InvalidShapeError):
+        fp8kit.grouped_mm(qa[:, :64], b, good, sa, sw)
+    with pytest.raises(fp8kit.UnsupportedError):
+        fp8kit.grouped_mm(qa, b, good, sa, sw, out_dtype="e4m3")
+
+
+def test_torch_cpu_matches_numpy(rng):
+    torch = pytest.importorskip("torch")
+    qa, sa, qw, sw, _, _ = operands(rng)
+    offs = np.array([20, 20, 75, 140, 150], dtype=np.int32)
+    want = fp8kit.grouped_mm(qa, np.swapaxes(qw, 1, 2), offs, sa, sw, out_dtype="float32")
+    ta = torch.from_numpy(np.asarray(qa)).view(torch.float8_e4m3fn)
+    tw = torch.from_numpy(np.asarray(qw)).view(torch.float8_e4m3fn)
+    got = fp8kit.grouped_mm(ta, tw.transpose(1, 2), torch.from_numpy(offs), torch.from_numpy(np.asarray(sa)),
+                            torch.from_numpy(sw), out_dtype=torch.float32)
+    assert np.array_equal(got.numpy(), np.asarray(want))
+    if torch.cuda.is_available():
+        with pytest.raises(fp8kit.UnsupportedError):
+            fp8kit.grouped_mm(ta.cuda(), tw.transpose(1, 2).cuda(), torch.from_numpy(offs).cuda(),
+                              torch.from_numpy(np.asarray(sa)).cuda(), torch.from_numpy(sw).cuda())
