@@ -16,7 +16,7 @@ torch.library.opcheck on the device (tests/test_torch_device.py).
 """
 import torch
 
-from . import _gemm, _quant
+from . import _gemm, _grouped, _quant
 from ._arrays import dtype_of_name
 from ._torch import torch_dtype
 from .errors import InvalidArgumentError
@@ -52,6 +52,8 @@ _LIB.define("dequantize(Tensor q, Tensor scale, str scheme, int axis, str scale_
 _LIB.define("scaled_mm(Tensor a, Tensor b, Tensor? scale_a, Tensor? scale_b, Tensor? bias, str out_dtype, "
             "str activation, float alpha, float beta, Tensor? c, bool use_fast_accum, str scale_mode, "
             "str scale_layout, bool bias_per_row) -> Tensor")
+_LIB.define("grouped_mm(Tensor a, Tensor b, Tensor offs, Tensor? scale_a, Tensor? scale_b, Tensor? bias, "
+            "str out_dtype, str activation, float alpha) -> Tensor")
 
 
 def _quantize_op(x, scheme, dtype, axis, rounding, pow2, scale_layout):
@@ -109,9 +111,20 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, 
     return a.new_empty((a.shape[0], b.shape[1]), dtype=torch_dtype(dt))
 
 
+def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha):
+    return _grouped.grouped_mm(a, b, offs, scale_a, scale_b, bias, _OUT_DTYPES.get(out_dtype, out_dtype or None),
+                               activation=activation or None, alpha=alpha)
+
+
+def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha):
+    dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
+    return a.new_empty((a.shape[0], b.shape[2]), dtype=torch_dtype(dt))
+
+
 for _name, _kernel, _fake in (("quantize", _quantize_op, _quantize_fake),
                               ("dequantize", _dequantize_op, _dequantize_fake),
-                              ("scaled_mm", _scaled_mm_op, _scaled_mm_fake)):
+                              ("scaled_mm", _scaled_mm_op, _scaled_mm_fake),
+                              ("grouped_mm", _grouped_mm_op, _grouped_mm_fake)):
     for _key in ("CPU", "CUDA"):
         _LIB.impl(_name, _kernel, _key)
     torch.library.register_fake("fp8kit::" + _name, _fake, lib=_LIB)
@@ -142,3 +155,10 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=torch.bfloa
                                       float(alpha), float(beta), c, bool(use_fast_accum),
                                       ",".join(scale_mode) if isinstance(scale_mode, (tuple, list))
                                       else scale_mode or "", scale_layout or "", bool(bias_per_row))
+
+
+def grouped_mm(a, b, offs, scale_a=None, scale_b=None, bias=None, out_dtype=torch.bfloat16, *, activation=None,
+               alpha=1.0):
+    """torch.ops.fp8kit.grouped_mm with fp8kit.grouped_mm's arguments (offs an int32 tensor)."""
+    return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
+                                       float(alpha))
