@@ -8,8 +8,8 @@
 #include <math.h>
 #include "fp8kit.h"
 #include "format/codec.h"
-#include "format/epilogue.h"
 #include "test_util.h"
+#include "test_hp.h"
 
 typedef struct gcase {
     const char *name;
@@ -18,25 +18,6 @@ typedef struct gcase {
     fp8kit_scale_mode sa, sb;
     int bias, act, pad, layout; /* layout: 0 random offsets, 1 all rows in the last group, 2 short last offset */
 } gcase;
-
-static float hp_get(const void *p, fp8kit_dtype t, int64_t i)
-{
-    if (t == FP8KIT_F32)
-        return ((const float *)p)[i];
-    if (t == FP8KIT_BF16)
-        return fk_bf16_to_f32(((const uint16_t *)p)[i]);
-    return fk_f16_to_f32(((const uint16_t *)p)[i]);
-}
-
-static void hp_put(void *p, fp8kit_dtype t, int64_t i, float v)
-{
-    if (t == FP8KIT_F32)
-        ((float *)p)[i] = v;
-    else if (t == FP8KIT_BF16)
-        ((uint16_t *)p)[i] = fk_f32_to_bf16(v);
-    else
-        ((uint16_t *)p)[i] = fk_f32_to_f16(v);
-}
 
 static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
 {
@@ -56,7 +37,7 @@ static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
     const size_t bsz = fp8kit_dtype_size(c->biast), dsz = fp8kit_dtype_size(c->dt);
     void *bias = malloc(bsz * (size_t)(G * N));
     for (int64_t i = 0; i < G * N; i++)
-        hp_put(bias, c->biast, i, (float)fk_rng_normal(r));
+        store_hp(bias, i, c->biast, (float)fk_rng_normal(r));
     int32_t *off = malloc(sizeof(int32_t) * (size_t)G);
     for (int64_t i = 0; i < G; i++) /* random cut points, sorted */
         off[i] = (int32_t)(fk_rng_u32(r) % (uint32_t)(T + 1));
@@ -125,9 +106,9 @@ static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
                 acc += (double)fk_fp8_to_f32(a[m * lda + k], e5a) * (double)fk_fp8_to_f32(b[(g * N + n) * ldb + k], e5b);
             const double s_a = c->sa == FP8KIT_SCALE_ROW ? sa[m] : c->sa == FP8KIT_SCALE_TENSOR ? sa[0] : 1.0;
             const double s_b = c->sb == FP8KIT_SCALE_ROW ? sb[g * N + n] : c->sb == FP8KIT_SCALE_TENSOR ? sb[g] : 1.0;
-            double y = 0.75 * acc * s_a * s_b + (c->bias ? (double)hp_get(bias, c->biast, g * N + n) : 0.0);
-            y = (double)fk_act((float)y, c->act); /* the activation in fp32 (as SPEC's reference rounding allows) */
-            const double got = hp_get(d, c->dt, m * ldd + n);
+            const double y = act_ref(0.75 * acc * s_a * s_b + (c->bias ? load_hp(bias, g * N + n, c->biast) : 0.0),
+                                     c->act);
+            const double got = load_hp(d, m * ldd + n, c->dt);
             nan_bad |= isnan(got) && !isnan(y);
             num += (got - y) * (got - y);
             den += y * y;

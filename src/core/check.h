@@ -25,6 +25,12 @@ int fk_is_contiguous(const fp8kit_tensor *t);
 fp8kit_status fk_to_mat(const fp8kit_ctx *ctx, const char *fn, const char *name,
                         const fp8kit_tensor *t, fk_mat *m);
 
+/* A checked contiguous tensor of dtype `dt` holding exactly `n` elements
+ * (n < 0: the needed count overflows int64); `what` names its role in the
+ * messages. */
+fp8kit_status fk_check_count(const fp8kit_ctx *ctx, const char *fn, const char *name, const fp8kit_tensor *t,
+                             fp8kit_dtype dt, int64_t n, const char *what);
+
 /* Overflow-checked multiply of non-negative values; returns -1 on overflow. */
 int64_t fk_mul_ovf(int64_t a, int64_t b);
 

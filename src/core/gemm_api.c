@@ -61,25 +61,11 @@ static fp8kit_status fk_check_mat2(const fp8kit_ctx *ctx, const char *name, cons
 static int64_t fk_cdiv_safe(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 static int64_t fk_rup_safe(int64_t a, int64_t b) { return fk_mul_ovf(fk_cdiv_safe(a, b), b); }
 
-/* A checked contiguous tensor of dtype `dt` holding exactly `n` elements
- * (n < 0: the needed count overflows int64). */
+/* A checked contiguous tensor of dtype `dt` holding exactly `n` elements. */
 static fp8kit_status fk_check_vec(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
                                   int64_t n, const char *what)
 {
-    fp8kit_status st = fk_check_tensor(ctx, FN, name, t, 1);
-    if (st)
-        return st;
-    if (n < 0)
-        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the element count of %s for %s overflows int64", name, what);
-    if (t->dtype != dt)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": %s->dtype is %s; %s needs %s", name,
-                       fp8kit_dtype_name(t->dtype), what, fp8kit_dtype_name(dt));
-    if (fp8kit_tensor_numel(t) != n)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %s holds %lld elements; %s needs %lld", name,
-                       (long long)fp8kit_tensor_numel(t), what, (long long)n);
-    if (!fk_is_contiguous(t))
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, FN ": %s must be contiguous", name);
-    return FP8KIT_OK;
+    return fk_check_count(ctx, FN, name, t, dt, n, what);
 }
 
 /* Validates one operand's scales. rows = M (A) or N (B). */

@@ -14,24 +14,14 @@
 
 static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
 
-/* A checked contiguous tensor of dtype dt (any dtype of hp when hp) holding n elements. */
+/* A checked contiguous tensor of dtype dt (of f32 / f16 / bf16 when hp) holding n elements. */
 static fp8kit_status fk_check_flat(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
                                    int hp, int64_t n, const char *what)
 {
-    fp8kit_status st = fk_check_tensor(ctx, FN, name, t, 1);
-    if (st)
-        return st;
-    if (n < 0)
-        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the element count of %s for %s overflows int64", name, what);
-    if (hp ? !fk_is_hp(t->dtype) : t->dtype != dt)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": %s->dtype is %s; %s needs %s", name,
-                       fp8kit_dtype_name(t->dtype), what, hp ? "f32, f16 or bf16" : fp8kit_dtype_name(dt));
-    if (fp8kit_tensor_numel(t) != n)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %s holds %lld elements; %s needs %lld", name,
-                       (long long)fp8kit_tensor_numel(t), what, (long long)n);
-    if (!fk_is_contiguous(t))
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, FN ": %s must be contiguous", name);
-    return FP8KIT_OK;
+    if (hp && t->data && !fk_is_hp(t->dtype))
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": %s->dtype is %s; %s needs f32, f16 or bf16", name,
+                       fp8kit_dtype_name(t->dtype), what);
+    return fk_check_count(ctx, FN, name, t, hp ? t->dtype : dt, n, what);
 }
 
 static fp8kit_tensor fk_vec(void *data, fp8kit_dtype dt, int ndim, int64_t n)

@@ -169,3 +169,23 @@ fp8kit_status fk_to_mat(const fp8kit_ctx *ctx, const char *fn, const char *name,
     }
     return FP8KIT_OK;
 }
+
+fp8kit_status fk_check_count(const fp8kit_ctx *ctx, const char *fn, const char *name, const fp8kit_tensor *t,
+                             fp8kit_dtype dt, int64_t n, const char *what)
+{
+    fp8kit_status st = fk_check_tensor(ctx, fn, name, t, 1);
+    if (st)
+        return st;
+    if (n < 0)
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: the element count of %s for %s overflows int64", fn, name,
+                       what);
+    if (t->dtype != dt)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: %s->dtype is %s; %s needs %s", fn, name,
+                       fp8kit_dtype_name(t->dtype), what, fp8kit_dtype_name(dt));
+    if (fp8kit_tensor_numel(t) != n)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, "%s: %s holds %lld elements; %s needs %lld", fn, name,
+                       (long long)fp8kit_tensor_numel(t), what, (long long)n);
+    if (!fk_is_contiguous(t))
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, "%s: %s must be contiguous", fn, name);
+    return FP8KIT_OK;
+}
