@@ -7,8 +7,6 @@
 
 #define FN "fp8kit_gemm"
 
-static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
-static int fk_is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
 
 static fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const fp8kit_gemm_desc *d)
 {

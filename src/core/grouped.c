@@ -12,8 +12,6 @@
 
 #define FN "fp8kit_grouped_gemm"
 
-static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
-
 /* A checked contiguous tensor of dtype dt (of f32 / f16 / bf16 when hp) holding n elements. */
 static fp8kit_status fk_check_flat(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
                                    int hp, int64_t n, const char *what)

@@ -124,6 +124,10 @@ struct fp8kit_ctx {
     char describe[160];
 };
 
+/* Element-type classes: the high-precision floats and the fp8 formats. */
+static inline int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
+static inline int fk_is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
+
 /* Records a formatted message as the calling thread's last error on ctx
  * (ctx may be NULL) and returns st. */
 fp8kit_status fk_fail(const fp8kit_ctx *ctx, fp8kit_status st, const char *fmt, ...)

@@ -17,8 +17,6 @@ fp8kit_quant_desc fp8kit_quant_desc_default(fp8kit_scheme scheme)
     return d;
 }
 
-static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
-static int fk_is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
 
 static fp8kit_status fk_check_desc(const fp8kit_ctx *ctx, const char *fn, const fp8kit_quant_desc *d)
 {

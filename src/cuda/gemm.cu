@@ -56,17 +56,22 @@ static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, in
     return -1;
 }
 
+/* 16-bit D that an epilogue may copy out of shared memory in bulk (the
+ * bulk-copy and TMA-store paths): no C, no output quantization, base
+ * 16-byte aligned, row stride a multiple of 8 elements. Decided per call,
+ * so a plan made for an aligned D still runs (through the general
+ * epilogue) on one that is not. */
+static int fk_d16_copyable(const fk_gemm_job *job)
+{
+    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
+           job->desc.out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0;
+}
+
 /* Whether D leaves through the TMA-store epilogue in the variants that have
- * it: a plain epilogue (no C, bias, activation or output quantization) into
- * 16-bit D whose base and row stride suit TMA. Decided per call, so a plan
- * made for an aligned D still runs (through the general epilogue) on one
- * that is not. */
+ * it: copyable D and a plain epilogue (no bias or activation). */
 static int fk_tma_store_ok(const fk_gemm_job *job)
 {
-    const fp8kit_gemm_desc *dd = &job->desc;
-    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c && !job->bias &&
-           dd->act == FP8KIT_ACT_NONE && dd->out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 &&
-           job->ldd % 8 == 0;
+    return fk_d16_copyable(job) && !job->bias && job->desc.act == FP8KIT_ACT_NONE;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
@@ -87,8 +92,6 @@ struct fk_device_guard {
     }
 };
 
-static int fk_is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
-static int fk_is_hp(fp8kit_dtype t) { return t == FP8KIT_F32 || t == FP8KIT_F16 || t == FP8KIT_BF16; }
 
 /* The plan config of general variant vi for the job (shared-memory limit
  * raised for the kernel, persistent grid). */
@@ -495,17 +498,16 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         p.sa_sm = job->k / 32;
         p.sa_sk = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
     }
-    /* bulk-copy epilogue: 16-bit D, no C, no output quantization, rows of
-     * whole 16-byte units (FK_GEMM_BULK=0 at plan time turns it off) */
-    p.d_bulk = !cfg.no_bulk && !v->tma_store && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
-               dd->out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0 &&
-               job->n % 8 == 0;
-
-    p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
-    if (tstore && !cfg.no_bulk && job->k > 0) {
-        p.d_bulk = 2; /* the TMA-store epilogue */
+    /* D's path (FK_GEMM_BULK=0 at plan time: the general epilogue): 2 the
+     * TMA-store epilogue (its variants), 1 the bulk-copy one (the others;
+     * rows of whole 16-byte units), 0 the general one */
+    if (!cfg.no_bulk && v->tma_store && tstore && job->k > 0) {
+        p.d_bulk = 2;
         p.td = tmaps[2];
+    } else if (!cfg.no_bulk && !v->tma_store && fk_d16_copyable(job) && job->n % 8 == 0) {
+        p.d_bulk = 1;
     }
+    p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
     void *args[3] = {(void *)&ta, (void *)&tb, &p};
     if (fk_launch_rec *rec = fk_launch_rec_armed()) { /* bench/bench_launch.c only */
         const unsigned grid[3] = {(unsigned)cfg.grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};
