@@ -187,7 +187,8 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
     for (int vi = 0; vi < fk_sm90_variant_count && n + 2 <= MAXC; vi++) {
         const fk_sm90_variant *v = &fk_sm90_variants[vi];
         if (v->promo != promo || v->block != block || v->ab != ab ||
-            (job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128 && v->bn % 128))
+            (job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128 && v->bn % 128) ||
+            (v->tma_store && !fk_tma_store_ok(job))) /* it would run the general epilogue: never the fastest */
             continue;
         for (int gm = 8; gm <= 16; gm += 8) {
             fk_sm90_config cfg;
