@@ -28,12 +28,7 @@ stamp "GPU tests"
 for t in ${FK_TESTS:-test_cuda_quant test_mx_both test_cuda_gemm test_cuda_gemm@FK_GEMM_CLUSTER=2 \
          test_cuda_gemm@FK_GEMM_LAG=0 test_cuda_gemm_small test_cuda_gemm_mx test_tune \
          test_cuda_vs_cublaslt test_gemm_repeat test_threads test_api}; do
-    env=""
-    case $t in *@*) env=${t#*@}; env=${env//:/ }; t=${t%%@*} ;; esac
-    log="$OUT/$t$(echo "$env" | tr -c 'A-Za-z0-9\n' '_').log"
-    [ -x "$B/$t" ] || { echo "$t: not built" | tee -a "$OUT/summary.txt"; continue; }
-    env $env FK_TEST_LARGE=${FK_TEST_LARGE:-0} timeout 300 "$B/$t" >"$log" 2>&1
-    echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
+    FK_TEST_LARGE=${FK_TEST_LARGE:-0} fk_run_test "$t" "$B" 300
 done
 grep -E "^(shape|[0-9]+x)" "$OUT/test_cuda_vs_cublaslt.log" | head -60
 

@@ -10,3 +10,16 @@ export PATH=/usr/local/cuda/bin:$PATH
 cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${cublas_dir:-/nonexistent}:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+
+# fk_run_test ENTRY BUILD_DIR SECONDS: runs test NAME of an entry NAME or
+# NAME@VAR=VAL:VAR=VAL (with those variables set), its log in $OUT, and adds
+# its exit status and summary line to $OUT/summary.txt.
+fk_run_test() {
+    local t=$1 b=$2 secs=$3 env="" log
+    case $t in *@*) env=${t#*@}; env=${env//:/ }; t=${t%%@*} ;; esac
+    log="$OUT/$t$(echo "$env" | tr -c 'A-Za-z0-9\n' '_').log"
+    [ -x "$b/$t" ] || { echo "$t: not built" | tee -a "$OUT/summary.txt"; return; }
+    env $env timeout "$secs" "$b/$t" >"$log" 2>&1
+    echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
+    grep -E "^FAIL" "$log" | head -5
+}

@@ -14,15 +14,9 @@ cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
     "-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" >"$OUT/build.log" 2>&1 &&
     cmake --build $B -j16 --target ${FK_TARGETS:-test_cuda_gemm test_cuda_vs_cublaslt bench_gemm} >>"$OUT/build.log" 2>&1 ||
     { stamp "build failed"; tail -30 "$OUT/build.log"; exit 1; }
-for t in ${FK_TESTS-test_cuda_gemm test_cuda_gemm:cluster test_cuda_vs_cublaslt}; do
+for t in ${FK_TESTS-test_cuda_gemm test_cuda_gemm@FK_GEMM_CLUSTER=2 test_cuda_vs_cublaslt}; do
     stamp "$t"
-    env=""
-    case $t in *:cluster) t=${t%:cluster}; env="FK_GEMM_CLUSTER=2" ;; esac
-    case $t in *@*) env=${t#*@}; env=${env//:/ }; t=${t%%@*} ;; esac
-    log="$OUT/$t$(echo "$env" | tr -c 'A-Za-z0-9\n' '_').log"
-    env $env timeout 120 "$B/$t" >"$log" 2>&1
-    echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
-    grep -E "FAIL" "$log" | head -5
+    fk_run_test "$t" "$B" 120
 done
 if [ -n "${FK_MEMCHECK:-}" ]; then  # FK_MEMCHECK: VAR=VAL words for the run (e.g. FK_GEMM_CLUSTER=2)
     stamp "memcheck test_cuda_gemm (FK_TEST_SMALL=1, $FK_MEMCHECK)"
