@@ -32,6 +32,10 @@ static inline fk_cuda_state *fk_cuda(const fp8kit_ctx *ctx) { return (fk_cuda_st
         }                                                                                     \
     } while (0)
 
+/* How many clusters of `cluster` CTAs (threads each, smem dynamic shared
+ * bytes, one CTA per SM) of kernel fn fit on the device at once (gemm.cu). */
+cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count);
+
 /* Checks a kernel launch (cudaGetLastError after <<<>>>). */
 #define FK_CUDA_LAUNCH_CHECK(ctx) FK_CUDA_CHECK(ctx, cudaGetLastError())
 

@@ -116,21 +116,9 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     int64_t slots = cs->sm_count; /* work items running at once */
     if (v->cluster > 1) {
         /* clusters that fit at once: a GPC with an odd number of free SMs leaves one idle */
-        cudaLaunchConfig_t lc;
-        memset(&lc, 0, sizeof lc);
-        cudaLaunchAttribute at;
-        memset(&at, 0, sizeof at);
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = (unsigned)v->cluster;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = 1;
-        lc.gridDim = dim3((unsigned)(v->cluster * (cs->sm_count / v->cluster)));
-        lc.blockDim = dim3(FK_GEMM_THREADS);
-        lc.dynamicSmemBytes = (size_t)v->smem_bytes;
-        lc.attrs = &at;
-        lc.numAttrs = 1;
         int nc = 0;
-        FK_CUDA_CHECK(ctx, cudaOccupancyMaxActiveClusters(&nc, (const void *)v->fn, &lc));
+        FK_CUDA_CHECK(ctx, fk_cuda_max_clusters((const void *)v->fn, v->cluster, FK_GEMM_THREADS,
+                                                (size_t)v->smem_bytes, cs->sm_count, &nc));
         if (nc < 1)
             return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no 2-CTA cluster of this kernel fits");
         slots = nc;
@@ -346,6 +334,25 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     if (ctx->tune.mode)
         return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
+}
+
+cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count)
+{
+    cudaLaunchConfig_t lc;
+    memset(&lc, 0, sizeof lc);
+    cudaLaunchAttribute at;
+    memset(&at, 0, sizeof at);
+    at.id = cudaLaunchAttributeClusterDimension;
+    at.val.clusterDim.x = (unsigned)cluster;
+    at.val.clusterDim.y = 1;
+    at.val.clusterDim.z = 1;
+    lc.gridDim = dim3((unsigned)(cluster * (sm_count / cluster)));
+    lc.blockDim = dim3((unsigned)threads);
+    lc.dynamicSmemBytes = smem;
+    lc.attrs = &at;
+    lc.numAttrs = 1;
+    *count = 0;
+    return cudaOccupancyMaxActiveClusters(count, fn, &lc);
 }
 
 /* The scale and epilogue fields of the kernel parameters, from the job

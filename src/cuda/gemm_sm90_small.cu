@@ -617,21 +617,8 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     /* clusters of 2, 4 and 8 that fit at once (1 CTA per SM) */
     int64_t slots[4] = {cs->sm_count, 0, 0, 0};
     for (int i = 1; i < 4 && e == cudaSuccess; i++) {
-        const int s = 1 << i;
-        cudaLaunchConfig_t lc;
-        memset(&lc, 0, sizeof lc);
-        cudaLaunchAttribute at;
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = (unsigned)s;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = 1;
-        lc.gridDim = dim3((unsigned)(s * (cs->sm_count / s)));
-        lc.blockDim = dim3(FK_SMALL_THREADS);
-        lc.dynamicSmemBytes = (size_t)smem;
-        lc.attrs = &at;
-        lc.numAttrs = 1;
         int nc = 0;
-        if (cudaOccupancyMaxActiveClusters(&nc, fn, &lc) == cudaSuccess)
+        if (fk_cuda_max_clusters(fn, 1 << i, FK_SMALL_THREADS, (size_t)smem, cs->sm_count, &nc) == cudaSuccess)
             slots[i] = nc;
         else
             (void)cudaGetLastError();
