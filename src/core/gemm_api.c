@@ -8,33 +8,34 @@
 #define FN "fp8kit_gemm"
 
 
-static fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const fp8kit_gemm_desc *d)
+/* (internal.h) */
+fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const char *fn, const fp8kit_gemm_desc *d)
 {
     if ((unsigned)d->scale_a > FP8KIT_SCALE_MX || (unsigned)d->scale_b > FP8KIT_SCALE_MX)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->scale_a/scale_b is not a fp8kit_scale_mode");
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->scale_a/scale_b is not a fp8kit_scale_mode", fn);
     if ((unsigned)d->scale_layout > FP8KIT_LAYOUT_MN_MAJOR)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->scale_layout is not a fp8kit_scale_layout");
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->scale_layout is not a fp8kit_scale_layout", fn);
     if ((unsigned)d->bias > FP8KIT_BIAS_ROW)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->bias %d is not a fp8kit_bias_mode", (int)d->bias);
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->bias %d is not a fp8kit_bias_mode", fn, (int)d->bias);
     if ((unsigned)d->act > FP8KIT_ACT_SILU)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->act %d is not a fp8kit_activation", (int)d->act);
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->act %d is not a fp8kit_activation", fn, (int)d->act);
     if ((unsigned)d->out_quant > FP8KIT_OUTQ_BLOCK1X128)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->out_quant %d is not a fp8kit_out_quant",
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->out_quant %d is not a fp8kit_out_quant", fn,
                        (int)d->out_quant);
     if ((unsigned)d->out_rounding > FP8KIT_ROUND_RCEIL)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc->out_rounding is not a fp8kit_rounding");
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->out_rounding is not a fp8kit_rounding", fn);
     int ba = d->scale_a == FP8KIT_SCALE_BLOCK, bb = d->scale_b == FP8KIT_SCALE_BLOCK;
     int ma = d->scale_a == FP8KIT_SCALE_MX, mb = d->scale_b == FP8KIT_SCALE_MX;
     if (ba != bb || ma != mb)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       FN ": block and mx scaling must be used on both A and B (got scale_a %d, scale_b %d)",
+                       "%s: block and mx scaling must be used on both A and B (got scale_a %d, scale_b %d)", fn,
                        (int)d->scale_a, (int)d->scale_b);
     if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED && !ma)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": the blocked scale layout is only defined for mx scaling");
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: the blocked scale layout is only defined for mx scaling", fn);
     if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR && !ba)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": the mn_major scale layout is only defined for block scaling");
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: the mn_major scale layout is only defined for block scaling", fn);
     if ((d->out_quant == FP8KIT_OUTQ_MX || d->out_quant == FP8KIT_OUTQ_BLOCK1X128) && !fk_is_hp(d->out_hp))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": desc->out_hp must be f32, f16 or bf16 for fused output quantization");
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: desc->out_hp must be f32, f16 or bf16 for fused output quantization", fn);
     return FP8KIT_OK;
 }
 
@@ -128,7 +129,7 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
         return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, FN ": ctx is NULL");
     if (!d || !a)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": %s is NULL", !d ? "desc" : "args");
-    fp8kit_status st = fk_check_gemm_desc(ctx, d);
+    fp8kit_status st = fk_check_gemm_desc(ctx, FN, d);
     if (st)
         return st;
     memset(j, 0, sizeof *j);

@@ -63,10 +63,9 @@ static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_a
 
 static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a)
 {
-    if ((unsigned)d->scale_a > FP8KIT_SCALE_MX || (unsigned)d->scale_b > FP8KIT_SCALE_MX ||
-        (unsigned)d->bias > FP8KIT_BIAS_ROW || (unsigned)d->act > FP8KIT_ACT_SILU ||
-        (unsigned)d->out_quant > FP8KIT_OUTQ_BLOCK1X128)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": desc has a field outside its enum");
+    fp8kit_status st = fk_check_gemm_desc(ctx, FN, d);
+    if (st)
+        return st;
     if (d->scale_a > FP8KIT_SCALE_ROW || d->scale_b > FP8KIT_SCALE_ROW)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only none, tensor and row scales are supported (got %d, %d)",
                        (int)d->scale_a, (int)d->scale_b);
@@ -74,7 +73,6 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization is not supported");
     if (d->bias == FP8KIT_BIAS_ROW)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only a per-column bias (G x N) is supported");
-    fp8kit_status st;
     if ((st = fk_check_tensor(ctx, FN, "a", &a->a, 1)) || (st = fk_check_tensor(ctx, FN, "b", &a->b, 1)) ||
         (st = fk_check_tensor(ctx, FN, "d", &a->d, 1)))
         return st;

@@ -73,6 +73,10 @@ typedef struct fk_gemm_job {
     void *workspace; size_t workspace_bytes;
 } fk_gemm_job;
 
+/* Validates a GEMM descriptor: enum ranges and the combinations every
+ * backend refuses (gemm_api.c); fn names the entry point in the messages. */
+fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const char *fn, const fp8kit_gemm_desc *d);
+
 /* Validates a call exactly as fp8kit_gemm does (same statuses and messages)
  * without planning or running it (gemm_api.c; used by fp8kit_grouped_gemm). */
 fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args);
