@@ -12,7 +12,7 @@ import ctypes
 import numpy as np
 
 from ._arrays import as_view, dtype_of_name, is_torch_tensor
-from ._gemm import ACTIVATIONS
+from ._gemm import ACTIVATIONS, _numel
 from ._lib import Activation, BiasMode, DType, GemmDesc, ScaleMode, Tensor
 from ._quant import FP8, HP, _enum, check_out, context_for, device_of, empty_like_kind, stream_for
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
@@ -48,8 +48,12 @@ def _offsets(offs, groups, device):
             raise InvalidShapeError("%s: offs must hold G = %d values (got shape %s)" % (FN, groups, tuple(offs.shape)))
         return offs.data_ptr(), offs
     arr = np.asarray(offs)
-    if arr.dtype != np.int32 and not (arr.dtype.kind in "iu" and not isinstance(offs, np.ndarray)):
+    # an int32 array, or a sequence of Python ints that fit int32
+    is_list = not isinstance(offs, np.ndarray)
+    if arr.dtype != np.int32 and not (is_list and arr.dtype.kind in "iu"):
         raise InvalidArgumentError("%s: offs must be int32 (got %s)" % (FN, arr.dtype))
+    if arr.dtype != np.int32 and arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
+        raise InvalidArgumentError("%s: offs holds values outside int32" % FN)
     arr = np.ascontiguousarray(arr, dtype=np.int32)
     if arr.ndim != 1 or arr.size != groups:
         raise InvalidShapeError("%s: offs must hold G = %d values (got shape %s)" % (FN, groups, arr.shape))
@@ -61,9 +65,7 @@ def _scale_mode(v, n_tensor, n_row, name):
         return ScaleMode.NONE
     if v.dtype != DType.F32:
         raise InvalidArgumentError("%s: %s must be float32 (got %s)" % (FN, name, v.dtype.name.lower()))
-    n = 1
-    for s in v.shape:
-        n *= s
+    n = _numel(v)
     if n == n_tensor:
         return ScaleMode.TENSOR
     if n == n_row:

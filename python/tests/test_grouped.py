@@ -92,6 +92,8 @@ def test_bad_input(rng):
         fp8kit.grouped_mm(qa, b, np.array([20, 20, 75, 140, 151], np.int32), sa, sw)
     with pytest.raises(fp8kit.InvalidArgumentError):
         fp8kit.grouped_mm(qa, b, good.astype(np.float32), sa, sw)
+    with pytest.raises(fp8kit.InvalidArgumentError):  # would wrap to a valid-looking int32
+        fp8kit.grouped_mm(qa, b, [20, 20, 75, 140, 150 + 2 ** 32], sa, sw)
     with pytest.raises(fp8kit.InvalidShapeError):
         fp8kit.grouped_mm(qa, b, good[:4], sa, sw)
     with pytest.raises(fp8kit.InvalidStrideError):
