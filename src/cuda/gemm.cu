@@ -10,7 +10,7 @@
  * general epilogue instead of the bulk-copy one, FK_GEMM_CLUSTER=1|2 the CTAs
  * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
  * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
- * the second consumer warpgroup runs behind the first (default 1),
+ * the second consumer warpgroup runs behind the first (default 2 with bias or an activation, else 1),
  * FK_GEMM_TS=0 keeps plain epilogues off the TMA-store variants, FK_GEMM_VERBOSE=1
  * prints each plan's choice to stderr. */
 #include <stdlib.h>
@@ -71,10 +71,7 @@ static int fk_d16_copyable(const fk_gemm_job *job)
  * it: copyable D and a plain epilogue (no bias or activation). */
 static int fk_tma_store_ok(const fk_gemm_job *job)
 {
-    static int heavy_ok = -1; /* experiment: FK_GEMM_TSX=1 lets bias / activation through it */
-    if (heavy_ok < 0)
-        heavy_ok = fk_env_int("FK_GEMM_TSX", 0) != 0;
-    return fk_d16_copyable(job) && (heavy_ok || (!job->bias && job->desc.act == FP8KIT_ACT_NONE));
+    return fk_d16_copyable(job) && !job->bias && job->desc.act == FP8KIT_ACT_NONE;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
@@ -135,7 +132,8 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     /* H100, 2026-11-22: a lag of 1 stage cut bias + gelu's cost over the plain
      * GEMM at 8192^3 from +23-28% to +13% and left the other modes unchanged;
      * with the register-resident bias / activation epilogue, 2 stages beat 1
-     * and 0 there (bias_gelu 900 vs 983 / 965 us, same run) */
+     * and 0 there (bias_gelu 900 vs 983 / 965 us, same run; +4.3% over plain
+     * in a later run, where 3 stages and the TMA-store path gave no more) */
     const int heavy = job->bias || job->desc.act != FP8KIT_ACT_NONE;
     cfg->lag = fk_env_int("FK_GEMM_LAG", heavy ? 2 : 1);
     if (cfg->lag < 0 || cfg->lag >= v->stages)

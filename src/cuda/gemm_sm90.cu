@@ -58,9 +58,9 @@ template <int BN, bool TS = false> struct fk_sm90_shape {
 };
 
 #ifdef FK_SM90_DEVICE
-/* The TMA-store epilogue (p.d_bulk == 2, only in TS variants) - tensor or
- * row scales, alpha, column or row bias, activation, bf16/f16 D, no C -: the
- * warpgroup converts its 64 x BN fragment 32 columns at a
+/* The TMA-store epilogue (p.d_bulk == 2, only in TS variants) of a plain
+ * epilogue - tensor or row scales, alpha, bf16/f16 D, no C, bias or
+ * activation -: the warpgroup converts its 64 x BN fragment 32 columns at a
  * time into one of two 64 x 32 staging buffers at buf (1024-aligned; 64-byte
  * swizzle, so the fragment stores are free of bank conflicts), and thread 0
  * stores each chunk with one TMA tensor store, which clips rows past M and
@@ -80,49 +80,6 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
     const float *cf = tab + 2 * BN + 128 + 2 * q;
     const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
     const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
-    if (p.bias || p.act) {
-        /* bias and activation: one chunk per pass (not unrolled: one copy of
-         * the activation code), the next 16 accumulators shifted down after
-         * each pass; y = acc * (sa * f) + (row bias + column bias), one fma */
-        const bool brow = p.bias_mode == FP8KIT_BIAS_ROW;
-        const float b_lo = brow ? tab[2 * BN + 64 + r_lo] : 0.0f, b_hi = brow ? tab[2 * BN + 64 + r_hi] : 0.0f;
-        const int act = p.act;
-#pragma unroll 1
-        for (int c = 0; c < BN / 32; c++) {
-            const uint32_t b = (c & 1) * 4096;
-            float y[16];
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int col = 32 * c + 8 * j;
-                const float2 f = *(const float2 *)&cf[col];
-                const float2 bc = brow || !p.bias ? make_float2(0.0f, 0.0f) : *(const float2 *)&tab[BN + col + 2 * q];
-                y[4 * j] = fmaf(acc[4 * j], sa_lo * f.x, b_lo + bc.x);
-                y[4 * j + 1] = fmaf(acc[4 * j + 1], sa_lo * f.y, b_lo + bc.y);
-                y[4 * j + 2] = fmaf(acc[4 * j + 2], sa_hi * f.x, b_hi + bc.x);
-                y[4 * j + 3] = fmaf(acc[4 * j + 3], sa_hi * f.y, b_hi + bc.y);
-            }
-            fk_epi_act_n(y, act);
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), bf ? fk_cvt_bf16x2(y[4 * j], y[4 * j + 1])
-                                                                : fk_cvt_f16x2(y[4 * j], y[4 * j + 1]));
-                fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), bf ? fk_cvt_bf16x2(y[4 * j + 2], y[4 * j + 3])
-                                                                : fk_cvt_f16x2(y[4 * j + 2], y[4 * j + 3]));
-            }
-            fk_fence_proxy_async();
-            fk_named_bar_sync(bar_id, 128);
-            if (tid == 0) {
-                fk_tma_store_2d(&p.td, buf + b, n0 + 32 * c, m0);
-                fk_bulk_commit();
-                fk_bulk_wait_read<1>();
-            }
-            fk_named_bar_sync(bar_id, 128);
-#pragma unroll
-            for (int i = 0; i + 16 < NACC; i++)
-                acc[i] = acc[i + 16];
-        }
-        return;
-    }
 #pragma unroll
     for (int c = 0; c < BN / 32; c++) {
         const uint32_t b = (c & 1) * 4096;
