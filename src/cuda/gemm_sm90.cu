@@ -84,22 +84,14 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
     const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
     const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
     const bool rows_in = m0 + warp * 16 < p.m;
-    float2 f[4], fn[4]; /* this chunk's column factors and the next one's, loaded a chunk ahead */
-    if (COLSC) {
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            fn[j] = *(const float2 *)&cf[8 * j];
-    }
 #pragma unroll
     for (int c = 0; c < BN / 32; c++) {
         const uint32_t b = (c & 1) * 4096;
+        float2 f[4];
         if (COLSC) {
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                f[j] = fn[j];
-                if (c + 1 < BN / 32)
-                    fn[j] = *(const float2 *)&cf[8 * (4 * c + 4 + j)];
-            }
+            for (int j = 0; j < 4; j++)
+                f[j] = *(const float2 *)&cf[8 * (4 * c + j)];
         }
 #pragma unroll
         for (int j = 0; j < 4; j++) {
@@ -184,24 +176,6 @@ template <int CL> struct fk_sm90_walk {
         tm = tm * CL + rank;
     }
 };
-
-/* The epilogue prefetch (epilogue.cuh) of the warpgroup's part of the tile
- * `ahead` work items after w's, without the column bias; nothing past the
- * last tile. */
-template <int BN, int CL>
-static __device__ __forceinline__ fk_epi_pre fk_sm90_prefetch_at(const fk_gemm_params &p, fk_sm90_walk<CL> w,
-                                                                 int ahead, int wg, int tid, int ntiles)
-{
-    fk_epi_pre e = {};
-    w.t += ahead;
-    if (w.t < ntiles) {
-        int tm, tn;
-        w.tile(p, tm, tn);
-        e = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
-        e.b0 = e.b1 = 0.0f; /* only TS variants prefetch ahead, and they never have a bias */
-    }
-    return e;
-}
 
 /* Releases a stage: one arrival per consumer warp on the stage's empty
  * barrier in every CTA of the cluster (with multicast, each CTA's producer
@@ -300,24 +274,11 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
     fk_sm90_lag_start(p, wg);
     fk_sm90_walk<CL> w;
-    /* TS variants load the epilogue's scales one tile ahead: loaded at the
-     * tile's start, their first register copy waited for the load there
-     * (ncu, 4096x24576x1536: ~2% of warp samples with row scales). The
-     * others have no registers to spare for it (spills at BN 256). */
-    fk_epi_pre pre_next = {};
-    if constexpr (TS)
-        pre_next = fk_sm90_prefetch_at<BN, CL>(p, w, 0, wg, tid, ntiles);
     for (; w.t < ntiles; w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
-        fk_epi_pre pre;
-        if constexpr (TS) {
-            pre = pre_next;
-            pre_next = fk_sm90_prefetch_at<BN, CL>(p, w, w.step, wg, tid, ntiles);
-        } else {
-            pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
-        }
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
         if constexpr (PROMO != 0) {
 #pragma unroll
             for (int i = 0; i < S::NACC; i++)
