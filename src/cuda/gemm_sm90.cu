@@ -839,5 +839,8 @@ const fk_sm90_variant fk_sm90_variants[] = {
     /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
     FK_VTS(256, 0, false, 0), FK_VTS(192, 4, false, 0), FK_VTS(192, 0, false, 0), FK_VTS(128, 4, false, 0),
     FK_VTS(128, 0, false, 0),
+    /* precise fp32 output on fp16 copies of A and B (ab 4, gemm_f16.cu): promotion every 64 of K
+     * (4 k16 steps); promo 0 only measures the f16 tensor cores' own accumulation */
+    FK_V(128, 4, false, 4), FK_V(64, 4, false, 4), FK_V(192, 4, false, 4), FK_V(128, 0, false, 4),
 };
 const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);
