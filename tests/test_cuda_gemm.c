@@ -515,26 +515,32 @@ static void test_errors(void)
  * since the interval is read at plan time): the fp8 kernel with fast_accum
  * (every 4, 2, 1 k32 steps, none), then the precise fp16-copy path (every 4
  * k16 steps = 64 of K, the default, held to SPEC's 1e-5; none: the f16
- * tensor cores' own accumulation over all of K, informational). */
+ * tensor cores' own accumulation over all of K, informational), on normal,
+ * heavy-tailed and e5m2 x e5m2 heavy-tailed data with row scales. */
 static void promo_study(int64_t m, int64_t n, int64_t k)
 {
-    static const char *promos[] = {"4", "2", "1", "0", "4", "0"};
+    static const char *promos[] = {"4", "2", "1", "0", "4", "0", "4", "0", "4", "0"};
     fp8kit_ctx *keep = gctx;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 10; i++) {
         fp8kit_ctx *c = NULL; /* fresh context: the interval is read at plan time */
         CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &c), FP8KIT_OK);
         if (!c) break;
         gctx = c;
-        static char name[6][64];
-        snprintf(name[i], sizeof name[i], "f32 %s promo every %s x k%d", i < 4 ? "fp8" : "f16", promos[i],
-                 i < 4 ? 32 : 16);
+        static char name[10][64];
+        snprintf(name[i], sizeof name[i], "f32 %s promo every %s x k%d%s", i < 4 ? "fp8" : "f16", promos[i],
+                 i < 4 ? 32 : 16, i >= 8 ? " e5m2 heavy row" : i >= 6 ? " heavy" : "");
         gcase g = base_case(name[i], m, n, k);
         if (i < 4) {
             f32f(&g);
             if (i) g.bound = 1e-2; /* informational; 0 = no promotion at all */
         } else {
             f32p(&g);
-            if (i == 5) g.bound = 1e-3; /* informational */
+            if (promos[i][0] == '0') g.bound = 1e-3; /* informational */
+            g.heavy = i >= 6;
+            if (i >= 8) {
+                g.at = g.bt = FP8KIT_E5M2;
+                g.sa = g.sb = FP8KIT_SCALE_ROW;
+            }
         }
         g.promo = promos[i];
         run_case(&g);
