@@ -302,7 +302,10 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
         /* Wide tiles when every SM has work: 192 (2 x 96 accumulators per
          * thread with promotion), 256 with fast accumulation (128). Cost =
          * waves x width x per-column weight (H100, 2026-11-22: a 128-wide
-         * tile does ~15% less per column than 192 or 256); ties go wider. */
+         * tile does ~15% less per column than 192 or 256); ties go wider.
+         * f16 path: BN 128 runs the pipelined consumer and 192 does not, so
+         * 128 does only ~3% less per column (H100, 2026-11-22, 5a4a60c:
+         * 4096^3 452 vs 416 TFLOP/s, 8192^3 534 vs 554). */
         static const int cand[3] = {256, 192, 128};
         static const double weight[3] = {0.98, 1.0, 1.15};
         double best = -1.0;
@@ -310,7 +313,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
             if (cand[i] == 256 && promo != 0)
                 continue;
             const int64_t waves = fk_ceil_div(tm * fk_ceil_div(job->n, cand[i]), cs->sm_count);
-            const double cost = (double)waves * cand[i] * weight[i];
+            const double cost = (double)waves * cand[i] * (f16 && cand[i] == 128 ? 1.03 : weight[i]);
             if (best < 0.0 || cost < best) {
                 best = cost;
                 bn = cand[i];
