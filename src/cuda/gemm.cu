@@ -511,7 +511,7 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
                                      (uint32_t)(v->bn / v->cluster));
             if (r == CUDA_SUCCESS && tstore)
                 r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
-                                           (uint64_t)job->n, (uint64_t)job->ldd, 32, 64);
+                                           (uint64_t)job->n, (uint64_t)job->ldd, 32, 16);
             if (r != CUDA_SUCCESS)
                 return fk_fail(ctx, FP8KIT_ERR_DEVICE,
                                "cuda gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);

@@ -62,45 +62,85 @@ template <int BN, bool TS = false> struct fk_sm90_shape {
  * epilogue - tensor or row scales, alpha, bf16/f16 D, no C, bias or
  * activation -: the warpgroup converts its 64 x BN fragment 32 columns at a
  * time into one of two 64 x 32 staging buffers at buf (1024-aligned; 64-byte
- * swizzle, so the fragment stores are free of bank conflicts), and thread 0
- * stores each chunk with one TMA tensor store, which clips rows past M and
- * columns past N. A buffer is written again only after the store issued
- * from it two chunks earlier has read it (also across tiles). */
+ * swizzle, so the fragment stores are free of bank conflicts). Each warp
+ * owns the 16 rows of the buffers it writes and stores them itself, one TMA
+ * tensor store (16 x 32 box, clipping rows past M and columns past N) per
+ * chunk from its lane 0: the warps never wait for one another inside the
+ * epilogue. A warp writes a buffer again only after its store from it two
+ * chunks earlier has read it (also across tiles). The per-column factors
+ * come from the table only with per-column B scales; with a tensor-scaled B
+ * every column has the same one. */
+template <int BN, bool COLSC, int NACC>
+static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_params &p, float (&acc)[NACC],
+                                                              uint32_t buf, const float *tab, float fu, int m0,
+                                                              int n0, int tid)
+{
+    const int warp = tid >> 5, lane = tid & 31;
+    const int r_lo = warp * 16 + (lane >> 2), r_hi = r_lo + 8, q = lane & 3;
+    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW, bf = p.d_type == FP8KIT_BF16;
+    const float sa_lo = rowsc ? tab[2 * BN + r_lo] : 1.0f, sa_hi = rowsc ? tab[2 * BN + r_hi] : 1.0f;
+    const float fu_lo = sa_lo * fu, fu_hi = sa_hi * fu;
+    const float *cf = tab + 2 * BN + 128 + 2 * q;
+    const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
+    const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
+    const bool rows_in = m0 + warp * 16 < p.m;
+#pragma unroll
+    for (int c = 0; c < BN / 32; c++) {
+        const uint32_t b = (c & 1) * 4096;
+        float2 f[4];
+        if (COLSC) {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                f[j] = *(const float2 *)&cf[8 * (4 * c + j)];
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int g = 4 * c + j; /* 8-column group of the fragment */
+            float y0, y1, y2, y3;
+            if (COLSC) {
+                y0 = acc[4 * g] * (sa_lo * f[j].x);
+                y1 = acc[4 * g + 1] * (sa_lo * f[j].y);
+                y2 = acc[4 * g + 2] * (sa_hi * f[j].x);
+                y3 = acc[4 * g + 3] * (sa_hi * f[j].y);
+            } else {
+                y0 = acc[4 * g] * fu_lo;
+                y1 = acc[4 * g + 1] * fu_lo;
+                y2 = acc[4 * g + 2] * fu_hi;
+                y3 = acc[4 * g + 3] * fu_hi;
+            }
+            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), bf ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1));
+            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), bf ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3));
+        }
+        fk_fence_proxy_async();
+        __syncwarp();
+        if (lane == 0 && rows_in) {
+            fk_tma_store_2d(&p.td, buf + b + warp * 1024, n0 + 32 * c, m0 + warp * 16);
+            fk_bulk_commit();
+            fk_bulk_wait_read<1>(); /* this warp's store of chunk c - 1 has read the other buffer */
+        }
+        __syncwarp();
+    }
+}
+
 template <int BN, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
                                                        float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
                                                        int bar_id)
 {
-    const int warp = tid >> 5, lane = tid & 31;
-    fk_epi_tab_write<BN>(p, tab, pre, tid);
-    fk_named_bar_sync(bar_id, 128);
-    const int r_lo = warp * 16 + (lane >> 2), r_hi = r_lo + 8, q = lane & 3;
-    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW, bf = p.d_type == FP8KIT_BF16;
-    const float sa_lo = rowsc ? tab[2 * BN + r_lo] : 1.0f, sa_hi = rowsc ? tab[2 * BN + r_hi] : 1.0f;
-    const float *cf = tab + 2 * BN + 128 + 2 * q;
-    const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
-    const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
-#pragma unroll
-    for (int c = 0; c < BN / 32; c++) {
-        const uint32_t b = (c & 1) * 4096;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const int g = 4 * c + j; /* 8-column group of the fragment */
-            const float2 f = *(const float2 *)&cf[8 * g];
-            const float y0 = acc[4 * g] * (sa_lo * f.x), y1 = acc[4 * g + 1] * (sa_lo * f.y);
-            const float y2 = acc[4 * g + 2] * (sa_hi * f.x), y3 = acc[4 * g + 3] * (sa_hi * f.y);
-            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), bf ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1));
-            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), bf ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3));
-        }
-        fk_fence_proxy_async();
+    const bool colsc = p.sb_mode == FP8KIT_SCALE_ROW;
+    if (colsc || p.sa_mode == FP8KIT_SCALE_ROW) {
+        /* the table is shared: no warp may overwrite it while another still
+         * reads the previous tile's */
         fk_named_bar_sync(bar_id, 128);
-        if (tid == 0) {
-            fk_tma_store_2d(&p.td, buf + b, n0 + 32 * c, m0);
-            fk_bulk_commit();
-            fk_bulk_wait_read<1>(); /* the store of chunk c - 1 has read the other buffer */
-        }
+        fk_epi_tab_write<BN>(p, tab, pre, tid);
         fk_named_bar_sync(bar_id, 128);
     }
+    /* alpha * the tensor scales, rounded as the table's factors are */
+    const float fu = (float)((double)p.alpha * (double)pre.sat * (double)pre.sbt);
+    if (colsc)
+        fk_epilogue_tma_chunks<BN, true>(p, acc, buf, tab, fu, m0, n0, tid);
+    else
+        fk_epilogue_tma_chunks<BN, false>(p, acc, buf, tab, fu, m0, n0, tid);
 }
 
 /* The epilogue of one finished tile: the TMA-store path (TS variants), the
@@ -544,8 +584,9 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
-        /* the last bulk copies must be done before the CTA's memory goes */
-        if (p.d_bulk && (threadIdx.x & 127) < 64)
+        /* the last bulk copies / TMA stores must be done before the CTA's
+         * memory goes (threads that issued none return at once) */
+        if (p.d_bulk)
             fk_bulk_wait<0>();
     }
     /* no CTA leaves while a peer may still arrive on its empty barriers */
