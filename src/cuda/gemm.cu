@@ -2,11 +2,12 @@
  * what the Hopper kernel needs - sm_90, alignment, supported combinations -
  * and picks a kernel variant and grid, cached by the core as the plan),
  * fk_cuda_gemm (fills the kernel parameters - the two TMA tensor maps are
- * memoized per plan - and launches; no allocation) and fk_cuda_gemm_workspace (none needed).
+ * memoized per plan - and launches; no allocation) and fk_cuda_gemm_workspace
+ * (only precise fp32 output needs one: fp16 copies of A and B, gemm_f16.cu).
  * Debug knobs read at plan time (tests use them to cover every variant):
  * FK_GEMM_BN=64|128|192|256 forces the tile width (192 and 256: e4m3 x e4m3 without
  * block scales; 256: fast accumulation only), FK_GEMM_PROMO=1|2|4 the fp32
- * promotion interval in k32 steps (0 = fast accumulation), FK_GEMM_BULK=0 the
+ * promotion interval in k32 steps (k16 on the fp16 path; 0 = fast accumulation), FK_GEMM_BULK=0 the
  * general epilogue instead of the bulk-copy one, FK_GEMM_CLUSTER=1|2 the CTAs
  * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
  * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
@@ -25,6 +26,12 @@
 extern "C" fp8kit_status fk_cuda_gemm_autotune(fp8kit_ctx *ctx, const fk_gemm_job *job,
                                                const unsigned char *cands, int count,
                                                const char *signature, void *config);
+
+/* The precise fp32-output path (gemm_f16.cu). */
+int fk_f16_path(const fk_gemm_job *job);
+size_t fk_f16_b_offset(const fk_gemm_job *job);
+size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
+fp8kit_status fk_f16_widen(fp8kit_ctx *ctx, const fk_gemm_job *job, void *ws, cudaStream_t st);
 
 /* The plan's config bytes (FK_PLAN_CONFIG_BYTES = 64). */
 struct fk_sm90_config {
@@ -241,11 +248,16 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     /* SPEC 3 asks rel <= 1e-5 for fp32 output. Hopper's fp8 wgmma loses bits
      * inside each k32 instruction: measured on an H200 (K = 16384, normal
      * data) 1.3e-4 with promotion every 128 of K and 4.6e-5 even after every
-     * instruction - so precise fp32 output is refused; fast_accum opts in. */
-    if (job->d_type == FP8KIT_F32 && !dd->fast_accum)
+     * instruction. So precise fp32 output runs on fp16 copies of A and B
+     * (exact) through the f16 wgmma variants (ab 4, gemm_f16.cu), with a
+     * workspace; fast_accum keeps the fp8 kernel. Tensor and row scales only. */
+    const int f16 = fk_f16_path(job);
+    const int vab = f16 ? 4 : ab; /* the variant table's operand kind */
+    if (f16 && (block || mx))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda gemm: fp32 output needs fast_accum: Hopper fp8 tensor cores reach rel "
-                       "~1e-4, not the 1e-5 of SPEC section 3");
+                       "cuda gemm: precise fp32 output supports tensor and row scaling only; with %s scales "
+                       "set fast_accum (fp8 tensor cores: rel ~1e-4, not SPEC's 1e-5)",
+                       mx ? "MX" : "block");
     if (job->c && !fk_is_hp(job->c_type))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: C must be f32, f16 or bf16");
     if (job->bias && !fk_is_hp(job->bias_type))
@@ -268,7 +280,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     fp8kit_status small_st;
     unsigned char small_cfg[FK_PLAN_CONFIG_BYTES];
     memset(small_cfg, 0, sizeof small_cfg);
-    const int small = rowq ? 0 : fk_small_plan(ctx, job, small_cfg, &small_st); /* no fused quantization there */
+    const int small = rowq || f16 ? 0 : fk_small_plan(ctx, job, small_cfg, &small_st); /* no fused quantization there */
     if (small && (small_st != FP8KIT_OK || !ctx->tune.mode)) {
         if (small_st == FP8KIT_OK)
             memcpy(config, small_cfg, sizeof small_cfg);
@@ -279,18 +291,21 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
      * unpromoted fp8 wgmma sums reach rel ~3e-3 at K = 16384, 2x cuBLASLt's
      * fast mode on split-K shapes (tests/test_cuda_vs_cublaslt.c), and SPEC 3
      * bounds fp32 output by 1.5x cuBLASLt. */
-    int promo = dd->fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
+    int promo = dd->fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4; /* f16: every 64 of K */
     promo = fk_env_int("FK_GEMM_PROMO", promo);
     if (mx)
         promo = 1;
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
     const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
     int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
-    if (!block && !mx && ab == 0 && tiles128 >= cs->sm_count) {
+    if (!block && !mx && (ab == 0 || f16) && tiles128 >= cs->sm_count) {
         /* Wide tiles when every SM has work: 192 (2 x 96 accumulators per
          * thread with promotion), 256 with fast accumulation (128). Cost =
          * waves x width x per-column weight (H100, 2026-11-22: a 128-wide
-         * tile does ~15% less per column than 192 or 256); ties go wider. */
+         * tile does ~15% less per column than 192 or 256); ties go wider.
+         * f16 path: BN 128 runs the pipelined consumer and 192 does not, so
+         * 128 does only ~3% less per column (H100, 2026-11-22, 5a4a60c:
+         * 4096^3 452 vs 416 TFLOP/s, 8192^3 534 vs 554). */
         static const int cand[3] = {256, 192, 128};
         static const double weight[3] = {0.98, 1.0, 1.15};
         double best = -1.0;
@@ -298,7 +313,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
             if (cand[i] == 256 && promo != 0)
                 continue;
             const int64_t waves = fk_ceil_div(tm * fk_ceil_div(job->n, cand[i]), cs->sm_count);
-            const double cost = (double)waves * cand[i] * weight[i];
+            const double cost = (double)waves * cand[i] * (f16 && cand[i] == 128 ? 1.03 : weight[i]);
             if (best < 0.0 || cost < best) {
                 best = cost;
                 bn = cand[i];
@@ -313,15 +328,15 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     cluster = fk_env_int("FK_GEMM_CLUSTER", cluster);
     /* the TMA-store epilogue's variants (one stage more) for plain epilogues */
     const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_env_int("FK_GEMM_TS", 1) != 0;
-    int vi = ts ? fk_find_variant(bn, promo, vblock, ab, 1, 1) : -1;
+    int vi = ts ? fk_find_variant(bn, promo, vblock, vab, 1, 1) : -1;
     if (vi < 0)
-        vi = fk_find_variant(bn, promo, vblock, ab, cluster, 0);
+        vi = fk_find_variant(bn, promo, vblock, vab, cluster, 0);
     if (vi < 0)
-        vi = fk_find_variant(bn, promo, vblock, ab, 1, 0);
+        vi = fk_find_variant(bn, promo, vblock, vab, 1, 0);
     if (vi < 0)
-        vi = fk_find_variant(128, promo, vblock, ab, 1, 0);
+        vi = fk_find_variant(128, promo, vblock, vab, 1, 0);
     if (vi < 0)
-        vi = fk_find_variant(128, 4, vblock, ab, 1, 0);
+        vi = fk_find_variant(128, 4, vblock, vab, 1, 0);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
@@ -335,7 +350,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
                 (long long)job->m, (long long)job->n, (long long)job->k, vi, fk_sm90_variants[vi].bn,
                 fk_sm90_variants[vi].promo, fk_sm90_variants[vi].block, fk_sm90_variants[vi].ab,
                 fk_sm90_variants[vi].cluster, fk_sm90_variants[vi].tma_store, fk_sm90_variants[vi].stages, cfg.grid);
-    if (ctx->tune.mode)
+    if (ctx->tune.mode && !f16) /* f16: the heuristic's choice (timing would need the workspace) */
         return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
 }
@@ -444,6 +459,25 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
     const fp8kit_gemm_desc *dd = &job->desc;
     cudaStream_t st = (cudaStream_t)stream;
+    /* f16 variants read fp16 copies of A and B (row stride 2K bytes) from the
+     * workspace: checked here too (autotune and direct callers), before
+     * anything is written */
+    const int f16 = v->ab == 4;
+    const void *opa = job->a, *opb = job->b;
+    uint64_t kbytes = (uint64_t)job->k, lda = (uint64_t)job->lda, ldb = (uint64_t)job->ldb;
+    if (f16) {
+        const size_t need = fk_f16_workspace_bytes(job);
+        if (need > job->workspace_bytes || (need && !job->workspace))
+            return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL,
+                           "cuda gemm: precise fp32 output needs %zu bytes of workspace, got %zu", need,
+                           job->workspace ? job->workspace_bytes : (size_t)0);
+        if (need && ((uintptr_t)job->workspace & 15u))
+            return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
+                           "cuda gemm: the workspace (fp16 copies of A and B) must be 16-byte aligned");
+        opa = job->workspace;
+        opb = (const unsigned char *)job->workspace + fk_f16_b_offset(job);
+        kbytes = lda = ldb = 2 * (uint64_t)job->k;
+    }
     fk_device_guard g(cfg.device);
     FK_CUDA_CHECK(ctx, g.err);
     if (dd->out_quant == FP8KIT_OUTQ_SCALED && job->amax_d)
@@ -457,26 +491,24 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     const int tstore = v->tma_store && fk_tma_store_ok(job);
     CUtensorMap tmaps[3];
     if (job->k > 0) {
-        const uint64_t tkey[14] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                   (uint64_t)job->lda, FK_GEMM_BM, (uint64_t)(uintptr_t)job->b,
-                                   (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)(v->bn / v->cluster), FK_GEMM_BK,
+        const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
+                                   lda, FK_GEMM_BM, (uint64_t)(uintptr_t)opb,
+                                   (uint64_t)job->n, ldb, (uint64_t)(v->bn / v->cluster), FK_GEMM_BK,
                                    (uint64_t)tstore, tstore ? (uint64_t)(uintptr_t)job->d : 0,
                                    tstore ? (uint64_t)job->ldd : 0, tstore ? (uint64_t)job->d_type : 0};
         static_assert(14 + sizeof tmaps / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
         if (!fk_plan_memo_get(plan, tkey, 14, tmaps, sizeof tmaps)) {
             memset(tmaps, 0, sizeof tmaps);
-            CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                          (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+            CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GEMM_BM);
             if (r == CUDA_ERROR_INVALID_CONTEXT) {
                 /* the driver call needs a current context, which the runtime makes
                  * current on a new thread only lazily: cudaSetDevice does it now */
                 FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
-                r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                     (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+                r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GEMM_BM);
             }
             if (r == CUDA_SUCCESS)
-                r = fk_tma_map_2d_u8(&tmaps[1], job->b, (uint64_t)job->n, (uint64_t)job->k,
-                                     (uint64_t)job->ldb, FK_GEMM_BK, (uint32_t)(v->bn / v->cluster));
+                r = fk_tma_map_2d_u8(&tmaps[1], opb, (uint64_t)job->n, kbytes, ldb, FK_GEMM_BK,
+                                     (uint32_t)(v->bn / v->cluster));
             if (r == CUDA_SUCCESS && tstore)
                 r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
                                            (uint64_t)job->n, (uint64_t)job->ldd, 32, 16);
@@ -495,7 +527,7 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     p.m = (int)job->m;
     p.n = (int)job->n;
     p.k = (int)job->k;
-    p.num_kb = (int)fk_ceil_div(job->k, FK_GEMM_BK);
+    p.num_kb = (int)fk_ceil_div((int64_t)kbytes, FK_GEMM_BK); /* stages of 128 bytes of K */
     p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM), v->cluster); /* in clusters */
     p.sched.tiles_n = (int)fk_ceil_div(job->n, v->bn);
     p.sched.group_m = cfg.group_m;
@@ -520,6 +552,11 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         p.d_bulk = 1;
     }
     p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
+    if (f16 && job->k > 0) {
+        fp8kit_status wst = fk_f16_widen(ctx, job, job->workspace, st);
+        if (wst != FP8KIT_OK)
+            return wst;
+    }
     void *args[3] = {(void *)&ta, (void *)&tb, &p};
     if (fk_launch_rec *rec = fk_launch_rec_armed()) { /* bench/bench_launch.c only */
         const unsigned grid[3] = {(unsigned)cfg.grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};
@@ -530,10 +567,11 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     return fk_sm90_launch(ctx, cfg.device, cfg.variant, (unsigned)cfg.grid, args, st);
 }
 
+/* Precise fp32 output: fp16 copies of A and B (fk_f16_workspace_bytes);
+ * nothing otherwise. Decided from the job alone, as the plan decides. */
 extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)
 {
     (void)ctx;
-    (void)job;
-    *bytes = 0;
+    *bytes = fk_f16_workspace_bytes(job);
     return FP8KIT_OK;
 }

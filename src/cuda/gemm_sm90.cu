@@ -454,6 +454,14 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld : nullptr;
         /* v = scales of the block promoted next, w = of the one after */
         float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
+        if (!BLOCK) {
+            /* (the f16 variants) an opaque 1: promoting through the block
+             * variants' multiply-add keeps ptxas from serializing the wgmma
+             * groups (C7514), which it does for a plain add; acc * 1 is exact */
+            asm volatile("mov.b32 %0, 0x3f800000;" : "=f"(v_lo));
+            v_hi = v_lo;
+            v_b = v_lo;
+        }
         if (BLOCK && nkb > 0) {
             v_lo = sa_lo[0];
             v_hi = sa_hi[0];
@@ -484,7 +492,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         fk_wgmma_wait<1>();                                                                      \
         if (lane == 0)                                                                           \
             fk_sm90_release<CL>(empty0 + 8 * pstage);                                            \
-        fk_sm90_promote<BLOCK>(accf, OLD, v_lo * v_b, v_hi * v_b);                               \
+        fk_sm90_promote<true>(accf, OLD, v_lo * v_b, v_hi * v_b);                                \
         pstage = stage;                                                                          \
         fk_sm90_lag_step(p, wg, ++issued);                                                       \
         if (++stage == S::STAGES) {                                                              \
@@ -514,12 +522,12 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 fk_wgmma_wait<0>();
                 if (lane == 0)
                     fk_sm90_release<CL>(empty0 + 8 * pstage);
-                fk_sm90_promote<BLOCK>(accf, acc1, v_lo * v_b, v_hi * v_b);
+                fk_sm90_promote<true>(accf, acc1, v_lo * v_b, v_hi * v_b);
             } else {
                 fk_wgmma_wait<0>();
                 if (lane == 0)
                     fk_sm90_release<CL>(empty0 + 8 * pstage);
-                fk_sm90_promote<BLOCK>(accf, acc0, v_lo * v_b, v_hi * v_b);
+                fk_sm90_promote<true>(accf, acc0, v_lo * v_b, v_hi * v_b);
             }
 #undef FK_PIPE_STEP
         }
@@ -570,8 +578,9 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
         float *tab = TS ? out + 2 * S::STAGE_OUT_FLOATS + wg * S::TAB_FLOATS : stage_out + S::STAGE_OUT_FLOATS;
         /* The pipelined consumer only where ptxas keeps the wgmma groups
          * asynchronous (block variants; for the others it serializes them,
-         * warning C7514, because of accumulator copies at loop joins). */
-        if constexpr (PROMO == 4 && BLOCK)
+         * warning C7514, because of accumulator copies at loop joins), and
+         * for the f16 variants up to BN 128 (promotion every 64 of K there) */
+        if constexpr (PROMO == 4 && (BLOCK || (AB == 4 && BN <= 128)))
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
@@ -880,5 +889,8 @@ const fk_sm90_variant fk_sm90_variants[] = {
     /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
     FK_VTS(256, 0, false, 0), FK_VTS(192, 4, false, 0), FK_VTS(192, 0, false, 0), FK_VTS(128, 4, false, 0),
     FK_VTS(128, 0, false, 0),
+    /* precise fp32 output on fp16 copies of A and B (ab 4, gemm_f16.cu): promotion every 64 of K
+     * (4 k16 steps); promo 0 only measures the f16 tensor cores' own accumulation */
+    FK_V(128, 4, false, 4), FK_V(64, 4, false, 4), FK_V(192, 4, false, 4), FK_V(128, 0, false, 4),
 };
 const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);
