@@ -283,13 +283,19 @@ class _Plan:
     def shared_call(self):
         """byref of this plan's fp8kit_gemm_call {ctx, desc, args with no data
         pointers, -} for fp8kit_gemm_call_ptrs, which reads it and takes the
-        pointers per call: one for every thread (made on first use)."""
-        if self.call is None:
-            args = GemmArgs.from_buffer_copy(self.raw)
-            call = _CallWords(self.ctx.handle or 0, ctypes.addressof(self.desc), ctypes.addressof(args), 0)
-            self.ctx._calls.append(call)
-            self.call = (_byref(call), call, args)
-        return self.call[0]
+        pointers per call: one for every thread (made once, under the lock: the
+        struct holds the args' address, so the args it points to must never be
+        replaced)."""
+        ent = self.call
+        if ent is None:
+            with _plans_lock:
+                if self.call is None:
+                    args = GemmArgs.from_buffer_copy(self.raw)
+                    call = _CallWords(self.ctx.handle or 0, ctypes.addressof(self.desc), ctypes.addressof(args), 0)
+                    self.ctx._calls.append(call)
+                    self.call = (_byref(call), call, args)
+                ent = self.call
+        return ent[0]
 
 
 def _allocator(av, shape, dt):
