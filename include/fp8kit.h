@@ -314,6 +314,17 @@ typedef struct fp8kit_gemm_call {
 
 FP8KIT_API fp8kit_status fp8kit_gemm_call_run(const fp8kit_gemm_call *call);
 
+/* fp8kit_gemm_call_run with the call's data pointers and stream given apart,
+ * for bindings that share one prepared call between threads and write
+ * nothing into it per call: runs fp8kit_gemm(call->ctx, call->desc, &args,
+ * ptrs[6]) where args is a copy of *call->args whose a, b, scale_a, scale_b,
+ * bias and d data pointers are ptrs[0] .. ptrs[5] (c, scale_d, amax_d and
+ * the workspace stay as in *call->args; call->stream is not read). ptrs
+ * need not be aligned (a packed buffer of 7 pointers). Same checks, statuses
+ * and messages as fp8kit_gemm; a NULL call, ptrs or call->args is
+ * FP8KIT_ERR_NULL_POINTER. */
+FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, const void *ptrs);
+
 /* Grouped GEMM for mixture-of-experts layers (the 2-D x 3-D "contiguous"
  * case of torch._scaled_grouped_mm): G problems sharing K, N, the dtypes and
  * the descriptor. A is (T, K) with its rows grouped by expert: group g owns

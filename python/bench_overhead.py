@@ -6,8 +6,9 @@ back-to-back calls / batch (the batch is short enough that the launch queue
 never fills; synchronized between batches), median over interleaved rounds
 (every form sees the same machine load; the order rotates each round). --breakdown also times the pieces of
 one raw call (tensor metadata reads, torch.empty, the stream query, the bare
-ctypes call with prepared structs) and prints a cProfile of the raw path.
-Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead.py [--breakdown] [--json FILE]
+ctypes call with prepared structs) and prints a cProfile of the raw path;
+--steps times each step of the hot call alone (bench_overhead_cpu.torch_steps on CUDA).
+Run: FP8KIT_LIBRARY=build/libfp8kit.so python3 python/bench_overhead.py [--breakdown] [--steps] [--json FILE]
 [--pkg DIR (another binding, e.g. an older checkout's python/)]
 (Needs torch with CUDA and a CUDA build of libfp8kit; results: docs/python.md, docs/perf.md.)"""
 import argparse
@@ -88,6 +89,13 @@ def breakdown(qa, b, sa, sbt, bias):
     if callfn is not None:
         callfn.restype = ctypes.c_int
     pcall = ctypes.byref(call)
+    # fp8kit_gemm_call_ptrs: the same call struct, the 7 words (pointers, stream) packed per call
+    ptrsfn = getattr(ctypes.CDLL(fp8kit.library_path()), "fp8kit_gemm_call_ptrs", None)
+    if ptrsfn is not None:
+        ptrsfn.restype = ctypes.c_int
+    import struct
+    pack7 = struct.Struct("7P").pack
+    dp = torch.Tensor.data_ptr
     qa2, sa2 = fp8kit.quantize(torch.randn(2 * M, qa.shape[1], device=dev), scheme="row")
     hv = h if isinstance(h, ctypes.c_void_p) else ctypes.c_void_p(h)
     side = torch.cuda.Stream()
@@ -133,8 +141,11 @@ def breakdown(qa, b, sa, sbt, bias):
         ("ctypes PyDLL: fp8kit_gemm, prepared structs", lambda: pfn(h, pd, pa, stream)),
         ("ctypes, no argtypes: fp8kit_gemm, prepared structs", lambda: bare(hv, pd, pa, ctypes.c_void_p(stream))),
         ("ctypes: fp8kit_gemm, prepared structs, on a torch side stream", lambda: fn(h, pd, pa, side_h)),
-        ("ctypes, no argtypes: fp8kit_gemm_call_run(byref(call)) (the hot path's)",
+        ("ctypes, no argtypes: fp8kit_gemm_call_run(byref(call))",
          (lambda: callfn(pcall)) if callfn is not None else (lambda: None)),
+        ("ctypes, no argtypes: fp8kit_gemm_call_ptrs(byref(call), pack of 6 data_ptr() + stream) (the hot path's)",
+         (lambda: ptrsfn(pcall, pack7(dp(qa), dp(b), dp(sa), dp(sbt), 0, dp(d), stream)))
+         if ptrsfn is not None else (lambda: None)),
         ("fp8kit.scaled_mm (raw, out=)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16, out=out)),
         ("fp8kit.scaled_mm (raw)", lambda: fp8kit.scaled_mm(qa, b, sa, sbt, out_dtype=bf16)),
         ("Library-registered op around the raw call", lambda: lowop(qa, b, sa, sbt)),
@@ -166,6 +177,7 @@ def breakdown(qa, b, sa, sbt, bias):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--steps", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--size", type=int, default=int(os.environ.get("SIZE", "128")))
     ap.add_argument("--pkg", help="import fp8kit from this folder")
@@ -204,6 +216,10 @@ def main():
                                     "peer_name": "torch._scaled_mm", "ratio": round(res[name] / peer, 3),
                                     "unit": "host us/call", "device": dev, "torch": torch.__version__,
                                     "date": "2026-11-22", "commit": commit()}) + "\n")
+    if o.steps:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_overhead_cpu import torch_steps
+        torch_steps(n=20000, device="cuda", M=m, N=n, K=k, profile=False)
     if o.breakdown:
         breakdown(qa, b, sa, sbt, bias)
 

@@ -851,6 +851,57 @@ static void test_gemm_call(void)
     BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "d", fp8kit_gemm_call_run(&c));
 }
 
+/* fp8kit_gemm_call_ptrs: one prepared call (pointers NULL in its args), the data
+ * pointers and the stream given per call as a packed buffer (the Python hot path's call) */
+static void test_gemm_call_ptrs(void)
+{
+    static unsigned char d_ref[M_ * N_ * 2];
+    const char *PF = "fp8kit_gemm_call_ptrs";
+    gcase g = gbase(FP8KIT_SCALE_ROW, 0);
+    GOOD(fp8kit_gemm(ctx, &g.d, &g.a, NULL));
+    memcpy(d_ref, dbuf, sizeof d_ref);
+    gcase t = g;
+    t.a.a.data = t.a.b.data = t.a.scale_a.data = t.a.scale_b.data = t.a.d.data = NULL;
+    const gcase t0 = t;
+    fp8kit_gemm_call c = {ctx, &t.d, &t.a, (void *)&c}; /* call->stream is not read */
+    void *p[7] = {abuf, bbuf, sabuf, sbbuf, NULL, dbuf, NULL};
+    unsigned char packed[1 + sizeof p]; /* an unaligned buffer */
+    memcpy(packed + 1, p, sizeof p);
+    GOOD(fp8kit_gemm_call_ptrs(&c, packed + 1));
+    CHECK(memcmp(dbuf, d_ref, sizeof d_ref) == 0, "fp8kit_gemm_call_ptrs D differs from fp8kit_gemm's");
+    CHECK(memcmp(&t, &t0, sizeof t) == 0, "fp8kit_gemm_call_ptrs changed the prepared args");
+    GOOD(fp8kit_gemm_call_ptrs(&c, p));
+    CHECK(memcmp(dbuf, d_ref, sizeof d_ref) == 0, "fp8kit_gemm_call_ptrs D differs (aligned ptrs)");
+    BAD(NULL, FP8KIT_ERR_NULL_POINTER, PF, "call", fp8kit_gemm_call_ptrs(NULL, p));
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, PF, "ptrs", fp8kit_gemm_call_ptrs(&c, NULL));
+    c.args = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, PF, "args", fp8kit_gemm_call_ptrs(&c, p));
+    c.args = &t.a, c.ctx = NULL;
+    BAD(NULL, FP8KIT_ERR_NULL_POINTER, GF, "ctx", fp8kit_gemm_call_ptrs(&c, p));
+    c.ctx = ctx, c.desc = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "desc", fp8kit_gemm_call_ptrs(&c, p));
+    c.desc = &t.d;
+    /* every fp8kit_gemm check applies, right after a good call: NULL operands, a bad K, a bad enum */
+    GOOD(fp8kit_gemm_call_ptrs(&c, p));
+    p[1] = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "b", fp8kit_gemm_call_ptrs(&c, p));
+    p[1] = bbuf, p[3] = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "scale_b", fp8kit_gemm_call_ptrs(&c, p));
+    p[3] = sbbuf, p[5] = NULL;
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "d", fp8kit_gemm_call_ptrs(&c, p));
+    p[5] = dbuf;
+    t.a.b.shape[1] = K_ - 32;
+    BAD(ctx, FP8KIT_ERR_INVALID_SHAPE, GF, "K", fp8kit_gemm_call_ptrs(&c, p));
+    t = t0, t.d.act = (fp8kit_activation)9;
+    BAD(ctx, FP8KIT_ERR_INVALID_ARGUMENT, GF, "act", fp8kit_gemm_call_ptrs(&c, p));
+    t = t0, t.d.bias = FP8KIT_BIAS_COL; /* a bias the template describes but ptrs[4] leaves NULL */
+    t.a.bias = fp8kit_tensor_make(NULL, FP8KIT_F32, 1, (int64_t[]){N_});
+    BAD(ctx, FP8KIT_ERR_NULL_POINTER, GF, "bias", fp8kit_gemm_call_ptrs(&c, p));
+    t = t0;
+    GOOD(fp8kit_gemm_call_ptrs(&c, p));
+    CHECK(memcmp(dbuf, d_ref, sizeof d_ref) == 0, "fp8kit_gemm_call_ptrs D differs after the bad calls");
+}
+
 int main(void)
 {
     rng = fk_rng_seeded("test_api");
@@ -871,6 +922,7 @@ int main(void)
     test_gemm();
     test_gemm_unaligned();
     test_gemm_call();
+    test_gemm_call_ptrs();
     printf("test_api: %ld bad calls checked (status, message, outputs untouched, no plan added)\n", n_bad_cases);
     CHECK_STATUS(fp8kit_ctx_destroy(ctx), FP8KIT_OK);
     return fk_test_summary("test_api");

@@ -33,11 +33,12 @@ class Context:
         # fp8kit_gemm without argtypes, for the scaled_mm hot path whose arguments are all
         # ctypes objects already (handle_arg, byref(desc), byref(args), c_void_p(stream))
         self.unchecked_gemm = _lib.unchecked(lib, "fp8kit_gemm")
-        # fp8kit_gemm_call_run (one pointer to {ctx, desc, args, stream}) without argtypes, for the
-        # torch hot path; None with a library older than it. _calls: every such struct made for
-        # this context (word 0 is the handle), cleared by close() so none keeps a dangling handle.
-        self.unchecked_gemm_call = _lib.unchecked(lib, "fp8kit_gemm_call_run") \
-            if hasattr(lib, "fp8kit_gemm_call_run") else None
+        # fp8kit_gemm_call_ptrs (a prepared {ctx, desc, args, stream} and the 7 words of the data
+        # pointers and stream) without argtypes, for the torch hot path; None with a library older
+        # than it. _calls: every such struct made for this context (word 0 is the handle), cleared
+        # by close() so none keeps a dangling handle.
+        self.unchecked_gemm_ptrs = _lib.unchecked(lib, "fp8kit_gemm_call_ptrs") \
+            if hasattr(lib, "fp8kit_gemm_call_ptrs") else None
         self._calls = []
         self.requested = Backend(backend)
         self.backend = Backend(lib.fp8kit_ctx_backend(self.handle))

@@ -9,6 +9,7 @@ costs: read the operands' metadata, one dict lookup, copy a template struct,
 set the pointers, one ctypes call.
 """
 import ctypes
+import struct
 import sys
 import threading
 
@@ -219,11 +220,16 @@ class _NoTorch:
 # Set by _torch.py when torch is first seen: the plain tensor type, and the
 # functions the torch hot path of run() calls directly.
 _TT = _NoTorch
-_is_compiling = _data_ptr = _empty_strided = _raw_stream = _make_guard = None
+_is_compiling = _data_ptr = _empty_strided = _empty_like = _raw_stream = _make_guard = None
 _CallWords = ctypes.c_uint64 * 4  # fp8kit_gemm_call as words: ctx, desc, args, stream
 if [getattr(GemmCall, f).offset for f in ("ctx", "desc", "args", "stream")] != [0, 8, 16, 24] or \
         ctypes.sizeof(GemmCall) != ctypes.sizeof(_CallWords):  # pragma: no cover
     raise ImportError("fp8kit: unexpected fp8kit_gemm_call layout")
+# fp8kit_gemm_call_ptrs's second argument: the pointers of a, b, scale_a, scale_b, bias, d and
+# the stream packed into one bytes object (ctypes passes bytes as a char * without converting)
+_pack7 = struct.Struct("7P").pack
+if struct.calcsize("7P") != 7 * ctypes.sizeof(ctypes.c_void_p):  # pragma: no cover
+    raise ImportError("fp8kit: unexpected pointer size")
 # Hot entries (see _register_hot) for scaled_mm's guarded calls: the last one a plain-torch
 # call used, and the last one per (a.shape, b.shape, bias is None). A call checks its operands
 # against _last with one guard call, then against its shapes' entry, before building any key.
@@ -264,23 +270,32 @@ class _Plan:
     are the only thing a call writes."""
     __slots__ = ("ctx", "desc", "raw", "d_shape", "d_dtype", "sd_shape", "sd_dtype", "ws", "use_sa", "use_sb",
                  "use_c", "scaled", "getters", "alloc_d", "alloc_sd", "alloc_amax", "alloc_ws", "fn", "handle",
-                 "desc_ref", "cuda", "torch_stream", "index", "bufs", "has_out", "return_amax", "handle",
-                 "simple", "t_out")
+                 "desc_ref", "cuda", "torch_stream", "index", "bufs", "has_out", "return_amax",
+                 "simple", "t_out", "call")
 
     def thread_buf(self):
-        """(words, byref(args), args, call words, byref(call)) of this thread's
-        args struct and its fp8kit_gemm_call {ctx, desc, &args, stream} (made on
-        first use; the call words are None with a library without
-        fp8kit_gemm_call_run)."""
+        """(words, byref(args), args) of this thread's args struct (made on first use)."""
         args = GemmArgs.from_buffer_copy(self.raw)
-        call = callref = None
-        if self.ctx.unchecked_gemm_call is not None:
-            call = _CallWords(self.ctx.handle or 0, ctypes.addressof(self.desc), ctypes.addressof(args), 0)
-            self.ctx._calls.append(call)
-            callref = _byref(call)
-        ent = (_Words.from_buffer(args), _byref(args), args, call, callref)
+        ent = (_Words.from_buffer(args), _byref(args), args)
         self.bufs[_get_ident()] = ent
         return ent
+
+    def shared_call(self):
+        """byref of this plan's fp8kit_gemm_call {ctx, desc, args with no data
+        pointers, -} for fp8kit_gemm_call_ptrs, which reads it and takes the
+        pointers per call: one for every thread (made once, under the lock: the
+        struct holds the args' address, so the args it points to must never be
+        replaced)."""
+        ent = self.call
+        if ent is None:
+            with _plans_lock:
+                if self.call is None:
+                    args = GemmArgs.from_buffer_copy(self.raw)
+                    call = _CallWords(self.ctx.handle or 0, ctypes.addressof(self.desc), ctypes.addressof(args), 0)
+                    self.ctx._calls.append(call)
+                    self.call = (_byref(call), call, args)
+                ent = self.call
+        return ent[0]
 
 
 def _allocator(av, shape, dt):
@@ -373,23 +388,12 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **opt
                 else:
                     h = None
         if h is not None:
-            plan, fn, bufs, d_shape, d_strides, tdtype, tdevice, sidx = h[3:11]
-            buf = bufs.get(_get_ident())
-            if buf is None:
-                buf = plan.thread_buf()
-            words = buf[0]
+            _, _, _, plan, fn, call, tmpl, d_shape, d_strides, tdtype, tdevice, sidx = h
+            d = _empty_like(tmpl) if tmpl is not None else \
+                _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice)
             dp = _data_ptr
-            words[0] = dp(a)  # word indices: see _WORD
-            words[10] = dp(b)
-            words[20] = dp(scale_a)
-            words[30] = dp(scale_b)
-            if bias is not None:
-                words[51] = dp(bias)
-            d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice)
-            words[61] = dp(d)
-            if sidx is not None:
-                buf[3][3] = _raw_stream(sidx)
-            st = fn(buf[4])
+            st = fn(call, _pack7(dp(a), dp(b), dp(scale_a), dp(scale_b), 0 if bias is None else dp(bias), dp(d),
+                                 0 if sidx is None else _raw_stream(sidx)))
             if st:
                 plan.ctx.check(st)
             return d
@@ -589,26 +593,20 @@ def _set_last(h):
 
 
 def _hot_call(h, a, b, scale_a, scale_b, bias, out):
-    """One call through a hot entry (see _register_hot): the operands' pointers
-    into this thread's args struct, the output (new unless out), the stream,
-    one C call. scaled_mm inlines the same for its guarded calls."""
-    plan, fn, bufs, d_shape, d_strides, tdtype, tdevice, sidx = h[3:11]
-    buf = bufs.get(_get_ident())
-    if buf is None:
-        buf = plan.thread_buf()
-    words = buf[0]
+    """One call through a hot entry (see _register_hot): the output (new
+    unless out), then one C call with the plan's prepared call and the packed
+    pointers and stream. scaled_mm inlines the same for its guarded calls."""
+    _, _, _, plan, fn, call, tmpl, d_shape, d_strides, tdtype, tdevice, sidx = h
+    if out is not None:
+        d = out
+    elif tmpl is not None:
+        d = _empty_like(tmpl)
+    else:
+        d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice)
     dp = _data_ptr
-    words[0] = dp(a)  # word indices: see _WORD
-    words[10] = dp(b)
-    words[20] = dp(scale_a)
-    words[30] = dp(scale_b)
-    if bias is not None:
-        words[51] = dp(bias)
-    d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice) if out is None else out
-    words[61] = dp(d)
-    if sidx is not None:
-        buf[3][3] = _raw_stream(sidx)
-    st = fn(buf[4])  # fp8kit_gemm_call_run without argtypes: one byref, nothing to convert
+    # fp8kit_gemm_call_ptrs without argtypes: a byref and a bytes object, nothing to convert
+    st = fn(call, _pack7(dp(a), dp(b), dp(scale_a), dp(scale_b), 0 if bias is None else dp(bias), dp(d),
+                         0 if sidx is None else _raw_stream(sidx)))
     if st:
         plan.ctx.check(st)
     return d
@@ -618,14 +616,16 @@ def _register_hot(tkey, plan, has_out, operands):
     """Keeps plan under run's flat torch key when the hot path can do all of
     its work: no second output, workspace, C or scale_d, both scales, a
     torch output (given as out= when has_out), a library with
-    fp8kit_gemm_call_run. The entry: (out_dtype, guard of (a, b, scale_a,
+    fp8kit_gemm_call_ptrs. The entry: (out_dtype, guard of (a, b, scale_a,
     scale_b) or _false, guard of the five with bias or _false, plan, C
-    function, per-thread buffers, D's shape, strides, torch dtype and
-    device, CUDA device index or None). The guards (None without one) check
-    the operands' type, dtype, shape, strides and device against these
-    operands', the facts tkey holds."""
+    function, byref of the plan's shared call struct, D's template (an
+    expanded one-element tensor whose empty_like is a new packed D; None
+    when D has a dimension < 2, where empty_like would keep its 0 strides),
+    D's shape, strides, torch dtype and device, CUDA device index or None).
+    The guards (None without one) check the operands' type, dtype, shape,
+    strides and device against these operands', the facts tkey holds."""
     if not (plan.simple and plan.t_out is not None and plan.has_out == has_out and plan.use_sa and plan.use_sb
-            and not plan.use_c and not plan.scaled and plan.ctx.unchecked_gemm_call is not None):
+            and not plan.use_c and not plan.scaled and plan.ctx.unchecked_gemm_ptrs is not None):
         return
     g4 = g5 = None
     if not has_out and _make_guard is not None:
@@ -636,8 +636,10 @@ def _register_hot(tkey, plan, has_out, operands):
             g4, g5 = _false, _make_guard(operands)
         if g4 is None or g5 is None:
             g4 = g5 = None
-    hot = (tkey[-1], g4, g5, plan, plan.ctx.unchecked_gemm_call, plan.bufs, plan.d_shape,
-           (plan.d_shape[1], 1)) + plan.t_out + (plan.index if plan.torch_stream else None,)
+    M, N = plan.d_shape
+    tmpl = torch_module().expanded(plan.d_shape, *plan.t_out) if M > 1 and N > 1 and not has_out else None
+    hot = (tkey[-1], g4, g5, plan, plan.ctx.unchecked_gemm_ptrs, plan.shared_call(), tmpl, plan.d_shape,
+           (N, 1)) + plan.t_out + (plan.index if plan.torch_stream else None,)
     with _plans_lock:
         if len(_tplans) > 4096:
             _tplans.clear()
@@ -790,6 +792,7 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     plan.torch_stream = plan.cuda and av.kind == "torch"
     plan.index = av.index
     plan.bufs = {}
+    plan.call = None
     plan.ws = 0
     if cx.backend == 2:  # CUDA: ask for the workspace once per plan
         probe = GemmArgs.from_buffer_copy(args)

@@ -269,11 +269,12 @@ def _declare(lib):
         "fp8kit_gemm_workspace_size": (_enum_t, [vp, GD, GA, c.POINTER(c.c_size_t)]),
         "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
         "fp8kit_gemm_call_run": (_enum_t, [vp]),
+        "fp8kit_gemm_call_ptrs": (_enum_t, [vp, vp]),
         "fp8kit_plan_cache_size": (c.c_int64, [vp]),
         "fp8kit_grouped_gemm": (_enum_t, [vp, GD, vp, vp]),
     }
     optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune", "fp8kit_gemm_call_run",
-                "fp8kit_grouped_gemm")  # newer than the first binding: an older library lacks it
+                "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm")  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
         if name in optional and not hasattr(lib, name):
             continue

@@ -93,6 +93,17 @@ def out_args(dt, cuda_index):
     return TO_TORCH[dt], torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
 
 
+def expanded(shape, dtype, device):
+    """A tensor of `shape` whose every element is one stored element (strides
+    0): torch.empty_like of it is a new packed tensor of that shape, dtype
+    and device (empty_like keeps only non-overlapping dense strides), found
+    cheaper per call than torch.empty_strided. Needs every dim > 1 (a shape
+    of ones is dense, and empty_like would keep the 0 strides)."""
+    if min(shape) < 2:
+        raise ValueError("expanded: shape %r has a dimension < 2" % (shape,))
+    return torch.empty((), dtype=dtype, device=device).expand(shape)
+
+
 try:  # torch.compile's C++ tensor guard (private; checked below before it is used)
     from torch._C._dynamo.guards import TensorGuards as _TensorGuards
 except Exception:  # pragma: no cover - older or newer torch without it
@@ -152,6 +163,7 @@ def _register_signatures():
     _gemm._raw_stream = _raw_stream if _raw_stream is not None else current_stream
     _gemm._data_ptr = torch.Tensor.data_ptr
     _gemm._empty_strided = torch.empty_strided  # measured cheaper per call than torch.empty(shape, ...)
+    _gemm._empty_like = torch.empty_like  # of an expanded template: cheaper still (see expanded)
     _gemm._is_compiling = _compiler_is_compiling if _compiler_is_compiling is not None else (lambda: False)
     _gemm._TT = torch.Tensor
     _gemm._make_guard = make_guard

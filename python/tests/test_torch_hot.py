@@ -120,3 +120,45 @@ def test_torch_op_takes_the_same_entries():
         torch_ops.scaled_mm(a[:32], b, sa, sb, out_dtype=BF16)
     e5 = a.float().to(torch.float8_e5m2)
     assert _same(torch_ops.scaled_mm(e5, b, sa, sb, out_dtype=BF16), _general(e5, b, sa, sb))
+
+
+@pytest.mark.parametrize("M,N", [(64, 48), (1, 48), (64, 1), (1, 1)])
+def test_hot_outputs_are_new_packed_tensors(M, N):
+    """D comes from torch.empty_like of an expanded template (every dim > 1) or
+    torch.empty_strided: either way a new packed tensor of its own storage."""
+    a, b, sa, sb = _ops(20 + M + N, M, N, 128)
+    want = _general(a, b, sa, sb)
+    outs = [fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16) for _ in range(4)]
+    assert _gemm._last is not None and _gemm._last[3].d_shape == (M, N)
+    ptrs = set()
+    for d in outs:
+        assert _same(d, want)
+        assert d.stride() == (N, 1) and d.is_contiguous() and d.device == a.device and not d.requires_grad
+        assert d.untyped_storage().nbytes() == M * N * 2 and d.storage_offset() == 0
+        ptrs.add(d.data_ptr())
+    assert len(ptrs) == len(outs)  # every output its own memory (all alive here)
+
+
+def test_threads_share_the_hot_entry():
+    """One plan's call struct serves every thread: each call's pointers travel with the call."""
+    import threading
+    sets = [_ops(40 + i) for i in range(8)]
+    wants = [_general(*s) for s in sets]
+    for s in sets:
+        fp8kit.scaled_mm(*s, out_dtype=BF16)
+    errors = []
+
+    def work(t):
+        try:
+            for r in range(50):
+                i = (t + r) % len(sets)
+                if not _same(fp8kit.scaled_mm(*sets[i], out_dtype=BF16), wants[i]):
+                    errors.append((t, r))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
