@@ -262,7 +262,7 @@ static scase base(const char *name, int64_t m, int64_t n, int64_t k)
     return g;
 }
 
-/* fp32 output: fast_accum opts in (precise fp32 is refused by the plan);
+/* fp32 output with fast_accum (precise fp32 takes the general fp16-copy path);
  * this path still promotes every 128 of K: the tensor-core floor bound of
  * test_cuda_gemm.c. */
 static void f32(scase *g)

@@ -357,8 +357,9 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, **opt
     'gelu_tanh', 'silu'. bias: 1-D length N (or M with bias_per_row=True).
     alpha, beta, c: y = alpha * acc + beta * c + bias. fast_accum (also
     spelled use_fast_accum, torch._scaled_mm's name): CUDA only, fewer fp32
-    promotions; the CUDA backend refuses fp32 output without it (Hopper's fp8
-    tensor cores do not reach SPEC's 1e-5, see docs/perf-gemm.md). a_dtype /
+    promotions; precise fp32 output on CUDA runs on fp16 copies of the
+    operands (SPEC's 1e-5; tensor / row scales), block / mx with fp32 output
+    need fast_accum there (see docs/perf-gemm.md). a_dtype /
     b_dtype name the fp8 format of untagged uint8 operands (default e4m3).
     out=: write into this array. ctx=: a Context (default: the cached one of
     the operands' device). stream=: a cudaStream_t int or torch stream
