@@ -328,26 +328,43 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
 /* Grouped GEMM for mixture-of-experts layers (the 2-D x 3-D "contiguous"
  * case of torch._scaled_grouped_mm): G problems sharing K, N, the dtypes and
  * the descriptor. A is (T, K) with its rows grouped by expert: group g owns
- * rows offsets[g-1] .. offsets[g] - 1 (offsets[-1] = 0); offsets holds G int32,
- * non-decreasing, every entry <= T, in the memory of the context's backend
- * like the other operands; D rows past offsets[G-1] are not written. B is
- * (G, N, K) (each expert's N x K, K-contiguous, rows and experts strided). D is
- * (T, N). Per group: D_g = act(alpha * deq(A_g) deq(B_g)^T + bias_g) with the
- * rules of fp8kit_gemm. Scales: scale_a over A's T rows as in fp8kit_gemm
- * (tensor: one f32; row: T); scale_b per expert (tensor: G f32; row: G x N).
- * bias (desc->bias == FP8KIT_BIAS_COL only): G x N, f32/bf16/f16.
- * Supported now: scale modes NONE / TENSOR / ROW, every activation, D bf16 /
- * f16 / f32, no C and no output quantization (else FP8KIT_ERR_UNSUPPORTED),
- * on the CPU backend; the CUDA backend returns FP8KIT_ERR_UNSUPPORTED until
- * its grouped kernel exists. Everything, the offsets included, is validated
- * before any group runs; on error nothing is written. */
+ * rows offsets[g-1] .. offsets[g] - 1 (offsets[-1] = 0); offsets holds G
+ * int32, valid when non-decreasing, >= 0 and every entry <= T; D rows past
+ * offsets[G-1] are not written. B is (G, N, K) (each expert's N x K,
+ * K-contiguous, rows and experts strided). D is (T, N). Per group: D_g =
+ * act(alpha * deq(A_g) deq(B_g)^T + bias_g) with the rules of fp8kit_gemm.
+ * Scales: scale_a over A's T rows as in fp8kit_gemm (tensor: one f32; row:
+ * T); scale_b per expert (tensor: G f32; row: G x N). bias (desc->bias ==
+ * FP8KIT_BIAS_COL only): G x N, f32/bf16/f16. Supported: scale modes NONE /
+ * TENSOR / ROW, every activation, no C and no output quantization (else
+ * FP8KIT_ERR_UNSUPPORTED).
+ * Where offsets and status live, and who checks the offsets:
+ * - CPU backend: host memory. Everything, the offsets included, is checked
+ *   before any group runs; invalid offsets return FP8KIT_ERR_INVALID_ARGUMENT
+ *   and nothing is written (but *status, when given).
+ * - CUDA backend: DEVICE memory (like torch's `offs`), 4-byte aligned: the
+ *   host never reads them, so the call neither synchronizes nor copies and
+ *   can be captured in a CUDA graph (offsets and status read / written when
+ *   the kernel runs, stream-ordered). The host checks everything else and
+ *   returns its status as usual; the kernel checks the offsets before any
+ *   load or store, and with invalid offsets writes nothing to D (the call
+ *   has already returned FP8KIT_OK). Pass status to learn it: the kernel
+ *   sets *status to 0 (FP8KIT_OK) or FP8KIT_ERR_INVALID_ARGUMENT. Also on the
+ *   CUDA backend: the sm_90 kernel of fp8kit_gemm's rules (D bf16 / f16, or
+ *   f32 with fast_accum; K a multiple of 16; A, B 16-byte aligned), B's expert
+ *   stride a multiple of its row stride, and G small enough for a table of
+ *   8 (G + 1) bytes in shared memory (thousands of groups).
+ * status (optional, NULL = none): one int32 in the backend's memory, set to
+ * 0 after a call that ran with valid offsets, FP8KIT_ERR_INVALID_ARGUMENT
+ * when the offsets were invalid. */
 typedef struct fp8kit_grouped_gemm_args {
     fp8kit_tensor a, b;       /* (T, K), (G, N, K) */
-    const int32_t *offsets;   /* G entries (G = b.shape[0]) */
+    const int32_t *offsets;   /* G entries (G = b.shape[0]); device memory on the CUDA backend */
     fp8kit_tensor scale_a, scale_b;
     float alpha;
     fp8kit_tensor bias;       /* (G, N) or unused */
     fp8kit_tensor d;          /* (T, N) */
+    int32_t *status;          /* optional offsets verdict, see above */
 } fp8kit_grouped_gemm_args;
 
 FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,

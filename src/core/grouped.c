@@ -1,11 +1,12 @@
 /* grouped.c - fp8kit_grouped_gemm: the mixture-of-experts grouped GEMM
  * (A's rows grouped by expert through int32 offsets, one B per expert). It
- * checks the whole call - descriptor, operands, every offset, then each
- * group's fp8kit_gemm view - before the first group runs, then runs each
- * non-empty group as an fp8kit_gemm on views of A, B, the scales, the bias
- * and D. CPU backend; the CUDA backend declines until its grouped kernel
- * (which will read the offsets on the device) exists. Each distinct group
- * row count gets its own cached plan. */
+ * checks the whole call - descriptor, operands, then on the CPU every offset
+ * and each group's fp8kit_gemm view - before anything runs. CPU backend: each
+ * non-empty group runs as an fp8kit_gemm on views of A, B, the scales, the
+ * bias and D (each distinct group row count gets its own cached plan). CUDA
+ * backend: the offsets stay in device memory; the whole call is checked as
+ * one fp8kit_gemm view over all T rows and runs as one launch of the grouped
+ * kernel (gemm_grouped.cu), which checks the offsets itself. */
 #include <stdio.h>
 #include <string.h>
 #include "core/check.h"
@@ -61,6 +62,8 @@ static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_a
                             r1 - r0, n, ldd);
 }
 
+static int fk_grouped_on_device(const fp8kit_ctx *ctx) { return ctx->backend == FP8KIT_BACKEND_CUDA; }
+
 static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a)
 {
     fp8kit_status st = fk_check_gemm_desc(ctx, FN, d);
@@ -107,13 +110,35 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return st;
     if (!a->offsets)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": offsets is NULL");
+    if (fk_grouped_on_device(ctx)) {
+        /* offsets are device memory: the kernel checks them. Everything
+         * else as fp8kit_gemm sees the call over all T rows with expert 0's
+         * B, scales and bias (every expert's have the same shape, dtype and
+         * alignment); B's experts must be whole rows apart (one 2-D map). */
+        const int64_t ldb = fk_stride(&a->b, 1), sbg = fk_stride(&a->b, 0);
+        if (g > 1 && sbg % ldb)
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                           FN ": b's expert stride (%lld) must be a multiple of its row stride (%lld) on the CUDA "
+                              "backend",
+                           (long long)sbg, (long long)ldb);
+        if (((uintptr_t)a->offsets & 3u) || (a->status && ((uintptr_t)a->status & 3u)))
+            return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": offsets and status must be 4-byte aligned");
+        if (g == 0)
+            return FP8KIT_OK; /* nothing runs (status, if given, gets 0) */
+        fp8kit_gemm_args v;
+        fk_group_view(d, a, 0, 0, t, &v);
+        return fk_gemm_check(ctx, d, &v);
+    }
     int64_t prev = 0;
     for (int64_t i = 0; i < g; i++) {
         const int64_t o = a->offsets[i];
-        if (o < prev || o > t)
+        if (o < prev || o > t) {
+            if (a->status)
+                *a->status = FP8KIT_ERR_INVALID_ARGUMENT;
             return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
                            FN ": offsets[%lld] = %lld; offsets must be non-decreasing, >= 0 and <= T = %lld",
                            (long long)i, (long long)o, (long long)t);
+        }
         prev = o;
     }
     /* every group as fp8kit_gemm would see it (dtypes, alignment, K rules) */
@@ -134,6 +159,57 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     return FP8KIT_OK;
 }
 
+#ifdef FP8KIT_HAVE_CUDA
+/* Plan key of the CUDA grouped kernel: a tag (no fp8kit_gemm key starts
+ * with it), the options, the dtypes, the shapes and strides, alignment bits. */
+typedef struct fk_grouped_key {
+    int32_t tag, scale_a, scale_b, bias, act, fast_accum, a_type, b_type, bias_type, d_type, align;
+    int64_t t, n, k, g, lda, ldb, b_rows, ldd;
+} fk_grouped_key;
+
+static fp8kit_status fk_grouped_cuda(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
+                                     void *stream)
+{
+    fk_grouped_job gj;
+    memset(&gj, 0, sizeof gj);
+    fk_gemm_job *j = &gj.gemm;
+    fp8kit_gemm_args v;
+    fk_group_view(d, a, 0, 0, a->a.shape[0], &v);
+    j->desc = *d;
+    j->m = a->a.shape[0];
+    j->n = a->b.shape[1];
+    j->k = a->b.shape[2];
+    j->a = v.a.data; j->a_type = v.a.dtype; j->lda = fk_stride(&v.a, 0);
+    j->b = v.b.data; j->b_type = v.b.dtype; j->ldb = fk_stride(&v.b, 0);
+    j->scale_a = d->scale_a ? v.scale_a.data : NULL;
+    j->scale_b = d->scale_b ? v.scale_b.data : NULL;
+    j->alpha = a->alpha;
+    j->bias = d->bias != FP8KIT_BIAS_NONE ? v.bias.data : NULL;
+    j->bias_type = v.bias.dtype;
+    j->d = v.d.data; j->d_type = v.d.dtype; j->ldd = fk_stride(&v.d, 0);
+    gj.groups = a->b.shape[0];
+    gj.b_rows = gj.groups > 1 ? fk_stride(&a->b, 0) / j->ldb : j->n;
+    gj.offsets = a->offsets;
+    gj.status = a->status;
+    fk_grouped_key key;
+    memset(&key, 0, sizeof key);
+    key.tag = 0x47525031; /* "GRP1" */
+    key.scale_a = d->scale_a; key.scale_b = d->scale_b; key.bias = d->bias; key.act = d->act;
+    key.fast_accum = d->fast_accum != 0;
+    key.a_type = j->a_type; key.b_type = j->b_type; key.bias_type = j->bias ? (int32_t)j->bias_type : -1;
+    key.d_type = j->d_type;
+    key.align = (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
+                ((((uintptr_t)j->d & 15) == 0) << 2);
+    key.t = j->m; key.n = j->n; key.k = j->k; key.g = gj.groups;
+    key.lda = j->lda; key.ldb = j->ldb; key.b_rows = gj.b_rows; key.ldd = j->ldd;
+    fp8kit_status st;
+    const fk_plan *plan = fk_plan_get(ctx, &key, sizeof key, j, fk_cuda_grouped_plan, &st);
+    if (!plan)
+        return st;
+    return fk_cuda_grouped_gemm(ctx, &gj, plan, stream);
+}
+#endif
+
 fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args,
                                   void *stream)
 {
@@ -141,13 +217,13 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
         return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, FN ": ctx is NULL");
     if (!desc || !args)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": %s is NULL", !desc ? "desc" : "args");
-    if (ctx->backend != FP8KIT_BACKEND_CPU)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       FN ": the %s backend has no grouped GEMM yet (the CPU backend has)",
-                       fp8kit_backend_name(ctx->backend));
     fp8kit_status st = fk_grouped_check(ctx, desc, args);
     if (st)
         return st;
+#ifdef FP8KIT_HAVE_CUDA
+    if (fk_grouped_on_device(ctx))
+        return fk_grouped_cuda(ctx, desc, args, stream);
+#endif
     int64_t prev = 0;
     for (int64_t i = 0; i < args->b.shape[0]; i++) {
         const int64_t r1 = args->offsets[i];
@@ -159,5 +235,7 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
         }
         prev = r1;
     }
+    if (args->status)
+        *args->status = FP8KIT_OK;
     return FP8KIT_OK;
 }

@@ -181,6 +181,21 @@ fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream
 fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
 fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
+/* A validated grouped GEMM for the CUDA backend (grouped.c builds it): gemm
+ * is the whole call as one GEMM job - m = T rows of A, scale_a and D; b,
+ * scale_b and bias are expert 0's and expert g's start at g * b_rows rows of
+ * B (b_rows = B's expert stride / ldb), g (tensor) or g * N (row scales,
+ * bias). offsets (G int32) and status live in device memory and are read /
+ * written only by the kernel. gemm comes first: the plan's init function
+ * receives &job->gemm and casts back. */
+typedef struct fk_grouped_job {
+    fk_gemm_job gemm;
+    int64_t groups, b_rows;
+    const int32_t *offsets;
+    int32_t *status;
+} fk_grouped_job;
+fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
+fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, const fk_plan *plan, void *stream);
 
 /* Element-wise helpers for any fk_mat dtype (host). */
 static inline size_t fk_dtype_bytes(fp8kit_dtype t)

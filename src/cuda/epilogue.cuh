@@ -49,6 +49,12 @@ struct fk_gemm_params {
     int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
     int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm_sm90.cu) */
     CUtensorMap td;         /* d_bulk 2: D in 16 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
+    /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
+    const int *grp_offs;    /* G int32 row ends in device memory, read by every CTA */
+    int grp_count;          /* G */
+    int grp_brows;          /* rows of B's 2-D map per expert (its expert stride / ldb) */
+    int grp_tab;            /* byte offset of the table of sched.cuh in dynamic shared memory */
+    int *grp_status;        /* optional: 0 (offsets valid) or FP8KIT_ERR_INVALID_ARGUMENT, by CTA 0 */
 };
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
@@ -65,6 +71,8 @@ struct fk_sm90_variant {
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;
+extern const fk_sm90_variant fk_sm90_grouped_variants[]; /* the grouped GEMM's (gemm_grouped.cu) */
+extern const int fk_sm90_grouped_variant_count;
 
 #define FK_GEMM_THREADS 384 /* two consumer warpgroups + one producer warpgroup */
 #define FK_GEMM_BM 128
@@ -172,24 +180,30 @@ static __device__ __forceinline__ int fk_stage_idx(int r, int c) { return r * FK
  * threads 64-127 the row bias of row tid - 64) and the two tensor scales. */
 struct fk_epi_pre {
     float c0, c1, b0, b1, r, sat, sbt;
+    int m_end; /* rows at or past it are not stored (p.m; a group's end in the grouped kernel) */
 };
 
+/* Grouped kernel: m_end is the group's row end and g the group, whose B
+ * scales and column bias start at g (tensor) or g * N. */
 template <int BN>
-static __device__ __forceinline__ fk_epi_pre fk_epi_prefetch(const fk_gemm_params &p, int m0, int n0, int tid)
+static __device__ __forceinline__ fk_epi_pre fk_epi_prefetch(const fk_gemm_params &p, int m0, int n0, int tid,
+                                                             int m_end = -1, int g = 0)
 {
     fk_epi_pre e;
+    e.m_end = m_end < 0 ? p.m : m_end;
     e.sat = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
-    e.sbt = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+    e.sbt = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[g] : 1.0f;
+    const long long cg = (long long)g * p.n;
     const int ca = n0 + tid, cb = n0 + 128 + tid;
     const bool oka = tid < BN && ca < p.n, okb = tid + 128 < BN && cb < p.n;
     const bool rowb = p.sb_mode == FP8KIT_SCALE_ROW, colb = p.bias_mode == FP8KIT_BIAS_COL;
-    e.c0 = oka ? (rowb ? p.sb[ca] : e.sbt) : 0.0f;
-    e.c1 = okb ? (rowb ? p.sb[cb] : e.sbt) : 0.0f;
-    e.b0 = oka && colb ? fk_epi_load(p.bias, ca, p.bias_type) : 0.0f;
-    e.b1 = okb && colb ? fk_epi_load(p.bias, cb, p.bias_type) : 0.0f;
+    e.c0 = oka ? (rowb ? p.sb[cg + ca] : e.sbt) : 0.0f;
+    e.c1 = okb ? (rowb ? p.sb[cg + cb] : e.sbt) : 0.0f;
+    e.b0 = oka && colb ? fk_epi_load(p.bias, cg + ca, p.bias_type) : 0.0f;
+    e.b1 = okb && colb ? fk_epi_load(p.bias, cg + cb, p.bias_type) : 0.0f;
     const int row = m0 + (tid & 63);
     e.r = 0.0f;
-    if (row < p.m) {
+    if (row < e.m_end) {
         if (tid < 64)
             e.r = p.sa_mode == FP8KIT_SCALE_ROW ? p.sa[row] : e.sat;
         else if (p.bias_mode == FP8KIT_BIAS_ROW)
@@ -704,7 +718,7 @@ static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, floa
 #pragma unroll 1
             for (int r = tid / TPR; r < 64; r += RSTEP) {
                 const int row = m0 + r;
-                if (row >= p.m || nv <= 0)
+                if (row >= pre.m_end || nv <= 0)
                     continue;
                 const float4 v = *(const float4 *)&stage[fk_stage_idx(r, c4)];
                 float y[4] = {v.x, v.y, v.z, v.w};
@@ -728,7 +742,7 @@ static __device__ __forceinline__ void fk_epilogue(const fk_gemm_params &p, floa
 #pragma unroll 1
             for (int r = tid / TPR; r < 64; r += RSTEP) {
                 const int row = m0 + r;
-                if (row >= p.m || nv <= 0)
+                if (row >= pre.m_end || nv <= 0)
                     continue;
                 const float4 v = *(const float4 *)&stage[fk_stage_idx(r, c4)];
                 const float sa = tab[2 * BN + r]; /* row or tensor scale */
@@ -844,7 +858,7 @@ static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p,
     }
     fk_fence_proxy_async();
     fk_named_bar_sync(bar_id, 128);
-    if (tid < 64 && m0 + tid < p.m) {
+    if (tid < 64 && m0 + tid < pre.m_end) {
         const int bytes = min(BN, p.n - n0) * 2;
         fk_bulk_store((uint16_t *)p.d + ((long long)(m0 + tid) * p.ldd + n0), fk_smem_addr(buf + tid * RB),
                       (uint32_t)bytes);

@@ -164,16 +164,46 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
  * units of CL), cluster c takes items c, c + gridDim.x / CL, ... and CTA
  * rank r of it the tile row item_row * CL + r (past the last tile row for
  * an odd count: its A loads are zero-filled and its epilogue writes no row). */
-template <int CL> struct fk_sm90_walk {
+template <int CL, bool GR = false> struct fk_sm90_walk {
     int t, step, rank;
+    int row0, m_end, g; /* of the current tile: first row, row limit, group */
     __device__ __forceinline__ fk_sm90_walk()
         : t((int)blockIdx.x / CL), step((int)gridDim.x / CL), rank(CL > 1 ? (int)fk_cluster_ctarank() : 0)
     {
     }
-    __device__ __forceinline__ void tile(const fk_gemm_params &p, int &tm, int &tn) const
+    /* GR: the group table (sched.cuh), read where needed rather than kept in registers */
+    static __device__ __forceinline__ const int *gtab(const fk_gemm_params &p)
     {
-        p.sched.tile(t, tm, tn);
-        tm = tm * CL + rank;
+        extern __shared__ __align__(1024) unsigned char fk_smem[];
+        return (const int *)(fk_smem + p.grp_tab);
+    }
+    __device__ __forceinline__ bool more(const fk_gemm_params &p) const
+    {
+        if constexpr (GR)
+            return t < gtab(p)[2 * p.grp_count] * p.sched.tiles_n;
+        else
+            return t < p.sched.count();
+    }
+    /* Grouped (GR): tile row tm of the sequence of all groups' tile rows
+     * (the same raster order over them) maps to group g's rows. */
+    __device__ __forceinline__ void tile(const fk_gemm_params &p, int &tm, int &tn)
+    {
+        if constexpr (GR) {
+            const int G = p.grp_count;
+            const int *gtab = fk_sm90_walk::gtab(p);
+            fk_tile_sched s = p.sched;
+            s.tiles_m = gtab[2 * G];
+            s.tile(t, tm, tn);
+            g = fk_grp_find(gtab + G, G, tm);
+            row0 = (g ? gtab[g - 1] : 0) + (tm - gtab[G + g]) * FK_GEMM_BM;
+            m_end = gtab[g];
+        } else {
+            p.sched.tile(t, tm, tn);
+            tm = tm * CL + rank;
+            row0 = tm * FK_GEMM_BM;
+            m_end = p.m;
+            g = 0;
+        }
     }
 };
 
@@ -194,7 +224,7 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
 /* Producer: one thread streams every (tile, K block) of this CTA into the
  * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
  * multicast to the same stage of every CTA of the cluster (which share B). */
-template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1>
+template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
@@ -207,18 +237,18 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
     }
     int stage = 0;
     uint32_t phase = 0;
-    const int ntiles = p.sched.count();
-    fk_sm90_walk<CL> w;
-    for (; w.t < ntiles; w.t += w.step) {
+    fk_sm90_walk<CL, GR> w;
+    for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
+        const int brow = GR ? w.g * p.grp_brows : 0; /* grouped: expert g's rows of B */
         for (int kb = 0; kb < p.num_kb; kb++) {
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
-            fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, tm * FK_GEMM_BM);
+            fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
             if (CL == 1)
-                fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, tn * BN);
+                fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, brow + tn * BN);
             else
                 fk_tma_load_2d_mc(sb0 + stage * S::B_BYTES + w.rank * (S::B_BYTES / CL), tb, full, kb * FK_GEMM_BK,
                                   tn * BN + w.rank * (BN / CL), (uint16_t)((1u << CL) - 1u));
@@ -256,7 +286,7 @@ static __device__ __forceinline__ void fk_sm90_lag_end(const fk_gemm_params &p, 
 }
 
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
                                                         uint32_t full0, uint32_t empty0,
@@ -270,15 +300,14 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     float acc[S::NACC], accf[PROMO ? S::NACC : 1];
     int stage = 0;
     uint32_t phase = 0;
-    const int ntiles = p.sched.count();
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
     fk_sm90_lag_start(p, wg);
-    fk_sm90_walk<CL> w;
-    for (; w.t < ntiles; w.t += w.step) {
+    fk_sm90_walk<CL, GR> w;
+    for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
-        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
         if constexpr (PROMO != 0) {
 #pragma unroll
             for (int i = 0; i < S::NACC; i++)
@@ -376,9 +405,9 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 for (int i = 0; i < S::NACC; i++)
                     acc[i] = 0.0f;
             }
-            fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+            fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         } else {
-            fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+            fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
     fk_sm90_lag_end(p, wg, issued);
@@ -424,7 +453,7 @@ static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], floa
  * the finished group of kb - 1 is promoted (and its stage released), so the
  * promotion is off the MMA critical path. Block scales are loaded two K
  * blocks ahead of their use. */
-template <int BN, bool BLOCK, int AB, int CL, bool TS>
+template <int BN, bool BLOCK, int AB, int CL, bool TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
                                                              uint32_t sa0, uint32_t sb0,
                                                              uint32_t full0, uint32_t empty0,
@@ -436,16 +465,15 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
     int stage = 0;
     uint32_t phase = 0;
-    const int ntiles = p.sched.count();
     const int nkb = p.num_kb;
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
     fk_sm90_lag_start(p, wg);
-    fk_sm90_walk<CL> w;
-    for (; w.t < ntiles; w.t += w.step) {
+    fk_sm90_walk<CL, GR> w;
+    for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
-        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
 #pragma unroll
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
@@ -531,14 +559,17 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             }
 #undef FK_PIPE_STEP
         }
-        fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+        fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
     }
     fk_sm90_lag_end(p, wg, issued);
 }
 #endif
 
-/* The general kernel's body; CL = CTAs per cluster (1 or 2). */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS>
+/* The general kernel's body; CL = CTAs per cluster (1 or 2). GR: the
+ * grouped GEMM (gemm_grouped.cu): every CTA first checks the device offsets
+ * and builds the group table of sched.cuh; with invalid offsets every CTA
+ * leaves before loading or storing anything. */
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                     const fk_gemm_params &p)
 {
@@ -564,11 +595,19 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
         fk_cluster_barrier();
     else
         __syncthreads();
+    if constexpr (GR) {
+        static_assert(CL == 1 && !TS && !BLOCK, "grouped: single CTAs, general epilogues, no block scales");
+        const bool ok = fk_grp_prepare(p.grp_offs, p.grp_count, p.m, (int *)(fk_smem + p.grp_tab));
+        if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
+            *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
+        if (!ok)
+            return;
+    }
     const int wg = threadIdx.x >> 7;
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES, CL>(&ta, &tb, p, sa0, sb0, full0, empty0);
+            fk_sm90_producer<BN, S::STAGES, CL, GR>(&ta, &tb, p, sa0, sb0, full0, empty0);
     } else {
         fk_setmaxnreg_inc<232>();
         /* TS: both staging areas first, so each stays 1024-aligned for the
@@ -581,9 +620,9 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * warning C7514, because of accumulator copies at loop joins), and
          * for the f16 variants up to BN 128 (promotion every 64 of K there) */
         if constexpr (PROMO == 4 && (BLOCK || (AB == 4 && BN <= 128)))
-            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
-            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         /* the last bulk copies / TMA stores must be done before the CTA's
          * memory goes (threads that issued none return at once) */
         if (p.d_bulk)
@@ -597,12 +636,12 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
 #endif
 }
 
-template <int BN, int PROMO, bool BLOCK, int AB, bool TS = false>
+template <int BN, int PROMO, bool BLOCK, int AB, bool TS = false, bool GR = false>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                         const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<BN, PROMO, BLOCK, AB, 1, TS>(ta, tb, p);
+    fk_sm90_body<BN, PROMO, BLOCK, AB, 1, TS, GR>(ta, tb, p);
 }
 
 /* The same in clusters of 2 CTAs along M (B tiles multicast). */
@@ -894,3 +933,15 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_V(128, 4, false, 4), FK_V(64, 4, false, 4), FK_V(192, 4, false, 4), FK_V(128, 0, false, 4),
 };
 const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90_variants[0]);
+
+/* The grouped GEMM's variants (gemm_grouped.cu): the general kernel with the
+ * group mapping (GR); the group table follows the variant's shared memory. */
+#define FK_VG(BN, PROMO, AB)                                                            \
+    {BN, PROMO, 0, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,             \
+     fk_gemm_sm90_kernel<BN, PROMO, false, AB, false, true>, 1, 0}
+const fk_sm90_variant fk_sm90_grouped_variants[] = {
+    FK_VG(128, 4, 0), FK_VG(128, 4, 1), FK_VG(128, 4, 2), FK_VG(128, 4, 3),
+    FK_VG(128, 0, 0), FK_VG(192, 4, 0), FK_VG(192, 0, 0), FK_VG(256, 0, 0),
+};
+const int fk_sm90_grouped_variant_count =
+    (int)(sizeof fk_sm90_grouped_variants / sizeof fk_sm90_grouped_variants[0]);

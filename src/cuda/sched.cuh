@@ -27,4 +27,72 @@ struct fk_tile_sched {
     }
 };
 
+/* Grouped GEMM (fp8kit_grouped_gemm): the tile rows of all groups form one
+ * sequence that the scheduler above walks (tiles_m = its length, known only
+ * on the device). A table of 2 G + 2 ints in shared memory, built by every
+ * CTA from the G device offsets (row ends) before any work:
+ *   tab[0 .. G-1]   the offsets
+ *   tab[G + g]      cum[g]: tile rows of groups 0 .. g-1 (cum[0] = 0), g <= G
+ *   tab[2 G + 1]    1 when the offsets are invalid (then cum is garbage)
+ * Group g owns tile rows cum[g] .. cum[g+1] - 1; its tile row i covers rows
+ * start_g + 128 i .. of A and D (start_g = offsets[g-1], 0 for g = 0), rows at
+ * or past offsets[g] are loaded but never stored. */
+#define FK_GRP_TAB_BYTES(G) (8 * ((G) + 1))
+
+/* Fills the table (all threads of the CTA call it; two __syncthreads) and
+ * returns whether the offsets are valid: non-decreasing, >= 0 and <= rows.
+ * Every CTA reads the same offsets, so all of them agree. */
+static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, int rows, int *tab)
+{
+    for (int i = threadIdx.x; i < G; i += blockDim.x)
+        tab[i] = offs[i];
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        int carry = 0, bad = 0;
+        for (int base = 0; base < G; base += 32) {
+            const int i = base + lane;
+            int n = 0;
+            if (i < G) {
+                const int o = tab[i], prev = i ? tab[i - 1] : 0;
+                if (o < prev || o > rows)
+                    bad = 1;
+                else
+                    n = (o - prev + 127) / 128;
+            }
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) { /* inclusive scan over the warp */
+                const int v = __shfl_up_sync(0xFFFFFFFFu, n, d);
+                if (lane >= d)
+                    n += v;
+            }
+            if (i < G)
+                tab[G + 1 + i] = carry + n;
+            carry += __shfl_sync(0xFFFFFFFFu, n, 31);
+        }
+        bad = __any_sync(0xFFFFFFFFu, bad);
+        if (lane == 0) {
+            tab[G] = 0;
+            tab[2 * G + 1] = bad;
+        }
+    }
+    __syncthreads();
+    return tab[2 * G + 1] == 0;
+}
+
+/* The group of tile row vm (< cum[G]): the g with cum[g] <= vm < cum[g+1]
+ * (empty groups own no tile row), by binary search. */
+static __device__ __forceinline__ int fk_grp_find(const int *cum, int G, int vm)
+{
+    int lo = 0, hi = G - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (cum[mid + 1] > vm)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 #endif

@@ -1,0 +1,215 @@
+/* gemm_grouped.cu - host side of the CUDA grouped GEMM (fp8kit_grouped_gemm):
+ * fk_cuda_grouped_plan picks a grouped variant of the general Hopper kernel
+ * (gemm_sm90.cu, GR = true: the same producer, consumers and epilogues, with
+ * tiles mapped to groups through a table every CTA builds from the device
+ * offsets; sched.cuh) and fk_cuda_grouped_gemm launches it: A as one (T, K)
+ * TMA map, B as one 2-D map over the experts' rows, no host sync and no
+ * allocation (usable in CUDA graph capture). The offsets are checked by the
+ * kernel: with invalid ones every CTA leaves before writing anything, and
+ * the optional status word says so. Knobs read at plan time: FK_GEMM_BN
+ * (128 / 192 / 256), FK_GROUPED_GM (tile rows per L2 group), FK_GEMM_LAG,
+ * FK_GEMM_BULK=0, FK_GEMM_VERBOSE=1 as in gemm.cu. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda/backend.h"
+#include "cuda/epilogue.cuh"
+#include "cuda/gemm_small.h"
+#include "cuda/tma.cuh"
+
+struct fk_grp_config {
+    int32_t variant; /* index into fk_sm90_grouped_variants */
+    int32_t group_m;
+    int32_t device;
+    int32_t no_bulk;
+    int32_t lag;
+};
+static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
+
+static int fk_grp_env(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
+static int fk_grp_find_variant(int bn, int promo, int ab)
+{
+    for (int i = 0; i < fk_sm90_grouped_variant_count; i++) {
+        const fk_sm90_variant *v = &fk_sm90_grouped_variants[i];
+        if (v->bn == bn && v->promo == promo && v->ab == ab)
+            return i;
+    }
+    return -1;
+}
+
+extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+{
+    const fk_grouped_job *gj = (const fk_grouped_job *)job; /* job is gj->gemm, its first member */
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    if (!cs)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: context has no CUDA state");
+    if (!(cs->cc_major == 9 && cs->cc_minor == 0))
+        return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH,
+                       "cuda grouped gemm: the kernel needs an sm_90 (Hopper) device; device %d is sm_%d%d",
+                       cs->device, cs->cc_major, cs->cc_minor);
+    if (!fk_is_fp8(job->a_type) || !fk_is_fp8(job->b_type))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: A and B must be e4m3 or e5m2");
+    if (job->d_type == FP8KIT_F32 && !job->desc.fast_accum)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda grouped gemm: fp32 output needs fast_accum: Hopper fp8 tensor cores reach rel "
+                       "~1e-4, not the 1e-5 of SPEC section 3");
+    if (job->m > INT32_MAX || job->n > INT32_MAX || job->k > INT32_MAX || gj->groups * gj->b_rows > INT32_MAX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: T, N, K and G x N must be < 2^31");
+    if (job->k % 16)
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, "cuda grouped gemm: K = %lld must be a multiple of 16",
+                       (long long)job->k);
+    if (((uintptr_t)job->a & 15u) || ((uintptr_t)job->b & 15u) || (job->lda % 16) || (job->ldb % 16))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
+                       "cuda grouped gemm: A and B need 16-byte aligned bases and leading dims that are "
+                       "multiples of 16 bytes (TMA)");
+    const size_t tab = FK_GRP_TAB_BYTES((size_t)gj->groups);
+    const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
+    /* fp32 output keeps the promotion (as gemm.cu); e5m2 has precise 128-wide variants only */
+    int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == 0 ? 0 : 4;
+    /* tile rows: each group adds at most one partial tile row (half of one on average) */
+    const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2;
+    int bn = 128;
+    if (ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count) {
+        /* the general planner's rule: waves x width x per-column weight */
+        static const int cand[3] = {256, 192, 128};
+        static const double weight[3] = {0.98, 1.0, 1.15};
+        double best = -1.0;
+        for (int i = 0; i < 3; i++) {
+            if (cand[i] == 256 && promo != 0)
+                continue;
+            const double cost = (double)fk_ceil_div(tm * fk_ceil_div(job->n, cand[i]), cs->sm_count) * cand[i] *
+                                weight[i];
+            if (best < 0.0 || cost < best) {
+                best = cost;
+                bn = cand[i];
+            }
+        }
+    }
+    bn = fk_grp_env("FK_GEMM_BN", bn);
+    int vi = fk_grp_find_variant(bn, promo, ab);
+    if (vi < 0)
+        vi = fk_grp_find_variant(128, promo, ab);
+    if (vi < 0)
+        vi = fk_grp_find_variant(128, 4, ab);
+    if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
+        vi = fk_grp_find_variant(128, 4, ab); /* the variant with the most room for the group table */
+    if (vi < 0)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: no kernel variant for this case");
+    const fk_sm90_variant *v = &fk_sm90_grouped_variants[vi];
+    if (v->smem_bytes + tab > cs->smem_optin)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda grouped gemm: %lld groups need a %zu-byte table that does not fit in shared memory "
+                       "next to the kernel's %d bytes (device allows %zu)",
+                       (long long)gj->groups, tab, v->smem_bytes, cs->smem_optin);
+    int prev = -1;
+    FK_CUDA_CHECK(ctx, cudaGetDevice(&prev));
+    if (prev != cs->device)
+        FK_CUDA_CHECK(ctx, cudaSetDevice(cs->device));
+    cudaError_t e = cudaFuncSetAttribute((const void *)v->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)(v->smem_bytes + tab));
+    if (prev != cs->device)
+        (void)cudaSetDevice(prev);
+    FK_CUDA_CHECK(ctx, e);
+    fk_grp_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.variant = vi;
+    cfg.group_m = fk_grp_env("FK_GROUPED_GM", 8);
+    if (cfg.group_m < 1)
+        cfg.group_m = 1;
+    cfg.device = cs->device;
+    cfg.no_bulk = fk_grp_env("FK_GEMM_BULK", 1) == 0;
+    cfg.lag = fk_grp_env("FK_GEMM_LAG", 1);
+    if (cfg.lag < 0 || cfg.lag >= v->stages)
+        cfg.lag = 0;
+    memcpy(config, &cfg, sizeof cfg);
+    if (fk_grp_env("FK_GEMM_VERBOSE", 0))
+        fprintf(stderr, "fp8kit cuda grouped plan: T %lld N %lld K %lld G %lld: bn %d promo %d ab %d stages %d\n",
+                (long long)job->m, (long long)job->n, (long long)job->k, (long long)gj->groups, v->bn, v->promo,
+                v->ab, v->stages);
+    return FP8KIT_OK;
+}
+
+extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *gj, const fk_plan *plan,
+                                              void *stream)
+{
+    const fk_gemm_job *job = &gj->gemm;
+    fk_grp_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    if (cfg.variant < 0 || cfg.variant >= fk_sm90_grouped_variant_count)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: bad plan");
+    const fk_sm90_variant *v = &fk_sm90_grouped_variants[cfg.variant];
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    cudaStream_t st = (cudaStream_t)stream;
+    int prev = -1;
+    FK_CUDA_CHECK(ctx, cudaGetDevice(&prev));
+    if (prev != cfg.device)
+        FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
+    if (gj->groups == 0) { /* nothing to check or compute */
+        if (gj->status)
+            FK_CUDA_CHECK(ctx, cudaMemsetAsync(gj->status, 0, sizeof(int32_t), st));
+        return FP8KIT_OK;
+    }
+    /* Tensor maps (memoized per plan): A (T, K); B's experts as rows
+     * g * b_rows + n of one map ending at the last expert's row N - 1. None
+     * when there is nothing to load (the kernel still checks the offsets). */
+    const int load = job->m > 0 && job->n > 0 && job->k > 0;
+    const uint64_t brows = (uint64_t)((gj->groups - 1) * gj->b_rows + job->n);
+    CUtensorMap tmaps[2];
+    memset(tmaps, 0, sizeof tmaps);
+    if (load) {
+        const uint64_t tkey[9] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m,  (uint64_t)job->k,
+                                  (uint64_t)job->lda,         (uint64_t)(uintptr_t)job->b, brows,
+                                  (uint64_t)job->ldb,         (uint64_t)v->bn,    0x475250u};
+        if (!fk_plan_memo_get(plan, tkey, 9, tmaps, sizeof tmaps)) {
+            CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
+                                          (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+            if (r == CUDA_ERROR_INVALID_CONTEXT) { /* a new thread: make the primary context current */
+                FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
+                r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)job->lda,
+                                     FK_GEMM_BK, FK_GEMM_BM);
+            }
+            if (r == CUDA_SUCCESS)
+                r = fk_tma_map_2d_u8(&tmaps[1], job->b, brows, (uint64_t)job->k, (uint64_t)job->ldb, FK_GEMM_BK,
+                                     (uint32_t)v->bn);
+            if (r != CUDA_SUCCESS)
+                return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: cuTensorMapEncodeTiled failed (%d)",
+                               (int)r);
+            fk_plan_memo_put(plan, tkey, 9, tmaps, sizeof tmaps);
+        }
+    }
+    fk_gemm_params p;
+    memset(&p, 0, sizeof p);
+    p.m = (int)job->m;
+    p.n = (int)job->n;
+    p.k = (int)job->k;
+    p.num_kb = load ? (int)fk_ceil_div(job->k, FK_GEMM_BK) : 0;
+    /* tiles_m is set by each CTA from the offsets; here the upper bound sizes the grid */
+    const int64_t tn = fk_ceil_div(job->n, v->bn);
+    const int64_t tiles = (fk_ceil_div(job->m, FK_GEMM_BM) + gj->groups) * tn;
+    p.sched.tiles_m = 0;
+    p.sched.tiles_n = (int)tn;
+    p.sched.group_m = cfg.group_m;
+    fk_gemm_epi_params(&p, job);
+    p.grp_offs = gj->offsets;
+    p.grp_count = (int)gj->groups;
+    p.grp_brows = (int)gj->b_rows;
+    p.grp_tab = v->smem_bytes;
+    p.grp_status = gj->status;
+    if (!cfg.no_bulk && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) &&
+        ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0 && job->n % 8 == 0)
+        p.d_bulk = 1;
+    p.lag = cfg.lag;
+    const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
+    const size_t smem = (size_t)v->smem_bytes + FK_GRP_TAB_BYTES((size_t)gj->groups);
+    void *args[3] = {(void *)&tmaps[0], (void *)&tmaps[1], &p};
+    cudaError_t e = cudaLaunchKernel((const void *)v->fn, dim3(grid), dim3(FK_GEMM_THREADS), args, smem, st);
+    if (prev != cfg.device)
+        (void)cudaSetDevice(prev);
+    FK_CUDA_CHECK(ctx, e);
+    return FP8KIT_OK;
+}
