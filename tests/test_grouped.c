@@ -4,7 +4,10 @@
  * (SPEC section 3 bounds), for none / tensor / row scales, bias, every
  * activation, bf16 / f16 / f32 output, e4m3 and e5m2, padded strides; rows
  * past the last offset stay untouched; every bad input returns its status and
- * leaves D unchanged; a CUDA context declines with FP8KIT_ERR_UNSUPPORTED. */
+ * leaves D unchanged; the optional status word reports the offsets' verdict
+ * (0, or FP8KIT_ERR_INVALID_ARGUMENT for bad ones); with a CUDA context
+ * (tests/test_cuda_grouped.c covers its kernel) zeroed arguments are refused
+ * on the host. */
 #include <math.h>
 #include "fp8kit.h"
 #include "format/codec.h"
@@ -150,8 +153,11 @@ static void bad_inputs(fp8kit_ctx *ctx)
     ok.bias = fp8kit_tensor_make(bias, FP8KIT_F32, 2, gn);
     ok.alpha = 1.0f;
     ok.d = fp8kit_tensor_2d(d, FP8KIT_BF16, T, N, N);
+    int32_t status = 12345;
+    ok.status = &status;
     memset(d, 0x77, sizeof d);
     CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &ok, NULL), FP8KIT_OK);
+    CHECK(status == FP8KIT_OK, "status word %d after a good call", (int)status);
     int changed = 0;
     for (int i = 0; i < 40 * 24; i++)
         changed |= d[i] != 0x7777;
@@ -173,6 +179,16 @@ static void bad_inputs(fp8kit_ctx *ctx)
             ch_ |= d[i_] != 0x7777;                                                                   \
         CHECK(!ch_, "%s: D changed on error", label);                                                 \
     } while (0)
+
+    /* bad offsets: the status word says so */
+    {
+        int32_t ox[3] = {10, 9, 40};
+        fp8kit_grouped_gemm_args x = ok;
+        x.offsets = ox;
+        status = 12345;
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &x, NULL), FP8KIT_ERR_INVALID_ARGUMENT);
+        CHECK(status == FP8KIT_ERR_INVALID_ARGUMENT, "status word %d after bad offsets", (int)status);
+    }
 
     CHECK_STATUS(fp8kit_grouped_gemm(NULL, &desc, &ok, NULL), FP8KIT_ERR_NULL_POINTER);
     CHECK_STATUS(fp8kit_grouped_gemm(ctx, NULL, &ok, NULL), FP8KIT_ERR_NULL_POINTER);
@@ -231,14 +247,14 @@ int main(void)
     bad_inputs(ctx);
     fp8kit_ctx_destroy(ctx);
 
-    /* a CUDA context declines (when a device exists) */
+    /* a CUDA context refuses zeroed arguments on the host (when a device exists) */
     fp8kit_ctx *cu = NULL;
     if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &cu) == FP8KIT_OK) {
         fp8kit_gemm_desc desc;
         memset(&desc, 0, sizeof desc);
         fp8kit_grouped_gemm_args ga;
         memset(&ga, 0, sizeof ga);
-        CHECK_STATUS(fp8kit_grouped_gemm(cu, &desc, &ga, NULL), FP8KIT_ERR_UNSUPPORTED);
+        CHECK_STATUS(fp8kit_grouped_gemm(cu, &desc, &ga, NULL), FP8KIT_ERR_NULL_POINTER);
         fp8kit_ctx_destroy(cu);
     }
     return fk_test_summary("test_grouped");

@@ -110,8 +110,9 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     FK_CUDA_CHECK(ctx, cudaGetDevice(&prev));
     if (prev != cs->device)
         FK_CUDA_CHECK(ctx, cudaSetDevice(cs->device));
+    /* the device's limit, not this plan's need: plans of other G share the kernel */
     cudaError_t e = cudaFuncSetAttribute((const void *)v->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)(v->smem_bytes + tab));
+                                         (int)cs->smem_optin);
     if (prev != cs->device)
         (void)cudaSetDevice(prev);
     FK_CUDA_CHECK(ctx, e);
