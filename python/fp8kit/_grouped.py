@@ -2,10 +2,12 @@
 GEMM) with torch._scaled_grouped_mm's 2-D x 3-D conventions: a is (T, K)
 with its rows grouped by expert, b is the (G, K, N) view of a (G, N, K)
 K-contiguous weight stack (w.transpose(-2, -1)), offs holds the G cumulative
-row ends as int32. Runs where the C library has a grouped GEMM: the CPU
-backend today (numpy arrays, torch CPU tensors); CUDA operands raise
-UnsupportedError until the GPU kernel exists. No hot path yet: each call
-builds its structs.
+row ends as int32. CPU backend: numpy arrays, torch CPU tensors, offs on the
+host (checked before anything runs). CUDA backend: torch CUDA tensors with
+offs an int32 CUDA tensor on the same device, read by the kernel (no host
+sync, graph-capturable); invalid offs leave out unwritten, and the optional
+`status` (an int32 CUDA tensor of one element) receives 0 or
+FP8KIT_ERR_INVALID_ARGUMENT (2). No hot path yet: each call builds its structs.
 """
 import ctypes
 
@@ -31,18 +33,24 @@ class GroupedGemmArgs(ctypes.Structure):
         ("alpha", ctypes.c_float),
         ("bias", Tensor),
         ("d", Tensor),
+        ("status", ctypes.c_void_p),
     ]
 
 
-def _offsets(offs, groups, device):
-    """(pointer, owner) of offs as G contiguous int32 values on the CPU."""
+def _offsets(offs, groups, dev):
+    """(pointer, owner) of offs as G contiguous int32 values on the operands' device (dev = (kind, index)):
+    host memory for the CPU backend, device memory of the same GPU for the CUDA backend."""
+    if dev[0] == "cuda":
+        import torch
+        if not is_torch_tensor(offs) or offs.device.type != "cuda" or offs.device.index != dev[1]:
+            raise InvalidArgumentError("%s: with CUDA operands offs must be an int32 torch tensor on cuda:%d (the "
+                                       "kernel reads it; no host copy)" % (FN, dev[1]))
     if is_torch_tensor(offs):
         import torch
         if offs.dtype != torch.int32:
             raise InvalidArgumentError("%s: offs must be int32 (got %s)" % (FN, offs.dtype))
-        if offs.device.type != "cpu" or device != "cpu":
-            raise UnsupportedError("%s: the CUDA backend has no grouped GEMM yet (offs and the operands must be "
-                                   "on the CPU)" % FN)
+        if offs.device.type != dev[0]:
+            raise UnsupportedError("%s: offs is on %s but the operands are on %s" % (FN, offs.device.type, dev[0]))
         offs = offs.contiguous()
         if offs.dim() != 1 or offs.numel() != groups:
             raise InvalidShapeError("%s: offs must hold G = %d values (got shape %s)" % (FN, groups, tuple(offs.shape)))
@@ -74,13 +82,15 @@ def _scale_mode(v, n_tensor, n_row, name):
 
 
 def grouped_mm(a, b, offs, scale_a=None, scale_b=None, bias=None, out_dtype=None, *, activation=None, alpha=1.0,
-               out=None, ctx=None, stream=None):
+               out=None, ctx=None, stream=None, status=None):
     """D[rows of group g] = act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g]) for the G groups of rows that
     offs delimits (group g: offs[g-1] <= row < offs[g], offs[-1] = 0; rows past offs[G-1] are not
     written). a: (T, K) e4m3/e5m2; b: (G, K, N) with K contiguous (the transposed view of a (G, N, K)
     weight stack, as torch._scaled_grouped_mm takes it); scale_a: float32 scalar or (T,) / (T, 1);
     scale_b: float32 (G,) per expert or (G, N) per expert and column; bias: (G, N); out_dtype
-    bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy)."""
+    bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy). CUDA: offs must be a CUDA
+    int32 tensor (checked by the kernel: invalid offs write nothing); status: optional int32 tensor of one
+    element on the operands' device that receives 0 or 2 (invalid offs)."""
     av, bv = as_view(a, "a"), as_view(b, "b")
     if av.dtype not in FP8 or bv.dtype not in FP8:
         raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"
@@ -114,7 +124,15 @@ def grouped_mm(a, b, offs, scale_a=None, scale_b=None, bias=None, out_dtype=None
         ddt = dtype_of_name(out_dtype, "out_dtype")
     if ddt not in HP:
         raise UnsupportedError("%s: out_dtype must be float32, float16 or bfloat16 (got %s)" % (FN, ddt.name.lower()))
-    optr, owner = _offsets(offs, G, dev[0])
+    optr, owner = _offsets(offs, G, dev)
+    sptr = 0
+    if status is not None:
+        import torch
+        if (not is_torch_tensor(status) or status.dtype != torch.int32 or status.numel() != 1 or
+                status.device.type != dev[0] or not status.is_contiguous()):
+            raise InvalidArgumentError("%s: status must be a contiguous int32 torch tensor of one element on the "
+                                       "operands' device" % FN)
+        sptr = status.data_ptr()
     if out is None:
         d, dv = empty_like_kind(av, (T, N), ddt)
     else:
@@ -128,6 +146,7 @@ def grouped_mm(a, b, offs, scale_a=None, scale_b=None, bias=None, out_dtype=None
     ldb = bv.strides[2] if N > 1 else K
     args.b.strides[0], args.b.strides[1], args.b.strides[2] = (bv.strides[0] if G > 1 else N * ldb), ldb, 1
     args.offsets = optr
+    args.status = sptr or None
     if sav is not None:  # any shape: the library checks the count and that it is contiguous
         sav.fill(args.scale_a)
     if sbv is not None:

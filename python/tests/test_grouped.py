@@ -116,10 +116,38 @@ def test_torch_cpu_matches_numpy(rng):
     got = fp8kit.grouped_mm(ta, tw.transpose(1, 2), torch.from_numpy(offs), torch.from_numpy(np.asarray(sa)),
                             torch.from_numpy(sw), out_dtype=torch.float32)
     assert np.array_equal(got.numpy(), np.asarray(want))
-    if torch.cuda.is_available():
-        with pytest.raises(fp8kit.UnsupportedError):
-            fp8kit.grouped_mm(ta.cuda(), tw.transpose(1, 2).cuda(), torch.from_numpy(offs).cuda(),
-                              torch.from_numpy(np.asarray(sa)).cuda(), torch.from_numpy(sw).cuda())
+
+
+def test_cuda_matches_cpu(rng):
+    """The CUDA kernel (device offs) against the CPU backend: bf16 within SPEC 3, rows past the last offset
+    unwritten; host offs are refused; invalid device offs write nothing and set status."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 CUDA device")
+    qa, sa, qw, sw, _, _ = operands(rng)
+    offs = np.array([20, 20, 75, 140, 144], dtype=np.int32)
+    want = fp8kit.grouped_mm(qa, np.swapaxes(qw, 1, 2), offs, sa, sw, out_dtype="float32")
+    ta = torch.from_numpy(np.asarray(qa)).view(torch.float8_e4m3fn).cuda()
+    tw = torch.from_numpy(np.ascontiguousarray(qw)).view(torch.float8_e4m3fn).cuda().transpose(1, 2)
+    tsa, tsb = torch.from_numpy(np.asarray(sa)).cuda(), torch.from_numpy(sw).cuda()
+    toffs = torch.from_numpy(offs).cuda()
+    status = torch.full((1,), 7, dtype=torch.int32, device="cuda")
+    out = torch.full((T, N), 3.0, dtype=torch.bfloat16, device="cuda")
+    got = fp8kit.grouped_mm(ta, tw, toffs, tsa, tsb, out=out, status=status)
+    torch.cuda.synchronize()
+    assert int(status.item()) == 0
+    w = np.asarray(want)[:144].astype(np.float64)
+    g = got[:144].float().cpu().numpy().astype(np.float64)
+    assert np.sqrt(((g - w) ** 2).sum() / (w ** 2).sum()) <= 4e-3
+    assert bool((got[144:] == 3.0).all())
+    with pytest.raises(fp8kit.InvalidArgumentError):  # host offs with CUDA operands
+        fp8kit.grouped_mm(ta, tw, offs, tsa, tsb)
+    out.fill_(3.0)
+    fp8kit.grouped_mm(ta, tw, torch.tensor([20, 10, 75, 140, 150], dtype=torch.int32, device="cuda"), tsa, tsb,
+                      out=out, status=status)
+    torch.cuda.synchronize()
+    assert int(status.item()) == 2
+    assert bool((out == 3.0).all())
 
 
 def test_torch_op_and_opcheck(rng):
