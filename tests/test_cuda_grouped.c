@@ -309,7 +309,7 @@ static void bad_device_offsets(void)
     BAD("block scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK);
     BAD("a misaligned", FP8KIT_ERR_MISALIGNED, x.a.data = (char *)o.da + 1);
     BAD("K not a multiple of 16", FP8KIT_ERR_MISALIGNED, x.a.shape[1] = 120; x.b.shape[2] = 120);
-    BAD("bias count", FP8KIT_ERR_INVALID_SHAPE, x.bias.ndim = 1; x.bias.shape[0] = o.N);
+    BAD("bias count", FP8KIT_ERR_INVALID_SHAPE, x.bias = fp8kit_tensor_make(o.dbias, c.biast, 1, &o.N));
 #undef BAD
     free(back);
     ops_free(&o);
