@@ -350,10 +350,11 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  *   load or store, and with invalid offsets writes nothing to D (the call
  *   has already returned FP8KIT_OK). Pass status to learn it: the kernel
  *   sets *status to 0 (FP8KIT_OK) or FP8KIT_ERR_INVALID_ARGUMENT. Also on the
- *   CUDA backend: the sm_90 kernel of fp8kit_gemm's rules (D bf16 / f16, or
- *   f32 with fast_accum; K a multiple of 16; A, B 16-byte aligned), B's expert
+ *   CUDA backend: an sm_90 device, D bf16 / f16, or f32 with fast_accum (no
+ *   precise fp32 path here, unlike fp8kit_gemm), K a multiple of 16, A and B
+ *   16-byte aligned with leading dims of multiples of 16 bytes, B's expert
  *   stride a multiple of its row stride, and G small enough for a table of
- *   8 (G + 1) bytes in shared memory (thousands of groups).
+ *   8 (G + 1) bytes in shared memory (about 3,500 groups on an H100).
  * status (optional, NULL = none): one int32 in the backend's memory, set to
  * 0 after a call that ran with valid offsets, FP8KIT_ERR_INVALID_ARGUMENT
  * when the offsets were invalid. */
