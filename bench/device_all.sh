@@ -7,7 +7,7 @@
 # the reduced GEMM tests, the Python tests with torch on the GPU, then the
 # benchmarks (bench_gemm on a reduced shape list unless
 # FK_BENCH_ARGS says otherwise, bench_launch, the Python call overhead,
-# fp8kit bench --quick). Logs and JSON lines go to $OUT.
+# bench_grouped with the torch._scaled_grouped_mm peer, fp8kit bench --quick). Logs and JSON lines go to $OUT.
 # Usage (repo root, on the device): bash bench/device_all.sh [COMMIT]
 # Env: FK_SKIP_SANITIZE=1, FK_SKIP_BENCH=1, FK_SKIP_PY=1, FK_BENCH_ARGS (bench_gemm
 # flags), FK_TESTS (the GPU test list).
@@ -26,7 +26,7 @@ stamp "GPU tests"
 : >"$OUT/summary.txt"
 # an entry NAME@VAR=VAL:VAR=VAL runs test NAME with those variables set
 for t in ${FK_TESTS:-test_cuda_quant test_mx_both test_cuda_gemm test_cuda_gemm@FK_GEMM_CLUSTER=2 \
-         test_cuda_gemm@FK_GEMM_LAG=0 test_cuda_gemm_small test_cuda_gemm_mx test_tune \
+         test_cuda_gemm@FK_GEMM_LAG=0 test_cuda_gemm_small test_cuda_gemm_mx test_cuda_grouped test_grouped test_tune \
          test_cuda_vs_cublaslt test_gemm_repeat test_threads test_api}; do
     FK_TEST_LARGE=${FK_TEST_LARGE:-0} fk_run_test "$t" "$B" 300
 done
@@ -34,7 +34,7 @@ grep -E "^(shape|[0-9]+x)" "$OUT/test_cuda_vs_cublaslt.log" | head -60
 
 if [ -z "${FK_SKIP_SANITIZE:-}" ]; then
     stamp "compute-sanitizer memcheck (FK_TEST_SMALL=1)"
-    for t in test_cuda_gemm test_cuda_gemm_small test_cuda_gemm_mx; do
+    for t in test_cuda_gemm test_cuda_gemm_small test_cuda_gemm_mx test_cuda_grouped; do
         FK_TEST_SMALL=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/$t" >"$OUT/memcheck_$t.log" 2>&1
         echo "memcheck $t exit $? : $(grep 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)" | tee -a "$OUT/summary.txt"
     done
@@ -46,7 +46,7 @@ if [ -d .whl ] && ! python3 -c 'import pytest' 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 export FP8KIT_LIBRARY=$PWD/$B/libfp8kit.so PYTHONUNBUFFERED=1
-timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests >"$OUT/pytest.log" 2>&1
+PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests >"$OUT/pytest.log" 2>&1
 echo "pytest exit $? : $(tail -1 "$OUT/pytest.log")" | tee -a "$OUT/summary.txt"
 fi
 
@@ -64,6 +64,13 @@ if [ -z "${FK_SKIP_BENCH:-}" ]; then
         ${FK_BENCH_ARGS:---shapes 8192x8192x8192,4096x4096x4096,64x7168x7168} >"$OUT/bench_gemm.log" 2>&1
     echo "bench_gemm exit $?" | tee -a "$OUT/summary.txt"
     cat "$OUT/bench_gemm.log" | tail -40
+    stamp "bench_grouped + torch._scaled_grouped_mm peer"
+    timeout 200 "$B/bench_grouped" --json "$OUT/grouped.jsonl" --commit "$commit" >"$OUT/bench_grouped.log" 2>&1
+    echo "bench_grouped exit $?" | tee -a "$OUT/summary.txt"
+    FK_COMMIT=$commit timeout 200 python3 bench/torch_grouped_peer.py "$OUT/grouped.jsonl" "$OUT/grouped_peer.jsonl" \
+        >"$OUT/grouped_peer.log" 2>&1
+    echo "torch_grouped_peer exit $?" | tee -a "$OUT/summary.txt"
+    tail -12 "$OUT/grouped_peer.log"
     stamp "fp8kit bench --quick"
     timeout 120 "$B/fp8kit" bench --quick --backend cuda >"$OUT/bench_quick.log" 2>&1
     echo "bench --quick exit $?" | tee -a "$OUT/summary.txt"
