@@ -39,6 +39,7 @@ struct fk_tile_sched {
  * or past offsets[g] are loaded but never stored. */
 #define FK_GRP_TAB_BYTES(G) (8 * ((G) + 1))
 
+#ifdef FK_SM90_DEVICE /* (only the sm_90a kernel calls it; the host emulation test compiles this header as plain C++) */
 /* Fills the table (all threads of the CTA call it; two __syncthreads) and
  * returns whether the offsets are valid: non-decreasing, >= 0 and <= rows.
  * Every CTA reads the same offsets, so all of them agree. */
@@ -79,6 +80,7 @@ static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, in
     __syncthreads();
     return tab[2 * G + 1] == 0;
 }
+#endif
 
 /* The group of tile row vm (< cum[G]): the g with cum[g] <= vm < cum[g+1]
  * (empty groups own no tile row), by binary search. */
