@@ -806,6 +806,7 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         cx.check(cx._lib.fp8kit_gemm_workspace_size(cx.handle, ctypes.byref(desc), ctypes.byref(probe),
                                                     ctypes.byref(nbytes)))
         plan.ws = int(nbytes.value)
+        args.workspace_bytes = plan.ws  # each call puts a fresh buffer of this size in `workspace`
     plan.alloc_ws = _allocator(av, (plan.ws,), DType.E4M3) if plan.ws else None
     # no second output, no workspace: the hot path calls C itself
     plan.simple = plan.alloc_sd is None and not plan.return_amax and not plan.ws
