@@ -36,6 +36,15 @@ static inline fk_cuda_state *fk_cuda(const fp8kit_ctx *ctx) { return (fk_cuda_st
  * bytes, one CTA per SM) of kernel fn fit on the device at once (gemm.cu). */
 cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count);
 
+/* An integer knob from the environment, dflt when unset or empty (gemm.cu). */
+int fk_env_int(const char *name, int dflt);
+
+/* The general kernel's tile width when every SM has work (gemm.cu): of 256
+ * (fast accumulation only), 192 and 128, the lowest waves x width x
+ * per-column weight over tile_rows x N tiles, w128 the weight of 128 (192
+ * weighs 1, 256 0.98); ties go wider. */
+int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, double w128);
+
 /* Checks a kernel launch (cudaGetLastError after <<<>>>). */
 #define FK_CUDA_LAUNCH_CHECK(ctx) FK_CUDA_CHECK(ctx, cudaGetLastError())
 

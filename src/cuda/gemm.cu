@@ -44,12 +44,31 @@ struct fk_sm90_config {
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
-static int fk_env_int(const char *name, int dflt)
+int fk_env_int(const char *name, int dflt)
 {
     const char *e = getenv(name);
     if (!e || !*e)
         return dflt;
     return atoi(e);
+}
+
+int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, double w128)
+{
+    static const int cand[3] = {256, 192, 128};
+    const double weight[3] = {0.98, 1.0, w128};
+    double best = -1.0;
+    int bn = 128;
+    for (int i = 0; i < 3; i++) {
+        if (cand[i] == 256 && promo != 0)
+            continue;
+        const int64_t waves = fk_ceil_div(tile_rows * fk_ceil_div(n, cand[i]), sm_count);
+        const double cost = (double)waves * cand[i] * weight[i];
+        if (best < 0.0 || cost < best) {
+            best = cost;
+            bn = cand[i];
+        }
+    }
+    return bn;
 }
 
 static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, int ts)
@@ -306,19 +325,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
          * f16 path: BN 128 runs the pipelined consumer and 192 does not, so
          * 128 does only ~3% less per column (H100, 2026-11-22, 5a4a60c:
          * 4096^3 452 vs 416 TFLOP/s, 8192^3 534 vs 554). */
-        static const int cand[3] = {256, 192, 128};
-        static const double weight[3] = {0.98, 1.0, 1.15};
-        double best = -1.0;
-        for (int i = 0; i < 3; i++) {
-            if (cand[i] == 256 && promo != 0)
-                continue;
-            const int64_t waves = fk_ceil_div(tm * fk_ceil_div(job->n, cand[i]), cs->sm_count);
-            const double cost = (double)waves * cand[i] * (f16 && cand[i] == 128 ? 1.03 : weight[i]);
-            if (best < 0.0 || cost < best) {
-                best = cost;
-                bn = cand[i];
-            }
-        }
+        bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, f16 ? 1.03 : 1.15);
     }
     bn = fk_env_int("FK_GEMM_BN", bn);
     if (dd->out_quant == FP8KIT_OUTQ_BLOCK1X128 && bn % 128)

@@ -26,12 +26,6 @@ struct fk_grp_config {
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
-static int fk_grp_env(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
-
 static int fk_grp_find_variant(int bn, int promo, int ab)
 {
     for (int i = 0; i < fk_sm90_grouped_variant_count; i++) {
@@ -74,23 +68,9 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     /* tile rows: each group adds at most one partial tile row (half of one on average) */
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2;
     int bn = 128;
-    if (ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count) {
-        /* the general planner's rule: waves x width x per-column weight */
-        static const int cand[3] = {256, 192, 128};
-        static const double weight[3] = {0.98, 1.0, 1.15};
-        double best = -1.0;
-        for (int i = 0; i < 3; i++) {
-            if (cand[i] == 256 && promo != 0)
-                continue;
-            const double cost = (double)fk_ceil_div(tm * fk_ceil_div(job->n, cand[i]), cs->sm_count) * cand[i] *
-                                weight[i];
-            if (best < 0.0 || cost < best) {
-                best = cost;
-                bn = cand[i];
-            }
-        }
-    }
-    bn = fk_grp_env("FK_GEMM_BN", bn);
+    if (ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
+        bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, 1.15); /* the general planner's rule */
+    bn = fk_env_int("FK_GEMM_BN", bn);
     int vi = fk_grp_find_variant(bn, promo, ab);
     if (vi < 0)
         vi = fk_grp_find_variant(128, promo, ab);
@@ -119,16 +99,16 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     fk_grp_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.variant = vi;
-    cfg.group_m = fk_grp_env("FK_GROUPED_GM", 8);
+    cfg.group_m = fk_env_int("FK_GROUPED_GM", 8);
     if (cfg.group_m < 1)
         cfg.group_m = 1;
     cfg.device = cs->device;
-    cfg.no_bulk = fk_grp_env("FK_GEMM_BULK", 1) == 0;
-    cfg.lag = fk_grp_env("FK_GEMM_LAG", 1);
+    cfg.no_bulk = fk_env_int("FK_GEMM_BULK", 1) == 0;
+    cfg.lag = fk_env_int("FK_GEMM_LAG", 1);
     if (cfg.lag < 0 || cfg.lag >= v->stages)
         cfg.lag = 0;
     memcpy(config, &cfg, sizeof cfg);
-    if (fk_grp_env("FK_GEMM_VERBOSE", 0))
+    if (fk_env_int("FK_GEMM_VERBOSE", 0))
         fprintf(stderr, "fp8kit cuda grouped plan: T %lld N %lld K %lld G %lld: bn %d promo %d ab %d stages %d\n",
                 (long long)job->m, (long long)job->n, (long long)job->k, (long long)gj->groups, v->bn, v->promo,
                 v->ab, v->stages);

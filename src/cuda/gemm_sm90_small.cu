@@ -489,12 +489,6 @@ struct fk_small_config {
 };
 static_assert(sizeof(fk_small_config) <= FK_PLAN_CONFIG_BYTES, "small plan config too large");
 
-static int fk_small_env(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
-
 /* One candidate launch shape of the planner. */
 typedef struct fk_small_shape {
     int r, split, mc, cs;
@@ -573,7 +567,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
      * quarter of the SMs idle (measured on the H100: 128x2112x7168 15.5 vs
      * 17.1 us, but 128x7168x16384 51.9 vs 46.7 us), unless a general-kernel
      * knob (FK_GEMM_PROMO, FK_GEMM_BN) is set. */
-    const int force = fk_small_env("FK_GEMM_SMALL", -1);
+    const int force = fk_env_int("FK_GEMM_SMALL", -1);
 #define FK_SMALL_DECLINE(why)                                                                       \
     do {                                                                                            \
         if (force != 2)                                                                             \
@@ -633,14 +627,14 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     }
     const int64_t kb = (job->k + FK_GEMM_BK - 1) / FK_GEMM_BK;
     fk_small_shape c;
-    (void)fk_small_pick(job->n, job->m, kb, nt, slots, fk_small_env("FK_SMALL_R", 0),
-                        fk_small_env("FK_SMALL_SPLIT", 0), fk_small_env("FK_SMALL_MC", 0),
-                        fk_small_env("FK_SMALL_CS", 0), &c);
+    (void)fk_small_pick(job->n, job->m, kb, nt, slots, fk_env_int("FK_SMALL_R", 0),
+                        fk_env_int("FK_SMALL_SPLIT", 0), fk_env_int("FK_SMALL_MC", 0),
+                        fk_env_int("FK_SMALL_CS", 0), &c);
     if (c.r == 0)
         FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC / FK_SMALL_CS do not fit this shape");
     if (c.cs && vi[1] < 0)
         FK_SMALL_DECLINE("no column-split kernel variant");
-    if (fk_small_env("FK_SMALL_DEBUG", 0))
+    if (fk_env_int("FK_SMALL_DEBUG", 0))
         fprintf(stderr, "fk small plan %lldx%lldx%lld: clusters of 1/2/4/8 fit %lld/%lld/%lld/%lld; R %d split %d mc %d cs %d\n",
                 (long long)job->m, (long long)job->n, (long long)job->k, (long long)slots[0], (long long)slots[1],
                 (long long)slots[2], (long long)slots[3], c.r, c.split, c.mc, c.cs);
@@ -655,7 +649,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         FK_SMALL_DECLINE("too many CTAs");
     cfg.grid = (int32_t)grid;
     cfg.smem = smem;
-    cfg.pdl = fk_small_env("FK_SMALL_PDL", 1) != 0;
+    cfg.pdl = fk_env_int("FK_SMALL_PDL", 1) != 0;
     cfg.q.r = c.r;
     cfg.q.bw = c.r > 64 ? 2 : 1;
     cfg.q.w = c.cs ? 2 : cfg.q.bw;
@@ -667,18 +661,18 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
      * prefetch) streamed B slower on the H100 (1x7168x7168: 21.2 us with
      * 8 stages, 21.8 with 16) */
-    const int fst = fk_small_env("FK_SMALL_STAGES", FK_SMALL_DEPTH);
+    const int fst = fk_env_int("FK_SMALL_STAGES", FK_SMALL_DEPTH);
     if (fst > 0 && fst < stages)
         stages = fst;
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
-    const int fpf = fk_small_env("FK_SMALL_PF", -1);
+    const int fpf = fk_env_int("FK_SMALL_PF", -1);
     cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
-    cfg.q.flags = (fk_small_env("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
-                  (fk_small_env("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0) |
-                  (fk_small_env("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP);
+    cfg.q.flags = (fk_env_int("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
+                  (fk_env_int("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0) |
+                  (fk_env_int("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP);
     /* 128-byte L2 promotion of B's rows (the box width): 256 B was 2-3%
      * slower (the second half lands in L2 long before its K block) */
-    const int promo = fk_small_env("FK_SMALL_BPROMO", 2);
+    const int promo = fk_env_int("FK_SMALL_BPROMO", 2);
     cfg.bpromo = (int16_t)(promo >= 0 && promo <= 3 ? promo : 2);
     /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
     if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
