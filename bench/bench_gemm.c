@@ -25,14 +25,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "bench_cuda.h"
 
 typedef struct shape { int64_t m, n, k; } shape;
 enum { MODE_TENSOR, MODE_TENSOR_FAST, MODE_ROW, MODE_BLOCK, MODE_BIAS_GELU, MODE_COUNT };
@@ -520,22 +513,12 @@ int main(int argc, char **argv)
     }
     if (!commit) commit = "unknown";
     if (reps < 20) reps = 20;
-    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
-        printf("bench_gemm: no usable CUDA device\n");
-        return 0;
-    }
-    fp8kit_ctx *ctx = NULL;
-    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &ctx) != FP8KIT_OK) {
-        fprintf(stderr, "bench_gemm: cannot create a CUDA context\n");
-        return 1;
-    }
+    fp8kit_ctx *ctx;
     struct cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    FILE *jf = json ? fopen(json, "a") : NULL;
-    if (json && !jf) {
-        fprintf(stderr, "bench_gemm: cannot open %s\n", json);
-        return 1;
-    }
+    FILE *jf;
+    const int rc = fk_bench_open("bench_gemm", json, &ctx, &prop, &jf);
+    if (rc >= 0)
+        return rc;
     static const shape all[] = {{64, 7168, 7168},    {128, 2112, 7168},   {128, 7168, 16384}, {4096, 7168, 2048},
                                 {4096, 4096, 4096},  {4096, 4096, 7168},  {4096, 7168, 16384}, {4096, 24576, 1536},
                                 {8192, 8192, 8192},  {16384, 8192, 8192}};

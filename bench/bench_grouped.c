@@ -19,14 +19,7 @@
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "bench_cuda.h"
 
 enum { T_ROWS = 16384, N_COLS = 4096, K_DIM = 7168, MAX_G = 64 };
 
@@ -76,22 +69,12 @@ int main(int argc, char **argv)
     }
     if (!commit) commit = "unknown";
     if (reps < 5) reps = 5;
-    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
-        printf("bench_grouped: no usable CUDA device\n");
-        return 0;
-    }
-    fp8kit_ctx *ctx = NULL;
-    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &ctx) != FP8KIT_OK) {
-        fprintf(stderr, "bench_grouped: cannot create a CUDA context\n");
-        return 1;
-    }
+    fp8kit_ctx *ctx;
     struct cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    FILE *jf = json ? fopen(json, "a") : NULL;
-    if (json && !jf) {
-        fprintf(stderr, "bench_grouped: cannot open %s\n", json);
-        return 1;
-    }
+    FILE *jf;
+    const int rc = fk_bench_open("bench_grouped", json, &ctx, &prop, &jf);
+    if (rc >= 0)
+        return rc;
     const int64_t T = T_ROWS, N = N_COLS, K = K_DIM;
     const size_t abytes = (size_t)(T * K), bbytes = (size_t)MAX_G * (size_t)(N * K);
     /* random e4m3 codes with |x| < 2 (top exponent bit clear: never NaN), 64 MiB repeated */

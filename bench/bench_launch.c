@@ -25,14 +25,7 @@
 #include <cuda_runtime.h>
 #include "cuda/launch_rec.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "bench_cuda.h"
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, CUstream, void **, void **);

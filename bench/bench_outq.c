@@ -24,14 +24,7 @@
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "bench_cuda.h"
 
 static int cmp_float(const void *a, const void *b)
 {

@@ -2,40 +2,17 @@
 same GPU in the same device run: torch._scaled_grouped_mm (2-D x 3-D, e4m3,
 rowwise scales: a (T,) and b (G, N), bf16 out, offs int32 on the device) on
 every case bench_grouped wrote to its JSON file, with use_fast_accum matching
-the row's mode. Same data ranges (e4m3 codes with |x| < 2), median of REPS
+the row's mode. Same data ranges (e4m3 codes with |x| < 2), median of 30
 CUDA-event timings after warm-up, L2 flushed before each, TFLOP/s over the
 grouped rows. Prints ours, the peer and ratio = peer time / our time (> 1:
 fp8kit is faster) and appends one JSON line per row to OUT.
 Usage: python3 bench/torch_grouped_peer.py OURS.jsonl OUT.jsonl   (env FK_COMMIT, FK_DATE)"""
 import json
-import os
 import sys
 
 import torch
 
-REPS = 30
-DATE = os.environ.get("FK_DATE", "2026-11-22")
-COMMIT = os.environ.get("FK_COMMIT", "unknown")
-DEV = torch.cuda.get_device_name(0)
-flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-
-
-def timed(fn):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for i in range(REPS):
-        flush.fill_(i & 0xFF)
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+from torch_peer_timing import COMMIT, DATE, DEV, timed  # bench/ is sys.path[0]
 
 
 def fp8_codes(*shape):

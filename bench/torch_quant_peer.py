@@ -8,34 +8,11 @@ element + 1 B out + scale bytes; the copy counts read + write. Median of 30
 CUDA-event timings after warm-up, L2 flushed before each.
 Usage: python3 bench/torch_quant_peer.py [out.jsonl]   (env FK_COMMIT, FK_DATE)"""
 import json
-import os
 import sys
 
 import torch
 
-REPS = 30
-DATE = os.environ.get("FK_DATE", "2026-11-22")
-COMMIT = os.environ.get("FK_COMMIT", "unknown")
-DEV = torch.cuda.get_device_name(0)
-flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-
-
-def timed(fn):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for i in range(REPS):
-        flush.fill_(i & 0xFF)
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+from torch_peer_timing import COMMIT, DATE, DEV, timed  # bench/ is sys.path[0]
 
 
 def mx_floor(x):

@@ -1,0 +1,31 @@
+"""torch_peer_timing.py - what the PyTorch peer scripts (torch_quant_peer.py,
+torch_grouped_peer.py) share: the run's device name, date and commit (env
+FK_DATE, FK_COMMIT) and timed(fn), the median of REPS CUDA-event timings of
+fn after 3 warm-up calls, with L2 flushed (a 256 MiB fill) before each."""
+import os
+
+import torch
+
+REPS = 30
+DATE = os.environ.get("FK_DATE", "2026-11-22")
+COMMIT = os.environ.get("FK_COMMIT", "unknown")
+DEV = torch.cuda.get_device_name(0)
+flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+
+
+def timed(fn):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for i in range(REPS):
+        flush.fill_(i & 0xFF)
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2]
