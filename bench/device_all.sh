@@ -48,6 +48,7 @@ fi
 export FP8KIT_LIBRARY=$PWD/$B/libfp8kit.so PYTHONUNBUFFERED=1
 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests >"$OUT/pytest.log" 2>&1
 echo "pytest exit $? : $(tail -1 "$OUT/pytest.log")" | tee -a "$OUT/summary.txt"
+grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
 fi
 
 if [ -z "${FK_SKIP_BENCH:-}" ]; then
