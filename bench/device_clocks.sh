@@ -70,6 +70,12 @@ if [ -n "${FK_NCU:-}" ] && command -v ncu >/dev/null; then
             "$B/bench_gemm" --reps 20 --shapes "$shape" --modes "$mode" >"$OUT/ncu-$mode.txt" 2>&1
         grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Executed Instructions |Issue Slots Busy|Warp Cycles Per Issued" \
             "$OUT/ncu-$mode.txt" | head -12
+        stamp "ncu $mode: cuBLASLt's kernel (clocks locked by ncu)"
+        timeout 150 ncu --kernel-name regex:"${FK_NCU_PEER:-nvjet|xmma|cutlass|sm90_}" \
+            --launch-skip 3 --launch-count 1 --section SpeedOfLight --section InstructionStats \
+            "$B/bench_gemm" --reps 20 --shapes "$shape" --modes "$mode" >"$OUT/ncu-peer-$mode.txt" 2>&1
+        grep -E "^  [a-zA-Z_].*[(]|Duration|SM Frequency|Compute \(SM\) Throughput|Executed Instructions " \
+            "$OUT/ncu-peer-$mode.txt" | head -8
     done
 fi
 stamp done
