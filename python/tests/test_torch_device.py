@@ -222,6 +222,18 @@ def test_hot_path_keeps_checks():
         assert r is out and _same(out, d)
     with pytest.raises(fp8kit.FP8KitError):  # another out signature: checked again
         fp8kit.scaled_mm(a0, qw.t(), sa, sw.t(), out=out.float())
+    # out= after plain calls: the plain calls' hot entry, D not allocated; an out with D's
+    # dtype, shape and strides at an address that is not 16-byte aligned still gets the
+    # right values (the library picks a store path per call) and nothing outside it is written
+    fp8kit.scaled_mm(a0, qw.t(), sa, sw.t())
+    out2 = torch.full_like(d, 3.0)
+    assert fp8kit.scaled_mm(a0, qw.t(), sa, sw.t(), out=out2) is out2 and _same(out2, d)
+    flat = torch.full((d.numel() + 2,), 5.0, dtype=d.dtype, device=DEV)
+    odd = flat[1:-1].view(d.shape)
+    assert odd.stride() == d.stride() and odd.data_ptr() % 16 == 2
+    fp8kit.scaled_mm(a0, qw.t(), sa, sw.t())
+    assert fp8kit.scaled_mm(a0, qw.t(), sa, sw.t(), out=odd) is odd and _same(odd, d)
+    assert flat[0].item() == 5.0 and flat[-1].item() == 5.0
     with pytest.raises(fp8kit.MisalignedError) as ei:
         fp8kit.scaled_mm(a1, qw.t(), sa, sw.t())
     assert "aligned" in ei.value.message
