@@ -1,6 +1,6 @@
 /* tma.cuh - host-side driver-API helpers of the Hopper GEMM: TMA tensor maps
- * (cuTensorMapEncodeTiled) and the kernel launch (cuLaunchKernel, ~0.3 us
- * cheaper per call than cudaLaunchKernel). Driver functions are reached
+ * (cuTensorMapEncodeTiled) and the kernel launch (cuLaunchKernel /
+ * cuLaunchKernelEx, ~0.3 us cheaper per call than the runtime's launches). Driver functions are reached
  * through cudaGetDriverEntryPointByVersion so the library never links libcuda
  * and loads on machines without a GPU driver. */
 #ifndef FK_CUDA_TMA_CUH
@@ -48,6 +48,19 @@ static inline fk_cu_launch_fn fk_cu_launch_fn_get(void)
     static fk_cu_launch_fn cached;
     fk_cu_launch_fn fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
     if (!fn && (fn = (fk_cu_launch_fn)fk_driver_fn("cuLaunchKernel")))
+        __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
+    return fn;
+}
+
+typedef CUresult (*fk_cu_launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+
+/* The driver's cuLaunchKernelEx (launch attributes: clusters, programmatic
+ * dependent launch), looked up once per process (NULL if absent). */
+static inline fk_cu_launch_ex_fn fk_cu_launch_ex_fn_get(void)
+{
+    static fk_cu_launch_ex_fn cached;
+    fk_cu_launch_ex_fn fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (!fn && (fn = (fk_cu_launch_ex_fn)fk_driver_fn("cuLaunchKernelEx")))
         __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
     return fn;
 }
