@@ -34,9 +34,15 @@
 /* Shared memory of one CTA: the stage ring, then per consumer warpgroup an
  * epilogue area (a 64 x 32 fp32 staging chunk, or the 64 staged output rows
  * of the bulk epilogue, whichever is larger) and its table of prefetched
- * factors, then the full + empty barriers; 1024 bytes of slack align the
- * ring. The ring takes as many stages as fit in 227 KB (at most 8). */
+ * factors (TS: large enough also for the 4 per-warp tables of the
+ * row-scaled TMA-store epilogue), then the full + empty barriers; 1024
+ * bytes of slack align the ring. The ring takes as many stages as fit in
+ * 227 KB (at most 8). */
 #define FK_SM90_SMEM_MAX (227 * 1024)
+/* Floats of one warp's table in the row-scaled TMA-store epilogue: BN
+ * column factors, the 16 row scales of the warp's rows, the two tensor
+ * scales, padding to a multiple of 4. */
+#define FK_EPI_WTAB(BN) ((BN) + 32)
 template <int BN, bool TS = false> struct fk_sm90_shape {
     static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
@@ -46,7 +52,8 @@ template <int BN, bool TS = false> struct fk_sm90_shape {
     static constexpr int ROWS_FLOATS = TS ? 0 : 64 * FK_EPI_ROW_BYTES(BN) / 4;
     /* per consumer warpgroup */
     static constexpr int STAGE_OUT_FLOATS = CHUNK_FLOATS > ROWS_FLOATS ? CHUNK_FLOATS : ROWS_FLOATS;
-    static constexpr int TAB_FLOATS = FK_EPI_TAB(BN);         /* per consumer warpgroup */
+    static constexpr int TAB_FLOATS = /* per consumer warpgroup */
+        TS && 4 * FK_EPI_WTAB(BN) > FK_EPI_TAB(BN) ? 4 * FK_EPI_WTAB(BN) : FK_EPI_TAB(BN);
     static constexpr int EPI_BYTES = 2 * (STAGE_OUT_FLOATS + TAB_FLOATS) * 4;
     static constexpr int FIXED = EPI_BYTES + 1024 + 2 * 8 * 8;
     static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (A_BYTES + B_BYTES);
@@ -55,6 +62,9 @@ template <int BN, bool TS = false> struct fk_sm90_shape {
     static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
     static_assert(STAGES >= 3, "stage ring too shallow");
     static_assert(!TS || CHUNK_FLOATS * 4 == 2 * 4096, "TMA-store buffers");
+    static_assert(TAB_FLOATS % 4 == 0, "tables stay 16-byte aligned");
+    static_assert(!TS || STAGES == 8 || STAGES == fk_sm90_shape<BN>::STAGES + 1,
+                  "the TS variants' per-warp tables must not cost their extra stage");
 };
 
 #ifdef FK_SM90_DEVICE
@@ -67,20 +77,19 @@ template <int BN, bool TS = false> struct fk_sm90_shape {
  * tensor store (16 x 32 box, clipping rows past M and columns past N) per
  * chunk from its lane 0: the warps never wait for one another inside the
  * epilogue. A warp writes a buffer again only after its store from it two
- * chunks earlier has read it (also across tiles). The per-column factors
- * come from the table only with per-column B scales; with a tensor-scaled B
- * every column has the same one. */
+ * chunks earlier has read it (also across tiles). y = acc * (sa * f): with
+ * per-column B scales f comes from the warp's table (cf: this lane's
+ * column pair of 8-column group 0), else every column has f = fu; sa_lo /
+ * sa_hi are the row scales of the lane's two rows (1 without). */
 template <int BN, bool COLSC, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_params &p, float (&acc)[NACC],
-                                                              uint32_t buf, const float *tab, float fu, int m0,
-                                                              int n0, int tid)
+                                                              uint32_t buf, const float *cf, float sa_lo,
+                                                              float sa_hi, float fu, int m0, int n0, int tid)
 {
     const int warp = tid >> 5, lane = tid & 31;
     const int r_lo = warp * 16 + (lane >> 2), r_hi = r_lo + 8, q = lane & 3;
-    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW, bf = p.d_type == FP8KIT_BF16;
-    const float sa_lo = rowsc ? tab[2 * BN + r_lo] : 1.0f, sa_hi = rowsc ? tab[2 * BN + r_hi] : 1.0f;
+    const bool bf = p.d_type == FP8KIT_BF16;
     const float fu_lo = sa_lo * fu, fu_hi = sa_hi * fu;
-    const float *cf = tab + 2 * BN + 128 + 2 * q;
     const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
     const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
     const bool rows_in = m0 + warp * 16 < p.m;
@@ -122,25 +131,104 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
     }
 }
 
+/* 4-byte asynchronous copy global -> shared (cp.async, through L1), and the
+ * wait for all of this thread's. */
+static __device__ __forceinline__ void fk_cp_async4(uint32_t dst, const float *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void fk_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+/* Whether the TMA-store epilogue takes per-row or per-column scales: then
+ * each warp reads them from its own table (FK_EPI_WTAB floats at tab +
+ * warp * FK_EPI_WTAB(BN) in the warpgroup's table area). */
+static __device__ __forceinline__ bool fk_epi_tma_rows(const fk_gemm_params &p)
+{
+    return p.sa_mode == FP8KIT_SCALE_ROW || p.sb_mode == FP8KIT_SCALE_ROW;
+}
+
+/* At the start of a tile (fk_epi_tma_rows): each warp copies what its
+ * epilogue will read into its own table with cp.async, so that no register
+ * waits for these loads and they complete behind the main loop: the BN B
+ * scales of the tile's columns (lane l: columns l, l + 32, ...), the A
+ * scales of the warp's 16 rows (lanes 0-15) and the tensor scales (lanes 16,
+ * 17). Columns past N and rows past M read the last one (their outputs are
+ * clipped). The warp's epilogue of the previous tile read the table before
+ * its last __syncwarp, which precedes these copies. */
+template <int BN>
+static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p, float *tab, int m0, int n0, int tid)
+{
+    const int warp = tid >> 5, lane = tid & 31;
+    const uint32_t wt = fk_smem_addr(tab + warp * FK_EPI_WTAB(BN));
+    if (p.sb_mode == FP8KIT_SCALE_ROW) {
+#pragma unroll
+        for (int i = 0; i < BN / 32; i++)
+            fk_cp_async4(wt + 4 * (lane + 32 * i), p.sb + min(n0 + lane + 32 * i, p.n - 1));
+    }
+    if (lane < 16 && p.sa_mode == FP8KIT_SCALE_ROW)
+        fk_cp_async4(wt + 4 * (BN + lane), p.sa + min(m0 + warp * 16 + lane, p.m - 1));
+    if (lane == 16 && p.sa_mode == FP8KIT_SCALE_TENSOR)
+        fk_cp_async4(wt + 4 * (BN + 16), p.sa);
+    if (lane == 17 && p.sb_mode == FP8KIT_SCALE_TENSOR)
+        fk_cp_async4(wt + 4 * (BN + 17), p.sb);
+}
+
+/* The TMA-store epilogue of a tile. Tensor scales: one factor fu = alpha *
+ * sa * sb rounded once from double. Row scales (fk_epi_tma_rows): from the
+ * warp's table, no warpgroup barrier; each lane turns its own columns'
+ * B scales into the factors alpha * sa * sb rounded once from double (with
+ * sa = 1 - A row-scaled or unscaled - the fp32 product alpha * sb is that
+ * value: the double product of two floats is exact), __syncwarp, then the
+ * chunks read them. */
 template <int BN, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
-                                                       float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
-                                                       int bar_id)
+                                                       float *tab, const fk_epi_pre &pre, int m0, int n0, int tid)
 {
-    const bool colsc = p.sb_mode == FP8KIT_SCALE_ROW;
-    if (colsc || p.sa_mode == FP8KIT_SCALE_ROW) {
-        /* the table is shared: no warp may overwrite it while another still
-         * reads the previous tile's */
-        fk_named_bar_sync(bar_id, 128);
-        fk_epi_tab_write<BN>(p, tab, pre, tid);
-        fk_named_bar_sync(bar_id, 128);
+    if (!fk_epi_tma_rows(p)) {
+        const float fu = (float)((double)p.alpha * (double)pre.sat * (double)pre.sbt);
+        fk_epilogue_tma_chunks<BN, false>(p, acc, buf, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
+        return;
     }
-    /* alpha * the tensor scales, rounded as the table's factors are */
-    const float fu = (float)((double)p.alpha * (double)pre.sat * (double)pre.sbt);
-    if (colsc)
-        fk_epilogue_tma_chunks<BN, true>(p, acc, buf, tab, fu, m0, n0, tid);
-    else
-        fk_epilogue_tma_chunks<BN, false>(p, acc, buf, tab, fu, m0, n0, tid);
+    const int warp = tid >> 5, lane = tid & 31;
+    float *wt = tab + warp * FK_EPI_WTAB(BN);
+    fk_cp_async_wait_all();
+    __syncwarp(); /* the other lanes' copies (row and tensor scales) are visible */
+    const bool rowsc = p.sa_mode == FP8KIT_SCALE_ROW;
+    const float sa_lo = rowsc ? wt[BN + (lane >> 2)] : 1.0f, sa_hi = rowsc ? wt[BN + 8 + (lane >> 2)] : 1.0f;
+    if (p.sb_mode == FP8KIT_SCALE_ROW) {
+        if (p.sa_mode != FP8KIT_SCALE_TENSOR) {
+#pragma unroll
+            for (int i = 0; i < BN / 32; i++)
+                wt[lane + 32 * i] = __fmul_rn(p.alpha, wt[lane + 32 * i]);
+        } else {
+            const double ar = (double)p.alpha * (double)wt[BN + 16];
+#pragma unroll
+            for (int i = 0; i < BN / 32; i++)
+                wt[lane + 32 * i] = (float)(ar * (double)wt[lane + 32 * i]);
+        }
+        __syncwarp();
+        fk_epilogue_tma_chunks<BN, true>(p, acc, buf, wt + 2 * (lane & 3), sa_lo, sa_hi, 1.0f, m0, n0, tid);
+    } else {
+        /* A row-scaled, B tensor-scaled or unscaled */
+        const float fu = p.sb_mode == FP8KIT_SCALE_TENSOR ? __fmul_rn(p.alpha, wt[BN + 17]) : p.alpha;
+        fk_epilogue_tma_chunks<BN, false>(p, acc, buf, nullptr, sa_lo, sa_hi, fu, m0, n0, tid);
+    }
+}
+
+/* The tile's epilogue inputs, at its start: copied to the warps' tables
+ * (TS variants' TMA-store epilogue with row scales), else prefetched into
+ * registers (epilogue.cuh). */
+template <int BN, bool TS>
+static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_params &p, float *tab, int m0, int n0,
+                                                               int tid, int m_end, int g)
+{
+    if (TS && p.d_bulk == 2 && fk_epi_tma_rows(p)) {
+        fk_epi_tma_fetch<BN>(p, tab, m0, n0, tid);
+        fk_epi_pre e = {};
+        e.m_end = m_end;
+        return e;
+    }
+    return fk_epi_prefetch<BN>(p, m0, n0, tid, m_end, g);
 }
 
 /* The epilogue of one finished tile: the TMA-store path (TS variants), the
@@ -151,7 +239,7 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
                                                         int bar_id)
 {
     if (TS && p.d_bulk == 2)
-        fk_epilogue_tma<BN>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid, bar_id);
+        fk_epilogue_tma<BN>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid);
     else if (!TS && p.d_bulk)
         fk_epilogue_bulk<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
     else
@@ -307,7 +395,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
-        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
+        const fk_epi_pre pre = fk_sm90_epi_start<BN, TS>(p, tab, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
         if constexpr (PROMO != 0) {
 #pragma unroll
             for (int i = 0; i < S::NACC; i++)
@@ -473,7 +561,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
-        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
+        const fk_epi_pre pre = fk_sm90_epi_start<BN, TS>(p, tab, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
 #pragma unroll
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
