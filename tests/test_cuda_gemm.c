@@ -8,11 +8,13 @@
  * small-integer fp8 values, power-of-two scales, short K), fast
  * accumulation, strided D, precise fp32 output (the fp16-copy path, SPEC's
  * 1e-5 up to K = 16384, its workspace), and the plan-time errors (misalignment,
- * unsupported modes, workspace). Exits 77 (skipped) without a usable CUDA device.
+ * unsupported modes, workspace), and the TMA-store epilogue byte-equal to
+ * the other epilogues (every scale-mode pair). Exits 77 (skipped) without a usable CUDA device.
  * FK_TEST_SMALL=1 runs two small shapes only (for compute-sanitizer). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fp8kit.h"
 #include "format/codec.h"
 #include "test_util.h"
@@ -517,6 +519,149 @@ static void test_errors(void)
  * k16 steps = 64 of K, the default, held to SPEC's 1e-5; none: the f16
  * tensor cores' own accumulation over all of K, informational), on normal,
  * heavy-tailed and e5m2 x e5m2 heavy-tailed data with row scales. */
+/* One bf16/f16-output GEMM in a fresh CUDA context (the plan is made at its
+ * first call), FK_GEMM_TS set to ts, the tile width to bn and single CTAs
+ * (FK_GEMM_CLUSTER=1 for the call: TS variants have no clusters); with
+ * FK_GEMM_VERBOSE=1 the planner's line goes to a temporary file through
+ * fd 2, and *tma_store is whether the plan took a TMA-store variant. */
+static fp8kit_status run_planned(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *ga, const char *ts,
+                                 const char *bn, int *tma_store)
+{
+    fp8kit_ctx *c = NULL;
+    *tma_store = -1;
+    fp8kit_status st = fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &c);
+    if (st != FP8KIT_OK)
+        return st;
+    FILE *tf = tmpfile();
+    const int saved = dup(2);
+    fflush(stderr);
+    if (tf && saved >= 0)
+        dup2(fileno(tf), 2);
+    char cl[32] = "";
+    if (getenv("FK_GEMM_CLUSTER"))
+        snprintf(cl, sizeof cl, "%s", getenv("FK_GEMM_CLUSTER"));
+    setenv("FK_GEMM_CLUSTER", "1", 1);
+    setenv("FK_GEMM_TS", ts, 1);
+    setenv("FK_GEMM_BN", bn, 1);
+    setenv("FK_GEMM_VERBOSE", "1", 1);
+    st = fp8kit_gemm(c, desc, ga, NULL);
+    unsetenv("FK_GEMM_TS");
+    unsetenv("FK_GEMM_BN");
+    unsetenv("FK_GEMM_VERBOSE");
+    if (cl[0])
+        setenv("FK_GEMM_CLUSTER", cl, 1);
+    else
+        unsetenv("FK_GEMM_CLUSTER");
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    if (tf) {
+        char line[512];
+        rewind(tf);
+        while (fgets(line, sizeof line, tf))
+            if (strstr(line, "fp8kit cuda gemm plan"))
+                *tma_store = strstr(line, "tma_store 1") != NULL;
+        fclose(tf);
+    }
+    if (cudaDeviceSynchronize() != cudaSuccess && st == FP8KIT_OK)
+        st = FP8KIT_ERR_DEVICE;
+    fp8kit_ctx_destroy(c);
+    return st;
+}
+
+/* The TMA-store epilogue (TS variants; row scales from per-warp tables)
+ * against the same variant's bulk-copy / general epilogue (FK_GEMM_TS=0):
+ * the same wgmma sums times the same factors alpha * sa * sb (rounded once
+ * from double), so D must be byte-equal - for every scale-mode pair, edge
+ * tiles in M and N (columns past N read clamped scales, their outputs must
+ * stay unwritten), several tiles per CTA, non-power-of-two scales and
+ * alpha (a factor rounded differently flips some f16 / bf16 outputs). */
+static void ts_byte_equal(int small)
+{
+    static const struct {
+        const char *name;
+        int64_t m, n, k, ldd_pad;
+        fp8kit_scale_mode sa, sb;
+        const char *bn;
+        int fast;
+        fp8kit_dtype dt;
+    } tc[] = {
+        {"ts row x row bn128 edge", 200, 325, 256, 3, FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, "128", 0, FP8KIT_BF16},
+        {"ts row x tensor bn192 fast f16", 130, 400, 384, 0, FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, "192", 1, FP8KIT_F16},
+        {"ts tensor x row bn256 fast", 129, 520, 256, 0, FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, "256", 1, FP8KIT_F16},
+        {"ts none x row bn128 strided", 257, 264, 128, 8, FP8KIT_SCALE_NONE, FP8KIT_SCALE_ROW, "128", 1, FP8KIT_F16},
+        {"ts row x none bn192 edge", 150, 200, 256, 0, FP8KIT_SCALE_ROW, FP8KIT_SCALE_NONE, "192", 0, FP8KIT_BF16},
+        {"ts tensor x tensor bn192", 300, 392, 512, 0, FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, "192", 0, FP8KIT_BF16},
+        /* 18 x 17 (bn 128) / 18 x 9 (bn 256) tiles: several per CTA */
+        {"ts row x row multi-tile bn128", 2200, 2056, 256, 0, FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, "128", 0, FP8KIT_F16},
+        {"ts row x row multi-tile bn256", 2200, 2056, 128, 8, FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, "256", 1, FP8KIT_BF16},
+    };
+    for (size_t t = 0; t < sizeof tc / sizeof tc[0]; t++) {
+        const int64_t M = tc[t].m, N = tc[t].n, K = tc[t].k, ldd = N + tc[t].ldd_pad;
+        if (small && M * N > 200000)
+            continue;
+        uint8_t *A = malloc((size_t)(M * K)), *B = malloc((size_t)(N * K));
+        float *SA = malloc((size_t)M * 4), *SB = malloc((size_t)N * 4);
+        for (int64_t i = 0; i < M * K; i++) A[i] = fk_f32_to_fp8(rand_val(0) * 32.0f, 0);
+        for (int64_t i = 0; i < N * K; i++) B[i] = fk_f32_to_fp8(rand_val(0) * 32.0f, 0);
+        for (int64_t i = 0; i < M; i++) SA[i] = rand_scale(-9, -5);
+        for (int64_t i = 0; i < N; i++) SB[i] = rand_scale(-9, -5);
+        const size_t dbytes = (size_t)(M * ldd) * 2;
+        void *dA = dmalloc((size_t)(M * K)), *dB = dmalloc((size_t)(N * K));
+        void *dSA = dmalloc((size_t)M * 4), *dSB = dmalloc((size_t)N * 4), *dD = dmalloc(dbytes);
+        h2d(dA, A, (size_t)(M * K));
+        h2d(dB, B, (size_t)(N * K));
+        h2d(dSA, SA, (size_t)M * 4);
+        h2d(dSB, SB, (size_t)N * 4);
+        fp8kit_gemm_desc desc;
+        memset(&desc, 0, sizeof desc);
+        desc.scale_a = tc[t].sa;
+        desc.scale_b = tc[t].sb;
+        desc.fast_accum = tc[t].fast;
+        fp8kit_gemm_args ga;
+        memset(&ga, 0, sizeof ga);
+        int64_t one = 1;
+        ga.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, M, K, K);
+        ga.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, N, K, K);
+        if (tc[t].sa) ga.scale_a = fp8kit_tensor_make(dSA, FP8KIT_F32, 1, tc[t].sa == FP8KIT_SCALE_ROW ? &M : &one);
+        if (tc[t].sb) ga.scale_b = fp8kit_tensor_make(dSB, FP8KIT_F32, 1, tc[t].sb == FP8KIT_SCALE_ROW ? &N : &one);
+        ga.alpha = 0.7f;
+        ga.d = fp8kit_tensor_2d(dD, tc[t].dt, M, N, ldd);
+        unsigned char *D[2];
+        int tstore[2];
+        for (int i = 0; i < 2; i++) {
+            D[i] = malloc(dbytes);
+            CHECK(cudaMemset(dD, 0xFF, dbytes) == cudaSuccess, "memset");
+            fp8kit_status st = run_planned(&desc, &ga, i ? "0" : "1", tc[t].bn, &tstore[i]);
+            CHECK(st == FP8KIT_OK, "%s: fp8kit_gemm returned %s", tc[t].name, fp8kit_status_string(st));
+            d2h(D[i], dD, dbytes);
+        }
+        long diff = 0, pad = 0;
+        for (int64_t m = 0; m < M; m++) {
+            for (int64_t n = 0; n < ldd; n++) {
+                const size_t o = (size_t)(m * ldd + n) * 2;
+                const int ne = memcmp(D[0] + o, D[1] + o, 2) != 0;
+                if (n < N && ne && diff++ < 3)
+                    fprintf(stderr, "  %s: (%lld, %lld) %02x%02x vs %02x%02x\n", tc[t].name, (long long)m,
+                            (long long)n, D[0][o + 1], D[0][o], D[1][o + 1], D[1][o]);
+                if (n >= N)
+                    pad += D[0][o] != 0xFF || D[0][o + 1] != 0xFF;
+            }
+        }
+        printf("  %-34s %5lldx%5lldx%5lld  tma_store %d / %d, %ld outputs differ\n", tc[t].name, (long long)M,
+               (long long)N, (long long)K, tstore[0], tstore[1], diff);
+        CHECK(tstore[0] == 1 && tstore[1] == 0, "%s: plans took tma_store %d (TS=1) and %d (TS=0), want 1 and 0",
+              tc[t].name, tstore[0], tstore[1]);
+        CHECK(diff == 0, "%s: %ld outputs of the TMA-store epilogue differ from the other epilogue's", tc[t].name,
+              diff);
+        CHECK(pad == 0, "%s: %ld values written in D's row padding", tc[t].name, pad);
+        free(A); free(B); free(SA); free(SB); free(D[0]); free(D[1]);
+        cudaFree(dA); cudaFree(dB); cudaFree(dSA); cudaFree(dSB); cudaFree(dD);
+    }
+}
+
 static void promo_study(int64_t m, int64_t n, int64_t k)
 {
     static const char *promos[] = {"4", "2", "1", "0", "4", "0", "4", "0", "4", "0"};
@@ -585,6 +730,7 @@ int main(void)
     g = base_case("f32 precise row bias gelu edge", 77, 130, 320); f32p(&g); /* fp16-copy path */
     g.sa = g.sb = FP8KIT_SCALE_ROW; g.at = FP8KIT_E5M2; g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_ERF;
     g.beta = 0.5f; g.alpha = 0.75f; run_case(&g);
+    ts_byte_equal(small);
     if (small) {
         test_errors();
         fp8kit_ctx_destroy(gctx); fp8kit_ctx_destroy(cctx);
