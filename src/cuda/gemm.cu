@@ -94,10 +94,12 @@ static int fk_d16_copyable(const fk_gemm_job *job)
 }
 
 /* Whether D leaves through the TMA-store epilogue in the variants that have
- * it: copyable D and a plain epilogue (no bias or activation). */
+ * it: copyable D, N a multiple of 8 and a plain epilogue (no bias or
+ * activation). N: a TMA store clips a row's end only to 16 bytes (H100,
+ * 2026-11-22: N = 325 in a row stride of 328 wrote columns 325-327). */
 static int fk_tma_store_ok(const fk_gemm_job *job)
 {
-    return fk_d16_copyable(job) && !job->bias && job->desc.act == FP8KIT_ACT_NONE;
+    return fk_d16_copyable(job) && job->n % 8 == 0 && !job->bias && job->desc.act == FP8KIT_ACT_NONE;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
