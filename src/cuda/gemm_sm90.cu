@@ -81,14 +81,13 @@ template <int BN, bool TS = false> struct fk_sm90_shape {
  * per-column B scales f comes from the warp's table (cf: this lane's
  * column pair of 8-column group 0), else every column has f = fu; sa_lo /
  * sa_hi are the row scales of the lane's two rows (1 without). */
-template <int BN, bool COLSC, int NACC>
+template <int BN, bool COLSC, bool BF, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_params &p, float (&acc)[NACC],
                                                               uint32_t buf, const float *cf, float sa_lo,
                                                               float sa_hi, float fu, int m0, int n0, int tid)
 {
     const int warp = tid >> 5, lane = tid & 31;
     const int r_lo = warp * 16 + (lane >> 2), r_hi = r_lo + 8, q = lane & 3;
-    const bool bf = p.d_type == FP8KIT_BF16;
     const float fu_lo = sa_lo * fu, fu_hi = sa_hi * fu;
     const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
     const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
@@ -117,8 +116,8 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
                 y2 = acc[4 * g + 2] * fu_hi;
                 y3 = acc[4 * g + 3] * fu_hi;
             }
-            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), bf ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1));
-            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), bf ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3));
+            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), BF ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1));
+            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), BF ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3));
         }
         fk_fence_proxy_async();
         __syncwarp();
@@ -129,6 +128,19 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
         }
         __syncwarp();
     }
+}
+
+/* The chunks with D's type (BF: bf16, else f16) as a template argument: one
+ * conversion per pair instead of both under a predicate. */
+template <int BN, bool COLSC, int NACC>
+static __device__ __forceinline__ void fk_epilogue_tma_d(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
+                                                         const float *cf, float sa_lo, float sa_hi, float fu, int m0,
+                                                         int n0, int tid)
+{
+    if (p.d_type == FP8KIT_BF16)
+        fk_epilogue_tma_chunks<BN, COLSC, true>(p, acc, buf, cf, sa_lo, sa_hi, fu, m0, n0, tid);
+    else
+        fk_epilogue_tma_chunks<BN, COLSC, false>(p, acc, buf, cf, sa_lo, sa_hi, fu, m0, n0, tid);
 }
 
 /* 4-byte asynchronous copy global -> shared (cp.async, through L1), and the
@@ -186,7 +198,7 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
 {
     if (!fk_epi_tma_rows(p)) {
         const float fu = (float)((double)p.alpha * (double)pre.sat * (double)pre.sbt);
-        fk_epilogue_tma_chunks<BN, false>(p, acc, buf, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
+        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
         return;
     }
     const int warp = tid >> 5, lane = tid & 31;
@@ -207,11 +219,11 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
                 wt[lane + 32 * i] = (float)(ar * (double)wt[lane + 32 * i]);
         }
         __syncwarp();
-        fk_epilogue_tma_chunks<BN, true>(p, acc, buf, wt + 2 * (lane & 3), sa_lo, sa_hi, 1.0f, m0, n0, tid);
+        fk_epilogue_tma_d<BN, true>(p, acc, buf, wt + 2 * (lane & 3), sa_lo, sa_hi, 1.0f, m0, n0, tid);
     } else {
         /* A row-scaled, B tensor-scaled or unscaled */
         const float fu = p.sb_mode == FP8KIT_SCALE_TENSOR ? __fmul_rn(p.alpha, wt[BN + 17]) : p.alpha;
-        fk_epilogue_tma_chunks<BN, false>(p, acc, buf, nullptr, sa_lo, sa_hi, fu, m0, n0, tid);
+        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, sa_lo, sa_hi, fu, m0, n0, tid);
     }
 }
 
