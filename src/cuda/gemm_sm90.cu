@@ -92,14 +92,25 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
     const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
     const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
     const bool rows_in = m0 + warp * 16 < p.m;
+    /* the factors of chunk c + 1 are read at the start of chunk c, so their
+     * latency hides behind chunk c's arithmetic */
+    float2 fn[4];
+    if (COLSC) {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            fn[j] = *(const float2 *)&cf[8 * j];
+    }
 #pragma unroll
     for (int c = 0; c < BN / 32; c++) {
         const uint32_t b = (c & 1) * 4096;
         float2 f[4];
         if (COLSC) {
 #pragma unroll
-            for (int j = 0; j < 4; j++)
-                f[j] = *(const float2 *)&cf[8 * (4 * c + j)];
+            for (int j = 0; j < 4; j++) {
+                f[j] = fn[j];
+                if (c + 1 < BN / 32)
+                    fn[j] = *(const float2 *)&cf[8 * (4 * (c + 1) + j)];
+            }
         }
 #pragma unroll
         for (int j = 0; j < 4; j++) {
