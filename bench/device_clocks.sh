@@ -14,11 +14,7 @@ set -u
 commit=${1:-unknown}
 . "$(dirname "$0")/device_env.sh"
 B=build-dev
-stamp build
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
-    "-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" >"$OUT/build.log" 2>&1 &&
-    cmake --build $B -j16 --target bench_gemm >>"$OUT/build.log" 2>&1 ||
-    { stamp "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+fk_build $B bench_gemm
 shape=${FK_CLK_SHAPE:-8192x8192x8192}
 nvidia-smi --query-gpu=power.limit,clocks.max.sm,clocks.applications.graphics --format=csv
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \

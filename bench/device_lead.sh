@@ -9,11 +9,7 @@ set -u
 commit=${1:-unknown}
 . "$(dirname "$0")/device_env.sh"
 B=build-dev
-stamp build
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
-    "-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" >"$OUT/build.log" 2>&1 &&
-    cmake --build $B -j16 --target ${FK_TARGETS:-test_cuda_gemm test_cuda_vs_cublaslt bench_gemm} >>"$OUT/build.log" 2>&1 ||
-    { stamp "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+fk_build $B ${FK_TARGETS:-test_cuda_gemm test_cuda_vs_cublaslt bench_gemm}
 for t in ${FK_TESTS-test_cuda_gemm test_cuda_gemm@FK_GEMM_CLUSTER=2 test_cuda_vs_cublaslt}; do
     stamp "$t"
     fk_run_test "$t" "$B" 120

@@ -427,18 +427,8 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
     const fk_sm90_variant *v = &fk_sm90_variants[vi];
     fk_cu_launch_fn launch = fk_cu_launch_fn_get();
     CUfunction f = NULL;
-    if (launch && device >= 0 && device < FK_MAX_DEVICES && vi < FK_MAX_VARIANTS) {
-        f = __atomic_load_n(&fk_sm90_cufn[device][vi], __ATOMIC_ACQUIRE);
-        if (!f) {
-            cudaFunction_t rf = NULL;
-            if (cudaGetFuncBySymbol(&rf, (const void *)v->fn) == cudaSuccess && rf) {
-                f = (CUfunction)rf;
-                __atomic_store_n(&fk_sm90_cufn[device][vi], f, __ATOMIC_RELEASE);
-            } else {
-                (void)cudaGetLastError();
-            }
-        }
-    }
+    if (launch && device >= 0 && device < FK_MAX_DEVICES && vi < FK_MAX_VARIANTS)
+        f = fk_cufn_get(&fk_sm90_cufn[device][vi], (const void *)v->fn);
     if (!f) {
         FK_CUDA_CHECK(ctx, cudaLaunchKernel((const void *)v->fn, dim3(grid), dim3(FK_GEMM_THREADS), args,
                                             (size_t)v->smem_bytes, st));

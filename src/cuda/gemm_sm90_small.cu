@@ -721,18 +721,8 @@ static fp8kit_status fk_small_launch(fp8kit_ctx *ctx, int device, int vi, const 
     const fk_small_variant *v = &fk_small_variants[vi];
     fk_cu_launch_ex_fn launch = fk_cu_launch_ex_fn_get();
     CUfunction f = NULL;
-    if (launch && device >= 0 && device < FK_SMALL_MAX_DEVICES) {
-        f = __atomic_load_n(&fk_small_cufn[device][vi], __ATOMIC_ACQUIRE);
-        if (!f) {
-            cudaFunction_t rf = NULL;
-            if (cudaGetFuncBySymbol(&rf, (const void *)v->fn) == cudaSuccess && rf) {
-                f = (CUfunction)rf;
-                __atomic_store_n(&fk_small_cufn[device][vi], f, __ATOMIC_RELEASE);
-            } else {
-                (void)cudaGetLastError();
-            }
-        }
-    }
+    if (launch && device >= 0 && device < FK_SMALL_MAX_DEVICES)
+        f = fk_cufn_get(&fk_small_cufn[device][vi], (const void *)v->fn);
     if (f) {
         CUlaunchConfig dc;
         memset(&dc, 0, sizeof dc);

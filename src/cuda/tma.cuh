@@ -52,6 +52,24 @@ static inline fk_cu_launch_fn fk_cu_launch_fn_get(void)
     return fn;
 }
 
+/* The driver handle of kernel `fn` (a host stub) in the current device's
+ * context, resolved once into *slot (a per-device, per-variant cache; NULL
+ * when the runtime cannot give it). */
+static inline CUfunction fk_cufn_get(CUfunction *slot, const void *fn)
+{
+    CUfunction f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        cudaFunction_t rf = NULL;
+        if (cudaGetFuncBySymbol(&rf, fn) == cudaSuccess && rf) {
+            f = (CUfunction)rf;
+            __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+        } else {
+            (void)cudaGetLastError();
+        }
+    }
+    return f;
+}
+
 typedef CUresult (*fk_cu_launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 
 /* The driver's cuLaunchKernelEx (launch attributes: clusters, programmatic
