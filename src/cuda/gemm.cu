@@ -383,11 +383,16 @@ cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_
     return cudaOccupancyMaxActiveClusters(count, fn, &lc);
 }
 
-/* The scale and epilogue fields of the kernel parameters, from the job
- * (shared by the general and the small-M kernel). */
-void fk_gemm_epi_params(fk_gemm_params *p, const fk_gemm_job *job)
+/* Kernel parameters from the job: all zero, then the shape and the scale and
+ * epilogue fields (shared by the general, grouped and small-M kernels, which
+ * add their own schedule fields). */
+void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job)
 {
     const fp8kit_gemm_desc *dd = &job->desc;
+    memset(p, 0, sizeof *p);
+    p->m = (int)job->m;
+    p->n = (int)job->n;
+    p->k = (int)job->k;
     p->sa_mode = dd->scale_a;
     p->sb_mode = dd->scale_b;
     p->sa = (const float *)job->scale_a;
@@ -522,15 +527,11 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     const CUtensorMap &ta = tmaps[0], &tb = tmaps[1];
 
     fk_gemm_params p;
-    memset(&p, 0, sizeof p);
-    p.m = (int)job->m;
-    p.n = (int)job->n;
-    p.k = (int)job->k;
+    fk_gemm_job_params(&p, job);
     p.num_kb = (int)fk_ceil_div((int64_t)kbytes, FK_GEMM_BK); /* stages of 128 bytes of K */
     p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM), v->cluster); /* in clusters */
     p.sched.tiles_n = (int)fk_ceil_div(job->n, v->bn);
     p.sched.group_m = cfg.group_m;
-    fk_gemm_epi_params(&p, job);
     if (dd->scale_a == FP8KIT_SCALE_BLOCK) {
         const int mn_major = dd->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
         p.sa_sm = mn_major ? 1 : job->scale_a_ld;

@@ -164,10 +164,7 @@ extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_
         }
     }
     fk_gemm_params p;
-    memset(&p, 0, sizeof p);
-    p.m = (int)job->m;
-    p.n = (int)job->n;
-    p.k = (int)job->k;
+    fk_gemm_job_params(&p, job);
     p.num_kb = load ? (int)fk_ceil_div(job->k, FK_GEMM_BK) : 0;
     /* tiles_m is set by each CTA from the offsets; here the upper bound sizes the grid */
     const int64_t tn = fk_ceil_div(job->n, v->bn);
@@ -175,7 +172,6 @@ extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_
     p.sched.tiles_m = 0;
     p.sched.tiles_n = (int)tn;
     p.sched.group_m = cfg.group_m;
-    fk_gemm_epi_params(&p, job);
     p.grp_offs = gj->offsets;
     p.grp_count = (int)gj->groups;
     p.grp_brows = (int)gj->b_rows;

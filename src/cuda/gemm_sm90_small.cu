@@ -801,12 +801,8 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
             fk_plan_memo_put(plan, tkey, 11, tmaps, sizeof tmaps);
         }
         fk_gemm_params p;
-        memset(&p, 0, sizeof p);
-        p.m = (int)job->m;
-        p.n = (int)job->n;
-        p.k = (int)job->k;
+        fk_gemm_job_params(&p, job);
         p.num_kb = cfg.q.kb_total;
-        fk_gemm_epi_params(&p, job);
         fk_small_params q = cfg.q;
         void *args[4] = {(void *)&tmaps[0], (void *)&tmaps[1], &p, &q};
         cudaLaunchConfig_t lc;

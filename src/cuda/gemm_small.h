@@ -15,10 +15,10 @@
  * after gemm.cu validated the job. */
 int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st);
 
-/* The scale and epilogue fields of the kernel parameters from the job
- * (gemm.cu; both GEMM kernels use it). */
+/* Kernel parameters from the job: zeroed, then shape, scale and epilogue
+ * fields (gemm.cu; the general, grouped and small-M launches use it). */
 struct fk_gemm_params;
-void fk_gemm_epi_params(fk_gemm_params *p, const fk_gemm_job *job);
+void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job);
 
 /* Launches a plan made by fk_small_plan. */
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
