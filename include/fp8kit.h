@@ -290,7 +290,15 @@ typedef struct fp8kit_gemm_args {
     size_t workspace_bytes;
 } fp8kit_gemm_args;
 
-/* Workspace the call needs for these operands (0 on the CPU). */
+/* Workspace for the fastest path of this call (0 on the CPU): on the GPU,
+ * the stream-K tail of the Hopper GEMM (shapes whose last wave of output
+ * tiles would leave SMs idle split those tiles along K) and the fp16 copies
+ * of precise fp32 output. A call given less still runs, on whole tiles,
+ * unless it is precise fp32 output, which fails with
+ * FP8KIT_ERR_WORKSPACE_TOO_SMALL below the size of its fp16 copies. The
+ * workspace must be 16-byte aligned; its content need not be cleared before
+ * or kept between calls, but concurrent calls need separate workspaces.
+ * Makes and caches the call's plan. */
 FP8KIT_API fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
                                                     const fp8kit_gemm_args *args, size_t *bytes);
 

@@ -259,11 +259,18 @@ fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc
     fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j);
     if (st)
         return st;
-    *bytes = 0;
+    size_t b = 0;
 #ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        return fk_cuda_gemm_workspace(ctx, &j, bytes);
+    if (ctx->backend == FP8KIT_BACKEND_CUDA) {
+        /* the plan (made now and cached for the call) knows the fastest path's needs */
+        const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
+        if (!plan)
+            return st;
+        if ((st = fk_cuda_gemm_workspace_best(ctx, &j, plan, &b)))
+            return st;
+    }
 #endif
+    *bytes = b;
     return FP8KIT_OK;
 }
 

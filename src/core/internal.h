@@ -181,6 +181,9 @@ fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream
 fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
 fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
+/* the workspace of the plan's fastest path (>= the above; gemm.cu) */
+fp8kit_status fk_cuda_gemm_workspace_best(fp8kit_ctx *ctx, const fk_gemm_job *job, const struct fk_plan *plan,
+                                          size_t *bytes);
 /* A validated grouped GEMM for the CUDA backend (grouped.c builds it): gemm
  * is the whole call as one GEMM job - m = T rows of A, scale_a and D; b,
  * scale_b and bias are expert 0's and expert g's start at g * b_rows rows of

@@ -49,6 +49,12 @@ struct fk_gemm_params {
     int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
     int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm_sm90.cu) */
     CUtensorMap td;         /* d_bulk 2: D in 16 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
+    /* stream-K tail (general kernel, gemm_sm90.cu): the last sk_tail tiles
+     * are split along K into sk_parts parts each (sk_parts 0 or 1: none) */
+    int sk_parts, sk_tail;
+    float *sk_ws;                 /* the partial sums: sk_tail (sk_parts - 1) slots of 128 x BN fp32 */
+    unsigned long long *sk_flags; /* 2 words per slot (one per consumer warpgroup) */
+    unsigned long long sk_salt;   /* flag value = this launch's %gridid ^ sk_salt */
     /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
     const int *grp_offs;    /* G int32 row ends in device memory, read by every CTA */
     int grp_count;          /* G */

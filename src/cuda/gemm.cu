@@ -16,6 +16,7 @@
  * prints each plan's choice to stderr. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cuda/backend.h"
 #include "cuda/epilogue.cuh"
 #include "cuda/gemm_small.h"
@@ -41,6 +42,9 @@ struct fk_sm90_config {
     int32_t device;
     int32_t no_bulk; /* FK_GEMM_BULK=0: general epilogue only */
     int32_t lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 (FK_GEMM_LAG) */
+    int32_t sk_parts; /* stream-K tail (fk_sm90_sk_plan): parts per tail tile (0: none) */
+    int32_t sk_tail;  /* tail tiles */
+    int32_t sk_grid;  /* the grid with the stream-K tail */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -100,6 +104,67 @@ static int fk_d16_copyable(const fk_gemm_job *job)
 static int fk_tma_store_ok(const fk_gemm_job *job)
 {
     return fk_d16_copyable(job) && job->n % 8 == 0 && !job->bias && job->desc.act == FP8KIT_ACT_NONE;
+}
+
+/* Stream-K tail. With tiles = W x slots + tail work items, the last wave
+ * keeps only `tail` of the `slots` SMs busy (4096^3 with 128 x 192 tiles:
+ * 704 = 5 x 132 + 44, so 6 waves of time for 5.33 of work). Each tail tile
+ * is split along K into s parts on s CTAs, the last item of each
+ * (gemm_sm90.cu); the price is s - 1 partial tiles written to and read back
+ * from the workspace through L2, so s = min(slots / tail, K blocks / 4, 4)
+ * and no split below 2. FK_GEMM_SK=0 turns it off, FK_GEMM_SK=s asks for s
+ * parts (still within slots / tail and the K blocks). Single-CTA general
+ * variants only (not MX, not 2-CTA clusters). */
+static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slots, int64_t nkb, fk_sm90_config *cfg)
+{
+    cfg->sk_parts = cfg->sk_tail = 0;
+    cfg->sk_grid = cfg->grid;
+    const int want = fk_env_int("FK_GEMM_SK", -1);
+    if (v->cluster != 1 || v->block == 2 || want == 0 || tiles < 1)
+        return;
+    const int64_t tail = tiles % slots;
+    if (tail == 0)
+        return;
+    int64_t s = want > 0 ? want : (nkb / 4 < 4 ? nkb / 4 : 4);
+    if (s > slots / tail)
+        s = slots / tail;
+    if (s > nkb)
+        s = nkb;
+    if (s < 2)
+        return;
+    cfg->sk_parts = (int32_t)s;
+    cfg->sk_tail = (int32_t)tail;
+    cfg->sk_grid = (int32_t)(tiles >= slots ? slots : tail * s);
+}
+
+/* Workspace bytes of the stream-K tail: 2 flag words per slot (rounded up
+ * to 256 bytes), then the slots' partial tiles (128 x BN fp32 each). */
+static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
+{
+    if (cfg->sk_parts < 2 || cfg->variant < 0 || cfg->variant >= fk_sm90_variant_count)
+        return 0;
+    const size_t slots = (size_t)cfg->sk_tail * (size_t)(cfg->sk_parts - 1);
+    return (slots * 16 + 255) / 256 * 256 + slots * FK_GEMM_BM * (size_t)fk_sm90_variants[cfg->variant].bn * 4;
+}
+
+/* Where the stream-K area starts in the workspace: after the fp16 copies
+ * of the precise fp32 path, 256-byte aligned. */
+static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_f16_workspace_bytes(job) + 255) / 256 * 256; }
+
+/* A per-process random value that makes the stream-K flags of this process
+ * unlike any earlier content of a workspace. */
+static uint64_t fk_sm90_sk_salt(void)
+{
+    static const uint64_t salt = [] {
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&h;
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        h ^= (uint64_t)ts.tv_nsec * 0xBF58476D1CE4E5B9ull ^ (uint64_t)ts.tv_sec;
+        h ^= h >> 31;
+        h *= 0x94D049BB133111EBull;
+        return h ^ (h >> 29);
+    }();
+    return salt;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
@@ -166,6 +231,8 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     cfg->lag = fk_env_int("FK_GEMM_LAG", heavy ? 2 : 1);
     if (cfg->lag < 0 || cfg->lag >= v->stages)
         cfg->lag = 0;
+    const int64_t kbytes = v->ab == 4 ? 2 * job->k : job->k; /* f16 variants: fp16 K */
+    fk_sm90_sk_plan(v, tiles, slots, fk_ceil_div(kbytes, FK_GEMM_BK), cfg);
     return FP8KIT_OK;
 }
 
@@ -552,6 +619,21 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         p.d_bulk = 1;
     }
     p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
+    /* the stream-K tail when the workspace has room for it, else whole tiles */
+    unsigned grid = (unsigned)cfg.grid;
+    if (cfg.sk_parts > 1 && job->workspace && ((uintptr_t)job->workspace & 15u) == 0) {
+        const size_t off = fk_sm90_sk_offset(job);
+        if (job->workspace_bytes >= off + fk_sm90_sk_bytes(&cfg)) {
+            const size_t slots = (size_t)cfg.sk_tail * (size_t)(cfg.sk_parts - 1);
+            unsigned char *w = (unsigned char *)job->workspace + off;
+            p.sk_parts = cfg.sk_parts;
+            p.sk_tail = cfg.sk_tail;
+            p.sk_flags = (unsigned long long *)w;
+            p.sk_ws = (float *)(w + (slots * 16 + 255) / 256 * 256);
+            p.sk_salt = fk_sm90_sk_salt();
+            grid = (unsigned)cfg.sk_grid;
+        }
+    }
     if (f16 && job->k > 0) {
         fp8kit_status wst = fk_f16_widen(ctx, job, job->workspace, st);
         if (wst != FP8KIT_OK)
@@ -559,19 +641,34 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     }
     void *args[3] = {(void *)&ta, (void *)&tb, &p};
     if (fk_launch_rec *rec = fk_launch_rec_armed()) { /* bench/bench_launch.c only */
-        const unsigned grid[3] = {(unsigned)cfg.grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};
+        const unsigned grid3[3] = {grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};
         const size_t sizes[3] = {sizeof ta, sizeof tb, sizeof p};
-        return fk_launch_rec_take(rec, (const void *)v->fn, grid, block, (size_t)v->smem_bytes, args,
+        return fk_launch_rec_take(rec, (const void *)v->fn, grid3, block, (size_t)v->smem_bytes, args,
                                   sizes, 3);
     }
-    return fk_sm90_launch(ctx, cfg.device, cfg.variant, (unsigned)cfg.grid, args, st);
+    return fk_sm90_launch(ctx, cfg.device, cfg.variant, grid, args, st);
 }
 
-/* Precise fp32 output: fp16 copies of A and B (fk_f16_workspace_bytes);
- * nothing otherwise. Decided from the job alone, as the plan decides. */
+/* The workspace a call must have: precise fp32 output's fp16 copies of A
+ * and B (fk_f16_workspace_bytes); nothing otherwise. Decided from the job
+ * alone, as the plan decides. */
 extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)
 {
     (void)ctx;
     *bytes = fk_f16_workspace_bytes(job);
+    return FP8KIT_OK;
+}
+
+/* The workspace of the plan's fastest path: the above, plus the stream-K
+ * tail's flags and partial tiles when the plan has one (a call given less
+ * runs whole tiles). */
+extern "C" fp8kit_status fk_cuda_gemm_workspace_best(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
+                                                     size_t *bytes)
+{
+    (void)ctx;
+    fk_sm90_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    const size_t sk = cfg.variant == FK_SMALL_TAG || job->m == 0 || job->n == 0 ? 0 : fk_sm90_sk_bytes(&cfg);
+    *bytes = sk ? fk_sm90_sk_offset(job) + sk : fk_f16_workspace_bytes(job);
     return FP8KIT_OK;
 }

@@ -278,6 +278,8 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
 template <int CL, bool GR = false> struct fk_sm90_walk {
     int t, step, rank;
     int row0, m_end, g; /* of the current tile: first row, row limit, group */
+    int kb0, kb1;       /* its K blocks */
+    int part, slot;     /* stream-K: part of the tail tile (-1: a whole tile), its first slot */
     __device__ __forceinline__ fk_sm90_walk()
         : t((int)blockIdx.x / CL), step((int)gridDim.x / CL), rank(CL > 1 ? (int)fk_cluster_ctarank() : 0)
     {
@@ -293,7 +295,7 @@ template <int CL, bool GR = false> struct fk_sm90_walk {
         if constexpr (GR)
             return t < gtab(p)[2 * p.grp_count] * p.sched.tiles_n;
         else
-            return t < p.sched.count();
+            return t < p.sched.count() + (CL == 1 ? p.sk_tail * (p.sk_parts - 1) : 0);
     }
     /* Grouped (GR): tile row tm of the sequence of all groups' tile rows
      * (the same raster order over them) maps to group g's rows. */
@@ -308,8 +310,29 @@ template <int CL, bool GR = false> struct fk_sm90_walk {
             g = fk_grp_find(gtab + G, G, tm);
             row0 = (g ? gtab[g - 1] : 0) + (tm - gtab[G + g]) * FK_GEMM_BM;
             m_end = gtab[g];
+            kb0 = 0;
+            kb1 = p.num_kb;
+            part = -1;
         } else {
-            p.sched.tile(t, tm, tn);
+            int idx = t;
+            kb0 = 0;
+            kb1 = p.num_kb;
+            part = -1;
+            const int full = p.sched.count() - p.sk_tail;
+            if (CL == 1 && t >= full) {
+                /* the stream-K tail (see fk_sm90_sk_plan in gemm.cu): item
+                 * full + u is part u / tail of tail tile u % tail; part p
+                 * takes K range s - 1 - p, so the reducing part s - 1 (the
+                 * highest CTAs) has the first, shortest one */
+                const int u = t - full, s = p.sk_parts, j = u % p.sk_tail;
+                part = u / p.sk_tail;
+                slot = j * (s - 1);
+                idx = full + j;
+                const int r = s - 1 - part;
+                kb0 = r * p.num_kb / s;
+                kb1 = (r + 1) * p.num_kb / s;
+            }
+            p.sched.tile(idx, tm, tn);
             tm = tm * CL + rank;
             row0 = tm * FK_GEMM_BM;
             m_end = p.m;
@@ -353,7 +376,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
         int tm, tn;
         w.tile(p, tm, tn);
         const int brow = GR ? w.g * p.grp_brows : 0; /* grouped: expert g's rows of B */
-        for (int kb = 0; kb < p.num_kb; kb++) {
+        for (int kb = w.kb0; kb < w.kb1; kb++) {
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
@@ -396,6 +419,70 @@ static __device__ __forceinline__ void fk_sm90_lag_end(const fk_gemm_params &p, 
         fk_named_bar_arrive(FK_LAG_BAR, 256);
 }
 
+/* Stream-K tail (fk_sm90_sk_plan in gemm.cu). A tail tile is split along K
+ * into s = p.sk_parts parts, run by s different CTAs as the last item of
+ * each. Parts 0 .. s - 2 write their fp32 sums to their slots of the
+ * workspace, in the consumer threads' own register order (coalesced
+ * 16-byte stores), and raise their flags; part s - 1, in the highest CTAs,
+ * waits for the flags, adds the slots to its own sums in part order (the
+ * result is the same in every run) and runs the epilogue. The writers never
+ * wait, so the reducer's wait always ends even when not every CTA of the
+ * grid can be resident at once. A flag holds this launch's %gridid ^
+ * p.sk_salt: a flag left by an earlier launch (graph replays included) or
+ * whatever the workspace held before never matches, so the workspace needs
+ * no clearing. Each consumer warpgroup hands off its own 64 rows. */
+template <int BN, bool TS, class W>
+static __device__ __forceinline__ fk_epi_pre fk_sm90_sk_start(const fk_gemm_params &p, const W &w, float *tab, int n0,
+                                                              int wg, int tid)
+{
+    if (w.part >= 0 && w.part < p.sk_parts - 1)
+        return fk_epi_pre{}; /* a writer part: no epilogue */
+    return fk_sm90_epi_start<BN, TS>(p, tab, w.row0 + wg * 64, n0, tid, w.m_end, w.g);
+}
+
+/* After the item's last K block: whether this warpgroup runs the epilogue
+ * (a whole tile, or the reducing part with the other parts added in). */
+template <class W, int NACC>
+static __device__ __forceinline__ bool fk_sm90_sk_finish(const fk_gemm_params &p, const W &w, float (&acc)[NACC],
+                                                         int wg, int tid)
+{
+    if (w.part < 0)
+        return true;
+    constexpr int V = NACC / 4; /* float4 per thread */
+    const int s1 = p.sk_parts - 1;
+    const uint64_t token = fk_gridid() ^ p.sk_salt;
+    if (w.part < s1) {
+        const int slot = w.slot + w.part;
+        float4 *dst = (float4 *)p.sk_ws + (size_t)(2 * slot + wg) * V * 128 + tid;
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            __stcg(dst + i * 128, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+        __threadfence();
+        fk_named_bar_sync(1 + wg, 128);
+        if (tid == 0)
+            fk_st_release_u64(p.sk_flags + 2 * slot + wg, token);
+        return false;
+    }
+    if (tid == 0) {
+        for (int q = 0; q < s1; q++)
+            while (fk_ld_acquire_u64(p.sk_flags + 2 * (w.slot + q) + wg) != token)
+                __nanosleep(100);
+    }
+    fk_named_bar_sync(1 + wg, 128);
+    for (int q = 0; q < s1; q++) {
+        const float4 *src = (const float4 *)p.sk_ws + (size_t)(2 * (w.slot + q) + wg) * V * 128 + tid;
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            const float4 v = __ldcg(src + i * 128);
+            acc[4 * i] += v.x;
+            acc[4 * i + 1] += v.y;
+            acc[4 * i + 2] += v.z;
+            acc[4 * i + 3] += v.w;
+        }
+    }
+    return true;
+}
+
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
 template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
@@ -418,7 +505,8 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
-        const fk_epi_pre pre = fk_sm90_epi_start<BN, TS>(p, tab, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
+        const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
+        const int nkb = w.kb1 - w.kb0;
         if constexpr (PROMO != 0) {
 #pragma unroll
             for (int i = 0; i < S::NACC; i++)
@@ -428,21 +516,22 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
         /* Block scales of rows r0 and r0 + 8 (A) and of this tile's 128
          * columns (B), loaded one K block ahead so their latency hides
          * behind a whole K block of wgmma. */
-        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm : nullptr;
-        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm : nullptr;
-        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld : nullptr;
+        /* (K blocks counted from the item's first, w.kb0) */
+        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0 : nullptr;
         float a_lo = 0.0f, a_hi = 0.0f, b_k = 0.0f;
-        if (BLOCK && p.num_kb > 0) {
+        if (BLOCK && nkb > 0) {
             a_lo = sa_lo[0];
             a_hi = sa_hi[0];
             b_k = sb_t[0];
         }
-        for (int kb = 0; kb < p.num_kb; kb++) {
+        for (int kb = 0; kb < nkb; kb++) {
             float s_lo = 1.0f, s_hi = 1.0f;
             if (BLOCK) {
                 s_lo = a_lo * b_k;
                 s_hi = a_hi * b_k;
-                if (kb + 1 < p.num_kb) {
+                if (kb + 1 < nkb) {
                     const long long o = (long long)(kb + 1) * p.sa_sk;
                     a_lo = sa_lo[o];
                     a_hi = sa_hi[o];
@@ -511,14 +600,16 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 fk_reg_fence(acc[i]);
             if (prev_stage >= 0 && lane == 0)
                 fk_sm90_release<CL>(empty0 + 8 * prev_stage);
-            if (p.num_kb == 0) {
+            if (nkb == 0) {
 #pragma unroll
                 for (int i = 0; i < S::NACC; i++)
                     acc[i] = 0.0f;
             }
-            fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+            if (fk_sm90_sk_finish(p, w, acc, wg, tid))
+                fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         } else {
-            fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+            if (fk_sm90_sk_finish(p, w, accf, wg, tid))
+                fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
     fk_sm90_lag_end(p, wg, issued);
@@ -576,7 +667,6 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
     int stage = 0;
     uint32_t phase = 0;
-    const int nkb = p.num_kb;
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
     fk_sm90_lag_start(p, wg);
     fk_sm90_walk<CL, GR> w;
@@ -584,13 +674,15 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
-        const fk_epi_pre pre = fk_sm90_epi_start<BN, TS>(p, tab, w.row0 + wg * 64, tn * BN, tid, w.m_end, w.g);
+        const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
+        const int nkb = w.kb1 - w.kb0;
 #pragma unroll
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
-        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm : nullptr;
-        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm : nullptr;
-        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld : nullptr;
+        /* (K blocks counted from the item's first, w.kb0) */
+        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0 : nullptr;
         /* v = scales of the block promoted next, w = of the one after */
         float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
         if (!BLOCK) {
@@ -670,7 +762,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             }
 #undef FK_PIPE_STEP
         }
-        fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+        if (fk_sm90_sk_finish(p, w, accf, wg, tid))
+            fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
     }
     fk_sm90_lag_end(p, wg, issued);
 }

@@ -207,6 +207,33 @@ FK_DEV void fk_named_bar_arrive(int id, int n)
 #endif
 }
 
+/* Stream-K hand-off (gemm_sm90.cu): the launch's grid number (%gridid,
+ * the context's count of launched grids, so two launches never share it),
+ * and a 64-bit store with release / load with acquire semantics at GPU
+ * scope. */
+FK_DEV uint64_t fk_gridid(void)
+{
+    uint64_t g = 0;
+#ifdef FK_SM90_DEVICE
+    asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
+#endif
+    return g;
+}
+FK_DEV void fk_st_release_u64(unsigned long long *p, uint64_t v)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+FK_DEV uint64_t fk_ld_acquire_u64(const unsigned long long *p)
+{
+    uint64_t v = 0;
+#ifdef FK_SM90_DEVICE
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+#endif
+    return v;
+}
+
 /* Two fp32 -> packed bf16x2 / f16x2, round to nearest even (no flush to
  * zero; overflow to Inf for f16): lo in bits 0-15, hi in bits 16-31. Equal
  * to the SPEC codecs except that a NaN comes out as the canonical NaN. */
