@@ -12,7 +12,7 @@ B=build-dev
 fk_build $B ${FK_TARGETS:-test_cuda_gemm test_cuda_vs_cublaslt bench_gemm}
 for t in ${FK_TESTS-test_cuda_gemm test_cuda_gemm@FK_GEMM_CLUSTER=2 test_cuda_vs_cublaslt}; do
     stamp "$t"
-    fk_run_test "$t" "$B" 120
+    fk_run_test "$t" "$B" ${FK_TEST_SECS:-120}
 done
 if [ -n "${FK_MEMCHECK:-}" ]; then  # FK_MEMCHECK: VAR=VAL words for the run (e.g. FK_GEMM_CLUSTER=2)
     stamp "memcheck test_cuda_gemm (FK_TEST_SMALL=1, $FK_MEMCHECK)"
@@ -22,7 +22,7 @@ fi
 for o in ${FK_SWEEP-FK_GEMM_CLUSTER=1 FK_GEMM_CLUSTER=2}; do
     stamp "bench_gemm $o"
     tag=$(echo "$o" | tr -c 'A-Za-z0-9\n' '_')
-    env ${o//:/ } timeout 150 "$B/bench_gemm" --json "$OUT/gemm-$tag.jsonl" --commit "$commit" --tag "$tag" \
+    env ${o//:/ } timeout ${FK_BENCH_SECS:-150} "$B/bench_gemm" --json "$OUT/gemm-$tag.jsonl" --commit "$commit" --tag "$tag" \
         ${FK_BENCH_ARGS:---shapes 8192x8192x8192,4096x4096x4096,4096x24576x1536} >"$OUT/bench-$tag.log" 2>&1
     echo "bench $o exit $?"
     grep -vE "^#|^$|^fp8kit cuda gemm plan" "$OUT/bench-$tag.log" | tail -25
