@@ -728,6 +728,11 @@ static void sk_handoff(void)
     CHECK(cudaMemset(dW, 0xFF, ws) == cudaSuccess, "memset");
     SK_RUN(D1);
     CHECK(memcmp(D0, D1, db) == 0, "sk hand-off: D differs after a workspace of 0xFF instead of zeros");
+    /* the writer parts raised their flags (the first words of the area):
+     * the split did run */
+    uint64_t flag0 = 0;
+    d2h(&flag0, dW, 8);
+    CHECK(flag0 != ~(uint64_t)0, "sk hand-off: no flag written, the tail was not split");
     SK_RUN(D1);
     CHECK(memcmp(D0, D1, db) == 0, "sk hand-off: D differs between two calls");
     ga.workspace = NULL;
