@@ -12,7 +12,8 @@
  * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
  * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
  * the second consumer warpgroup runs behind the first (default 2 with bias or an activation, else 1),
- * FK_GEMM_TS=0 keeps plain epilogues off the TMA-store variants, FK_GEMM_VERBOSE=1
+ * FK_GEMM_TS=0 keeps plain epilogues off the TMA-store variants, FK_GEMM_SK=0|s the
+ * stream-K tail (off, or s parts; fk_sm90_sk_plan), FK_GEMM_VERBOSE=1
  * prints each plan's choice to stderr. */
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,10 @@ static int fk_tma_store_ok(const fk_gemm_job *job)
  * 704 = 5 x 132 + 44, so 6 waves of time for 5.33 of work). Each tail tile
  * is split along K into s parts on s CTAs, the last item of each
  * (gemm_sm90.cu); the price is s - 1 partial tiles written to and read back
- * from the workspace through L2, so s = min(slots / tail, K blocks / 4, 4)
- * and no split below 2. FK_GEMM_SK=0 turns it off, FK_GEMM_SK=s asks for s
+ * from the workspace through L2, so s = min(slots / tail, K blocks / 8, 4)
+ * and no split below 2 (H100, 2026-11-22, tensor and row scales, same-run
+ * interleaved timing: 4096^3 -2.8%, 4096x4096x7168 -5%, 4096x7168x16384
+ * -5.4%; at 4096x7168x2048, 16 K blocks, 4 parts cost +1.5% and 2 parts 0). FK_GEMM_SK=0 turns it off, FK_GEMM_SK=s asks for s
  * parts (still within slots / tail and the K blocks). Single-CTA general
  * variants only (not MX, not 2-CTA clusters). */
 static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slots, int64_t nkb, fk_sm90_config *cfg)
@@ -125,7 +128,7 @@ static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slo
     const int64_t tail = tiles % slots;
     if (tail == 0)
         return;
-    int64_t s = want > 0 ? want : (nkb / 4 < 4 ? nkb / 4 : 4);
+    int64_t s = want > 0 ? want : (nkb / 8 < 4 ? nkb / 8 : 4);
     if (s > slots / tail)
         s = slots / tail;
     if (s > nkb)
