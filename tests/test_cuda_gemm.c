@@ -767,6 +767,23 @@ static void sk_handoff(void)
     }
 #undef SK_RUN
     CHECK(bad == 0, "sk hand-off: %ld of 4 graph replays differ from the direct call", bad);
+    /* with autotune on, the size query makes no plan (planning would time
+     * kernels on the arguments): a bound, here on fake pointers, at least
+     * what the plan asked for */
+    fp8kit_ctx *tctx = NULL;
+    CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &tctx), FP8KIT_OK);
+    if (tctx) {
+        CHECK_STATUS(fp8kit_ctx_set_autotune(tctx, 1, NULL), FP8KIT_OK);
+        fp8kit_gemm_args fake = ga;
+        fake.a.data = fake.b.data = fake.d.data = (void *)(uintptr_t)4096;
+        fake.scale_a.data = fake.scale_b.data = (void *)(uintptr_t)4096;
+        size_t bound = 0;
+        CHECK_STATUS(fp8kit_gemm_workspace_size(tctx, &desc, &fake, &bound), FP8KIT_OK);
+        CHECK(bound >= ws, "sk hand-off: autotune workspace bound %zu < the plan's %zu", bound, ws);
+        CHECK(fp8kit_plan_cache_size(tctx) == 0, "sk hand-off: the autotune size query made a plan");
+        CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync after the autotune size query");
+        fp8kit_ctx_destroy(tctx);
+    }
     printf("  %-34s %5lldx%5lldx%5lld  workspace %zu bytes, split vs whole %.2g, graph replays differing %ld\n",
            "sk hand-off", (long long)M, (long long)N, (long long)K, ws, worst, bad);
     if (exec) cudaGraphExecDestroy(exec);

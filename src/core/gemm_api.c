@@ -262,12 +262,20 @@ fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc
     size_t b = 0;
 #ifdef FP8KIT_HAVE_CUDA
     if (ctx->backend == FP8KIT_BACKEND_CUDA) {
-        /* the plan (made now and cached for the call) knows the fastest path's needs */
-        const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
-        if (!plan)
-            return st;
-        if ((st = fk_cuda_gemm_workspace_best(ctx, &j, plan, &b)))
-            return st;
+        /* the plan (made now and cached for the call) knows the fastest
+         * path's needs; with autotune on, planning would time kernels on
+         * the arguments' pointers (which a size query need not make real),
+         * so a bound over every plan the tuner may choose */
+        if (ctx->tune.mode) {
+            if ((st = fk_cuda_gemm_workspace_bound(ctx, &j, &b)))
+                return st;
+        } else {
+            const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
+            if (!plan)
+                return st;
+            if ((st = fk_cuda_gemm_workspace_best(ctx, &j, plan, &b)))
+                return st;
+        }
     }
 #endif
     *bytes = b;

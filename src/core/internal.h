@@ -181,7 +181,9 @@ fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream
 fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
 fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
-/* the workspace of the plan's fastest path (>= the above; gemm.cu) */
+/* the workspace of the plan's fastest path (>= the above; gemm.cu), and a
+ * bound on it made without a plan (autotune: planning would time kernels) */
+fp8kit_status fk_cuda_gemm_workspace_bound(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
 fp8kit_status fk_cuda_gemm_workspace_best(fp8kit_ctx *ctx, const fk_gemm_job *job, const struct fk_plan *plan,
                                           size_t *bytes);
 /* A validated grouped GEMM for the CUDA backend (grouped.c builds it): gemm

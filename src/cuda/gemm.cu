@@ -118,36 +118,50 @@ static int fk_tma_store_ok(const fk_gemm_job *job)
  * -5.4%; at 4096x7168x2048, 16 K blocks, 4 parts cost +1.5% and 2 parts 0). FK_GEMM_SK=0 turns it off, FK_GEMM_SK=s asks for s
  * parts (still within slots / tail and the K blocks). Single-CTA general
  * variants only (not MX, not 2-CTA clusters). */
+static int64_t fk_sm90_sk_parts(int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)
+{
+    const int want = fk_env_int("FK_GEMM_SK", -1);
+    *tail = tiles > 0 && slots > 0 ? tiles % slots : 0;
+    if (want == 0 || *tail == 0)
+        return 0;
+    int64_t s = want > 0 ? want : (nkb / 8 < 4 ? nkb / 8 : 4);
+    if (s > slots / *tail)
+        s = slots / *tail;
+    if (s > nkb)
+        s = nkb;
+    return s < 2 ? 0 : s;
+}
+
+/* Workspace bytes of a stream-K tail: 2 flag words per slot (rounded up to
+ * 256 bytes), then the slots' partial tiles (128 x bn fp32 each). */
+static size_t fk_sm90_sk_bytes_of(int64_t tail, int64_t parts, int bn)
+{
+    if (parts < 2)
+        return 0;
+    const size_t slots = (size_t)tail * (size_t)(parts - 1);
+    return (slots * 16 + 255) / 256 * 256 + slots * FK_GEMM_BM * (size_t)bn * 4;
+}
+
 static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slots, int64_t nkb, fk_sm90_config *cfg)
 {
     cfg->sk_parts = cfg->sk_tail = 0;
     cfg->sk_grid = cfg->grid;
-    const int want = fk_env_int("FK_GEMM_SK", -1);
-    if (v->cluster != 1 || v->block == 2 || want == 0 || tiles < 1)
+    if (v->cluster != 1 || v->block == 2)
         return;
-    const int64_t tail = tiles % slots;
-    if (tail == 0)
-        return;
-    int64_t s = want > 0 ? want : (nkb / 8 < 4 ? nkb / 8 : 4);
-    if (s > slots / tail)
-        s = slots / tail;
-    if (s > nkb)
-        s = nkb;
-    if (s < 2)
+    int64_t tail = 0;
+    const int64_t s = fk_sm90_sk_parts(tiles, slots, nkb, &tail);
+    if (!s)
         return;
     cfg->sk_parts = (int32_t)s;
     cfg->sk_tail = (int32_t)tail;
     cfg->sk_grid = (int32_t)(tiles >= slots ? slots : tail * s);
 }
 
-/* Workspace bytes of the stream-K tail: 2 flag words per slot (rounded up
- * to 256 bytes), then the slots' partial tiles (128 x BN fp32 each). */
 static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
 {
-    if (cfg->sk_parts < 2 || cfg->variant < 0 || cfg->variant >= fk_sm90_variant_count)
+    if (cfg->variant < 0 || cfg->variant >= fk_sm90_variant_count)
         return 0;
-    const size_t slots = (size_t)cfg->sk_tail * (size_t)(cfg->sk_parts - 1);
-    return (slots * 16 + 255) / 256 * 256 + slots * FK_GEMM_BM * (size_t)fk_sm90_variants[cfg->variant].bn * 4;
+    return fk_sm90_sk_bytes_of(cfg->sk_tail, cfg->sk_parts, fk_sm90_variants[cfg->variant].bn);
 }
 
 /* Where the stream-K area starts in the workspace: after the fp16 copies
@@ -659,6 +673,29 @@ extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_j
 {
     (void)ctx;
     *bytes = fk_f16_workspace_bytes(job);
+    return FP8KIT_OK;
+}
+
+/* A bound on what any plan of the job could want (the autotuner may pick
+ * any tile width): the fp16 copies plus the largest stream-K area over the
+ * tile widths; made without a plan, so nothing runs on the job's pointers. */
+extern "C" fp8kit_status fk_cuda_gemm_workspace_bound(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)
+{
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    const size_t f16 = fk_f16_workspace_bytes(job);
+    size_t sk = 0;
+    if (cs && job->m > 0 && job->n > 0) {
+        const int64_t nkb = fk_ceil_div(fk_f16_path(job) ? 2 * job->k : job->k, FK_GEMM_BK);
+        static const int bns[4] = {64, 128, 192, 256};
+        for (int i = 0; i < 4; i++) {
+            int64_t tail = 0;
+            const int64_t tiles = fk_ceil_div(job->m, FK_GEMM_BM) * fk_ceil_div(job->n, bns[i]);
+            const int64_t s = fk_sm90_sk_parts(tiles, cs->sm_count, nkb, &tail);
+            const size_t b = fk_sm90_sk_bytes_of(tail, s, bns[i]);
+            sk = b > sk ? b : sk;
+        }
+    }
+    *bytes = sk ? fk_sm90_sk_offset(job) + sk : f16;
     return FP8KIT_OK;
 }
 
