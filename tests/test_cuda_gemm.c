@@ -675,7 +675,8 @@ static void ts_byte_equal(int small)
  * tiles) agrees within bf16 rounding; a captured CUDA graph replayed with
  * new A values between replays gives each time the bytes of a direct call
  * on the same A (a flag left by an earlier replay must not let the reducer
- * read stale partial sums). */
+ * read stale partial sums: the captured launch keeps its flag value, and a
+ * captured memset clears the flags before each replay). */
 static void sk_handoff(void)
 {
     const int64_t M = 256, N = 384, K = 4096;
@@ -717,6 +718,7 @@ static void sk_handoff(void)
 #define SK_RUN(out)                                                                                       \
     do {                                                                                                  \
         CHECK(cudaMemset(dD, 0xFF, db) == cudaSuccess, "memset");                                        \
+        CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync"); /* st does not wait for the legacy stream */ \
         CHECK_STATUS(fp8kit_gemm(gctx, &desc, &ga, st), FP8KIT_OK);                                       \
         CHECK(cudaStreamSynchronize(st) == cudaSuccess, "sync");                                          \
         d2h(out, dD, db);                                                                                 \
@@ -755,18 +757,19 @@ static void sk_handoff(void)
     CHECK(cudaStreamEndCapture(st, &graph) == cudaSuccess, "end capture");
     CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
     long bad = 0;
-    for (int r = 0; r < 4 && exec; r++) {
+    for (int r = 0; r < 8 && exec; r++) {
         for (int64_t i = 0; i < M * K; i++) A[i] = fk_f32_to_fp8(rand_val(0) * 32.0f, 0);
         h2d(dA, A, (size_t)(M * K));
         SK_RUN(D0); /* direct */
         CHECK(cudaMemset(dD, 0xFF, db) == cudaSuccess, "memset");
+        CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
         CHECK(cudaGraphLaunch(exec, st) == cudaSuccess, "graph launch");
         CHECK(cudaStreamSynchronize(st) == cudaSuccess, "sync");
         d2h(D1, dD, db);
         bad += memcmp(D0, D1, db) != 0;
     }
 #undef SK_RUN
-    CHECK(bad == 0, "sk hand-off: %ld of 4 graph replays differ from the direct call", bad);
+    CHECK(bad == 0, "sk hand-off: %ld of 8 graph replays differ from the direct call", bad);
     /* with autotune on, the size query makes no plan (planning would time
      * kernels on the arguments): a bound, here on fake pointers, at least
      * what the plan asked for */

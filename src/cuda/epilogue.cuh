@@ -54,7 +54,7 @@ struct fk_gemm_params {
     int sk_parts, sk_tail;
     float *sk_ws;                 /* the partial sums: sk_tail (sk_parts - 1) slots of 128 x BN fp32 */
     unsigned long long *sk_flags; /* 2 words per slot (one per consumer warpgroup) */
-    unsigned long long sk_salt;   /* flag value = this launch's %gridid ^ sk_salt */
+    unsigned long long sk_token;  /* this launch's flag value (gemm.cu, fk_sm90_sk_token) */
     /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
     const int *grp_offs;    /* G int32 row ends in device memory, read by every CTA */
     int grp_count;          /* G */

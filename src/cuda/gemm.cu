@@ -168,9 +168,9 @@ static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
  * of the precise fp32 path, 256-byte aligned. */
 static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_f16_workspace_bytes(job) + 255) / 256 * 256; }
 
-/* A per-process random value that makes the stream-K flags of this process
- * unlike any earlier content of a workspace. */
-static uint64_t fk_sm90_sk_salt(void)
+/* A stream-K flag value no earlier launch of this process used (a
+ * per-process random 64-bit salt times the launch count; never 0) */
+static uint64_t fk_sm90_sk_token(void)
 {
     static const uint64_t salt = [] {
         uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&h;
@@ -181,7 +181,9 @@ static uint64_t fk_sm90_sk_salt(void)
         h *= 0x94D049BB133111EBull;
         return h ^ (h >> 29);
     }();
-    return salt;
+    static uint64_t count;
+    const uint64_t n = __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
+    return (salt + n * 0x9E3779B97F4A7C15ull) | 1u;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
@@ -647,8 +649,14 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
             p.sk_tail = cfg.sk_tail;
             p.sk_flags = (unsigned long long *)w;
             p.sk_ws = (float *)(w + (slots * 16 + 255) / 256 * 256);
-            p.sk_salt = fk_sm90_sk_salt();
+            p.sk_token = fk_sm90_sk_token();
             grid = (unsigned)cfg.sk_grid;
+            /* captured into a CUDA graph, the token is replayed with the
+             * launch: clear the flags before each replay */
+            cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+            FK_CUDA_CHECK(ctx, cudaStreamIsCapturing(st, &cap));
+            if (cap != cudaStreamCaptureStatusNone)
+                FK_CUDA_CHECK(ctx, cudaMemsetAsync(w, 0, slots * 16, st));
         }
     }
     if (f16 && job->k > 0) {

@@ -427,10 +427,11 @@ static __device__ __forceinline__ void fk_sm90_lag_end(const fk_gemm_params &p, 
  * waits for the flags, adds the slots to its own sums in part order (the
  * result is the same in every run) and runs the epilogue. The writers never
  * wait, so the reducer's wait always ends even when not every CTA of the
- * grid can be resident at once. A flag holds this launch's %gridid ^
- * p.sk_salt: a flag left by an earlier launch (graph replays included) or
- * whatever the workspace held before never matches, so the workspace needs
- * no clearing. Each consumer warpgroup hands off its own 64 rows. */
+ * grid can be resident at once. A flag holds this launch's token
+ * p.sk_token (a fresh 64-bit value per launch; a launch captured in a CUDA
+ * graph keeps its token, and the host puts a memset of the flags before it),
+ * so a flag left by an earlier launch or whatever the workspace held before
+ * does not match. Each consumer warpgroup hands off its own 64 rows. */
 template <int BN, bool TS, class W>
 static __device__ __forceinline__ fk_epi_pre fk_sm90_sk_start(const fk_gemm_params &p, const W &w, float *tab, int n0,
                                                               int wg, int tid)
@@ -450,7 +451,7 @@ static __device__ __forceinline__ bool fk_sm90_sk_finish(const fk_gemm_params &p
         return true;
     constexpr int V = NACC / 4; /* float4 per thread */
     const int s1 = p.sk_parts - 1;
-    const uint64_t token = fk_gridid() ^ p.sk_salt;
+    const uint64_t token = p.sk_token;
     if (w.part < s1) {
         const int slot = w.slot + w.part;
         float4 *dst = (float4 *)p.sk_ws + (size_t)(2 * slot + wg) * V * 128 + tid;

@@ -207,18 +207,8 @@ FK_DEV void fk_named_bar_arrive(int id, int n)
 #endif
 }
 
-/* Stream-K hand-off (gemm_sm90.cu): the launch's grid number (%gridid,
- * the context's count of launched grids, so two launches never share it),
- * and a 64-bit store with release / load with acquire semantics at GPU
- * scope. */
-FK_DEV uint64_t fk_gridid(void)
-{
-    uint64_t g = 0;
-#ifdef FK_SM90_DEVICE
-    asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
-#endif
-    return g;
-}
+/* Stream-K hand-off (gemm_sm90.cu): a 64-bit store with release and a
+ * load with acquire semantics at GPU scope. */
 FK_DEV void fk_st_release_u64(unsigned long long *p, uint64_t v)
 {
 #ifdef FK_SM90_DEVICE
