@@ -114,10 +114,11 @@ static int fk_tma_store_ok(const fk_gemm_job *job)
  * (gemm_sm90.cu); the price is s - 1 partial tiles written to and read back
  * from the workspace through L2, so s = min(slots / tail, K blocks / 8, 4)
  * and no split below 2 (H100, 2026-11-22, tensor and row scales, same-run
- * interleaved timing: 4096^3 -2.8%, 4096x4096x7168 -5%, 4096x7168x16384
- * -5.4%; at 4096x7168x2048, 16 K blocks, 4 parts cost +1.5% and 2 parts 0). FK_GEMM_SK=0 turns it off, FK_GEMM_SK=s asks for s
- * parts (still within slots / tail and the K blocks). Single-CTA general
- * variants only (not MX, not 2-CTA clusters). */
+ * interleaved timing against whole tiles: 4096^3 -3 to -3.5%,
+ * 4096x4096x7168 -5%, 4096x7168x16384 -5 to -6%; at 4096x7168x2048, 16 K
+ * blocks, 4 parts cost +1.5% and 2 parts 0). FK_GEMM_SK=0 turns it off,
+ * FK_GEMM_SK=s asks for s parts (still within slots / tail and the K
+ * blocks). Single-CTA general variants only (not MX, not 2-CTA clusters). */
 static int64_t fk_sm90_sk_parts(int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)
 {
     const int want = fk_env_int("FK_GEMM_SK", -1);
@@ -168,8 +169,9 @@ static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
  * of the precise fp32 path, 256-byte aligned. */
 static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_f16_workspace_bytes(job) + 255) / 256 * 256; }
 
-/* A stream-K flag value no earlier launch of this process used (a
- * per-process random 64-bit salt times the launch count; never 0) */
+/* A stream-K flag value no earlier launch of this process used: a
+ * per-process random 64-bit salt plus the launch count times an odd
+ * constant (distinct for 2^64 launches), never 0 (a cleared flag). */
 static uint64_t fk_sm90_sk_token(void)
 {
     static const uint64_t salt = [] {
