@@ -171,7 +171,8 @@ static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_f16_workspa
 
 /* A stream-K flag value no earlier launch of this process used: a
  * per-process random 64-bit salt plus the launch count times an odd
- * constant (distinct for 2^64 launches), never 0 (a cleared flag). */
+ * constant (a different value for each of 2^64 launches), with the one
+ * that would be 0 (a cleared flag) replaced by 1. */
 static uint64_t fk_sm90_sk_token(void)
 {
     static const uint64_t salt = [] {
@@ -185,7 +186,8 @@ static uint64_t fk_sm90_sk_token(void)
     }();
     static uint64_t count;
     const uint64_t n = __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
-    return (salt + n * 0x9E3779B97F4A7C15ull) | 1u;
+    const uint64_t v = salt + n * 0x9E3779B97F4A7C15ull;
+    return v ? v : 1u;
 }
 
 /* Makes `dev` the current device for a scope and restores the caller's. */
