@@ -133,14 +133,17 @@ static int64_t fk_sm90_sk_parts(int64_t tiles, int64_t slots, int64_t nkb, int64
     return s < 2 ? 0 : s;
 }
 
-/* Workspace bytes of a stream-K tail: 2 flag words per slot (rounded up to
- * 256 bytes), then the slots' partial tiles (128 x bn fp32 each). */
+/* The stream-K area of the workspace: tail x (parts - 1) slots; first 2
+ * flag words per slot (fk_sm90_sk_flag_bytes, rounded up to 256 bytes),
+ * then the slots' partial tiles (128 x bn fp32 each). */
+static size_t fk_sm90_sk_slots(int64_t tail, int64_t parts) { return (size_t)tail * (size_t)(parts - 1); }
+static size_t fk_sm90_sk_flag_bytes(size_t slots) { return (slots * 16 + 255) / 256 * 256; }
 static size_t fk_sm90_sk_bytes_of(int64_t tail, int64_t parts, int bn)
 {
     if (parts < 2)
         return 0;
-    const size_t slots = (size_t)tail * (size_t)(parts - 1);
-    return (slots * 16 + 255) / 256 * 256 + slots * FK_GEMM_BM * (size_t)bn * 4;
+    const size_t slots = fk_sm90_sk_slots(tail, parts);
+    return fk_sm90_sk_flag_bytes(slots) + slots * FK_GEMM_BM * (size_t)bn * 4;
 }
 
 static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slots, int64_t nkb, fk_sm90_config *cfg)
@@ -158,6 +161,7 @@ static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slo
     cfg->sk_grid = (int32_t)(tiles >= slots ? slots : tail * s);
 }
 
+/* (0 for the small-M kernel's configs, whose variant is FK_SMALL_TAG < 0) */
 static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
 {
     if (cfg->variant < 0 || cfg->variant >= fk_sm90_variant_count)
@@ -168,6 +172,13 @@ static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
 /* Where the stream-K area starts in the workspace: after the fp16 copies
  * of the precise fp32 path, 256-byte aligned. */
 static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_f16_workspace_bytes(job) + 255) / 256 * 256; }
+
+/* The whole workspace with a stream-K area of sk bytes (none: the fp16
+ * copies alone). */
+static size_t fk_sm90_ws_bytes(const fk_gemm_job *job, size_t sk)
+{
+    return sk ? fk_sm90_sk_offset(job) + sk : fk_f16_workspace_bytes(job);
+}
 
 /* A stream-K flag value no earlier launch of this process used: a
  * per-process random 64-bit salt plus the launch count times an odd
@@ -647,12 +658,12 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     if (cfg.sk_parts > 1 && job->workspace && ((uintptr_t)job->workspace & 15u) == 0) {
         const size_t off = fk_sm90_sk_offset(job);
         if (job->workspace_bytes >= off + fk_sm90_sk_bytes(&cfg)) {
-            const size_t slots = (size_t)cfg.sk_tail * (size_t)(cfg.sk_parts - 1);
+            const size_t slots = fk_sm90_sk_slots(cfg.sk_tail, cfg.sk_parts);
             unsigned char *w = (unsigned char *)job->workspace + off;
             p.sk_parts = cfg.sk_parts;
             p.sk_tail = cfg.sk_tail;
             p.sk_flags = (unsigned long long *)w;
-            p.sk_ws = (float *)(w + (slots * 16 + 255) / 256 * 256);
+            p.sk_ws = (float *)(w + fk_sm90_sk_flag_bytes(slots));
             p.sk_token = fk_sm90_sk_token();
             grid = (unsigned)cfg.sk_grid;
             /* captured into a CUDA graph, the token is replayed with the
@@ -694,7 +705,6 @@ extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_j
 extern "C" fp8kit_status fk_cuda_gemm_workspace_bound(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
-    const size_t f16 = fk_f16_workspace_bytes(job);
     size_t sk = 0;
     if (cs && job->m > 0 && job->n > 0) {
         const int64_t nkb = fk_ceil_div(fk_f16_path(job) ? 2 * job->k : job->k, FK_GEMM_BK);
@@ -707,7 +717,7 @@ extern "C" fp8kit_status fk_cuda_gemm_workspace_bound(fp8kit_ctx *ctx, const fk_
             sk = b > sk ? b : sk;
         }
     }
-    *bytes = sk ? fk_sm90_sk_offset(job) + sk : f16;
+    *bytes = fk_sm90_ws_bytes(job, sk);
     return FP8KIT_OK;
 }
 
@@ -720,7 +730,6 @@ extern "C" fp8kit_status fk_cuda_gemm_workspace_best(fp8kit_ctx *ctx, const fk_g
     (void)ctx;
     fk_sm90_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
-    const size_t sk = cfg.variant == FK_SMALL_TAG || job->m == 0 || job->n == 0 ? 0 : fk_sm90_sk_bytes(&cfg);
-    *bytes = sk ? fk_sm90_sk_offset(job) + sk : fk_f16_workspace_bytes(job);
+    *bytes = fk_sm90_ws_bytes(job, fk_sm90_sk_bytes(&cfg));
     return FP8KIT_OK;
 }

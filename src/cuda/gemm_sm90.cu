@@ -301,6 +301,9 @@ template <int CL, bool GR = false> struct fk_sm90_walk {
      * (the same raster order over them) maps to group g's rows. */
     __device__ __forceinline__ void tile(const fk_gemm_params &p, int &tm, int &tn)
     {
+        kb0 = 0; /* a whole tile unless the stream-K tail says otherwise */
+        kb1 = p.num_kb;
+        part = -1;
         if constexpr (GR) {
             const int G = p.grp_count;
             const int *gtab = fk_sm90_walk::gtab(p);
@@ -310,14 +313,8 @@ template <int CL, bool GR = false> struct fk_sm90_walk {
             g = fk_grp_find(gtab + G, G, tm);
             row0 = (g ? gtab[g - 1] : 0) + (tm - gtab[G + g]) * FK_GEMM_BM;
             m_end = gtab[g];
-            kb0 = 0;
-            kb1 = p.num_kb;
-            part = -1;
         } else {
             int idx = t;
-            kb0 = 0;
-            kb1 = p.num_kb;
-            part = -1;
             const int full = p.sched.count() - p.sk_tail;
             if (CL == 1 && t >= full) {
                 /* the stream-K tail (see fk_sm90_sk_plan in gemm.cu): item
