@@ -22,7 +22,7 @@ fk_run_test() {
     [ -x "$b/$t" ] || { echo "$t: not built" | tee -a "$OUT/summary.txt"; return; }
     env $env timeout "$secs" "$b/$t" >"$log" 2>&1
     echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
-    grep -E "^FAIL" "$log" | head -5
+    grep -E "FAIL " "$log" | head -5
 }
 
 # fk_build BUILD_DIR TARGET...: configures (Release, sm_90a only) and builds

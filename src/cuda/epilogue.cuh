@@ -311,26 +311,40 @@ static __device__ __forceinline__ float fk_epi_f16_f32(uint32_t h)
 #endif
 }
 
-/* y * sigmoid(-zn) = y / (1 + exp(zn)) without a division's slow-path
- * branch (so that many of them interleave): the accurate expf of zn clamped
- * to 80 (so d = 1 + exp(zn) <= 5.6e34 and 1 / d stays normal: no Inf / 0
- * case; exp(80) already makes the result |y| * 1.8e-35, i.e. 0 to any
- * output precision), then the reciprocal of d from the hardware estimate and
- * one Newton step (within 1 ulp), times y. gelu_tanh(y) = y * sigmoid(2 u)
- * with u = k0 (y + k1 y^3) (= 0.5 y (1 + tanh u)), so zn = y (K0 + K1 y^2)
- * with K0 = -2 k0, K1 = -2 k0 k1; silu(y) = y * sigmoid(y): zn = -y. A NaN y
- * gives NaN; y = -Inf gives -Inf (the CPU backend's formulas give NaN
- * there); for finite y both agree within SPEC 3. */
-static __device__ __forceinline__ float fk_epi_ysig(float y, float zn)
+/* 2^x from the hardware estimate (ex2.approx: relative error about 2^-22;
+ * results below the normal range flush to 0). */
+static __device__ __forceinline__ float fk_epi_ex2(float x)
 {
-    const float d = 1.0f + expf(fminf(zn, 80.0f));
-    const float r = fk_epi_rcp_est(d);
-    return y * fmaf(r, fmaf(-d, r, 1.0f), r);
+#ifdef FK_SM90_DEVICE
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#else
+    return exp2f(x);
+#endif
+}
+
+/* y * sigmoid(-zn) = y / (1 + 2^z) with z = zn log2(e), in 4 instructions
+ * and no division (so that many of them interleave): 2^z from ex2 with z
+ * clamped to 115 (so d = 1 + 2^z <= 4.2e34 and 1 / d stays normal: no
+ * Inf / 0 case; 2^115 already makes the result |y| * 2.4e-35, i.e. 0 to
+ * any output precision), the reciprocal of d from rcp.approx (1 ulp), times
+ * y: a few ulp in all, far inside SPEC 3 even for fp32 output (the
+ * rounding of z, which an exact exp would not remove, dominates).
+ * gelu_tanh(y) = y * sigmoid(2 u) with u = k0 (y + k1 y^3) (= 0.5 y (1 +
+ * tanh u)), so z = y (K0 + K1 y^2) with K0 = -2 k0 log2(e), K1 = -2 k0 k1
+ * log2(e); silu(y) = y * sigmoid(y): z = -y log2(e). A NaN y gives NaN;
+ * y = -Inf gives -Inf (the CPU backend's formulas give NaN there); for
+ * finite y both agree within SPEC 3. */
+static __device__ __forceinline__ float fk_epi_ysig(float y, float z)
+{
+    const float d = 1.0f + fk_epi_ex2(fminf(z, 115.0f));
+    return y * fk_epi_rcp_est(d);
 }
 
 static __device__ __forceinline__ float fk_epi_gelu_tanh(float y)
 {
-    const float K0 = -1.5957691216057308f, K1 = -0.07135481627260025f;
+    const float K0 = -2.3022082f, K1 = -0.10294324f;
     return fk_epi_ysig(y, y * fmaf(y * y, K1, K0));
 }
 
@@ -345,7 +359,7 @@ template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[
     } else if (act == 4) {
 #pragma unroll
         for (int e = 0; e < N; e++)
-            y[e] = fk_epi_ysig(y[e], -y[e]);
+            y[e] = fk_epi_ysig(y[e], y[e] * -1.442695f);
     } else if (act == 1) {
 #pragma unroll
         for (int e = 0; e < N; e++)
