@@ -48,6 +48,7 @@ typedef struct gcase {
     fp8kit_dtype hp; /* OUTQ_MX / BLOCK1X128: desc.out_hp */
     int rceil, pow2; /* desc.out_rounding (RCEIL), desc.out_pow2 */
     int exact;       /* small-integer operands, power-of-two scales: y exact on both backends */
+    int bias_off;    /* the bias starts this many elements into its allocation (alignment) */
 } gcase;
 
 
@@ -166,13 +167,14 @@ static double run_case(const gcase *g)
     const size_t dbytes = (size_t)(M * ldd) * ds;
     void *dA = dmalloc((size_t)(M * K)), *dB = dmalloc((size_t)(N * K));
     void *dSA = dmalloc((size_t)nsa * 4), *dSB = dmalloc((size_t)nsb * 4);
-    void *dC = dmalloc((size_t)(M * N) * hs), *dBI = dmalloc((size_t)nb * 4), *dD = dmalloc(dbytes);
+    void *dC = dmalloc((size_t)(M * N) * hs), *dBIa = dmalloc((size_t)(nb + 1) * 4), *dD = dmalloc(dbytes);
     void *dSD = dmalloc(4), *dAM = dmalloc(4);
     h2d(dA, A, (size_t)(M * K));
     h2d(dB, B, (size_t)(N * K));
     h2d(dSA, SA, (size_t)nsa * 4);
     h2d(dSB, SB, (size_t)nsb * 4);
     h2d(dC, C, (size_t)(M * N) * hs);
+    void *dBI = (char *)dBIa + (size_t)g->bias_off * fp8kit_dtype_size(g->biast ? g->biast : FP8KIT_F32);
     h2d(dBI, BI, (size_t)nb * fp8kit_dtype_size(g->biast ? g->biast : FP8KIT_F32));
     h2d(dSD, &scale_d, 4);
     CHECK(cudaMemset(dD, 0xFF, dbytes) == cudaSuccess, "memset"); /* NaN poison */
@@ -368,7 +370,7 @@ static double run_case(const gcase *g)
     }
     free(A); free(B); free(SA); free(SB); free(C); free(BI); free(ref); free(da); free(D); free(Dc);
     free(SDO); free(SDOc); cudaFree(dSDO);
-    cudaFree(dA); cudaFree(dB); cudaFree(dSA); cudaFree(dSB); cudaFree(dC); cudaFree(dBI); cudaFree(dD);
+    cudaFree(dA); cudaFree(dB); cudaFree(dSA); cudaFree(dSB); cudaFree(dC); cudaFree(dBIa); cudaFree(dD);
     cudaFree(dSD); cudaFree(dAM); cudaFree(dWS);
     return rel;
 }
@@ -1067,6 +1069,39 @@ int main(void)
     g = base_case("block f32 fast K=16384", 128, 256, 16384); f32f(&g);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; run_case(&g);
     promo_study(128, 256, 16384);
+
+    /* the TMA-store epilogue with a column bias (f32 / bf16 / f16) and / or
+     * an activation: tensor scales, A row-scaled, B row-scaled with an
+     * activation only, every tile width, multi-tile, a split tail; a bias
+     * on a 2-byte boundary and a row bias take the bulk path */
+    {
+        static const fp8kit_activation acts[5] = {FP8KIT_ACT_NONE, FP8KIT_ACT_RELU, FP8KIT_ACT_GELU_TANH,
+                                                  FP8KIT_ACT_GELU_ERF, FP8KIT_ACT_SILU};
+        static const fp8kit_dtype bts[3] = {FP8KIT_F32, FP8KIT_BF16, FP8KIT_F16};
+        static const char *const bns[3] = {"128", "192", "256"};
+        static const char *const names[10] = {"ts bias", "ts bias relu", "ts bias gelu", "ts bias gelu_erf",
+                                              "ts silu", "ts bias rowA", "ts bias relu rowA", "ts bias gelu rowA",
+                                              "ts gelu rowB", "ts silu rowA rowB"};
+        for (int i = 0; i < 10; i++) {
+            g = base_case(names[i], 130 + 61 * i, 8 * (21 + 13 * i), 128 * (1 + i % 4));
+            g.act = acts[i % 5];
+            g.bias = i == 4 || i >= 8 ? FP8KIT_BIAS_NONE : FP8KIT_BIAS_COL;
+            g.biast = bts[i % 3];
+            g.dt = i & 1 ? FP8KIT_F16 : FP8KIT_BF16;
+            g.alpha = i & 1 ? 0.75f : 1.0f;
+            if (i >= 5) g.sa = FP8KIT_SCALE_ROW;
+            if (i >= 8) g.sb = FP8KIT_SCALE_ROW;
+            g.bn = bns[i % 3];
+            g.fast = i % 3 == 2; /* 256 wide: fast accumulation only */
+            run_case(&g);
+        }
+        g = base_case("ts multi-tile sk bias gelu bf16", 1152, 1152, 2048); g.bn = "192";
+        g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+        g = base_case("ts bias 2-byte aligned (bulk)", 200, 264, 256); g.bias = FP8KIT_BIAS_COL;
+        g.biast = FP8KIT_BF16; g.bias_off = 1; g.act = FP8KIT_ACT_SILU; run_case(&g);
+        g = base_case("ts row bias (bulk)", 200, 264, 256); g.bias = FP8KIT_BIAS_ROW; g.act = FP8KIT_ACT_RELU;
+        g.dt = FP8KIT_F16; run_case(&g);
+    }
 
     /* stream-K tail on every consumer and epilogue kind: a full wave then
      * the split tail (135 tiles of 128 x 64: 132 + 3 split 2 ways), split-K

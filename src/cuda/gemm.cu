@@ -99,12 +99,16 @@ static int fk_d16_copyable(const fk_gemm_job *job)
 }
 
 /* Whether D leaves through the TMA-store epilogue in the variants that have
- * it: copyable D, N a multiple of 8 and a plain epilogue (no bias or
- * activation). N: a TMA store clips a row's end only to 16 bytes (H100,
+ * it: copyable D, N a multiple of 8, any activation, and no bias or a
+ * column bias on a 4-byte boundary with B not row-scaled (the bias takes
+ * the per-warp table's column factors' place, fetched with 4-byte
+ * cp.async). N: a TMA store clips a row's end only to 16 bytes (H100,
  * 2026-11-22: N = 325 in a row stride of 328 wrote columns 325-327). */
 static int fk_tma_store_ok(const fk_gemm_job *job)
 {
-    return fk_d16_copyable(job) && job->n % 8 == 0 && !job->bias && job->desc.act == FP8KIT_ACT_NONE;
+    const int bias_ok = !job->bias || (job->desc.bias == FP8KIT_BIAS_COL && job->desc.scale_b != FP8KIT_SCALE_ROW &&
+                                       ((uintptr_t)job->bias & 3u) == 0);
+    return fk_d16_copyable(job) && job->n % 8 == 0 && bias_ok;
 }
 
 /* Stream-K tail. With tiles = W x slots + tail work items, the last wave

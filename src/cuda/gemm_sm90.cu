@@ -68,23 +68,26 @@ template <int BN, bool TS = false> struct fk_sm90_shape {
 };
 
 #ifdef FK_SM90_DEVICE
-/* The TMA-store epilogue (p.d_bulk == 2, only in TS variants) of a plain
- * epilogue - tensor or row scales, alpha, bf16/f16 D, no C, bias or
- * activation -: the warpgroup converts its 64 x BN fragment 32 columns at a
- * time into one of two 64 x 32 staging buffers at buf (1024-aligned; 64-byte
- * swizzle, so the fragment stores are free of bank conflicts). Each warp
- * owns the 16 rows of the buffers it writes and stores them itself, one TMA
- * tensor store (16 x 32 box, clipping rows past M and columns past N) per
- * chunk from its lane 0: the warps never wait for one another inside the
- * epilogue. A warp writes a buffer again only after its store from it two
- * chunks earlier has read it (also across tiles). y = acc * (sa * f): with
- * per-column B scales f comes from the warp's table (cf: this lane's
- * column pair of 8-column group 0), else every column has f = fu; sa_lo /
- * sa_hi are the row scales of the lane's two rows (1 without). */
-template <int BN, bool COLSC, bool BF, int NACC>
+/* The TMA-store epilogue (p.d_bulk == 2, only in TS variants): tensor or
+ * row scales, alpha, an optional column bias, an optional activation,
+ * bf16/f16 D, no C. The warpgroup converts its 64 x BN fragment 32 columns
+ * at a time into one of two 64 x 32 staging buffers at buf (1024-aligned;
+ * 64-byte swizzle, so the fragment stores are free of bank conflicts). Each
+ * warp owns the 16 rows of the buffers it writes and stores them itself,
+ * one TMA tensor store (16 x 32 box, clipping rows past M and columns past
+ * N) per chunk from its lane 0: the warps never wait for one another inside
+ * the epilogue. A warp writes a buffer again only after its store from it
+ * two chunks earlier has read it (also across tiles). y = acc * (sa * f),
+ * or fma(acc, sa * f, bias) with a bias (bt: this lane's column pair of
+ * 8-column group 0 in the warp's table, as fp32), then the activation (EXT:
+ * bias or activation present): with per-column B scales f comes from the
+ * warp's table (cf, laid out like bt), else every column has f = fu; sa_lo
+ * / sa_hi are the row scales of the lane's two rows (1 without). */
+template <int BN, bool COLSC, bool BF, bool EXT, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_params &p, float (&acc)[NACC],
-                                                              uint32_t buf, const float *cf, float sa_lo,
-                                                              float sa_hi, float fu, int m0, int n0, int tid)
+                                                              uint32_t buf, const float *cf, const float *bt,
+                                                              float sa_lo, float sa_hi, float fu, int m0, int n0,
+                                                              int tid)
 {
     const int warp = tid >> 5, lane = tid & 31;
     const int r_lo = warp * 16 + (lane >> 2), r_hi = r_lo + 8, q = lane & 3;
@@ -112,23 +115,33 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
                     fn[j] = *(const float2 *)&cf[8 * (4 * (c + 1) + j)];
             }
         }
+        float y[16];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int g = 4 * c + j; /* 8-column group of the fragment */
-            float y0, y1, y2, y3;
-            if (COLSC) {
-                y0 = acc[4 * g] * (sa_lo * f[j].x);
-                y1 = acc[4 * g + 1] * (sa_lo * f[j].y);
-                y2 = acc[4 * g + 2] * (sa_hi * f[j].x);
-                y3 = acc[4 * g + 3] * (sa_hi * f[j].y);
+            const float f0 = COLSC ? sa_lo * f[j].x : fu_lo, f1 = COLSC ? sa_lo * f[j].y : fu_lo;
+            const float f2 = COLSC ? sa_hi * f[j].x : fu_hi, f3 = COLSC ? sa_hi * f[j].y : fu_hi;
+            if (EXT && bt) {
+                const float2 bb = *(const float2 *)&bt[8 * g];
+                y[4 * j] = fmaf(acc[4 * g], f0, bb.x);
+                y[4 * j + 1] = fmaf(acc[4 * g + 1], f1, bb.y);
+                y[4 * j + 2] = fmaf(acc[4 * g + 2], f2, bb.x);
+                y[4 * j + 3] = fmaf(acc[4 * g + 3], f3, bb.y);
             } else {
-                y0 = acc[4 * g] * fu_lo;
-                y1 = acc[4 * g + 1] * fu_lo;
-                y2 = acc[4 * g + 2] * fu_hi;
-                y3 = acc[4 * g + 3] * fu_hi;
+                y[4 * j] = acc[4 * g] * f0;
+                y[4 * j + 1] = acc[4 * g + 1] * f1;
+                y[4 * j + 2] = acc[4 * g + 2] * f2;
+                y[4 * j + 3] = acc[4 * g + 3] * f3;
             }
-            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), BF ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1));
-            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), BF ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3));
+        }
+        if (EXT)
+            fk_epi_act_n(y, p.act);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo),
+                             BF ? fk_cvt_bf16x2(y[4 * j], y[4 * j + 1]) : fk_cvt_f16x2(y[4 * j], y[4 * j + 1]));
+            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), BF ? fk_cvt_bf16x2(y[4 * j + 2], y[4 * j + 3])
+                                                            : fk_cvt_f16x2(y[4 * j + 2], y[4 * j + 3]));
         }
         fk_fence_proxy_async();
         __syncwarp();
@@ -141,43 +154,55 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
     }
 }
 
-/* The chunks with D's type (BF: bf16, else f16) as a template argument: one
- * conversion per pair instead of both under a predicate. */
+/* The chunks with D's type (BF: bf16, else f16) and whether a bias or an
+ * activation is present as template arguments: one conversion per pair
+ * instead of both under a predicate, and the plain epilogue as it was. */
 template <int BN, bool COLSC, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma_d(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
-                                                         const float *cf, float sa_lo, float sa_hi, float fu, int m0,
-                                                         int n0, int tid)
+                                                         const float *cf, const float *bt, float sa_lo, float sa_hi,
+                                                         float fu, int m0, int n0, int tid)
 {
-    if (p.d_type == FP8KIT_BF16)
-        fk_epilogue_tma_chunks<BN, COLSC, true>(p, acc, buf, cf, sa_lo, sa_hi, fu, m0, n0, tid);
-    else
-        fk_epilogue_tma_chunks<BN, COLSC, false>(p, acc, buf, cf, sa_lo, sa_hi, fu, m0, n0, tid);
+    const bool ext = bt || p.act;
+    if (p.d_type == FP8KIT_BF16) {
+        if (ext)
+            fk_epilogue_tma_chunks<BN, COLSC, true, true>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
+        else
+            fk_epilogue_tma_chunks<BN, COLSC, true, false>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
+    } else {
+        if (ext)
+            fk_epilogue_tma_chunks<BN, COLSC, false, true>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
+        else
+            fk_epilogue_tma_chunks<BN, COLSC, false, false>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
+    }
 }
 
 /* 4-byte asynchronous copy global -> shared (cp.async, through L1), and the
  * wait for all of this thread's. */
-static __device__ __forceinline__ void fk_cp_async4(uint32_t dst, const float *src)
+static __device__ __forceinline__ void fk_cp_async4(uint32_t dst, const void *src)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
 static __device__ __forceinline__ void fk_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-/* Whether the TMA-store epilogue takes per-row or per-column scales: then
- * each warp reads them from its own table (FK_EPI_WTAB floats at tab +
- * warp * FK_EPI_WTAB(BN) in the warpgroup's table area). */
-static __device__ __forceinline__ bool fk_epi_tma_rows(const fk_gemm_params &p)
+/* Whether the TMA-store epilogue reads per-warp tables (FK_EPI_WTAB floats
+ * at tab + warp * FK_EPI_WTAB(BN) in the warpgroup's table area): with
+ * per-row or per-column scales, or a (column) bias. */
+static __device__ __forceinline__ bool fk_epi_tma_tab(const fk_gemm_params &p)
 {
-    return p.sa_mode == FP8KIT_SCALE_ROW || p.sb_mode == FP8KIT_SCALE_ROW;
+    return p.sa_mode == FP8KIT_SCALE_ROW || p.sb_mode == FP8KIT_SCALE_ROW || p.bias;
 }
 
-/* At the start of a tile (fk_epi_tma_rows): each warp copies what its
+/* At the start of a tile (fk_epi_tma_tab): each warp copies what its
  * epilogue will read into its own table with cp.async, so that no register
  * waits for these loads and they complete behind the main loop: the BN B
- * scales of the tile's columns (lane l: columns l, l + 32, ...), the A
- * scales of the warp's 16 rows (lanes 0-15) and the tensor scales (lanes 16,
- * 17). Columns past N and rows past M read the last one (their outputs are
- * clipped). The warp's epilogue of the previous tile read the table before
- * its last __syncwarp, which precedes these copies. */
+ * scales of the tile's columns (lane l: columns l, l + 32, ...) or, in
+ * their place, its BN bias values (B is not row-scaled with a bias,
+ * gemm.cu; bf16 / f16 bias as BN / 2 raw column pairs, widened in the
+ * epilogue), the A scales of the warp's 16 rows (lanes 0-15) and the
+ * tensor scales (lanes 16, 17). Columns past N and rows past M read the
+ * last one (their outputs are clipped). The warp's epilogue of the previous
+ * tile read the table before its last __syncwarp, which precedes these
+ * copies. */
 template <int BN>
 static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p, float *tab, int m0, int n0, int tid)
 {
@@ -187,6 +212,17 @@ static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p,
 #pragma unroll
         for (int i = 0; i < BN / 32; i++)
             fk_cp_async4(wt + 4 * (lane + 32 * i), p.sb + min(n0 + lane + 32 * i, p.n - 1));
+    } else if (p.bias) {
+        if (p.bias_type == FP8KIT_F32) {
+#pragma unroll
+            for (int i = 0; i < BN / 32; i++)
+                fk_cp_async4(wt + 4 * (lane + 32 * i), (const float *)p.bias + min(n0 + lane + 32 * i, p.n - 1));
+        } else { /* N is even here: pairs never straddle it */
+#pragma unroll
+            for (int i = 0; i < BN / 64; i++)
+                fk_cp_async4(wt + 4 * (lane + 32 * i),
+                             (const uint16_t *)p.bias + min(n0 + 2 * (lane + 32 * i), p.n - 2));
+        }
     }
     if (lane < 16 && p.sa_mode == FP8KIT_SCALE_ROW)
         fk_cp_async4(wt + 4 * (BN + lane), p.sa + min(m0 + warp * 16 + lane, p.m - 1));
@@ -196,20 +232,21 @@ static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p,
         fk_cp_async4(wt + 4 * (BN + 17), p.sb);
 }
 
-/* The TMA-store epilogue of a tile. Tensor scales: one factor fu = alpha *
- * sa * sb rounded once from double. Row scales (fk_epi_tma_rows): from the
- * warp's table, no warpgroup barrier; each lane turns its own columns'
- * B scales into the factors alpha * sa * sb rounded once from double (with
- * sa = 1 - A row-scaled or unscaled - the fp32 product alpha * sb is that
- * value: the double product of two floats is exact), __syncwarp, then the
- * chunks read them. */
+/* The TMA-store epilogue of a tile. Tensor scales and no bias: one factor
+ * fu = alpha * sa * sb rounded once from double. Otherwise
+ * (fk_epi_tma_tab) from the warp's table, no warpgroup barrier: each lane
+ * turns its own columns' B scales into the factors alpha * sa * sb rounded
+ * once from double (with sa = 1 - A row-scaled or unscaled - the fp32
+ * product alpha * sb is that value: the double product of two floats is
+ * exact), or widens its bf16 / f16 bias pairs to fp32 in place,
+ * __syncwarp, then the chunks read them. */
 template <int BN, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
                                                        float *tab, const fk_epi_pre &pre, int m0, int n0, int tid)
 {
-    if (!fk_epi_tma_rows(p)) {
+    if (!fk_epi_tma_tab(p)) {
         const float fu = (float)((double)p.alpha * (double)pre.sat * (double)pre.sbt);
-        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
+        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
         return;
     }
     const int warp = tid >> 5, lane = tid & 31;
@@ -230,22 +267,43 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
                 wt[lane + 32 * i] = (float)(ar * (double)wt[lane + 32 * i]);
         }
         __syncwarp();
-        fk_epilogue_tma_d<BN, true>(p, acc, buf, wt + 2 * (lane & 3), sa_lo, sa_hi, 1.0f, m0, n0, tid);
+        fk_epilogue_tma_d<BN, true>(p, acc, buf, wt + 2 * (lane & 3), nullptr, sa_lo, sa_hi, 1.0f, m0, n0, tid);
     } else {
-        /* A row-scaled, B tensor-scaled or unscaled */
-        const float fu = p.sb_mode == FP8KIT_SCALE_TENSOR ? __fmul_rn(p.alpha, wt[BN + 17]) : p.alpha;
-        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, sa_lo, sa_hi, fu, m0, n0, tid);
+        /* B tensor-scaled or unscaled; A row- or tensor-scaled or unscaled */
+        double fd = (double)p.alpha;
+        if (p.sa_mode == FP8KIT_SCALE_TENSOR)
+            fd *= (double)wt[BN + 16];
+        if (p.sb_mode == FP8KIT_SCALE_TENSOR)
+            fd *= (double)wt[BN + 17];
+        const float fu = (float)fd;
+        if (p.bias && p.bias_type != FP8KIT_F32) {
+            uint32_t pr[BN / 64];
+#pragma unroll
+            for (int i = 0; i < BN / 64; i++)
+                pr[i] = ((const uint32_t *)wt)[lane + 32 * i];
+            __syncwarp();
+            const bool bf = p.bias_type == FP8KIT_BF16;
+#pragma unroll
+            for (int i = 0; i < BN / 64; i++) {
+                const int k = lane + 32 * i;
+                wt[2 * k] = bf ? fk_u2f(pr[i] << 16) : fk_epi_f16_f32(pr[i] & 0xFFFFu);
+                wt[2 * k + 1] = bf ? fk_u2f(pr[i] & 0xFFFF0000u) : fk_epi_f16_f32(pr[i] >> 16);
+            }
+            __syncwarp();
+        }
+        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, p.bias ? wt + 2 * (lane & 3) : nullptr, sa_lo, sa_hi, fu,
+                                     m0, n0, tid);
     }
 }
 
 /* The tile's epilogue inputs, at its start: copied to the warps' tables
- * (TS variants' TMA-store epilogue with row scales), else prefetched into
- * registers (epilogue.cuh). */
+ * (TS variants' TMA-store epilogue with row scales or a bias), else
+ * prefetched into registers (epilogue.cuh). */
 template <int BN, bool TS>
 static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_params &p, float *tab, int m0, int n0,
                                                                int tid, int m_end, int g)
 {
-    if (TS && p.d_bulk == 2 && fk_epi_tma_rows(p)) {
+    if (TS && p.d_bulk == 2 && fk_epi_tma_tab(p)) {
         fk_epi_tma_fetch<BN>(p, tab, m0, n0, tid);
         fk_epi_pre e = {};
         e.m_end = m_end;
