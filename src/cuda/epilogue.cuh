@@ -73,7 +73,8 @@ struct fk_sm90_variant {
     int smem_bytes;
     fk_sm90_kernel_fn fn;
     int cluster; /* CTAs per cluster along M sharing each B tile through TMA multicast (1 or 2) */
-    int tma_store; /* 1: small epilogue area (TMA-store epilogue for plain epilogues), one stage more */
+    int tma_store; /* small epilogue area, one stage more: the TMA-store epilogue for plain epilogues (1) or
+                    * with a column bias and / or an activation (2) */
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;

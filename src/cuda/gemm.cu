@@ -111,6 +111,15 @@ static int fk_tma_store_ok(const fk_gemm_job *job)
     return fk_d16_copyable(job) && job->n % 8 == 0 && bias_ok;
 }
 
+/* The TMA-store variants' kind for a job: 1 plain epilogue, 2 with a bias
+ * or an activation (their own kernels, so the plain ones carry none of
+ * that code; H100, 2026-11-22: putting it in the plain kernels cost them
+ * 10-14%). */
+static int fk_tma_store_kind(const fk_gemm_job *job)
+{
+    return job->bias || job->desc.act != FP8KIT_ACT_NONE ? 2 : 1;
+}
+
 /* Stream-K tail. With tiles = W x slots + tail work items, the last wave
  * keeps only `tail` of the `slots` SMs busy (4096^3 with 128 x 192 tiles:
  * 704 = 5 x 132 + 44, so 6 waves of time for 5.33 of work). Each tail tile
@@ -313,7 +322,8 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
         const fk_sm90_variant *v = &fk_sm90_variants[vi];
         if (v->promo != promo || v->block != block || v->ab != ab ||
             (job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128 && v->bn % 128) ||
-            (v->tma_store && !fk_tma_store_ok(job))) /* it would run the general epilogue: never the fastest */
+            (v->tma_store && (!fk_tma_store_ok(job) || v->tma_store != fk_tma_store_kind(job)))) /* it would run
+                                                                                   the general epilogue */
             continue;
         for (int gm = 8; gm <= 16; gm += 8) {
             fk_sm90_config cfg;
@@ -442,7 +452,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     cluster = fk_env_int("FK_GEMM_CLUSTER", cluster);
     /* the TMA-store epilogue's variants (one stage more) for plain epilogues */
     const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_env_int("FK_GEMM_TS", 1) != 0;
-    int vi = ts ? fk_find_variant(bn, promo, vblock, vab, 1, 1) : -1;
+    int vi = ts ? fk_find_variant(bn, promo, vblock, vab, 1, fk_tma_store_kind(job)) : -1;
     if (vi < 0)
         vi = fk_find_variant(bn, promo, vblock, vab, cluster, 0);
     if (vi < 0)
@@ -597,7 +607,7 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     /* Tensor maps: encoding one costs about a microsecond of host time, so the
      * plan memoizes the last set, keyed by everything they encode (D's map
      * only for the TMA-store epilogue; zeros otherwise). */
-    const int tstore = v->tma_store && fk_tma_store_ok(job);
+    const int tstore = v->tma_store && fk_tma_store_ok(job) && v->tma_store == fk_tma_store_kind(job);
     CUtensorMap tmaps[3];
     if (job->k > 0) {
         const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,

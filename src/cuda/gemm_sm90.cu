@@ -115,33 +115,53 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
                     fn[j] = *(const float2 *)&cf[8 * (4 * (c + 1) + j)];
             }
         }
-        float y[16];
+        if constexpr (!EXT) {
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const int g = 4 * c + j; /* 8-column group of the fragment */
-            const float f0 = COLSC ? sa_lo * f[j].x : fu_lo, f1 = COLSC ? sa_lo * f[j].y : fu_lo;
-            const float f2 = COLSC ? sa_hi * f[j].x : fu_hi, f3 = COLSC ? sa_hi * f[j].y : fu_hi;
-            if (EXT && bt) {
-                const float2 bb = *(const float2 *)&bt[8 * g];
-                y[4 * j] = fmaf(acc[4 * g], f0, bb.x);
-                y[4 * j + 1] = fmaf(acc[4 * g + 1], f1, bb.y);
-                y[4 * j + 2] = fmaf(acc[4 * g + 2], f2, bb.x);
-                y[4 * j + 3] = fmaf(acc[4 * g + 3], f3, bb.y);
-            } else {
-                y[4 * j] = acc[4 * g] * f0;
-                y[4 * j + 1] = acc[4 * g + 1] * f1;
-                y[4 * j + 2] = acc[4 * g + 2] * f2;
-                y[4 * j + 3] = acc[4 * g + 3] * f3;
+            for (int j = 0; j < 4; j++) {
+                const int g = 4 * c + j; /* 8-column group of the fragment */
+                float y0, y1, y2, y3;
+                if (COLSC) {
+                    y0 = acc[4 * g] * (sa_lo * f[j].x);
+                    y1 = acc[4 * g + 1] * (sa_lo * f[j].y);
+                    y2 = acc[4 * g + 2] * (sa_hi * f[j].x);
+                    y3 = acc[4 * g + 3] * (sa_hi * f[j].y);
+                } else {
+                    y0 = acc[4 * g] * fu_lo;
+                    y1 = acc[4 * g + 1] * fu_lo;
+                    y2 = acc[4 * g + 2] * fu_hi;
+                    y3 = acc[4 * g + 3] * fu_hi;
+                }
+                fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo), BF ? fk_cvt_bf16x2(y0, y1) : fk_cvt_f16x2(y0, y1));
+                fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), BF ? fk_cvt_bf16x2(y2, y3) : fk_cvt_f16x2(y2, y3));
             }
-        }
-        if (EXT)
+        } else {
+            float y[16];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int g = 4 * c + j;
+                const float f0 = COLSC ? sa_lo * f[j].x : fu_lo, f1 = COLSC ? sa_lo * f[j].y : fu_lo;
+                const float f2 = COLSC ? sa_hi * f[j].x : fu_hi, f3 = COLSC ? sa_hi * f[j].y : fu_hi;
+                if (bt) {
+                    const float2 bb = *(const float2 *)&bt[8 * g];
+                    y[4 * j] = fmaf(acc[4 * g], f0, bb.x);
+                    y[4 * j + 1] = fmaf(acc[4 * g + 1], f1, bb.y);
+                    y[4 * j + 2] = fmaf(acc[4 * g + 2], f2, bb.x);
+                    y[4 * j + 3] = fmaf(acc[4 * g + 3], f3, bb.y);
+                } else {
+                    y[4 * j] = acc[4 * g] * f0;
+                    y[4 * j + 1] = acc[4 * g + 1] * f1;
+                    y[4 * j + 2] = acc[4 * g + 2] * f2;
+                    y[4 * j + 3] = acc[4 * g + 3] * f3;
+                }
+            }
             fk_epi_act_n(y, p.act);
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo),
-                             BF ? fk_cvt_bf16x2(y[4 * j], y[4 * j + 1]) : fk_cvt_f16x2(y[4 * j], y[4 * j + 1]));
-            fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), BF ? fk_cvt_bf16x2(y[4 * j + 2], y[4 * j + 3])
-                                                            : fk_cvt_f16x2(y[4 * j + 2], y[4 * j + 3]));
+            for (int j = 0; j < 4; j++) {
+                fk_st_shared_u32(w_lo + b + 16 * (j ^ x_lo),
+                                 BF ? fk_cvt_bf16x2(y[4 * j], y[4 * j + 1]) : fk_cvt_f16x2(y[4 * j], y[4 * j + 1]));
+                fk_st_shared_u32(w_hi + b + 16 * (j ^ x_hi), BF ? fk_cvt_bf16x2(y[4 * j + 2], y[4 * j + 3])
+                                                                : fk_cvt_f16x2(y[4 * j + 2], y[4 * j + 3]));
+            }
         }
         fk_fence_proxy_async();
         __syncwarp();
@@ -154,26 +174,19 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
     }
 }
 
-/* The chunks with D's type (BF: bf16, else f16) and whether a bias or an
- * activation is present as template arguments: one conversion per pair
- * instead of both under a predicate, and the plain epilogue as it was. */
-template <int BN, bool COLSC, int NACC>
+/* The chunks with D's type (BF: bf16, else f16) as a template argument (one
+ * conversion per pair instead of both under a predicate); EXT: the variants
+ * for a bias or an activation (TS 2), so that the plain variants (TS 1)
+ * carry none of that code. */
+template <int BN, bool COLSC, bool EXT, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma_d(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
                                                          const float *cf, const float *bt, float sa_lo, float sa_hi,
                                                          float fu, int m0, int n0, int tid)
 {
-    const bool ext = bt || p.act;
-    if (p.d_type == FP8KIT_BF16) {
-        if (ext)
-            fk_epilogue_tma_chunks<BN, COLSC, true, true>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
-        else
-            fk_epilogue_tma_chunks<BN, COLSC, true, false>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
-    } else {
-        if (ext)
-            fk_epilogue_tma_chunks<BN, COLSC, false, true>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
-        else
-            fk_epilogue_tma_chunks<BN, COLSC, false, false>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
-    }
+    if (p.d_type == FP8KIT_BF16)
+        fk_epilogue_tma_chunks<BN, COLSC, true, EXT>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
+    else
+        fk_epilogue_tma_chunks<BN, COLSC, false, EXT>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
 }
 
 /* 4-byte asynchronous copy global -> shared (cp.async, through L1), and the
@@ -186,10 +199,10 @@ static __device__ __forceinline__ void fk_cp_async_wait_all() { asm volatile("cp
 
 /* Whether the TMA-store epilogue reads per-warp tables (FK_EPI_WTAB floats
  * at tab + warp * FK_EPI_WTAB(BN) in the warpgroup's table area): with
- * per-row or per-column scales, or a (column) bias. */
-static __device__ __forceinline__ bool fk_epi_tma_tab(const fk_gemm_params &p)
+ * per-row or per-column scales, or (EXT) a column bias. */
+template <bool EXT> static __device__ __forceinline__ bool fk_epi_tma_tab(const fk_gemm_params &p)
 {
-    return p.sa_mode == FP8KIT_SCALE_ROW || p.sb_mode == FP8KIT_SCALE_ROW || p.bias;
+    return p.sa_mode == FP8KIT_SCALE_ROW || p.sb_mode == FP8KIT_SCALE_ROW || (EXT && p.bias);
 }
 
 /* At the start of a tile (fk_epi_tma_tab): each warp copies what its
@@ -203,7 +216,7 @@ static __device__ __forceinline__ bool fk_epi_tma_tab(const fk_gemm_params &p)
  * last one (their outputs are clipped). The warp's epilogue of the previous
  * tile read the table before its last __syncwarp, which precedes these
  * copies. */
-template <int BN>
+template <int BN, bool EXT>
 static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p, float *tab, int m0, int n0, int tid)
 {
     const int warp = tid >> 5, lane = tid & 31;
@@ -212,7 +225,7 @@ static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p,
 #pragma unroll
         for (int i = 0; i < BN / 32; i++)
             fk_cp_async4(wt + 4 * (lane + 32 * i), p.sb + min(n0 + lane + 32 * i, p.n - 1));
-    } else if (p.bias) {
+    } else if (EXT && p.bias) {
         if (p.bias_type == FP8KIT_F32) {
 #pragma unroll
             for (int i = 0; i < BN / 32; i++)
@@ -240,13 +253,13 @@ static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p,
  * product alpha * sb is that value: the double product of two floats is
  * exact), or widens its bf16 / f16 bias pairs to fp32 in place,
  * __syncwarp, then the chunks read them. */
-template <int BN, int NACC>
+template <int BN, bool EXT, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
                                                        float *tab, const fk_epi_pre &pre, int m0, int n0, int tid)
 {
-    if (!fk_epi_tma_tab(p)) {
+    if (!fk_epi_tma_tab<EXT>(p)) {
         const float fu = (float)((double)p.alpha * (double)pre.sat * (double)pre.sbt);
-        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
+        fk_epilogue_tma_d<BN, false, EXT>(p, acc, buf, nullptr, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
         return;
     }
     const int warp = tid >> 5, lane = tid & 31;
@@ -267,7 +280,8 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
                 wt[lane + 32 * i] = (float)(ar * (double)wt[lane + 32 * i]);
         }
         __syncwarp();
-        fk_epilogue_tma_d<BN, true>(p, acc, buf, wt + 2 * (lane & 3), nullptr, sa_lo, sa_hi, 1.0f, m0, n0, tid);
+        fk_epilogue_tma_d<BN, true, EXT>(p, acc, buf, wt + 2 * (lane & 3), nullptr, sa_lo, sa_hi, 1.0f, m0, n0,
+                                         tid);
     } else {
         /* B tensor-scaled or unscaled; A row- or tensor-scaled or unscaled */
         double fd = (double)p.alpha;
@@ -276,7 +290,7 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
         if (p.sb_mode == FP8KIT_SCALE_TENSOR)
             fd *= (double)wt[BN + 17];
         const float fu = (float)fd;
-        if (p.bias && p.bias_type != FP8KIT_F32) {
+        if (EXT && p.bias && p.bias_type != FP8KIT_F32) {
             uint32_t pr[BN / 64];
 #pragma unroll
             for (int i = 0; i < BN / 64; i++)
@@ -291,20 +305,20 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
             }
             __syncwarp();
         }
-        fk_epilogue_tma_d<BN, false>(p, acc, buf, nullptr, p.bias ? wt + 2 * (lane & 3) : nullptr, sa_lo, sa_hi, fu,
-                                     m0, n0, tid);
+        fk_epilogue_tma_d<BN, false, EXT>(p, acc, buf, nullptr, EXT && p.bias ? wt + 2 * (lane & 3) : nullptr, sa_lo,
+                                          sa_hi, fu, m0, n0, tid);
     }
 }
 
 /* The tile's epilogue inputs, at its start: copied to the warps' tables
  * (TS variants' TMA-store epilogue with row scales or a bias), else
  * prefetched into registers (epilogue.cuh). */
-template <int BN, bool TS>
+template <int BN, int TS>
 static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_params &p, float *tab, int m0, int n0,
                                                                int tid, int m_end, int g)
 {
-    if (TS && p.d_bulk == 2 && fk_epi_tma_tab(p)) {
-        fk_epi_tma_fetch<BN>(p, tab, m0, n0, tid);
+    if (TS && p.d_bulk == 2 && fk_epi_tma_tab<TS == 2>(p)) {
+        fk_epi_tma_fetch<BN, TS == 2>(p, tab, m0, n0, tid);
         fk_epi_pre e = {};
         e.m_end = m_end;
         return e;
@@ -314,13 +328,13 @@ static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_par
 
 /* The epilogue of one finished tile: the TMA-store path (TS variants), the
  * bulk-copy path (the others) or the general one. */
-template <int BN, bool TS = false, int NACC>
+template <int BN, int TS = 0, int NACC>
 static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *area,
                                                         float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
                                                         int bar_id)
 {
     if (TS && p.d_bulk == 2)
-        fk_epilogue_tma<BN>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid);
+        fk_epilogue_tma<BN, TS == 2>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid);
     else if (!TS && p.d_bulk)
         fk_epilogue_bulk<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
     else
@@ -487,7 +501,7 @@ static __device__ __forceinline__ void fk_sm90_lag_end(const fk_gemm_params &p, 
  * graph keeps its token, and the host puts a memset of the flags before it),
  * so a flag left by an earlier launch or whatever the workspace held before
  * does not match. Each consumer warpgroup hands off its own 64 rows. */
-template <int BN, bool TS, class W>
+template <int BN, int TS, class W>
 static __device__ __forceinline__ fk_epi_pre fk_sm90_sk_start(const fk_gemm_params &p, const W &w, float *tab, int n0,
                                                               int wg, int tid)
 {
@@ -540,13 +554,13 @@ static __device__ __forceinline__ bool fk_sm90_sk_finish(const fk_gemm_params &p
 }
 
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS, bool GR = false>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
                                                         uint32_t full0, uint32_t empty0,
                                                         float *stage_out, float *tab)
 {
-    typedef fk_sm90_shape<BN, TS> S;
+    typedef fk_sm90_shape<BN, (TS != 0)> S;
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
@@ -711,13 +725,13 @@ static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], floa
  * the finished group of kb - 1 is promoted (and its stage released), so the
  * promotion is off the MMA critical path. Block scales are loaded two K
  * blocks ahead of their use. */
-template <int BN, bool BLOCK, int AB, int CL, bool TS, bool GR = false>
+template <int BN, bool BLOCK, int AB, int CL, int TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
                                                              uint32_t sa0, uint32_t sb0,
                                                              uint32_t full0, uint32_t empty0,
                                                              float *stage_out, float *tab)
 {
-    typedef fk_sm90_shape<BN, TS> S;
+    typedef fk_sm90_shape<BN, (TS != 0)> S;
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
     float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
@@ -829,12 +843,12 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
  * grouped GEMM (gemm_grouped.cu): every CTA first checks the device offsets
  * and builds the group table of sched.cuh; with invalid offsets every CTA
  * leaves before loading or storing anything. */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, bool TS, bool GR = false>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
-    typedef fk_sm90_shape<BN, TS> S;
+    typedef fk_sm90_shape<BN, (TS != 0)> S;
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
     const uint32_t sa0 = base;
@@ -899,7 +913,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
 #endif
 }
 
-template <int BN, int PROMO, bool BLOCK, int AB, bool TS = false, bool GR = false>
+template <int BN, int PROMO, bool BLOCK, int AB, int TS = 0, bool GR = false>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                         const __grid_constant__ fk_gemm_params p)
@@ -1161,7 +1175,11 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
 
 #define FK_VTS(BN, PROMO, BLOCK, AB)                                                    \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN, true>::STAGES, fk_sm90_shape<BN, true>::SMEM, \
-     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, true>, 1, 1}
+     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, 1>, 1, 1}
+
+#define FK_VTS2(BN, PROMO)                                                              \
+    {BN, PROMO, false, 0, fk_sm90_shape<BN, true>::STAGES, fk_sm90_shape<BN, true>::SMEM, \
+     fk_gemm_sm90_kernel<BN, PROMO, false, 0, 2>, 1, 2}
 
 #define FK_VC2(BN, PROMO, BLOCK, AB)                                                    \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
@@ -1191,6 +1209,8 @@ const fk_sm90_variant fk_sm90_variants[] = {
     /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
     FK_VTS(256, 0, false, 0), FK_VTS(192, 4, false, 0), FK_VTS(192, 0, false, 0), FK_VTS(128, 4, false, 0),
     FK_VTS(128, 0, false, 0),
+    /* the same with a column bias and / or an activation in the TMA-store epilogue (tma_store 2) */
+    FK_VTS2(256, 0), FK_VTS2(192, 4), FK_VTS2(192, 0), FK_VTS2(128, 4), FK_VTS2(128, 0),
     /* precise fp32 output on fp16 copies of A and B (ab 4, gemm_f16.cu): promotion every 64 of K
      * (4 k16 steps); promo 0 only measures the f16 tensor cores' own accumulation */
     FK_V(128, 4, false, 4), FK_V(64, 4, false, 4), FK_V(192, 4, false, 4), FK_V(128, 0, false, 4),
