@@ -12,7 +12,7 @@
  * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
  * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
  * the second consumer warpgroup runs behind the first (default 2 with bias or an activation, else 1),
- * FK_GEMM_TS=0 keeps plain epilogues off the TMA-store variants, FK_GEMM_SK=0|s the
+ * FK_GEMM_TS=0 keeps epilogues off the TMA-store variants, FK_GEMM_SK=0|s the
  * stream-K tail (off, or s parts; fk_sm90_sk_plan), FK_GEMM_VERBOSE=1
  * prints each plan's choice to stderr. */
 #include <stdlib.h>
@@ -450,7 +450,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     /* 2-CTA clusters (B multicast) when the tiles fill the device and pair up along M */
     int cluster = 1;
     cluster = fk_env_int("FK_GEMM_CLUSTER", cluster);
-    /* the TMA-store epilogue's variants (one stage more) for plain epilogues */
+    /* the TMA-store epilogue's variants (one stage more): plain (1) or with bias / activation (2) */
     const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_env_int("FK_GEMM_TS", 1) != 0;
     int vi = ts ? fk_find_variant(bn, promo, vblock, vab, 1, fk_tma_store_kind(job)) : -1;
     if (vi < 0)

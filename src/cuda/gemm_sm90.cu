@@ -39,9 +39,10 @@
  * bytes of slack align the ring. The ring takes as many stages as fit in
  * 227 KB (at most 8). */
 #define FK_SM90_SMEM_MAX (227 * 1024)
-/* Floats of one warp's table in the row-scaled TMA-store epilogue: BN
- * column factors, the 16 row scales of the warp's rows, the two tensor
- * scales, padding to a multiple of 4. */
+/* Floats of one warp's table in the TMA-store epilogue with row scales or
+ * a bias: BN column factors (or, with a bias, the BN bias values), the 16
+ * row scales of the warp's rows, the two tensor scales, padding to a
+ * multiple of 4. */
 #define FK_EPI_WTAB(BN) ((BN) + 32)
 template <int BN, bool TS = false> struct fk_sm90_shape {
     static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
