@@ -1204,8 +1204,10 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_VMX(128, 0),         FK_VMX(128, 1),         FK_VMX(128, 2),         FK_VMX(128, 3),
     FK_VMX(64, 0),
     /* clusters of 2 along M with B multicast (FK_GEMM_CLUSTER=2, or autotune): the wide tiles of
-     * large shapes. H100, 2026-11-22: within +-2% of the single-CTA kernel (L2 is not the limit
-     * there), so the heuristic does not pick them. */
+     * large shapes. H100, 2026-11-22: within +-2% of the single-CTA kernel at large shapes (L2 is
+     * not the limit there), 15-18% slower at 4096-class shapes (no TMA-store epilogue, no
+     * stream-K, each stage waits for the slower CTA of the pair), so the heuristic does not pick
+     * them. */
     FK_VC2(192, 4, false, 0), FK_VC2(256, 0, false, 0),
     /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
     FK_VTS(256, 0, false, 0), FK_VTS(192, 4, false, 0), FK_VTS(192, 0, false, 0), FK_VTS(128, 4, false, 0),
