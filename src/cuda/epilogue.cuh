@@ -48,7 +48,6 @@ struct fk_gemm_params {
     int out_pow2;           /* OUTQ_BLOCK1X128: power-of-two scales */
     int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
     int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm_sm90.cu) */
-    int ahead;              /* the next tile's first K block runs under the epilogue (gemm_sm90.cu) */
     CUtensorMap td;         /* d_bulk 2: D in 16 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
     /* stream-K tail (general kernel, gemm_sm90.cu): the last sk_tail tiles
      * are split along K into sk_parts parts each (sk_parts 0 or 1: none) */

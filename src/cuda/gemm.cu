@@ -12,7 +12,6 @@
  * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
  * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
  * the second consumer warpgroup runs behind the first (default 2 with bias or an activation, else 1),
- * FK_GEMM_AHEAD=0 no next-tile K block under the bias / activation TMA-store epilogue,
  * FK_GEMM_TS=0 keeps epilogues off the TMA-store variants, FK_GEMM_SK=0|s the
  * stream-K tail (off, or s parts; fk_sm90_sk_plan), FK_GEMM_VERBOSE=1
  * prints each plan's choice to stderr. */
@@ -44,7 +43,6 @@ struct fk_sm90_config {
     int32_t device;
     int32_t no_bulk; /* FK_GEMM_BULK=0: general epilogue only */
     int32_t lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 (FK_GEMM_LAG) */
-    int32_t ahead;   /* the TMA-store tiles' epilogue overlaps the next tile's first K block (FK_GEMM_AHEAD) */
     int32_t sk_parts; /* stream-K tail (fk_sm90_sk_plan): parts per tail tile (0: none) */
     int32_t sk_tail;  /* tail tiles */
     int32_t sk_grid;  /* the grid with the stream-K tail */
@@ -278,7 +276,6 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
      * in a later run, where 3 stages and the TMA-store path gave no more) */
     const int heavy = job->bias || job->desc.act != FP8KIT_ACT_NONE;
     cfg->lag = fk_env_int("FK_GEMM_LAG", heavy ? 2 : 1);
-    cfg->ahead = fk_env_int("FK_GEMM_AHEAD", 1) != 0;
     if (cfg->lag < 0 || cfg->lag >= v->stages)
         cfg->lag = 0;
     const int64_t kbytes = v->ab == 4 ? 2 * job->k : job->k; /* f16 variants: fp16 K */
@@ -670,7 +667,6 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
         p.d_bulk = 1;
     }
     p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
-    p.ahead = cfg.ahead;
     /* the stream-K tail when the workspace has room for it, else whole tiles */
     unsigned grid = (unsigned)cfg.grid;
     if (cfg.sk_parts > 1 && job->workspace && ((uintptr_t)job->workspace & 15u) == 0) {

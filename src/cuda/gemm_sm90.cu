@@ -554,22 +554,6 @@ static __device__ __forceinline__ bool fk_sm90_sk_finish(const fk_gemm_params &p
     return true;
 }
 
-/* Issues the 4 k32 wgmma steps of one stage into acc (overwriting it) and
- * commits them as one group. */
-template <int BN, int AB, int NACC>
-static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint32_t a_base, uint32_t b_base)
-{
-#pragma unroll
-    for (int i = 0; i < NACC; i++)
-        fk_reg_fence(acc[i]);
-    fk_wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
-        fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
-                              fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
-    fk_wgmma_commit();
-}
-
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
 template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
@@ -581,24 +565,11 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
-    /* accf: the promoted sums (fast accumulation, PROMO 0, needs no second
-     * set unless AHEAD). AHEAD (the TMA-store epilogue with a bias or an
-     * activation, TS 2, whose gelu / silu is bound by the MUFU unit; no
-     * block scales; promotion once per stage, or fast accumulation up to BN
-     * 192. For plain epilogues it gained nothing, H100 2026-11-22, 29cc8c8):
-     * the next item's first K block is
-     * issued into acc before this item's epilogue reads accf, so the tensor
-     * cores work through the epilogue; after it, that block's sum becomes the
-     * next item's accf (0 + acc, as when it is multiplied in the loop; fast
-     * accumulation just goes on in acc), and the next item's loop starts at
-     * its second K block (head). */
-    constexpr bool AHEAD = TS == 2 && !BLOCK && (PROMO == KSTEPS || (PROMO == 0 && BN <= 192)) && CL == 1 && !GR;
-    float acc[S::NACC], accf[PROMO || AHEAD ? S::NACC : 1];
+    /* fast accumulation (PROMO 0) needs no second set: the epilogue reads acc */
+    float acc[S::NACC], accf[PROMO ? S::NACC : 1];
     int stage = 0;
     uint32_t phase = 0;
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
-    const bool ahead_on = AHEAD && p.d_bulk == 2 && p.ahead && p.num_kb > 0;
-    bool head = false;
     fk_sm90_lag_start(p, wg);
     fk_sm90_walk<CL, GR> w;
     for (; w.more(p); w.t += w.step) {
@@ -608,11 +579,9 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
         const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
         const int nkb = w.kb1 - w.kb0;
         if constexpr (PROMO != 0) {
-            if (!head) {
 #pragma unroll
-                for (int i = 0; i < S::NACC; i++)
-                    accf[i] = 0.0f;
-            }
+            for (int i = 0; i < S::NACC; i++)
+                accf[i] = 0.0f;
         }
         int prev_stage = -1;
         /* Block scales of rows r0 and r0 + 8 (A) and of this tile's 128
@@ -628,7 +597,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
             a_hi = sa_hi[0];
             b_k = sb_t[0];
         }
-        for (int kb = head ? 1 : 0; kb < nkb; kb++) {
+        for (int kb = 0; kb < nkb; kb++) {
             float s_lo = 1.0f, s_hi = 1.0f;
             if (BLOCK) {
                 s_lo = a_lo * b_k;
@@ -707,56 +676,30 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 for (int i = 0; i < S::NACC; i++)
                     acc[i] = 0.0f;
             }
-        }
-        bool next = false;
-        if constexpr (AHEAD) {
-            if constexpr (!PROMO) {
-#pragma unroll
-                for (int i = 0; i < S::NACC; i++)
-                    accf[i] = acc[i];
-            }
-            fk_sm90_walk<CL, GR> nw = w;
-            nw.t += w.step;
-            next = ahead_on && nw.more(p);
-            if (next) {
-                fk_mbar_wait(full0 + 8 * stage, phase);
-                fk_sm90_issue<BN, AB>(acc, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,
-                                      sb0 + stage * S::B_BYTES);
-                fk_sm90_lag_step(p, wg, ++issued);
-            }
-        }
-        /* the result is in accf, or in acc in fast accumulation (copied to
-         * accf when AHEAD, since acc takes the next K block) */
-        if constexpr (PROMO || AHEAD) {
-            if (fk_sm90_sk_finish(p, w, accf, wg, tid))
-                fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
-        } else {
             if (fk_sm90_sk_finish(p, w, acc, wg, tid))
                 fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
-        }
-        if constexpr (AHEAD) {
-            /* on every path, so that ptxas sees no group in flight past here */
-#pragma unroll
-            for (int i = 0; i < S::NACC; i++)
-                fk_reg_fence(acc[i]);
-            fk_wgmma_wait<0>();
-            if (next) {
-                if (lane == 0)
-                    fk_sm90_release<CL>(empty0 + 8 * stage);
-                if (++stage == S::STAGES) {
-                    stage = 0;
-                    phase ^= 1u;
-                }
-                if constexpr (PROMO != 0) {
-#pragma unroll
-                    for (int i = 0; i < S::NACC; i++)
-                        accf[i] = 0.0f + acc[i];
-                }
-            }
-            head = next;
+        } else {
+            if (fk_sm90_sk_finish(p, w, accf, wg, tid))
+                fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
     fk_sm90_lag_end(p, wg, issued);
+}
+
+/* Issues the 4 k32 wgmma steps of one stage into acc (overwriting it) and
+ * commits them as one group. */
+template <int BN, int AB, int NACC>
+static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint32_t a_base, uint32_t b_base)
+{
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(acc[i]);
+    fk_wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
+        fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
+                              fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
+    fk_wgmma_commit();
 }
 
 /* accf += acc (times the block scales of rows r0 / r0 + 8 when BLOCK). */
