@@ -120,6 +120,13 @@ static int fk_tma_store_kind(const fk_gemm_job *job)
     return job->bias || job->desc.act != FP8KIT_ACT_NONE ? 2 : 1;
 }
 
+/* Whether variant v runs this job's D through its TMA-store epilogue (a TS
+ * variant of the job's kind, and the job fits that path). */
+static int fk_variant_tstore(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    return v->tma_store && fk_tma_store_ok(job) && v->tma_store == fk_tma_store_kind(job);
+}
+
 /* Stream-K tail. With tiles = W x slots + tail work items, the last wave
  * keeps only `tail` of the `slots` SMs busy (4096^3 with 128 x 192 tiles:
  * 704 = 5 x 132 + 44, so 6 waves of time for 5.33 of work). Each tail tile
@@ -322,8 +329,7 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
         const fk_sm90_variant *v = &fk_sm90_variants[vi];
         if (v->promo != promo || v->block != block || v->ab != ab ||
             (job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128 && v->bn % 128) ||
-            (v->tma_store && (!fk_tma_store_ok(job) || v->tma_store != fk_tma_store_kind(job)))) /* it would run
-                                                                                   the general epilogue */
+            (v->tma_store && !fk_variant_tstore(v, job))) /* it would run the general epilogue */
             continue;
         for (int gm = 8; gm <= 16; gm += 8) {
             fk_sm90_config cfg;
@@ -607,7 +613,7 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
     /* Tensor maps: encoding one costs about a microsecond of host time, so the
      * plan memoizes the last set, keyed by everything they encode (D's map
      * only for the TMA-store epilogue; zeros otherwise). */
-    const int tstore = v->tma_store && fk_tma_store_ok(job) && v->tma_store == fk_tma_store_kind(job);
+    const int tstore = fk_variant_tstore(v, job);
     CUtensorMap tmaps[3];
     if (job->k > 0) {
         const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
