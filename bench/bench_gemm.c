@@ -13,6 +13,7 @@
  *        [--small | --small-only | --small-sweep]: the M <= 128 section (small-M
  *        kernel, general kernel, cuBLASLt, copy-bandwidth roofline)
  *        [--shapes MxNxK,...] (also filters the small-M section)
+ *        [--small-shapes MxNxK,...] (the small-M section on these shapes, M <= 128)
  *        [--modes tensor,tensor_fast,row,block,bias_gelu] [--tag T]
  * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
 #include <math.h>
@@ -369,11 +370,30 @@ static float graph_time(bench_env *be, cudaStream_t st, rot_arg *ra, int calls)
  * dirty lines whose write-back overlaps the call). --small-sweep adds every
  * band height / split the planner could pick (FK_SMALL_R / FK_SMALL_SPLIT). */
 static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FILE *jf, const char *date,
-                            const char *commit, int sweep, const char *only_shapes, const char *tag)
+                            const char *commit, int sweep, const char *only_shapes, const char *tag,
+                            const char *own_shapes)
 {
-    static const shape sh[] = {{1, 7168, 7168},   {16, 7168, 7168},  {32, 7168, 7168},
-                               {64, 7168, 7168},  {128, 2112, 7168}, {128, 7168, 16384}};
-    const int nsh = (int)(sizeof sh / sizeof sh[0]);
+    static const shape fixed[] = {{1, 7168, 7168},   {16, 7168, 7168},  {32, 7168, 7168},
+                                  {64, 7168, 7168},  {128, 2112, 7168}, {128, 7168, 16384}};
+    shape sh[16];
+    int nsh = 0;
+    if (own_shapes) { /* --small-shapes: M <= 128, N * K <= 7168 * 16384, K <= 16384 */
+        for (const char *q = own_shapes; *q && nsh < 16;) {
+            long long m, n, k;
+            if (sscanf(q, "%lldx%lldx%lld", &m, &n, &k) == 3 && m >= 1 && m <= 128 && n >= 1 && k >= 16 &&
+                k <= 16384 && n * k <= 7168LL * 16384 && k % 16 == 0)
+                sh[nsh++] = (shape){m, n, k};
+            else
+                fprintf(stderr, "bench_gemm: --small-shapes: skipping %s\n", q);
+            q = strchr(q, ',');
+            if (!q)
+                break;
+            q++;
+        }
+    } else {
+        for (int i = 0; i < (int)(sizeof fixed / sizeof fixed[0]); i++)
+            sh[nsh++] = fixed[i];
+    }
     const size_t maxa = 128 * 16384, maxb = (size_t)7168 * 16384, maxd = 128 * 7168;
     const size_t pool_bytes = (size_t)480 << 20;
     uint8_t *h = malloc(maxb);
@@ -408,7 +428,7 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
         const shape s = sh[si];
         char shp[64];
         snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
-        if (only_shapes && !list_has(only_shapes, shp))
+        if (only_shapes && !own_shapes && !list_has(only_shapes, shp))
             continue;
         const double roof_us = (double)s.n * (double)s.k / (bw * 1e12) * 1e6;
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
@@ -440,6 +460,7 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                 setenv("FK_GEMM_SMALL", g ? "1" : "0", 1);
                 if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) != FP8KIT_OK) continue;
                 fc.args.b.data = dB;
+                (void)fk_give_workspace(&fc); /* the general kernel's stream-K / split-K area */
                 t[1 - g][1] = time_median(be, fk_run, &fc);
                 rot_arg ra = {&fc, NULL, bcopy, nrot};
                 t[1 - g][0] = graph_time(be, st, &ra, calls);
@@ -491,51 +512,53 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
         }
         if (!sweep)
             continue;
-        /* (R, split, multicast) the planner considers, tensor mode, graph
-         * timing: band heights near one full wave */
+        /* (R, split, multicast, column split) the planner considers, tensor
+         * mode, graph timing: band heights 8..128 with at least 16 CTAs
+         * (--small-sweep) */
         for (int sp = 1; sp <= 4; sp *= 2) {
             for (int mc = 1; mc <= 2 && sp * mc <= 4; mc++) {
-                printf("  sweep %s split %d mc %d:", shp, sp, mc);
-                const int odd = (int)((s.n + 132 / sp - 1) / (132 / sp)); /* the band of exactly one wave */
-                for (int ri = 0; ri <= 16; ri++) {
-                    const int rr = ri < 16 ? 8 * (ri + 1) : odd;
-                    if (ri == 16 && (odd % 8 == 0 || odd > 128))
-                        continue;
-                    const int64_t bands = (s.n + rr - 1) / rr;
-                    if (bands * sp > 132 || bands * sp < 80)
-                        continue;
-                    char b1[16], b2[16], b3[16];
-                    snprintf(b1, sizeof b1, "%d", rr);
-                    snprintf(b2, sizeof b2, "%d", sp);
-                    snprintf(b3, sizeof b3, "%d", mc);
-                    setenv("FK_GEMM_SMALL", "2", 1);
-                    setenv("FK_SMALL_R", b1, 1);
-                    setenv("FK_SMALL_SPLIT", b2, 1);
-                    setenv("FK_SMALL_MC", b3, 1);
-                    fk_call fc;
-                    memset(&fc, 0, sizeof fc);
-                    fc.desc.scale_a = fc.desc.scale_b = FP8KIT_SCALE_TENSOR;
-                    fc.args.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, s.m, s.k, s.k);
-                    fc.args.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, s.n, s.k, s.k);
-                    int64_t one = 1;
-                    fc.args.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
-                    fc.args.scale_b = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
-                    fc.args.alpha = 1.0f;
-                    fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
-                    float tt = -1.0f;
-                    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK) {
-                        rot_arg ra = {&fc, NULL, bcopy, nrot};
-                        tt = graph_time(be, st, &ra, calls);
-                        fp8kit_ctx_destroy(fc.ctx);
+                for (int cs = 0; cs <= (s.m > 32 ? 1 : 0); cs++) {
+                    printf("  sweep %s split %d mc %d cs %s:", shp, sp, mc, cs ? "off" : "auto");
+                    for (int rr = 8; rr <= 128; rr += 8) {
+                        const int64_t bands = (s.n + rr - 1) / rr;
+                        if (bands * sp * mc > 2 * 132 || bands * sp < 16 || (cs && rr > 64))
+                            continue;
+                        char b1[16], b2[16], b3[16];
+                        snprintf(b1, sizeof b1, "%d", rr);
+                        snprintf(b2, sizeof b2, "%d", sp);
+                        snprintf(b3, sizeof b3, "%d", mc);
+                        setenv("FK_GEMM_SMALL", "2", 1);
+                        setenv("FK_SMALL_R", b1, 1);
+                        setenv("FK_SMALL_SPLIT", b2, 1);
+                        setenv("FK_SMALL_MC", b3, 1);
+                        setenv("FK_SMALL_CS", cs ? "-1" : "0", 1);
+                        fk_call fc;
+                        memset(&fc, 0, sizeof fc);
+                        fc.desc.scale_a = fc.desc.scale_b = FP8KIT_SCALE_TENSOR;
+                        fc.args.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, s.m, s.k, s.k);
+                        fc.args.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, s.n, s.k, s.k);
+                        int64_t one = 1;
+                        fc.args.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
+                        fc.args.scale_b = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
+                        fc.args.alpha = 1.0f;
+                        fc.args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
+                        float tt = -1.0f;
+                        if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK) {
+                            (void)fk_give_workspace(&fc);
+                            rot_arg ra = {&fc, NULL, bcopy, nrot};
+                            tt = graph_time(be, st, &ra, calls);
+                            fp8kit_ctx_destroy(fc.ctx);
+                        }
+                        printf(" R%d %.1f", rr, tt * 1e3);
+                        unsetenv("FK_GEMM_SMALL");
+                        unsetenv("FK_SMALL_R");
+                        unsetenv("FK_SMALL_SPLIT");
+                        unsetenv("FK_SMALL_MC");
+                        unsetenv("FK_SMALL_CS");
                     }
-                    printf(" R%d %.1f", rr, tt * 1e3);
-                    unsetenv("FK_GEMM_SMALL");
-                    unsetenv("FK_SMALL_R");
-                    unsetenv("FK_SMALL_SPLIT");
-                    unsetenv("FK_SMALL_MC");
+                    printf("\n");
+                    fflush(stdout);
                 }
-                printf("\n");
-                fflush(stdout);
             }
         }
     }
@@ -547,7 +570,7 @@ int main(int argc, char **argv)
 {
     int quick = 0, reps = 30;
     const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT");
-    const char *only_shapes = NULL, *only_modes = NULL, *tag = "";
+    const char *only_shapes = NULL, *only_modes = NULL, *tag = "", *small_shapes = NULL;
     int small_m = 0; /* 1: add the small-M section, 2: only it, 3: only it, with the (R, split) sweep */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -561,6 +584,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--small")) small_m = 1;
         else if (!strcmp(argv[i], "--small-only")) small_m = 2;
         else if (!strcmp(argv[i], "--small-sweep")) small_m = 3;
+        else if (!strcmp(argv[i], "--small-shapes") && i + 1 < argc) small_shapes = argv[++i];
     }
     if (!commit) commit = "unknown";
     if (reps < 20) reps = 20;
@@ -628,7 +652,7 @@ int main(int argc, char **argv)
     printf("%-11s %-20s %10s %10s %7s %9s %9s %s\n", "mode", "M x N x K", "ours us", "cublasLt", "ratio",
            "ours TF/s", "peer TF/s", "rel diff (ours vs cublasLt, bf16)");
     if (small_m)
-        small_m_section(&be, &prop, jf, date, commit, small_m == 3, only_shapes, tag);
+        small_m_section(&be, &prop, jf, date, commit, small_m == 3, only_shapes, tag, small_shapes);
     for (int si = 0; si < nshapes && small_m < 2; si++) {
         const shape s = shapes[si];
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;

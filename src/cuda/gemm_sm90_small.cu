@@ -496,15 +496,20 @@ typedef struct fk_small_shape {
 
 /* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
  * kernel), fitted to the H100 sweeps of docs/perf-gemm.md ("Small M",
- * sessions 2 and 3): per 128-deep K block the larger of R x 128 bytes of B
- * plus 0.11 x A's min(M, NT) x 128 bytes (halved by multicast; 64x7168x7168
- * streams 11% slower than 1x7168x7168) and the MMA time (4 wgmma m64nNk32
- * plus the fp32 promotion cost as much as streaming ~62.5 x N bytes per
- * warpgroup in turn; the column split's two warpgroups of N = NT / 2 side
- * by side ~2.2x one: 128x2112x7168 runs at ~0.45 us per K block with R 32);
- * a cluster reduction costs about 1.5 us (34 KB), the multicast cluster's
- * start-up ~2 KB; one more wave repeats everything. slots: clusters of the
- * shape's size that fit at once. */
+ * sessions 2, 3 and 8): per 128-deep K block the largest of R x 128 bytes
+ * of B plus 0.11 x A's min(M, NT) x 128 bytes (halved by multicast;
+ * 64x7168x7168 streams 11% slower than 1x7168x7168), the MMA time (4
+ * wgmma m64nNk32 plus the fp32 promotion cost as much as streaming ~62.5 x
+ * N bytes per warpgroup in turn; the column split's two warpgroups of N =
+ * NT / 2 side by side ~2.2x one: 128x2112x7168 runs at ~0.45 us per K
+ * block with R 32) and a floor of ~0.22 us per K block whatever the band
+ * (session 8: 1x2112x7168 takes 15.6 us with R 16 and 56 K blocks per CTA,
+ * 14.5 with R 64, but 10.5 with R 64 split 2 and 10.4-10.9 with R 72-88
+ * split 4: fewer K blocks per CTA, not fewer bytes); each CTA of a split
+ * beyond the first adds a cluster reduction of about 1.5 us (34 KB), the
+ * multicast cluster's start-up ~2 KB; one more wave repeats everything.
+ * slots: clusters of the shape's size that fit at once. */
+#define FK_SMALL_KB_FLOOR 5400.0
 static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c, int64_t slots)
 {
     const int64_t bands = (n + c.r - 1) / c.r;
@@ -513,19 +518,21 @@ static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_s
     const int bw = c.r > 64 ? 2 : 1;
     const double mem = (double)c.r * 128.0 + 0.11 * (double)(m < nt ? m : nt) * 128.0 / c.mc;
     const double mma = c.cs ? 62.5 * 0.5 * nt * 2.2 : 62.5 * (double)nt * (double)bw;
-    const double per_kb = mem > mma ? mem : mma;
+    double per_kb = mem > mma ? mem : mma;
+    if (per_kb < FK_SMALL_KB_FLOOR)
+        per_kb = FK_SMALL_KB_FLOOR;
     const int64_t kc = (kb + c.split - 1) / c.split;
-    return (double)waves * ((double)kc * per_kb + (c.split > 1 ? 34000.0 : 0.0) + (c.mc > 1 ? 2000.0 : 0.0) + 8000.0);
+    return (double)waves * ((double)kc * per_kb + 34000.0 * (c.split - 1) + (c.mc > 1 ? 2000.0 : 0.0) + 8000.0);
 }
 
 /* Band height, split, multicast and column split by the cost model (ties -
  * MMA-bound bands -: the first found, fewer splits). slots[i]: clusters of
- * 2^i CTAs that fit at once. Splits of 4 and the A multicast only when
- * forced (H100: 33 clusters of 4 did not run as one wave; multicast was
- * 2-7% slower on every decode shape, docs/perf-gemm.md "Small M, session
- * 3"). fr / fs / fm / fc: FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC /
- * FK_SMALL_CS (0 = free; FK_SMALL_CS=-1: off). Returns 0 when nothing
- * fits. */
+ * 2^i CTAs that fit at once (the model charges a second wave, so splits of
+ * 4 are taken only where their clusters run as one). The A multicast only
+ * when forced (H100: 2-7% slower on every decode shape, docs/perf-gemm.md
+ * "Small M, session 3"). fr / fs / fm / fc: FK_SMALL_R / FK_SMALL_SPLIT /
+ * FK_SMALL_MC / FK_SMALL_CS (0 = free; FK_SMALL_CS=-1: off). Returns 0
+ * when nothing fits. */
 static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t slots[4], int fr, int fs, int fm,
                          int fc, fk_small_shape *out)
 {
@@ -533,7 +540,7 @@ static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t
     double best_c = 0;
     for (int i = 0; i < 3; i++) {
         const int s = 1 << i;
-        if (s > kb || (fs ? fs != s : s > 2))
+        if (s > kb || (fs ? fs != s : s > 4))
             continue;
         for (int mc = 1; mc <= 2; mc++) {
             if ((fm ? fm != mc : mc > 1) || slots[i + mc - 1] < 1 || (mc > 1 && n <= 1))
