@@ -55,6 +55,7 @@ struct fk_small_params {
     int stages;   /* ring depth */
     int kb_total; /* ceil(K / 128) */
     int pf;       /* K blocks of B prefetched into L2 before the previous grid ends (PDL) */
+    int mh;       /* parts of M (1, 2): part h takes A's rows h NT.. (grid: mh x the CTAs of one part) */
     int flags;    /* FK_SMALL_ROT: each cluster starts its K range at its own offset (A's
                    * reads spread over L2); FK_SMALL_BNOHINT: B loads without the
                    * evict-first L2 hint */
@@ -215,7 +216,10 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     /* cluster rank = band-in-cluster j * split + K-split rank sr */
     const int rank = csize > 1 ? (int)fk_cluster_ctarank() : 0;
     const int sr = rank % split, j = rank / split;
-    const int n0 = ((int)blockIdx.x / csize * mc + j) * q.r;
+    /* M part h (its CTAs are consecutive, whole clusters) and this CTA's index in it */
+    const int part_ctas = (int)gridDim.x / q.mh, h = (int)blockIdx.x / part_ctas;
+    const int cta = (int)blockIdx.x - h * part_ctas, m0 = h * NT;
+    const int n0 = (cta / csize * mc + j) * q.r;
     const int kb0 = (int)((long long)sr * q.kb_total / split);
     const int kb1 = (int)((long long)(sr + 1) * q.kb_total / split);
     const int nk = kb1 - kb0;
@@ -224,7 +228,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
      * different K blocks of A (all CTAs on the same lines of A at once
      * queue on a few L2 slices); the A sharers of a cluster use the same
      * order, and the order depends on the plan only (deterministic) */
-    const int kr = (q.flags & FK_SMALL_ROT) ? (int)((long long)(blockIdx.x / csize) * nk / ((gridDim.x + csize - 1) / csize)) % nk : 0;
+    const int kr = (q.flags & FK_SMALL_ROT) ? (int)((long long)(cta / csize) * nk / ((part_ctas + csize - 1) / csize)) % nk : 0;
     if (threadIdx.x == 0) {
         fk_grid_dep_launch(); /* the next grid may take SMs as they free up */
         for (int s = 0; s < q.stages; s++) {
@@ -268,9 +272,9 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                     fk_tma_load_2d_hint(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0, pol_b);
                 if (mc > 1)
                     fk_tma_load_2d_mc(sa0 + stage * aslot + (uint32_t)(j * arows * 128), &ta, full, kb * FK_GEMM_BK,
-                                      j * arows, amask, pol_a);
+                                      m0 + j * arows, amask, pol_a);
                 else
-                    fk_tma_load_2d_hint(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, 0, pol_a);
+                    fk_tma_load_2d_hint(sa0 + stage * aslot, &ta, full, kb * FK_GEMM_BK, m0, pol_a);
                 if (++stage == q.stages) {
                     stage = 0;
                     phase ^= 1u;
@@ -412,11 +416,11 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     else
         __syncthreads();
     if (wg < 2) {
-        /* items: (row m < M, 4 columns); K-split rank sr takes a 1/split
-         * share and adds the split partials (ranks j * split + 0..split-1)
-         * in rank order */
+        /* items: (row m of the part, 4 columns); K-split rank sr takes a
+         * 1/split share and adds the split partials (ranks j * split +
+         * 0..split-1) in rank order */
         const int cols4 = (q.r + 3) >> 2;
-        const int items = p.m * cols4;
+        const int items = min(NT, p.m - m0) * cols4;
         const int i0 = (int)((long long)sr * items / split);
         const int i1 = (int)((long long)(sr + 1) * items / split);
         const float sa_t = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
@@ -445,7 +449,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                     v.w = v.w + u.w;
                 }
             }
-            fk_small_out4(p, v, m, n, nv, sa_t, sb_t, amax);
+            fk_small_out4(p, v, m0 + m, n, nv, sa_t, sb_t, amax);
         }
         if (p.out_quant == FP8KIT_OUTQ_SCALED && p.amax_bits) {
             amax = __reduce_max_sync(0xFFFFFFFFu, amax);
@@ -592,7 +596,9 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") || getenv("FK_GEMM_BN") ||
                       (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3)))
         return 0;
-    const int nt = job->m <= 32 ? 32 : job->m <= 64 ? 64 : 128;
+    /* FK_SMALL_MH=2: M > 64 in two parts of 64 rows of A, each on its own CTAs */
+    const int mh = job->m > 64 && fk_env_int("FK_SMALL_MH", 1) == 2 ? 2 : 1;
+    const int nt = job->m <= 32 ? 32 : job->m <= 64 || mh == 2 ? 64 : 128;
     const int wab = (job->b_type == FP8KIT_E5M2 ? 2 : 0) + (job->a_type == FP8KIT_E5M2 ? 1 : 0);
     int vi[2] = {-1, -1}; /* without, with column split */
     for (int i = 0; i < FK_SMALL_NVAR; i++)
@@ -634,7 +640,10 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     }
     const int64_t kb = (job->k + FK_GEMM_BK - 1) / FK_GEMM_BK;
     fk_small_shape c;
-    (void)fk_small_pick(job->n, job->m, kb, nt, slots, fk_env_int("FK_SMALL_R", 0),
+    int64_t part_slots[4]; /* each M part has its share of the SMs */
+    for (int i = 0; i < 4; i++)
+        part_slots[i] = slots[i] / mh;
+    (void)fk_small_pick(job->n, job->m, kb, nt, part_slots, fk_env_int("FK_SMALL_R", 0),
                         fk_env_int("FK_SMALL_SPLIT", 0), fk_env_int("FK_SMALL_MC", 0),
                         fk_env_int("FK_SMALL_CS", 0), &c);
     if (c.r == 0)
@@ -642,16 +651,16 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     if (c.cs && vi[1] < 0)
         FK_SMALL_DECLINE("no column-split kernel variant");
     if (fk_env_int("FK_SMALL_DEBUG", 0))
-        fprintf(stderr, "fk small plan %lldx%lldx%lld: clusters of 1/2/4/8 fit %lld/%lld/%lld/%lld; R %d split %d mc %d cs %d\n",
+        fprintf(stderr, "fk small plan %lldx%lldx%lld: clusters of 1/2/4/8 fit %lld/%lld/%lld/%lld; R %d split %d mc %d cs %d mh %d\n",
                 (long long)job->m, (long long)job->n, (long long)job->k, (long long)slots[0], (long long)slots[1],
-                (long long)slots[2], (long long)slots[3], c.r, c.split, c.mc, c.cs);
+                (long long)slots[2], (long long)slots[3], c.r, c.split, c.mc, c.cs, mh);
     fk_small_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.tag = FK_SMALL_TAG;
     cfg.variant = vi[c.cs];
     cfg.device = cs->device;
     const int64_t bands = (job->n + c.r - 1) / c.r;
-    const int64_t grid = (bands + c.mc - 1) / c.mc * c.mc * c.split;
+    const int64_t grid = (bands + c.mc - 1) / c.mc * c.mc * c.split * mh;
     if (grid > INT32_MAX / 2)
         FK_SMALL_DECLINE("too many CTAs");
     cfg.grid = (int32_t)grid;
@@ -663,6 +672,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.split = c.split;
     cfg.q.mc = c.mc;
     cfg.q.kb_total = (int)kb;
+    cfg.q.mh = mh;
     const int slot = cfg.q.bw * 64 * 128 + nt * 128;
     int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST) / slot;
     /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
@@ -765,7 +775,8 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
     fk_small_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.tag != FK_SMALL_TAG || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR || cfg.q.split < 1 ||
-        cfg.q.mc < 1 || cfg.q.split * cfg.q.mc > 8 || cfg.q.stages < 2 || cfg.q.stages > FK_SMALL_MAXST)
+        cfg.q.mc < 1 || cfg.q.split * cfg.q.mc > 8 || cfg.q.stages < 2 || cfg.q.stages > FK_SMALL_MAXST ||
+        cfg.q.mh < 1 || cfg.q.mh > 2 || cfg.grid % cfg.q.mh)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
     const fk_small_variant *v = &fk_small_variants[cfg.variant];
     const fp8kit_gemm_desc *dd = &job->desc;
