@@ -74,6 +74,9 @@ static double group_scale(const void *sd, fp8kit_out_quant oq, int64_t m, int64_
 }
 
 /* One GEMM on both backends; returns the rel error of the GPU result. */
+/* y within [-sat, sat] (NaN stays NaN) */
+static double clamp_ref(double y, double sat) { return isnan(y) ? y : fmax(-sat, fmin(sat, y)); }
+
 static double run_case(const gcase *g)
 {
     const int64_t M = g->m, N = g->n, K = g->k, ka = (K + 127) / 128;
@@ -306,7 +309,7 @@ static double run_case(const gcase *g)
     for (int64_t m = 0; m < M; m++) {
         for (int64_t n = 0; n < N; n++) {
             const double y = ref[m * N + n];
-            double r = isnan(y) ? y : fmax(-sat, fmin(sat, y));
+            double r = clamp_ref(y, sat);
             double v = out_val(D, m * ldd + n, g->dt) * (rowq ? group_scale(SDO, g->oq, m, n, N) : oscale);
             double vc = out_val(Dc, m * ldd + n, g->dt) * (rowq ? group_scale(SDOc, g->oq, m, n, N) : oscale);
             if (rowq && D[m * ldd + n] != Dc[m * ldd + n] && code_diff++ < 3 && g->exact)
@@ -334,7 +337,7 @@ static double run_case(const gcase *g)
     }
     double rms = sqrt(den / (double)(M * N > 0 ? M * N : 1));
     for (int64_t i = 0; i < M * N; i++) {
-        double r = isnan(ref[i]) ? ref[i] : fmax(-sat, fmin(sat, ref[i])), v = out_val(D, (i / N) * ldd + i % N, g->dt) *
+        double r = clamp_ref(ref[i], sat), v = out_val(D, (i / N) * ldd + i % N, g->dt) *
                                (rowq ? group_scale(SDO, g->oq, i / N, i % N, N) : oscale);
         /* per element: by output dtype; looser where a case sets a loose rel
          * bound itself (fast accumulation over long K, no promotion) */
