@@ -864,6 +864,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     const uint32_t full0 = out0 + S::EPI_BYTES;
     const uint32_t empty0 = full0 + 8 * S::STAGES;
     if (threadIdx.x == 0) {
+        fk_grid_dep_launch(); /* the next grid may take SMs as ours leave */
         for (int s = 0; s < S::STAGES; s++) {
             fk_mbar_init(full0 + 8 * s, 1);
             fk_mbar_init(empty0 + 8 * s, 8 * CL); /* one arrival per consumer warp of the cluster */
@@ -876,6 +877,9 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
         fk_cluster_barrier();
     else
         __syncthreads();
+    /* launched with programmatic dependent launch (gemm.cu): no global
+     * memory access before the previous grid's writes are visible */
+    fk_grid_dep_wait();
     if constexpr (GR) {
         static_assert(CL == 1 && !TS && !BLOCK, "grouped: single CTAs, general epilogues, no block scales");
         const bool ok = fk_grp_prepare(p.grp_offs, p.grp_count, p.m, (int *)(fk_smem + p.grp_tab));
@@ -1149,6 +1153,7 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     const uint32_t scs = (full0 + 2 * 8 * 8 + 15u) & ~15u;
     unsigned char *sc0 = fk_smem + (scs - sbase);
     if (threadIdx.x == 0) {
+        fk_grid_dep_launch();
         for (int s = 0; s < S::STAGES; s++) {
             fk_mbar_init(full0 + 8 * s, 1 + 64); /* the TMA thread + the two helper warps */
             fk_mbar_init(empty0 + 8 * s, 8);     /* one arrival per consumer warp */
@@ -1156,6 +1161,7 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
         fk_fence_mbar_init();
     }
     __syncthreads();
+    fk_grid_dep_wait(); /* as in fk_sm90_body */
     const int wg = threadIdx.x >> 7;
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();

@@ -24,7 +24,12 @@
  * and run the fused epilogue (epilogue.cuh's per-element functions:
  * tensor/row scales - A's row scale is per row of D -, alpha, beta*C, bias,
  * activation, output cast, OUTQ_SCALED with amax), 4 adjacent columns of
- * one row of D per thread, coalesced.
+ * one row of D per thread, coalesced; the common case (bf16 D, no C, bias,
+ * activation) runs a short copy of that code (fk_small_out4_plain): the
+ * general one, executed a few times per thread, cost 1-2.5 us per call in
+ * instruction latency and instruction-cache misses (H100 %globaltimer
+ * trace, 2026-11-25). An idle producer thread puts the tensor scales into
+ * shared memory during the main loop (fk_small_warm).
  * Launched with programmatic dependent launch: the CTAs of the next call
  * start as SMs free up, prefetch their first K blocks of B into L2 and
  * wait (griddepcontrol.wait) before any other global access.
@@ -38,12 +43,37 @@
 #include "cuda/epilogue.cuh"
 #include "cuda/gemm_small.h"
 #include "cuda/ptx.cuh"
+
+/* FK_SMALL_TRACE (a build flag for experiments, off in every build):
+ * %globaltimer stamps per CTA at the kernel's phases, read back through
+ * fk_small_trace_get. */
+#ifdef FK_SMALL_TRACE
+__device__ unsigned long long fk_small_trace_buf[1024][12];
+#define FK_TR(i)                                                                   \
+    do {                                                                           \
+        unsigned long long t_;                                                     \
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)::"memory");            \
+        if (blockIdx.x < 1024)                                                     \
+            fk_small_trace_buf[blockIdx.x][i] = t_;                                \
+    } while (0)
+extern "C" int fk_small_trace_get(unsigned long long *dst, int ctas)
+{
+    return (int)cudaMemcpyFromSymbol(dst, fk_small_trace_buf, (size_t)ctas * 12 * 8);
+}
+#else
+#define FK_TR(i) \
+    do {         \
+    } while (0)
+#endif
 #include "cuda/tma.cuh"
 
 #define FK_SMALL_MAXST 16       /* ring stages at most */
 #define FK_SMALL_DEPTH 8        /* ring stages by default (FK_SMALL_STAGES) */
 #define FK_SMALL_SMEM 232448    /* dynamic shared memory requested (227 KB) */
 #define FK_SMALL_THREADS 384
+#ifndef FK_SMALL_EPU
+#define FK_SMALL_EPU 1 /* epilogue items per thread whose loads are in flight at once (plain case) */
+#endif
 
 /* What the kernel needs besides fk_gemm_params. */
 struct fk_small_params {
@@ -63,6 +93,9 @@ struct fk_small_params {
 #define FK_SMALL_ROT 1
 #define FK_SMALL_BNOHINT 2
 #define FK_SMALL_NOPP 4 /* one accumulator set (N <= 64 use two by default) */
+#define FK_SMALL_NOWARM 8  /* the epilogue loads its tensor scales itself (see fk_small_warm) */
+#define FK_SMALL_NOPLAIN 16 /* the general epilogue code also for the plain case (fk_small_plain) */
+#define FK_SMALL_EXITREL 32 /* the last cluster barrier with release / acquire semantics */
 
 /* ------------------------------------------------ PTX wrappers (cluster) */
 #ifdef FK_SM90_DEVICE
@@ -84,18 +117,6 @@ static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
                  : "r"(addr)
                  : "memory");
     return v;
-}
-
-/* Programmatic dependent launch: wait until the grids this one depends on
- * have completed and their writes are visible; let the next grid start. */
-static __device__ __forceinline__ void fk_grid_dep_wait(void)
-{
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-
-static __device__ __forceinline__ void fk_grid_dep_launch(void)
-{
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 /* Brings a 2-D box into L2 only (no shared memory, no completion). */
@@ -195,6 +216,46 @@ static __device__ __forceinline__ void fk_small_out4(const fk_gemm_params &p, fl
 }
 #endif
 
+/* The epilogue without C, bias, activation or output quantization, to bf16
+ * (fk_small_out4 restricted to that case, bit for bit). */
+static __device__ __forceinline__ bool fk_small_plain(const fk_gemm_params &p)
+{
+    return !p.c && !p.bias && !p.act && p.out_quant == FP8KIT_OUTQ_NONE && p.d_type == FP8KIT_BF16;
+}
+
+static __device__ __forceinline__ void fk_small_out4_plain(const fk_gemm_params &p, float4 v, int m, int n,
+                                                           int nv, float sa_t, float sb_t)
+{
+    const float sa = p.sa_mode == FP8KIT_SCALE_ROW ? p.sa[m] : sa_t;
+    const float a[4] = {v.x, v.y, v.z, v.w};
+    uint16_t h[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const float colf = p.sb_mode == FP8KIT_SCALE_ROW ? p.sb[e < nv ? n + e : n] : sb_t;
+        h[e] = fk_f32_to_bf16(p.alpha * (float)((double)a[e] * ((double)sa * colf)));
+    }
+    uint16_t *d = (uint16_t *)p.d + (long long)m * p.ldd + n;
+    if (nv == 4 && ((uintptr_t)d & 7u) == 0) {
+        *(uint2 *)d = make_uint2((uint32_t)h[0] | ((uint32_t)h[1] << 16), (uint32_t)h[2] | ((uint32_t)h[3] << 16));
+    } else {
+        for (int e = 0; e < nv; e++)
+            d[e] = h[e];
+    }
+}
+
+/* Run by one idle producer thread while the main loop streams B: the
+ * tensor scales go into shared memory (sc[0], sc[1]; 1 for other modes) and
+ * the epilogue's parameters are read once, so that the epilogue after the
+ * loop finds them in shared memory and the SM's constant cache instead of
+ * waiting on chains of misses to memory. */
+static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, float *sc)
+{
+    sc[0] = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
+    sc[1] = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+    asm volatile("" ::"l"(p.d), "l"(p.ldd), "r"(p.d_type), "r"(p.out_quant), "r"(p.act), "r"(p.bias_mode),
+                 "f"(p.alpha), "f"(p.beta));
+}
+
 /* NW: wgmma N of one warpgroup; CS: the two warpgroups split A's rows (2 NW
  * of them) over one 64-row group of B, instead of taking one 64-row group
  * of B each over all NW rows of A. */
@@ -206,6 +267,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
 #ifdef FK_SM90_DEVICE
     constexpr int NT = CS ? 2 * NW : NW; /* rows of A per stage */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
+    if (threadIdx.x == 0)
+        FK_TR(0);
     const uint32_t raw = fk_smem_addr(fk_smem);
     const uint32_t base = (raw + 1023u) & ~1023u;
     float *tile = (float *)(fk_smem + (base - raw)); /* M x R partial sums, after the main loop */
@@ -241,6 +304,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         fk_cluster_barrier(); /* the peer's barriers exist before multicasts and remote arrivals */
     else
         __syncthreads();
+    if (threadIdx.x == 0)
+        FK_TR(1);
     const int wg = threadIdx.x >> 7;
     const int stride = 64 * q.bw + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
     if (wg == 2) {
@@ -257,6 +322,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 fk_tma_prefetch_l2(&tb, kb * FK_GEMM_BK, n0);
             }
             fk_grid_dep_wait();
+            FK_TR(2);
             const uint64_t pol_b = fk_l2_policy(true), pol_a = fk_l2_policy(false);
             const int arows = NT / mc; /* rows of A this CTA loads for the sharers */
             const uint16_t amask = (uint16_t)(mc > 1 ? (1u << sr) | (1u << (split + sr)) : 0u);
@@ -280,6 +346,10 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                     phase ^= 1u;
                 }
             }
+            FK_TR(3);
+        } else if (threadIdx.x == 288 && !(q.flags & FK_SMALL_NOWARM)) {
+            fk_grid_dep_wait(); /* the scales may come from the previous grid */
+            fk_small_warm(p, (float *)(fk_smem + (empty0 + 8 * FK_SMALL_MAXST - raw)));
         }
         __syncwarp();
     } else {
@@ -340,6 +410,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                     }
                 };
                 fk_mbar_wait(full0 + 8 * stage, phase);
+                if (threadIdx.x == 0)
+                    FK_TR(4);
                 issue(acc, stage); /* block 0 */
                 int pst = stage;
                 next();
@@ -390,6 +462,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 }
             }
         }
+        if (threadIdx.x == 0)
+            FK_TR(5);
         /* both warpgroups are done with the ring (every load into it has
          * landed): it becomes the M x R tile */
         fk_named_bar_sync(1, 256);
@@ -415,6 +489,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         fk_cluster_barrier();
     else
         __syncthreads();
+    if (threadIdx.x == 0)
+        FK_TR(6);
     if (wg < 2) {
         /* items: (row m of the part, 4 columns); K-split rank sr takes a
          * 1/split share and adds the split partials (ranks j * split +
@@ -423,25 +499,33 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         const int items = min(NT, p.m - m0) * cols4;
         const int i0 = (int)((long long)sr * items / split);
         const int i1 = (int)((long long)(sr + 1) * items / split);
-        const float sa_t = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
-        const float sb_t = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+        const float *sc = (const float *)(fk_smem + (empty0 + 8 * FK_SMALL_MAXST - raw));
+        const bool warm = !(q.flags & FK_SMALL_NOWARM);
+        const float sa_t = warm ? sc[0] : p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
+        const float sb_t = warm ? sc[1] : p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+#ifdef FK_SMALL_TRACE
+        if (threadIdx.x == 0) {
+            float t_;
+            asm volatile("add.f32 %0, %1, %2;" : "=f"(t_) : "f"(sa_t), "f"(sb_t));
+            FK_TR(9);
+        }
+#endif
         unsigned int amax = 0;
-#pragma unroll 1
-        for (int it = i0 + (int)threadIdx.x; it < i1; it += 256) {
-            const int m = it / cols4, c4 = (it - m * cols4) * 4;
-            const int n = n0 + c4;
-            const int nv = min(min(4, p.n - n), q.r - c4); /* within N and the band */
-            if (nv <= 0)
-                continue;
+        /* item it: row m of the part, columns n..n + nv - 1 (nv 1..4; 0: none),
+         * the split partials added in rank order */
+        auto item = [&](int it, int &m, int &n, int &nv) -> float4 {
+            m = it / cols4;
+            const int c4 = (it - m * cols4) * 4;
+            n = n0 + c4;
+            nv = min(min(4, p.n - n), q.r - c4); /* within N and the band */
             const int off = m * stride + c4;
-            float4 v;
-            if (split == 1) {
-                v = *(const float4 *)&tile[off];
-            } else {
-                const uint32_t a = base + 4u * (uint32_t)off;
-                v = fk_ld_dsmem4(fk_mapa(a, (uint32_t)(j * split)));
-#pragma unroll 1
-                for (int r = 1; r < split; r++) {
+            if (nv <= 0 || split == 1)
+                return *(const float4 *)&tile[off];
+            const uint32_t a = base + 4u * (uint32_t)off;
+            float4 v = fk_ld_dsmem4(fk_mapa(a, (uint32_t)(j * split)));
+#pragma unroll
+            for (int r = 1; r < 4; r++) { /* split <= 4 */
+                if (r < split) {
                     const float4 u = fk_ld_dsmem4(fk_mapa(a, (uint32_t)(j * split + r)));
                     v.x = v.x + u.x;
                     v.y = v.y + u.y;
@@ -449,7 +533,48 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                     v.w = v.w + u.w;
                 }
             }
-            fk_small_out4(p, v, m0 + m, n, nv, sa_t, sb_t, amax);
+            return v;
+        };
+        if (!(q.flags & FK_SMALL_NOPLAIN) && fk_small_plain(p)) {
+            /* the common case in a few instructions (the general code is
+             * long: executed once or twice per thread, its issue latency
+             * and instruction-cache misses dominated the epilogue) */
+#pragma unroll 1
+            for (int it = i0 + (int)threadIdx.x; it < i1; it += FK_SMALL_EPU * 256) {
+                /* FK_SMALL_EPU items' loads in flight at once */
+                float4 v[FK_SMALL_EPU];
+                int m[FK_SMALL_EPU], n[FK_SMALL_EPU], nv[FK_SMALL_EPU];
+#pragma unroll
+                for (int u = 0; u < FK_SMALL_EPU; u++) {
+                    nv[u] = 0;
+                    if (it + u * 256 < i1)
+                        v[u] = item(it + u * 256, m[u], n[u], nv[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < FK_SMALL_EPU; u++)
+                    if (nv[u] > 0)
+                        fk_small_out4_plain(p, v[u], m0 + m[u], n[u], nv[u], sa_t, sb_t);
+            }
+        } else {
+#pragma unroll 1
+            for (int it = i0 + (int)threadIdx.x; it < i1; it += 256) {
+                int m, n, nv;
+                const float4 v = item(it, m, n, nv);
+                if (nv <= 0)
+                    continue;
+#ifdef FK_SMALL_TRACE
+                if (threadIdx.x == 0 && it == i0) {
+                    float t_;
+                    asm volatile("add.f32 %0, %1, %2;" : "=f"(t_) : "f"(v.x), "f"(v.w));
+                    FK_TR(10);
+                }
+#endif
+                fk_small_out4(p, v, m0 + m, n, nv, sa_t, sb_t, amax);
+#ifdef FK_SMALL_TRACE
+                if (threadIdx.x == 0 && it == i0)
+                    FK_TR(11);
+#endif
+            }
         }
         if (p.out_quant == FP8KIT_OUTQ_SCALED && p.amax_bits) {
             amax = __reduce_max_sync(0xFFFFFFFFu, amax);
@@ -457,9 +582,17 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 atomicMax(p.amax_bits, amax);
         }
     }
+    if (threadIdx.x == 0)
+        FK_TR(7);
     /* no CTA leaves (and frees its tile) while split peers still read it */
-    if (split > 1)
-        fk_cluster_barrier();
+    if (split > 1) {
+        if (q.flags & FK_SMALL_EXITREL)
+            fk_cluster_barrier();
+        else
+            fk_cluster_barrier_relaxed();
+    }
+    if (threadIdx.x == 0)
+        FK_TR(8);
 #endif
 }
 
@@ -674,7 +807,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.kb_total = (int)kb;
     cfg.q.mh = mh;
     const int slot = cfg.q.bw * 64 * 128 + nt * 128;
-    int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST) / slot;
+    int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST - 16) / slot; /* ring, barriers, fk_small_warm's scales */
     /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
      * prefetch) streamed B slower on the H100 (1x7168x7168: 21.2 us with
      * 8 stages, 21.8 with 16) */
@@ -686,7 +819,10 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
     cfg.q.flags = (fk_env_int("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
                   (fk_env_int("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0) |
-                  (fk_env_int("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP);
+                  (fk_env_int("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP) |
+                  (fk_env_int("FK_SMALL_WARM", 1) ? 0 : FK_SMALL_NOWARM) |
+                  (fk_env_int("FK_SMALL_PLAIN", 1) ? 0 : FK_SMALL_NOPLAIN) |
+                  (fk_env_int("FK_SMALL_EXITREL", 0) ? FK_SMALL_EXITREL : 0);
     /* 128-byte L2 promotion of B's rows (the box width): 256 B was 2-3%
      * slower (the second half lands in L2 long before its K block) */
     const int promo = fk_env_int("FK_SMALL_BPROMO", 2);

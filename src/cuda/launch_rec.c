@@ -10,7 +10,7 @@ fk_launch_rec *fk_launch_rec_armed(void) { return __atomic_load_n(&fk_armed, __A
 
 fp8kit_status fk_launch_rec_take(fk_launch_rec *rec, const void *fn, const unsigned grid[3],
                                  const unsigned block[3], size_t smem, void *const *args,
-                                 const size_t *sizes, int nargs)
+                                 const size_t *sizes, int nargs, int pdl)
 {
     fk_launch_rec *expect = rec;
     if (!__atomic_compare_exchange_n(&fk_armed, &expect, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -31,6 +31,7 @@ fp8kit_status fk_launch_rec_take(fk_launch_rec *rec, const void *fn, const unsig
     memcpy(rec->grid, grid, sizeof rec->grid);
     memcpy(rec->block, block, sizeof rec->block);
     rec->smem = smem;
+    rec->pdl = pdl;
     rec->nargs = nargs;
     return FP8KIT_OK;
 }

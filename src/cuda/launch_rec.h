@@ -19,6 +19,7 @@ typedef struct fk_launch_rec {
     const void *fn;       /* the kernel (host stub; cudaLaunchKernel / cudaGetFuncBySymbol) */
     unsigned grid[3], block[3];
     size_t smem;
+    int pdl; /* launched with programmatic stream serialization */
     int nargs;
     void *args[FK_LAUNCH_REC_ARGS]; /* point into buf */
     unsigned char buf[2048] __attribute__((aligned(64)));
@@ -32,7 +33,7 @@ fk_launch_rec *fk_launch_rec_armed(void);
 /* Fills rec from one launch's description and disarms the hook. */
 fp8kit_status fk_launch_rec_take(fk_launch_rec *rec, const void *fn, const unsigned grid[3],
                                  const unsigned block[3], size_t smem, void *const *args,
-                                 const size_t *sizes, int nargs);
+                                 const size_t *sizes, int nargs, int pdl);
 
 #ifdef __cplusplus
 }

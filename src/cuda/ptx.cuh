@@ -17,6 +17,25 @@
 /* 32-bit shared-window address of a generic pointer into shared memory. */
 FK_DEV uint32_t fk_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
+/* ------------------------------------------------- programmatic dependent launch
+ * fk_grid_dep_wait: wait until the grids this one depends on have completed
+ * and their writes are visible (a no-op for a grid launched without the
+ * programmatic-serialization attribute); fk_grid_dep_launch: let the next
+ * grid of the stream start as SMs free up. */
+FK_DEV void fk_grid_dep_wait(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+FK_DEV void fk_grid_dep_launch(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /* ---------------------------------------------------------------- mbarrier */
 FK_DEV void fk_mbar_init(uint32_t bar, uint32_t count)
 {
@@ -132,6 +151,17 @@ FK_DEV void fk_cluster_barrier(void)
 #ifdef FK_SM90_DEVICE
     asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
                  "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+/* The same without the release / acquire fences: for the last barrier of a
+ * kernel, which only keeps every CTA's shared memory alive until its peers'
+ * distributed-shared-memory loads (whose values they have used) are done. */
+FK_DEV void fk_cluster_barrier_relaxed(void)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\t"
+                 "barrier.cluster.wait.aligned;" ::: "memory");
 #endif
 }
 
