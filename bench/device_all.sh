@@ -57,7 +57,7 @@ if [ -z "${FK_SKIP_BENCH:-}" ]; then
     echo "bench_launch exit $?" | tee -a "$OUT/summary.txt"
     tail -12 "$OUT/bench_launch.log"
     stamp "python call overhead"
-    timeout 120 python3 python/bench_overhead.py >"$OUT/overhead.log" 2>&1
+    FK_COMMIT=$commit timeout 120 python3 python/bench_overhead.py >"$OUT/overhead.log" 2>&1
     echo "bench_overhead exit $?" | tee -a "$OUT/summary.txt"
     tail -10 "$OUT/overhead.log"
     stamp "bench_gemm"

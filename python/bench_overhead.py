@@ -222,7 +222,7 @@ def main():
                                     "ours": round(res[name], 2), "peer": round(res[pname], 2),
                                     "peer_name": pname, "ratio": round(res[name] / res[pname], 3),
                                     "unit": "host us/call", "device": dev, "torch": torch.__version__,
-                                    "date": "2026-11-22", "commit": commit()}) + "\n")
+                                    "date": time.strftime("%Y-%m-%d"), "commit": commit()}) + "\n")
     if o.steps:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from bench_overhead_cpu import torch_steps

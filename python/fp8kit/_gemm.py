@@ -380,10 +380,10 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, out=N
         if out is not None:
             # out= with the dtype, shape, strides and device of the D a hot entry allocates:
             # the same plan, the allocation skipped (the C call checks out's alignment)
+            # (one C++ guard call checks the operands and out together)
             h = _last if len(options) == 1 and type(b) is tp and type(out) is tp else None
             if h is not None and out_dtype is h[0] and (
-                    h[1](a, b, scale_a, scale_b) if bias is None else h[2](a, b, scale_a, scale_b, bias)) and \
-                    out.dtype is h[9] and out.shape == h[7] and out.stride() == h[8] and out.device == h[10]:
+                    h[12](a, b, scale_a, scale_b, out) if bias is None else h[13](a, b, scale_a, scale_b, bias, out)):
                 return _hot_call(h, a, b, scale_a, scale_b, bias, out)
             return run(a, b, scale_a, scale_b, bias, out_dtype, options)
         h = _last if not options and type(b) is tp else None
@@ -400,7 +400,7 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, out=N
                 else:
                     h = None
         if h is not None:
-            _, _, _, plan, fn, call, tmpl, d_shape, d_strides, tdtype, tdevice, sidx = h
+            plan, fn, call, tmpl, d_shape, d_strides, tdtype, tdevice, sidx = h[3:12]
             d = _empty_like(tmpl) if tmpl is not None else \
                 _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice)
             dp = _data_ptr
@@ -608,7 +608,7 @@ def _hot_call(h, a, b, scale_a, scale_b, bias, out):
     """One call through a hot entry (see _register_hot): the output (new
     unless out), then one C call with the plan's prepared call and the packed
     pointers and stream. scaled_mm inlines the same for its guarded calls."""
-    _, _, _, plan, fn, call, tmpl, d_shape, d_strides, tdtype, tdevice, sidx = h
+    plan, fn, call, tmpl, d_shape, d_strides, tdtype, tdevice, sidx = h[3:12]
     if out is not None:
         d = out
     elif tmpl is not None:
@@ -633,25 +633,31 @@ def _register_hot(tkey, plan, has_out, operands):
     function, byref of the plan's shared call struct, D's template (an
     expanded one-element tensor whose empty_like is a new packed D; None
     when D has a dimension < 2, where empty_like would keep its 0 strides),
-    D's shape, strides, torch dtype and device, CUDA device index or None).
-    The guards (None without one) check the operands' type, dtype, shape,
-    strides and device against these operands', the facts tkey holds."""
+    D's shape, strides, torch dtype and device, CUDA device index or None,
+    then the two guards again with a packed D as the last operand, for
+    out=). The guards (None without one) check the operands' type, dtype,
+    shape, strides and device against these operands', the facts tkey holds."""
     if not (plan.simple and plan.t_out is not None and plan.has_out == has_out and plan.use_sa and plan.use_sb
             and not plan.use_c and not plan.scaled and plan.ctx.unchecked_gemm_ptrs is not None):
         return
+    M, N = plan.d_shape
     g4 = g5 = None
+    g4o = g5o = _false
     if not has_out and _make_guard is not None:
         bias = operands[4]
+        d = torch_module().torch.empty_strided(plan.d_shape, (N, 1), dtype=plan.t_out[0], device=plan.t_out[1])
         if bias is None:
             g4, g5 = _make_guard(operands[:4]), _false
+            g4o = _make_guard(list(operands[:4]) + [d])
         else:
             g4, g5 = _false, _make_guard(operands)
-        if g4 is None or g5 is None:
+            g5o = _make_guard(list(operands) + [d])
+        if g4 is None or g5 is None or g4o is None or g5o is None:
             g4 = g5 = None
-    M, N = plan.d_shape
+            g4o = g5o = _false
     tmpl = torch_module().expanded(plan.d_shape, *plan.t_out) if M > 1 and N > 1 and not has_out else None
     hot = (tkey[-1], g4, g5, plan, plan.ctx.unchecked_gemm_ptrs, plan.shared_call(), tmpl, plan.d_shape,
-           (N, 1)) + plan.t_out + (plan.index if plan.torch_stream else None,)
+           (N, 1)) + plan.t_out + (plan.index if plan.torch_stream else None, g4o, g5o)
     with _plans_lock:
         if len(_tplans) > 4096:
             _tplans.clear()
