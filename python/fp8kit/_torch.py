@@ -93,14 +93,28 @@ def out_args(dt, cuda_index):
     return TO_TORCH[dt], torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
 
 
+_TEMPLATE_ELEMS = 1 << 20  # outputs up to this size get a dense template (see expanded)
+_template_bufs = {}  # (dtype, device) -> the storage dense templates view
+
+
 def expanded(shape, dtype, device):
-    """A tensor of `shape` whose every element is one stored element (strides
-    0): torch.empty_like of it is a new packed tensor of that shape, dtype
-    and device (empty_like keeps only non-overlapping dense strides), found
-    cheaper per call than torch.empty_strided. Needs every dim > 1 (a shape
+    """A template whose torch.empty_like is a new packed tensor of `shape`,
+    dtype and device, found cheaper per call than torch.empty_strided: for
+    outputs up to _TEMPLATE_ELEMS elements a packed view of one buffer shared
+    per dtype and device (empty_like copies a dense tensor's strides: ~0.3 us
+    less per call than the expanded form, H100 host, 2026-11-25), else a
+    tensor whose every element is one stored element (strides 0; empty_like
+    keeps only non-overlapping dense strides). Needs every dim > 1 (a shape
     of ones is dense, and empty_like would keep the 0 strides)."""
     if min(shape) < 2:
         raise ValueError("expanded: shape %r has a dimension < 2" % (shape,))
+    n = shape[0] * shape[1]
+    if n <= _TEMPLATE_ELEMS:
+        key = (dtype, device)
+        buf = _template_bufs.get(key)
+        if buf is None or buf.numel() < n:
+            buf = _template_bufs[key] = torch.empty(max(n, 1 << 14), dtype=dtype, device=device)
+        return buf[:n].view(shape)
     return torch.empty((), dtype=dtype, device=device).expand(shape)
 
 

@@ -124,7 +124,8 @@ def test_torch_op_takes_the_same_entries():
 
 @pytest.mark.parametrize("M,N", [(64, 48), (1, 48), (64, 1), (1, 1)])
 def test_hot_outputs_are_new_packed_tensors(M, N):
-    """D comes from torch.empty_like of an expanded template (every dim > 1) or
+    """D comes from torch.empty_like of a template (every dim > 1: a packed view
+    of a shared buffer, or an expanded one-element tensor for large D) or
     torch.empty_strided: either way a new packed tensor of its own storage."""
     a, b, sa, sb = _ops(20 + M + N, M, N, 128)
     want = _general(a, b, sa, sb)
