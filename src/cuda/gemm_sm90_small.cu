@@ -29,7 +29,8 @@
  * general one, executed a few times per thread, cost 1-2.5 us per call in
  * instruction latency and instruction-cache misses (H100 %globaltimer
  * trace, 2026-11-25). An idle producer thread puts the tensor scales into
- * shared memory during the main loop (fk_small_warm).
+ * shared memory during the main loop (fk_small_warm), and the row scales of
+ * the CTA's rows of A and B with them.
  * Launched with programmatic dependent launch: the CTAs of the next call
  * start as SMs free up, prefetch their first K blocks of B into L2 and
  * wait (griddepcontrol.wait) before any other global access.
@@ -93,7 +94,6 @@ struct fk_small_params {
 #define FK_SMALL_ROT 1
 #define FK_SMALL_BNOHINT 2
 #define FK_SMALL_NOPP 4 /* one accumulator set (N <= 64 use two by default) */
-#define FK_SMALL_NOWARM 8  /* the epilogue loads its tensor scales itself (see fk_small_warm) */
 #define FK_SMALL_NOPLAIN 16 /* the general epilogue code also for the plain case (fk_small_plain) */
 #define FK_SMALL_EXITREL 32 /* the last cluster barrier with release / acquire semantics */
 
@@ -223,15 +223,18 @@ static __device__ __forceinline__ bool fk_small_plain(const fk_gemm_params &p)
     return !p.c && !p.bias && !p.act && p.out_quant == FP8KIT_OUTQ_NONE && p.d_type == FP8KIT_BF16;
 }
 
+/* m, n: D's row and column; sa_row[ml] / sb_col[c] the row scales of row
+ * ml / column c of the CTA's part / band (ml = m - m0, c = n - n0). */
 static __device__ __forceinline__ void fk_small_out4_plain(const fk_gemm_params &p, float4 v, int m, int n,
-                                                           int nv, float sa_t, float sb_t)
+                                                           int nv, float sa_t, float sb_t, const float *sa_row,
+                                                           int ml, const float *sb_col, int c)
 {
-    const float sa = p.sa_mode == FP8KIT_SCALE_ROW ? p.sa[m] : sa_t;
+    const float sa = p.sa_mode == FP8KIT_SCALE_ROW ? sa_row[ml] : sa_t;
     const float a[4] = {v.x, v.y, v.z, v.w};
     uint16_t h[4];
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-        const float colf = p.sb_mode == FP8KIT_SCALE_ROW ? p.sb[e < nv ? n + e : n] : sb_t;
+        const float colf = p.sb_mode == FP8KIT_SCALE_ROW ? sb_col[e < nv ? c + e : c] : sb_t;
         h[e] = fk_f32_to_bf16(p.alpha * (float)((double)a[e] * ((double)sa * colf)));
     }
     uint16_t *d = (uint16_t *)p.d + (long long)m * p.ldd + n;
@@ -243,17 +246,29 @@ static __device__ __forceinline__ void fk_small_out4_plain(const fk_gemm_params 
     }
 }
 
-/* Run by one idle producer thread while the main loop streams B: the
- * tensor scales go into shared memory (sc[0], sc[1]; 1 for other modes) and
- * the epilogue's parameters are read once, so that the epilogue after the
- * loop finds them in shared memory and the SM's constant cache instead of
- * waiting on chains of misses to memory. */
-static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, float *sc)
+/* Run by an idle producer warp while the main loop streams B: the scales go
+ * into shared memory - sc[0], sc[1] the tensor scales (1 for other modes),
+ * sc[4 + i] A's row scale of the part's row i (rows of them), sc[132 + c]
+ * B's of the band's row c (cols of them) - and the epilogue's parameters
+ * are read once, so that the epilogue after the loop finds them in shared
+ * memory and the SM's constant cache instead of waiting on misses. */
+#define FK_SMALL_WARM_FLOATS (4 + 128 + 128)
+static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, float *sc, int lane, int m0,
+                                                     int rows, int n0, int cols)
 {
-    sc[0] = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
-    sc[1] = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
-    asm volatile("" ::"l"(p.d), "l"(p.ldd), "r"(p.d_type), "r"(p.out_quant), "r"(p.act), "r"(p.bias_mode),
-                 "f"(p.alpha), "f"(p.beta));
+    if (lane == 0) {
+        sc[0] = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
+        sc[1] = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+        asm volatile("" ::"l"(p.d), "l"(p.ldd), "r"(p.d_type), "r"(p.out_quant), "r"(p.act), "r"(p.bias_mode),
+                     "f"(p.alpha), "f"(p.beta));
+    }
+    if (p.sa_mode == FP8KIT_SCALE_ROW)
+        for (int i = lane; i < rows; i += 32)
+            sc[4 + i] = p.sa[m0 + i];
+    if (p.sb_mode == FP8KIT_SCALE_ROW)
+        for (int i = lane; i < cols; i += 32)
+            sc[132 + i] = p.sb[n0 + i];
+
 }
 
 /* NW: wgmma N of one warpgroup; CS: the two warpgroups split A's rows (2 NW
@@ -347,9 +362,10 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 }
             }
             FK_TR(3);
-        } else if (threadIdx.x == 288 && !(q.flags & FK_SMALL_NOWARM)) {
+        } else if ((threadIdx.x >> 5) == 9) {
             fk_grid_dep_wait(); /* the scales may come from the previous grid */
-            fk_small_warm(p, (float *)(fk_smem + (empty0 + 8 * FK_SMALL_MAXST - raw)));
+            fk_small_warm(p, (float *)(fk_smem + (empty0 + 8 * FK_SMALL_MAXST - raw)), threadIdx.x & 31, m0,
+                          min(NT, p.m - m0), n0, min(q.r, p.n - n0));
         }
         __syncwarp();
     } else {
@@ -500,9 +516,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         const int i0 = (int)((long long)sr * items / split);
         const int i1 = (int)((long long)(sr + 1) * items / split);
         const float *sc = (const float *)(fk_smem + (empty0 + 8 * FK_SMALL_MAXST - raw));
-        const bool warm = !(q.flags & FK_SMALL_NOWARM);
-        const float sa_t = warm ? sc[0] : p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
-        const float sb_t = warm ? sc[1] : p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
+        const float sa_t = sc[0], sb_t = sc[1];
 #ifdef FK_SMALL_TRACE
         if (threadIdx.x == 0) {
             float t_;
@@ -553,7 +567,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
 #pragma unroll
                 for (int u = 0; u < FK_SMALL_EPU; u++)
                     if (nv[u] > 0)
-                        fk_small_out4_plain(p, v[u], m0 + m[u], n[u], nv[u], sa_t, sb_t);
+                        fk_small_out4_plain(p, v[u], m0 + m[u], n[u], nv[u], sa_t, sb_t, sc + 4, m[u], sc + 132,
+                                            n[u] - n0);
             }
         } else {
 #pragma unroll 1
@@ -807,7 +822,8 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.kb_total = (int)kb;
     cfg.q.mh = mh;
     const int slot = cfg.q.bw * 64 * 128 + nt * 128;
-    int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST - 16) / slot; /* ring, barriers, fk_small_warm's scales */
+    /* ring, barriers, fk_small_warm's scales */
+    int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST - 4 * FK_SMALL_WARM_FLOATS) / slot;
     /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
      * prefetch) streamed B slower on the H100 (1x7168x7168: 21.2 us with
      * 8 stages, 21.8 with 16) */
@@ -820,7 +836,6 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.flags = (fk_env_int("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
                   (fk_env_int("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0) |
                   (fk_env_int("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP) |
-                  (fk_env_int("FK_SMALL_WARM", 1) ? 0 : FK_SMALL_NOWARM) |
                   (fk_env_int("FK_SMALL_PLAIN", 1) ? 0 : FK_SMALL_NOPLAIN) |
                   (fk_env_int("FK_SMALL_EXITREL", 0) ? FK_SMALL_EXITREL : 0);
     /* 128-byte L2 promotion of B's rows (the box width): 256 B was 2-3%
