@@ -838,6 +838,82 @@ static void promo_study(int64_t m, int64_t n, int64_t k)
 }
 #endif /* FP8KIT_HAVE_CUDA */
 
+/* Activations at the ends of the range: y = 1 + bias with bias -Inf, +Inf,
+ * NaN, huge and large negative values (where gelu and silu underflow to 0;
+ * there values below 1e-30 count as 0),
+ * every activation, bf16 D, on the general kernel (M = 256) and the small-M
+ * one (M = 8): the GPU agrees with the CPU backend on every NaN and infinity
+ * (gelu / silu of -Inf is NaN on both, as their formulas evaluate in IEEE
+ * arithmetic) and within 1% elsewhere. */
+static void act_inf(void)
+{
+    static const float vals[] = {-INFINITY, INFINITY, NAN, -1e30f, -200.0f, -90.0f, -11.0f, -3.0f,
+                                 -1.0f, 0.0f, 0.5f, 3.0f, 100.0f, 1e30f, -40.0f, -88.0f};
+    const int nv = (int)(sizeof vals / sizeof vals[0]);
+    const int64_t N = 64, K = 128, Ms[2] = {256, 8};
+    static const fp8kit_activation acts[4] = {FP8KIT_ACT_RELU, FP8KIT_ACT_GELU_TANH, FP8KIT_ACT_GELU_ERF,
+                                             FP8KIT_ACT_SILU};
+    for (int mi = 0; mi < 2; mi++) {
+        const int64_t M = Ms[mi];
+        uint8_t *A = malloc((size_t)(M * K)), *B = malloc((size_t)(N * K));
+        memset(A, 0x38, (size_t)(M * K)); /* e4m3 1.0: acc = K */
+        memset(B, 0x38, (size_t)(N * K));
+        float sa = 1.0f / (float)K, sb = 1.0f, bias[64];
+        for (int64_t i = 0; i < N; i++)
+            bias[i] = vals[i % nv];
+        uint16_t *dg = malloc((size_t)(M * N) * 2), *dc = malloc((size_t)(M * N) * 2);
+        void *dA = dmalloc((size_t)(M * K)), *dB = dmalloc((size_t)(N * K)), *dS = dmalloc(8), *dBi = dmalloc(256);
+        void *dD = dmalloc((size_t)(M * N) * 2);
+        h2d(dA, A, (size_t)(M * K));
+        h2d(dB, B, (size_t)(N * K));
+        h2d(dS, &sa, 4);
+        h2d((char *)dS + 4, &sb, 4);
+        h2d(dBi, bias, sizeof bias);
+        for (int ai = 0; ai < 4; ai++) {
+            fp8kit_gemm_desc desc;
+            memset(&desc, 0, sizeof desc);
+            desc.scale_a = desc.scale_b = FP8KIT_SCALE_TENSOR;
+            desc.bias = FP8KIT_BIAS_COL;
+            desc.act = acts[ai];
+            const int64_t one = 1, nb = N;
+            fp8kit_gemm_args ga, ca;
+            memset(&ga, 0, sizeof ga);
+            ga.a = fp8kit_tensor_2d(dA, FP8KIT_E4M3, M, K, K);
+            ga.b = fp8kit_tensor_2d(dB, FP8KIT_E4M3, N, K, K);
+            ga.scale_a = fp8kit_tensor_make(dS, FP8KIT_F32, 1, &one);
+            ga.scale_b = fp8kit_tensor_make((char *)dS + 4, FP8KIT_F32, 1, &one);
+            ga.bias = fp8kit_tensor_make(dBi, FP8KIT_F32, 1, &nb);
+            ga.alpha = 1.0f;
+            ga.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, M, N, N);
+            ca = ga;
+            ca.a.data = A;
+            ca.b.data = B;
+            ca.scale_a.data = &sa;
+            ca.scale_b.data = &sb;
+            ca.bias.data = bias;
+            ca.d.data = dc;
+            CHECK_STATUS(fp8kit_gemm(gctx, &desc, &ga, NULL), FP8KIT_OK);
+            CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
+            d2h(dg, dD, (size_t)(M * N) * 2);
+            CHECK_STATUS(fp8kit_gemm(cctx, &desc, &ca, NULL), FP8KIT_OK);
+            int bad = 0;
+            for (int64_t i = 0; i < M * N && bad < 3; i++) {
+                const float g = fk_bf16_to_f32(dg[i]), c = fk_bf16_to_f32(dc[i]);
+                const int ok = isnan(c) ? isnan(g) : isinf(c) ? g == c : !isnan(g) && fabsf(g - c) <= 0.01f * fabsf(c) + 1e-30f;
+                if (!ok) {
+                    bad++;
+                    CHECK(ok, "act %d M %lld: y = 1 + %g gives %g on the GPU, %g on the CPU", (int)acts[ai],
+                          (long long)M, (double)bias[i % N], (double)g, (double)c);
+                }
+            }
+            CHECK(bad == 0, "act %d M %lld: GPU and CPU agree at the ends of the range", (int)acts[ai],
+                  (long long)M);
+        }
+        cudaFree(dA); cudaFree(dB); cudaFree(dS); cudaFree(dBi); cudaFree(dD);
+        free(A); free(B); free(dg); free(dc);
+    }
+}
+
 int main(void)
 {
 #ifndef FP8KIT_HAVE_CUDA
@@ -874,6 +950,7 @@ int main(void)
     g.sa = g.sb = FP8KIT_SCALE_ROW; g.at = FP8KIT_E5M2; g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_ERF;
     g.beta = 0.5f; g.alpha = 0.75f; run_case(&g);
     ts_byte_equal(small);
+    act_inf();
     /* N % 8 != 0 in a row stride of whole 16-byte units: not the TMA-store
      * epilogue (its store would write D's row padding up to 16 bytes) */
     g = base_case("row bf16 N%8=5 padded", 200, 325, 256); g.ldd_pad = 3;

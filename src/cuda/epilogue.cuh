@@ -325,21 +325,20 @@ static __device__ __forceinline__ float fk_epi_ex2(float x)
 #endif
 }
 
-/* y * sigmoid(-zn) = y / (1 + 2^z) with z = zn log2(e), in 4 instructions
- * and no division (so that many of them interleave): 2^z from ex2 with z
- * clamped to 115 (so d = 1 + 2^z <= 4.2e34 and 1 / d stays normal: no
- * Inf / 0 case; 2^115 already makes the result |y| * 2.4e-35, i.e. 0 to
- * any output precision), the reciprocal of d from rcp.approx (1 ulp), times
- * y: a few ulp in all, far inside SPEC 3 even for fp32 output (the
- * rounding of z, which an exact exp would not remove, dominates).
+/* y * sigmoid(-zn) = y / (1 + 2^z) with z = zn log2(e), in 3 instructions
+ * and no division (so that many of them interleave): 2^z from ex2, the
+ * reciprocal of d = 1 + 2^z from rcp.approx (1 ulp), times y: a few ulp in
+ * all, far inside SPEC 3 even for fp32 output (the rounding of z, which an
+ * exact exp would not remove, dominates). Where 2^z overflows (z >= 128) d
+ * is Inf and its reciprocal 0, so the result is a signed 0 for finite y -
+ * the CPU backend's formulas also give 0 there - and NaN for y = -Inf, as
+ * on the CPU (Inf * 0); a NaN y gives NaN.
  * gelu_tanh(y) = y * sigmoid(2 u) with u = k0 (y + k1 y^3) (= 0.5 y (1 +
  * tanh u)), so z = y (K0 + K1 y^2) with K0 = -2 k0 log2(e), K1 = -2 k0 k1
- * log2(e); silu(y) = y * sigmoid(y): z = -y log2(e). A NaN y gives NaN;
- * y = -Inf gives -Inf (the CPU backend's formulas give NaN there); for
- * finite y both agree within SPEC 3. */
+ * log2(e); silu(y) = y * sigmoid(y): z = -y log2(e). */
 static __device__ __forceinline__ float fk_epi_ysig(float y, float z)
 {
-    const float d = 1.0f + fk_epi_ex2(fminf(z, 115.0f));
+    const float d = 1.0f + fk_epi_ex2(z);
     return y * fk_epi_rcp_est(d);
 }
 
