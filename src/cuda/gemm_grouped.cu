@@ -23,6 +23,7 @@ struct fk_grp_config {
     int32_t device;
     int32_t no_bulk;
     int32_t lag;
+    int32_t pdl; /* launched with programmatic stream serialization (FK_GEMM_PDL; gemm.cu) */
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -105,6 +106,7 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     cfg.device = cs->device;
     cfg.no_bulk = fk_env_int("FK_GEMM_BULK", 1) == 0;
     cfg.lag = fk_env_int("FK_GEMM_LAG", 1);
+    cfg.pdl = fk_env_int("FK_GEMM_PDL", 1) != 0;
     if (cfg.lag < 0 || cfg.lag >= v->stages)
         cfg.lag = 0;
     memcpy(config, &cfg, sizeof cfg);
@@ -184,7 +186,21 @@ extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     const size_t smem = (size_t)v->smem_bytes + FK_GRP_TAB_BYTES((size_t)gj->groups);
     void *args[3] = {(void *)&tmaps[0], (void *)&tmaps[1], &p};
-    cudaError_t e = cudaLaunchKernel((const void *)v->fn, dim3(grid), dim3(FK_GEMM_THREADS), args, smem, st);
+    /* programmatic dependent launch as in gemm.cu: the kernel waits before
+     * any global access (the offsets included) */
+    cudaLaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t lc;
+    memset(&lc, 0, sizeof lc);
+    lc.gridDim = dim3(grid);
+    lc.blockDim = dim3(FK_GEMM_THREADS);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = st;
+    lc.attrs = &attr;
+    lc.numAttrs = cfg.pdl ? 1 : 0;
+    cudaError_t e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
     if (prev != cfg.device)
         (void)cudaSetDevice(prev);
     FK_CUDA_CHECK(ctx, e);
