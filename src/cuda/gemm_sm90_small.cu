@@ -72,9 +72,6 @@ extern "C" int fk_small_trace_get(unsigned long long *dst, int ctas)
 #define FK_SMALL_DEPTH 8        /* ring stages by default (FK_SMALL_STAGES) */
 #define FK_SMALL_SMEM 232448    /* dynamic shared memory requested (227 KB) */
 #define FK_SMALL_THREADS 384
-#ifndef FK_SMALL_EPU
-#define FK_SMALL_EPU 1 /* epilogue items per thread whose loads are in flight at once (plain case) */
-#endif
 
 /* What the kernel needs besides fk_gemm_params. */
 struct fk_small_params {
@@ -554,21 +551,11 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
              * long: executed once or twice per thread, its issue latency
              * and instruction-cache misses dominated the epilogue) */
 #pragma unroll 1
-            for (int it = i0 + (int)threadIdx.x; it < i1; it += FK_SMALL_EPU * 256) {
-                /* FK_SMALL_EPU items' loads in flight at once */
-                float4 v[FK_SMALL_EPU];
-                int m[FK_SMALL_EPU], n[FK_SMALL_EPU], nv[FK_SMALL_EPU];
-#pragma unroll
-                for (int u = 0; u < FK_SMALL_EPU; u++) {
-                    nv[u] = 0;
-                    if (it + u * 256 < i1)
-                        v[u] = item(it + u * 256, m[u], n[u], nv[u]);
-                }
-#pragma unroll
-                for (int u = 0; u < FK_SMALL_EPU; u++)
-                    if (nv[u] > 0)
-                        fk_small_out4_plain(p, v[u], m0 + m[u], n[u], nv[u], sa_t, sb_t, sc + 4, m[u], sc + 132,
-                                            n[u] - n0);
+            for (int it = i0 + (int)threadIdx.x; it < i1; it += 256) {
+                int m, n, nv;
+                const float4 v = item(it, m, n, nv);
+                if (nv > 0)
+                    fk_small_out4_plain(p, v, m0 + m, n, nv, sa_t, sb_t, sc + 4, m, sc + 132, n - n0);
             }
         } else {
 #pragma unroll 1
