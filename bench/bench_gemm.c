@@ -404,6 +404,10 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
             if (!q)
                 break;
             q++;
+            if (*q && nsh == 16) {
+                fprintf(stderr, "bench_gemm: --small-shapes: at most 16 shapes; skipping %s\n", q);
+                break;
+            }
         }
     } else {
         for (int i = 0; i < (int)(sizeof fixed / sizeof fixed[0]); i++)
