@@ -28,7 +28,7 @@
  * activation) runs a short copy of that code (fk_small_out4_plain): the
  * general one, executed a few times per thread, cost 1-2.5 us per call in
  * instruction latency and instruction-cache misses (H100 %globaltimer
- * trace, 2026-11-25). An idle producer thread puts the tensor scales into
+ * trace, 2026-11-25). An idle producer warp puts the tensor scales into
  * shared memory during the main loop (fk_small_warm), and the row scales of
  * the CTA's rows of A and B with them.
  * Launched with programmatic dependent launch: the CTAs of the next call
@@ -265,7 +265,6 @@ static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, fl
     if (p.sb_mode == FP8KIT_SCALE_ROW)
         for (int i = lane; i < cols; i += 32)
             sc[132 + i] = p.sb[n0 + i];
-
 }
 
 /* NW: wgmma N of one warpgroup; CS: the two warpgroups split A's rows (2 NW

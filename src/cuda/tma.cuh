@@ -1,6 +1,6 @@
 /* tma.cuh - host-side driver-API helpers of the Hopper GEMM: TMA tensor maps
- * (cuTensorMapEncodeTiled) and the kernel launch (cuLaunchKernel /
- * cuLaunchKernelEx, ~0.3 us cheaper per call than the runtime's launches). Driver functions are reached
+ * (cuTensorMapEncodeTiled) and the kernel launch (cuLaunchKernelEx, ~0.3 us
+ * cheaper per call than the runtime's launches). Driver functions are reached
  * through cudaGetDriverEntryPointByVersion so the library never links libcuda
  * and loads on machines without a GPU driver. */
 #ifndef FK_CUDA_TMA_CUH
@@ -14,9 +14,6 @@ typedef CUresult (*fk_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuin
                                        const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
                                        const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
                                        CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-typedef CUresult (*fk_cu_launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                    unsigned, unsigned, CUstream, void **, void **);
 
 /* A driver entry point by name, NULL when the driver lacks it. */
 static inline void *fk_driver_fn(const char *name)
@@ -38,16 +35,6 @@ static inline fk_encode_tiled_fn fk_tma_encode_fn(void)
     static fk_encode_tiled_fn cached;
     fk_encode_tiled_fn fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
     if (!fn && (fn = (fk_encode_tiled_fn)fk_driver_fn("cuTensorMapEncodeTiled")))
-        __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
-    return fn;
-}
-
-/* The driver's cuLaunchKernel, looked up once per process (NULL if absent). */
-static inline fk_cu_launch_fn fk_cu_launch_fn_get(void)
-{
-    static fk_cu_launch_fn cached;
-    fk_cu_launch_fn fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
-    if (!fn && (fn = (fk_cu_launch_fn)fk_driver_fn("cuLaunchKernel")))
         __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
     return fn;
 }
