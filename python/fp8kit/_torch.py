@@ -113,7 +113,9 @@ def expanded(shape, dtype, device):
         key = (dtype, device)
         buf = _template_bufs.get(key)
         if buf is None or buf.numel() < n:
-            buf = _template_bufs[key] = torch.empty(max(n, 1 << 14), dtype=dtype, device=device)
+            # at least doubling: older plans keep views of at most a few smaller buffers
+            size = max(n, 1 << 14, 2 * buf.numel() if buf is not None else 0)
+            buf = _template_bufs[key] = torch.empty(min(size, _TEMPLATE_ELEMS), dtype=dtype, device=device)
         return buf[:n].view(shape)
     return torch.empty((), dtype=dtype, device=device).expand(shape)
 
