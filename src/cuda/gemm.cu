@@ -546,11 +546,54 @@ void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job)
     p->out_pow2 = dd->out_pow2 != 0;
 }
 
-/* Launches general variant vi through the driver's cuLaunchKernelEx (with
- * pdl: programmatic stream serialization) and the variant's CUfunction
- * (resolved once per device and variant), which costs ~0.3 us less host
- * time than the runtime's launch (bench_launch); falls back to
- * cudaLaunchKernelExC when the driver entry point or the handle is missing. */
+/* Launches kernel fn (a host stub) as lc describes through the driver's
+ * cuLaunchKernelEx and fn's CUfunction, resolved once into *slot (NULL: no
+ * cache, the runtime's launch), which costs ~0.3 us less host time than
+ * the runtime's launch (bench_launch); falls back to cudaLaunchKernelExC
+ * when the driver entry point or the handle is missing. The runtime's and
+ * the driver's launch attributes share ids and layout. what: the failing
+ * path's name in the message. */
+fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, const void *fn,
+                             const cudaLaunchConfig_t *lc, void **args, const char *what)
+{
+    static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute layout");
+    static_assert((int)cudaLaunchAttributeClusterDimension == (int)CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION &&
+                      (int)cudaLaunchAttributeProgrammaticStreamSerialization ==
+                          (int)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                  "launch attribute ids");
+    fk_cu_launch_ex_fn launch = fk_cu_launch_ex_fn_get();
+    CUfunction f = launch && slot ? fk_cufn_get(slot, fn) : NULL;
+    if (f) {
+        CUlaunchConfig dc;
+        memset(&dc, 0, sizeof dc);
+        dc.gridDimX = lc->gridDim.x;
+        dc.gridDimY = dc.gridDimZ = 1;
+        dc.blockDimX = lc->blockDim.x;
+        dc.blockDimY = dc.blockDimZ = 1;
+        dc.sharedMemBytes = (unsigned)lc->dynamicSmemBytes;
+        dc.hStream = (CUstream)lc->stream;
+        dc.attrs = (CUlaunchAttribute *)lc->attrs;
+        dc.numAttrs = lc->numAttrs;
+        CUresult r = launch(&dc, f, args, NULL);
+        if (r == CUDA_ERROR_INVALID_CONTEXT) {
+            /* a new thread: the runtime makes the primary context current lazily */
+            FK_CUDA_CHECK(ctx, cudaSetDevice(device));
+            r = launch(&dc, f, args, NULL);
+        }
+        if (r != CUDA_SUCCESS)
+            return fk_fail(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_DEVICE,
+                           "%s: cuLaunchKernelEx failed (CUresult %d)", what, (int)r);
+        return FP8KIT_OK;
+    }
+    cudaError_t e = cudaLaunchKernelExC(lc, fn, args);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fk_fail(ctx, FP8KIT_ERR_DEVICE, "%s: launch failed: %s", what, cudaGetErrorString(e));
+    }
+    return FP8KIT_OK;
+}
+
+/* Launches general variant vi (pdl: with programmatic stream serialization). */
 #define FK_MAX_DEVICES 64
 #define FK_MAX_VARIANTS 128
 static CUfunction fk_sm90_cufn[FK_MAX_DEVICES][FK_MAX_VARIANTS];
@@ -559,47 +602,21 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
                                     cudaStream_t st)
 {
     const fk_sm90_variant *v = &fk_sm90_variants[vi];
-    CUlaunchAttribute attr;
+    cudaLaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    fk_cu_launch_ex_fn launch = fk_cu_launch_ex_fn_get();
-    CUfunction f = NULL;
-    if (launch && device >= 0 && device < FK_MAX_DEVICES && vi < FK_MAX_VARIANTS)
-        f = fk_cufn_get(&fk_sm90_cufn[device][vi], (const void *)v->fn);
-    if (!f) {
-        static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute layout");
-        cudaLaunchConfig_t lc;
-        memset(&lc, 0, sizeof lc);
-        lc.gridDim = dim3(grid);
-        lc.blockDim = dim3(FK_GEMM_THREADS);
-        lc.dynamicSmemBytes = (size_t)v->smem_bytes;
-        lc.stream = st;
-        lc.attrs = (cudaLaunchAttribute *)&attr;
-        lc.numAttrs = pdl ? 1 : 0;
-        FK_CUDA_CHECK(ctx, cudaLaunchKernelExC(&lc, (const void *)v->fn, args));
-        return FP8KIT_OK;
-    }
-    CUlaunchConfig dc;
-    memset(&dc, 0, sizeof dc);
-    dc.gridDimX = grid;
-    dc.gridDimY = dc.gridDimZ = 1;
-    dc.blockDimX = FK_GEMM_THREADS;
-    dc.blockDimY = dc.blockDimZ = 1;
-    dc.sharedMemBytes = (unsigned)v->smem_bytes;
-    dc.hStream = (CUstream)st;
-    dc.attrs = &attr;
-    dc.numAttrs = pdl ? 1 : 0;
-    CUresult r = launch(&dc, f, args, NULL);
-    if (r == CUDA_ERROR_INVALID_CONTEXT) {
-        /* a new thread: the runtime makes the primary context current lazily */
-        FK_CUDA_CHECK(ctx, cudaSetDevice(device));
-        r = launch(&dc, f, args, NULL);
-    }
-    if (r != CUDA_SUCCESS)
-        return fk_fail(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_DEVICE,
-                       "cuda gemm: cuLaunchKernelEx failed (CUresult %d)", (int)r);
-    return FP8KIT_OK;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t lc;
+    memset(&lc, 0, sizeof lc);
+    lc.gridDim = dim3(grid);
+    lc.blockDim = dim3(FK_GEMM_THREADS);
+    lc.dynamicSmemBytes = (size_t)v->smem_bytes;
+    lc.stream = st;
+    lc.attrs = &attr;
+    lc.numAttrs = pdl ? 1 : 0;
+    CUfunction *slot = device >= 0 && device < FK_MAX_DEVICES && vi < FK_MAX_VARIANTS ? &fk_sm90_cufn[device][vi]
+                                                                                       : NULL;
+    return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, &lc, args, "cuda gemm");
 }
 
 extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,

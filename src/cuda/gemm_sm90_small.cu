@@ -857,54 +857,17 @@ static CUresult fk_small_map_b(CUtensorMap *map, const void *base, uint64_t rows
               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, pr[promo], CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-/* Launches small variant vi as lc describes through the driver's
- * cuLaunchKernelEx with the variant's CUfunction (resolved once per device
- * and variant; ~0.3 us less host time than cudaLaunchKernelExC), or through
- * the runtime when the entry point or the handle is missing. The runtime's
- * and the driver's launch attributes share ids and layout. */
+/* Launches small variant vi as lc describes (fk_cuda_launch: the driver's
+ * cuLaunchKernelEx with the variant's CUfunction, cached per device and
+ * variant, else the runtime). */
 #define FK_SMALL_MAX_DEVICES 64
 static CUfunction fk_small_cufn[FK_SMALL_MAX_DEVICES][FK_SMALL_NVAR];
 
 static fp8kit_status fk_small_launch(fp8kit_ctx *ctx, int device, int vi, const cudaLaunchConfig_t *lc, void **args)
 {
-    static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute layout");
-    static_assert((int)cudaLaunchAttributeClusterDimension == (int)CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION &&
-                      (int)cudaLaunchAttributeProgrammaticStreamSerialization ==
-                          (int)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-                  "launch attribute ids");
     const fk_small_variant *v = &fk_small_variants[vi];
-    fk_cu_launch_ex_fn launch = fk_cu_launch_ex_fn_get();
-    CUfunction f = NULL;
-    if (launch && device >= 0 && device < FK_SMALL_MAX_DEVICES)
-        f = fk_cufn_get(&fk_small_cufn[device][vi], (const void *)v->fn);
-    if (f) {
-        CUlaunchConfig dc;
-        memset(&dc, 0, sizeof dc);
-        dc.gridDimX = lc->gridDim.x;
-        dc.gridDimY = dc.gridDimZ = 1;
-        dc.blockDimX = lc->blockDim.x;
-        dc.blockDimY = dc.blockDimZ = 1;
-        dc.sharedMemBytes = (unsigned)lc->dynamicSmemBytes;
-        dc.hStream = (CUstream)lc->stream;
-        dc.attrs = (CUlaunchAttribute *)lc->attrs;
-        dc.numAttrs = lc->numAttrs;
-        CUresult r = launch(&dc, f, args, NULL);
-        if (r == CUDA_ERROR_INVALID_CONTEXT) {
-            /* a new thread: the runtime makes the primary context current lazily */
-            FK_CUDA_CHECK(ctx, cudaSetDevice(device));
-            r = launch(&dc, f, args, NULL);
-        }
-        if (r != CUDA_SUCCESS)
-            return fk_fail(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_DEVICE,
-                           "cuda gemm (small M): cuLaunchKernelEx failed (CUresult %d)", (int)r);
-        return FP8KIT_OK;
-    }
-    cudaError_t e = cudaLaunchKernelExC(lc, (const void *)v->fn, args);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): launch failed: %s", cudaGetErrorString(e));
-    }
-    return FP8KIT_OK;
+    CUfunction *slot = device >= 0 && device < FK_SMALL_MAX_DEVICES ? &fk_small_cufn[device][vi] : NULL;
+    return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, lc, args, "cuda gemm (small M)");
 }
 
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)

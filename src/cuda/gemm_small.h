@@ -1,9 +1,12 @@
 /* gemm_small.h - entry points of the small-M (decode) Hopper GEMM path in
  * gemm_sm90_small.cu, called from gemm.cu: the plan branch (takes the job or
- * declines it) and the launch of a plan it made. */
+ * declines it) and the launch of a plan it made; and what gemm.cu shares
+ * with it (kernel parameters from the job, the kernel launch). */
 #ifndef FK_CUDA_GEMM_SMALL_H
 #define FK_CUDA_GEMM_SMALL_H
 
+#include <cuda.h>
+#include <cuda_runtime.h>
 #include "core/internal.h"
 
 /* First int32 of a small-M plan's config bytes (general plans hold a
@@ -19,6 +22,11 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
  * fields (gemm.cu; the general, grouped and small-M launches use it). */
 struct fk_gemm_params;
 void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job);
+
+/* Launches kernel fn through cuLaunchKernelEx with its CUfunction cached in
+ * *slot (NULL: none), else through the runtime (gemm.cu). */
+fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, const void *fn,
+                             const cudaLaunchConfig_t *lc, void **args, const char *what);
 
 /* Launches a plan made by fk_small_plan. */
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
