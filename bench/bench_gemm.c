@@ -392,10 +392,10 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                                   {64, 7168, 7168},  {128, 2112, 7168}, {128, 7168, 16384}};
     shape sh[16];
     int nsh = 0;
-    if (own_shapes) { /* --small-shapes: M <= 128, N * K <= 7168 * 16384, K <= 16384 */
+    if (own_shapes) { /* --small-shapes: M <= 128, N <= 32768, N * K <= 7168 * 16384, K <= 16384 */
         for (const char *q = own_shapes; *q && nsh < 16;) {
             long long m, n, k;
-            if (sscanf(q, "%lldx%lldx%lld", &m, &n, &k) == 3 && m >= 1 && m <= 128 && n >= 1 && k >= 16 &&
+            if (sscanf(q, "%lldx%lldx%lld", &m, &n, &k) == 3 && m >= 1 && m <= 128 && n >= 1 && n <= 32768 && k >= 16 &&
                 k <= 16384 && n * k <= 7168LL * 16384 && k % 16 == 0)
                 sh[nsh++] = (shape){m, n, k};
             else
@@ -413,7 +413,7 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
         for (int i = 0; i < (int)(sizeof fixed / sizeof fixed[0]); i++)
             sh[nsh++] = fixed[i];
     }
-    const size_t maxa = 128 * 16384, maxb = (size_t)7168 * 16384, maxd = 128 * 7168;
+    const size_t maxa = 128 * 16384, maxb = (size_t)7168 * 16384, maxd = 128 * 32768;
     const size_t pool_bytes = (size_t)480 << 20;
     uint8_t *h = malloc(maxb);
     uint64_t r = 0x2545F4914F6CDD1Dull;

@@ -633,34 +633,53 @@ typedef struct fk_small_shape {
 } fk_small_shape;
 
 /* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
- * kernel), fitted to the H100 sweeps of docs/perf-gemm.md ("Small M",
- * sessions 2, 3 and 8): per 128-deep K block the largest of R x 128 bytes
- * of B plus 0.11 x A's min(M, NT) x 128 bytes (halved by multicast;
- * 64x7168x7168 streams 11% slower than 1x7168x7168), the MMA time (4
- * wgmma m64nNk32 plus the fp32 promotion cost as much as streaming ~62.5 x
- * N bytes per warpgroup in turn; the column split's two warpgroups of N =
- * NT / 2 side by side ~2.2x one: 128x2112x7168 runs at ~0.45 us per K
- * block with R 32) and a floor of ~0.22 us per K block whatever the band
- * (session 8: 1x2112x7168 takes 15.6 us with R 16 and 56 K blocks per CTA,
- * 14.5 with R 64, but 10.5 with R 64 split 2 and 10.4-10.9 with R 72-88
- * split 4: fewer K blocks per CTA, not fewer bytes); each CTA of a split
- * beyond the first adds a cluster reduction of about 1.5 us (34 KB), the
- * multicast cluster's start-up ~2 KB; one more wave repeats everything.
- * slots: clusters of the shape's size that fit at once. */
-#define FK_SMALL_KB_FLOOR 5400.0
-static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c, int64_t slots)
+ * kernel; 1 unit ~ 0.04 ns on the H100), fitted to the H100 sweeps of
+ * every decode shape in docs/perf-gemm.md ("Small M, session 10": 42
+ * shapes, M = 1..128, N = 576..24576, K = 1536..16384). Per 128-deep K
+ * block the largest of
+ * - the bytes a CTA streams, R x 128 of B plus 0.11 x A's min(M, NT) x 128
+ *   (halved by multicast), scaled by the CTA's share of the device's
+ *   bandwidth: active CTAs / SMs, but at least 0.95 (fewer CTAs do not
+ *   stream much faster each: 64 CTAs with R 112 take as long as 128 with
+ *   R 56 at N = 7168);
+ * - the MMA time (4 wgmma m64nNk32 plus the fp32 promotion cost as much as
+ *   streaming ~62.5 x N bytes per warpgroup in turn; the column split's two
+ *   warpgroups of N = NT / 2 side by side ~2.2x one);
+ * - a floor of ~0.3 us per K block whatever the band (R 24 to 64 at N =
+ *   1536 - 2112 take 0.32-0.36 us per K block: fewer K blocks per CTA, not
+ *   fewer bytes, make those shapes faster);
+ * plus, for bands of two warpgroups of B rows (R > 64), 20 x NT (64x7168x7168
+ * with R 112 split 2 takes 22.2 us, R 56 20.6; the same at M = 1: 20.2 and
+ * 20.4). Each CTA of a split beyond the first adds a cluster reduction
+ * (~0.5 us), the multicast cluster's start-up ~2 KB, the start and the
+ * epilogue ~20 KB (less favours 3 waves of R 64 over 2 of R 96 at N =
+ * 24576, K = 1536: 19.4 against 17.3 us); one more wave repeats
+ * everything. slots: clusters of the shape's size that fit at once; sms:
+ * the SMs of this part of the grid.
+ * Against the previous model (sessions 2-8) the picks are as fast or
+ * faster on every swept shape (mean 1.017 of the best launch shape against
+ * 1.056; 1x2112x7168 9.9 vs 12.1 us, 1x1536x7168 8.3 vs 11.8). */
+#define FK_SMALL_KB_FLOOR 7500.0
+static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c, int64_t slots,
+                            int64_t sms)
 {
     const int64_t bands = (n + c.r - 1) / c.r;
     const int64_t clusters = (bands + c.mc - 1) / c.mc;
     const int64_t waves = (clusters + slots - 1) / slots;
+    const int64_t active = (clusters < slots ? clusters : slots) * c.split * c.mc;
     const int bw = c.r > 64 ? 2 : 1;
-    const double mem = (double)c.r * 128.0 + 0.11 * (double)(m < nt ? m : nt) * 128.0 / c.mc;
+    double share = sms > 0 ? (double)active / (double)sms : 1.0;
+    if (share < 0.95)
+        share = 0.95;
+    const double mem = ((double)c.r * 128.0 + 0.11 * (double)(m < nt ? m : nt) * 128.0 / c.mc) * share;
     const double mma = c.cs ? 62.5 * 0.5 * nt * 2.2 : 62.5 * (double)nt * (double)bw;
     double per_kb = mem > mma ? mem : mma;
     if (per_kb < FK_SMALL_KB_FLOOR)
         per_kb = FK_SMALL_KB_FLOOR;
+    if (bw == 2)
+        per_kb += 20.0 * nt;
     const int64_t kc = (kb + c.split - 1) / c.split;
-    return (double)waves * ((double)kc * per_kb + 34000.0 * (c.split - 1) + (c.mc > 1 ? 2000.0 : 0.0) + 8000.0);
+    return (double)waves * ((double)kc * per_kb + 12000.0 * (c.split - 1) + (c.mc > 1 ? 2000.0 : 0.0) + 20000.0);
 }
 
 /* Band height, split, multicast and column split by the cost model (ties -
@@ -690,7 +709,7 @@ static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t
                 c.cs = nt >= 64 && r <= 64 && fc >= 0 ? 1 : 0;
                 if (fc > 0 && !c.cs)
                     continue;
-                const double cost = fk_small_cost(n, m, kb, nt, c, slots[i + mc - 1]);
+                const double cost = fk_small_cost(n, m, kb, nt, c, slots[i + mc - 1], slots[0]);
                 if (best.r == 0 || cost < best_c) {
                     best_c = cost;
                     best = c;
@@ -709,9 +728,11 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     /* FK_GEMM_SMALL=0: never, 1: whenever supported, 2: always or fail
      * (tests); unset: with at least 1 MiB of B, for M <= 64, and for
      * 64 < M <= 128 when the general kernel's 128 x 64 tiles would leave a
-     * quarter of the SMs idle (measured on the H100: 128x2112x7168 15.5 vs
-     * 17.1 us, but 128x7168x16384 51.9 vs 46.7 us), unless a general-kernel
-     * knob (FK_GEMM_PROMO, FK_GEMM_BN) is set. */
+     * quarter of the SMs idle or K >= 7168 (H100, session 10, same run:
+     * 128x2112x7168 12.8 vs 16.1 us, 128x7168x7168 22.2 vs 23.1,
+     * 128x7168x16384 45.0 vs 46.9, but 128x7168x2048 10.1 vs 9.2 and
+     * 128x24576x1536 27.6 vs 18.3), unless a general-kernel knob
+     * (FK_GEMM_PROMO, FK_GEMM_BN) is set. */
     const int force = fk_env_int("FK_GEMM_SMALL", -1);
 #define FK_SMALL_DECLINE(why)                                                                       \
     do {                                                                                            \
@@ -728,7 +749,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         dd->scale_b == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_BLOCK)
         FK_SMALL_DECLINE("block and mx scaling are not implemented on this path");
     if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") || getenv("FK_GEMM_BN") ||
-                      (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3)))
+                      (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3 && job->k < 7168)))
         return 0;
     /* FK_SMALL_MH=2: M > 64 in two parts of 64 rows of A, each on its own CTAs */
     const int mh = job->m > 64 && fk_env_int("FK_SMALL_MH", 1) == 2 ? 2 : 1;
