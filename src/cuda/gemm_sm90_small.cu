@@ -731,7 +731,10 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
      * quarter of the SMs idle or K >= 7168 (H100, session 10, same run:
      * 128x2112x7168 12.8 vs 16.1 us, 128x7168x7168 22.2 vs 23.1,
      * 128x7168x16384 45.0 vs 46.9, but 128x7168x2048 10.1 vs 9.2 and
-     * 128x24576x1536 27.6 vs 18.3), unless a general-kernel knob
+     * 128x24576x1536 27.6 vs 18.3); and for 32 < M <= 64 not when the
+     * general kernel's 128-wide tiles fill the SMs and K <= 2048 (64x24576x1536
+     * 17.6 vs 20.8 us, 64x32768x2048 27.9 vs 29.9; but 64x18432x4096 32.9 vs
+     * 32.5, 64x12288x2048 19.8 vs 12.6), unless a general-kernel knob
      * (FK_GEMM_PROMO, FK_GEMM_BN) is set. */
     const int force = fk_env_int("FK_GEMM_SMALL", -1);
 #define FK_SMALL_DECLINE(why)                                                                       \
@@ -749,7 +752,8 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         dd->scale_b == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_BLOCK)
         FK_SMALL_DECLINE("block and mx scaling are not implemented on this path");
     if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") || getenv("FK_GEMM_BN") ||
-                      (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3 && job->k < 7168)))
+                      (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3 && job->k < 7168) ||
+                      (job->m > 32 && (job->n + 127) / 128 >= (int64_t)cs->sm_count && job->k <= 2048)))
         return 0;
     /* FK_SMALL_MH=2: M > 64 in two parts of 64 rows of A, each on its own CTAs */
     const int mh = job->m > 64 && fk_env_int("FK_SMALL_MH", 1) == 2 ? 2 : 1;
