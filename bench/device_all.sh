@@ -7,7 +7,8 @@
 # the reduced GEMM tests, the Python tests with torch on the GPU, then the
 # benchmarks (bench_gemm on a reduced shape list unless
 # FK_BENCH_ARGS says otherwise, bench_launch, the Python call overhead,
-# bench_grouped with the torch._scaled_grouped_mm peer, fp8kit bench --quick). Logs and JSON lines go to $OUT.
+# bench_grouped with the torch._scaled_grouped_mm peer, which kernel the planner gives a few
+# decode shapes (fp8kit gemm, checked), fp8kit bench --quick). Logs and JSON lines go to $OUT.
 # Usage (repo root, on the device): bash bench/device_all.sh [COMMIT]
 # Env: FK_SKIP_SANITIZE=1, FK_SKIP_BENCH=1, FK_SKIP_PY=1, FK_BENCH_ARGS (bench_gemm
 # flags), FK_TESTS (the GPU test list).
@@ -72,6 +73,12 @@ if [ -z "${FK_SKIP_BENCH:-}" ]; then
         >"$OUT/grouped_peer.log" 2>&1
     echo "torch_grouped_peer exit $?" | tee -a "$OUT/summary.txt"
     tail -12 "$OUT/grouped_peer.log"
+    stamp "planner routes (which kernel the default plan runs; rel_err checked by fp8kit gemm)"
+    for shp in "64 24576 1536" "64 32768 2048" "64 12288 2048" "128 7168 16384" "128 7168 2048" "1 2112 7168"; do
+        set -- $shp
+        echo "M=$1 N=$2 K=$3: $(FK_GEMM_VERBOSE=1 FK_SMALL_DEBUG=1 timeout 60 "$B/fp8kit" gemm --m $1 --n $2 --k $3 \
+            --backend cuda --reps 20 --ref-rows 16 2>&1 | grep -E "plan|rel_err|error" | tr '\n' ' ' | cut -c1-400)"
+    done | tee "$OUT/routes.log"
     stamp "fp8kit bench --quick"
     timeout 120 "$B/fp8kit" bench --quick --backend cuda >"$OUT/bench_quick.log" 2>&1
     echo "bench --quick exit $?" | tee -a "$OUT/summary.txt"
