@@ -492,21 +492,38 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     return FP8KIT_OK;
 }
 
+void fk_launch_config(cudaLaunchConfig_t *lc, cudaLaunchAttribute at[2], unsigned grid, unsigned block, size_t smem,
+                      cudaStream_t st, unsigned cluster, int pdl)
+{
+    memset(lc, 0, sizeof *lc);
+    memset(at, 0, 2 * sizeof at[0]);
+    unsigned na = 0;
+    if (cluster > 1) {
+        at[na].id = cudaLaunchAttributeClusterDimension;
+        at[na].val.clusterDim.x = cluster;
+        at[na].val.clusterDim.y = 1;
+        at[na].val.clusterDim.z = 1;
+        na++;
+    }
+    if (pdl) {
+        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[na].val.programmaticStreamSerializationAllowed = 1;
+        na++;
+    }
+    lc->gridDim = dim3(grid);
+    lc->blockDim = dim3(block);
+    lc->dynamicSmemBytes = smem;
+    lc->stream = st;
+    lc->attrs = at;
+    lc->numAttrs = na;
+}
+
 cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count)
 {
     cudaLaunchConfig_t lc;
-    memset(&lc, 0, sizeof lc);
-    cudaLaunchAttribute at;
-    memset(&at, 0, sizeof at);
-    at.id = cudaLaunchAttributeClusterDimension;
-    at.val.clusterDim.x = (unsigned)cluster;
-    at.val.clusterDim.y = 1;
-    at.val.clusterDim.z = 1;
-    lc.gridDim = dim3((unsigned)(cluster * (sm_count / cluster)));
-    lc.blockDim = dim3((unsigned)threads);
-    lc.dynamicSmemBytes = smem;
-    lc.attrs = &at;
-    lc.numAttrs = 1;
+    cudaLaunchAttribute at[2];
+    fk_launch_config(&lc, at, (unsigned)(cluster * (sm_count / cluster)), (unsigned)threads, smem, 0,
+                     (unsigned)cluster, 0);
     *count = 0;
     return cudaOccupancyMaxActiveClusters(count, fn, &lc);
 }
@@ -602,18 +619,10 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
                                     cudaStream_t st)
 {
     const fk_sm90_variant *v = &fk_sm90_variants[vi];
-    cudaLaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
+    /* (the 2-CTA variants have their cluster shape compiled in) */
     cudaLaunchConfig_t lc;
-    memset(&lc, 0, sizeof lc);
-    lc.gridDim = dim3(grid);
-    lc.blockDim = dim3(FK_GEMM_THREADS);
-    lc.dynamicSmemBytes = (size_t)v->smem_bytes;
-    lc.stream = st;
-    lc.attrs = &attr;
-    lc.numAttrs = pdl ? 1 : 0;
+    cudaLaunchAttribute at[2];
+    fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, (size_t)v->smem_bytes, st, 1, pdl);
     CUfunction *slot = device >= 0 && device < FK_MAX_DEVICES && vi < FK_MAX_VARIANTS ? &fk_sm90_cufn[device][vi]
                                                                                        : NULL;
     return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, &lc, args, "cuda gemm");

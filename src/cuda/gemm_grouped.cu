@@ -188,18 +188,9 @@ extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_
     void *args[3] = {(void *)&tmaps[0], (void *)&tmaps[1], &p};
     /* programmatic dependent launch as in gemm.cu: the kernel waits before
      * any global access (the offsets included) */
-    cudaLaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t lc;
-    memset(&lc, 0, sizeof lc);
-    lc.gridDim = dim3(grid);
-    lc.blockDim = dim3(FK_GEMM_THREADS);
-    lc.dynamicSmemBytes = smem;
-    lc.stream = st;
-    lc.attrs = &attr;
-    lc.numAttrs = cfg.pdl ? 1 : 0;
+    cudaLaunchAttribute at[2];
+    fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, st, 1, cfg.pdl);
     cudaError_t e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
     if (prev != cfg.device)
         (void)cudaSetDevice(prev);

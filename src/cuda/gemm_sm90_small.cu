@@ -245,11 +245,14 @@ static __device__ __forceinline__ void fk_small_out4_plain(const fk_gemm_params 
 
 /* Run by an idle producer warp while the main loop streams B: the scales go
  * into shared memory - sc[0], sc[1] the tensor scales (1 for other modes),
- * sc[4 + i] A's row scale of the part's row i (rows of them), sc[132 + c]
- * B's of the band's row c (cols of them) - and the epilogue's parameters
- * are read once, so that the epilogue after the loop finds them in shared
- * memory and the SM's constant cache instead of waiting on misses. */
-#define FK_SMALL_WARM_FLOATS (4 + 128 + 128)
+ * sc[FK_SMALL_SC_A + i] A's row scale of the part's row i (rows of them),
+ * sc[FK_SMALL_SC_B + c] B's of the band's row c (cols of them) - and the
+ * epilogue's parameters are read once, so that the epilogue after the loop
+ * finds them in shared memory and the SM's constant cache instead of waiting
+ * on misses. */
+#define FK_SMALL_SC_A 4
+#define FK_SMALL_SC_B (FK_SMALL_SC_A + 128)
+#define FK_SMALL_WARM_FLOATS (FK_SMALL_SC_B + 128)
 static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, float *sc, int lane, int m0,
                                                      int rows, int n0, int cols)
 {
@@ -261,10 +264,10 @@ static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, fl
     }
     if (p.sa_mode == FP8KIT_SCALE_ROW)
         for (int i = lane; i < rows; i += 32)
-            sc[4 + i] = p.sa[m0 + i];
+            sc[FK_SMALL_SC_A + i] = p.sa[m0 + i];
     if (p.sb_mode == FP8KIT_SCALE_ROW)
         for (int i = lane; i < cols; i += 32)
-            sc[132 + i] = p.sb[n0 + i];
+            sc[FK_SMALL_SC_B + i] = p.sb[n0 + i];
 }
 
 /* NW: wgmma N of one warpgroup; CS: the two warpgroups split A's rows (2 NW
@@ -554,7 +557,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                 int m, n, nv;
                 const float4 v = item(it, m, n, nv);
                 if (nv > 0)
-                    fk_small_out4_plain(p, v, m0 + m, n, nv, sa_t, sb_t, sc + 4, m, sc + 132, n - n0);
+                    fk_small_out4_plain(p, v, m0 + m, n, nv, sa_t, sb_t, sc + FK_SMALL_SC_A, m, sc + FK_SMALL_SC_B,
+                                            n - n0);
             }
         } else {
 #pragma unroll 1
@@ -948,33 +952,14 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
         p.num_kb = cfg.q.kb_total;
         fk_small_params q = cfg.q;
         void *args[4] = {(void *)&tmaps[0], (void *)&tmaps[1], &p, &q};
-        cudaLaunchConfig_t lc;
-        memset(&lc, 0, sizeof lc);
         /* cluster of split x mc CTAs; programmatic stream serialization:
          * the kernel may start while the previous kernel of the stream
          * finishes (it waits in griddepcontrol.wait before touching
          * anything but L2) */
+        cudaLaunchConfig_t lc;
         cudaLaunchAttribute at[2];
-        memset(at, 0, sizeof at);
-        unsigned na = 0;
-        if (cfg.q.split * cfg.q.mc > 1) {
-            at[na].id = cudaLaunchAttributeClusterDimension;
-            at[na].val.clusterDim.x = (unsigned)(cfg.q.split * cfg.q.mc);
-            at[na].val.clusterDim.y = 1;
-            at[na].val.clusterDim.z = 1;
-            na++;
-        }
-        if (cfg.pdl) {
-            at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            at[na].val.programmaticStreamSerializationAllowed = 1;
-            na++;
-        }
-        lc.gridDim = dim3((unsigned)cfg.grid);
-        lc.blockDim = dim3(FK_SMALL_THREADS);
-        lc.dynamicSmemBytes = (size_t)cfg.smem;
-        lc.stream = st;
-        lc.attrs = at;
-        lc.numAttrs = na;
+        fk_launch_config(&lc, at, (unsigned)cfg.grid, FK_SMALL_THREADS, (size_t)cfg.smem, st,
+                         (unsigned)(cfg.q.split * cfg.q.mc), cfg.pdl);
         rs = fk_small_launch(ctx, cfg.device, cfg.variant, &lc, args);
     } while (0);
     if (prev >= 0 && prev != cfg.device)

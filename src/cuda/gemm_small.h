@@ -23,6 +23,14 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
 struct fk_gemm_params;
 void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job);
 
+/* Fills *lc for a 1-D launch of grid x block threads with smem bytes of
+ * dynamic shared memory on stream st, and its attributes in at: a cluster of
+ * `cluster` CTAs along x when cluster > 1, then programmatic stream
+ * serialization when pdl (gemm.cu; every GEMM launch and the cluster
+ * occupancy query use it). */
+void fk_launch_config(cudaLaunchConfig_t *lc, cudaLaunchAttribute at[2], unsigned grid, unsigned block, size_t smem,
+                      cudaStream_t st, unsigned cluster, int pdl);
+
 /* Launches kernel fn through cuLaunchKernelEx with its CUfunction cached in
  * *slot (NULL: none), else through the runtime (gemm.cu). */
 fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, const void *fn,
