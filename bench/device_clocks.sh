@@ -9,12 +9,13 @@
 # ncu), which separates the kernel's own cost from clock changes.
 # Usage (repo root, on the device): bash bench/device_clocks.sh [COMMIT]
 # Env: FK_CLK_SHAPE (default 8192x8192x8192), FK_CLK_MODES (tensor bias_gelu),
-# FK_CLK_ROUNDS (2), FK_CLK_REPS (300), FK_CLK_ENV (VAR=VAL words for bench_gemm).
+# FK_CLK_ROUNDS (2), FK_CLK_REPS (300), FK_CLK_ENV (VAR=VAL words for bench_gemm),
+# FK_BUILD (a folder with a built bench_gemm to use instead of building one).
 set -u
 commit=${1:-unknown}
 . "$(dirname "$0")/device_env.sh"
-B=build-dev
-fk_build $B bench_gemm
+B=${FK_BUILD:-build-dev}
+[ -x "$B/bench_gemm" ] || fk_build $B bench_gemm
 shape=${FK_CLK_SHAPE:-8192x8192x8192}
 nvidia-smi --query-gpu=power.limit,clocks.max.sm,clocks.applications.graphics --format=csv
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
