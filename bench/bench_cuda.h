@@ -1,10 +1,12 @@
 /* bench_cuda.h - what the CUDA benchmarks share (include it after
  * <cuda_runtime.h> and fp8kit.h): CK, which exits on a CUDA error, and
- * fk_bench_open, their common start. */
+ * fk_bench_open, their common start; fk_bench_today (bench_date.h), the
+ * default date of their rows. */
 #ifndef FK_BENCH_CUDA_H
 #define FK_BENCH_CUDA_H
 #include <stdio.h>
 #include <stdlib.h>
+#include "bench_date.h"
 
 #define CK(x)                                                                                  \
     do {                                                                                       \

@@ -573,7 +573,7 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
 int main(int argc, char **argv)
 {
     int quick = 0, reps = 30;
-    const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT");
+    const char *json = NULL, *date = fk_bench_today(), *commit = getenv("FK_COMMIT");
     const char *only_shapes = NULL, *only_modes = NULL, *tag = "", *small_shapes = NULL;
     int small_m = 0; /* 1: add the small-M section, 2: only it, 3: only it, with the (R, split) sweep */
     for (int i = 1; i < argc; i++) {

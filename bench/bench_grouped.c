@@ -56,7 +56,7 @@ static int listed(const char *list, const char *name)
 int main(int argc, char **argv)
 {
     int reps = 30;
-    const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT"), *only = NULL, *modes = NULL;
+    const char *json = NULL, *date = fk_bench_today(), *commit = getenv("FK_COMMIT"), *only = NULL, *modes = NULL;
     const char *tag = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);

@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 {
     int64_t n = 128;
     int batch = 100, rounds = 301;
-    const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT");
+    const char *json = NULL, *date = fk_bench_today(), *commit = getenv("FK_COMMIT");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--size") && i + 1 < argc) n = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);

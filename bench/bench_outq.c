@@ -102,7 +102,7 @@ static double rnorm(void)
 int main(int argc, char **argv)
 {
     int reps = 20;
-    const char *json = NULL, *date = "2026-11-22", *commit = getenv("FK_COMMIT"), *shapes_arg = NULL;
+    const char *json = NULL, *date = fk_bench_today(), *commit = getenv("FK_COMMIT"), *shapes_arg = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];

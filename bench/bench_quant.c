@@ -8,7 +8,7 @@
  * argv[1] if given). The tensor scheme reads x twice (amax pass, quantize
  * pass): its line also gives the bytes actually moved (2 reads of x + q) and
  * that figure's ratio ("moved", "moved_ratio"). Env: FK_COMMIT, FK_DATE
- * (default 2026-11-22), FK_BENCH_REPS, FK_BENCH_QUICK=1 (one shape),
+ * (default today, UTC), FK_BENCH_REPS, FK_BENCH_QUICK=1 (one shape),
  * FK_BENCH_ONLY=a,b (cases whose name contains one of the words),
  * FK_BENCH_SHAPE=n (only the n-th shape: 0 16384x8192, 1 8192x7168, 2 3-D),
  * FK_BENCH_PROFILE=1 (each case called once, untimed: for ncu).
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fp8kit.h"
+#include "bench_date.h"
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -38,7 +39,7 @@ static int reps = 30, profile;
 static void *flush_buf;
 static size_t flush_bytes = (size_t)256 << 20;
 static char device_name[256];
-static const char *commit = "unknown", *date = "2026-11-22";
+static const char *commit = "unknown", *date;
 static FILE *jout;
 
 static int cmp_float(const void *a, const void *b)
@@ -303,8 +304,7 @@ int main(int argc, char **argv)
         reps = atoi(e);
     if ((e = getenv("FK_COMMIT")))
         commit = e;
-    if ((e = getenv("FK_DATE")))
-        date = e;
+    date = (e = getenv("FK_DATE")) ? e : fk_bench_today();
     const int quick = (e = getenv("FK_BENCH_QUICK")) && atoi(e);
     const int shape_only = (e = getenv("FK_BENCH_SHAPE")) ? atoi(e) : -1;
     only = getenv("FK_BENCH_ONLY");

@@ -1,13 +1,14 @@
 """torch_peer_timing.py - what the PyTorch peer scripts (torch_quant_peer.py,
 torch_grouped_peer.py) share: the run's device name, date and commit (env
-FK_DATE, FK_COMMIT) and timed(fn), the median of REPS CUDA-event timings of
+FK_DATE, default today in UTC; FK_COMMIT) and timed(fn), the median of REPS CUDA-event timings of
 fn after 3 warm-up calls, with L2 flushed (a 256 MiB fill) before each."""
+import datetime
 import os
 
 import torch
 
 REPS = 30
-DATE = os.environ.get("FK_DATE", "2026-11-22")
+DATE = os.environ.get("FK_DATE") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
 COMMIT = os.environ.get("FK_COMMIT", "unknown")
 DEV = torch.cuda.get_device_name(0)
 flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
