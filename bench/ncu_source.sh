@@ -2,16 +2,17 @@
 # ncu_source.sh - where the GEMM kernel stalls: builds bench_gemm on the device,
 # profiles one fk_gemm_sm90 launch per (shape, mode) with ncu source counters and
 # prints the SASS instructions with the most warp-stall samples. Logs under $OUT.
-# Usage (repo root, on the device): OUT=dir [FK_NCU_CASES=...] bash bench/ncu_source.sh
+# Usage (repo root, on the device): OUT=dir [FK_NCU_CASES=...] [FK_NCU_KREGEX=kernel name regex]
+#        bash bench/ncu_source.sh [BUILD_DIR (one with a built bench_gemm; else build-dev is built)]
 set -u
 . "$(dirname "$0")/device_env.sh"
-B=build-dev
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON "-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" >$OUT/build.log 2>&1 && cmake --build $B -j16 --target bench_gemm >>$OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+B=${1:-build-dev}
+[ -x "$B/bench_gemm" ] || fk_build "$B" bench_gemm
 # FK_NCU_CASES: "SHAPE:MODE SHAPE:MODE ..." (default below)
 for sh in ${FK_NCU_CASES:-4096x24576x1536:tensor_fast 8192x8192x8192:tensor}; do
   set -- ${sh/:/ }
   tag=$1-$2
-  timeout 150 ncu --kernel-name regex:fk_gemm_sm90 --launch-skip 3 --launch-count 1 --section SourceCounters --section WarpStateStats -o $OUT/rep-$tag $B/bench_gemm --reps 5 --shapes $1 --modes $2 > $OUT/ncu-$tag.txt 2>&1
+  timeout 150 ncu --kernel-name-base demangled --kernel-name "regex:${FK_NCU_KREGEX:-fk_gemm_sm90}" --launch-skip 3 --launch-count 1 --section SourceCounters --section WarpStateStats -o $OUT/rep-$tag $B/bench_gemm --reps 5 --shapes $1 --modes $2 > $OUT/ncu-$tag.txt 2>&1
   ncu -i $OUT/rep-$tag.ncu-rep --page source --csv --print-source sass > $OUT/src-$tag.csv 2>/dev/null
   python3 - "$OUT/src-$tag.csv" <<'PY'
 import csv, sys
