@@ -8,7 +8,8 @@
 # benchmarks (bench_gemm on a reduced shape list unless
 # FK_BENCH_ARGS says otherwise, bench_launch, the Python call overhead,
 # bench_grouped with the torch._scaled_grouped_mm peer, which kernel the planner gives a few
-# decode shapes (fp8kit gemm, checked), fp8kit bench --quick). Logs and JSON lines go to $OUT.
+# decode shapes (fp8kit gemm, checked), fp8kit bench --quick). Logs and JSON lines go to $OUT;
+# at the end the logs are packed into $OUT/0-logs.tar.gz (the device tool returns 8 files).
 # Usage (repo root, on the device): bash bench/device_all.sh [COMMIT]
 # Env: FK_SKIP_SANITIZE=1, FK_SKIP_BENCH=1, FK_SKIP_PY=1, FK_BENCH_ARGS (bench_gemm
 # flags), FK_TESTS (the GPU test list).
@@ -85,3 +86,7 @@ if [ -z "${FK_SKIP_BENCH:-}" ]; then
 fi
 stamp "done"
 cat "$OUT/summary.txt"
+# The device tool brings back at most 8 files: every log goes into one archive
+# (named to sort first), and only the summary, the JSON lines and env.txt stay beside it.
+(cd "$OUT" && tar czf /tmp/fk-logs.tar.gz --exclude='*.ncu-rep' . && rm -f ./*.log &&
+    mv /tmp/fk-logs.tar.gz 0-logs.tar.gz)

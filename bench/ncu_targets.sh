@@ -6,7 +6,8 @@
 # clock, active cycles, issue-slot use, the busiest pipes (tensor = gmma,
 # xu = MUFU), L2 / DRAM throughput, DRAM bytes and the top warp stall reasons.
 # Raw CSVs go to $OUT (the reports too with FK_NCU_KEEP=1), the summaries to
-# $OUT/ncu-summary.txt. ncu locks the clocks to base, so compare
+# $OUT/0-ncu-summary.txt (named to come back first: the device tool returns
+# 8 files). ncu locks the clocks to base, so compare
 # kernels within a case, not with bench_gemm's free-running times.
 # Usage (repo root, on the device): OUT=dir [FK_NCU_CASES="SHAPE:MODES ..."] bash bench/ncu_targets.sh [BUILD_DIR]
 set -u
@@ -31,7 +32,7 @@ for c in ${FK_NCU_CASES:-4096x4096x4096:tensor 4096x4096x4096:tensor_fast 8192x8
         -o "$OUT/ncu-$tag" -f "$B/bench_gemm" --reps 1 $args >"$OUT/ncu-$tag.txt" 2>&1
     echo "ncu exit $?"
     ncu -i "$OUT/ncu-$tag.ncu-rep" --page raw --csv >"$OUT/raw-$tag.csv" 2>/dev/null
-    python3 bench/ncu_summary.py "$OUT/raw-$tag.csv" | tee -a "$OUT/ncu-summary.txt"
+    python3 bench/ncu_summary.py "$OUT/raw-$tag.csv" | tee -a "$OUT/0-ncu-summary.txt"
     [ -n "${FK_NCU_KEEP:-}" ] || rm -f "$OUT/ncu-$tag.ncu-rep" # (large; FK_NCU_KEEP=1 keeps the reports)
 done
 stamp done
