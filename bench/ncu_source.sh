@@ -1,7 +1,8 @@
 #!/bin/bash
 # ncu_source.sh - where the GEMM kernel stalls: builds bench_gemm on the device,
 # profiles one fk_gemm_sm90 launch per (shape, mode) with ncu source counters and
-# prints the SASS instructions with the most warp-stall samples. Logs under $OUT.
+# prints the SASS instructions with the most warp-stall samples (ncu_segments.py
+# --top; without --top it sums them by code region). Logs under $OUT.
 # Usage (repo root, on the device): OUT=dir [FK_NCU_CASES=...] [FK_NCU_KREGEX=kernel name regex]
 #        bash bench/ncu_source.sh [BUILD_DIR (one with a built bench_gemm; else build-dev is built)]
 set -u
@@ -14,24 +15,5 @@ for sh in ${FK_NCU_CASES:-4096x24576x1536:tensor_fast 8192x8192x8192:tensor}; do
   tag=$1-$2
   timeout 150 ncu --kernel-name-base demangled --kernel-name "regex:${FK_NCU_KREGEX:-fk_gemm_sm90}" --launch-skip 3 --launch-count 1 --section SourceCounters --section WarpStateStats -o $OUT/rep-$tag $B/bench_gemm --reps 5 --shapes $1 --modes $2 > $OUT/ncu-$tag.txt 2>&1
   ncu -i $OUT/rep-$tag.ncu-rep --page source --csv --print-source sass > $OUT/src-$tag.csv 2>/dev/null
-  python3 - "$OUT/src-$tag.csv" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-h = rows[1]  # rows[0] names the kernel
-ci, si, ai = h.index("Warp Stall Sampling (All Samples)"), h.index("Source"), h.index("Address")
-stall = [i for i, c in enumerate(h) if c.startswith("stall_") and "Not Issued" not in c]
-num = lambda x: float(x.replace(",", "") or 0)
-data = []
-for r in rows[2:]:
-    try:
-        data.append((num(r[ci]), r))
-    except (ValueError, IndexError):
-        pass
-tot = sum(v for v, _ in data) or 1
-print("total samples", tot)
-data.sort(key=lambda d: -d[0])
-for v, r in data[:int(__import__('os').environ.get('FK_NCU_TOP', '25'))]:
-    top = sorted(((num(r[i]), h[i][6:]) for i in stall), reverse=True)[:2]
-    print("%5.1f%%  %s  %-60s %s" % (100 * v / tot, r[ai], r[si][:60], " ".join("%s=%d" % (n, x) for x, n in top if x)))
-PY
+  python3 "$(dirname "$0")/ncu_segments.py" "$OUT/src-$tag.csv" --top "${FK_NCU_TOP:-25}"
 done
