@@ -836,7 +836,6 @@ static void promo_study(int64_t m, int64_t n, int64_t k)
     }
     gctx = keep;
 }
-#endif /* FP8KIT_HAVE_CUDA */
 
 /* Activations at the ends of the range: y = 1 + bias with bias -Inf, +Inf,
  * NaN, huge and large negative values (where gelu and silu underflow to 0;
@@ -913,6 +912,8 @@ static void act_inf(void)
         free(A); free(B); free(dg); free(dc);
     }
 }
+
+#endif /* FP8KIT_HAVE_CUDA */
 
 int main(void)
 {
