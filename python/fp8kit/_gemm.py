@@ -57,6 +57,23 @@ def _dense_t(v):
         (v.shape[1] == 1 or v.strides[1] == v.shape[0])
 
 
+def _grid(v, rows, cols):
+    """True when v holds the packed row-major (rows, cols) grid fp8kit reads,
+    by this convention (not by guessing from the shape): a v of shape
+    (rows, cols) is that grid itself and must be packed row-major (what
+    quantize returns, also when rows == cols); a v of shape (cols, rows) is
+    its transposed view (torch._scaled_mm's scale_b = sw.t()) and must have
+    the transposed strides; any other shape must be packed. A transposed copy
+    (sw.t().contiguous()) is another byte order and is refused, except where
+    rows == cols, where it cannot be told from sw and is read as sw."""
+    shp = tuple(v.shape)
+    if shp == (rows, cols) and _dense(v):
+        return True
+    if shp == (cols, rows) and _dense_t(v):
+        return True
+    return shp not in ((rows, cols), (cols, rows)) and _dense(v)
+
+
 def _numel(v):
     n = 1
     for d in v.shape:
@@ -131,9 +148,9 @@ def _check_scale(v, mode, layout, rows, K, is_a):
     elif mode == ScaleMode.ROW:
         want, ok = rows, _dense(v)
     elif mode == ScaleMode.BLOCK:
-        if not is_a:
+        if not is_a:  # B's 128x128 scales have one layout: the (ceil(N/128), ka) grid
             want = _cdiv(rows, 128) * ka
-            ok = _dense(v) if tuple(v.shape) != (ka, _cdiv(rows, 128)) or ka == 1 else _dense_t(v)
+            ok = _grid(v, _cdiv(rows, 128), ka)
         elif layout == ScaleLayout.MN_MAJOR:
             want = ka * _rup(rows, 4)
             if tuple(v.shape) == (rows, ka) and len(v.shape) == 2:  # the (M, ka) view of a (ka, Mp4) buffer
@@ -146,8 +163,10 @@ def _check_scale(v, mode, layout, rows, K, is_a):
     else:
         if K % 32:
             raise InvalidShapeError("%s: mx scaling needs K %% 32 == 0 (K = %d)" % (FN, K))
-        want = _rup(rows, 128) * _rup(K // 32, 4) if layout == ScaleLayout.BLOCKED else rows * (K // 32)
-        ok = _dense(v)
+        if layout == ScaleLayout.BLOCKED:
+            want, ok = _rup(rows, 128) * _rup(K // 32, 4), _dense(v)
+        else:  # B's plain (N, K/32) scales may also come as their transposed view sw.t()
+            want, ok = rows * (K // 32), _dense(v) if is_a else _grid(v, rows, K // 32)
     if v.dtype != (DType.E8M0 if mode == ScaleMode.MX else DType.F32):
         raise InvalidArgumentError("%s: %s has dtype %s; %s scaling needs %s" % (
             FN, name, v.dtype.name.lower(), mode.name.lower(), "e8m0" if mode == ScaleMode.MX else "float32"))
@@ -156,8 +175,13 @@ def _check_scale(v, mode, layout, rows, K, is_a):
             FN, name, tuple(v.shape), n, mode.name.lower(),
             "" if layout == ScaleLayout.PLAIN else " (%s layout)" % layout.name.lower(), want))
     if not ok:
-        raise InvalidStrideError("%s: %s (shape %s, strides %s) is not packed in the layout %s scaling reads"
-                                 % (FN, name, tuple(v.shape), tuple(v.strides), mode.name.lower()))
+        grid = ""
+        if not is_a and (mode == ScaleMode.BLOCK or (mode == ScaleMode.MX and layout == ScaleLayout.PLAIN)):
+            shp = (_cdiv(rows, 128), ka) if mode == ScaleMode.BLOCK else (rows, K // 32)
+            grid = ("; scale_b is the %s grid quantize returns, packed row-major, or its transposed view "
+                    "sw.t() (torch._scaled_mm's convention), not a transposed copy" % (shp,))
+        raise InvalidStrideError("%s: %s (shape %s, strides %s) is not packed in the layout %s scaling reads%s"
+                                 % (FN, name, tuple(v.shape), tuple(v.strides), mode.name.lower(), grid))
     return n
 
 
@@ -165,15 +189,20 @@ def _infer_layout(va, vb, ma, M, N, K, scale_layout):
     if scale_layout is not None:
         return _enum(GEMM_LAYOUTS, scale_layout, "scale_layout", ScaleLayout)
     if ma == ScaleMode.BLOCK:
+        # A's (M, ka) scales in their own index order: packed -> plain, else the (M, ka) view of an
+        # mn_major buffer; a (ka, 4*ceil(M/4)) array that is not also (M, ka) -> that buffer itself
         ka = _cdiv(K, 128)
-        if tuple(va.shape) == (M, ka) and M > 1 and ka > 1 and va.strides[0] == 1:
+        shp = tuple(va.shape)
+        if shp == (M, ka):
+            return ScaleLayout.PLAIN if _dense(va) else ScaleLayout.MN_MAJOR
+        if shp == (ka, _rup(M, 4)):
             return ScaleLayout.MN_MAJOR
         return ScaleLayout.PLAIN
     if ma == ScaleMode.MX:
         kc = K // 32
         plain_n, blocked_n = M * kc, _rup(M, 128) * _rup(kc, 4)
         plain_nb, blocked_nb = N * kc, _rup(N, 128) * _rup(kc, 4)
-        if tuple(va.shape) == (M, kc) and tuple(vb.shape) == (N, kc):
+        if tuple(va.shape) == (M, kc) and tuple(vb.shape) in ((N, kc), (kc, N)):
             return ScaleLayout.PLAIN
         na, nb = _numel(va), _numel(vb)
         if na == blocked_n and nb == blocked_nb and (na != plain_n or nb != plain_nb):
@@ -345,9 +374,21 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, out=N
     scale_a / scale_b (the dequantization multipliers): float32 scalars
     (tensor), (M, 1) / (1, N) (row), (M, ceil(K/128)) / (ceil(N/128), ceil(K/128))
     (block 1x128 / 128x128), or e8m0 (M, K/32) / (N, K/32) (mx; plain or
-    blocked layout). scale_mode= ('tensor', 'row', 'block', 'mx' or a pair)
-    forces the mode where shapes are ambiguous; scale_layout= 'plain',
-    'blocked' (mx) or 'mn_major' (block, A's scales) where sizes are ambiguous.
+    blocked layout). Whatever fp8kit.quantize returns is accepted as it is.
+    Orientation convention (read from the strides, never guessed from the
+    shape): scale_b as quantize returns sw, packed row-major, is the
+    (N-side, K-side) grid; its transposed view sw.t() (torch._scaled_mm's
+    scale_b, as b = w.t()) is accepted too; a transposed copy
+    (sw.t().contiguous()) is refused, and where the grid is square (N/128 ==
+    K/128) it is read as sw. scale_mode= ('tensor', 'row', 'block', 'mx' or a
+    pair) forces the mode where shapes are ambiguous. Layout convention: a
+    scale array is read as the plain layout unless scale_layout= says
+    'blocked' (mx) or 'mn_major' (block, A's scales), or its shape can only
+    be the other layout's: an (M, ceil(K/128)) scale_a that is not packed is
+    the view of an mn_major buffer, a (ceil(K/128), 4*ceil(M/4)) one is that
+    buffer (when it is not also (M, ceil(K/128))), and mx scales whose sizes
+    are the padded blocked sizes but not the plain ones are blocked. B's
+    block scales have no mn_major layout in the GEMM.
     out_dtype: bfloat16 (default for torch), float32 (default for numpy),
     float16, e4m3 or e5m2. fp8 outputs: scale_d (float32 scalar divisor:
     D = fp8(y / scale_d); torch's scale_result s is scale_d = 1/s) with
