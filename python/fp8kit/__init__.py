@@ -21,7 +21,7 @@ from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, Lib
                    QuantDesc, Rounding, ScaleLayout, ScaleMode, Scheme, Status, Tensor, candidate_paths,
                    library_path)
 from ._arrays import TaggedArray, dtype_of_name
-from ._context import Context, clear_contexts, get_context
+from ._context import Context, clear_contexts, get_context, parse_device
 from ._quant import cast, dequantize, make_quant_desc, quantize
 from ._quant import quant_shapes as _quant_shapes
 from ._gemm import scaled_mm as _gemm_scaled_mm
@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "quant_shapes", "to_float32", "TaggedArray",
-    "Context", "get_context", "clear_contexts", "version", "library_path", "backend_available",
+    "Context", "get_context", "clear_contexts", "parse_device", "version", "library_path", "backend_available",
     "FP8KitError", "Status", "DType", "Backend", "Scheme", "Rounding", "ScaleLayout", "ScaleMode",
     "Activation", "BiasMode", "OutQuant",
 ]
@@ -47,9 +47,9 @@ def version():
 
 
 def backend_available(backend):
-    """True when a backend ('cpu', 'cuda' or a Backend) is built in and usable."""
-    if isinstance(backend, str):
-        backend = Backend[backend.upper()]
+    """True when a backend ('cpu', 'cuda', 'cuda:N', a torch.device or a
+    Backend) is built in and usable."""
+    backend, _ = parse_device(backend)
     return bool(_lib.load().fp8kit_backend_available(int(backend)))
 
 

@@ -10,21 +10,68 @@ import atexit
 import ctypes
 import os
 import threading
+from typing import Any, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import Backend
-from .errors import UnsupportedError, raise_status
+from .errors import InvalidArgumentError, UnsupportedError, raise_status
+
+# what Context / get_context take as a device (Any: a torch.device, read by duck typing)
+DeviceLike = Union[Backend, int, str, Any]
+DEVICE_FORMS = ("a Backend (or its int)", "'cpu'", "'cuda'", "'cuda:N'", "'auto'", "a torch.device")
+
+
+def parse_device(backend: DeviceLike, device: Optional[int] = None) -> Tuple[Backend, int]:
+    """(Backend, device index) from the forms Context and get_context take:
+    a Backend or its int, the strings torch users write ('cpu', 'cuda',
+    'cuda:N', also 'auto' and any case), or a torch.device (or anything with
+    its .type / .index). device: the index (default 0; an index in the string
+    or torch.device must agree with it). Anything else raises
+    InvalidArgumentError (a ValueError) naming the accepted forms."""
+    index = None
+    if isinstance(backend, str) or (isinstance(getattr(backend, "type", None), str) and hasattr(backend, "index")):
+        if isinstance(backend, str):
+            text = backend.strip().lower()
+            name, sep, idx = text.partition(":")
+            if sep:
+                if not (idx.isascii() and idx.isdigit()):
+                    name = None  # 'cuda:', 'cuda:x', 'cuda:-1'
+                else:
+                    index = int(idx)
+        else:  # torch.device
+            name, index = backend.type, backend.index
+        parsed = {"cpu": Backend.CPU, "cuda": Backend.CUDA, "auto": Backend.AUTO}.get(name)
+        if parsed is None or (index is not None and parsed == Backend.AUTO):
+            raise InvalidArgumentError("device %r is not one of the accepted forms: %s"
+                                       % (backend, ", ".join(DEVICE_FORMS)))
+        backend = parsed
+    else:
+        try:
+            backend = Backend(backend)
+        except (ValueError, TypeError):
+            raise InvalidArgumentError("backend %r is not one of the accepted forms: %s"
+                                       % (backend, ", ".join(DEVICE_FORMS))) from None
+    if device is None:
+        device = 0 if index is None else index
+    elif index is not None and int(device) != index:
+        raise InvalidArgumentError("device %d disagrees with the index in %r" % (int(device), index))
+    return backend, int(device)
 
 
 class Context:
     """An owned fp8kit_ctx. Prefer get_context(); contexts are not cheap to make
-    on CUDA. `handle` is the raw pointer (an int) passed to every C call."""
+    on CUDA. `handle` is the raw pointer (an int) passed to every C call.
 
-    def __init__(self, backend=Backend.CPU, device=0):
+    backend: a Backend, 'cpu', 'cuda', 'cuda:N', 'auto' or a torch.device
+    (see parse_device); device: the CUDA device index (default 0, or the one
+    the string names)."""
+
+    def __init__(self, backend: DeviceLike = Backend.CPU, device: Optional[int] = None) -> None:
+        backend, device = parse_device(backend, device)
         lib = _lib.load()
         self._lib = lib
         out = ctypes.c_void_p()
-        st = lib.fp8kit_ctx_create(int(Backend(backend)), int(device), ctypes.byref(out))
+        st = lib.fp8kit_ctx_create(int(backend), int(device), ctypes.byref(out))
         if st != 0:
             raise_status(st, _lib.decode(lib.fp8kit_last_error(None)))
         self.handle = out.value
@@ -97,8 +144,11 @@ _cache = {}
 _cache_lock = threading.Lock()
 
 
-def get_context(backend=Backend.CPU, device=0):
-    """The process-wide context for (backend, device), created on first use."""
+def get_context(backend: DeviceLike = Backend.CPU, device: Optional[int] = None) -> Context:
+    """The process-wide context for (backend, device), created on first use.
+    Takes the forms Context does ('cpu', 'cuda:0', a torch.device, ...)."""
+    if type(backend) is not Backend or device is None:
+        backend, device = parse_device(backend, device)
     key = (int(backend), int(device))
     ctx = _cache.get(key)
     if ctx is not None:
