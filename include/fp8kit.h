@@ -35,6 +35,8 @@ extern "C" {
 #define FP8KIT_API __attribute__((visibility("default")))
 #endif
 
+/* The one definition of fp8kit's version: CMake (project version, pkg-config,
+ * CMake package) and the Python package read these three lines. */
 #define FP8KIT_VERSION_MAJOR 0
 #define FP8KIT_VERSION_MINOR 1
 #define FP8KIT_VERSION_PATCH 0
@@ -62,7 +64,7 @@ typedef enum fp8kit_status {
 /* Static name of a status, e.g. "FP8KIT_ERR_INVALID_SHAPE: ...". Never NULL. */
 FP8KIT_API const char *fp8kit_status_string(fp8kit_status st);
 
-/* "0.1.0" */
+/* "MAJOR.MINOR.PATCH" of the library loaded at run time (compare with the macros above). */
 FP8KIT_API const char *fp8kit_version_string(void);
 FP8KIT_API int fp8kit_version(void); /* MAJOR*10000 + MINOR*100 + PATCH */
 

@@ -24,7 +24,14 @@ const char *fp8kit_status_string(fp8kit_status st)
     return "FP8KIT_ERR_UNKNOWN: not a valid fp8kit_status value";
 }
 
-const char *fp8kit_version_string(void) { return "0.1.0"; }
+/* The version is defined once, by the FP8KIT_VERSION_* macros of fp8kit.h
+ * (CMake and the Python package read it from there). */
+#define FK_STR_(x) #x
+#define FK_STR(x) FK_STR_(x)
+const char *fp8kit_version_string(void)
+{
+    return FK_STR(FP8KIT_VERSION_MAJOR) "." FK_STR(FP8KIT_VERSION_MINOR) "." FK_STR(FP8KIT_VERSION_PATCH);
+}
 
 int fp8kit_version(void)
 {
