@@ -18,21 +18,28 @@ import torch
 
 from . import _gemm, _grouped, _quant
 from ._arrays import dtype_of_name
+from ._lib import DType
 from ._torch import torch_dtype
 from .errors import InvalidArgumentError
 
 
 _DTYPE_STR = {}
+# the op schemas' dtype strings: torch's names, whatever spelling the caller used
+_CANONICAL = {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16", DType.E4M3: "float8_e4m3fn",
+              DType.E5M2: "float8_e5m2", DType.E8M0: "float8_e8m0fnu"}
 
 
 def _dtype_str(dt):
-    s = _DTYPE_STR.get(dt) if isinstance(dt, torch.dtype) else None
+    """'' for None, else torch's name of any dtype fp8kit takes (a name such
+    as 'bf16' or 'float8_e4m3fn', a DType, a numpy or torch dtype)."""
+    if dt is None:
+        return ""
+    cacheable = isinstance(dt, (torch.dtype, DType))
+    s = _DTYPE_STR.get(dt) if cacheable else None
     if s is None:
-        if dt is None:
-            return ""
-        if not isinstance(dt, torch.dtype):
-            return str(dt)
-        s = _DTYPE_STR[dt] = str(dt)[6:]
+        s = _CANONICAL[dtype_of_name(dt)]
+        if cacheable:
+            _DTYPE_STR[dt] = s
     return s
 
 
