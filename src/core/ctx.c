@@ -6,6 +6,12 @@
 #include <string.h>
 #include "core/internal.h"
 
+#ifdef FP8KIT_HAVE_CUDA
+/* src/cuda/backend.cu: why no CUDA device is usable, e.g. "no NVIDIA driver
+ * found (libcuda.so.1 not loadable): the CUDA backend is unavailable". */
+const char *fk_cuda_unavailable_reason(void);
+#endif
+
 /* Each thread remembers the last error message of up to FK_ERR_SLOTS
  * contexts (NULL is a valid key: failures without a context). */
 #define FK_ERR_SLOTS 8
@@ -75,7 +81,7 @@ fp8kit_status fp8kit_ctx_create(fp8kit_backend backend, int device, fp8kit_ctx *
         resolved = fp8kit_backend_available(FP8KIT_BACKEND_CUDA) ? FP8KIT_BACKEND_CUDA : FP8KIT_BACKEND_CPU;
     if (resolved == FP8KIT_BACKEND_CUDA && !fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
 #ifdef FP8KIT_HAVE_CUDA
-        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: no usable CUDA device or driver");
+        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: %s", fk_cuda_unavailable_reason());
 #else
         return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: this build has no CUDA backend");
 #endif

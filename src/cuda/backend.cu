@@ -4,7 +4,8 @@
  * context's device before each call (fk_cuda_bind), and the dispatch of
  * quantize / dequantize / cast jobs to the kernels in quant*.cu, dequant.cu
  * and cast.cu. cudart is linked statically and never prints; with no driver
- * or no GPU, fk_cuda_available() returns 0. */
+ * or no GPU, fk_cuda_available() returns 0 and fk_cuda_unavailable_reason()
+ * says which (no driver, no GPU, driver older than the runtime). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,39 @@
 
 static pthread_once_t fk_cuda_once = PTHREAD_ONCE_INIT;
 static int fk_cuda_ndev;
+static char fk_cuda_why[320]; /* why there is no usable device ("" when there is one) */
+
+/* cudart reports a missing driver as cudaErrorInsufficientDriver ("CUDA driver
+ * version is insufficient"), which sends users to upgrade a driver they do
+ * not have; cudaDriverGetVersion gives 0 when no libcuda could be loaded. */
+static void fk_cuda_explain(cudaError_t e)
+{
+    int drv = 0, rt = 0;
+    (void)cudaDriverGetVersion(&drv);
+    (void)cudaRuntimeGetVersion(&rt);
+    (void)cudaGetLastError();
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    const char *nogpu = vis ? "no NVIDIA GPU visible to the driver (CUDA_VISIBLE_DEVICES is set)"
+                            : "no NVIDIA GPU found by the driver";
+    if (e == cudaErrorStubLibrary)
+        snprintf(fk_cuda_why, sizeof fk_cuda_why,
+                 "no NVIDIA driver found (libcuda.so.1 is the CUDA toolkit's stub library, not a driver): "
+                 "the CUDA backend is unavailable");
+    else if (drv == 0)
+        snprintf(fk_cuda_why, sizeof fk_cuda_why,
+                 "no NVIDIA driver found (libcuda.so.1 not loadable): the CUDA backend is unavailable");
+    else if (e == cudaSuccess || e == cudaErrorNoDevice)
+        snprintf(fk_cuda_why, sizeof fk_cuda_why, "%s: the CUDA backend is unavailable", nogpu);
+    else if (e == cudaErrorInsufficientDriver || e == cudaErrorCallRequiresNewerDriver ||
+             e == cudaErrorSymbolNotFound)
+        snprintf(fk_cuda_why, sizeof fk_cuda_why,
+                 "the NVIDIA driver supports CUDA %d.%d but fp8kit was built with the CUDA %d.%d runtime (%s): "
+                 "the CUDA backend is unavailable until the driver is updated",
+                 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, cudaGetErrorName(e));
+    else
+        snprintf(fk_cuda_why, sizeof fk_cuda_why, "the CUDA runtime cannot start (%s: %s): the CUDA backend is unavailable",
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+}
 
 static void fk_cuda_probe(void)
 {
@@ -23,6 +57,8 @@ static void fk_cuda_probe(void)
         n = 0;
     }
     fk_cuda_ndev = n < 0 ? 0 : n;
+    if (fk_cuda_ndev == 0)
+        fk_cuda_explain(e);
 }
 
 extern "C" int fk_cuda_device_count(void)
@@ -33,11 +69,16 @@ extern "C" int fk_cuda_device_count(void)
 
 extern "C" int fk_cuda_available(void) { return fk_cuda_device_count() > 0; }
 
+extern "C" const char *fk_cuda_unavailable_reason(void)
+{
+    return fk_cuda_device_count() > 0 ? "" : fk_cuda_why;
+}
+
 extern "C" fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx)
 {
     int n = fk_cuda_device_count();
     if (n <= 0)
-        return fk_fail(ctx, FP8KIT_ERR_BACKEND_UNAVAILABLE, "cuda: no usable CUDA device or driver");
+        return fk_fail(ctx, FP8KIT_ERR_BACKEND_UNAVAILABLE, "cuda: %s", fk_cuda_why);
     if (ctx->device < 0 || ctx->device >= n)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "cuda: device %d does not exist (%d device%s)",
                        ctx->device, n, n == 1 ? "" : "s");
