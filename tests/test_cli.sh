@@ -2,8 +2,10 @@
 # test_cli.sh - CTest test of the `fp8kit` CLI (registered in CMakeLists.txt;
 # run by hand as: tests/test_cli.sh build/fp8kit). Checks `info` (text and
 # JSON), `gemm` on small shapes for every scale mode / output dtype with the
-# rel_err and bound fields of its JSON line, a small `bench`, and that bad
-# arguments exit with status 2 and a message on stderr.
+# rel_err and bound fields of its JSON line, a small `bench`, and issue 19:
+# the Python binding's names accepted, --opt=value everywhere, a bad argument
+# as one line on stderr with exit status 2, no pointer to SPEC.md / PERF.md,
+# and (CUDA build, no usable GPU) a message that says why.
 set -u
 cli="${1:-${FP8KIT_CLI:-build/fp8kit}}"
 if [ ! -x "$cli" ]; then
@@ -117,46 +119,167 @@ while read -r line; do
         bad "quantize rel_err '$rel' in: $line"; fi
 done < <(grep '"op":"quantize"' "$tmp/b.json")
 
-# ---------------------------------------------------------------- bad arguments
-# bad_args ARGS...: exit status 2 and something on stderr mentioning usage or the error
-bad_args() {
-    "$cli" "$@" >"$tmp/o.txt" 2>"$tmp/e.txt"
-    local rc=$?
-    if [ "$rc" = 2 ] && [ -s "$tmp/e.txt" ] && grep -qi 'usage\|expects\|unknown\|needs' "$tmp/e.txt"; then
-        ok
-    else
-        bad "fp8kit $* exited $rc (want 2 with a message)"; cat "$tmp/o.txt" "$tmp/e.txt" >&2
-    fi
+# ---------------------------------------------------------------- names (issue 19.1)
+# The dtype / scheme / activation names of the Python binding are accepted
+# too, in any case, and mean the same as the CLI's own.
+# gemm_name OPT VALUE FIELD WANT: a tiny gemm with OPT VALUE reports FIELD WANT
+gemm_name() {
+    "$cli" gemm --json --reps 1 --m 32 --n 32 --k 64 --backend cpu "$1" "$2" >"$tmp/n.json" 2>"$tmp/n.err"
+    local rc=$? got
+    got="$(json_field "$tmp/n.json" "$3")"
+    if [ "$rc" = 0 ] && [ "$got" = "$4" ]; then ok; else
+        bad "gemm $1 $2: rc $rc, $3 '$got' (want '$4')"; cat "$tmp/n.err" >&2; fi
 }
-bad_args
-bad_args frobnicate
-bad_args info --bogus
-bad_args gemm --m 0
-bad_args gemm --m -5
-bad_args gemm --m 12x
-bad_args gemm --m
-bad_args gemm --scale block2
-bad_args gemm --out e4m3
-bad_args gemm --act tanh
-bad_args gemm --backend tpu
-bad_args gemm --reps 0
-bad_args gemm --scale mx --k 100
-bad_args gemm --what
-bad_args bench --only foo
-bad_args bench --size 100
-bad_args bench --gemm 1x2
-bad_args bench --backend
-for cmd in info gemm bench; do
-    if "$cli" "$cmd" --help >"$tmp/h.txt" 2>&1 && grep -q "usage: fp8kit $cmd" "$tmp/h.txt"; then ok; else
-        bad "$cmd --help"; fi
+for pair in fp32:f32 f32:f32 float32:f32 FLOAT32:f32 float:f32 bf16:bf16 bfloat16:bf16 BF16:bf16 \
+    fp16:f16 f16:f16 float16:f16 half:f16; do
+    gemm_name --out "${pair%%:*}" out "${pair##*:}"
+done
+for pair in tensor:tensor tensorwise:tensor row:row rowwise:row block:block blockwise:block \
+    mx:mx mxfp8:mx MX:mx; do
+    gemm_name --scale "${pair%%:*}" scale "${pair##*:}"
+done
+for pair in gelu:gelu_erf gelu_erf:gelu_erf gelu_tanh:gelu_tanh swish:silu silu:silu relu:relu none:none; do
+    gemm_name --act "${pair%%:*}" act "${pair##*:}"
+done
+# every spelling --help lists (side by side: "fp32 (= f32, float32, float)") is accepted
+"$cli" gemm --help >"$tmp/gh.txt" 2>&1
+if grep -q '^  --out .*fp32 (= f32, float32' "$tmp/gh.txt" && grep -q '^  --scale .*tensor (= tensorwise)' "$tmp/gh.txt"
+then ok; else bad "gemm --help lists the names side by side"; cat "$tmp/gh.txt" >&2; fi
+for opt in scale out act; do
+    for name in $(sed -n "s/^  --$opt  *//p" "$tmp/gh.txt" | tr -d '=(),'); do
+        if "$cli" gemm --reps 1 --m 32 --n 32 --k 64 --backend cpu "--$opt" "$name" >/dev/null 2>&1; then ok; else
+            bad "gemm --$opt $name (listed by --help) is refused"; fi
+    done
+done
+# an fp8 dtype named the torch way is recognised as a dtype (not an output of gemm)
+for name in float8_e4m3fn e4m3 float8_e5m2; do
+    "$cli" gemm --out "$name" >/dev/null 2>"$tmp/e.txt"
+    rc=$?
+    if [ "$rc" = 2 ] && grep -q "not accepted here" "$tmp/e.txt"; then ok; else
+        bad "gemm --out $name: rc $rc"; cat "$tmp/e.txt" >&2; fi
 done
 
-# a backend that is not usable here: clear error, non-zero exit
+# ---------------------------------------------------------------- --opt=value (issue 19.2)
+if "$cli" gemm --json --m=40 --n=48 --k=64 --scale=row --out=fp32 --act=relu --bias --backend=cpu \
+    --seed=3 --reps=1 --ref-rows=8 --threads=1 >"$tmp/eq.json" 2>"$tmp/eq.err" &&
+    grep -q '"shape":\[40,48,64\],"scale":"row","out":"f32","bias":true,"act":"relu"' "$tmp/eq.json" &&
+    [ "$(json_field "$tmp/eq.json" ref_rows)" = 8 ] && [ "$(json_field "$tmp/eq.json" reps)" = 1 ]; then ok; else
+    bad "gemm --opt=value"; cat "$tmp/eq.json" "$tmp/eq.err" >&2; fi
+if "$cli" bench --json --backend=cpu --size=64x128 --gemm=32x32x64 --reps=1 --only=quant --seed=2 \
+    --threads=1 >"$tmp/beq.json" 2>"$tmp/beq.err" &&
+    [ "$(grep -c '"op":"quantize"' "$tmp/beq.json")" = 7 ] && ! grep -q '"op":"gemm"' "$tmp/beq.json" &&
+    grep -q '"shape":\[64,128\]' "$tmp/beq.json"; then ok; else
+    bad "bench --opt=value"; cat "$tmp/beq.json" "$tmp/beq.err" >&2; fi
+
+# ---------------------------------------------------------------- bad arguments (issue 19.3)
+# bad_args ARGS...: exit status 2, nothing on stdout, ONE line on stderr that
+# says what is wrong and points to the command's --help (not the usage text)
+bad_args() {
+    "$cli" "$@" >"$tmp/o.txt" 2>"$tmp/e.txt"
+    local rc=$? sub="${1:-}" want
+    case "$sub" in info | gemm | bench | quantize | dequantize | inspect) want="try 'fp8kit $sub --help'" ;;
+    *) want="try 'fp8kit --help'" ;; esac
+    if [ "$rc" = 2 ] && [ ! -s "$tmp/o.txt" ] && [ "$(wc -l <"$tmp/e.txt")" = 1 ] &&
+        grep -qF "$want" "$tmp/e.txt" && ! grep -q 'usage:' "$tmp/e.txt"; then
+        ok
+    else
+        bad "fp8kit $* exited $rc (want 2 and one line ending in \"$want\")"; cat "$tmp/o.txt" "$tmp/e.txt" >&2
+    fi
+}
+# bad_says PATTERN ARGS...: as bad_args, and the line matches PATTERN
+bad_says() {
+    local pat="$1"
+    shift
+    bad_args "$@"
+    if grep -qE -- "$pat" "$tmp/e.txt"; then ok; else bad "fp8kit $*: message lacks /$pat/"; cat "$tmp/e.txt" >&2; fi
+}
+bad_says 'no command' 
+bad_says "unknown command 'frobnicate'" frobnicate
+bad_says "unknown option '--bogus'" --bogus
+bad_says "unknown option '--bogus'" info --bogus
+bad_says "'--json' takes no value" info --json=yes
+bad_says "unexpected argument 'extra'" info extra
+bad_says "--m expects an integer" gemm --m 0
+bad_says "--m expects an integer" gemm --m -5
+bad_says "--m expects an integer" gemm --m 12x
+bad_says "--m expects an integer" gemm --m=
+bad_says "'--m' needs a value" gemm --m
+bad_says "'--ref-rows' needs a value" gemm --ref-rows
+bad_says "--scale expects tensor, row, block or mx" gemm --scale block2
+bad_says "--out" gemm --out e4m3
+bad_says "--act expects" gemm --act tanh
+bad_says "--backend expects auto, cpu or cuda" gemm --backend tpu
+bad_says "--backend expects" gemm --backend=tpu
+bad_says "--reps expects" gemm --reps 0
+bad_says "multiple of 32" gemm --scale mx --k 100
+bad_says "unknown option '--what'" gemm --what
+bad_says "unknown option '-x'" gemm -x
+bad_says "ambiguous.*--scale.*--seed" gemm --s 1
+bad_says "'--bias' takes no value" gemm --bias=1
+bad_says "unexpected argument '64'" gemm --m 32 64
+bad_says "--only expects quant or gemm" bench --only foo
+bad_says "--size expects RxC" bench --size 100
+bad_says "--gemm expects MxNxK" bench --gemm 1x2
+bad_says "'--backend' needs a value" bench --backend
+bad_says "unexpected argument 'now'" bench now
+bad_says "help takes one command" help gemm bench
+# --help: the full usage on stdout, exit 0, nothing on stderr (also as `fp8kit help CMD`)
+help_cmds="info gemm bench"
+"$cli" quantize --help >/dev/null 2>&1 && help_cmds="$help_cmds quantize dequantize inspect"
+for cmd in $help_cmds; do
+    if "$cli" "$cmd" --help >"$tmp/h.txt" 2>"$tmp/he.txt" && [ ! -s "$tmp/he.txt" ] &&
+        grep -q "usage: fp8kit $cmd" "$tmp/h.txt" && grep -q "Exit status" "$tmp/h.txt" &&
+        "$cli" help "$cmd" >"$tmp/h2.txt" 2>&1 && cmp -s "$tmp/h.txt" "$tmp/h2.txt"; then ok; else
+        bad "$cmd --help"; cat "$tmp/h.txt" "$tmp/he.txt" >&2; fi
+done
+if "$cli" --help >"$tmp/h.txt" 2>"$tmp/he.txt" && [ ! -s "$tmp/he.txt" ] && grep -q "usage: fp8kit <command>" "$tmp/h.txt"
+then ok; else bad "fp8kit --help"; fi
+
+# ---------------------------------------------------------------- doc pointers (issue 19.4)
+# --help texts and messages point to docs/spec.md, never to SPEC.md / PERF.md
+# (../shared, outside the repository); the binary holds every message.
+for cmd in "" $help_cmds; do
+    "$cli" $cmd --help >"$tmp/h.txt" 2>&1
+    if grep -nE 'SPEC|PERF|shared/' "$tmp/h.txt"; then bad "fp8kit $cmd --help names SPEC/PERF"; else ok; fi
+done
+if LC_ALL=C grep -aoE '[[:print:]]*(SPEC\.md|PERF\.md|shared/|SPEC section|SPEC [0-9])[[:print:]]*' "$cli"; then
+    bad "the binary carries a message pointing to SPEC.md / PERF.md"; else ok; fi
+if "$cli" gemm --help | grep -q 'docs/spec.md section 3'; then ok; else bad "gemm --help points to docs/spec.md"; fi
+
+# ---------------------------------------------------------------- a backend not usable here
+# clear error (one line, says why, no status-code soup), non-zero exit
 if [ "$cuda_available" = 0 ]; then
     "$cli" gemm --backend cuda --m 32 --n 32 --k 32 >"$tmp/o.txt" 2>"$tmp/e.txt"
     rc=$?
-    if [ "$rc" = 1 ] && grep -qi 'cuda' "$tmp/e.txt"; then ok; else
+    if [ "$rc" = 1 ] && grep -qi 'cuda' "$tmp/e.txt" && [ "$(wc -l <"$tmp/e.txt")" = 1 ] &&
+        ! grep -q 'FP8KIT_ERR' "$tmp/e.txt"; then ok; else
         bad "gemm --backend cuda without a usable GPU exited $rc"; cat "$tmp/e.txt" >&2; fi
+fi
+# A CUDA build without a usable GPU (issue 19.5a): `info` says why, in the
+# library's words, and exits 0; no message sends users to upgrade a driver
+# (cudart's "CUDA driver version is insufficient") when there is none.
+if grep -q '"cuda":{"compiled":true,"available":false' "$tmp/info.json"; then
+    reason="$(sed -n 's/.*"cuda":{[^}]*"reason":"\([^"]*\)".*/\1/p' "$tmp/info.json")"
+    "$cli" info >"$tmp/i.txt" 2>"$tmp/ie.txt"
+    irc=$?
+    "$cli" gemm --backend cuda --m 32 --n 32 --k 32 >"$tmp/o.txt" 2>"$tmp/ge.txt"
+    grc=$?
+    "$cli" bench --backend cuda --quick >"$tmp/o.txt" 2>"$tmp/be.txt"
+    brc=$?
+    if [ "$irc" = 0 ] && [ -n "$reason" ] && grep -qF "not available here: $reason; the CPU backend is used" "$tmp/i.txt" &&
+        [ "$grc" = 1 ] && grep -qF "$reason" "$tmp/ge.txt" && [ "$brc" = 1 ] && grep -qF "$reason" "$tmp/be.txt" &&
+        ! grep -qi 'insufficient' "$tmp/i.txt" "$tmp/ge.txt" "$tmp/be.txt" "$tmp/info.json"; then ok; else
+        bad "CUDA build without a usable GPU: info rc $irc, gemm rc $grc, bench rc $brc, reason '$reason'"
+        cat "$tmp/i.txt" "$tmp/ge.txt" "$tmp/be.txt" >&2
+    fi
+    # no loadable libcuda.so.1 at all: the message says so
+    if command -v python3 >/dev/null 2>&1 &&
+        ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
+        case "$reason" in
+        "no NVIDIA driver found (libcuda.so.1 not loadable): the CUDA backend is unavailable") ok ;;
+        *) bad "no libcuda.so.1 here, but info says: '$reason'" ;;
+        esac
+    fi
 fi
 
 echo "test_cli: $pass passed, $fail failed"

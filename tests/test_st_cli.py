@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_st_cli.py - end-to-end test of `fp8kit quantize | dequantize | inspect`
-on safetensors checkpoints (issue 3, SPEC section 5), run by CTest:
+on safetensors checkpoints (issue 3, docs/spec.md section 5), run by CTest:
     python3 tests/test_st_cli.py path/to/fp8kit
 
 Checkpoints are written and read back with the reference `safetensors`
@@ -17,6 +17,10 @@ the bit fields, scales from the SPEC formulas), bit for bit:
   - every corrupt-input case fails with a message naming the file (and the
     tensor), exit status != 0 and nothing written; --force; Ctrl-C;
   - the progress bar appears on a terminal only;
+  - issue 19: the Python / C names of schemes and dtypes give the same files,
+    --opt=value works, a bad argument is one line with exit status 2, an
+    existing OUT without --force is refused with exit status 2 (not an I/O
+    error);
   - when a CUDA device is usable: the CUDA backend writes identical files.
 Needs numpy and safetensors (scripts/bootstrap.sh installs them); without
 them the test is skipped (exit 77)."""
@@ -507,6 +511,93 @@ def test_schemes(tmp, rng, cuda):
     return src_path
 
 
+def one_line_usage_error(r, cmd):
+    """Issue 19.3: exit status 2, nothing on stdout, one line on stderr that
+    points to the command's --help."""
+    return (r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1 and
+            ("try 'fp8kit %s --help'" % cmd) in r.stderr and "usage:" not in r.stderr)
+
+
+def test_names_and_args(tmp, src_path):
+    """Issue 19: the Python / C scheme and dtype names are accepted next to the
+    CLI's (same files), --opt=value and options after IN OUT work, and a bad
+    argument is one line on stderr with exit status 2."""
+    schemes = {"fp8-tensor": ["tensor", "tensorwise", "per_tensor", "TENSOR"],
+               "fp8-row": ["row", "rowwise", "per_row"],
+               "fp8-block": ["block", "block128x128", "128x128"],
+               "mxfp8": ["mx", "MX", "MXFP8"]}
+    for canon, aliases in schemes.items():
+        ref = os.path.join(tmp, "names_ref.safetensors")
+        r = run("quantize", src_path, ref, "--scheme", canon, "--exclude", "excl*", "--backend", "cpu", "--force")
+        check(r.returncode == 0, "quantize --scheme %s (%s)" % (canon, r.stderr.strip()))
+        want = open(ref, "rb").read() if r.returncode == 0 else None
+        for i, alias in enumerate(aliases):
+            o = os.path.join(tmp, "names_%d.safetensors" % i)
+            # alternate the spellings of the options: --opt=value, options after and before IN OUT, -q
+            if i % 2:
+                r = run("quantize", "--scheme=" + alias, "--exclude=excl*", "--backend=cpu", "--threads=1", src_path,
+                        o, "-q")
+            else:
+                r = run("quantize", src_path, o, "--scheme", alias, "--exclude", "excl*", "--backend", "cpu", "--quiet")
+            check(r.returncode == 0 and r.stdout == "" and os.path.exists(o) and open(o, "rb").read() == want,
+                  "quantize --scheme %s writes what --scheme %s writes (rc %d: %s)" % (alias, canon, r.returncode,
+                                                                                     r.stderr.strip()))
+            if os.path.exists(o):
+                os.unlink(o)
+    q = os.path.join(tmp, "names_q.safetensors")
+    run("quantize", src_path, q, "--scheme", "fp8-row", "--exclude", "excl*", "--backend", "cpu", "--force")
+    dtypes = {"bf16": ["bfloat16", "BF16"], "f32": ["fp32", "float32", "float"], "f16": ["fp16", "float16", "half"]}
+    for canon, aliases in dtypes.items():
+        ref = os.path.join(tmp, "names_dref.safetensors")
+        r = run("dequantize", q, ref, "--dtype", canon, "--backend", "cpu", "--force")
+        check(r.returncode == 0, "dequantize --dtype %s (%s)" % (canon, r.stderr.strip()))
+        want = open(ref, "rb").read() if r.returncode == 0 else None
+        for i, alias in enumerate(aliases):
+            o = os.path.join(tmp, "names_d%d.safetensors" % i)
+            r = run("dequantize", q, o, "--dtype=" + alias, "--backend=cpu", "-q") if i % 2 else \
+                run("dequantize", "--dtype", alias, q, o, "--quiet")
+            check(r.returncode == 0 and os.path.exists(o) and open(o, "rb").read() == want,
+                  "dequantize --dtype %s writes what --dtype %s writes (rc %d: %s)" % (alias, canon, r.returncode,
+                                                                                     r.stderr.strip()))
+            if os.path.exists(o):
+                os.unlink(o)
+    # --help shows the names side by side, points to docs/spec.md, never to SPEC.md
+    h = run("quantize", "--help")
+    check(h.returncode == 0 and h.stderr == "" and "fp8-tensor (= tensor" in h.stdout and
+          "fp8-block (= block, block128x128" in h.stdout and "mxfp8 (= mx" in h.stdout, "quantize --help lists aliases")
+    d = run("dequantize", "--help")
+    check(d.returncode == 0 and "fp32 (= f32, float32" in d.stdout and "bf16 (= bfloat16" in d.stdout,
+          "dequantize --help lists dtype aliases")
+    for r in (h, d, run("inspect", "--help")):
+        check("SPEC" not in r.stdout and "PERF" not in r.stdout and "shared/" not in r.stdout,
+              "--help does not point to SPEC.md / PERF.md")
+    check("docs/spec.md section 5" in h.stdout, "quantize --help points to docs/spec.md section 5")
+    # bad arguments: one line, exit 2, nothing written
+    o = os.path.join(tmp, "never.safetensors")
+    cases = [(["quantize", src_path], "expects IN and OUT"),
+             (["quantize", src_path, o, "extra", "--scheme", "row"], "unexpected argument 'extra'"),
+             (["quantize", src_path, o], "--scheme is required"),
+             (["quantize", src_path, o, "--scheme", "block1x128"], "--scheme expects fp8-tensor"),
+             (["quantize", src_path, o, "--scheme"], "'--scheme' needs a value"),
+             (["quantize", src_path, o, "--scheme=mx", "--pow2"], "--pow2"),
+             (["quantize", src_path, o, "--scheme", "row", "--rounding", "rceil"], "--rounding applies to mxfp8"),
+             (["quantize", src_path, o, "--scheme", "row", "--rounding=up"], "--rounding expects floor or rceil"),
+             (["quantize", src_path, o, "--scheme", "row", "--dtype", "f32"], "unknown option '--dtype'"),
+             (["quantize", src_path, o, "--scheme", "row", "--force=yes"], "'--force' takes no value"),
+             (["dequantize", src_path, o, "--dtype", "e4m3"], "not accepted here"),
+             (["dequantize", src_path, o, "--dtype", "f64"], "--dtype expects bf16, fp16 or fp32"),
+             (["dequantize", src_path, o, "--scheme", "row"], "unknown option '--scheme'"),
+             (["dequantize", src_path, o, "--threads=x"], "--threads expects an integer"),
+             (["inspect"], "expects a FILE or DIR"),
+             (["inspect", src_path, src_path], "unexpected argument"),
+             (["inspect", src_path, "--bogus"], "unknown option '--bogus'")]
+    for args, needle in cases:
+        r = run(*args)
+        check(one_line_usage_error(r, args[0]) and needle in r.stderr and not os.path.exists(o),
+              "fp8kit %s: one-line usage error with %r (rc %d: %r)" % (" ".join(args[:1] + args[2:]), needle,
+                                                                     r.returncode, r.stderr))
+
+
 def test_sharded(tmp, rng):
     d = os.path.join(tmp, "sharded")
     os.makedirs(d)
@@ -547,7 +638,8 @@ def test_sharded(tmp, rng):
     check(ix["metadata"]["total_size"] == total, "index total_size = tensor bytes")
     check(leftovers(tmp) == [], "no temporary directory left (%s)" % leftovers(tmp))
     r = run("quantize", d, out, "--scheme", "fp8-block")
-    check(r.returncode == 1 and "exists" in r.stderr, "sharded output not overwritten without --force")
+    check(refused_existing(r, out), "sharded output not overwritten without --force (rc %d: %r)" % (r.returncode,
+                                                                                               r.stderr))
     r = run("dequantize", out, os.path.join(tmp, "sharded_bf16"))
     check(r.returncode == 0, "sharded dequantize (%s)" % r.stderr.strip())
     if r.returncode == 0:
@@ -634,13 +726,24 @@ def test_corrupt(tmp, src_path):
             check(ok, "%s: the reference package rejects it too" % what)
 
 
+def refused_existing(r, out):
+    """Exit status 2, one line on stderr naming OUT and --force, no I/O status."""
+    return (r.returncode == 2 and r.stderr.count("\n") == 1 and out in r.stderr and "exists" in r.stderr and
+            "--force" in r.stderr and "FP8KIT_ERR" not in r.stderr and "could not be read" not in r.stderr)
+
+
 def test_safety(tmp, src_path):
     o = os.path.join(tmp, "exists.safetensors")
     with open(o, "wb") as f:
         f.write(b"precious")
-    r = run("quantize", src_path, o, "--scheme", "fp8-row")
-    check(r.returncode == 1 and "exists" in r.stderr and open(o, "rb").read() == b"precious",
-          "existing output kept without --force")
+    # issue 19.5b: an existing OUT without --force is a refusal of the command
+    # line (exit status 2, one line naming OUT and --force), not an I/O failure
+    for cmd in (["quantize", src_path, o, "--scheme", "fp8-row"], ["dequantize", src_path, o]):
+        r = run(*cmd)
+        check(refused_existing(r, o) and open(o, "rb").read() == b"precious",
+              "%s: existing output kept without --force (rc %d: %r)" % (cmd[0], r.returncode, r.stderr))
+    h = run("quantize", "--help").stdout
+    check("2 bad arguments or OUT exists" in h, "quantize --help documents the exit status of an existing OUT")
     r = run("quantize", src_path, o, "--scheme", "fp8-row", "--force")
     check(r.returncode == 0 and open(o, "rb").read(8) != b"precious", "--force replaces it")
     r = run("quantize", src_path, os.path.join(tmp, "nodir", "x.safetensors"), "--scheme", "fp8-row")
@@ -721,6 +824,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fp8kit-st-")
     try:
         src_path = test_schemes(tmp, rng, cuda)
+        test_names_and_args(tmp, src_path)
         test_sharded(tmp, rng)
         test_corrupt(tmp, src_path)
         test_safety(tmp, src_path)

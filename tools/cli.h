@@ -9,12 +9,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <getopt.h>
 #include <stdio.h>
 #include "fp8kit.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1  /* a check failed or the library returned an error */
-#define CLI_EXIT_USAGE 2 /* bad arguments */
+#define CLI_EXIT_USAGE 2 /* bad arguments, or an existing output without --force */
 
 /* ---------------------------------------------------------------- commands */
 int cli_cmd_info(int argc, char **argv);
@@ -26,14 +27,65 @@ int cli_cmd_dequantize(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 
 /* ----------------------------------------------------------------- parsing */
-/* Each returns 0 on success, -1 (after printing "fp8kit <cmd>: ..." on
- * stderr) when the text is not a valid value. */
+/* Every command parses its options with getopt_long (so --opt=value and
+ * --opt value both work) through cli_getopt, and reports a bad argument as ONE
+ * line on stderr, "fp8kit <cmd>: <what is wrong>; try 'fp8kit <cmd> --help'",
+ * with exit status 2; --help prints the full usage on stdout (exit 0). */
+
+/* Prints that line (cmd NULL: the top level) and returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* getopt_long with the option letters shortopts ("hq", no leading ':') and
+ * long options lo: the option's val, -1 after the last option (the operands
+ * are then argv[optind..argc)), or '?' after cli_usage_error (unknown or
+ * ambiguous option, missing value, value given to a flag). */
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *lo);
+
+/* Each returns 0 on success, -1 (after cli_usage_error) when the text is not
+ * a valid value. */
 int cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t hi,
                   int64_t *out);
 int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+
+/* Names: one table per kind (cli_util.c). The first entry of a value is its
+ * canonical name, the entries after it its aliases (the Python binding's and
+ * torch's spellings); names compare case-insensitively. */
+typedef struct cli_name {
+    const char *name;
+    int value;
+} cli_name;
+extern const cli_name cli_dtype_names[];       /* fp8kit_dtype: bf16 / bfloat16, fp32 / f32 / float32, ... */
+extern const cli_name cli_ckpt_scheme_names[]; /* st_scheme: fp8-tensor / tensor, ..., mxfp8 / mx */
+extern const cli_name cli_scale_mode_names[];  /* fp8kit_scale_mode: tensor, row, block, mx (+ Python's) */
+extern const cli_name cli_act_names[];         /* fp8kit_activation */
+extern const cli_name cli_backend_names[];     /* fp8kit_backend */
+extern const cli_name cli_rounding_names[];    /* fp8kit_rounding */
+#define CLI_DTYPE_BIT(t) (1u << (t))
+#define CLI_HP_DTYPES (CLI_DTYPE_BIT(FP8KIT_BF16) | CLI_DTYPE_BIT(FP8KIT_F16) | CLI_DTYPE_BIT(FP8KIT_F32))
+
+/* Value of name s in table t if its value is in the bit mask allowed (~0u:
+ * any); else -1 after a usage error naming opt and the accepted names. */
+int cli_parse_name(const char *cmd, const char *opt, const char *s, const cli_name *t, unsigned allowed,
+                   int *out);
+/* "bf16 (= bfloat16)<sep>fp16 (= f16, float16, half)<sep>...": each canonical
+ * name of an allowed value with its aliases, for --help texts. */
+void cli_print_names(FILE *f, const cli_name *t, unsigned allowed, const char *sep);
+int cli_parse_dtype(const char *cmd, const char *opt, const char *s, unsigned allowed, fp8kit_dtype *out);
 int cli_parse_backend(const char *cmd, const char *s, fp8kit_backend *out);
-/* Value of option argv[*i] (advances *i); NULL + message when missing. */
-const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i);
+int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out);
+int cli_parse_act(const char *cmd, const char *s, fp8kit_activation *out);
+int cli_parse_rounding(const char *cmd, const char *s, fp8kit_rounding *out);
+int cli_parse_ckpt_scheme(const char *cmd, const char *s, int *out); /* an st_scheme */
+
+/* ---------------------------------------------------------------- contexts */
+/* fp8kit_ctx_create(backend, device 0) and, when threads > 0, the CPU thread
+ * count. On failure prints one line saying why (e.g. "no NVIDIA driver found
+ * (libcuda.so.1 not loadable): the CUDA backend is unavailable") and returns
+ * the status; *ctx is then NULL. */
+fp8kit_status cli_ctx_create(const char *cmd, fp8kit_backend backend, int64_t threads, fp8kit_ctx **ctx);
+/* Why the CUDA backend cannot be used here, in the library's words (buf,
+ * "" when it can). */
+const char *cli_cuda_unavailable_reason(char *buf, size_t n);
 
 /* ------------------------------------------------------------ random data */
 /* Deterministic normal samples: element i of the stream depends only on
@@ -148,12 +200,11 @@ typedef struct cli_gemm_result {
 
 void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *o,
                       cli_gemm_result *r);
-/* SPEC 3 bound on rel_err for an output dtype (K <= 16384). */
+/* docs/spec.md section 3 bound on rel_err for an output dtype (K <= 16384). */
 double cli_gemm_bound(fp8kit_dtype out);
 /* One GEMM result as a table line or one JSON object on stdout. */
 void cli_gemm_print(const cli_gemm_opts *o, const cli_gemm_result *r, const char *backend,
                     int json);
-int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out);
 /* One quantize result as a table line or one JSON object on stdout. */
 void cli_quant_print(const fp8kit_quant_desc *desc, int64_t rows, int64_t cols,
                      const cli_quant_result *r, const char *backend, double copy_gbps, int json);

@@ -26,8 +26,10 @@ static void bench_usage(FILE *f)
         "after a warm-up (CUDA: events, L2 flushed between runs).\n"
         "--quick: CPU 4096x4096 and 1024^3, 9 runs; CUDA 16384x8192 and 8192^3, 20 runs.\n"
         "Without --quick the same shapes with 3x the runs.\n"
-        "Exit status 1 if a check or call fails; cases the backend reports as not\n"
-        "supported are listed and counted apart.\n");
+        "Options take their value as --opt VALUE or --opt=VALUE; --only also takes quantize.\n"
+        "Exit status: 0 ok, 1 if a check or call fails (a backend not usable here included;\n"
+        "cases the backend reports as not supported are listed and counted apart),\n"
+        "2 on bad arguments.\n");
 }
 
 static int parse_dims(const char *s, int64_t *d, int n)
@@ -48,79 +50,65 @@ static int parse_dims(const char *s, int64_t *d, int n)
     return 0;
 }
 
+static const cli_name bench_only_names[] = {{"quant", 1}, {"quantize", 1}, {"gemm", 2}, {NULL, 0}};
+
 int cli_cmd_bench(int argc, char **argv)
 {
+    static const char *cmd = "bench";
+    enum { O_QUICK = 256, O_JSON, O_BACKEND, O_SIZE, O_GEMM, O_REPS, O_THREADS, O_SEED, O_ONLY };
+    static const struct option lo[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"quick", no_argument, NULL, O_QUICK},
+        {"json", no_argument, NULL, O_JSON},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"size", required_argument, NULL, O_SIZE},
+        {"gemm", required_argument, NULL, O_GEMM},
+        {"reps", required_argument, NULL, O_REPS},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"seed", required_argument, NULL, O_SEED},
+        {"only", required_argument, NULL, O_ONLY},
+        {NULL, 0, NULL, 0}};
     fp8kit_backend backend = FP8KIT_BACKEND_AUTO;
-    int json = 0, quick = 0, do_quant = 1, do_gemm = 1;
+    int json = 0, quick = 0, do_quant = 1, do_gemm = 1, c, bad = 0, only;
     int64_t size[2] = {0, 0}, gshape[3] = {0, 0, 0}, reps = 0, threads = 0;
     uint64_t seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { bench_usage(stdout); return CLI_EXIT_OK; }
-        else if (!strcmp(a, "--quick")) quick = 1;
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--backend")) {
-            if (!(val = cli_opt_value("bench", argc, argv, &i)) ||
-                cli_parse_backend("bench", val, &backend))
-                goto usage;
-        } else if (!strcmp(a, "--size")) {
-            if (!(val = cli_opt_value("bench", argc, argv, &i))) goto usage;
-            if (parse_dims(val, size, 2)) {
-                fprintf(stderr, "fp8kit bench: --size expects RxC, got '%s'\n", val);
-                goto usage;
+    while (!bad && (c = cli_getopt(cmd, argc, argv, "h", lo)) != -1) {
+        switch (c) {
+        case 'h': bench_usage(stdout); return CLI_EXIT_OK;
+        case O_QUICK: quick = 1; break;
+        case O_JSON: json = 1; break;
+        case O_BACKEND: bad = cli_parse_backend(cmd, optarg, &backend); break;
+        case O_SIZE:
+            if (parse_dims(optarg, size, 2))
+                return cli_usage_error(cmd, "--size expects RxC, got '%s'", optarg);
+            break;
+        case O_GEMM:
+            if (parse_dims(optarg, gshape, 3))
+                return cli_usage_error(cmd, "--gemm expects MxNxK, got '%s'", optarg);
+            break;
+        case O_REPS: bad = cli_parse_i64(cmd, "--reps", optarg, 1, 100000, &reps); break;
+        case O_THREADS: bad = cli_parse_i64(cmd, "--threads", optarg, 0, 4096, &threads); break;
+        case O_SEED: bad = cli_parse_u64(cmd, "--seed", optarg, &seed); break;
+        case O_ONLY:
+            if (!(bad = cli_parse_name(cmd, "--only", optarg, bench_only_names, ~0u, &only))) {
+                do_quant = only == 1;
+                do_gemm = only == 2;
             }
-        } else if (!strcmp(a, "--gemm")) {
-            if (!(val = cli_opt_value("bench", argc, argv, &i))) goto usage;
-            if (parse_dims(val, gshape, 3)) {
-                fprintf(stderr, "fp8kit bench: --gemm expects MxNxK, got '%s'\n", val);
-                goto usage;
-            }
-        } else if (!strcmp(a, "--reps")) {
-            if (!(val = cli_opt_value("bench", argc, argv, &i)) ||
-                cli_parse_i64("bench", "--reps", val, 1, 100000, &reps))
-                goto usage;
-        } else if (!strcmp(a, "--threads")) {
-            if (!(val = cli_opt_value("bench", argc, argv, &i)) ||
-                cli_parse_i64("bench", "--threads", val, 0, 4096, &threads))
-                goto usage;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(val = cli_opt_value("bench", argc, argv, &i)) ||
-                cli_parse_u64("bench", "--seed", val, &seed))
-                goto usage;
-        } else if (!strcmp(a, "--only")) {
-            if (!(val = cli_opt_value("bench", argc, argv, &i))) goto usage;
-            if (!strcmp(val, "quant")) do_gemm = 0;
-            else if (!strcmp(val, "gemm")) do_quant = 0;
-            else {
-                fprintf(stderr, "fp8kit bench: --only expects quant or gemm, got '%s'\n", val);
-                goto usage;
-            }
-        } else {
-            fprintf(stderr, "fp8kit bench: unknown argument '%s'\n", a);
-            goto usage;
+            break;
+        default: bad = 1; break; /* cli_getopt said why */
         }
     }
-    if (do_quant && size[1] && size[1] % 32) {
-        fprintf(stderr, "fp8kit bench: --size needs R and C multiples of 32 (mx schemes)\n");
-        goto usage;
-    }
-    if (do_quant && size[0] && size[0] % 32) {
-        fprintf(stderr, "fp8kit bench: --size needs R and C multiples of 32 (mx schemes)\n");
-        goto usage;
-    }
-    if (do_gemm && gshape[2] && gshape[2] % 32) {
-        fprintf(stderr, "fp8kit bench: --gemm needs K to be a multiple of 32 (mx scaling)\n");
-        goto usage;
-    }
+    if (bad) return CLI_EXIT_USAGE;
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (do_quant && (size[0] % 32 || size[1] % 32))
+        return cli_usage_error(cmd, "--size needs R and C multiples of 32 (mx schemes), got %lldx%lld",
+                               (long long)size[0], (long long)size[1]);
+    if (do_gemm && gshape[2] % 32)
+        return cli_usage_error(cmd, "--gemm needs K to be a multiple of 32 (mx scaling), got K = %lld",
+                               (long long)gshape[2]);
 
     fp8kit_ctx *ctx = NULL, *cpu_ctx = NULL;
-    fp8kit_status st = fp8kit_ctx_create(backend, 0, &ctx);
-    if (st != FP8KIT_OK) {
-        fprintf(stderr, "fp8kit bench: cannot create a %s context: %s: %s\n",
-                fp8kit_backend_name(backend), fp8kit_status_string(st), fp8kit_last_error(NULL));
-        return CLI_EXIT_FAIL;
-    }
-    if (threads > 0) (void)fp8kit_ctx_set_threads(ctx, (int)threads);
+    if (cli_ctx_create(cmd, backend, threads, &ctx) != FP8KIT_OK) return CLI_EXIT_FAIL;
     cli_dev dev = {fp8kit_ctx_backend(ctx) == FP8KIT_BACKEND_CUDA};
     const char *bname = fp8kit_backend_name(fp8kit_ctx_backend(ctx));
     if (dev.cuda) {
@@ -238,7 +226,4 @@ int cli_cmd_bench(int argc, char **argv)
     fp8kit_ctx_destroy(cpu_ctx);
     fp8kit_ctx_destroy(ctx);
     return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-usage:
-    bench_usage(stderr);
-    return CLI_EXIT_USAGE;
 }

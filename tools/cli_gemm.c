@@ -1,7 +1,7 @@
 /* cli_gemm.c - `fp8kit gemm`: one scaled FP8 GEMM on fresh random inputs,
  * quantized with fp8kit_quantize in the matching scheme, timed (median after
  * warm-up) and checked against an fp64 reference computed here, independently
- * of the library, from the dequantized operands (SPEC section 3). Also
+ * of the library, from the dequantized operands (docs/spec.md section 3). Also
  * provides cli_gemm_measure(), which `fp8kit bench` reuses. */
 #include <math.h>
 #include <stdlib.h>
@@ -104,7 +104,7 @@ static void operand_free(const cli_dev *dev, gemm_operand *op)
 }
 
 /* Dequantization multiplier of element (r, kk) of an operand, read from the
- * downloaded plain-layout scales (SPEC 2): tensor, row, 1x128, 128x128, mx. */
+ * downloaded plain-layout scales (docs/spec.md section 2): tensor, row, 1x128, 128x128, mx. */
 static double operand_scale(const gemm_operand *op, int64_t r, int64_t kk)
 {
     const float *sf = (const float *)op->s_host;
@@ -183,7 +183,7 @@ void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *
     memset(r, 0, sizeof *r);
     r->rel_err = NAN;
     r->bound = cli_gemm_bound(o->out);
-    if (o->out == FP8KIT_F32 && o->k > 16384) /* beyond SPEC's K range: grow as sqrt(K) */
+    if (o->out == FP8KIT_F32 && o->k > 16384) /* beyond docs/spec.md's K range: grow as sqrt(K) */
         r->bound *= sqrt((double)o->k / 16384.0);
     const int64_t M = o->m, N = o->n, K = o->k;
     gemm_operand A, B;
@@ -350,46 +350,25 @@ static void gemm_usage(FILE *f)
         "Prints the median time of R runs after one warm-up, GFLOP/s, and rel_err =\n"
         "||D - ref||_F / ||ref||_F against an fp64 reference from the dequantized operands\n"
         "(all rows, or --ref-rows rows spread evenly; default: all rows when M*N*K <= 2^31,\n"
-        "else 64). Exit status: 0 if rel_err meets SPEC's bound for the output dtype\n"
-        "(fp32 1e-5, bf16 4e-3, fp16 1e-3), 1 if not or on a library error, 2 on bad arguments.\n"
+        "else 64).\n"
         "--fast-accum sets fp8kit_gemm_desc.fast_accum (CUDA: fewer fp32 promotions of the\n"
-        "tensor-core sums, less accurate; the CPU ignores it); the bound stays SPEC's.\n"
+        "tensor-core sums, less accurate; the CPU ignores it); the bound stays the same.\n"
+        "\n"
+        "Names (the Python binding's spellings are accepted too, in any case):\n"
+        "  --scale  ");
+    cli_print_names(f, cli_scale_mode_names, ~0u, ", ");
+    fprintf(f, "\n  --out    ");
+    cli_print_names(f, cli_dtype_names, CLI_HP_DTYPES, ", ");
+    fprintf(f, "\n  --act    ");
+    cli_print_names(f, cli_act_names, ~0u, ", ");
+    fprintf(f,
+        "\n"
+        "Options take their value as --opt VALUE or --opt=VALUE.\n"
         "Defaults: --m 1024 --n 1024 --k 1024 --scale tensor --out bf16 --backend auto\n"
-        "          --seed 1 --reps 5\n");
-}
-
-int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out)
-{
-    if (!strcmp(s, "tensor")) *out = FP8KIT_SCALE_TENSOR;
-    else if (!strcmp(s, "row")) *out = FP8KIT_SCALE_ROW;
-    else if (!strcmp(s, "block")) *out = FP8KIT_SCALE_BLOCK;
-    else if (!strcmp(s, "mx")) *out = FP8KIT_SCALE_MX;
-    else {
-        fprintf(stderr, "fp8kit %s: --scale expects tensor, row, block or mx, got '%s'\n", cmd, s);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_out(const char *s, fp8kit_dtype *out)
-{
-    if (!strcmp(s, "bf16")) *out = FP8KIT_BF16;
-    else if (!strcmp(s, "fp16") || !strcmp(s, "f16")) *out = FP8KIT_F16;
-    else if (!strcmp(s, "fp32") || !strcmp(s, "f32")) *out = FP8KIT_F32;
-    else {
-        fprintf(stderr, "fp8kit gemm: --out expects bf16, fp16 or fp32, got '%s'\n", s);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_act(const char *s, fp8kit_activation *out)
-{
-    static const char *names[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu"};
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(s, names[i])) { *out = (fp8kit_activation)i; return 0; }
-    fprintf(stderr, "fp8kit gemm: --act expects none, relu, gelu_tanh, gelu_erf or silu, got '%s'\n", s);
-    return -1;
+        "          --seed 1 --reps 5\n"
+        "Exit status: 0 if rel_err meets the bound of docs/spec.md section 3 for the output\n"
+        "dtype (fp32 1e-5, bf16 4e-3, fp16 1e-3), 1 if not or on a library error (a backend\n"
+        "not usable here included), 2 on bad arguments.\n");
 }
 
 /* Prints one GEMM result as a table line or a JSON object. */
@@ -441,6 +420,26 @@ void cli_gemm_print(const cli_gemm_opts *o, const cli_gemm_result *r, const char
 
 int cli_cmd_gemm(int argc, char **argv)
 {
+    static const char *cmd = "gemm";
+    enum { O_M = 256, O_N, O_K, O_SCALE, O_OUT, O_BIAS, O_ACT, O_BACKEND, O_THREADS, O_SEED, O_REPS,
+           O_REF_ROWS, O_FAST_ACCUM, O_JSON };
+    static const struct option lo[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"m", required_argument, NULL, O_M},
+        {"n", required_argument, NULL, O_N},
+        {"k", required_argument, NULL, O_K},
+        {"scale", required_argument, NULL, O_SCALE},
+        {"out", required_argument, NULL, O_OUT},
+        {"bias", no_argument, NULL, O_BIAS},
+        {"act", required_argument, NULL, O_ACT},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"seed", required_argument, NULL, O_SEED},
+        {"reps", required_argument, NULL, O_REPS},
+        {"ref-rows", required_argument, NULL, O_REF_ROWS},
+        {"fast-accum", no_argument, NULL, O_FAST_ACCUM},
+        {"json", no_argument, NULL, O_JSON},
+        {NULL, 0, NULL, 0}};
     cli_gemm_opts o;
     memset(&o, 0, sizeof o);
     o.m = o.n = o.k = 1024;
@@ -449,70 +448,41 @@ int cli_cmd_gemm(int argc, char **argv)
     o.seed = 1;
     o.warmup = 1;
     o.reps = 5;
-    int64_t ref_rows = -1, threads = 0, v;
-    int json = 0;
+    int64_t ref_rows = -1, threads = 0, v = 0;
+    int json = 0, c, bad = 0;
     fp8kit_backend backend = FP8KIT_BACKEND_AUTO;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { gemm_usage(stdout); return CLI_EXIT_OK; }
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--bias")) o.bias = 1;
-        else if (!strcmp(a, "--fast-accum")) o.fast_accum = 1;
-        else if (!strcmp(a, "--m") || !strcmp(a, "--n") || !strcmp(a, "--k")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
-                cli_parse_i64("gemm", a, val, 1, (int64_t)1 << 20, &v))
-                goto usage;
-            *(a[2] == 'm' ? &o.m : a[2] == 'n' ? &o.n : &o.k) = v;
-        } else if (!strcmp(a, "--scale")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
-                cli_parse_scale_mode("gemm", val, &o.scale))
-                goto usage;
-        } else if (!strcmp(a, "--out")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) || parse_out(val, &o.out)) goto usage;
-        } else if (!strcmp(a, "--act")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) || parse_act(val, &o.act)) goto usage;
-        } else if (!strcmp(a, "--backend")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
-                cli_parse_backend("gemm", val, &backend))
-                goto usage;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
-                cli_parse_u64("gemm", "--seed", val, &o.seed))
-                goto usage;
-        } else if (!strcmp(a, "--reps")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
-                cli_parse_i64("gemm", "--reps", val, 1, 100000, &v))
-                goto usage;
+    while (!bad && (c = cli_getopt(cmd, argc, argv, "h", lo)) != -1) {
+        switch (c) {
+        case 'h': gemm_usage(stdout); return CLI_EXIT_OK;
+        case O_JSON: json = 1; break;
+        case O_BIAS: o.bias = 1; break;
+        case O_FAST_ACCUM: o.fast_accum = 1; break;
+        case O_M: bad = cli_parse_i64(cmd, "--m", optarg, 1, (int64_t)1 << 20, &o.m); break;
+        case O_N: bad = cli_parse_i64(cmd, "--n", optarg, 1, (int64_t)1 << 20, &o.n); break;
+        case O_K: bad = cli_parse_i64(cmd, "--k", optarg, 1, (int64_t)1 << 20, &o.k); break;
+        case O_SCALE: bad = cli_parse_scale_mode(cmd, optarg, &o.scale); break;
+        case O_OUT: bad = cli_parse_dtype(cmd, "--out", optarg, CLI_HP_DTYPES, &o.out); break;
+        case O_ACT: bad = cli_parse_act(cmd, optarg, &o.act); break;
+        case O_BACKEND: bad = cli_parse_backend(cmd, optarg, &backend); break;
+        case O_SEED: bad = cli_parse_u64(cmd, "--seed", optarg, &o.seed); break;
+        case O_REPS:
+            bad = cli_parse_i64(cmd, "--reps", optarg, 1, 100000, &v);
             o.reps = (int)v;
-        } else if (!strcmp(a, "--ref-rows")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
-                cli_parse_i64("gemm", "--ref-rows", val, 1, INT64_MAX, &ref_rows))
-                goto usage;
-        } else if (!strcmp(a, "--threads")) {
-            if (!(val = cli_opt_value("gemm", argc, argv, &i)) ||
-                cli_parse_i64("gemm", "--threads", val, 0, 4096, &threads))
-                goto usage;
-        } else {
-            fprintf(stderr, "fp8kit gemm: unknown argument '%s'\n", a);
-            goto usage;
+            break;
+        case O_REF_ROWS: bad = cli_parse_i64(cmd, "--ref-rows", optarg, 1, INT64_MAX, &ref_rows); break;
+        case O_THREADS: bad = cli_parse_i64(cmd, "--threads", optarg, 0, 4096, &threads); break;
+        default: bad = 1; break; /* cli_getopt said why */
         }
     }
-    if (o.scale == FP8KIT_SCALE_MX && o.k % 32) {
-        fprintf(stderr, "fp8kit gemm: --scale mx needs K to be a multiple of 32 (K = %lld)\n",
-                (long long)o.k);
-        goto usage;
-    }
+    if (bad) return CLI_EXIT_USAGE;
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (o.scale == FP8KIT_SCALE_MX && o.k % 32)
+        return cli_usage_error(cmd, "--scale mx needs K to be a multiple of 32 (K = %lld)", (long long)o.k);
     if (ref_rows > 0) o.ref_rows_max = ref_rows;
     else o.ref_rows_max = ((double)o.m * (double)o.n * (double)o.k <= 2147483648.0) ? 0 : 64;
 
     fp8kit_ctx *ctx = NULL;
-    fp8kit_status st = fp8kit_ctx_create(backend, 0, &ctx);
-    if (st != FP8KIT_OK) {
-        fprintf(stderr, "fp8kit gemm: cannot create a %s context: %s: %s\n",
-                fp8kit_backend_name(backend), fp8kit_status_string(st), fp8kit_last_error(NULL));
-        return CLI_EXIT_FAIL;
-    }
-    if (threads > 0) (void)fp8kit_ctx_set_threads(ctx, (int)threads);
+    if (cli_ctx_create(cmd, backend, threads, &ctx) != FP8KIT_OK) return CLI_EXIT_FAIL;
     cli_dev dev = {fp8kit_ctx_backend(ctx) == FP8KIT_BACKEND_CUDA};
     cli_gemm_result r;
     cli_gemm_measure(ctx, &dev, &o, &r);
@@ -520,7 +490,4 @@ int cli_cmd_gemm(int argc, char **argv)
     if (r.st != FP8KIT_OK) fprintf(stderr, "fp8kit gemm: %s\n", r.msg);
     fp8kit_ctx_destroy(ctx);
     return (r.st == FP8KIT_OK && r.pass) ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-usage:
-    gemm_usage(stderr);
-    return CLI_EXIT_USAGE;
 }

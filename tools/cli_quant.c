@@ -1,6 +1,6 @@
 /* cli_quant.c - one quantize measurement for `fp8kit bench`: times
  * fp8kit_quantize on a bf16 tensor (median after warm-up), counts bytes moved
- * as PERF.md says (2 B in + 1 B out per element + the scale bytes), and checks
+ * as docs/perf.md counts them (2 B in + 1 B out per element + the scale bytes), and checks
  * the result: dequantize and compare with the input (normwise and max
  * relative error), and on the CUDA backend compare codes and scales byte for
  * byte with the CPU backend. */

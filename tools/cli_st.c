@@ -1,6 +1,7 @@
 /* cli_st.c - the safetensors commands of the fp8kit CLI:
  *   fp8kit quantize IN OUT --scheme fp8-tensor|fp8-row|fp8-block|mxfp8 ...
- *   fp8kit dequantize IN OUT [--dtype bf16|f16|f32] ...
+ *     (or the Python names tensor, row, block, mx: cli_ckpt_scheme_names)
+ *   fp8kit dequantize IN OUT [--dtype bf16|fp16|fp32] ...
  *   fp8kit inspect FILE|DIR
  * IN is a .safetensors file or a directory with model.safetensors.index.json
  * (then OUT is a directory). The work is done by src/io (st_convert); this
@@ -26,7 +27,7 @@ static void quantize_usage(FILE *f)
         "                       [--quiet] [--json]\n"
         "\n"
         "Quantizes every 2-D F32/F16/BF16 tensor whose name ends in \".weight\" (unless a\n"
-        "--exclude glob matches its name) to F8_E4M3 with its scales (SPEC.md section 5):\n"
+        "--exclude glob matches its name) to F8_E4M3 with its scales (docs/spec.md section 5):\n"
         "  fp8-tensor  X.weight_scale      F32 []                  one scale per tensor\n"
         "  fp8-row     X.weight_scale      F32 [N, 1]              one scale per row\n"
         "  fp8-block   X.weight_scale_inv  F32 [ceil(N/128), ceil(K/128)]  (dequant = q * scale_inv)\n"
@@ -35,6 +36,11 @@ static void quantize_usage(FILE *f)
         "\"quantization\" entry. IN may be a directory holding model.safetensors.index.json;\n"
         "OUT is then a directory with the same shards and a new index.\n"
         "\n"
+        "  --scheme S     ");
+    cli_print_names(f, cli_ckpt_scheme_names, ~0u, "\n                 ");
+    fprintf(f,
+        "\n"
+        "                 (the names after '=' are the Python binding's and the C API's)\n"
         "  --rounding R   mxfp8 scale rule: floor (OCP, default) or rceil\n"
         "  --pow2         fp32-scale schemes: round each scale up to a power of two\n"
         "  --exclude G    leave tensors whose names match the glob alone (repeatable)\n"
@@ -43,14 +49,17 @@ static void quantize_usage(FILE *f)
         "  --force        replace an existing OUT\n"
         "  --no-fsync     do not flush OUT to disk before renaming it into place\n"
         "  --quiet        no progress bar and no summary; --json: the summary as JSON\n"
+        "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
         "OUT is written under a temporary name next to it and renamed when complete: a\n"
-        "failure or Ctrl-C leaves no partial file. Exit status: 0 ok, 1 failed, 2 bad arguments.\n");
+        "failure or Ctrl-C leaves no partial file.\n"
+        "Exit status: 0 ok, 1 failed (nothing written), 2 bad arguments or OUT exists\n"
+        "without --force (nothing read or written).\n");
 }
 
 static void dequantize_usage(FILE *f)
 {
     fprintf(f,
-        "usage: fp8kit dequantize IN OUT [--dtype bf16|f16|f32] [--exclude GLOB]...\n"
+        "usage: fp8kit dequantize IN OUT [--dtype bf16|fp16|fp32] [--exclude GLOB]...\n"
         "                         [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
         "                         [--quiet] [--json]\n"
         "\n"
@@ -58,11 +67,18 @@ static void dequantize_usage(FILE *f)
         "X_scale_inv back into --dtype (default bf16): y = decode(q) * S, rounded to\n"
         "nearest even. The scheme is recognised from the scale's dtype and shape\n"
         "(F32 [] tensor, [N,1] row, [N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)]\n"
-        "128x128, F8_E8M0 [N,K/32] mxfp8). The scale tensors are dropped, every other\n"
-        "tensor is copied, the \"quantization\" metadata entry is removed.\n"
+        "128x128, F8_E8M0 [N,K/32] mxfp8; docs/spec.md section 5). The scale tensors are\n"
+        "dropped, every other tensor is copied, the \"quantization\" metadata entry is removed.\n"
+        "\n"
+        "  --dtype D      ");
+    cli_print_names(f, cli_dtype_names, CLI_HP_DTYPES, ", ");
+    fprintf(f,
         "\n"
         "  --exclude G    leave fp8 tensors whose names match the glob alone (repeatable)\n"
-        "  --backend B, --threads N, --force, --no-fsync, --quiet, --json: as for quantize\n");
+        "  --backend B, --threads N, --force, --no-fsync, --quiet, --json: as for quantize\n"
+        "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
+        "Exit status: 0 ok, 1 failed (nothing written), 2 bad arguments or OUT exists\n"
+        "without --force (nothing read or written).\n");
 }
 
 static void inspect_usage(FILE *f)
@@ -71,7 +87,8 @@ static void inspect_usage(FILE *f)
         "usage: fp8kit inspect FILE|DIR [--json]\n"
         "\n"
         "Validates a safetensors file (or a sharded checkpoint directory) and lists its\n"
-        "metadata and tensors: name, dtype, shape, bytes. Exit status 1 if it is corrupt.\n");
+        "metadata and tensors: name, dtype, shape, bytes.\n"
+        "Exit status: 0 ok, 1 if it is corrupt or cannot be read, 2 on bad arguments.\n");
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -147,12 +164,39 @@ static const char *mem_err(void *u)
     return cli_cuda_last_error();
 }
 
+/* OUT exists and --force was not given: a refusal of the command line, not
+ * an I/O failure. One line, exit status 2 (CLI_EXIT_USAGE). */
+static int refuse_existing(const char *cmd, const char *out)
+{
+    fprintf(stderr, "fp8kit %s: ", cmd);
+    print_plain(stderr, out);
+    fprintf(stderr, " exists; pass --force to replace it (nothing was written)\n");
+    return CLI_EXIT_USAGE;
+}
+
 /* ------------------------------------------------------ quantize/dequantize */
 static int convert_main(int argc, char **argv, int deq)
 {
     const char *cmd = deq ? "dequantize" : "quantize";
-    const char *pos[2] = {NULL, NULL};
-    int npos = 0, have_scheme = 0, quiet = 0, json = 0, set_rounding = 0;
+    enum { O_SCHEME = 256, O_ROUNDING, O_POW2, O_EXCLUDE, O_DTYPE, O_BACKEND, O_THREADS, O_FORCE, O_NO_FSYNC,
+           O_JSON };
+#define FK_COMMON_OPTS                                                                         \
+    {"help", no_argument, NULL, 'h'}, {"exclude", required_argument, NULL, O_EXCLUDE},          \
+    {"backend", required_argument, NULL, O_BACKEND}, {"threads", required_argument, NULL, O_THREADS}, \
+    {"force", no_argument, NULL, O_FORCE}, {"no-fsync", no_argument, NULL, O_NO_FSYNC},         \
+    {"quiet", no_argument, NULL, 'q'}, {"json", no_argument, NULL, O_JSON}
+    static const struct option quant_lo[] = {
+        FK_COMMON_OPTS,
+        {"scheme", required_argument, NULL, O_SCHEME},
+        {"rounding", required_argument, NULL, O_ROUNDING},
+        {"pow2", no_argument, NULL, O_POW2},
+        {NULL, 0, NULL, 0}};
+    static const struct option deq_lo[] = {
+        FK_COMMON_OPTS,
+        {"dtype", required_argument, NULL, O_DTYPE},
+        {NULL, 0, NULL, 0}};
+#undef FK_COMMON_OPTS
+    int have_scheme = 0, quiet = 0, json = 0, set_rounding = 0, c, bad = 0, scheme = 0;
     int64_t threads = -1;
     fp8kit_backend backend = FP8KIT_BACKEND_AUTO;
     st_conv_opts o;
@@ -162,100 +206,66 @@ static int convert_main(int argc, char **argv, int deq)
     const char **ex = calloc((size_t)argc + 1, sizeof *ex);
     if (!ex)
         return CLI_EXIT_FAIL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    while (!bad && (c = cli_getopt(cmd, argc, argv, "hq", deq ? deq_lo : quant_lo)) != -1) {
+        switch (c) {
+        case 'h':
             (deq ? dequantize_usage : quantize_usage)(stdout);
             free(ex);
             return CLI_EXIT_OK;
-        } else if (!deq && !strcmp(a, "--scheme")) {
-            if (!(v = cli_opt_value(cmd, argc, argv, &i))) goto usage;
-            if (!strcmp(v, "fp8-tensor")) o.scheme = ST_SCHEME_FP8_TENSOR;
-            else if (!strcmp(v, "fp8-row")) o.scheme = ST_SCHEME_FP8_ROW;
-            else if (!strcmp(v, "fp8-block")) o.scheme = ST_SCHEME_FP8_BLOCK;
-            else if (!strcmp(v, "mxfp8")) o.scheme = ST_SCHEME_MXFP8;
-            else {
-                fprintf(stderr, "fp8kit %s: --scheme expects fp8-tensor, fp8-row, fp8-block or mxfp8, got '%s'\n",
-                        cmd, v);
-                goto usage;
-            }
+        case O_SCHEME:
+            bad = cli_parse_ckpt_scheme(cmd, optarg, &scheme);
+            o.scheme = (st_scheme)scheme;
             have_scheme = 1;
-        } else if (!deq && !strcmp(a, "--rounding")) {
-            if (!(v = cli_opt_value(cmd, argc, argv, &i))) goto usage;
-            if (!strcmp(v, "floor")) o.rounding = FP8KIT_ROUND_FLOOR;
-            else if (!strcmp(v, "rceil")) o.rounding = FP8KIT_ROUND_RCEIL;
-            else {
-                fprintf(stderr, "fp8kit %s: --rounding expects floor or rceil, got '%s'\n", cmd, v);
-                goto usage;
-            }
+            break;
+        case O_ROUNDING:
+            bad = cli_parse_rounding(cmd, optarg, &o.rounding);
             set_rounding = 1;
-        } else if (!deq && !strcmp(a, "--pow2")) {
-            o.pow2 = 1;
-        } else if (!strcmp(a, "--exclude")) {
-            if (!(v = cli_opt_value(cmd, argc, argv, &i))) goto usage;
-            ex[o.nexclude++] = v;
-        } else if (deq && !strcmp(a, "--dtype")) {
-            if (!(v = cli_opt_value(cmd, argc, argv, &i))) goto usage;
-            if (!strcmp(v, "bf16")) o.out_dtype = FP8KIT_BF16;
-            else if (!strcmp(v, "f16")) o.out_dtype = FP8KIT_F16;
-            else if (!strcmp(v, "f32")) o.out_dtype = FP8KIT_F32;
-            else {
-                fprintf(stderr, "fp8kit %s: --dtype expects bf16, f16 or f32, got '%s'\n", cmd, v);
-                goto usage;
-            }
-        } else if (!strcmp(a, "--backend")) {
-            if (!(v = cli_opt_value(cmd, argc, argv, &i)) || cli_parse_backend(cmd, v, &backend)) goto usage;
-        } else if (!strcmp(a, "--threads")) {
-            if (!(v = cli_opt_value(cmd, argc, argv, &i)) || cli_parse_i64(cmd, "--threads", v, 0, 4096, &threads))
-                goto usage;
-        } else if (!strcmp(a, "--force")) {
-            o.force = 1;
-        } else if (!strcmp(a, "--no-fsync")) {
-            o.no_fsync = 1;
-        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            quiet = 1;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "fp8kit %s: unknown option '%s'\n", cmd, a);
-            goto usage;
-        } else if (npos < 2) {
-            pos[npos++] = a;
-        } else {
-            fprintf(stderr, "fp8kit %s: unexpected argument '%s'\n", cmd, a);
-            goto usage;
+            break;
+        case O_POW2: o.pow2 = 1; break;
+        case O_EXCLUDE: ex[o.nexclude++] = optarg; break;
+        case O_DTYPE: bad = cli_parse_dtype(cmd, "--dtype", optarg, CLI_HP_DTYPES, &o.out_dtype); break;
+        case O_BACKEND: bad = cli_parse_backend(cmd, optarg, &backend); break;
+        case O_THREADS: bad = cli_parse_i64(cmd, "--threads", optarg, 0, 4096, &threads); break;
+        case O_FORCE: o.force = 1; break;
+        case O_NO_FSYNC: o.no_fsync = 1; break;
+        case 'q': quiet = 1; break;
+        case O_JSON: json = 1; break;
+        default: bad = 1; break; /* cli_getopt said why */
         }
     }
-    if (npos != 2) {
-        fprintf(stderr, "fp8kit %s: expects IN and OUT\n", cmd);
-        goto usage;
+    const char *in = optind < argc ? argv[optind] : NULL, *out = optind + 1 < argc ? argv[optind + 1] : NULL;
+    if (!bad) {
+        if (!out)
+            bad = cli_usage_error(cmd, "expects IN and OUT, got %s", in ? "only IN" : "neither");
+        else if (optind + 2 < argc)
+            bad = cli_usage_error(cmd, "unexpected argument '%s' (IN and OUT are '%s' and '%s')", argv[optind + 2],
+                                  in, out);
+        else if (!deq && !have_scheme)
+            bad = cli_usage_error(cmd, "--scheme is required");
+        else if (!deq && o.pow2 && o.scheme == ST_SCHEME_MXFP8)
+            bad = cli_usage_error(cmd, "--pow2 applies to the fp32-scale schemes (mxfp8 scales are powers of two)");
+        else if (!deq && set_rounding && o.scheme != ST_SCHEME_MXFP8)
+            bad = cli_usage_error(cmd, "--rounding applies to mxfp8 only");
     }
-    if (!deq && !have_scheme) {
-        fprintf(stderr, "fp8kit %s: --scheme is required\n", cmd);
-        goto usage;
+    if (bad) {
+        free(ex);
+        return CLI_EXIT_USAGE;
     }
-    if (!deq && o.pow2 && o.scheme == ST_SCHEME_MXFP8) {
-        fprintf(stderr, "fp8kit %s: --pow2 applies to the fp32-scale schemes (mxfp8 scales are powers of two)\n",
-                cmd);
-        goto usage;
-    }
-    if (!deq && set_rounding && o.scheme != ST_SCHEME_MXFP8) {
-        fprintf(stderr, "fp8kit %s: --rounding applies to mxfp8 only\n", cmd);
-        goto usage;
+    /* An existing OUT is refused before anything is read: not an I/O failure,
+     * the command line lacks --force (st_convert checks again, race-free). */
+    struct stat out_sb;
+    if (!o.force && lstat(out, &out_sb) == 0) {
+        free(ex);
+        return refuse_existing(cmd, out);
     }
     o.dequantize = deq;
     o.exclude = ex;
 
     fp8kit_ctx *ctx = NULL;
-    fp8kit_status st = fp8kit_ctx_create(backend, 0, &ctx);
-    if (st) {
-        fprintf(stderr, "fp8kit %s: cannot create the %s backend: %s\n", cmd, fp8kit_backend_name(backend),
-                fp8kit_status_string(st));
+    if (cli_ctx_create(cmd, backend, threads, &ctx) != FP8KIT_OK) {
         free(ex);
         return CLI_EXIT_FAIL;
     }
-    if (threads > 0)
-        fp8kit_ctx_set_threads(ctx, (int)threads);
     cli_dev dev = {fp8kit_ctx_backend(ctx) == FP8KIT_BACKEND_CUDA};
     st_mem_ops mem = {mem_alloc, mem_free, mem_up, mem_down, mem_err, &dev};
     o.mem = dev.cuda ? &mem : NULL;
@@ -265,13 +275,15 @@ static int convert_main(int argc, char **argv, int deq)
 
     st_stats s;
     char err[1024];
-    st = st_convert(ctx, pos[0], pos[1], &o, &s, err, sizeof err);
+    fp8kit_status st = st_convert(ctx, in, out, &o, &s, err, sizeof err);
     if (pg.on)
         progress_draw(&pg, &s, 1);
     char describe[200];
     snprintf(describe, sizeof describe, "%s", fp8kit_ctx_describe(ctx));
     fp8kit_ctx_destroy(ctx);
     free(ex);
+    if (st == FP8KIT_ERR_IO && !o.force && strstr(err, "exists (use --force"))
+        return refuse_existing(cmd, out); /* OUT appeared while converting */
     if (st) {
         fprintf(stderr, "fp8kit %s: ", cmd);
         print_plain(stderr, err);
@@ -281,9 +293,9 @@ static int convert_main(int argc, char **argv, int deq)
     double gbps = s.seconds > 0 ? (double)s.in_bytes_total / s.seconds / 1e9 : 0.0;
     if (json) {
         printf("{\"op\":\"%s\",\"in\":", cmd);
-        cli_json_str(stdout, pos[0]);
+        cli_json_str(stdout, in);
         printf(",\"out\":");
-        cli_json_str(stdout, pos[1]);
+        cli_json_str(stdout, out);
         if (!deq)
             printf(",\"scheme\":\"%s\"", st_scheme_name(o.scheme));
         printf(",\"backend\":");
@@ -309,10 +321,6 @@ static int convert_main(int argc, char **argv, int deq)
                    describe);
     }
     return CLI_EXIT_OK;
-usage:
-    free(ex);
-    (deq ? dequantize_usage : quantize_usage)(stderr);
-    return CLI_EXIT_USAGE;
 }
 
 int cli_cmd_quantize(int argc, char **argv) { return convert_main(argc, argv, 0); }
@@ -396,29 +404,25 @@ static void inspect_meta_json(const st_file *f)
 
 int cli_cmd_inspect(int argc, char **argv)
 {
-    const char *path = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    static const char *cmd = "inspect";
+    enum { O_JSON = 256 };
+    static const struct option lo[] = {
+        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {NULL, 0, NULL, 0}};
+    int json = 0, c;
+    while ((c = cli_getopt(cmd, argc, argv, "h", lo)) != -1) {
+        if (c == 'h') {
             inspect_usage(stdout);
             return CLI_EXIT_OK;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "fp8kit inspect: unknown option '%s'\n", argv[i]);
-            inspect_usage(stderr);
-            return CLI_EXIT_USAGE;
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            fprintf(stderr, "fp8kit inspect: one FILE or DIR, please\n");
-            return CLI_EXIT_USAGE;
         }
+        if (c != O_JSON)
+            return CLI_EXIT_USAGE; /* cli_getopt said why */
+        json = 1;
     }
-    if (!path) {
-        inspect_usage(stderr);
-        return CLI_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return cli_usage_error(cmd, "expects a FILE or DIR");
+    if (optind + 1 < argc)
+        return cli_usage_error(cmd, "unexpected argument '%s' (one FILE or DIR)", argv[optind + 1]);
+    const char *path = argv[optind];
     char err[1024];
     st_file f;
     st_index ix;

@@ -1,11 +1,16 @@
-/* cli_util.c - helpers of the fp8kit CLI: option parsing, deterministic
+/* cli_util.c - helpers of the fp8kit CLI: option parsing (getopt_long with
+ * one-line usage errors, numbers, and the table-driven parser of every kind
+ * of name: dtypes, schemes, scale modes, ...), context creation, deterministic
  * normal random data, timing (host clock or CUDA events through cli_cuda.c),
  * the host/device memory layer, and JSON output helpers. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -13,8 +18,74 @@
 
 #include "cli.h"
 #include "format/codec.h"
+#include "io/safetensors.h" /* st_scheme (the enum only: no jansson needed) */
 
-/* ----------------------------------------------------------------- parsing */
+/* ------------------------------------------------------------ usage errors */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (cmd)
+        fprintf(stderr, "fp8kit %s: %s; try 'fp8kit %s --help'\n", cmd, msg, cmd);
+    else
+        fprintf(stderr, "fp8kit: %s; try 'fp8kit --help'\n", msg);
+    return CLI_EXIT_USAGE;
+}
+
+/* ----------------------------------------------------------------- options */
+/* Why getopt_long refused argv[optind - 1]: one line through cli_usage_error. */
+static void cli_getopt_refusal(const char *cmd, const char *arg, int err, const struct option *lo)
+{
+    if (!arg || strncmp(arg, "--", 2)) { /* a short option */
+        if (err == ':') cli_usage_error(cmd, "option '%s' needs a value", arg ? arg : "?");
+        else cli_usage_error(cmd, "unknown option '%s'", arg ? arg : "?");
+        return;
+    }
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    if (err == ':') {
+        cli_usage_error(cmd, "option '--%.*s' needs a value", (int)len, name);
+        return;
+    }
+    int matches = 0;
+    char list[256] = "";
+    for (const struct option *o = lo; o->name; o++) {
+        if (strncmp(o->name, name, len)) continue;
+        if (strlen(o->name) == len) { /* exact: a value given to a flag */
+            cli_usage_error(cmd, "option '--%s' takes no value (got '%s')", o->name, arg);
+            return;
+        }
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s--%s", matches ? ", " : "", o->name);
+        matches++;
+    }
+    if (matches > 1)
+        cli_usage_error(cmd, "option '--%.*s' is ambiguous (%s)", (int)len, name, list);
+    else
+        cli_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *lo)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, ":%s", shortopts); /* ':' = report a missing value apart */
+    opterr = 0;
+    int c = getopt_long(argc, argv, opts, lo, NULL);
+    if (c == '?' || c == ':') {
+        const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : NULL;
+        char shortbuf[3] = {'-', (char)optopt, 0};
+        /* a bad short option inside a cluster (-qx): name the letter */
+        if (optopt && (!arg || strncmp(arg, "--", 2))) arg = shortbuf;
+        cli_getopt_refusal(cmd, arg, c, lo);
+        return '?';
+    }
+    return c;
+}
+
+/* ----------------------------------------------------------------- numbers */
 int cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t hi,
                   int64_t *out)
 {
@@ -22,8 +93,8 @@ int cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t lo, i
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "fp8kit %s: %s expects an integer in [%lld, %lld], got '%s'\n", cmd, opt,
-                (long long)lo, (long long)hi, s);
+        cli_usage_error(cmd, "%s expects an integer in [%lld, %lld], got '%s'", opt, (long long)lo,
+                        (long long)hi, s);
         return -1;
     }
     *out = (int64_t)v;
@@ -34,39 +105,201 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out
 {
     char *end = NULL;
     errno = 0;
-    if (s[0] == '-') {
-        fprintf(stderr, "fp8kit %s: %s expects a non-negative integer, got '%s'\n", cmd, opt, s);
-        return -1;
-    }
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || end == s || *end != '\0') {
-        fprintf(stderr, "fp8kit %s: %s expects a non-negative integer, got '%s'\n", cmd, opt, s);
+    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 0);
+    if (s[0] == '-' || errno || end == s || *end != '\0') {
+        cli_usage_error(cmd, "%s expects a non-negative integer, got '%s'", opt, s);
         return -1;
     }
     *out = (uint64_t)v;
     return 0;
 }
 
-int cli_parse_backend(const char *cmd, const char *s, fp8kit_backend *out)
+/* ------------------------------------------------------------------- names */
+/* One table per kind of name. The first entry of a value is its canonical
+ * name (listed in messages); the entries after it are aliases, the spellings
+ * the Python binding (python/fp8kit) and torch accept for the same thing.
+ * Names compare case-insensitively, as in Python. */
+const cli_name cli_dtype_names[] = {
+    {"bf16", FP8KIT_BF16}, {"bfloat16", FP8KIT_BF16},
+    {"fp16", FP8KIT_F16}, {"f16", FP8KIT_F16}, {"float16", FP8KIT_F16}, {"half", FP8KIT_F16},
+    {"fp32", FP8KIT_F32}, {"f32", FP8KIT_F32}, {"float32", FP8KIT_F32}, {"float", FP8KIT_F32},
+    {"e4m3", FP8KIT_E4M3}, {"float8_e4m3fn", FP8KIT_E4M3}, {"e4m3fn", FP8KIT_E4M3}, {"fp8_e4m3", FP8KIT_E4M3},
+    {"e5m2", FP8KIT_E5M2}, {"float8_e5m2", FP8KIT_E5M2}, {"fp8_e5m2", FP8KIT_E5M2},
+    {"e8m0", FP8KIT_E8M0}, {"float8_e8m0fnu", FP8KIT_E8M0}, {"e8m0fnu", FP8KIT_E8M0},
+    {NULL, 0}};
+
+/* checkpoint schemes (quantize --scheme): the names of docs/spec.md section 5 first, then the
+ * Python / C scheme names of the same scaling */
+const cli_name cli_ckpt_scheme_names[] = {
+    {"fp8-tensor", ST_SCHEME_FP8_TENSOR}, {"tensor", ST_SCHEME_FP8_TENSOR},
+    {"tensorwise", ST_SCHEME_FP8_TENSOR}, {"per_tensor", ST_SCHEME_FP8_TENSOR},
+    {"fp8-row", ST_SCHEME_FP8_ROW}, {"row", ST_SCHEME_FP8_ROW}, {"rowwise", ST_SCHEME_FP8_ROW},
+    {"per_row", ST_SCHEME_FP8_ROW},
+    {"fp8-block", ST_SCHEME_FP8_BLOCK}, {"block", ST_SCHEME_FP8_BLOCK},
+    {"block128x128", ST_SCHEME_FP8_BLOCK}, {"128x128", ST_SCHEME_FP8_BLOCK},
+    {"mxfp8", ST_SCHEME_MXFP8}, {"mx", ST_SCHEME_MXFP8},
+    {NULL, 0}};
+
+/* GEMM scale modes (gemm --scale), as fp8kit.gemm's scale_mode= */
+const cli_name cli_scale_mode_names[] = {
+    {"tensor", FP8KIT_SCALE_TENSOR}, {"tensorwise", FP8KIT_SCALE_TENSOR},
+    {"row", FP8KIT_SCALE_ROW}, {"rowwise", FP8KIT_SCALE_ROW},
+    {"block", FP8KIT_SCALE_BLOCK}, {"blockwise", FP8KIT_SCALE_BLOCK},
+    {"mx", FP8KIT_SCALE_MX}, {"mxfp8", FP8KIT_SCALE_MX},
+    {NULL, 0}};
+
+const cli_name cli_act_names[] = {
+    {"none", FP8KIT_ACT_NONE}, {"relu", FP8KIT_ACT_RELU}, {"gelu_tanh", FP8KIT_ACT_GELU_TANH},
+    {"gelu_erf", FP8KIT_ACT_GELU_ERF}, {"gelu", FP8KIT_ACT_GELU_ERF},
+    {"silu", FP8KIT_ACT_SILU}, {"swish", FP8KIT_ACT_SILU},
+    {NULL, 0}};
+
+const cli_name cli_backend_names[] = {
+    {"auto", FP8KIT_BACKEND_AUTO}, {"cpu", FP8KIT_BACKEND_CPU}, {"cuda", FP8KIT_BACKEND_CUDA},
+    {NULL, 0}};
+
+const cli_name cli_rounding_names[] = {
+    {"floor", FP8KIT_ROUND_FLOOR}, {"rceil", FP8KIT_ROUND_RCEIL},
+    {NULL, 0}};
+
+static int cli_name_allowed(unsigned allowed, int value)
 {
-    if (!strcmp(s, "auto")) *out = FP8KIT_BACKEND_AUTO;
-    else if (!strcmp(s, "cpu")) *out = FP8KIT_BACKEND_CPU;
-    else if (!strcmp(s, "cuda")) *out = FP8KIT_BACKEND_CUDA;
-    else {
-        fprintf(stderr, "fp8kit %s: --backend expects auto, cpu or cuda, got '%s'\n", cmd, s);
+    return value >= 0 && value < 32 && (allowed >> value & 1u);
+}
+
+/* "a, b or c": the canonical names of the allowed values */
+static void cli_canonical_list(char *buf, size_t n, const cli_name *t, unsigned allowed)
+{
+    const char *names[32];
+    int k = 0;
+    for (int i = 0; t[i].name; i++) {
+        int first = 1;
+        for (int j = 0; j < i; j++) first &= t[j].value != t[i].value;
+        if (first && cli_name_allowed(allowed, t[i].value) && k < 32) names[k++] = t[i].name;
+    }
+    buf[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i == k - 1 ? " or " : ", ", names[i]);
+    }
+}
+
+int cli_parse_name(const char *cmd, const char *opt, const char *s, const cli_name *t, unsigned allowed,
+                   int *out)
+{
+    for (int i = 0; t[i].name; i++) {
+        if (strcasecmp(s, t[i].name)) continue;
+        if (cli_name_allowed(allowed, t[i].value)) {
+            *out = t[i].value;
+            return 0;
+        }
+        char list[256];
+        cli_canonical_list(list, sizeof list, t, allowed);
+        cli_usage_error(cmd, "%s %s is not accepted here; %s expects %s", opt, s, opt, list);
         return -1;
     }
+    char list[256];
+    cli_canonical_list(list, sizeof list, t, allowed);
+    int aliases = 0; /* does --help list other spellings? */
+    for (int i = 0; t[i].name; i++)
+        for (int j = 0; j < i; j++) aliases |= t[j].value == t[i].value && cli_name_allowed(allowed, t[i].value);
+    cli_usage_error(cmd, "%s expects %s%s, got '%s'", opt, list, aliases ? " (or an alias listed by --help)" : "", s);
+    return -1;
+}
+
+void cli_print_names(FILE *f, const cli_name *t, unsigned allowed, const char *sep)
+{
+    int groups = 0;
+    for (int i = 0; t[i].name; i++) {
+        int first = 1;
+        for (int j = 0; j < i; j++) first &= t[j].value != t[i].value;
+        if (!first || !cli_name_allowed(allowed, t[i].value)) continue;
+        fprintf(f, "%s%s", groups++ ? sep : "", t[i].name);
+        int aliases = 0;
+        for (int j = i + 1; t[j].name; j++)
+            if (t[j].value == t[i].value) fprintf(f, "%s%s", aliases++ ? ", " : " (= ", t[j].name);
+        if (aliases) fputc(')', f);
+    }
+}
+
+int cli_parse_dtype(const char *cmd, const char *opt, const char *s, unsigned allowed, fp8kit_dtype *out)
+{
+    int v;
+    if (cli_parse_name(cmd, opt, s, cli_dtype_names, allowed, &v)) return -1;
+    *out = (fp8kit_dtype)v;
     return 0;
 }
 
-const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i)
+int cli_parse_backend(const char *cmd, const char *s, fp8kit_backend *out)
 {
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "fp8kit %s: option %s needs a value\n", cmd, argv[*i]);
-        return NULL;
+    int v;
+    if (cli_parse_name(cmd, "--backend", s, cli_backend_names, ~0u, &v)) return -1;
+    *out = (fp8kit_backend)v;
+    return 0;
+}
+
+int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out)
+{
+    int v;
+    if (cli_parse_name(cmd, "--scale", s, cli_scale_mode_names, ~0u, &v)) return -1;
+    *out = (fp8kit_scale_mode)v;
+    return 0;
+}
+
+int cli_parse_act(const char *cmd, const char *s, fp8kit_activation *out)
+{
+    int v;
+    if (cli_parse_name(cmd, "--act", s, cli_act_names, ~0u, &v)) return -1;
+    *out = (fp8kit_activation)v;
+    return 0;
+}
+
+int cli_parse_rounding(const char *cmd, const char *s, fp8kit_rounding *out)
+{
+    int v;
+    if (cli_parse_name(cmd, "--rounding", s, cli_rounding_names, ~0u, &v)) return -1;
+    *out = (fp8kit_rounding)v;
+    return 0;
+}
+
+int cli_parse_ckpt_scheme(const char *cmd, const char *s, int *out)
+{
+    return cli_parse_name(cmd, "--scheme", s, cli_ckpt_scheme_names, ~0u, out);
+}
+
+/* ---------------------------------------------------------------- contexts */
+fp8kit_status cli_ctx_create(const char *cmd, fp8kit_backend backend, int64_t threads, fp8kit_ctx **ctx)
+{
+    fp8kit_status st = fp8kit_ctx_create(backend, 0, ctx);
+    if (st != FP8KIT_OK) {
+        const char *why = fp8kit_last_error(NULL), *pre = "fp8kit_ctx_create: ";
+        if (!strncmp(why, pre, strlen(pre))) why += strlen(pre);
+        fprintf(stderr, "fp8kit %s: --backend %s: %s%s\n", cmd, fp8kit_backend_name(backend),
+                why[0] ? why : fp8kit_status_string(st),
+                st == FP8KIT_ERR_BACKEND_UNAVAILABLE ? " (--backend cpu, or auto, runs on the CPU)" : "");
+        *ctx = NULL;
+        return st;
     }
-    (*i)++;
-    return argv[*i];
+    if (threads > 0) (void)fp8kit_ctx_set_threads(*ctx, (int)threads);
+    return FP8KIT_OK;
+}
+
+const char *cli_cuda_unavailable_reason(char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (!cli_cuda_compiled()) {
+        snprintf(buf, n, "built without the CUDA backend (FP8KIT_CUDA=OFF or no nvcc)");
+        return buf;
+    }
+    fp8kit_ctx *ctx = NULL;
+    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &ctx) == FP8KIT_OK) {
+        fp8kit_ctx_destroy(ctx);
+        return buf;
+    }
+    const char *why = fp8kit_last_error(NULL), *pre = "fp8kit_ctx_create: ";
+    if (!strncmp(why, pre, strlen(pre))) why += strlen(pre);
+    snprintf(buf, n, "%s", why);
+    return buf;
 }
 
 /* ------------------------------------------------------------ random data */

@@ -1,8 +1,9 @@
 /* fp8kit.c - entry point of the `fp8kit` command-line tool: dispatches to the
  * commands (info here; bench in cli_bench.c; gemm in cli_gemm.c; quantize,
  * dequantize and inspect of safetensors files in cli_st.c) and prints
- * the top-level usage. `fp8kit <command> --help` describes each command.
- * Exit status: 0 ok, 1 a check or library call failed, 2 bad arguments. */
+ * the top-level usage. `fp8kit <command> --help` (or `fp8kit help <command>`)
+ * describes each command. Exit status: 0 ok, 1 a check or library call
+ * failed, 2 bad arguments (one line on stderr; see cli_usage_error). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,13 +22,17 @@ static void main_usage(FILE *f)
         "  info        version, backends compiled in and available, devices, threads\n"
         "  bench       quantize and GEMM throughput with correctness checks (--quick)\n"
         "  gemm        one scaled FP8 GEMM, timed and checked against an fp64 reference\n"
-        "  quantize    a safetensors checkpoint to FP8/MXFP8 (SPEC section 5)\n"
-        "  dequantize  an FP8/MXFP8 safetensors checkpoint back to bf16/f16/f32\n"
+        "  quantize    a safetensors checkpoint to FP8/MXFP8 (docs/spec.md section 5)\n"
+        "  dequantize  an FP8/MXFP8 safetensors checkpoint back to bf16/fp16/fp32\n"
         "  inspect     validate a safetensors file or sharded checkpoint, list its tensors\n"
-        "  help        this text\n"
+        "  help [CMD]  this text, or CMD's (= fp8kit CMD --help)\n"
         "\n"
-        "Every command takes --help and --json (one JSON object per result line).\n"
-        "Exit status: 0 ok, 1 a check or library call failed, 2 bad arguments.\n");
+        "Every command takes --help and --json (one JSON object per result line), and\n"
+        "options as --opt VALUE or --opt=VALUE. Names are those of the Python binding\n"
+        "too (bf16 / bfloat16, fp32 / f32 / float32, tensor / fp8-tensor, mx / mxfp8, ...).\n"
+        "A bad argument is reported in one line on stderr.\n"
+        "Exit status: 0 ok, 1 a check or library call failed, 2 bad arguments (or, for\n"
+        "quantize / dequantize, an existing OUT without --force).\n");
 }
 
 static void info_usage(FILE *f)
@@ -36,24 +41,29 @@ static void info_usage(FILE *f)
         "usage: fp8kit info [--json]\n"
         "\n"
         "Prints the library version, the backends compiled in and whether each is usable\n"
-        "here, the backend `auto` resolves to, CUDA devices (name, compute capability, SMs,\n"
-        "memory) and the OpenMP thread count of the CPU backend.\n");
+        "here (and if not, why: e.g. no NVIDIA driver, no GPU), the backend `auto`\n"
+        "resolves to, CUDA devices (name, compute capability, SMs, memory) and the OpenMP\n"
+        "thread count of the CPU backend.\n"
+        "Exit status: 0 ok (also when the CUDA backend is not usable here), 1 if the CPU\n"
+        "backend fails, 2 on bad arguments.\n");
 }
 
 int cli_cmd_info(int argc, char **argv)
 {
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    static const char *cmd = "info";
+    enum { O_JSON = 256 };
+    static const struct option lo[] = {
+        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {NULL, 0, NULL, 0}};
+    int json = 0, c;
+    while ((c = cli_getopt(cmd, argc, argv, "h", lo)) != -1) {
+        if (c == 'h') {
             info_usage(stdout);
             return CLI_EXIT_OK;
-        } else {
-            fprintf(stderr, "fp8kit info: unknown argument '%s'\n", argv[i]);
-            info_usage(stderr);
-            return CLI_EXIT_USAGE;
         }
+        if (c != O_JSON) return CLI_EXIT_USAGE; /* cli_getopt said why */
+        json = 1;
     }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     int rc = CLI_EXIT_OK;
     int cpu_avail = fp8kit_backend_available(FP8KIT_BACKEND_CPU);
     int cuda_avail = fp8kit_backend_available(FP8KIT_BACKEND_CUDA);
@@ -74,10 +84,13 @@ int cli_cmd_info(int argc, char **argv)
         snprintf(auto_name, sizeof auto_name, "%s", fp8kit_backend_name(fp8kit_ctx_backend(ctx)));
         fp8kit_ctx_destroy(ctx);
     }
-    char cuda_err[256] = "";
-    int ndev = cuda_built ? cli_cuda_device_count(cuda_err, sizeof cuda_err) : -1;
-    if (!cuda_built) snprintf(cuda_err, sizeof cuda_err, "built without the CUDA backend (FP8KIT_CUDA=OFF or no nvcc)");
-    else if (ndev == 0) snprintf(cuda_err, sizeof cuda_err, "no CUDA device");
+    /* Why CUDA is not usable, in the library's words (it tells a missing driver
+     * from a missing GPU or an old driver; cudart alone reports a missing
+     * driver as "CUDA driver version is insufficient"). */
+    char cuda_err[512] = "";
+    int ndev = -1;
+    if (!cuda_avail) cli_cuda_unavailable_reason(cuda_err, sizeof cuda_err);
+    else ndev = cli_cuda_device_count(cuda_err, sizeof cuda_err);
     int omp_threads = 1, nproc = (int)sysconf(_SC_NPROCESSORS_ONLN);
 #ifdef _OPENMP
     omp_threads = omp_get_max_threads();
@@ -125,12 +138,11 @@ int cli_cmd_info(int argc, char **argv)
     else if (cuda_avail)
         printf("  cuda  compiled in, available (%s)\n", cuda_desc);
     else
-        printf("  cuda  compiled in, not available here: %s\n", cuda_err);
+        printf("  cuda  compiled in, not available here: %s; the CPU backend is used\n", cuda_err);
     printf("auto resolves to: %s\n", auto_name);
     printf("OpenMP: %d threads, %d processors online\n", omp_threads, nproc);
     if (ndev <= 0) {
-        printf("devices: none (no usable GPU here%s%s)\n",
-               cuda_built && cuda_err[0] ? "; CUDA runtime: " : cuda_err[0] ? ": " : "", cuda_err);
+        printf("devices: none (no usable GPU here%s)\n", cuda_built ? ", see above" : "");
     } else {
         printf("devices:\n");
         for (int d = 0; d < nshow; d++) {
@@ -147,11 +159,19 @@ int cli_cmd_info(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        main_usage(stderr);
-        return CLI_EXIT_USAGE;
-    }
+    if (argc < 2) return cli_usage_error(NULL, "no command given");
     const char *cmd = argv[1];
+    char *help_argv[4];
+    if (!strcmp(cmd, "help") && argc >= 3) { /* fp8kit help CMD = fp8kit CMD --help */
+        if (argc > 3) return cli_usage_error(NULL, "help takes one command, got '%s' and '%s'", argv[2], argv[3]);
+        help_argv[0] = argv[0];
+        help_argv[1] = argv[2];
+        help_argv[2] = (char *)"--help";
+        help_argv[3] = NULL;
+        argv = help_argv;
+        argc = 3;
+        cmd = argv[1];
+    }
     if (!strcmp(cmd, "info")) return cli_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "gemm")) return cli_cmd_gemm(argc - 1, argv + 1);
@@ -167,6 +187,8 @@ int main(int argc, char **argv)
     }
 #endif
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h"))
+            return cli_usage_error(NULL, "unexpected argument '%s'", argv[2]);
         main_usage(stdout);
         return CLI_EXIT_OK;
     }
@@ -174,7 +196,6 @@ int main(int argc, char **argv)
         printf("fp8kit %s\n", fp8kit_version_string());
         return CLI_EXIT_OK;
     }
-    fprintf(stderr, "fp8kit: unknown command '%s'\n", cmd);
-    main_usage(stderr);
-    return CLI_EXIT_USAGE;
+    if (cmd[0] == '-') return cli_usage_error(NULL, "unknown option '%s' (a command comes first)", cmd);
+    return cli_usage_error(NULL, "unknown command '%s'", cmd);
 }
