@@ -13,6 +13,7 @@ dtypes. Errors raise FP8KitError subclasses carrying the C status and the
 library's message. See docs/python.md.
 """
 import sys as _sys
+from typing import Optional as _Optional, Tuple as _Tuple, Union as _Union
 
 import numpy as _np
 
@@ -22,8 +23,10 @@ from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, Lib
                    library_path)
 from ._arrays import TaggedArray, dtype_of_name
 from ._context import Context, clear_contexts, get_context, parse_device
+from ._context import DeviceLike as _DeviceLike
 from ._quant import cast, dequantize, make_quant_desc, quantize
 from ._quant import quant_shapes as _quant_shapes
+from ._typing import Array as _Array, DTypeLike as _DTypeLike
 from ._gemm import scaled_mm as _gemm_scaled_mm
 from ._grouped import grouped_mm
 from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileError, DeviceError, FP8KitError,
@@ -41,21 +44,24 @@ __all__ = [
 ]
 
 
-def version():
-    """Version string of the loaded C library ("0.1.0")."""
+def version() -> str:
+    """Version string of the loaded C library ("MAJOR.MINOR.PATCH")."""
     return _lib.decode(_lib.load().fp8kit_version_string())
 
 
-def backend_available(backend):
-    """True when a backend ('cpu', 'cuda', 'cuda:N', a torch.device or a
+def backend_available(backend: _DeviceLike) -> bool:
+    """True when `backend` ('cpu', 'cuda', 'cuda:N', a torch.device or a
     Backend) is built in and usable."""
     backend, _ = parse_device(backend)
     return bool(_lib.load().fp8kit_backend_available(int(backend)))
 
 
-def quant_shapes(shape, scheme="tensor", dtype="e4m3", axis=-1, scale_layout="plain"):
+def quant_shapes(shape: _Tuple[int, ...], scheme: _Union[str, Scheme] = "tensor", dtype: _DTypeLike = "e4m3",
+                 axis: _Union[int, str] = -1, scale_layout: _Union[str, ScaleLayout] = "plain"
+                 ) -> _Tuple[_Tuple[int, ...], _Tuple[int, ...], str]:
     """(q_shape, scale_shape, scale_dtype name) that quantize produces for an
-    input of `shape`, without running anything."""
+    input of `shape`, without running anything; scheme, dtype, axis and
+    scale_layout as quantize takes them."""
     desc = make_quant_desc(scheme, dtype, axis, "floor", False, scale_layout)
     q, s, sdt = _quant_shapes(shape, desc)
     return q, s, sdt.name.lower()
@@ -72,10 +78,11 @@ if "torch" in _sys.modules:  # torch already imported: register torch.ops.fp8kit
         pass
 
 
-def to_float32(x, dtype=None):
-    """Decodes a numpy array of fp8kit codes (TaggedArray, ml_dtypes or uint8
-    with `dtype`) to float32: e4m3/e5m2 and bf16 exactly, e8m0 scale bytes to
-    2^(s-127) (255 -> NaN). float32/float16 arrays are converted."""
+def to_float32(x: _Array, dtype: _Optional[_DTypeLike] = None) -> _np.ndarray:
+    """Decodes a numpy array x of fp8kit codes (TaggedArray, ml_dtypes or
+    uint8 with `dtype` naming the codes) to float32: e4m3/e5m2 and bf16
+    exactly, e8m0 scale bytes to 2^(s-127) (255 -> NaN). float32/float16
+    arrays are converted."""
     arr = _np.asarray(x)
     tag = getattr(x, "fk_dtype", None)
     if dtype is not None:

@@ -11,6 +11,7 @@ bfloat16; ml_dtypes is optional), or a plain uint8 array together with the
 function's explicit dtype argument.
 """
 import ctypes
+from typing import Any, Dict
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ._lib import DType, MAX_DIMS
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 # storage dtype of each fp8kit dtype in numpy
-STORAGE = {DType.F32: np.dtype(np.float32), DType.F16: np.dtype(np.float16),
+STORAGE: Dict[DType, Any] = {DType.F32: np.dtype(np.float32), DType.F16: np.dtype(np.float16),
            DType.BF16: np.dtype(np.uint16), DType.E4M3: np.dtype(np.uint8),
            DType.E5M2: np.dtype(np.uint8), DType.E8M0: np.dtype(np.uint8)}
 ITEMSIZE = {d: STORAGE[d].itemsize for d in DType}
@@ -33,9 +34,9 @@ _NAMES = {
 }
 
 
-def dtype_of_name(x, what="dtype"):
-    """An fp8kit DType from a DType, a string ('e4m3', 'float8_e4m3fn', 'bf16', ...),
-    a numpy/ml_dtypes dtype or a torch dtype."""
+def dtype_of_name(x: Any, what: str = "dtype") -> DType:
+    """An fp8kit DType from x: a DType, a string ('e4m3', 'float8_e4m3fn', 'bf16', ...),
+    a numpy/ml_dtypes dtype or a torch dtype. `what` names the argument in errors."""
     if isinstance(x, DType):
         return x
     if isinstance(x, str):
@@ -61,7 +62,7 @@ class TaggedArray(np.ndarray):
     (attribute `fk_dtype`, a DType). np.asarray(t) gives the plain bits back.
     Views and slices keep the tag; results of another storage dtype drop it."""
 
-    def __new__(cls, bits, fk_dtype):
+    def __new__(cls, bits: Any, fk_dtype: Any) -> "TaggedArray":
         fk_dtype = DType(fk_dtype) if isinstance(fk_dtype, int) else dtype_of_name(fk_dtype, "fk_dtype")
         arr = np.asarray(bits)
         if arr.dtype != STORAGE[fk_dtype]:
@@ -141,7 +142,7 @@ def _ml_dtypes_tag(nd):
 
 
 _NP_BY_NUM = {np.dtype(np.float32).num: DType.F32, np.dtype(np.float16).num: DType.F16}
-_norm_cache = {}
+_norm_cache: Dict[Any, Any] = {}
 _from_buffer = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
 

@@ -10,7 +10,7 @@ import atexit
 import ctypes
 import os
 import threading
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import Backend
@@ -22,24 +22,23 @@ DEVICE_FORMS = ("a Backend (or its int)", "'cpu'", "'cuda'", "'cuda:N'", "'auto'
 
 
 def parse_device(backend: DeviceLike, device: Optional[int] = None) -> Tuple[Backend, int]:
-    """(Backend, device index) from the forms Context and get_context take:
-    a Backend or its int, the strings torch users write ('cpu', 'cuda',
-    'cuda:N', also 'auto' and any case), or a torch.device (or anything with
-    its .type / .index). device: the index (default 0; an index in the string
+    """(Backend, device index) from the forms Context and get_context take.
+    backend: a Backend or its int, the strings torch users write ('cpu',
+    'cuda', 'cuda:N', also 'auto' and any case), or a torch.device (or
+    anything with its .type / .index). device: the index (default 0; an index in the string
     or torch.device must agree with it). Anything else raises
     InvalidArgumentError (a ValueError) naming the accepted forms."""
-    index = None
+    index: Optional[int] = None
     if isinstance(backend, str) or (isinstance(getattr(backend, "type", None), str) and hasattr(backend, "index")):
         if isinstance(backend, str):
-            text = backend.strip().lower()
-            name, sep, idx = text.partition(":")
+            name, sep, idx = backend.strip().lower().partition(":")
             if sep:
                 if not (idx.isascii() and idx.isdigit()):
-                    name = None  # 'cuda:', 'cuda:x', 'cuda:-1'
+                    name = ""  # 'cuda:', 'cuda:x', 'cuda:-1'
                 else:
                     index = int(idx)
         else:  # torch.device
-            name, index = backend.type, backend.index
+            name, index = getattr(backend, "type"), getattr(backend, "index")
         parsed = {"cpu": Backend.CPU, "cuda": Backend.CUDA, "auto": Backend.AUTO}.get(name)
         if parsed is None or (index is not None and parsed == Backend.AUTO):
             raise InvalidArgumentError("device %r is not one of the accepted forms: %s"
@@ -86,27 +85,29 @@ class Context:
         # by close() so none keeps a dangling handle.
         self.unchecked_gemm_ptrs = _lib.unchecked(lib, "fp8kit_gemm_call_ptrs") \
             if hasattr(lib, "fp8kit_gemm_call_ptrs") else None
-        self._calls = []
+        self._calls: List[Any] = []
         self.requested = Backend(backend)
         self.backend = Backend(lib.fp8kit_ctx_backend(self.handle))
         self.device = int(device)
 
-    def check(self, st):
-        """Raises the exception for a non-zero status, with this thread's message."""
+    def check(self, st: int) -> None:
+        """Raises the exception for a non-zero status st, with this thread's message."""
         if st:
             raise_status(st, _lib.decode(self._lib.fp8kit_last_error(self.handle)))
 
-    def last_error(self):
+    def last_error(self) -> str:
+        """This thread's last error message of this context."""
         return _lib.decode(self._lib.fp8kit_last_error(self.handle))
 
-    def describe(self):
+    def describe(self) -> str:
+        """The backend's description of this context (device, threads)."""
         return _lib.decode(self._lib.fp8kit_ctx_describe(self.handle))
 
-    def set_threads(self, n):
-        """CPU backend OpenMP threads (0 = OpenMP's default)."""
+    def set_threads(self, n: int) -> None:
+        """CPU backend: n OpenMP threads (0 = OpenMP's default)."""
         self.check(self._lib.fp8kit_ctx_set_threads(self.handle, int(n)))
 
-    def set_autotune(self, mode, cache_file=None):
+    def set_autotune(self, mode: int, cache_file: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         """fp8kit_ctx_set_autotune: mode 1 times every candidate GEMM
         configuration on the first call of each new shape (CUDA; that call
         synchronizes, so not during graph capture) and keeps the fastest,
@@ -117,10 +118,12 @@ class Context:
         path = None if cache_file is None else os.fsencode(cache_file)
         self.check(fn(self.handle, int(mode), path))
 
-    def plan_cache_size(self):
+    def plan_cache_size(self) -> int:
+        """Number of GEMM plans this context has cached."""
         return int(self._lib.fp8kit_plan_cache_size(self.handle))
 
-    def close(self):
+    def close(self) -> None:
+        """Destroys the fp8kit_ctx (idempotent); cached plans then pass NULL, which C refuses."""
         h, self.handle = getattr(self, "handle", None), None
         if getattr(self, "handle_arg", None) is not None:
             self.handle_arg.value = None
@@ -140,7 +143,7 @@ class Context:
                                                       self.describe() if self.handle else "closed")
 
 
-_cache = {}
+_cache: Dict[Tuple[int, int], Context] = {}
 _cache_lock = threading.Lock()
 
 
@@ -161,7 +164,7 @@ def get_context(backend: DeviceLike = Backend.CPU, device: Optional[int] = None)
         return ctx
 
 
-def clear_contexts():
+def clear_contexts() -> None:
     """Destroys every cached context (tests; process exit)."""
     with _cache_lock:
         ctxs = list(_cache.values())

@@ -1,4 +1,4 @@
-"""_gemm.py - scaled_mm: the fp8 GEMM of SPEC.md section 3 with
+"""_gemm.py - scaled_mm: the fp8 GEMM of docs/spec.md section 3 with
 torch._scaled_mm's argument conventions (a is M x K row-major, b is the K x N
 column-major view w.t() of a row-major N x K weight w), on numpy arrays, torch
 tensors or DLPack objects, without any custom-op layer (the "raw" path).
@@ -12,12 +12,15 @@ import ctypes
 import struct
 import sys
 import threading
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
 from ._arrays import STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr, torch_module
 from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
+from ._context import Context
 from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
+from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 ACTIVATIONS = {"none": Activation.NONE, "relu": Activation.RELU, "gelu_tanh": Activation.GELU_TANH,
@@ -222,8 +225,8 @@ def _set(t, ptr, dtype, shape, strides):
         t.strides[i] = s
 
 
-_plans = {}
-_tplans = {}  # run's flat key of plain torch tensors -> (plan, its hot-path fields)
+_plans: Dict[Any, Any] = {}
+_tplans: Dict[Any, Any] = {}  # run's flat key of plain torch tensors -> (plan, its hot-path fields)
 _plans_lock = threading.Lock()
 _WORD = {f: getattr(GemmArgs, f).offset // 8 for f in ("a", "b", "scale_a", "scale_b", "c", "bias", "d", "scale_d",
                                                         "amax_d", "workspace", "workspace_bytes")}
@@ -248,8 +251,13 @@ class _NoTorch:
 
 # Set by _torch.py when torch is first seen: the plain tensor type, and the
 # functions the torch hot path of run() calls directly.
-_TT = _NoTorch
-_is_compiling = _data_ptr = _empty_strided = _empty_like = _raw_stream = _make_guard = None
+_TT: Any = _NoTorch
+_is_compiling: Any = None
+_data_ptr: Any = None
+_empty_strided: Any = None
+_empty_like: Any = None
+_raw_stream: Any = None
+_make_guard: Any = None
 _CallWords = ctypes.c_uint64 * 4  # fp8kit_gemm_call as words: ctx, desc, args, stream
 if [getattr(GemmCall, f).offset for f in ("ctx", "desc", "args", "stream")] != [0, 8, 16, 24] or \
         ctypes.sizeof(GemmCall) != ctypes.sizeof(_CallWords):  # pragma: no cover
@@ -262,8 +270,8 @@ if struct.calcsize("7P") != 7 * ctypes.sizeof(ctypes.c_void_p):  # pragma: no co
 # Hot entries (see _register_hot) for scaled_mm's guarded calls: the last one a plain-torch
 # call used, and the last one per (a.shape, b.shape, bias is None). A call checks its operands
 # against _last with one guard call, then against its shapes' entry, before building any key.
-_last = None
-_by_shape = {}
+_last: Any = None
+_by_shape: Dict[Any, Any] = {}
 
 
 class _Uncacheable(Exception):
@@ -366,52 +374,123 @@ def _key(a, b, scale_a, scale_b, bias, out_dtype, options):
     return (ka, kb, ksa, ksb, kbias, out_dtype, tuple(ko))
 
 
-def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, out=None, **options):
-    """D = out(act(alpha * deq(A) deq(B)^T + beta * c + bias)) (SPEC.md section 3).
+def scaled_mm(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
+              bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, out: Optional[Array] = None, *,
+              activation: Optional[str] = None, alpha: float = 1.0, beta: float = 0.0, c: Optional[Array] = None,
+              scale_d: Optional[Array] = None, out_quant: Optional[str] = None, out_hp: DTypeLike = "bfloat16",
+              out_rounding: str = "floor", out_pow2: bool = False, return_amax: bool = False,
+              use_fast_accum: bool = False, fast_accum: Optional[bool] = None,
+              scale_mode: Union[None, str, Tuple[str, str]] = None, scale_layout: Optional[str] = None,
+              bias_per_row: bool = False, a_dtype: Optional[DTypeLike] = None, b_dtype: Optional[DTypeLike] = None,
+              ctx: Optional[Context] = None, stream: Optional[Stream] = None) -> Union[Array, Tuple[Array, ...]]:
+    """D = out(act(alpha * deq(A) deq(B)^T + beta * c + bias)) (docs/spec.md section 3).
 
-    a: (M, K) fp8, row-major. b: (K, N) fp8 given as the column-major view w.t()
-    of a row-major (N, K) w, exactly as torch._scaled_mm takes it.
-    scale_a / scale_b (the dequantization multipliers): float32 scalars
-    (tensor), (M, 1) / (1, N) (row), (M, ceil(K/128)) / (ceil(N/128), ceil(K/128))
-    (block 1x128 / 128x128), or e8m0 (M, K/32) / (N, K/32) (mx; plain or
-    blocked layout). Whatever fp8kit.quantize returns is accepted as it is.
-    Orientation convention (read from the strides, never guessed from the
-    shape): scale_b as quantize returns sw, packed row-major, is the
-    (N-side, K-side) grid; its transposed view sw.t() (torch._scaled_mm's
-    scale_b, as b = w.t()) is accepted too; a transposed copy
-    (sw.t().contiguous()) is refused, and where the grid is square (N/128 ==
-    K/128) it is read as sw. scale_mode= ('tensor', 'row', 'block', 'mx' or a
-    pair) forces the mode where shapes are ambiguous. Layout convention: a
-    scale array is read as the plain layout unless scale_layout= says
-    'blocked' (mx) or 'mn_major' (block, A's scales), or its shape can only
-    be the other layout's: an (M, ceil(K/128)) scale_a that is not packed is
-    the view of an mn_major buffer, a (ceil(K/128), 4*ceil(M/4)) one is that
-    buffer (when it is not also (M, ceil(K/128))), and mx scales whose sizes
-    are the padded blocked sizes but not the plain ones are blocked. B's
-    block scales have no mn_major layout in the GEMM.
-    out_dtype: bfloat16 (default for torch), float32 (default for numpy),
-    float16, e4m3 or e5m2. fp8 outputs: scale_d (float32 scalar divisor:
-    D = fp8(y / scale_d); torch's scale_result s is scale_d = 1/s) with
-    return_amax=True to also get max|y|, or out_quant='mx' / 'block1x128' to
-    quantize each output row (returns (d, scales); out_hp, out_rounding,
-    out_pow2 as in SPEC 3). activation: None, 'relu', 'gelu' (erf),
-    'gelu_tanh', 'silu'. bias: 1-D length N (or M with bias_per_row=True).
-    alpha, beta, c: y = alpha * acc + beta * c + bias. fast_accum (also
-    spelled use_fast_accum, torch._scaled_mm's name): CUDA only, fewer fp32
-    promotions; precise fp32 output on CUDA runs on fp16 copies of the
-    operands (SPEC's 1e-5; tensor / row scales), block / mx with fp32 output
-    need fast_accum there (see docs/perf-gemm.md). a_dtype /
-    b_dtype name the fp8 format of untagged uint8 operands (default e4m3).
-    out=: write into this array (a repeated call then skips the allocation). ctx=: a Context (default: the cached one of
-    the operands' device). stream=: a cudaStream_t int or torch stream
-    (default: torch's current one). Runs on the operands' device with no host
-    synchronization. While torch.compile traces, torch tensors go through
-    torch.ops.fp8kit.scaled_mm.
+    Runs on the operands' device with no host synchronization. While
+    torch.compile traces, torch tensors go through torch.ops.fp8kit.scaled_mm.
+    Returns d; (d, amax) with return_amax; (d, scales) with out_quant 'mx' /
+    'block1x128'.
+
+    Arguments:
+      a: (M, K) fp8 (e4m3 / e5m2), row-major.
+      b: (K, N) fp8 given as the column-major view w.t() of a row-major
+        (N, K) w, exactly as torch._scaled_mm takes it.
+      scale_a, scale_b: the dequantization multipliers: float32 scalars
+        (tensor), (M, 1) / (1, N) (row), (M, ceil(K/128)) /
+        (ceil(N/128), ceil(K/128)) (block 1x128 / 128x128), or e8m0
+        (M, K/32) / (N, K/32) (mx; plain or blocked layout); None: no scale.
+        Whatever fp8kit.quantize returns is accepted as it is. Orientation
+        convention (read from the strides, never guessed from the shape):
+        scale_b as quantize returns sw, packed row-major, is the (N-side,
+        K-side) grid; its transposed view sw.t() (torch._scaled_mm's scale_b,
+        as b = w.t()) is accepted too; a transposed copy (sw.t().contiguous())
+        is refused, and where the grid is square (N/128 == K/128) it is read
+        as sw. Layout convention: a scale array is read as the plain layout
+        unless scale_layout says otherwise or its shape can only be the other
+        layout's: an (M, ceil(K/128)) scale_a that is not packed is the view
+        of an mn_major buffer, a (ceil(K/128), 4*ceil(M/4)) one is that buffer
+        (when it is not also (M, ceil(K/128))), and mx scales whose sizes are
+        the padded blocked sizes but not the plain ones are blocked. B's block
+        scales have no mn_major layout in the GEMM.
+      bias: 1-D length N (or M with bias_per_row=True), float32 / float16 /
+        bfloat16.
+      out_dtype: bfloat16 (default for torch), float32 (default for numpy),
+        float16, e4m3 or e5m2 (any name dtype_of_name takes).
+      out: write D into this array (a repeated call then skips the
+        allocation).
+
+    Keyword arguments:
+      activation: None, 'relu', 'gelu' (erf), 'gelu_tanh', 'silu'.
+      alpha, beta, c: y = alpha * acc + beta * c + bias (c: (M, N) float32 /
+        float16 / bfloat16, read when beta != 0).
+      scale_d: fp8 outputs: the float32 scalar divisor, D = fp8(y / scale_d)
+        (torch's scale_result s is scale_d = 1/s).
+      return_amax: with scale_d, also return max|y|.
+      out_quant: 'mx' or 'block1x128' quantize each output row (returns
+        (d, scales)); 'scaled' (implied by scale_d) or None.
+      out_hp, out_rounding, out_pow2: for out_quant 'mx' / 'block1x128': the
+        type y is rounded to first, the mx scale rounding ('floor' /
+        'rceil'), power-of-two block scales (docs/spec.md 3).
+      use_fast_accum (torch._scaled_mm's name), fast_accum (fp8kit_gemm_desc's
+        name for the same flag): CUDA only, fewer fp32 promotions; precise
+        fp32 output on CUDA runs on fp16 copies of the operands (1e-5;
+        tensor / row scales), block / mx with fp32 output need fast_accum
+        there (see docs/perf-gemm.md).
+      scale_mode: 'tensor', 'row', 'block', 'mx' or an (a, b) pair: forces the
+        mode where shapes are ambiguous.
+      scale_layout: 'plain', 'blocked' (mx) or 'mn_major' (block, A's
+        scales) where sizes are ambiguous.
+      bias_per_row: bias has length M (one per row) instead of N.
+      a_dtype, b_dtype: the fp8 format of untagged uint8 operands (default
+        e4m3).
+      ctx: a Context (default: the cached one of the operands' device).
+      stream: a cudaStream_t int or torch stream (default: torch's current
+        one).
 
     Cost of a repeated call: one signature per operand (type, dtype, shape,
     strides, device), one dict lookup for the plan made (and validated) by the
     first call with those signatures, the data pointers written into a
     prebuilt per-thread args struct, the output allocation, one C call."""
+    # the options given (the keywords that are not their defaults' own objects) as the dict the plan
+    # cache keys, empty for the common call (one test each: a loop or comprehension costs ~1.5 us more)
+    options: Dict[str, Any] = {}
+    if activation is not None:
+        options["activation"] = activation
+    if alpha is not _D_ALPHA:
+        options["alpha"] = alpha
+    if beta is not _D_BETA:
+        options["beta"] = beta
+    if c is not None:
+        options["c"] = c
+    if scale_d is not None:
+        options["scale_d"] = scale_d
+    if out_quant is not None:
+        options["out_quant"] = out_quant
+    if out_hp is not _D_OUT_HP:
+        options["out_hp"] = out_hp
+    if out_rounding is not _D_OUT_ROUNDING:
+        options["out_rounding"] = out_rounding
+    if out_pow2 is not False:
+        options["out_pow2"] = out_pow2
+    if return_amax is not False:
+        options["return_amax"] = return_amax
+    if use_fast_accum is not False:
+        options["use_fast_accum"] = use_fast_accum
+    if fast_accum is not None:
+        options["fast_accum"] = fast_accum
+    if scale_mode is not None:
+        options["scale_mode"] = scale_mode
+    if scale_layout is not None:
+        options["scale_layout"] = scale_layout
+    if bias_per_row is not False:
+        options["bias_per_row"] = bias_per_row
+    if a_dtype is not None:
+        options["a_dtype"] = a_dtype
+    if b_dtype is not None:
+        options["b_dtype"] = b_dtype
+    if ctx is not None:
+        options["ctx"] = ctx
+    if stream is not None:
+        options["stream"] = stream
     if out is not None:
         options["out"] = out
     tp = type(a)
@@ -454,6 +533,13 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=None, out=N
         if torch_module().is_compiling():
             return _traced(a, b, scale_a, scale_b, bias, out_dtype, options)
     return run(a, b, scale_a, scale_b, bias, out_dtype, options)
+
+
+# the default objects of scaled_mm's keyword options that are not singletons (compared by identity)
+_KWDEFAULTS: Dict[str, Any] = scaled_mm.__kwdefaults__ or {}
+_D_ALPHA, _D_BETA, _D_OUT_HP, _D_OUT_ROUNDING = (_KWDEFAULTS[k] for k in ("alpha", "beta", "out_hp", "out_rounding"))
+if dict(_KWDEFAULTS, out=None) != _OPTION_DEFAULTS:  # pragma: no cover
+    raise ImportError("fp8kit: scaled_mm's keyword defaults differ from _OPTION_DEFAULTS")
 
 
 def _traced(a, b, scale_a, scale_b, bias, out_dtype, options):

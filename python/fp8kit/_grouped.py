@@ -10,13 +10,16 @@ sync, graph-capturable); invalid offs leave out unwritten, and the optional
 FP8KIT_ERR_INVALID_ARGUMENT (2). No hot path yet: each call builds its structs.
 """
 import ctypes
+from typing import Optional
 
 import numpy as np
 
 from ._arrays import as_view, dtype_of_name, is_torch_tensor
+from ._context import Context
 from ._gemm import ACTIVATIONS, _numel
 from ._lib import Activation, BiasMode, DType, GemmDesc, ScaleMode, Tensor
 from ._quant import FP8, HP, _enum, check_out, context_for, device_of, empty_like_kind, stream_for
+from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 FN = "fp8kit.grouped_mm"
@@ -81,16 +84,33 @@ def _scale_mode(v, n_tensor, n_row, name):
     raise InvalidShapeError("%s: %s holds %d values; expected %d (tensor) or %d (row)" % (FN, name, n, n_tensor, n_row))
 
 
-def grouped_mm(a, b, offs, scale_a=None, scale_b=None, bias=None, out_dtype=None, *, activation=None, alpha=1.0,
-               out=None, ctx=None, stream=None, status=None):
+def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
+               bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
+               activation: Optional[str] = None, alpha: float = 1.0, out: Optional[Array] = None,
+               ctx: Optional[Context] = None, stream: Optional[Stream] = None, status: Optional[Array] = None) -> Array:
     """D[rows of group g] = act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g]) for the G groups of rows that
     offs delimits (group g: offs[g-1] <= row < offs[g], offs[-1] = 0; rows past offs[G-1] are not
-    written). a: (T, K) e4m3/e5m2; b: (G, K, N) with K contiguous (the transposed view of a (G, N, K)
-    weight stack, as torch._scaled_grouped_mm takes it); scale_a: float32 scalar or (T,) / (T, 1);
-    scale_b: float32 (G,) per expert or (G, N) per expert and column; bias: (G, N); out_dtype
-    bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy). CUDA: offs must be a CUDA
-    int32 tensor (checked by the kernel: invalid offs write nothing); status: optional int32 tensor of one
-    element on the operands' device that receives 0 or 2 (invalid offs)."""
+    written).
+
+    Arguments:
+      a: (T, K) e4m3 / e5m2.
+      b: (G, K, N) with K contiguous (the transposed view of a (G, N, K) weight stack, as
+        torch._scaled_grouped_mm takes it).
+      offs: the G cumulative row ends, int32 (CPU: on the host, checked before anything runs; CUDA:
+        an int32 CUDA tensor on the operands' device, checked by the kernel: invalid offs write nothing).
+      scale_a: float32 scalar or (T,) / (T, 1).
+      scale_b: float32 (G,) per expert or (G, N) per expert and column.
+      bias: (G, N).
+      out_dtype: bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy).
+
+    Keyword arguments:
+      activation: None, 'relu', 'gelu' (erf), 'gelu_tanh', 'silu'.
+      alpha: the multiplier of the accumulator.
+      out: a (T, N) array to write D into instead of a new one.
+      ctx: a Context (default: the cached one of the operands' device).
+      stream: a cudaStream_t int or torch stream (default: torch's current one).
+      status: optional int32 tensor of one element on the operands' device that receives 0 or 2
+        (invalid offs)."""
     av, bv = as_view(a, "a"), as_view(b, "b")
     if av.dtype not in FP8 or bv.dtype not in FP8:
         raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"

@@ -322,10 +322,10 @@ def load(path=None):
         raise LibraryNotFoundError(msg)
 
 
-def library_path():
+def library_path() -> str:
     """Path of the loaded library (loads it if needed)."""
     load()
-    return _lib_path
+    return str(_lib_path)
 
 
 def decode(b):

@@ -1,13 +1,16 @@
 """_quant.py - quantize, dequantize and cast for numpy arrays, torch tensors
 and DLPack objects, plus the pure-Python shape rules (quant_shapes) that the
-torch fake (meta) kernels also use. Names of options follow SPEC.md section 2.
+torch fake (meta) kernels also use. Names of options follow docs/spec.md
+section 2.
 """
 import ctypes
+from typing import Optional, Union
 
 from . import _lib
 from ._arrays import View, as_view, dtype_of_name, torch_module
 from ._lib import Backend, DType, QuantDesc, Rounding, ScaleLayout, Scheme, Tensor
-from ._context import get_context
+from ._context import Context, get_context
+from ._typing import Array, ArrayPair, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, UnsupportedError
 
 SCHEMES = {
@@ -178,15 +181,34 @@ def check_out(out, name, shape, dt, dev, fp8_default=None):
 
 
 # ---------------------------------------------------------------------- ops
-def quantize(x, scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", pow2=False, scale_layout="plain",
-             *, out=None, ctx=None, stream=None):
-    """Quantizes x (float32 / float16 / bfloat16, 1..4 dims) per SPEC.md section 2.
+def quantize(x: Array, scheme: Union[str, Scheme] = "tensor", dtype: DTypeLike = "e4m3", axis: Union[int, str] = -1,
+             rounding: Union[str, Rounding] = "floor", pow2: bool = False,
+             scale_layout: Union[str, ScaleLayout] = "plain", *, out: Optional[ArrayPair] = None,
+             ctx: Optional[Context] = None, stream: Optional[Stream] = None) -> ArrayPair:
+    """Quantizes x per docs/spec.md section 2.
 
     Returns (q, scale): q has x's shape ((..., C, R) for mx axis -2) in the fp8
     format `dtype`; scale holds the dequantization multipliers (float32) or e8m0
     bytes (mx) in the shape fp8kit_quant_shapes gives. numpy in -> numpy out
     (fp8 as TaggedArray); torch in -> torch out with torch's fp8 dtypes.
-    `out=(q, scale)` writes into caller-given arrays instead."""
+
+    Arguments:
+      x: float32 / float16 / bfloat16, 1..4 dims (numpy, torch or DLPack).
+      scheme: 'tensor', 'row', 'block1x128', 'block128x128' or 'mx' (also
+        'tensorwise', 'rowwise', '1x128', '128x128', 'mxfp8', a Scheme).
+      dtype: the fp8 format of q: 'e4m3' / 'float8_e4m3fn' or 'e5m2' /
+        'float8_e5m2' (or a DType, torch dtype).
+      axis: mx only: -1 (blocks along the last dim) or -2 (along the second
+        to last; q comes out transposed); torchao's 'dim0' / 'dim1' too.
+      rounding: mx scale rounding, 'floor' or 'rceil'.
+      pow2: fp32-scale schemes: round each scale up to a power of two.
+      scale_layout: 'plain', 'blocked' (mx) or 'mn_major' (block schemes).
+
+    Keyword arguments:
+      out: (q, scale) arrays to write into instead of new ones.
+      ctx: a Context (default: the cached one of x's device).
+      stream: a cudaStream_t int or torch stream (default: torch's current
+        one for torch CUDA tensors)."""
     fn = "fp8kit.quantize"
     desc = make_quant_desc(scheme, dtype, axis, rounding, pow2, scale_layout)
     xv = as_view(x, "x")
@@ -212,11 +234,24 @@ def quantize(x, scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", pow2=F
     return q, s
 
 
-def dequantize(q, scale, scheme="tensor", axis=-1, scale_layout="plain", out_dtype="float32", *, dtype=None,
-               out=None, ctx=None, stream=None):
-    """Inverse of quantize: y = decode(q) * S rounded to out_dtype (float32,
-    float16, bfloat16), in the original (un-transposed) shape of x. `dtype`
-    names the fp8 format of an untagged uint8 q (default e4m3)."""
+def dequantize(q: Array, scale: Array, scheme: Union[str, Scheme] = "tensor", axis: Union[int, str] = -1,
+               scale_layout: Union[str, ScaleLayout] = "plain", out_dtype: DTypeLike = "float32", *,
+               dtype: Optional[DTypeLike] = None, out: Optional[Array] = None, ctx: Optional[Context] = None,
+               stream: Optional[Stream] = None) -> Array:
+    """Inverse of quantize: y = decode(q) * S rounded to out_dtype, in the
+    original (un-transposed) shape of x.
+
+    Arguments:
+      q, scale: what quantize returned (q: e4m3 / e5m2 codes).
+      scheme, axis, scale_layout: as given to quantize.
+      out_dtype: float32, float16 or bfloat16 (any name dtype_of_name takes).
+
+    Keyword arguments:
+      dtype: the fp8 format of an untagged uint8 q (default e4m3).
+      out: an array to write y into instead of a new one.
+      ctx: a Context (default: the cached one of q's device).
+      stream: a cudaStream_t int or torch stream (default: torch's current
+        one for torch CUDA tensors)."""
     fn = "fp8kit.dequantize"
     hint = dtype_of_name(dtype, "dtype") if dtype is not None else DType.E4M3
     qv = as_view(q, "q", hint)
@@ -253,10 +288,21 @@ def dequantize(q, scale, scheme="tensor", axis=-1, scale_layout="plain", out_dty
     return y
 
 
-def cast(x, dtype, *, src_dtype=None, out=None, ctx=None, stream=None):
+def cast(x: Array, dtype: DTypeLike, *, src_dtype: Optional[DTypeLike] = None, out: Optional[Array] = None,
+         ctx: Optional[Context] = None, stream: Optional[Stream] = None) -> Array:
     """Element-wise cast without scaling (satfinite RNE) between float32 /
-    float16 / bfloat16 and e4m3 / e5m2, either way. `src_dtype` names the fp8
-    format of an untagged uint8 x."""
+    float16 / bfloat16 and e4m3 / e5m2, either way.
+
+    Arguments:
+      x: the array to convert.
+      dtype: the result's type (any name dtype_of_name takes).
+
+    Keyword arguments:
+      src_dtype: the fp8 format of an untagged uint8 x.
+      out: an array to write into instead of a new one.
+      ctx: a Context (default: the cached one of x's device).
+      stream: a cudaStream_t int or torch stream (default: torch's current
+        one for torch CUDA tensors)."""
     fn = "fp8kit.cast"
     hint = dtype_of_name(src_dtype, "src_dtype") if src_dtype is not None else None
     xv = as_view(x, "x", hint)

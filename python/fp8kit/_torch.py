@@ -9,6 +9,8 @@ older versions get e8m0 scales as uint8).
 The CUDA paths are written against torch's documented API and are exercised
 only on a machine with a GPU.
 """
+from typing import Any, Dict
+
 import torch
 
 from ._arrays import View, normalize_strides
@@ -31,7 +33,7 @@ def current_stream(index):
     return torch.cuda.current_stream(index).cuda_stream
 
 
-_norm_cache = {}
+_norm_cache: Dict[Any, Any] = {}
 
 
 def torch_view(t, name, fp8_default=None):
@@ -94,7 +96,7 @@ def out_args(dt, cuda_index):
 
 
 _TEMPLATE_ELEMS = 1 << 20  # outputs up to this size get a dense template (see expanded)
-_template_bufs = {}  # (dtype, device) -> the storage dense templates view
+_template_bufs: Dict[Any, Any] = {}  # (dtype, device) -> the storage dense templates view
 
 
 def expanded(shape, dtype, device):
@@ -123,7 +125,7 @@ def expanded(shape, dtype, device):
 try:  # torch.compile's C++ tensor guard (private; checked below before it is used)
     from torch._C._dynamo.guards import TensorGuards as _TensorGuards
 except Exception:  # pragma: no cover - older or newer torch without it
-    _TensorGuards = None
+    _TensorGuards = None  # type: ignore[assignment,misc]
 
 
 def make_guard(tensors):
@@ -157,7 +159,7 @@ def _guard_works():
 
 
 if not _guard_works():  # pragma: no cover
-    make_guard = None  # noqa: F811
+    make_guard = None  # type: ignore[assignment]  # noqa: F811
 
 _compiler_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 

@@ -14,16 +14,19 @@ Options that are enums in C are strings here ('' = the default / inferred).
 Written against torch's documented torch.library API; checked with
 torch.library.opcheck on the device (tests/test_torch_device.py).
 """
+from typing import Any, Dict, Optional, Tuple, Union
+
 import torch
 
 from . import _gemm, _grouped, _quant
 from ._arrays import dtype_of_name
 from ._lib import DType
 from ._torch import torch_dtype
+from ._typing import DTypeLike
 from .errors import InvalidArgumentError
 
 
-_DTYPE_STR = {}
+_DTYPE_STR: Dict[Any, str] = {}
 # the op schemas' dtype strings: torch's names, whatever spelling the caller used
 _CANONICAL = {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16", DType.E4M3: "float8_e4m3fn",
               DType.E5M2: "float8_e5m2", DType.E8M0: "float8_e8m0fnu"}
@@ -137,22 +140,33 @@ for _name, _kernel, _fake in (("quantize", _quantize_op, _quantize_fake),
     torch.library.register_fake("fp8kit::" + _name, _fake, lib=_LIB)
 
 
-def quantize(x, scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", pow2=False, scale_layout="plain"):
-    """torch.ops.fp8kit.quantize with fp8kit.quantize's arguments."""
+def quantize(x: torch.Tensor, scheme: str = "tensor", dtype: DTypeLike = "e4m3", axis: int = -1,
+             rounding: str = "floor", pow2: bool = False, scale_layout: str = "plain"
+             ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch.ops.fp8kit.quantize with fp8kit.quantize's arguments: x, scheme,
+    dtype, axis, rounding, pow2, scale_layout (see fp8kit.quantize)."""
     return torch.ops.fp8kit.quantize(x, scheme, _dtype_str(dtype), int(axis), rounding, bool(pow2), scale_layout)
 
 
-def dequantize(q, scale, scheme="tensor", axis=-1, scale_layout="plain", out_dtype=torch.float32):
-    """torch.ops.fp8kit.dequantize with fp8kit.dequantize's arguments."""
+def dequantize(q: torch.Tensor, scale: torch.Tensor, scheme: str = "tensor", axis: int = -1,
+               scale_layout: str = "plain", out_dtype: DTypeLike = torch.float32) -> torch.Tensor:
+    """torch.ops.fp8kit.dequantize with fp8kit.dequantize's arguments: q,
+    scale, scheme, axis, scale_layout, out_dtype (see fp8kit.dequantize)."""
     return torch.ops.fp8kit.dequantize(q, scale, scheme, int(axis), scale_layout, _dtype_str(out_dtype))
 
 
-def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=torch.bfloat16, *, activation=None,
-              alpha=1.0, beta=0.0, c=None, use_fast_accum=False, scale_mode=None, scale_layout=None,
-              bias_per_row=False, fast_accum=None):
-    """torch.ops.fp8kit.scaled_mm with fp8kit.scaled_mm's arguments (no fused
-    output quantization through this layer yet). fast_accum is accepted as
-    another name of use_fast_accum."""
+def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: Optional[torch.Tensor] = None,
+              scale_b: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+              out_dtype: DTypeLike = torch.bfloat16, *, activation: Optional[str] = None, alpha: float = 1.0,
+              beta: float = 0.0, c: Optional[torch.Tensor] = None, use_fast_accum: bool = False,
+              scale_mode: Union[None, str, Tuple[str, str]] = None, scale_layout: Optional[str] = None,
+              bias_per_row: bool = False, fast_accum: Optional[bool] = None) -> torch.Tensor:
+    """torch.ops.fp8kit.scaled_mm with a subset of fp8kit.scaled_mm's
+    arguments (no fused output quantization, out, ctx or stream through this
+    layer yet): a, b, scale_a, scale_b, bias, out_dtype and the keywords
+    activation, alpha, beta, c, use_fast_accum, scale_mode, scale_layout,
+    bias_per_row, as fp8kit.scaled_mm takes them; fast_accum is another name
+    of use_fast_accum."""
     if fast_accum is not None:
         if use_fast_accum and not fast_accum:
             raise InvalidArgumentError("fp8kit.torch_ops.scaled_mm: fast_accum=%r and use_fast_accum=%r disagree"
@@ -164,8 +178,12 @@ def scaled_mm(a, b, scale_a=None, scale_b=None, bias=None, out_dtype=torch.bfloa
                                       else scale_mode or "", scale_layout or "", bool(bias_per_row))
 
 
-def grouped_mm(a, b, offs, scale_a=None, scale_b=None, bias=None, out_dtype=torch.bfloat16, *, activation=None,
-               alpha=1.0):
-    """torch.ops.fp8kit.grouped_mm with fp8kit.grouped_mm's arguments (offs an int32 tensor)."""
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, scale_a: Optional[torch.Tensor] = None,
+               scale_b: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+               out_dtype: DTypeLike = torch.bfloat16, *, activation: Optional[str] = None,
+               alpha: float = 1.0) -> torch.Tensor:
+    """torch.ops.fp8kit.grouped_mm with fp8kit.grouped_mm's arguments: a, b,
+    offs (an int32 tensor), scale_a, scale_b, bias, out_dtype and the
+    keywords activation, alpha (see fp8kit.grouped_mm)."""
     return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
                                        float(alpha))
