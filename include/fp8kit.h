@@ -3,7 +3,7 @@
  * fp8kit quantizes bf16/fp16/fp32 tensors to FP8 (e4m3, e5m2) in every common
  * scaling scheme (per-tensor, per-row, 1x128 and 128x128 blocks, OCP MXFP8) and
  * multiplies FP8 matrices with scales and epilogue fused. Numerics follow
- * docs/spec.md of the source tree ("SPEC" in comments) bit for bit.
+ * docs/spec.md bit for bit.
  *
  * Conventions
  * - Every function returns an fp8kit_status; fp8kit_status_string() names it and

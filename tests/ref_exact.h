@@ -1,4 +1,4 @@
-/* ref_exact.h - an independent exact-arithmetic reference for SPEC sections 1,
+/* ref_exact.h - an independent exact-arithmetic reference for docs/spec.md sections 1,
  * 2.1 and 2.2, written differently from src/format/codec.h and scale.h: every
  * finite value is an integer pair (m, e) meaning m * 2^e; small formats are
  * enumerated as sorted value tables and the nearest entry is chosen by exact
@@ -134,7 +134,7 @@ static inline uint32_t ref_nearest_code(const ref_fmt *f, uint64_t m, int e)
     return (lo & 1u) ? hi : lo;
 }
 
-/* Encodes a value per SPEC section 1 (fp8: satfinite RNE, canonical NaN;
+/* Encodes a value per docs/spec.md section 1 (fp8: satfinite RNE, canonical NaN;
  * fp16/bf16: RNE with overflow to Inf, NaN -> some NaN, reported as the
  * format's Inf code | 1 so the caller can test "is NaN"). */
 static inline uint32_t ref_encode(const ref_fmt *f, ref_val v)
@@ -222,7 +222,7 @@ static inline int ref_ceil_log2(uint64_t m, int e)
     return (m & (m - 1)) ? l + e : l - 1 + e;
 }
 
-/* ------------------------------------------------------- SPEC 2.1 and 2.2 */
+/* ------------------------------------------------------- docs/spec.md 2.1 and 2.2 */
 static inline ref_val ref_fmax(int e5m2)
 {
     ref_val v = {0, 0, 7, e5m2 ? 13 : 6}; /* 448 = 7 * 2^6, 57344 = 7 * 2^13 */
@@ -236,7 +236,7 @@ static inline uint32_t ref_pow2_ceil(uint32_t sb)
     return ref_pow2_bits(ref_ceil_log2(s.m, s.e));
 }
 
-/* SPEC 2.1 S from amax (given as |x| bits, NaN-propagated). */
+/* docs/spec.md 2.1 S from amax (given as |x| bits, NaN-propagated). */
 static inline uint32_t ref_scale_f32(uint32_t amax_bits, int e5m2, int pow2)
 {
     ref_val a = ref_from_f32(amax_bits);
@@ -259,7 +259,7 @@ static inline uint32_t ref_inv_fmax(int e5m2)
     return ref_div_f32(one, ref_fmax(e5m2));
 }
 
-/* SPEC 2.2 e8m0 scale byte. FLOOR: exponent of amax (as floor(log2) of the
+/* docs/spec.md 2.2 e8m0 scale byte. FLOOR: exponent of amax (as floor(log2) of the
  * exact value; 0 for zero and subnormals) minus emax_elem, clamped. RCEIL: the
  * byte of the smallest power of two >= d = fl32(amax * fl32(1/fmax)), with
  * d <= 2^-127 giving 0. */
@@ -290,7 +290,7 @@ static inline uint32_t ref_mx_scale(uint32_t amax_bits, int e5m2, int rceil)
     return s < 0 ? 0 : (s > 255 ? 255 : (uint32_t)s);
 }
 
-/* SPEC 2.2 reciprocal: 2^(127 - s); s == 255 -> NaN */
+/* docs/spec.md 2.2 reciprocal: 2^(127 - s); s == 255 -> NaN */
 static inline uint32_t ref_mx_recip(uint32_t s)
 {
     return s == 255 ? 0x7FC00000u : ref_pow2_bits(127 - (int)s);

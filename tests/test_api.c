@@ -1,4 +1,4 @@
-/* test_api.c - bad input for every public function of include/fp8kit.h (SPEC
+/* test_api.c - bad input for every public function of include/fp8kit.h (docs/spec.md
  * section 4), on the CPU backend: NULL pointers, invalid enums, negative and
  * overflowing shapes, bad ndim and strides, wrong dtypes, unsupported
  * scheme/layout/axis combinations, mx length rules, q/scale mismatches, and

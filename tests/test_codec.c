@@ -1,4 +1,4 @@
-/* test_codec.c - SPEC section 1 (element codecs) and the scale rules of
+/* test_codec.c - docs/spec.md section 1 (element codecs) and the scale rules of
  * sections 2.1 / 2.2, as implemented in src/format/codec.h and scale.h,
  * checked against the independent exact-arithmetic reference in
  * tests/ref_exact.h (value tables + exact comparison + 128-bit quotients; no
@@ -10,7 +10,7 @@
  * boundary, saturation region, subnormal boundary and every fp32 exponent;
  * fk_pow2_ceil, fk_scale_f32, fk_mx_scale (FLOOR/RCEIL, e4m3/e5m2),
  * fk_mx_recip over strided + per-exponent samples of all positive amax
- * patterns; the per-element quantize steps; SPEC 2.2's edge-case table.
+ * patterns; the per-element quantize steps; docs/spec.md 2.2's edge-case table.
  * Needs no library code. Run: build/test_codec (FK_TEST_SEED=N replays;
  * FK_CODEC_RANDOM=N changes the random count, FK_CODEC_STRIDE=N the amax stride;
  * FK_CODEC_EXHAUSTIVE=1 with FK_CODEC_STRIDE=1 checks all 2^32 fp32 patterns and
@@ -236,7 +236,7 @@ static void test_decode(void)
     g_cases += n;
 }
 
-/* SPEC section 1's table, spelled out (independent of both implementations) */
+/* docs/spec.md section 1's table, spelled out (independent of both implementations) */
 static void test_spec_table(void)
 {
     const float inf = INFINITY;
@@ -360,7 +360,7 @@ static void test_encode(fk_rng *rng, long long n_random)
         check_encode_all();
 }
 
-/* ----------------------------------------------------- scales (SPEC 2.1/2.2) */
+/* ----------------------------------------------------- scales (docs/spec.md 2.1/2.2) */
 /* one amax pattern: scale_f32 (2 formats x pow2), mx_scale (2 x FLOOR/RCEIL),
  * pow2_ceil; returns mismatches */
 static int check_amax(uint32_t a)
@@ -399,7 +399,7 @@ static void check_amax_list(const char *name, const vec *in)
 
 static void test_scales(fk_rng *rng, uint32_t stride)
 {
-    /* the reference's own constants against SPEC numbers */
+    /* the reference's own constants against docs/spec.md numbers */
     CHECK(ref_inv_fmax(0) == fk_t_f2u(1.0f / 448.0f), "fl32(1/448)");
     CHECK(ref_inv_fmax(1) == fk_t_f2u(1.0f / 57344.0f), "fl32(1/57344)");
 
@@ -520,7 +520,7 @@ static void test_elements(fk_rng *rng, long long groups)
     free(as.p);
 }
 
-/* SPEC 2.2's edge-case table (e4m3), checked on both the code under test
+/* docs/spec.md 2.2's edge-case table (e4m3), checked on both the code under test
  * and the reference */
 static void test_mx_table(void)
 {
@@ -554,7 +554,7 @@ static void test_mx_table(void)
             }
         }
     }
-    /* SPEC 2.1 edge rules */
+    /* docs/spec.md 2.1 edge rules */
     CHECK(fk_scale_f32(0, 0, 0) == 1.0f && fk_scale_f32(0, 1, 1) == 1.0f, "amax 0 -> S = 1");
     CHECK(isnan(fk_scale_f32(0x7F800000u, 0, 0)) && isnan(fk_scale_f32(0x7FC00000u, 1, 1)), "Inf/NaN -> NaN");
     CHECK(fk_scale_f32(1u, 0, 0) == 0x1p-149f && fk_scale_f32(1u, 1, 1) == 0x1p-149f, "underflow -> 2^-149");
@@ -579,7 +579,7 @@ int main(void)
     ref_fmt_init(&F_E5M2, "e5m2", 2, 15, 0x7B, 0x80, 1, 0x7E, tab_m[1], tab_e[1]);
     ref_fmt_init(&F_F16, "f16", 10, 15, 0x7BFF, 0x8000, 0, 0, tab_m[2], tab_e[2]);
     ref_fmt_init(&F_BF16, "bf16", 7, 127, 0x7F7F, 0x8000, 0, 0, tab_m[3], tab_e[3]);
-    /* sanity of the value tables against SPEC's numbers */
+    /* sanity of the value tables against docs/spec.md's numbers */
     CHECK(ldexp((double)F_E4M3.m[0x7E], F_E4M3.e[0x7E]) == 448.0, "e4m3 max 448");
     CHECK(ldexp((double)F_E4M3.m[0x7F], F_E4M3.e[0x7F]) == 480.0, "e4m3 next 480");
     CHECK(ldexp((double)F_E5M2.m[0x7B], F_E5M2.e[0x7B]) == 57344.0, "e5m2 max 57344");

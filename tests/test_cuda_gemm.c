@@ -1,12 +1,12 @@
 /* test_cuda_gemm.c - the CUDA (Hopper) scaled GEMM against an fp64 reference
- * computed from the dequantized operands (SPEC section 3 error bounds) and
+ * computed from the dequantized operands (docs/spec.md section 3 error bounds) and
  * against the CPU backend on the same inputs: tile-multiple and edge shapes,
  * every tile width (64, 128, 192, 256), tensor/row/block scales, every fp8
  * type pair (block scaling too), alpha, beta*C, bias, activations, bf16/f16/f32/fp8 outputs,
  * OUTQ_SCALED with amax, fused OUTQ_MX / OUTQ_BLOCK1X128 output quantization
  * (codes and scales byte-equal to the CPU backend on inputs where y is exact:
  * small-integer fp8 values, power-of-two scales, short K), fast
- * accumulation, strided D, precise fp32 output (the fp16-copy path, SPEC's
+ * accumulation, strided D, precise fp32 output (the fp16-copy path, docs/spec.md's
  * 1e-5 up to K = 16384, its workspace), and the plan-time errors (misalignment,
  * unsupported modes, workspace), and the TMA-store epilogue byte-equal to
  * the other epilogues (every scale-mode pair). Exits 77 (skipped) without a usable CUDA device.
@@ -303,7 +303,7 @@ static double run_case(const gcase *g)
     for (int64_t i = 0; i < M * N; i++) ref_rms += ref[i] * ref[i];
     ref_rms = sqrt(ref_rms / (double)(M * N > 0 ? M * N : 1));
     long bad = 0, nan_bad = 0, pad_bad = 0, fp8_far = 0;
-    /* fp8 D with one scale saturates (SPEC section 1, satfinite): compare with the
+    /* fp8 D with one scale saturates (docs/spec.md section 1, satfinite): compare with the
      * saturated reference (amax is of the unsaturated values) */
     const double sat = fp8out && !rowq ? (g->dt == FP8KIT_E5M2 ? 57344.0 : 448.0) * oscale : INFINITY;
     for (int64_t m = 0; m < M; m++) {
@@ -344,7 +344,7 @@ static double run_case(const gcase *g)
         double el = fmax(g->dt == FP8KIT_E5M2 ? 0.13 : g->dt == FP8KIT_E4M3 ? 0.07 : 0.02,
                          g->bound >= 1e-2 ? 5.0 * g->bound : 0.0);
         if (g->oq == FP8KIT_OUTQ_MX && !g->rceil)
-            el = 0.13; /* FLOOR scales clip a block's largest values by up to 1/8 (SPEC 2.2) */
+            el = 0.13; /* FLOOR scales clip a block's largest values by up to 1/8 (docs/spec.md 2.2) */
         if (!isnan(v) && fabs(v - r) > el * fmax(fabs(r), rms) + 1e-30) {
             if (bad++ < 3) fprintf(stderr, "  %s: (%lld, %lld) = %g, ref %g\n", g->name, (long long)(i / N), (long long)(i % N), v, r);
         }
@@ -407,7 +407,7 @@ static int fk_is_poisoned_ff(const void *p, size_t n)
 /* fp32 output with fast_accum on the fp8 kernel (FK_GEMM_PROMO=4 keeps the
  * promotion every 128 of K; the only fp32 path for block scales). The bound
  * is the measured fp8 tensor-core floor (~1.3e-4 normal, ~2e-4
- * heavy-tailed), not SPEC's 1e-5. */
+ * heavy-tailed), not docs/spec.md's 1e-5. */
 #define F32_PROMOTED_BOUND 5e-4
 static void f32f(gcase *g)
 {
@@ -417,7 +417,7 @@ static void f32f(gcase *g)
     g->bound = F32_PROMOTED_BOUND;
 }
 
-/* Precise fp32 output (fast_accum off): the fp16-copy path, held to SPEC's
+/* Precise fp32 output (fast_accum off): the fp16-copy path, held to docs/spec.md's
  * 1e-5 (bound 0 = by output dtype). */
 static void f32p(gcase *g)
 {
@@ -531,7 +531,7 @@ static void test_errors(void)
 /* Accuracy of each fp32 promotion interval at large K (fresh context each,
  * since the interval is read at plan time): the fp8 kernel with fast_accum
  * (every 4, 2, 1 k32 steps, none), then the precise fp16-copy path (every 4
- * k16 steps = 64 of K, the default, held to SPEC's 1e-5; none: the f16
+ * k16 steps = 64 of K, the default, held to docs/spec.md's 1e-5; none: the f16
  * tensor cores' own accumulation over all of K, informational), on normal,
  * heavy-tailed and e5m2 x e5m2 heavy-tailed data with row scales. */
 /* One bf16/f16-output GEMM in a fresh CUDA context (the plan is made at its
@@ -1052,7 +1052,7 @@ int main(void)
 
     /* fused output quantization (mx per 32, block1x128 per 128 of each row
      * of y rounded to out_hp): exact inputs -> codes and scales byte-equal
-     * to the CPU backend; random inputs -> SPEC error vs fp64 */
+     * to the CPU backend; random inputs -> docs/spec.md error vs fp64 */
     {
         static const struct { const char *name; int64_t m, n, k; fp8kit_dtype dt, hp; int rceil; const char *bn; int fast; }
             mxc[] = {
@@ -1143,7 +1143,7 @@ int main(void)
         g.act = FP8KIT_ACT_GELU_TANH; g.bias = FP8KIT_BIAS_ROW; run_case(&g);
     }
     g = base_case("tensor f32 K=16384", 128, 256, 16384); f32p(&g); run_case(&g);
-    /* precise fp32 output (fp16-copy path) at SPEC's longest K and beyond the easy cases */
+    /* precise fp32 output (fp16-copy path) at docs/spec.md's longest K and beyond the easy cases */
     g = base_case("f32 precise heavy K=16384", 130, 200, 16384); f32p(&g); g.heavy = 1; run_case(&g);
     g = base_case("f32 precise e5m2xe4m3 row K=16384", 129, 136, 16384); f32p(&g); g.at = FP8KIT_E5M2;
     g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);

@@ -1,5 +1,5 @@
 /* test_cuda_gemm_mx.c - the CUDA (Hopper) GEMM with MX scaling (e8m0 per 32
- * of K on A and B, SPEC section 3) against an fp64 reference computed from
+ * of K on A and B, docs/spec.md section 3) against an fp64 reference computed from
  * the dequantized operands and against the CPU backend on the same inputs:
  * plain and blocked scale layouts (blocked padding bytes are garbage and
  * must be ignored), scale bytes in a realistic range and at the edges (0, 1,

@@ -1,6 +1,6 @@
 /* test_cuda_gemm_small.c - the small-M (decode) CUDA GEMM path
  * (src/cuda/gemm_sm90_small.cu) against an fp64 reference from the
- * dequantized operands (SPEC section 3 bounds) and against the CPU backend:
+ * dequantized operands (docs/spec.md section 3 bounds) and against the CPU backend:
  * M = 1..128 including odd values, odd N, K multiples of 16 up to 16384,
  * every band height class and cluster split (FK_SMALL_R / FK_SMALL_SPLIT),
  * A multicast and the warpgroup column split (FK_SMALL_MC / FK_SMALL_CS),
@@ -212,7 +212,7 @@ static void run_case(const scase *g)
         for (int64_t n = 0; n < N; n++) {
             const double y = ref[m * N + n];
             if (fabs(y) > ref_amax) ref_amax = fabs(y);
-            /* fp8 D saturates (SPEC section 1, satfinite): compare with the saturated reference */
+            /* fp8 D saturates (docs/spec.md section 1, satfinite): compare with the saturated reference */
             const double r = fp8out && !isnan(y) ? fmax(-fp8_lim * oscale, fmin(fp8_lim * oscale, y)) : y;
             const double v = out_val(D, m * ldd + n, g->dt) * oscale, vc = out_val(Dc, m * ldd + n, g->dt) * oscale;
             if (isnan(v) && !isnan(r)) {

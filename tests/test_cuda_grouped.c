@@ -1,6 +1,6 @@
 /* test_cuda_grouped.c - the CUDA grouped GEMM (fp8kit_grouped_gemm with
  * device offsets) against an fp64 reference from the dequantized operands
- * (SPEC section 3 bounds) and against the CPU backend on the same inputs:
+ * (docs/spec.md section 3 bounds) and against the CPU backend on the same inputs:
  * empty groups, groups shorter than a tile, groups spanning tile
  * boundaries, a last offset < T (rows past it untouched, as are D's padding
  * columns), odd N, e5m2 on either side, every activation, none / tensor /
@@ -188,7 +188,7 @@ static void compare(const gcase *c, const gops *o, const void *gpu, const void *
         }
     }
     const double rel = den > 0 ? sqrt(num / den) : sqrt(num), relc = denc > 0 ? sqrt(numc / denc) : sqrt(numc);
-    /* SPEC 3; f32 output runs with fast accumulation: 1.5x cuBLASLt's fast mode */
+    /* docs/spec.md 3; f32 output runs with fast accumulation: 1.5x cuBLASLt's fast mode */
     const double bound = c->dt == FP8KIT_F32 ? 2e-3 : c->dt == FP8KIT_F16 ? 1e-3 : 4e-3;
     CHECK(rel <= bound, "%s%s: rel %.3g > %.3g", c->name, what, rel, bound);
     CHECK(relc <= bound, "%s%s: rel to the CPU backend %.3g > %.3g", c->name, what, relc, bound);

@@ -3,10 +3,10 @@
  * included) and dequantized bytes, through the public API with one CUDA and
  * one CPU context. Every scheme x input dtype x element format x axis x
  * rounding x pow2 x scale layout, on fresh random inputs (normal with random
- * magnitudes, heavy-tailed, and SPEC edge values), 2-D shapes that are not
+ * magnitudes, heavy-tailed, and docs/spec.md edge values), 2-D shapes that are not
  * multiples of 128, 3-D (E, N, K) with E = 1..16, strided inputs (stride
  * padding filled with NaN, which must never be read) and strided q. Plus
- * SPEC 2.2's edge-case table checked directly on the GPU, the hardware fp8
+ * docs/spec.md 2.2's edge-case table checked directly on the GPU, the hardware fp8
  * conversion against the shared codec over all 2^32 inputs, the fused kernel
  * that writes both mx axes (fk_cuda_quantize_mx_both), a caller stream, and
  * one tensor of more than 2^31 elements (1 x 46368 x 46368 bf16, mx axis -1
@@ -333,7 +333,7 @@ static void run_matrix(void)
     }
 }
 
-/* ------------------------------------------- SPEC 2.2 table on the GPU */
+/* ------------------------------------------- docs/spec.md 2.2 table on the GPU */
 
 static void spec_table(void)
 {

@@ -1,10 +1,10 @@
-/* test_cuda_vs_cublaslt.c - SPEC section 3's relative accuracy rule on the GPU:
+/* test_cuda_vs_cublaslt.c - docs/spec.md section 3's relative accuracy rule on the GPU:
  * our GEMM's error against an fp64 reference (from the dequantized operands)
  * must never exceed 1.5x the error of cuBLASLt on the same inputs, in the
  * same mode (per-tensor and per-row "outer vector" scales, precise and fast
  * accumulation; fast bf16/f16 are reported, not held to it), for bf16, f16
  * and fp32 outputs, on normal and heavy-tailed data up to K = 16384; precise
- * fp32 output (our fp16-copy path) is also held to SPEC's absolute 1e-5,
+ * fp32 output (our fp16-copy path) is also held to docs/spec.md's absolute 1e-5,
  * which cuBLASLt's fp8 path does not reach (its error is printed).
  * With --bench [--json FILE] [--commit C] [--reps N] (--bench-only: no
  * accuracy part; the shape set is 4096 and 8192 cubed): times precise fp32
@@ -392,12 +392,12 @@ int main(int argc, char **argv)
                            fp8kit_dtype_name(dt), ro, rl, rl > 0 ? ro / rl : -1.0,
                            lt_ok ? "" : "  (cuBLASLt declined)");
                     CHECK(!nan_o, "%s: NaN in our output", sh);
-                    if (!fast) { /* SPEC bounds are for the default (precise) accumulation */
+                    if (!fast) { /* docs/spec.md bounds are for the default (precise) accumulation */
                         const double bound = dt == FP8KIT_BF16 ? 4e-3 : dt == FP8KIT_F16 ? 1e-3 : 1e-5;
-                        CHECK(ro <= bound, "%s %s %s: rel %.3e > SPEC bound %.1e", sh, mode_name[mode][fast],
+                        CHECK(ro <= bound, "%s %s %s: rel %.3e > docs/spec.md bound %.1e", sh, mode_name[mode][fast],
                               fp8kit_dtype_name(dt), ro, bound);
                     }
-                    /* SPEC 3's 1.5x-cuBLASLt rule is for fp32 output; precise bf16/f16
+                    /* docs/spec.md 3's 1.5x-cuBLASLt rule is for fp32 output; precise bf16/f16
                      * are held to it too (same kernel); fast bf16/f16 (opt-in, no
                      * promotion) are reported only: cuBLASLt's fast mode may pick a
                      * split-K algorithm whose fp32 partial sums are more accurate */

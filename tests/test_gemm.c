@@ -1,11 +1,11 @@
-/* test_gemm.c - tests of the scaled FP8 GEMM (SPEC section 3) on the CPU
+/* test_gemm.c - tests of the scaled FP8 GEMM (docs/spec.md section 3) on the CPU
  * backend through the public API (fp8kit_gemm), against an fp64 reference
  * written here: operands are dequantized exactly in fp64 (own fp8/e8m0
- * decoders and scale indexing, blocked layout from the SPEC formula), the
+ * decoders and scale indexing, blocked layout from the docs/spec.md formula), the
  * epilogue is applied in fp64, and each output element must lie within a
  * rigorous per-element error bound (fp32 accumulation with promotion every
  * K-block) plus the rounding of the output type; the Frobenius error must meet
- * SPEC's bounds (f32 1e-5, bf16 4e-3, f16 1e-3). Fused output quantization is
+ * docs/spec.md's bounds (f32 1e-5, bf16 4e-3, f16 1e-3). Fused output quantization is
  * checked against the test's own recomputation of y: scales within the range
  * the tolerance allows, every code inside the interval its y allows, and
  * decode(q) * scale consistent with y. Also: odd shapes, M = 1, N = 1,
@@ -423,7 +423,7 @@ static void run_case(const tcase *tc, fk_rng *rng, uint8_t *out)
     CHECK(bad == 0, "[%s] %ld elements out of tolerance", tc->name, bad);
     CHECK(nan_bad == 0, "[%s] %ld NaN outputs where the reference has none", tc->name, nan_bad);
     if (!is_fp8(tc->dt) && den > 0) {
-        /* SPEC's bounds, plus (with an activation) the norm of the fp32
+        /* docs/spec.md's bounds, plus (with an activation) the norm of the fp32
          * activation's own allowances: ||D - ref|| <= bound ||ref|| + ||act_err|| */
         double bound = tc->dt == FP8KIT_F32 ? 1e-5 : tc->dt == FP8KIT_BF16 ? 4e-3 : 1e-3;
         double rel = (sqrt(num) - sqrt(act2)) / sqrt(den);
@@ -538,7 +538,7 @@ int main(void)
                 t.target = t.dt == FP8KIT_F16 ? 200.0 : 8.0; /* activations are interesting near 0 */
                 run_case(&t, &rng, NULL);
             }
-    /* 3. shapes: M = 1, N = 1, K = 1, large K (SPEC's 1e-5 bound at K = 16384) */
+    /* 3. shapes: M = 1, N = 1, K = 1, large K (docs/spec.md's 1e-5 bound at K = 16384) */
     {
         tcase t = random_case(&rng, "1x1x1", FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_F32, 0);
         t.m = t.n = t.k = 1;

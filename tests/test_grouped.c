@@ -1,7 +1,7 @@
 /* test_grouped.c - fp8kit_grouped_gemm on the CPU backend: random expert
  * groupings (empty groups, all rows in one group, rows past the last offset)
  * checked against an fp64 reference built from the dequantized operands
- * (SPEC section 3 bounds), for none / tensor / row scales, bias, every
+ * (docs/spec.md section 3 bounds), for none / tensor / row scales, bias, every
  * activation, bf16 / f16 / f32 output, e4m3 and e5m2, padded strides; rows
  * past the last offset stay untouched; every bad input returns its status and
  * leaves D unchanged; the optional status word reports the offsets' verdict

@@ -1,6 +1,6 @@
 /* test_hp.h - host helpers shared by the GEMM tests: loads and stores of the
  * 16/32-bit float types, an output element as double (fp8 outputs decoded),
- * and the fp64 activations of SPEC section 3. Include after test_util.h and
+ * and the fp64 activations of docs/spec.md section 3. Include after test_util.h and
  * format/codec.h. */
 #ifndef FK_TEST_HP_H
 #define FK_TEST_HP_H
@@ -31,7 +31,7 @@ static inline double out_val(const void *d, int64_t i, fp8kit_dtype t)
         return fk_fp8_to_f32(((const uint8_t *)d)[i], t == FP8KIT_E5M2);
     return load_hp(d, i, t);
 }
-/* SPEC section 3's activations in fp64. */
+/* docs/spec.md section 3's activations in fp64. */
 static inline double act_ref(double y, int act)
 {
     switch (act) {

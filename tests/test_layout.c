@@ -1,4 +1,4 @@
-/* test_layout.c - stored scale layouts of SPEC 2.3 through the public API:
+/* test_layout.c - stored scale layouts of docs/spec.md 2.3 through the public API:
  * the blocked ("128x4") e8m0 layout against an independent derivation (the
  * 128x4 tiles enumerated as nested loops), zeroed padding (outputs poisoned
  * first), per-expert padding of 3-D tensors, mx axis -2 with blocked scales,

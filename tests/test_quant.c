@@ -1,8 +1,8 @@
 /* test_quant.c - CPU quantize / dequantize / cast through the public API against
- * SPEC section 2: the mx edge-case table (FLOOR/RCEIL, f32/bf16, e4m3/e5m2),
+ * docs/spec.md section 2: the mx edge-case table (FLOOR/RCEIL, f32/bf16, e4m3/e5m2),
  * fp32-scale special cases (zero, NaN/Inf, underflow, pow2), partial edge
  * groups, mx axis -2 vs axis -1 of an explicit transpose, strided rows, random
- * inputs against a scalar reference written here from SPEC's formulas,
+ * inputs against a scalar reference written here from docs/spec.md's formulas,
  * dequantize round trips, casts both ways, and the branch-free CPU codecs
  * against src/format/codec.h.
  * Run: ctest -R test_quant (FK_TEST_SEED=n replays a seed). */
@@ -52,7 +52,7 @@ static fp8kit_tensor mk(void *data, fp8kit_dtype t, int nd, int64_t E, int64_t R
     return nd == 3 ? fp8kit_tensor_make(data, t, 3, sh) : fp8kit_tensor_make(data, t, 2, sh + 1);
 }
 
-/* ----------------------------------------------- reference from SPEC 2 */
+/* ----------------------------------------------- reference from docs/spec.md 2 */
 
 static float ref_pow2_ceil(float s)
 {
@@ -61,7 +61,7 @@ static float ref_pow2_ceil(float s)
     return m == 0.5f ? s : ldexpf(1.0f, ex);
 }
 
-/* SPEC 2.1 scale from a group's amax (NaN if any NaN, Inf if any Inf) */
+/* docs/spec.md 2.1 scale from a group's amax (NaN if any NaN, Inf if any Inf) */
 static float ref_scale_f32(float amax, int e5m2, int pow2)
 {
     float fmax = e5m2 ? 57344.0f : 448.0f;
@@ -106,7 +106,7 @@ static float ref_mx_recip(uint8_t s)
     return fk_t_u2f((uint32_t)(254 - s) << 23);
 }
 
-/* Group amax over a list of values with SPEC's NaN / Inf rule. */
+/* Group amax over a list of values with docs/spec.md's NaN / Inf rule. */
 typedef struct { float m; int nan, inf; } amax_acc;
 static void acc_add(amax_acc *a, float v)
 {
@@ -319,7 +319,7 @@ static void fill_random(void *x, fp8kit_dtype t, int64_t n, int heavy)
 
 /* --------------------------------------------------------------- tests */
 
-/* SPEC 2.2 edge-case table, one block per row, axis -1 and (by transposing
+/* docs/spec.md 2.2 edge-case table, one block per row, axis -1 and (by transposing
  * the input) axis -2. */
 static void test_mx_table(void)
 {
@@ -335,7 +335,7 @@ static void test_mx_table(void)
         {"NaN", 1.0f, NAN, 0, 255, 0x7F, 255, 0x7F, 0x7F, 0x7F, 0},
         {"Inf", 2.0f, INFINITY, 0, 255, 0x7F, 255, 0x7F, 0x7F, 0x7F, 0},
         {"-Inf", 2.0f, -INFINITY, 0, 255, 0x7F, 255, 0x7F, 0x7F, 0x7F, 0},
-        /* e5m2, derived by hand from SPEC 2.2 */
+        /* e5m2, derived by hand from docs/spec.md 2.2 */
         {"e5m2 zeros", 0.0f, 0.0f, 0, 0, 0x00, 0, 0x00, 0x00, 0x00, 1},
         {"e5m2 1.0", 1.0f, 1.0f, 0, 112, 0x78, 112, 0x78, 0x78, 0x78, 1},
         {"e5m2 480", 480.0f, 480.0f, 0, 120, 0x7B, 121, 0x78, 0x7B, 0x78, 1},
@@ -384,7 +384,7 @@ static void test_mx_table(void)
                 }
 }
 
-/* SPEC 2.1 special groups for every fp32 scheme. */
+/* docs/spec.md 2.1 special groups for every fp32 scheme. */
 static void test_fp32_specials(void)
 {
     fp8kit_scheme schemes[4] = {FP8KIT_SCHEME_TENSOR, FP8KIT_SCHEME_ROW, FP8KIT_SCHEME_BLOCK1X128,

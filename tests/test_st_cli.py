@@ -5,12 +5,12 @@ on safetensors checkpoints (issue 3, docs/spec.md section 5), run by CTest:
 
 Checkpoints are written and read back with the reference `safetensors`
 package; every number is checked against an INDEPENDENT numpy implementation
-of SPEC sections 1-2 (e4m3 by nearest search in a 256-entry table built from
-the bit fields, scales from the SPEC formulas), bit for bit:
+of docs/spec.md sections 1-2 (e4m3 by nearest search in a 256-entry table built from
+the bit fields, scales from the docs/spec.md formulas), bit for bit:
   - every scheme (fp8-tensor/row/block, with --pow2, mxfp8 floor/rceil) on
-    tensors holding zeros, NaN, Inf, subnormals, max values, SPEC 2.2's edge
+    tensors holding zeros, NaN, Inf, subnormals, max values, docs/spec.md 2.2's edge
     blocks, shapes that are not multiples of 32/128, an empty weight;
-  - names, dtypes and shapes of the written tensors (SPEC 5 table);
+  - names, dtypes and shapes of the written tensors (docs/spec.md 5 table);
   - excluded and non-weight tensors copied byte for byte; metadata kept;
   - dequantize (bf16 and f32) = decode(q) * S rounded, bit for bit;
   - sharded input and output with a new index;
@@ -233,7 +233,7 @@ def bf16_bits(f32):
 
 
 def edge_matrix(rng, N, K):
-    """Random normal rows plus rows of SPEC edge cases (K >= 64, multiple of 32)."""
+    """Random normal rows plus rows of docs/spec.md edge cases (K >= 64, multiple of 32)."""
     x = rng.standard_normal((N, K)).astype(np.float32)
     tiny = np.float32(2.0 ** -149)
     x[0] = 0.0
@@ -460,7 +460,7 @@ def test_schemes(tmp, rng, cuda):
             dout, dmeta = st_read(d_path)
             check_dequantized("%s deq %s" % (tag, outdt), out, dout, scheme, outdt)
             check("quantization" not in dmeta and dmeta.get("format") == "pt", "%s: dequantize metadata" % tag)
-            if cuda:  # equal up to NaN payloads, which SPEC leaves open for dequantized values
+            if cuda:  # equal up to NaN payloads, which docs/spec.md leaves open for dequantized values
                 c_path = os.path.join(tmp, "d_cuda.safetensors")
                 r = run("dequantize", q_path, c_path, "--dtype", outdt, "--backend", "cuda", "--force")
                 check(r.returncode == 0, "%s: CUDA dequantize --dtype %s (%s)" % (tag, outdt, r.stderr.strip()))

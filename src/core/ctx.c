@@ -6,12 +6,6 @@
 #include <string.h>
 #include "core/internal.h"
 
-#ifdef FP8KIT_HAVE_CUDA
-/* src/cuda/backend.cu: why no CUDA device is usable, e.g. "no NVIDIA driver
- * found (libcuda.so.1 not loadable): the CUDA backend is unavailable". */
-const char *fk_cuda_unavailable_reason(void);
-#endif
-
 /* Each thread remembers the last error message of up to FK_ERR_SLOTS
  * contexts (NULL is a valid key: failures without a context). */
 #define FK_ERR_SLOTS 8

@@ -1,5 +1,5 @@
 /* gemm_api.c - public scaled-GEMM entry points: validate descriptor and
- * operands (SPEC sections 3 and 4) into an fk_gemm_job, find or build the
+ * operands (docs/spec.md sections 3 and 4) into an fk_gemm_job, find or build the
  * cached plan (hash + lookup), and dispatch to the backend. A thread repeating
  * its previous call's metadata with new data pointers skips the re-checks. */
 #include <string.h>

@@ -168,6 +168,9 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
 
 /* CUDA backend (src/cuda), present when FP8KIT_HAVE_CUDA is defined. */
 int fk_cuda_available(void);
+/* Why no CUDA device is usable, e.g. "no NVIDIA driver found (libcuda.so.1 not
+ * loadable): the CUDA backend is unavailable". */
+const char *fk_cuda_unavailable_reason(void);
 int fk_cuda_device_count(void);
 fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx);
 void fk_cuda_ctx_free(fp8kit_ctx *ctx);

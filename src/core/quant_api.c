@@ -1,5 +1,5 @@
 /* quant_api.c - public quantize / dequantize / cast entry points: validate
- * the descriptor and tensors (SPEC sections 2 and 4), build the canonical
+ * the descriptor and tensors (docs/spec.md sections 2 and 4), build the canonical
  * fk_quant_job, and dispatch to the context's backend. */
 #include <string.h>
 #include "core/check.h"

@@ -1,5 +1,5 @@
 /* tensor.c - tensor constructors and the shared tensor validation used by
- * every entry point (shape, overflow and stride rules of SPEC section 4). */
+ * every entry point (shape, overflow and stride rules of docs/spec.md section 4). */
 #include <string.h>
 #include "core/check.h"
 

@@ -1,4 +1,4 @@
-/* dequantize.c - CPU backend dequantization (SPEC section 2): x_hat =
+/* dequantize.c - CPU backend dequantization (docs/spec.md section 2): x_hat =
  * decode(q) * S in fp32, rounded (RNE) to the output dtype f32/f16/bf16, for
  * the tensor, row, block1x128, block128x128 (plain or mn_major scales) and mx
  * axis -1 (plain or blocked e8m0 scales, S = 2^(s-127)) schemes. mx axis -2

@@ -1,4 +1,4 @@
-/* epilogue.c - epilogue of the CPU scaled GEMM (SPEC section 3), applied to
+/* epilogue.c - epilogue of the CPU scaled GEMM (docs/spec.md section 3), applied to
  * finished fp32 accumulator rows:
  *   y = alpha * sa[m] * sb[n] * acc + beta * C[m,n] + bias;  y = act(y);  D = out(y)
  * (the linear part in double, rounded once to fp32; tensor/row scales of A and B are applied here, block and mx scales were
@@ -76,7 +76,7 @@ static inline __attribute__((always_inline)) void fk_epi_linear(const fk_gemm_ep
         y[x] = (float)yd[x];
 }
 
-/* Fused output quantization of one row (OUTQ_MX / OUTQ_BLOCK1X128), SPEC 2. */
+/* Fused output quantization of one row (OUTQ_MX / OUTQ_BLOCK1X128), docs/spec.md 2. */
 static inline __attribute__((always_inline)) void fk_epi_quant_row(const fk_gemm_job *j, float *restrict y, int64_t m, int64_t n0, int64_t w,
                              uint8_t *restrict q)
 {

@@ -1,4 +1,4 @@
-/* gemm.c - CPU backend of the scaled FP8 GEMM (SPEC section 3): the plan
+/* gemm.c - CPU backend of the scaled FP8 GEMM (docs/spec.md section 3): the plan
  * (microkernel ISA and blocking per shape) and the OpenMP driver.
  *
  * For each chunk of K (all of K unless the packed panels would be huge) the

@@ -5,7 +5,7 @@
  * (FP8KIT_CPU_ISA=generic|avx2 in the environment forces a fallback).
  * This file alone is compiled with -ffp-contract=fast (see CMakeLists.txt):
  * the multiply-adds of the dot products become FMAs. Nothing here needs to
- * be bit-exact; the GEMM's contract is the error bound of SPEC section 3. */
+ * be bit-exact; the GEMM's contract is the error bound of docs/spec.md section 3. */
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/gemm_internal.h"

@@ -1,4 +1,4 @@
-/* quant_mx_t.c - CPU mx quantization along axis -2 (SPEC 2.2, "32x1"/"dim1"):
+/* quant_mx_t.c - CPU mx quantization along axis -2 (docs/spec.md 2.2, "32x1"/"dim1"):
  * x (E, R, C) is quantized in blocks of 32 consecutive rows of one column and
  * written transposed, q (E, C, R) and e8m0 scales (E, C, R/32) plain or
  * blocked: exactly the axis -1 quantization of the transpose. The input is

@@ -244,7 +244,7 @@ static inline void *fk_cpu_at(const fk_mat *m, int64_t e, int64_t r, int64_t c)
 }
 
 /* Shared by the quantize / dequantize files. */
-/* Writes 0 to the padding bytes of E blocked (SPEC 2.3) e8m0 buffers of
+/* Writes 0 to the padding bytes of E blocked (docs/spec.md 2.3) e8m0 buffers of
  * rp x cp bytes holding rows x cols scales each. */
 void fk_cpu_blocked_zero_pad(uint8_t *scale, int64_t E, int64_t rows, int64_t cols, int64_t rp,
                              int64_t cp, int nthreads);

@@ -1,4 +1,4 @@
-/* quantize.c - CPU backend quantization (SPEC section 2): fp32-scale schemes
+/* quantize.c - CPU backend quantization (docs/spec.md section 2): fp32-scale schemes
  * tensor, row, block1x128, block128x128 (plain or mn_major scales) and mx along
  * the last axis (plain or blocked e8m0 scales). mx along axis -2 lives in
  * quant_mx_t.c. Group, scale and element rules come from src/format/scale.h;
@@ -24,7 +24,7 @@ FK_CPU_CLONES static uint32_t k_amax(const void *x, fp8kit_dtype t, int64_t n)
     return m;
 }
 
-/* q[i] = fp8(fl32(x[i] / s)) for n elements (SPEC 2.1 element step). */
+/* q[i] = fp8(fl32(x[i] / s)) for n elements (docs/spec.md 2.1 element step). */
 FK_CPU_CLONES static void k_quant_div(const void *x, fp8kit_dtype t, int64_t n, float s, int e5m2,
                                       uint8_t *restrict q)
 {

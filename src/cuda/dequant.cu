@@ -1,5 +1,5 @@
 /* dequant.cu - CUDA dequantization y = decode(q) * S rounded to y's dtype
- * (f32/f16/bf16, RNE), for every scheme and scale layout of SPEC section 2.
+ * (f32/f16/bf16, RNE), for every scheme and scale layout of docs/spec.md section 2.
  * Untransposed cases walk y in chunks of 8 elements along a row (every group
  * is a multiple of 8 wide, so a chunk has one scale); mx axis -2 (q stored
  * (E, C, R)) transposes through a shared-memory tile of 64 q rows x 128 bytes.
@@ -52,7 +52,7 @@ __device__ __forceinline__ uint2 fk_load_codes8(const uint8_t *p, int n, bool ve
 /* decode(q) * S. A NaN product gets the payload an x86 CPU gives it (the CPU
  * backend multiplies lut[q] * S): q's NaN (quieted, sign kept) if q decodes to
  * NaN, else S's NaN (quieted), else the default NaN 0xFFC00000 (Inf * 0). The
- * GPU would otherwise return its canonical 0x7FFFFFFF. SPEC does not fix NaN
+ * GPU would otherwise return its canonical 0x7FFFFFFF. docs/spec.md does not fix NaN
  * payloads of dequantized values; this keeps the backends bit-identical. */
 __device__ __forceinline__ float fk_dq_mul(float d, float S)
 {

@@ -328,7 +328,7 @@ static __device__ __forceinline__ float fk_epi_ex2(float x)
 /* y * sigmoid(-zn) = y / (1 + 2^z) with z = zn log2(e), in 3 instructions
  * and no division (so that many of them interleave): 2^z from ex2, the
  * reciprocal of d = 1 + 2^z from rcp.approx (1 ulp), times y: a few ulp in
- * all, far inside SPEC 3 even for fp32 output (the rounding of z, which an
+ * all, far inside docs/spec.md 3 even for fp32 output (the rounding of z, which an
  * exact exp would not remove, dominates). Where 2^z overflows (z >= 128) d
  * is Inf and its reciprocal 0, so the result is a signed 0 for finite y -
  * the CPU backend's formulas also give 0 there - and NaN for y = -Inf, as
@@ -385,7 +385,7 @@ template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[
 /* y of one chunk in place: act(acc * (sa * cf) + bias + beta * C) (cf =
  * alpha * tensor scales * column scale, rounded once from double; sa the
  * row scale or 1; the bias of the unused kind is 0 in the table), rounded to
- * out_hp (RNE) and widened back - the value SPEC 3 quantizes - and 0 in
+ * out_hp (RNE) and widened back - the value docs/spec.md 3 quantizes - and 0 in
  * columns past N (they must not reach a group's amax). */
 template <int BN>
 static __device__ __forceinline__ void fk_epi_rowq_y16(const fk_gemm_params &p, float (&y)[16], const float *tab,
@@ -619,7 +619,7 @@ static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p,
  * that a group never spans two tiles): the y replace the accumulators while
  * the group's 64 registers rotate by 16, so after the group's 4 chunks they
  * hold its y in order; then its scales and codes, and the next group moves
- * down. Scales through src/format (SPEC 2, as the CPU backend); codes from
+ * down. Scales through src/format (docs/spec.md 2, as the CPU backend); codes from
  * the hardware conversion (equal to the shared codec); 8-byte code stores
  * where D's base and row stride allow. */
 template <int BN, int NACC>

@@ -394,7 +394,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
                        "cuda gemm: fused output quantization needs out_hp f32, f16 or bf16");
     if (dd->out_quant == FP8KIT_OUTQ_MX && job->n % 32)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, "cuda gemm: OUTQ_MX needs N %% 32 == 0");
-    /* SPEC 3 asks rel <= 1e-5 for fp32 output. Hopper's fp8 wgmma loses bits
+    /* docs/spec.md 3 asks rel <= 1e-5 for fp32 output. Hopper's fp8 wgmma loses bits
      * inside each k32 instruction: measured on an H200 (K = 16384, normal
      * data) 1.3e-4 with promotion every 128 of K and 4.6e-5 even after every
      * instruction. So precise fp32 output runs on fp16 copies of A and B
@@ -405,7 +405,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     if (f16 && (block || mx))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "cuda gemm: precise fp32 output supports tensor and row scaling only; with %s scales "
-                       "set fast_accum (fp8 tensor cores: rel ~1e-4, not SPEC's 1e-5)",
+                       "set fast_accum (fp8 tensor cores: rel ~1e-4, not docs/spec.md's 1e-5)",
                        mx ? "MX" : "block");
     if (job->c && !fk_is_hp(job->c_type))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: C must be f32, f16 or bf16");
@@ -438,7 +438,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     /* ---- choose the variant */
     /* fp32 output keeps the promotion every 128 of K even with fast_accum:
      * unpromoted fp8 wgmma sums reach rel ~3e-3 at K = 16384, 2x cuBLASLt's
-     * fast mode on split-K shapes (tests/test_cuda_vs_cublaslt.c), and SPEC 3
+     * fast mode on split-K shapes (tests/test_cuda_vs_cublaslt.c), and docs/spec.md 3
      * bounds fp32 output by 1.5x cuBLASLt. */
     int promo = dd->fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4; /* f16: every 64 of K */
     promo = fk_env_int("FK_GEMM_PROMO", promo);

@@ -52,7 +52,7 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     if (job->d_type == FP8KIT_F32 && !job->desc.fast_accum)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "cuda grouped gemm: fp32 output needs fast_accum: Hopper fp8 tensor cores reach rel "
-                       "~1e-4, not the 1e-5 of SPEC section 3");
+                       "~1e-4, not the 1e-5 of docs/spec.md section 3");
     if (job->m > INT32_MAX || job->n > INT32_MAX || job->k > INT32_MAX || gj->groups * gj->b_rows > INT32_MAX)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: T, N, K and G x N must be < 2^31");
     if (job->k % 16)

@@ -61,13 +61,13 @@ FK_MX_FN void fk_mx_ld2(const float *p, float &x, float &y)
 #endif
 }
 
-/* SPEC 2.1 e8m0 -> fp32 (as fk_e8m0_to_f32): 2^(e-127), 0 -> 2^-127, 255 -> NaN. */
+/* docs/spec.md 2.1 e8m0 -> fp32 (as fk_e8m0_to_f32): 2^(e-127), 0 -> 2^-127, 255 -> NaN. */
 FK_MX_FN float fk_mx_e8m0(unsigned int e)
 {
     return __uint_as_float(e == 255u ? 0x7FC00000u : e ? e << 23 : 0x00400000u);
 }
 
-/* Byte offset of scale (row r, k32 block c): blocked (SPEC 2.3: 128 x 4 tiles
+/* Byte offset of scale (row r, k32 block c): blocked (docs/spec.md 2.3: 128 x 4 tiles
  * of 512 bytes, nkb = ceil(K / 128) tiles per band of 128 rows) or plain
  * (kbs = K / 32 bytes per row). */
 FK_MX_FN long long fk_mx_off(bool blocked, int nkb, int kbs, long long r, int c)

@@ -11,7 +11,7 @@
  * with fast accumulation) over a stage and, every
  * `PROMO` k32 steps, adds the wgmma accumulators into a separate fp32
  * accumulator set (Hopper's fp8 tensor-core accumulation keeps fewer bits
- * than fp32; this promotion is what meets SPEC section 3). Block scales
+ * than fp32; this promotion is what meets docs/spec.md section 3). Block scales
  * (1x128 for A, 128x128 for B) multiply in at that promotion. PROMO = 0 is
  * fast accumulation: the wgmma accumulators run over the whole K range.
  * After the last K block each consumer warpgroup stages its accumulators in

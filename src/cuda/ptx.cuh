@@ -256,7 +256,7 @@ FK_DEV uint64_t fk_ld_acquire_u64(const unsigned long long *p)
 
 /* Two fp32 -> packed bf16x2 / f16x2, round to nearest even (no flush to
  * zero; overflow to Inf for f16): lo in bits 0-15, hi in bits 16-31. Equal
- * to the SPEC codecs except that a NaN comes out as the canonical NaN. */
+ * to the docs/spec.md codecs except that a NaN comes out as the canonical NaN. */
 FK_DEV uint32_t fk_cvt_bf16x2(float lo, float hi)
 {
     uint32_t r = 0;

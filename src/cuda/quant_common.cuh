@@ -85,7 +85,7 @@ template <> struct fk_in<FP8KIT_F16> {
     }
 };
 
-/* amax bits of one chunk (SPEC 2.1: integer max of |x| bits, NaN > Inf >
+/* amax bits of one chunk (docs/spec.md 2.1: integer max of |x| bits, NaN > Inf >
  * finite). For bf16 the same max is taken on the 16-bit halves (|x| bits are
  * the bf16 bits << 16, so the order is the same): 2 elements per operation. */
 template <int DT> __device__ __forceinline__ uint32_t fk_chunk_amax(const uint4 &v, const float *f)
@@ -159,7 +159,7 @@ template <int N> __device__ __forceinline__ void fk_cp_async_wait()
 
 /* ------------------------------------------------- fp8 element conversion */
 
-/* Canonical NaN code of the element format (SPEC 1). */
+/* Canonical NaN code of the element format (docs/spec.md 1). */
 template <int E5> __device__ __forceinline__ uint32_t fk_nan_code() { return E5 ? FK_E5M2_NAN : FK_E4M3_NAN; }
 
 /* Two fp32 values -> two fp8 codes (lo in bits 0-7, hi in bits 8-15), satfinite
@@ -185,7 +185,7 @@ template <int E5> __device__ __forceinline__ uint32_t fk_cvt2(float lo, float hi
 #endif
 }
 
-/* N (multiple of 4) elements of an MX block with reciprocal r (SPEC 2.2 element
+/* N (multiple of 4) elements of an MX block with reciprocal r (docs/spec.md 2.2 element
  * step q = fp8(fl32(x * r))) packed 4 codes per word; nan: s == 255. */
 template <int E5, int N>
 __device__ __forceinline__ void fk_quant_mx_words(const float *f, float r, bool nan, uint32_t *w)
@@ -196,7 +196,7 @@ __device__ __forceinline__ void fk_quant_mx_words(const float *f, float r, bool 
                    : fk_cvt2<E5>(f[4 * i] * r, f[4 * i + 1] * r) | (fk_cvt2<E5>(f[4 * i + 2] * r, f[4 * i + 3] * r) << 16);
 }
 
-/* Division by a group scale S (SPEC 2.1 element step fl32(x / S), IEEE
+/* Division by a group scale S (docs/spec.md 2.1 element step fl32(x / S), IEEE
  * round to nearest) without a full division per element. y = fl32(1 / S) is
  * computed once per group (IEEE division); per element q0 = fl32(x * y), then
  * two residual steps q += fl32(x - S * q) * y with fused multiply-adds: the
@@ -234,7 +234,7 @@ __device__ __forceinline__ float fk_div_q(float x, const fk_div_s &d)
     return copysignf(q, x);
 }
 
-/* N (multiple of 4) elements of an fp32-scale group (SPEC 2.1 element step
+/* N (multiple of 4) elements of an fp32-scale group (docs/spec.md 2.1 element step
  * q = fp8(fl32(x / S))) packed 4 per word; a NaN S (NaN/Inf group) gives
  * canonical NaN codes. */
 template <int E5, int N>

@@ -1,4 +1,4 @@
-/* codec.h - element codecs of SPEC section 1, shared by the CPU backend and the
+/* codec.h - element codecs of docs/spec.md section 1, shared by the CPU backend and the
  * CUDA kernels: fp32 -> e4m3/e5m2 (satfinite, round to nearest even, target
  * subnormals kept), fp8/e8m0/bf16/fp16 -> fp32 (exact), fp32 -> bf16/fp16 (RNE).
  * Integer arithmetic only, so host and device agree bit for bit. */

@@ -1,4 +1,4 @@
-/* epilogue.h - GEMM epilogue math of SPEC section 3 shared by CPU and CUDA:
+/* epilogue.h - GEMM epilogue math of docs/spec.md section 3 shared by CPU and CUDA:
  * activations and the output casts, on fp32 values. */
 #ifndef FK_EPILOGUE_H
 #define FK_EPILOGUE_H

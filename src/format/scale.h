@@ -1,4 +1,4 @@
-/* scale.h - scale rules of SPEC section 2, shared by CPU and CUDA:
+/* scale.h - scale rules of docs/spec.md section 2, shared by CPU and CUDA:
  * NaN-propagating amax on magnitude bits, fp32 group scales (with the pow2
  * option), MX e8m0 scales (FLOOR and RCEIL) and their reciprocals, and the
  * per-element quantize steps. */
@@ -26,7 +26,7 @@ FK_HD float fk_pow2_ceil(float s)
     return fk_u2f(p);
 }
 
-/* SPEC 2.1: the dequantization multiplier S of a group from its amax bits. */
+/* docs/spec.md 2.1: the dequantization multiplier S of a group from its amax bits. */
 FK_HD float fk_scale_f32(uint32_t amax_bits, int e5m2, int pow2)
 {
     if (amax_bits >= FK_F32_INF)
@@ -41,11 +41,11 @@ FK_HD float fk_scale_f32(uint32_t amax_bits, int e5m2, int pow2)
     return s;
 }
 
-/* SPEC 2.1 element step: q = fp8(fl32(x / S)); a NaN S (NaN/Inf group) gives
+/* docs/spec.md 2.1 element step: q = fp8(fl32(x / S)); a NaN S (NaN/Inf group) gives
  * the canonical NaN, which the division produces on its own. */
 FK_HD uint8_t fk_quant_f32_elem(float x, float s, int e5m2) { return fk_f32_to_fp8(x / s, e5m2); }
 
-/* SPEC 2.2: e8m0 scale byte of an MX block from its amax bits. */
+/* docs/spec.md 2.2: e8m0 scale byte of an MX block from its amax bits. */
 FK_HD uint8_t fk_mx_scale(uint32_t amax_bits, int e5m2, int rceil)
 {
     if (amax_bits > FK_F32_INF)
@@ -67,7 +67,7 @@ FK_HD uint8_t fk_mx_scale(uint32_t amax_bits, int e5m2, int rceil)
     return (uint8_t)(E + (M != 0));
 }
 
-/* Reciprocal multiplier r of an e8m0 scale byte (SPEC 2.2). */
+/* Reciprocal multiplier r of an e8m0 scale byte (docs/spec.md 2.2). */
 FK_HD float fk_mx_recip(uint8_t s)
 {
     if (s == 0xFFu)
@@ -77,10 +77,10 @@ FK_HD float fk_mx_recip(uint8_t s)
     return fk_u2f((uint32_t)(254u - s) << 23);
 }
 
-/* SPEC 2.2 element step: q = fp8(fl32(x * r)); a NaN r gives canonical NaN. */
+/* docs/spec.md 2.2 element step: q = fp8(fl32(x * r)); a NaN r gives canonical NaN. */
 FK_HD uint8_t fk_quant_mx_elem(float x, float r, int e5m2) { return fk_f32_to_fp8(x * r, e5m2); }
 
-/* SPEC 2.3 blocked ("128x4") scale layout: byte offset of (r, c) in one
+/* docs/spec.md 2.3 blocked ("128x4") scale layout: byte offset of (r, c) in one
  * expert's padded buffer of Rp x Cp bytes, Cp = 4 * ceil(C / 4). */
 FK_HD int64_t fk_blocked_offset(int64_t r, int64_t c, int64_t cp)
 {

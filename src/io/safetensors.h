@@ -17,7 +17,7 @@
  * into place only when complete.
  *
  * Converter (st_plan.c plans, st_convert.c runs, st_pipe.c overlaps the
- * file I/O): SPEC section 5, through the public fp8kit API.
+ * file I/O): docs/spec.md section 5, through the public fp8kit API.
  *
  * Errors: functions return an fp8kit_status (FP8KIT_ERR_IO for the file
  * system, FP8KIT_ERR_CORRUPT_FILE for contents that break the format, others

@@ -136,7 +136,7 @@ static fp8kit_status cv_quant(cv *c, uint64_t base, const cv_file *f, const cv_i
     unsigned char *sbuf = st_pipe_acquire(c->pipe, sbytes, &sslot, &st, c->err, c->errlen), *qbuf;
     if (!sbuf)
         return st;
-    if (N == 0 || K == 0) { /* empty groups: amax = 0, S = 1 (SPEC 2.1) */
+    if (N == 0 || K == 0) { /* empty groups: amax = 0, S = 1 (docs/spec.md 2.1) */
         if (so->dtype == ST_F32)
             for (size_t i = 0; i < sbytes / 4; i++)
                 memcpy(sbuf + 4 * i, &(float){1.0f}, 4);

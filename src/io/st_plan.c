@@ -1,4 +1,4 @@
-/* st_plan.c - planning half of the checkpoint converter (SPEC section 5):
+/* st_plan.c - planning half of the checkpoint converter (docs/spec.md section 5):
  * decides for every input tensor whether it is quantized (2-D F32/F16/BF16
  * "*.weight", not excluded), dequantized (an fp8 weight with a "_scale" or
  * "_scale_inv" tensor whose dtype and shape identify the scheme), dropped (a
@@ -294,7 +294,7 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
         else if (it->act == CV_DEQUANT)
             cv_add_out(c, f, t->name, cv_st_dtype(o->out_dtype), t->ndim, t->shape, &it->out_main);
         else if (it->act == CV_QUANT) {
-            /* SPEC section 5's table (st_convert.c checks each slab against
+            /* docs/spec.md section 5's table (st_convert.c checks each slab against
              * fp8kit_quant_shapes) */
             int64_t N = it->R, K = it->C, ss[2] = {0, 0};
             int snd = 2;
