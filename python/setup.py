@@ -9,6 +9,11 @@ Where the library comes from, in order:
      found, FP8KIT_CUDA=OFF to skip) - set FP8KIT_NO_BUILD=1 to skip this.
 When none works the package installs without it and finds the library at run
 time (FP8KIT_LIBRARY, the repository's build*/ folders, system paths).
+
+The version (pyproject.toml's dynamic "version") is the one definition in
+../include/fp8kit.h (FP8KIT_VERSION_MAJOR / _MINOR / _PATCH), or an sdist's
+PKG-INFO where there is no header; the build step writes it into the built
+package as fp8kit/_version.py (only there, never into the source tree).
 Everything else is in pyproject.toml.
 """
 import glob
@@ -29,14 +34,37 @@ def _say(msg):
     print("fp8kit setup: " + msg, file=sys.stderr)
 
 
-def _loadable_build(build_dir):
-    """fp8kit/_builds.py's rule (sanitizer builds are skipped), loaded without
-    importing the package (which needs numpy)."""
+def _load_module(name):
+    """fp8kit/<name>.py loaded on its own, without importing the package
+    (which needs numpy)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("_fp8kit_builds", os.path.join(HERE, "fp8kit", "_builds.py"))
+    spec = importlib.util.spec_from_file_location("_fp8kit_" + name, os.path.join(HERE, "fp8kit", name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.loadable_build(build_dir)
+    return mod
+
+
+def _loadable_build(build_dir):
+    """fp8kit/_builds.py's rule (sanitizer builds are skipped)."""
+    return _load_module("_builds").loadable_build(build_dir)
+
+
+def _version():
+    """The package version: include/fp8kit.h's, else (an unpacked sdist) PKG-INFO's."""
+    header = os.path.join(REPO, "include", "fp8kit.h")
+    if os.path.isfile(header):
+        return _load_module("_header").header_version(header)
+    try:
+        with open(os.path.join(HERE, "PKG-INFO"), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    raise RuntimeError("fp8kit setup: no %s (the one definition of the version) and no PKG-INFO" % header)
+
+
+VERSION = _version()
 
 
 def _existing_build():
@@ -70,6 +98,10 @@ def _cmake_build():
 class BuildPyWithLibrary(build_py):
     def run(self):
         super().run()
+        if not self.dry_run:
+            with open(os.path.join(self.build_lib, "fp8kit", "_version.py"), "w") as f:
+                f.write('"""_version.py - written by setup.py\'s build step from include/fp8kit.h."""\n'
+                        "__version__ = %r\n" % VERSION)
         lib = os.environ.get("FP8KIT_LIBRARY")
         if lib and not os.path.isfile(lib):
             lib = None
@@ -89,4 +121,4 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildPyWithLibrary}, distclass=BinaryDistribution)
+setup(version=VERSION, cmdclass={"build_py": BuildPyWithLibrary}, distclass=BinaryDistribution)

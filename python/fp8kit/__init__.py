@@ -18,9 +18,9 @@ from typing import Optional as _Optional, Tuple as _Tuple, Union as _Union
 import numpy as _np
 
 from . import _lib
-from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, LibraryNotFoundError, OutQuant,
-                   QuantDesc, Rounding, ScaleLayout, ScaleMode, Scheme, Status, Tensor, candidate_paths,
-                   library_path)
+from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, LibraryNotFoundError,
+                   LibraryVersionError, OutQuant, QuantDesc, Rounding, ScaleLayout, ScaleMode, Scheme, Status, Tensor,
+                   candidate_paths, library_path)
 from ._arrays import TaggedArray, dtype_of_name
 from ._context import Context, clear_contexts, get_context, parse_device
 from ._context import DeviceLike as _DeviceLike
@@ -34,18 +34,22 @@ from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileErro
                      MisalignedError, NullPointerError, OutOfMemoryError, SizeOverflowError, UnsupportedError,
                      WorkspaceTooSmallError)
 
-__version__ = "0.1.0"
+# the one version of fp8kit is include/fp8kit.h's FP8KIT_VERSION_* (setup.py's build writes it into
+# fp8kit/_version.py; from the source tree it is read from the header); loading a libfp8kit of
+# another version raises LibraryVersionError
+__version__ = _lib.package_version()
 
 __all__ = [
     "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "quant_shapes", "to_float32", "TaggedArray",
     "Context", "get_context", "clear_contexts", "parse_device", "version", "library_path", "backend_available",
-    "FP8KitError", "Status", "DType", "Backend", "Scheme", "Rounding", "ScaleLayout", "ScaleMode",
-    "Activation", "BiasMode", "OutQuant",
+    "FP8KitError", "LibraryNotFoundError", "LibraryVersionError", "Status", "DType", "Backend", "Scheme",
+    "Rounding", "ScaleLayout", "ScaleMode", "Activation", "BiasMode", "OutQuant",
 ]
 
 
 def version() -> str:
-    """Version string of the loaded C library ("MAJOR.MINOR.PATCH")."""
+    """Version string of the loaded C library ("MAJOR.MINOR.PATCH"; loading
+    checks that it is __version__)."""
     return _lib.decode(_lib.load().fp8kit_version_string())
 
 

@@ -9,6 +9,10 @@ found, in this order, at:
   2. the package directory (a library copied in by `pip install ./python`),
   3. ../build*/ of the source tree this package sits in (newest first),
   4. ctypes.util.find_library("fp8kit") (system paths, LD_LIBRARY_PATH).
+A candidate whose fp8kit_version_string() is not this package's version
+(package_version()) is passed over like one that fails to load; when no
+candidate is left, load() raises LibraryVersionError naming both versions and
+each library's path.
 """
 import ctypes
 import ctypes.util
@@ -19,6 +23,7 @@ import sys
 import threading
 
 from ._builds import loadable_build
+from ._header import header_version
 
 # ------------------------------------------------------------------ enums
 
@@ -233,6 +238,34 @@ class LibraryNotFoundError(OSError):
     """libfp8kit could not be found or loaded."""
 
 
+class LibraryVersionError(LibraryNotFoundError, RuntimeError):
+    """The libfp8kit found is another version than this package's."""
+
+
+_package_version = None
+
+
+def package_version():
+    """This package's version (fp8kit.__version__): the _version.py that
+    setup.py's build step writes into the built package, else (running from
+    the source tree) the FP8KIT_VERSION_* lines of the repository's
+    include/fp8kit.h, the one definition of the version."""
+    global _package_version
+    if _package_version is None:
+        try:
+            from ._version import __version__ as v
+        except ImportError:
+            repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            header = os.path.join(repo, "include", "fp8kit.h")
+            try:
+                v = header_version(header)
+            except (OSError, ValueError) as e:
+                raise ImportError("fp8kit: cannot tell the package's version: no fp8kit/_version.py (written when "
+                                  "the package is built: pip install ./python) and %s" % e) from None
+        _package_version = v
+    return _package_version
+
+
 _lib = None
 _lib_path = None
 _lib_lock = threading.Lock()
@@ -303,7 +336,8 @@ def load(path=None):
         if _lib is not None and path is None:
             return _lib
         tried = [path] if path else candidate_paths()
-        errors = []
+        errors, mismatched = [], []
+        want = package_version()
         for p in tried:
             try:
                 lib = ctypes.CDLL(p)
@@ -311,8 +345,17 @@ def load(path=None):
             except (OSError, AttributeError) as e:
                 errors.append("%s: %s" % (p, e))
                 continue
+            got = decode(lib.fp8kit_version_string())
+            if got != want:
+                mismatched.append("%s is libfp8kit %s" % (p, got))
+                continue
             _lib, _lib_path = lib, p
             return lib
+        if mismatched:
+            raise LibraryVersionError(
+                "fp8kit: the Python package is version %s but %s; rebuild the library from the same source "
+                "(cmake --build build), reinstall the package, or set FP8KIT_LIBRARY to a libfp8kit %s%s"
+                % (want, "; ".join(mismatched), want, (". Not loadable: " + "; ".join(errors)) if errors else ""))
         msg = "fp8kit: libfp8kit could not be loaded. Build it (cmake -S . -B build && " \
               "cmake --build build) or set FP8KIT_LIBRARY to its path."
         if errors:
