@@ -3,7 +3,8 @@ lines. fp8kit.__version__ and the library's fp8kit_version_string() equal
 it, pyproject.toml and the package hard-code none (setup.py reads the header
 and its build step writes fp8kit/_version.py into the built package only),
 and loading a library of another version raises LibraryVersionError naming
-both versions and the library's path."""
+both versions and the library's path. Also the license metadata setup.py
+writes (MIT, with its classifier)."""
 import os
 import re
 import shutil
@@ -116,3 +117,13 @@ def test_setup_reads_the_header_and_writes_version_py_into_the_build(tmp_path):
     assert not (py / "fp8kit" / "_version.py").exists()
     info = (tmp_path / "fp8kit.egg-info" / "PKG-INFO").read_text()
     assert re.search(r"^Version: %s$" % re.escape(want), info, re.M)
+
+
+@in_source_tree
+def test_license_metadata(tmp_path):
+    pytest.importorskip("setuptools")
+    py = _scratch_copy(tmp_path)
+    _setup(py, "egg_info", "--egg-base", str(tmp_path))
+    info = (tmp_path / "fp8kit.egg-info" / "PKG-INFO").read_text()
+    assert re.search(r"^License(-Expression)?: MIT$", info, re.M), info[:2000]
+    assert re.search(r"^Classifier: License :: OSI Approved :: MIT License$", info, re.M)
