@@ -1,4 +1,4 @@
-"""spec_ref.py - an independent numpy implementation of SPEC.md sections 1-2
+"""spec_ref.py - an independent numpy implementation of docs/spec.md sections 1-2
 (fp8 decode/encode, the fp32-scale schemes, MX scales, scale layouts), written
 from the spec text alone and used as the oracle of the binding's tests. It
 shares no code with the C library: fp8 values come from decoding bit fields,
@@ -17,7 +17,7 @@ EMAX_ELEM = {"e4m3": 8, "e5m2": 15}
 
 
 def decode_table(fmt):
-    """float64 value of each of the 256 codes, from the bit fields (SPEC 1)."""
+    """float64 value of each of the 256 codes, from the bit fields (docs/spec.md 1)."""
     eb, mb, bias, _, _ = FMT[fmt]
     out = np.empty(256, dtype=np.float64)
     for code in range(256):
@@ -44,7 +44,7 @@ def decode(codes, fmt):
 
 
 def encode(x, fmt):
-    """fp32 -> fp8 codes, satfinite round-to-nearest-even (SPEC 1)."""
+    """fp32 -> fp8 codes, satfinite round-to-nearest-even (docs/spec.md 1)."""
     with np.errstate(invalid="ignore"):
         x = np.asarray(x, dtype=F32).astype(np.float64)
     _, _, _, maxcode, nan = FMT[fmt]
@@ -86,7 +86,7 @@ def pow2_ceil(s):
 
 
 def fp32_group(g, fmt, pow2):
-    """SPEC 2.1 for one group: (S, codes)."""
+    """docs/spec.md 2.1 for one group: (S, codes)."""
     g = np.asarray(g, dtype=F32)
     amax = _amax(g)
     if amax == 0:
@@ -131,7 +131,7 @@ def mx_recip(s):
 
 
 def mx_block(g, fmt, rounding):
-    """SPEC 2.2 for one block of 32: (scale byte, codes)."""
+    """docs/spec.md 2.2 for one block of 32: (scale byte, codes)."""
     g = np.asarray(g, dtype=F32)
     if not np.isfinite(g).all():
         return 255, np.full(g.shape, FMT[fmt][4], dtype=np.uint8)
@@ -141,7 +141,7 @@ def mx_block(g, fmt, rounding):
 
 
 def blocked_offset(r, c, Cp):
-    """SPEC 2.3 tensor-core 128x4 layout offset."""
+    """docs/spec.md 2.3 tensor-core 128x4 layout offset."""
     return ((r // 128) * (Cp // 4) + c // 4) * 512 + (r % 32) * 16 + ((r % 128) // 32) * 4 + c % 4
 
 

@@ -1,6 +1,6 @@
 """test_gemm.py - fp8kit.scaled_mm through the binding on numpy arrays (CPU
 backend) against an fp64 reference computed from the dequantized operands,
-within SPEC.md section 3's bounds (fp32 1e-5, bf16 4e-3, fp16 1e-3), for
+within docs/spec.md section 3's bounds (fp32 1e-5, bf16 4e-3, fp16 1e-3), for
 every scale mode, layouts, epilogue options and fp8 outputs."""
 import math
 
@@ -175,7 +175,7 @@ def test_fused_output_quantization(oq, rng):
         assert sd.shape == (M, 2) and sd.dtype == F32
         deq = fp8kit.dequantize(d, sd, scheme="block1x128")
     assert rel_err(deq, want) <= 0.07
-    # bit-exact SPEC 2 quantization of y rounded to bf16: the reference applied to the library's
+    # bit-exact docs/spec.md 2 quantization of y rounded to bf16: the reference applied to the library's
     # own bf16 output agrees (same GEMM, so the same y)
     y = fp8kit.scaled_mm(qa, qw.T, sa, sw.T, out_dtype="bfloat16")
     rq, rs = ref.quantize(ref.bf16_bits_to_f32(np.asarray(y)), oq)

@@ -1,6 +1,6 @@
 """test_grouped.py - fp8kit.grouped_mm (fp8kit_grouped_gemm) on the CPU
 backend: against per-group fp8kit.scaled_mm (bit for bit) and an fp64
-reference within SPEC.md section 3's bounds, empty groups and rows past the
+reference within docs/spec.md section 3's bounds, empty groups and rows past the
 last offset, torch CPU tensors when torch is installed, and bad input."""
 import numpy as np
 import pytest
@@ -119,7 +119,7 @@ def test_torch_cpu_matches_numpy(rng):
 
 
 def test_cuda_matches_cpu(rng):
-    """The CUDA kernel (device offs) against the CPU backend: bf16 within SPEC 3, rows past the last offset
+    """The CUDA kernel (device offs) against the CPU backend: bf16 within docs/spec.md 3, rows past the last offset
     unwritten; host offs are refused; invalid device offs write nothing and set status."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):

@@ -1,6 +1,6 @@
 """test_quantize.py - fp8kit.quantize / dequantize / cast through the binding
 on numpy arrays (CPU backend), bit for bit against spec_ref.py, an independent
-numpy implementation of SPEC.md sections 1-2."""
+numpy implementation of docs/spec.md sections 1-2."""
 import itertools
 import warnings
 
@@ -161,8 +161,8 @@ def test_strided_input_and_out_arrays(rng):
     assert same_f32(sbuf, rs)
 
 
-# ---------------------------------------------------- SPEC 2.2 edge table
-MX_TABLE = [  # value, FLOOR (s, q), RCEIL (s, q) - SPEC.md section 2.2 (e4m3)
+# ---------------------------------------------------- docs/spec.md 2.2 edge table
+MX_TABLE = [  # value, FLOOR (s, q), RCEIL (s, q) - docs/spec.md section 2.2 (e4m3)
     (0.0, (0, 0x00), (0, 0x00)),
     (2.0 ** -126, (0, 0x40), (0, 0x40)),
     (448.0, (127, 0x7E), (127, 0x7E)),

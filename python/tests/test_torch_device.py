@@ -1,7 +1,7 @@
 """test_torch_device.py - the torch CUDA path on a machine with a GPU, torch
 and a CUDA build of libfp8kit (skipped otherwise): quantize on CUDA tensors
-bit-exact to the CPU backend and the numpy SPEC reference, scaled_mm against
-torch._scaled_mm within SPEC section 3's bounds, the current-stream rule, CUDA
+bit-exact to the CPU backend and the numpy docs/spec.md reference, scaled_mm against
+torch._scaled_mm within docs/spec.md section 3's bounds, the current-stream rule, CUDA
 graph capture, torch.library.opcheck of the custom ops and torch.compile
 tracing through them, several threads sharing plans, and the checks of the
 plan-cache hot path."""
@@ -70,7 +70,7 @@ def test_scaled_mm_vs_torch(mode, out_dtype, monkeypatch):
     sa_t = sa if mode == "row" else sa.reshape(())
     sb_t = sbt if mode == "row" else sw.reshape(())
     if out_dtype == torch.float32:
-        # precise fp32 output (the fp16-copy path with its workspace) meets SPEC's 1e-5
+        # precise fp32 output (the fp16-copy path with its workspace) meets docs/spec.md's 1e-5
         d = fp8kit.scaled_mm(qa, qw.t(), sa, sbt, out_dtype=out_dtype)
         torch.cuda.synchronize()
         assert d.dtype == torch.float32 and _rel(d, want) <= 1e-5, _rel(d, want)
@@ -86,7 +86,7 @@ def test_scaled_mm_vs_torch(mode, out_dtype, monkeypatch):
         assert d.dtype == torch.float32 and torch.equal(d, d2)
         assert _rel(d, want) <= F32_PROMOTED_BOUND
         monkeypatch.delenv("FK_GEMM_PROMO")
-        # plain fast accumulation (no promotion) next to cuBLASLt's fast accumulation (SPEC: <= 1.5x of it)
+        # plain fast accumulation (no promotion) next to cuBLASLt's fast accumulation (docs/spec.md: <= 1.5x of it)
         ours = _rel(fp8kit.scaled_mm(qa, qw.t(), sa, sbt, out_dtype=out_dtype, fast_accum=True), want)
         theirs = _rel(torch._scaled_mm(qa, qw.t(), sa_t, sb_t, out_dtype=out_dtype, use_fast_accum=True), want)
         assert ours <= max(1.5 * theirs, F32_PROMOTED_BOUND), (ours, theirs)
