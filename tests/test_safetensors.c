@@ -344,6 +344,20 @@ static void direct_quant(fp8kit_ctx *ctx, const st_tensor *t, const fp8kit_quant
     free(x);
 }
 
+/* st_conv_opts.note: the last weight kept in high precision and why */
+typedef struct kept_note {
+    int n, why;
+    char name[64];
+} kept_note;
+
+static void note_kept(void *user, const char *tensor, st_keep_reason why)
+{
+    kept_note *k = user;
+    k->n++;
+    k->why = (int)why;
+    snprintf(k->name, sizeof k->name, "%s", tensor);
+}
+
 static void test_convert(fp8kit_ctx *ctx)
 {
     const src_tensor ts[] = {{"a.weight", ST_BF16, 300, 96},   /* rows not a multiple of 128 */
@@ -432,7 +446,7 @@ static void test_convert(fp8kit_ctx *ctx)
                     void *sbuf = malloc(sbb);
                     memcpy(sbuf, sc->data, sbb);
                     fp8kit_tensor qq = fp8kit_tensor_make((void *)qt->data, FP8KIT_E4M3, 2, qt->shape);
-                    fp8kit_tensor ss = fp8kit_tensor_make(sbuf, sc->dtype == ST_F8_E8M0 ? FP8KIT_E8M0 : FP8KIT_F32,
+                    fp8kit_tensor ss = fp8kit_tensor_make(sbuf, sc->dtype == ST_F8_E8M0 || sc->dtype == ST_U8 ? FP8KIT_E8M0 : FP8KIT_F32,
                                                           sc->ndim, sc->shape);
                     fp8kit_tensor yy = fp8kit_tensor_make(ref, FP8KIT_F32, 2, qt->shape);
                     CHECK_STATUS(fp8kit_dequantize(ctx, &d, &qq, &ss, &yy, NULL), FP8KIT_OK);
@@ -460,14 +474,29 @@ static void test_convert(fp8kit_ctx *ctx)
     const src_tensor odd[] = {{"odd.weight", ST_BF16, 4, 33}};
     snprintf(src, sizeof src, "%s/odd.safetensors", tmpdir);
     make_src(src, odd, 1, 0, 5);
-    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_ERR_INVALID_SHAPE);
-    CHECK(strstr(err, "odd.weight") && strstr(err, "odd.safetensors"), "names file and tensor: %s", err);
-    CHECK(access(out, F_OK) != 0 && count_tmp(tmpdir) == 0, "nothing written");
+    /* mxfp8 cannot take K = 33: the weight is kept in high precision and named */
+    kept_note kn = {0, -1, ""};
+    o.note = note_kept, o.note_user = &kn;
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_OK);
+    CHECK(kn.n == 1 && kn.why == ST_KEEP_SHAPE && !strcmp(kn.name, "odd.weight"), "K = 33 kept: %d %d %s", kn.n,
+          kn.why, kn.name);
+    CHECK(stats.quantized == 0 && stats.copied == 1 && stats.kept == 1, "kept tensor copied");
+    unlink(out);
     const char *globs[] = {"odd.*"};
     o.exclude = globs;
     o.nexclude = 1;
+    kn.n = 0;
     CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_OK);
     CHECK(stats.quantized == 0 && stats.copied == 1, "excluded tensor copied");
+    CHECK(kn.n == 1 && kn.why == ST_KEEP_EXCLUDED, "excluded: reason %d", kn.why);
+    const char *none[] = {"nothing.*"};
+    o.exclude = none;
+    unlink(out);
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(err, "nothing.*") && strstr(err, "matches no tensor"), "an --exclude matching nothing: %s", err);
+    CHECK(access(out, F_OK) != 0 && count_tmp(tmpdir) == 0, "nothing written");
+    o.exclude = globs;
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_OK);
     CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_ERR_IO);
     CHECK(strstr(err, "exists") != NULL, "no overwrite without force: %s", err);
     unlink(out);

@@ -56,6 +56,7 @@ typedef struct cli_name {
 } cli_name;
 extern const cli_name cli_dtype_names[];       /* fp8kit_dtype: bf16 / bfloat16, fp32 / f32 / float32, ... */
 extern const cli_name cli_ckpt_scheme_names[]; /* st_scheme: fp8-tensor / tensor, ..., mxfp8 / mx */
+extern const cli_name cli_ckpt_format_names[]; /* st_format: fp8, compressed-tensors */
 extern const cli_name cli_scale_mode_names[];  /* fp8kit_scale_mode: tensor, row, block, mx (+ Python's) */
 extern const cli_name cli_act_names[];         /* fp8kit_activation */
 extern const cli_name cli_backend_names[];     /* fp8kit_backend */

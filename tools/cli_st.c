@@ -3,8 +3,8 @@
  *     (or the Python names tensor, row, block, mx: cli_ckpt_scheme_names)
  *   fp8kit dequantize IN OUT [--dtype bf16|fp16|fp32] ...
  *   fp8kit inspect FILE|DIR
- * IN is a .safetensors file or a directory with model.safetensors.index.json
- * (then OUT is a directory). The work is done by src/io (st_convert); this
+ * IN is a .safetensors file, or a model directory (model.safetensors, or a
+ * sharded model.safetensors.index.json): OUT is then a model directory. The work is done by src/io (st_convert); this
  * file parses options, creates the context (device buffers through
  * cli_alloc/cli_upload/cli_download for a CUDA context), draws the progress
  * bar on a terminal and prints the one-line summary. */
@@ -16,42 +16,59 @@
 
 #include "cli.h"
 #include "io/safetensors.h"
+#include "io/st_model.h"
 
 /* ------------------------------------------------------------------ usage */
 static void quantize_usage(FILE *f)
 {
     fprintf(f,
         "usage: fp8kit quantize IN OUT --scheme fp8-tensor|fp8-row|fp8-block|mxfp8\n"
-        "                       [--rounding floor|rceil] [--pow2] [--exclude GLOB]...\n"
+        "                       [--format fp8|compressed-tensors] [--exclude GLOB]...\n"
+        "                       [--quantize-all] [--rounding floor|rceil] [--pow2]\n"
         "                       [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
         "                       [--quiet] [--json]\n"
         "\n"
-        "Quantizes every 2-D F32/F16/BF16 tensor whose name ends in \".weight\" (unless a\n"
-        "--exclude glob matches its name) to F8_E4M3 with its scales (docs/spec.md section 5):\n"
-        "  fp8-tensor  X.weight_scale      F32 []                  one scale per tensor\n"
-        "  fp8-row     X.weight_scale      F32 [N, 1]              one scale per row\n"
-        "  fp8-block   X.weight_scale_inv  F32 [ceil(N/128), ceil(K/128)]  (dequant = q * scale_inv)\n"
-        "  mxfp8       X.weight_scale      F8_E8M0 [N, K/32]       (K must be a multiple of 32)\n"
+        "IN is a .safetensors file (OUT is then a file), or a model directory holding\n"
+        "model.safetensors or a sharded model.safetensors.index.json: OUT is then a complete\n"
+        "model directory (the same weight files, every other file copied byte for byte,\n"
+        "config.json given the format's quantization_config, the index rebuilt).\n"
+        "Every 2-D F32/F16/BF16 tensor named \"*.weight\" becomes F8_E4M3 with a scale\n"
+        "tensor (dequant = decode(q) * scale), named by --format (docs/spec.md section 5):\n"
+        "  scheme      --format fp8 (transformers,vLLM)    --format compressed-tensors\n"
+        "  fp8-tensor  X.weight_scale_inv F32 []           X.weight_scale F32 [1]\n"
+        "  fp8-row     -                                   X.weight_scale F32 [N, 1]\n"
+        "  fp8-block   X.weight_scale_inv F32 [N/128, K/128] (rounded up, both formats)\n"
+        "  mxfp8       X.weight_scale_inv F8_E8M0 [N, K/32]  X.weight_scale U8 [N, K/32]\n"
+        "Default --format: fp8 for fp8-block, compressed-tensors for the others.\n"
+        "Kept in high precision (and listed as ignored in config.json): embeddings,\n"
+        "lm_head and MoE router gates unless --quantize-all; --exclude matches; weights\n"
+        "the scheme cannot take (mxfp8: K not a multiple of 32), with a warning.\n"
         "Every other tensor is copied unchanged; __metadata__ is kept and gets a\n"
-        "\"quantization\" entry. IN may be a directory holding model.safetensors.index.json;\n"
-        "OUT is then a directory with the same shards and a new index.\n"
+        "\"quantization\" entry. An input that already holds fp8 tensors is refused.\n"
         "\n"
         "  --scheme S     ");
     cli_print_names(f, cli_ckpt_scheme_names, ~0u, "\n                 ");
     fprintf(f,
         "\n"
         "                 (the names after '=' are the Python binding's and the C API's)\n"
+        "  --format F     ");
+    cli_print_names(f, cli_ckpt_format_names, ~0u, "\n                 ");
+    fprintf(f,
+        "\n"
+        "  --exclude G    keep tensors whose name (or module name, without \".weight\")\n"
+        "                 matches the glob in high precision (repeatable; a glob that\n"
+        "                 matches nothing is an error)\n"
+        "  --quantize-all quantize embeddings, lm_head and router gates too\n"
         "  --rounding R   mxfp8 scale rule: floor (OCP, default) or rceil\n"
         "  --pow2         fp32-scale schemes: round each scale up to a power of two\n"
-        "  --exclude G    leave tensors whose names match the glob alone (repeatable)\n"
         "  --backend B    auto (default: CUDA when usable), cpu or cuda\n"
         "  --threads N    CPU backend threads (default: OpenMP's)\n"
-        "  --force        replace an existing OUT\n"
+        "  --force        replace an existing OUT (a directory is swapped in in one step)\n"
         "  --no-fsync     do not flush OUT to disk before renaming it into place\n"
         "  --quiet        no progress bar and no summary; --json: the summary as JSON\n"
         "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
         "OUT is written under a temporary name next to it and renamed when complete: a\n"
-        "failure or Ctrl-C leaves no partial file.\n"
+        "failure or Ctrl-C leaves no partial output. OUT may not be IN or lie inside it.\n"
         "Exit status: 0 ok, 1 failed (nothing written), 2 bad arguments or OUT exists\n"
         "without --force (nothing read or written).\n");
 }
@@ -63,12 +80,15 @@ static void dequantize_usage(FILE *f)
         "                         [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
         "                         [--quiet] [--json]\n"
         "\n"
-        "Turns every F8_E4M3/F8_E5M2 tensor X that has a scale tensor X_scale or\n"
-        "X_scale_inv back into --dtype (default bf16): y = decode(q) * S, rounded to\n"
-        "nearest even. The scheme is recognised from the scale's dtype and shape\n"
-        "(F32 [] tensor, [N,1] row, [N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)]\n"
-        "128x128, F8_E8M0 [N,K/32] mxfp8; docs/spec.md section 5). The scale tensors are\n"
-        "dropped, every other tensor is copied, the \"quantization\" metadata entry is removed.\n"
+        "Turns every F8_E4M3/F8_E5M2 tensor X that has a scale tensor X_scale\n"
+        "(compressed-tensors) or X_scale_inv (fp8 / DeepSeek) back into --dtype\n"
+        "(default bf16): y = decode(q) * S, rounded to nearest even. The scheme is\n"
+        "recognised from the scale's dtype and shape: [] or [1] tensor, [N,1] row,\n"
+        "[N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)] 128x128 (F32, BF16 or F16),\n"
+        "[N,K/32] F8_E8M0 or U8 mxfp8 (docs/spec.md section 5). The scale tensors are\n"
+        "dropped, every other tensor is copied, the \"quantization\" metadata entry is\n"
+        "removed. IN may be a model directory (as for quantize): config.json then\n"
+        "loses its quantization_config.\n"
         "\n"
         "  --dtype D      ");
     cli_print_names(f, cli_dtype_names, CLI_HP_DTYPES, ", ");
@@ -86,8 +106,10 @@ static void inspect_usage(FILE *f)
     fprintf(f,
         "usage: fp8kit inspect FILE|DIR [--json]\n"
         "\n"
-        "Validates a safetensors file (or a sharded checkpoint directory) and lists its\n"
-        "metadata and tensors: name, dtype, shape, bytes.\n"
+        "Validates a safetensors file (or a model directory: model.safetensors or a\n"
+        "sharded checkpoint) and lists its metadata and tensors (name, dtype, shape,\n"
+        "bytes), then the quantization convention it recognises: fp8 (weight_scale_inv)\n"
+        "or compressed-tensors (weight_scale) and the scheme of each group of weights.\n"
         "Exit status: 0 ok, 1 if it is corrupt or cannot be read, 2 on bad arguments.\n");
 }
 
@@ -164,6 +186,66 @@ static const char *mem_err(void *u)
     return cli_cuda_last_error();
 }
 
+/* Weights kept in high precision, grouped by reason for the summary, and
+ * warnings (st_conv_opts.note / .warn). */
+typedef struct notes {
+    int count[ST_KEEP_SHAPE + 1];
+    char *first[ST_KEEP_SHAPE + 1];
+    char **shape; /* every weight kept for its shape is named (a warning) */
+    int nshape;
+    char *warn[8];
+    int nwarn;
+} notes;
+
+static void note_kept(void *user, const char *tensor, st_keep_reason why)
+{
+    notes *n = user;
+    if (n->count[why]++ == 0)
+        n->first[why] = strdup(tensor);
+    if (why == ST_KEEP_SHAPE) {
+        char **p = realloc(n->shape, (size_t)(n->nshape + 1) * sizeof *p);
+        if (p) {
+            n->shape = p;
+            if ((p[n->nshape] = strdup(tensor)))
+                n->nshape++;
+        }
+    }
+}
+
+static void note_warn(void *user, const char *msg)
+{
+    notes *n = user;
+    if (n->nwarn < 8 && (n->warn[n->nwarn] = strdup(msg)))
+        n->nwarn++;
+}
+
+static void notes_print(const notes *n, const char *cmd, int quiet)
+{
+    for (int r = 0; r <= ST_KEEP_SHAPE && !quiet; r++) {
+        if (!n->count[r] || r == ST_KEEP_SHAPE)
+            continue;
+        printf("%s: kept in high precision: %d weight%s (e.g. ", cmd, n->count[r], n->count[r] == 1 ? "" : "s");
+        print_plain(stdout, n->first[r] ? n->first[r] : "?");
+        printf("): %s\n", st_keep_reason_text((st_keep_reason)r));
+    }
+    for (int i = 0; i < n->nshape; i++) {
+        fprintf(stderr, "fp8kit %s: warning: kept in high precision: ", cmd);
+        print_plain(stderr, n->shape[i]);
+        fprintf(stderr, ": %s\n", st_keep_reason_text(ST_KEEP_SHAPE));
+    }
+}
+
+static void notes_free(notes *n)
+{
+    for (int r = 0; r <= ST_KEEP_SHAPE; r++)
+        free(n->first[r]);
+    for (int i = 0; i < n->nshape; i++)
+        free(n->shape[i]);
+    free(n->shape);
+    for (int i = 0; i < n->nwarn; i++)
+        free(n->warn[i]);
+}
+
 /* OUT exists and --force was not given: a refusal of the command line, not
  * an I/O failure. One line, exit status 2 (CLI_EXIT_USAGE). */
 static int refuse_existing(const char *cmd, const char *out)
@@ -179,7 +261,7 @@ static int convert_main(int argc, char **argv, int deq)
 {
     const char *cmd = deq ? "dequantize" : "quantize";
     enum { O_SCHEME = 256, O_ROUNDING, O_POW2, O_EXCLUDE, O_DTYPE, O_BACKEND, O_THREADS, O_FORCE, O_NO_FSYNC,
-           O_JSON };
+           O_JSON, O_FORMAT, O_ALL };
 #define FK_COMMON_OPTS                                                                         \
     {"help", no_argument, NULL, 'h'}, {"exclude", required_argument, NULL, O_EXCLUDE},          \
     {"backend", required_argument, NULL, O_BACKEND}, {"threads", required_argument, NULL, O_THREADS}, \
@@ -190,13 +272,15 @@ static int convert_main(int argc, char **argv, int deq)
         {"scheme", required_argument, NULL, O_SCHEME},
         {"rounding", required_argument, NULL, O_ROUNDING},
         {"pow2", no_argument, NULL, O_POW2},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"quantize-all", no_argument, NULL, O_ALL},
         {NULL, 0, NULL, 0}};
     static const struct option deq_lo[] = {
         FK_COMMON_OPTS,
         {"dtype", required_argument, NULL, O_DTYPE},
         {NULL, 0, NULL, 0}};
 #undef FK_COMMON_OPTS
-    int have_scheme = 0, quiet = 0, json = 0, set_rounding = 0, c, bad = 0, scheme = 0;
+    int have_scheme = 0, quiet = 0, json = 0, set_rounding = 0, c, bad = 0, scheme = 0, format = 0;
     int64_t threads = -1;
     fp8kit_backend backend = FP8KIT_BACKEND_AUTO;
     st_conv_opts o;
@@ -222,6 +306,11 @@ static int convert_main(int argc, char **argv, int deq)
             set_rounding = 1;
             break;
         case O_POW2: o.pow2 = 1; break;
+        case O_FORMAT:
+            bad = cli_parse_name(cmd, "--format", optarg, cli_ckpt_format_names, ~0u, &format);
+            o.format = (st_format)format;
+            break;
+        case O_ALL: o.quantize_all = 1; break;
         case O_EXCLUDE: ex[o.nexclude++] = optarg; break;
         case O_DTYPE: bad = cli_parse_dtype(cmd, "--dtype", optarg, CLI_HP_DTYPES, &o.out_dtype); break;
         case O_BACKEND: bad = cli_parse_backend(cmd, optarg, &backend); break;
@@ -246,6 +335,9 @@ static int convert_main(int argc, char **argv, int deq)
             bad = cli_usage_error(cmd, "--pow2 applies to the fp32-scale schemes (mxfp8 scales are powers of two)");
         else if (!deq && set_rounding && o.scheme != ST_SCHEME_MXFP8)
             bad = cli_usage_error(cmd, "--rounding applies to mxfp8 only");
+        else if (!deq && o.format != ST_FORMAT_DEFAULT && !st_format_supports(o.format, o.scheme))
+            bad = cli_usage_error(cmd, "--format %s has no %s layout (use --format compressed-tensors)",
+                                  st_format_name(o.format), st_scheme_name(o.scheme));
     }
     if (bad) {
         free(ex);
@@ -272,6 +364,10 @@ static int convert_main(int argc, char **argv, int deq)
     progress pg = {!quiet && !json && isatty(STDERR_FILENO), 0.0};
     o.progress = progress_draw;
     o.progress_user = &pg;
+    notes nt = {0};
+    o.note = note_kept;
+    o.warn = note_warn;
+    o.note_user = &nt;
 
     st_stats s;
     char err[1024];
@@ -282,6 +378,12 @@ static int convert_main(int argc, char **argv, int deq)
     snprintf(describe, sizeof describe, "%s", fp8kit_ctx_describe(ctx));
     fp8kit_ctx_destroy(ctx);
     free(ex);
+    if (!st && !json)
+        notes_print(&nt, cmd, quiet);
+    if (!st && !json)
+        for (int i = 0; i < nt.nwarn; i++)
+            fprintf(stderr, "fp8kit %s: warning: %s\n", cmd, nt.warn[i]);
+    notes_free(&nt);
     if (st == FP8KIT_ERR_IO && !o.force && strstr(err, "exists (use --force"))
         return refuse_existing(cmd, out); /* OUT appeared while converting */
     if (st) {
@@ -297,13 +399,17 @@ static int convert_main(int argc, char **argv, int deq)
         printf(",\"out\":");
         cli_json_str(stdout, out);
         if (!deq)
-            printf(",\"scheme\":\"%s\"", st_scheme_name(o.scheme));
+            printf(",\"scheme\":\"%s\",\"format\":\"%s\"", st_scheme_name(o.scheme),
+                   st_format_name(o.format ? o.format : st_format_default(o.scheme)));
+        else
+            printf(",\"convention\":\"%s\"", s.convention ? s.convention : "none");
         printf(",\"backend\":");
         cli_json_str(stdout, describe);
-        printf(",\"tensors\":%lld,\"quantized\":%lld,\"dequantized\":%lld,\"copied\":%lld,"
-               "\"in_bytes\":%llu,\"out_bytes\":%llu,\"seconds\":",
+        printf(",\"tensors\":%lld,\"quantized\":%lld,\"dequantized\":%lld,\"copied\":%lld,\"kept\":%lld,"
+               "\"other_files\":%lld,\"in_bytes\":%llu,\"out_bytes\":%llu,\"seconds\":",
                (long long)s.tensors_total, (long long)s.quantized, (long long)s.dequantized, (long long)s.copied,
-               (unsigned long long)s.in_bytes_total, (unsigned long long)s.out_bytes);
+               (long long)s.kept, (long long)s.other_files, (unsigned long long)s.in_bytes_total,
+               (unsigned long long)s.out_bytes);
         cli_json_num(stdout, s.seconds);
         printf(",\"gbps\":");
         cli_json_num(stdout, gbps);
@@ -312,13 +418,20 @@ static int convert_main(int argc, char **argv, int deq)
         char ib[32], ob[32];
         fmt_bytes(ib, sizeof ib, (double)s.in_bytes_total);
         fmt_bytes(ob, sizeof ob, (double)s.out_bytes);
+        char files[64] = "";
+        if (s.other_files)
+            snprintf(files, sizeof files, ", %lld other files", (long long)s.other_files);
         if (deq)
-            printf("%s: %lld tensors dequantized, %lld copied; in %s, out %s; %.2f s, %.2f GB/s (%s)\n", cmd,
-                   (long long)s.dequantized, (long long)s.copied, ib, ob, s.seconds, gbps, describe);
+            printf("%s: %lld tensors dequantized (%s convention), %lld copied%s; in %s, out %s; %.2f s, %.2f GB/s "
+                   "(%s)\n",
+                   cmd, (long long)s.dequantized, s.convention ? s.convention : "no", (long long)s.copied, files, ib,
+                   ob, s.seconds, gbps, describe);
         else
-            printf("%s: %lld tensors quantized (%s), %lld copied; in %s, out %s; %.2f s, %.2f GB/s (%s)\n", cmd,
-                   (long long)s.quantized, st_scheme_name(o.scheme), (long long)s.copied, ib, ob, s.seconds, gbps,
-                   describe);
+            printf("%s: %lld tensors quantized (%s, format %s), %lld copied (%lld weights kept in high precision)%s; "
+                   "in %s, out %s; %.2f s, %.2f GB/s (%s)\n",
+                   cmd, (long long)s.quantized, st_scheme_name(o.scheme),
+                   st_format_name(o.format ? o.format : st_format_default(o.scheme)), (long long)s.copied,
+                   (long long)s.kept, files, ib, ob, s.seconds, gbps, describe);
     }
     return CLI_EXIT_OK;
 }
@@ -423,47 +536,70 @@ int cli_cmd_inspect(int argc, char **argv)
     if (optind + 1 < argc)
         return cli_usage_error(cmd, "unexpected argument '%s' (one FILE or DIR)", argv[optind + 1]);
     const char *path = argv[optind];
-    char err[1024];
+    char err[1024], conv[512];
     st_file f;
     st_index ix;
+    st_input inp;
     int first = 1;
-    struct stat sb;
-    int is_dir = !stat(path, &sb) && S_ISDIR(sb.st_mode);
-    fp8kit_status st = is_dir ? st_index_open(path, &ix, err, sizeof err) : st_open(path, &f, err, sizeof err);
+    memset(&f, 0, sizeof f);
+    memset(&ix, 0, sizeof ix);
+    fp8kit_status st = st_input_classify(path, &inp, err, sizeof err);
+    int sharded = !st && inp.kind == ST_INPUT_SHARDED;
+    if (!st)
+        st = sharded ? st_index_open(inp.dir, &ix, err, sizeof err) : st_open(inp.file, &f, err, sizeof err);
     if (st) {
+        st_input_free(&inp);
         fprintf(stderr, "fp8kit inspect: ");
         print_plain(stderr, err);
         fprintf(stderr, "\n");
         return CLI_EXIT_FAIL;
     }
-    if (!is_dir) {
+    if (!sharded) {
+        const st_file *one = &f;
+        st_describe_quant(&one, 1, conv, sizeof conv);
         if (json) {
             printf("{\"op\":\"inspect\",\"file\":");
-            cli_json_str(stdout, path);
-            printf(",\"header_bytes\":%llu,\"data_bytes\":%llu,", (unsigned long long)f.header_len,
+            cli_json_str(stdout, inp.file);
+            printf(",\"header_bytes\":%llu,\"data_bytes\":%llu,\"quantization\":", (unsigned long long)f.header_len,
                    (unsigned long long)f.data_size);
+            cli_json_str(stdout, conv);
+            printf(",");
             inspect_meta_json(&f);
             printf(",\"tensors\":[");
             inspect_file(&f, NULL, 1, &first);
             printf("]}\n");
         } else {
             inspect_file(&f, NULL, 0, &first);
+            printf("quantization: %s\n", conv);
         }
         st_close(&f);
+        st_input_free(&inp);
         return CLI_EXIT_OK;
     }
+    const st_file **fl = calloc(ix.nshards + 1, sizeof *fl);
+    for (size_t i = 0; fl && i < ix.nshards; i++)
+        fl[i] = &ix.files[i];
+    if (fl)
+        st_describe_quant(fl, ix.nshards, conv, sizeof conv);
+    else
+        snprintf(conv, sizeof conv, "?");
+    free(fl);
     if (json) {
         printf("{\"op\":\"inspect\",\"dir\":");
-        cli_json_str(stdout, path);
-        printf(",\"shards\":%zu,\"tensors\":[", ix.nshards);
+        cli_json_str(stdout, inp.dir);
+        printf(",\"shards\":%zu,\"quantization\":", ix.nshards);
+        cli_json_str(stdout, conv);
+        printf(",\"tensors\":[");
         for (size_t i = 0; i < ix.nshards; i++)
             inspect_file(&ix.files[i], ix.shards[i], 1, &first);
         printf("]}\n");
     } else {
-        printf("%s: sharded checkpoint, %zu shards (index %s)\n", path, ix.nshards, ix.index_path);
+        printf("%s: sharded checkpoint, %zu shards (index %s)\n", inp.dir, ix.nshards, ix.index_path);
         for (size_t i = 0; i < ix.nshards; i++)
             inspect_file(&ix.files[i], ix.shards[i], 0, &first);
+        printf("quantization: %s\n", conv);
     }
+    st_input_free(&inp);
     st_index_close(&ix);
     return CLI_EXIT_OK;
 }

@@ -140,6 +140,13 @@ const cli_name cli_ckpt_scheme_names[] = {
     {"mxfp8", ST_SCHEME_MXFP8}, {"mx", ST_SCHEME_MXFP8},
     {NULL, 0}};
 
+/* Checkpoint conventions (quantize --format), as fp8kit.quantize_checkpoint's format= */
+const cli_name cli_ckpt_format_names[] = {
+    {"fp8", ST_FORMAT_FP8}, {"finegrained-fp8", ST_FORMAT_FP8}, {"deepseek", ST_FORMAT_FP8},
+    {"compressed-tensors", ST_FORMAT_COMPRESSED_TENSORS}, {"compressed_tensors", ST_FORMAT_COMPRESSED_TENSORS},
+    {"ct", ST_FORMAT_COMPRESSED_TENSORS},
+    {NULL, 0}};
+
 /* GEMM scale modes (gemm --scale), as fp8kit.gemm's scale_mode= */
 const cli_name cli_scale_mode_names[] = {
     {"tensor", FP8KIT_SCALE_TENSOR}, {"tensorwise", FP8KIT_SCALE_TENSOR},

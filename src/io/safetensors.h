@@ -189,6 +189,9 @@ typedef struct st_mem_ops {
 typedef struct st_stats {
     int64_t tensors_total, tensors_done;
     int64_t quantized, dequantized, copied; /* input tensors by action */
+    int64_t kept;                           /* quantize: 2-D float weights kept in high precision */
+    int64_t other_files;                    /* model directory: other files copied (config.json included) */
+    const char *convention;                 /* dequantize: "fp8", "compressed-tensors", "mixed" or NULL */
     uint64_t in_bytes_total, in_bytes_done; /* input tensor bytes */
     uint64_t out_bytes;                     /* bytes of the written files */
     double seconds;
@@ -196,9 +199,34 @@ typedef struct st_stats {
 
 typedef void (*st_progress_fn)(void *user, const st_stats *s, int final);
 
+/* The tensor naming and config.json convention of the output (docs/spec.md 5). */
+typedef enum st_format {
+    ST_FORMAT_DEFAULT,           /* the scheme's default (st_format_default) */
+    ST_FORMAT_FP8,               /* transformers FineGrainedFP8 / vLLM fp8 / DeepSeek-V3: weight_scale_inv */
+    ST_FORMAT_COMPRESSED_TENSORS /* compressed-tensors (llm-compressor, vLLM, transformers): weight_scale */
+} st_format;
+
+const char *st_format_name(st_format f); /* "fp8", "compressed-tensors" */
+st_format st_format_default(st_scheme s);
+/* 1 when the scheme can be written in the format. */
+int st_format_supports(st_format f, st_scheme s);
+
+/* Why a 2-D floating "*.weight" stays in high precision (st_conv_opts.note). */
+typedef enum st_keep_reason {
+    ST_KEEP_EMBEDDING,  /* default exclude: token / position embeddings */
+    ST_KEEP_LM_HEAD,    /* default exclude: the output projection */
+    ST_KEEP_ROUTER,     /* default exclude: an MoE router gate */
+    ST_KEEP_EXCLUDED,   /* matched an --exclude glob */
+    ST_KEEP_SHAPE       /* the scheme cannot take its shape (mxfp8: K not a multiple of 32) */
+} st_keep_reason;
+
+const char *st_keep_reason_text(st_keep_reason r);
+
 typedef struct st_conv_opts {
     int dequantize;            /* 0: quantize, 1: dequantize */
     st_scheme scheme;          /* quantize */
+    st_format format;          /* quantize: output convention */
+    int quantize_all;          /* quantize: no default excludes (embeddings, lm_head, router gates) */
     fp8kit_rounding rounding;  /* mxfp8 */
     int pow2;                  /* fp32-scale schemes */
     const char *const *exclude; /* globs (fnmatch) of tensor names left alone */
@@ -210,7 +238,22 @@ typedef struct st_conv_opts {
     const st_mem_ops *mem;     /* NULL: host buffers */
     st_progress_fn progress;
     void *progress_user;
+    /* quantize: called once per 2-D floating weight kept in high precision,
+     * during planning (before anything is written) */
+    void (*note)(void *user, const char *tensor, st_keep_reason why);
+    void (*warn)(void *user, const char *message); /* a problem that did not stop the run */
+    void *note_user;                               /* passed to note and warn */
 } st_conv_opts;
+
+/* Which scheme the scale tensor sc of the fp8 weight w stores ("_scale_inv"
+ * when inv): 1 and *scheme, *R x *C (the 2-D view of w) set, or 0. Both
+ * conventions of docs/spec.md 5 are read (F32/BF16/F16 fp32 scales, [] or [1]
+ * per-tensor, F8_E8M0 or U8 mx scales). */
+int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_scheme *scheme, int64_t *R,
+                    int64_t *C);
+/* One line naming the quantization convention of a checkpoint, e.g. "fp8
+ * (weight_scale_inv): 7 weights 128x128" or "not quantized (no fp8 tensors)". */
+void st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen);
 
 /* Converts IN (a .safetensors file, or a directory holding
  * model.safetensors.index.json) to OUT (a file, or a directory of the same

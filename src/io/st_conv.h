@@ -25,6 +25,7 @@ typedef struct cv_item {
     int64_t R, C;           /* 2-D view of src */
     int out_main, out_scale; /* positions in the file's output list, -1 = none */
     char *scale_name;       /* quantize: owned name of the scale tensor */
+    int kept;               /* quantize: a weight kept in high precision (copied) */
 } cv_item;
 
 typedef struct cv_file {
@@ -58,6 +59,8 @@ typedef struct cv {
     char *err;
     size_t errlen;
     size_t slab;
+    st_format format;       /* quantize: resolved output convention */
+    int seen_conv;          /* dequantize: 1 "_scale_inv" (fp8) seen, 2 "_scale" (compressed-tensors) seen */
     char quant_json[512];
     st_pipe *pipe;          /* writer thread and output buffers */
     cv_buf hs, hx;          /* host: input scales (dequantize), unaligned input staging */
@@ -85,12 +88,16 @@ fp8kit_status cv_fail(cv *c, fp8kit_status st, const char *fmt, ...) __attribute
 int cv_fk_dtype(st_dtype t, fp8kit_dtype *out);
 st_dtype cv_st_dtype(fp8kit_dtype t);
 char *cv_concat(const char *a, const char *b);
+/* Does an --exclude glob match the tensor name (or its module name)? */
+int cv_exclude_matches(const char *glob, const char *name);
 /* Items of one file (names: global name -> file << 32 | tensor over files). */
 fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *files);
 /* Dequantize: marks each scale tensor some weight consumes as dropped. */
 void cv_mark_dropped(cv_file *files, size_t nfiles);
 /* Output list in layout order, offsets, metadata and header of one file. */
 fp8kit_status cv_layout_file(cv *c, cv_file *f);
+/* config.json's quantization_config for c->format (new reference). */
+json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles);
 /* The quantization entry written into __metadata__ (c->quant_json). */
 void cv_quant_json(cv *c);
 

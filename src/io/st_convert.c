@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/codec.h"
 #include "io/st_conv.h"
+#include "io/st_model.h"
 
 #define CV_DEFAULT_SLAB ((size_t)64 << 20)
 
@@ -214,8 +216,10 @@ static fp8kit_status cv_dequant(cv *c, uint64_t base, const cv_file *f, const cv
     const size_t yes = fp8kit_dtype_size(yd);
     const int64_t N = it->R, K = it->C;
     const uint64_t yoff = base + f->out_off[it->out_main];
-    const size_t sbytes = (size_t)(sc->end - sc->begin);
-    c->stats->in_bytes_done += sbytes;
+    const size_t sin = (size_t)(sc->end - sc->begin);
+    const int wide = sc->dtype == ST_BF16 || sc->dtype == ST_F16; /* widened to f32 (exact) */
+    const size_t sbytes = wide ? sin * 2 : sin;
+    c->stats->in_bytes_done += sin;
     if (N == 0 || K == 0)
         return FP8KIT_OK;
     const int dev = c->mem != NULL;
@@ -223,7 +227,16 @@ static fp8kit_status cv_dequant(cv *c, uint64_t base, const cv_file *f, const cv
     fp8kit_status st = cv_buf_need(c, &c->hs, sbytes);
     if (st)
         return st;
-    memcpy(c->hs.p, sc->data, sbytes);
+    if (wide) {
+        float *hs = c->hs.p;
+        for (size_t i = 0; i < sin / 2; i++) {
+            uint16_t h;
+            memcpy(&h, sc->data + 2 * i, 2);
+            hs[i] = sc->dtype == ST_BF16 ? fk_bf16_to_f32(h) : fk_f16_to_f32(h);
+        }
+    } else {
+        memcpy(c->hs.p, sc->data, sin);
+    }
     if (dev && ((st = cv_buf_need(c, &c->ds, sbytes)) || (st = cv_upload(c, c->ds.p, c->hs.p, sbytes, tq))))
         return st;
     const int64_t rs = cv_slab_rows(c, it, (size_t)K * yes, 0);
@@ -382,15 +395,6 @@ static fp8kit_status cv_write_index(cv *c, const st_index *ix, const cv_file *fi
     return st;
 }
 
-/* Parent directory of a path without trailing slashes. */
-static char *cv_dirname(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    if (!s)
-        return strdup(".");
-    return s == path ? strdup("/") : strndup(path, (size_t)(s - path));
-}
-
 /* path without trailing slashes ("/" stays). */
 static char *cv_strip(const char *path)
 {
@@ -431,42 +435,38 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     clock_gettime(CLOCK_MONOTONIC, &c->t0);
     if (err && errlen)
         err[0] = '\0';
-    if (!o->dequantize)
+    if (!o->dequantize) {
+        c->format = o->format == ST_FORMAT_DEFAULT ? st_format_default(o->scheme) : o->format;
+        if (!st_format_supports(c->format, o->scheme))
+            return cv_fail(c, FP8KIT_ERR_UNSUPPORTED, "--format %s has no %s layout (use --format %s)",
+                           st_format_name(c->format), st_scheme_name(o->scheme),
+                           st_format_name(ST_FORMAT_COMPRESSED_TENSORS));
         cv_quant_json(c);
+    }
 
     /* inputs */
+    st_input inp;
     st_file single;
     st_index ix;
     memset(&single, 0, sizeof single);
     memset(&ix, 0, sizeof ix);
-    struct stat sb;
-    if (stat(in, &sb))
-        return cv_fail(c, FP8KIT_ERR_IO, "%s: %s", in, strerror(errno));
-    int sharded = S_ISDIR(sb.st_mode);
-    char *indir = NULL;
-    fp8kit_status st = FP8KIT_OK;
-    if (!sharded) {
-        const char *b = strrchr(in, '/');
-        sharded = !strcmp(b ? b + 1 : in, ST_INDEX_NAME);
-        if (sharded)
-            indir = cv_dirname(in);
-    } else {
-        indir = strdup(in);
-    }
-    if (sharded && !indir)
-        return cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
-    st = sharded ? st_index_open(indir, &ix, err, errlen) : st_open(in, &single, err, errlen);
-    free(indir);
+    fp8kit_status st = st_input_classify(in, &inp, err, errlen);
     if (st)
         return st;
+    const int sharded = inp.kind == ST_INPUT_SHARDED, model_dir = inp.kind != ST_INPUT_FILE;
+    st = sharded ? st_index_open(inp.dir, &ix, err, errlen) : st_open(inp.file, &single, err, errlen);
     size_t nfiles = sharded ? ix.nshards : 1;
-    cv_file *files = calloc(nfiles ? nfiles : 1, sizeof *files);
-    json_t *names = json_object();
-    char *tmpdir = NULL;
-    int dir_slot = -1, *slots = NULL;
-    size_t nslots = 0;
-    int out_exists = 0;
-    if (!files || !names || !(slots = calloc(2 * nfiles + 2, sizeof *slots))) {
+    cv_file *files = NULL;
+    json_t *names = NULL, *config = NULL, *qcfg = NULL;
+    st_tmp_tree tree;
+    memset(&tree, 0, sizeof tree);
+    const char **skip = NULL;
+    char *ipath = NULL;
+    if (st)
+        goto done;
+    files = calloc(nfiles ? nfiles : 1, sizeof *files);
+    names = json_object();
+    if (!files || !names) {
         st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -486,43 +486,54 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     }
 
     /* output location: checked before anything is created */
+    if ((st = st_check_out_vs_in(model_dir ? inp.dir : inp.file, out, model_dir, err, errlen)))
+        goto done;
     struct stat ob;
     if (!lstat(out, &ob)) {
-        out_exists = 1;
         if (!o->force) {
             st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists (use --force to overwrite)", out);
             goto done;
         }
-        if (sharded && !S_ISDIR(ob.st_mode)) {
-            st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists and is not a directory (a sharded checkpoint is written "
+        if (model_dir && !S_ISDIR(ob.st_mode)) {
+            st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists and is not a directory (a model directory is written "
                                            "as a directory)", out);
             goto done;
         }
-        if (!sharded && S_ISDIR(ob.st_mode)) {
-            st = cv_fail(c, FP8KIT_ERR_IO, "%s: is a directory (give the output file's name)", out);
+        if (!model_dir && !S_ISREG(ob.st_mode)) {
+            st = cv_fail(c, FP8KIT_ERR_IO, "%s: %s", out, S_ISDIR(ob.st_mode) ? "is a directory (give the output "
+                                                                               "file's name)"
+                                                                             : "is not a regular file (not replaced)");
             goto done;
         }
     }
-    if (sharded) {
-        char *parent = cv_dirname(out);
-        const char *base = strrchr(out, '/');
-        base = base && base[1] ? base + 1 : "out";
-        tmpdir = parent ? malloc(strlen(parent) + strlen(base) + 24) : NULL;
-        if (tmpdir)
-            sprintf(tmpdir, "%s/.%s.tmp-XXXXXX", parent, base);
-        free(parent);
-        if (!tmpdir) {
-            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
-            goto done;
-        }
+    /* config.json: read (and, quantizing, refused when already quantized) */
+    if (model_dir && (st = st_config_load(inp.dir, &config, err, errlen)))
+        goto done;
+    if (config && !o->dequantize && json_object_get(config, "quantization_config")) {
+        json_t *qm = json_object_get(json_object_get(config, "quantization_config"), "quant_method");
+        st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT,
+                     "%s/config.json: the model is already quantized (quantization_config, quant_method '%s'); "
+                     "dequantize it first",
+                     inp.dir, json_is_string(qm) ? json_string_value(qm) : "?");
+        goto done;
     }
     /* plan everything */
     for (size_t i = 0; i < nfiles && !st; i++)
         st = cv_plan_file(c, &files[i], names, files);
     if (!st && o->dequantize)
         cv_mark_dropped(files, nfiles);
+    for (int g = 0; g < o->nexclude && !st; g++) {
+        int hit = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach(names, key, v) if (cv_exclude_matches(o->exclude[g], key)) hit = 1;
+        if (!hit)
+            st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT, "--exclude '%s' matches no tensor of %s", o->exclude[g], in);
+    }
     for (size_t i = 0; i < nfiles && !st; i++)
         st = cv_layout_file(c, &files[i]);
+    if (!st && config && !o->dequantize && !(qcfg = cv_quant_config(c, files, nfiles)))
+        st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (quantization_config)");
     if (st)
         goto done;
     if (c->mem) {
@@ -532,26 +543,21 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         }
     }
 
-    /* write */
+    /* write: a model directory is built in a temporary directory next to OUT */
     if (!(c->pipe = st_pipe_create(c->mem != NULL))) {
         st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "cannot start the writer thread");
         goto done;
     }
-    if (sharded) {
-        if (!mkdtemp(tmpdir)) {
-            st = cv_fail(c, FP8KIT_ERR_IO, "%s: cannot create a temporary directory next to it: %s", out,
-                         strerror(errno));
-            goto done;
-        }
-        dir_slot = st_tmp_register(tmpdir, 1);
-    }
+    if (model_dir && (st = st_tree_create(&tree, out, err, errlen)))
+        goto done;
     for (size_t i = 0; i < nfiles; i++) {
-        if (!(files[i].final_path = sharded ? cv_join(tmpdir, files[i].shard) : strdup(out))) {
+        const char *name = sharded ? files[i].shard : ST_SINGLE_NAME;
+        if (!(files[i].final_path = model_dir ? cv_join(tree.root, name) : strdup(out))) {
             st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
             goto done;
         }
-        if (sharded)
-            slots[nslots++] = st_tmp_register(files[i].final_path, 0);
+        if (model_dir && (st = st_tree_add(&tree, files[i].final_path, 0, err, errlen)))
+            goto done;
     }
     for (size_t i = 0; i < nfiles && !st; i++) {
         st_writer w;
@@ -561,52 +567,54 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         if (!st)
             st = st_writer_finish(&w, err, errlen);
         if (!st)
-            st = st_writer_commit(&w, sharded ? 0 : o->force, err, errlen);
+            st = st_writer_commit(&w, model_dir ? 0 : o->force, err, errlen);
         st_writer_abort(&w);
     }
-    if (!st && sharded) {
-        char *ipath = cv_join(tmpdir, ST_INDEX_NAME);
-        if (!ipath) {
+    if (st)
+        goto done;
+    if (sharded) {
+        if (!(ipath = cv_join(tree.root, ST_INDEX_NAME))) {
             st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
             goto done;
         }
-        slots[nslots++] = st_tmp_register(ipath, 0);
-        st = cv_write_index(c, &ix, files, ipath);
-        free(ipath);
+        if ((st = st_tree_add(&tree, ipath, 0, err, errlen)) || (st = cv_write_index(c, &ix, files, ipath)))
+            goto done;
     }
-    if (!st && sharded) {
-        if (!out_exists) {
-            int e = st_rename(tmpdir, out, 0);
-            if (e)
-                st = cv_fail(c, FP8KIT_ERR_IO, "%s: %s", out, e == EEXIST ? "appeared while converting (not "
-                                                                          "overwritten)" : strerror(e));
-        } else { /* --force into an existing directory: shards first, index last */
-            for (size_t i = 0; i <= nfiles && !st; i++) {
-                const char *name = i < nfiles ? files[i].shard : ST_INDEX_NAME;
-                char *from = cv_join(tmpdir, name), *to = cv_join(out, name);
-                if (!from || !to || rename(from, to))
-                    st = cv_fail(c, FP8KIT_ERR_IO, "%s: cannot move into place: %s", to ? to : out,
-                                 strerror(errno));
-                free(from), free(to);
-            }
-            if (!st)
-                (void)rmdir(tmpdir);
+    if (model_dir) { /* the model's other files, then config.json */
+        size_t nskip = 0;
+        if (!(skip = calloc(nfiles + 3, sizeof *skip))) {
+            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
         }
-        if (!st) { /* nothing is temporary any more */
-            for (size_t i = 0; i < nslots; i++)
-                st_tmp_forget(slots[i]);
-            st_tmp_forget(dir_slot);
-            nslots = 0, dir_slot = -1;
-        }
+        for (size_t i = 0; i < nfiles; i++)
+            skip[nskip++] = sharded ? files[i].shard : ST_SINGLE_NAME;
+        skip[nskip++] = ST_INDEX_NAME;
+        if (config)
+            skip[nskip++] = ST_CONFIG_NAME;
+        uint64_t before = stats->out_bytes;
+        size_t tracked = tree.n;
+        if ((st = st_copy_model_files(&tree, inp.dir, skip, nskip, o->no_fsync, &stats->out_bytes, err, errlen)))
+            goto done;
+        if (config && (st = st_config_write(&tree, config, o->dequantize ? NULL : qcfg, o->no_fsync,
+                                            &stats->out_bytes, err, errlen)))
+            goto done;
+        stats->other_files = (int64_t)(tree.n - tracked);
+        (void)before;
+        char warn[600] = "";
+        if ((st = st_tree_commit(&tree, out, o->force, o->no_fsync, warn, sizeof warn, err, errlen)))
+            goto done;
+        if (warn[0] && o->warn)
+            o->warn(o->note_user, warn);
     }
-    if (!st)
-        cv_progress(c, 1);
+    if (o->dequantize)
+        stats->convention = c->seen_conv == 1 ? "fp8" : c->seen_conv == 2 ? "compressed-tensors"
+                            : c->seen_conv == 3                          ? "mixed (fp8 and compressed-tensors)"
+                                                                         : NULL;
+    cv_progress(c, 1);
 done:
-    for (size_t i = nslots; i-- > 0;)
-        st_tmp_remove(slots[i]);
-    st_tmp_remove(dir_slot);
-    free(slots);
-    free(tmpdir);
+    st_tree_discard(&tree);
+    free(skip);
+    free(ipath);
     st_pipe_destroy(c->pipe);
     cv_buf *bufs[] = {&c->hs, &c->hx, &c->dx, &c->dq, &c->ds, &c->dy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -615,8 +623,11 @@ done:
         cv_file_free(&files[i]);
     free(files);
     json_decref(names);
+    json_decref(config);
+    json_decref(qcfg);
     st_close(&single);
     st_index_close(&ix);
+    st_input_free(&inp);
     stats->seconds = cv_elapsed(c);
     return st;
 }

@@ -68,11 +68,93 @@ static int cv_ends_with(const char *s, const char *suffix)
     return a >= b && !memcmp(s + a - b, suffix, b);
 }
 
+const char *st_format_name(st_format f)
+{
+    switch (f) {
+    case ST_FORMAT_FP8: return "fp8";
+    case ST_FORMAT_COMPRESSED_TENSORS: return "compressed-tensors";
+    case ST_FORMAT_DEFAULT: break;
+    }
+    return "default";
+}
+
+st_format st_format_default(st_scheme s)
+{
+    return s == ST_SCHEME_FP8_BLOCK ? ST_FORMAT_FP8 : ST_FORMAT_COMPRESSED_TENSORS;
+}
+
+int st_format_supports(st_format f, st_scheme s)
+{
+    return f == ST_FORMAT_COMPRESSED_TENSORS || (f == ST_FORMAT_FP8 && s != ST_SCHEME_FP8_ROW);
+}
+
+const char *st_keep_reason_text(st_keep_reason r)
+{
+    switch (r) {
+    case ST_KEEP_EMBEDDING: return "embedding (kept by default; --quantize-all to quantize)";
+    case ST_KEEP_LM_HEAD: return "output projection (kept by default; --quantize-all to quantize)";
+    case ST_KEEP_ROUTER: return "MoE router gate (kept by default; --quantize-all to quantize)";
+    case ST_KEEP_EXCLUDED: return "matched --exclude";
+    case ST_KEEP_SHAPE: return "mxfp8 needs K (the last dim) to be a multiple of 32";
+    }
+    return "?";
+}
+
+/* Does glob g match the tensor's name, or its module's (the name without
+ * ".weight")? */
+static int cv_glob_matches(const char *g, const char *name)
+{
+    if (!fnmatch(g, name, 0))
+        return 1;
+    size_t n = strlen(name);
+    if (n > 7 && !strcmp(name + n - 7, ".weight")) {
+        char mod[512];
+        if (n - 7 < sizeof mod) {
+            memcpy(mod, name, n - 7);
+            mod[n - 7] = '\0';
+            return !fnmatch(g, mod, 0);
+        }
+    }
+    return 0;
+}
+
 static int cv_excluded(const st_conv_opts *o, const char *name)
 {
     for (int i = 0; i < o->nexclude; i++)
-        if (!fnmatch(o->exclude[i], name, 0))
+        if (cv_glob_matches(o->exclude[i], name))
             return 1;
+    return 0;
+}
+
+int cv_exclude_matches(const char *glob, const char *name) { return cv_glob_matches(glob, name); }
+
+/* The last component of a module path ("model.layers.0.mlp.gate" -> "gate"),
+ * given a tensor name ending in ".weight". */
+static void cv_leaf(const char *name, char *out, size_t n)
+{
+    size_t len = strlen(name);
+    if (len > 7 && !strcmp(name + len - 7, ".weight"))
+        len -= 7;
+    size_t b = len;
+    while (b > 0 && name[b - 1] != '.')
+        b--;
+    size_t k = len - b < n - 1 ? len - b : n - 1;
+    memcpy(out, name + b, k);
+    out[k] = '\0';
+}
+
+/* docs/spec.md 5's default excludes: which of them a weight is, if any. */
+static int cv_default_keep(const char *name, st_keep_reason *why)
+{
+    char leaf[128];
+    cv_leaf(name, leaf, sizeof leaf);
+    if (strstr(leaf, "embed") || !strcmp(leaf, "wte") || !strcmp(leaf, "wpe") || !strcmp(leaf, "tok_embeddings"))
+        return *why = ST_KEEP_EMBEDDING, 1;
+    if (!strcmp(leaf, "lm_head") || !strcmp(name, "output.weight") || !strcmp(leaf, "embed_out"))
+        return *why = ST_KEEP_LM_HEAD, 1;
+    if (!strcmp(leaf, "gate") || !strcmp(leaf, "router") || !strcmp(leaf, "shared_expert_gate") ||
+        !strcmp(leaf, "router_gate"))
+        return *why = ST_KEEP_ROUTER, 1;
     return 0;
 }
 
@@ -116,46 +198,110 @@ static void cv_shape_text(const st_tensor *t, char *buf, size_t n)
         snprintf(buf + o, n - o, "]");
 }
 
-/* Dequantize: which scheme the scale tensor sc of the fp8 weight w encodes. */
-static fp8kit_status cv_detect(cv *c, const st_tensor *w, const st_tensor *sc, int inv, cv_item *it)
+/* Dequantize: which scheme the scale tensor sc of the fp8 weight w encodes.
+ * Both conventions of docs/spec.md 5 are read: "_scale_inv" (fp8) and
+ * "_scale" (compressed-tensors); fp32 scales may be stored as F32, BF16 or F16
+ * (widened exactly), a per-tensor scale as [] or [1], e8m0 scales as F8_E8M0
+ * or as U8 bytes. */
+int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_scheme *scheme, int64_t *R, int64_t *C)
 {
-    char wq[160], sq[160], ws[96], ss[96];
-    st_quote(w->name, wq, sizeof wq);
-    st_quote(sc->name, sq, sizeof sq);
-    cv_shape_text(w, ws, sizeof ws);
-    cv_shape_text(sc, ss, sizeof ss);
-    fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_TENSOR);
-    d.elem = w->dtype == ST_F8_E5M2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
     int64_t n1 = st_numel(sc);
-    int ok = 0;
+    int fscale = sc->dtype == ST_F32 || sc->dtype == ST_BF16 || sc->dtype == ST_F16;
+    int escale = sc->dtype == ST_F8_E8M0 || sc->dtype == ST_U8;
+    int one = fscale && n1 == 1 && sc->ndim <= 1;
     if (w->ndim == 2) {
         int64_t N = w->shape[0], K = w->shape[1];
         int64_t row[2] = {N, 1}, b1[2] = {N, (K + 127) / 128}, b2[2] = {(N + 127) / 128, (K + 127) / 128},
                 mx[2] = {N, K / 32};
-        it->R = N, it->C = K;
-        if (sc->dtype == ST_F32 && inv && cv_same_shape(sc, 2, b2))
-            d.scheme = FP8KIT_SCHEME_BLOCK128X128, ok = 1;
-        else if (sc->dtype == ST_F32 && !inv && n1 == 1 && sc->ndim <= 1)
-            d.scheme = FP8KIT_SCHEME_TENSOR, ok = 1;
-        else if (sc->dtype == ST_F32 && !inv && cv_same_shape(sc, 2, row))
-            d.scheme = FP8KIT_SCHEME_ROW, ok = 1;
-        else if (sc->dtype == ST_F32 && !inv && cv_same_shape(sc, 2, b1))
-            d.scheme = FP8KIT_SCHEME_BLOCK1X128, ok = 1;
-        else if (sc->dtype == ST_F32 && !inv && cv_same_shape(sc, 2, b2))
-            d.scheme = FP8KIT_SCHEME_BLOCK128X128, ok = 1;
-        else if (sc->dtype == ST_F8_E8M0 && !inv && K % 32 == 0 && cv_same_shape(sc, 2, mx))
-            d.scheme = FP8KIT_SCHEME_MX, ok = 1;
-    } else if (w->ndim <= 4 && sc->dtype == ST_F32 && !inv && n1 == 1 && sc->ndim <= 1) {
-        d.scheme = FP8KIT_SCHEME_TENSOR, ok = 1; /* any rank: one scale */
-        it->C = w->ndim ? w->shape[w->ndim - 1] : 1;
-        it->R = it->C ? st_numel(w) / it->C : 0;
+        *R = N, *C = K;
+        if (fscale && inv && cv_same_shape(sc, 2, b2))
+            return *scheme = FP8KIT_SCHEME_BLOCK128X128, 1;
+        if (one)
+            return *scheme = FP8KIT_SCHEME_TENSOR, 1;
+        if (fscale && cv_same_shape(sc, 2, row))
+            return *scheme = FP8KIT_SCHEME_ROW, 1;
+        if (fscale && !inv && cv_same_shape(sc, 2, b1))
+            return *scheme = FP8KIT_SCHEME_BLOCK1X128, 1;
+        if (fscale && cv_same_shape(sc, 2, b2))
+            return *scheme = FP8KIT_SCHEME_BLOCK128X128, 1;
+        if (escale && K % 32 == 0 && cv_same_shape(sc, 2, mx))
+            return *scheme = FP8KIT_SCHEME_MX, 1;
+        return 0;
     }
-    if (!ok)
+    if (w->ndim <= 4 && one) { /* any rank: one scale */
+        *C = w->ndim ? w->shape[w->ndim - 1] : 1;
+        *R = *C ? st_numel(w) / *C : 0;
+        return *scheme = FP8KIT_SCHEME_TENSOR, 1;
+    }
+    return 0;
+}
+
+static fp8kit_status cv_detect(cv *c, const st_tensor *w, const st_tensor *sc, int inv, cv_item *it)
+{
+    fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_TENSOR);
+    d.elem = w->dtype == ST_F8_E5M2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
+    if (!st_scale_scheme(w, sc, inv, &d.scheme, &it->R, &it->C)) {
+        char wq[160], sq[160], ws[96], ss[96];
+        st_quote(w->name, wq, sizeof wq);
+        st_quote(sc->name, sq, sizeof sq);
+        cv_shape_text(w, ws, sizeof ws);
+        cv_shape_text(sc, ss, sizeof ss);
         return cv_fail(c, FP8KIT_ERR_CORRUPT_FILE,
                        "tensor '%s' (%s %s) does not fit any scale scheme for the weight '%s' (%s %s)", sq,
                        st_dtype_name(sc->dtype), ss, wq, st_dtype_name(w->dtype), ws);
+    }
     it->desc = d;
+    c->seen_conv |= inv ? 1 : 2;
     return FP8KIT_OK;
+}
+
+void st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen)
+{
+    static const char *names[] = {"tensor", "row", "1x128", "128x128", "mx"};
+    int64_t count[2][5] = {{0}}, fp8 = 0, unknown = 0;
+    for (size_t f = 0; f < nfiles; f++)
+        for (size_t i = 0; i < files[f]->ntensors; i++) {
+            const st_tensor *w = &files[f]->tensors[i];
+            if (w->dtype != ST_F8_E4M3 && w->dtype != ST_F8_E5M2)
+                continue;
+            fp8++;
+            const st_tensor *sc = NULL;
+            int inv = 0;
+            char *sn = cv_concat(w->name, "_scale"), *si = cv_concat(w->name, "_scale_inv");
+            for (size_t g = 0; g < nfiles && !sc; g++) {
+                if (sn && (sc = st_find(files[g], sn)))
+                    inv = 0;
+                else if (si && (sc = st_find(files[g], si)))
+                    inv = 1;
+            }
+            free(sn), free(si);
+            fp8kit_scheme s;
+            int64_t R, C;
+            if (sc && st_scale_scheme(w, sc, inv, &s, &R, &C) && (unsigned)s < 5)
+                count[inv][s]++;
+            else
+                unknown++;
+        }
+    size_t o = 0;
+    out[0] = '\0';
+    if (!fp8) {
+        snprintf(out, outlen, "not quantized (no fp8 tensors)");
+        return;
+    }
+    for (int inv = 1; inv >= 0; inv--)
+        for (int s = 0; s < 5; s++)
+            if (count[inv][s] && o < outlen)
+                o += (size_t)snprintf(out + o, outlen - o, "%s%s (%s): %lld weights %s", o ? "; " : "",
+                                      inv ? "fp8" : "compressed-tensors", inv ? "weight_scale_inv" : "weight_scale",
+                                      (long long)count[inv][s], names[s]);
+    if (unknown && o < outlen)
+        snprintf(out + o, outlen - o, "%s%lld fp8 tensors without a recognised scale", o ? "; " : "",
+                 (long long)unknown);
+}
+
+static int cv_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 static int cv_cmp_begin(const void *a, const void *b)
@@ -204,8 +350,30 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
         it->out_main = it->out_scale = -1;
         st_quote(t->name, tq, sizeof tq);
         if (!o->dequantize) {
-            if (t->ndim == 2 && (t->dtype == ST_F32 || t->dtype == ST_F16 || t->dtype == ST_BF16) &&
-                cv_ends_with(t->name, ".weight") && !cv_excluded(o, t->name)) {
+            if (t->dtype == ST_F8_E4M3 || t->dtype == ST_F8_E5M2 || t->dtype == ST_F8_E8M0) {
+                st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT,
+                             "%s: tensor '%s' is already %s: the input is an fp8 checkpoint (dequantize it "
+                             "first with 'fp8kit dequantize')",
+                             in->path ? in->path : "input", tq, st_dtype_name(t->dtype));
+                break;
+            }
+            st_keep_reason why;
+            int weight = t->ndim == 2 && (t->dtype == ST_F32 || t->dtype == ST_F16 || t->dtype == ST_BF16) &&
+                         cv_ends_with(t->name, ".weight");
+            int keep = 0;
+            if (weight && cv_excluded(o, t->name))
+                keep = 1, why = ST_KEEP_EXCLUDED;
+            else if (weight && !o->quantize_all && cv_default_keep(t->name, &why))
+                keep = 1;
+            else if (weight && o->scheme == ST_SCHEME_MXFP8 && t->shape[1] % 32)
+                keep = 1, why = ST_KEEP_SHAPE;
+            if (keep) {
+                it->kept = 1;
+                c->stats->kept++;
+                if (o->note)
+                    o->note(o->note_user, t->name, why);
+            }
+            if (weight && !keep) {
                 it->act = CV_QUANT;
                 it->R = t->shape[0];
                 it->C = t->shape[1];
@@ -216,14 +384,7 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
                     it->desc.rounding = o->rounding;
                 else
                     it->desc.pow2 = o->pow2 ? 1 : 0;
-                if (o->scheme == ST_SCHEME_MXFP8 && it->C % 32) {
-                    st = cv_fail(c, FP8KIT_ERR_INVALID_SHAPE,
-                                 "%s: tensor '%s': mxfp8 needs the last dim to be a multiple of 32, it is %lld "
-                                 "(exclude it with --exclude)",
-                                 in->path ? in->path : "input", tq, (long long)it->C);
-                    break;
-                }
-                it->scale_name = cv_concat(t->name, o->scheme == ST_SCHEME_FP8_BLOCK ? "_scale_inv" : "_scale");
+                it->scale_name = cv_concat(t->name, c->format == ST_FORMAT_FP8 ? "_scale_inv" : "_scale");
                 if (!it->scale_name) {
                     st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
                     break;
@@ -297,13 +458,13 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
             /* docs/spec.md section 5's table (st_convert.c checks each slab against
              * fp8kit_quant_shapes) */
             int64_t N = it->R, K = it->C, ss[2] = {0, 0};
-            int snd = 2;
+            int snd = 2, ct = c->format == ST_FORMAT_COMPRESSED_TENSORS;
             st_dtype sdt = ST_F32;
             switch (it->desc.scheme) {
-            case FP8KIT_SCHEME_TENSOR: snd = 0; break;
+            case FP8KIT_SCHEME_TENSOR: snd = ct ? 1 : 0, ss[0] = 1; break; /* [1] or [] */
             case FP8KIT_SCHEME_ROW: ss[0] = N, ss[1] = 1; break;
             case FP8KIT_SCHEME_BLOCK128X128: ss[0] = (N + 127) / 128, ss[1] = (K + 127) / 128; break;
-            default: ss[0] = N, ss[1] = K / 32, sdt = ST_F8_E8M0; break;
+            default: ss[0] = N, ss[1] = K / 32, sdt = ct ? ST_U8 : ST_F8_E8M0; break; /* e8m0 bytes */
             }
             cv_add_out(c, f, t->name, ST_F8_E4M3, 2, t->shape, &it->out_main);
             cv_add_out(c, f, it->scale_name, sdt, snd, ss, &it->out_scale);
@@ -370,15 +531,110 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
 void cv_quant_json(cv *c)
 {
     const st_conv_opts *o = c->o;
-    int mx = o->scheme == ST_SCHEME_MXFP8;
+    int mx = o->scheme == ST_SCHEME_MXFP8, ct = c->format == ST_FORMAT_COMPRESSED_TENSORS;
     snprintf(c->quant_json, sizeof c->quant_json,
-             "{\"tool\":\"fp8kit\",\"version\":\"%s\",\"scheme\":\"%s\",\"format\":\"F8_E4M3\","
-             "\"scale\":\"%s\",\"scale_dtype\":\"%s\",\"%s\":%s%s%s%s}",
-             fp8kit_version_string(), st_scheme_name(o->scheme),
-             o->scheme == ST_SCHEME_FP8_BLOCK ? "weight_scale_inv" : "weight_scale", mx ? "F8_E8M0" : "F32",
+             "{\"tool\":\"fp8kit\",\"version\":\"%s\",\"scheme\":\"%s\",\"format\":\"%s\","
+             "\"weight_dtype\":\"F8_E4M3\",\"scale\":\"%s\",\"scale_dtype\":\"%s\",\"%s\":%s%s%s%s}",
+             fp8kit_version_string(), st_scheme_name(o->scheme), st_format_name(c->format),
+             ct ? "weight_scale" : "weight_scale_inv", mx ? (ct ? "U8" : "F8_E8M0") : "F32",
              mx ? "rounding" : "pow2",
              mx ? (o->rounding == FP8KIT_ROUND_RCEIL ? "\"rceil\"" : "\"floor\"") : (o->pow2 ? "true" : "false"),
              o->scheme == ST_SCHEME_FP8_BLOCK ? ",\"block\":[128,128]" : "", mx ? ",\"block\":32" : "",
              o->scheme == ST_SCHEME_FP8_ROW ? ",\"group\":\"row\"" : "");
 }
 
+/* ------------------------------------------------------ quantization_config */
+/* compressed-tensors' QuantizationArgs for float8 with the given strategy. */
+static json_t *cv_ct_args(const char *strategy, int dynamic, int group, int block, int u8)
+{
+    json_t *a = json_object();
+    json_object_set_new(a, "num_bits", json_integer(8));
+    json_object_set_new(a, "type", json_string("float"));
+    json_object_set_new(a, "symmetric", json_true());
+    json_object_set_new(a, "group_size", group ? json_integer(group) : json_null());
+    json_object_set_new(a, "strategy", json_string(strategy));
+    json_object_set_new(a, "dynamic", json_boolean(dynamic));
+    json_object_set_new(a, "actorder", json_null());
+    json_object_set_new(a, "block_structure", block ? json_pack("[ii]", block, block) : json_null());
+    json_object_set_new(a, "observer", json_null());
+    json_object_set_new(a, "observer_kwargs", json_object());
+    json_object_set_new(a, "scale_dtype", u8 ? json_string("torch.uint8") : json_null());
+    json_object_set_new(a, "zp_dtype", u8 ? json_string("torch.uint8") : json_null());
+    return a;
+}
+
+/* The modules left in high precision, sorted: kept weights' names without
+ * ".weight" (and lm_head when the embeddings are tied, as loaders expect). */
+static json_t *cv_ignore_list(const cv_file *files, size_t nfiles)
+{
+    json_t *set = json_object(), *arr = json_array();
+    for (size_t f = 0; f < nfiles; f++)
+        for (size_t i = 0; i < files[f].nitems; i++) {
+            const cv_item *it = &files[f].items[i];
+            if (!it->kept)
+                continue;
+            size_t n = strlen(it->src->name);
+            char *mod = strndup(it->src->name, n - 7); /* kept items end in ".weight" */
+            if (mod)
+                json_object_set_new(set, mod, json_true());
+            free(mod);
+        }
+    const char **keys = calloc(json_object_size(set) + 1, sizeof *keys);
+    size_t k = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(set, key, v) keys[k++] = key;
+    qsort(keys, k, sizeof *keys, cv_cmp_str);
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(arr, json_string(keys[i]));
+    free(keys);
+    json_decref(set);
+    return arr;
+}
+
+json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles)
+{
+    const st_conv_opts *o = c->o;
+    json_t *ignore = cv_ignore_list(files, nfiles);
+    if (c->format == ST_FORMAT_FP8) {
+        json_t *q = json_object();
+        json_object_set_new(q, "quant_method", json_string("fp8"));
+        json_object_set_new(q, "fmt", json_string("e4m3"));
+        json_object_set_new(q, "activation_scheme", json_string("dynamic"));
+        if (o->scheme == ST_SCHEME_FP8_BLOCK)
+            json_object_set_new(q, "weight_block_size", json_pack("[ii]", 128, 128));
+        else if (o->scheme == ST_SCHEME_MXFP8)
+            json_object_set_new(q, "weight_block_size", json_pack("[ii]", 1, 32));
+        else
+            json_object_set_new(q, "weight_block_size", json_null());
+        if ((o->scheme == ST_SCHEME_FP8_BLOCK && o->pow2) || o->scheme == ST_SCHEME_MXFP8)
+            json_object_set_new(q, "scale_fmt", json_string("ue8m0"));
+        json_object_set_new(q, "modules_to_not_convert", ignore);
+        return q;
+    }
+    const char *fmt = o->scheme == ST_SCHEME_MXFP8 ? "mxfp8-quantized" : "float-quantized";
+    json_t *w, *a;
+    switch (o->scheme) {
+    case ST_SCHEME_FP8_TENSOR: w = cv_ct_args("tensor", 0, 0, 0, 0), a = cv_ct_args("token", 1, 0, 0, 0); break;
+    case ST_SCHEME_FP8_ROW: w = cv_ct_args("channel", 0, 0, 0, 0), a = cv_ct_args("token", 1, 0, 0, 0); break;
+    case ST_SCHEME_FP8_BLOCK: w = cv_ct_args("block", 0, 0, 128, 0), a = cv_ct_args("group", 1, 128, 0, 0); break;
+    default: w = cv_ct_args("group", 0, 32, 0, 1), a = cv_ct_args("group", 1, 32, 0, 1); break;
+    }
+    json_t *g = json_object(), *groups = json_object(), *q = json_object();
+    json_object_set_new(g, "targets", json_pack("[s]", "Linear"));
+    json_object_set_new(g, "weights", w);
+    json_object_set_new(g, "input_activations", a);
+    json_object_set_new(g, "output_activations", json_null());
+    json_object_set_new(g, "format", json_string(fmt));
+    json_object_set_new(groups, "group_0", g);
+    json_object_set_new(q, "quant_method", json_string("compressed-tensors"));
+    json_object_set_new(q, "format", json_string(fmt));
+    json_object_set_new(q, "quantization_status", json_string("compressed"));
+    json_object_set_new(q, "config_groups", groups);
+    json_object_set_new(q, "ignore", ignore);
+    json_object_set_new(q, "kv_cache_scheme", json_null());
+    json_object_set_new(q, "global_compression_ratio", json_null());
+    json_object_set_new(q, "sparsity_config", json_object());
+    json_object_set_new(q, "transform_config", json_object());
+    return q;
+}

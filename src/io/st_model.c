@@ -1,0 +1,611 @@
+/* st_model.c - model directories for the checkpoint converter: what an input
+ * path is (one .safetensors file, a directory holding model.safetensors, a
+ * sharded directory with its index), the temporary output directory created
+ * beside OUT (mode from the umask, every path in it registered for removal
+ * on a signal), the model's other files copied into it byte for byte,
+ * config.json given or stripped of its quantization_config, and the finished
+ * directory put in place in one step (a rename, or with --force an atomic
+ * exchange with the old directory, which is then removed). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/st_model.h"
+
+#define ST_MAX_TREE_DEPTH 16
+
+static char *st_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p) {
+        memcpy(p, dir, a);
+        p[a] = '/';
+        memcpy(p + a + 1, name, b + 1);
+    }
+    return p;
+}
+
+static char *st_parent(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    if (!s)
+        return strdup(".");
+    return s == path ? strdup("/") : strndup(path, (size_t)(s - path));
+}
+
+static const char *st_base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int st_is_reg(const char *path)
+{
+    struct stat sb;
+    return !stat(path, &sb) && S_ISREG(sb.st_mode);
+}
+
+/* ------------------------------------------------------------------ input */
+fp8kit_status st_input_classify(const char *in, st_input *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    struct stat sb;
+    if (stat(in, &sb))
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", in, strerror(errno));
+    if (S_ISREG(sb.st_mode)) {
+        if (!strcmp(st_base(in), ST_INDEX_NAME)) {
+            out->kind = ST_INPUT_SHARDED;
+            out->dir = st_parent(in);
+        } else {
+            out->kind = ST_INPUT_FILE;
+            out->file = strdup(in);
+        }
+    } else if (S_ISDIR(sb.st_mode)) {
+        out->dir = strdup(in);
+        char *ix = st_join(in, ST_INDEX_NAME), *one = st_join(in, ST_SINGLE_NAME);
+        if (!ix || !one) {
+            free(ix), free(one);
+            st_input_free(out);
+            return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        if (st_is_reg(ix)) {
+            out->kind = ST_INPUT_SHARDED;
+            free(one);
+        } else if (st_is_reg(one)) {
+            out->kind = ST_INPUT_DIR_FILE;
+            out->file = one;
+        } else {
+            free(ix), free(one);
+            st_input_free(out);
+            return st_err(err, errlen, FP8KIT_ERR_IO,
+                          "%s: a directory without %s or %s (not a model directory)", in, ST_SINGLE_NAME,
+                          ST_INDEX_NAME);
+        }
+        free(ix);
+    } else {
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory", in);
+    }
+    if (!out->dir && out->kind != ST_INPUT_FILE) {
+        st_input_free(out);
+        return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (out->kind == ST_INPUT_FILE && !out->file)
+        return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    return FP8KIT_OK;
+}
+
+void st_input_free(st_input *in)
+{
+    free(in->dir);
+    free(in->file);
+    memset(in, 0, sizeof *in);
+}
+
+/* Is `inner` the same path as `outer` or inside it (both resolved)? */
+static int st_path_within(const char *inner, const char *outer)
+{
+    size_t n = strlen(outer);
+    if (n == 1 && outer[0] == '/')
+        return 1;
+    return !strncmp(inner, outer, n) && (inner[n] == '\0' || inner[n] == '/');
+}
+
+/* realpath of path, or of its parent joined with its base name when path does
+ * not exist yet. */
+static char *st_resolve(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (r || errno != ENOENT)
+        return r;
+    char *parent = st_parent(path), *rp = parent ? realpath(parent, NULL) : NULL;
+    char *j = rp ? st_join(strcmp(rp, "/") ? rp : "", st_base(path)) : NULL;
+    free(parent), free(rp);
+    return j;
+}
+
+fp8kit_status st_check_out_vs_in(const char *in, const char *out, int in_is_dir, char *err, size_t errlen)
+{
+    char *ri = realpath(in, NULL), *ro = st_resolve(out);
+    fp8kit_status st = FP8KIT_OK;
+    if (!ri || !ro)
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot resolve the path: %s", ri ? out : in, strerror(errno));
+    else if (!strcmp(ri, ro))
+        st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
+                    "%s: the output is the input; write to a new path (the input is never replaced)", out);
+    else if (in_is_dir && st_path_within(ro, ri))
+        st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "%s: the output lies inside the input directory %s",
+                    out, in);
+    else if (st_path_within(ri, ro))
+        st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
+                    "%s: the input %s lies inside it; replacing it would remove the input", out, in);
+    free(ri), free(ro);
+    return st;
+}
+
+/* --------------------------------------------------------- temporary tree */
+static fp8kit_status st_tree_track(st_tmp_tree *t, const char *path, int is_dir, char *err, size_t errlen)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        int *s = realloc(t->slots, cap * sizeof *s);
+        if (!s)
+            return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        t->slots = s, t->cap = cap;
+    }
+    int slot = st_tmp_register(path, is_dir);
+    if (slot < 0)
+        return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    t->slots[t->n++] = slot;
+    return FP8KIT_OK;
+}
+
+fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *err, size_t errlen)
+{
+    return st_tree_track(t, path, is_dir, err, errlen);
+}
+
+/* Temporary names: "." + at most 160 bytes of the target's name + a tag with
+ * the process id, so names stay below NAME_MAX and a later run can tell a
+ * stale one whose writer is gone. */
+char *st_tmp_name(const char *final_path, const char *kind)
+{
+    char *dir = st_parent(final_path);
+    const char *base = st_base(final_path);
+    size_t bl = strlen(base) > 160 ? 160 : strlen(base), need = (dir ? strlen(dir) : 0) + bl + 64;
+    char *p = dir ? malloc(need) : NULL;
+    if (p) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned r = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 7)) ^ (unsigned)rand();
+        snprintf(p, need, "%s/.%.*s" ST_TMP_TAG "%s-%ld-%06x", dir, (int)bl, base, kind, (long)getpid(),
+                 r & 0xFFFFFF);
+    }
+    free(dir);
+    return p;
+}
+
+fp8kit_status st_tree_create(st_tmp_tree *t, const char *final_path, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    for (int tries = 0; tries < 100; tries++) {
+        char *p = st_tmp_name(final_path, "dir");
+        if (!p)
+            return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!mkdir(p, 0777)) { /* the umask applies, as to any new directory */
+            t->root = p;
+            return st_tree_track(t, p, 1, err, errlen);
+        }
+        int e = errno;
+        free(p);
+        if (e != EEXIST)
+            return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot create a temporary directory next to it: %s",
+                          final_path, strerror(e));
+    }
+    return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot find a free temporary name next to it", final_path);
+}
+
+void st_tree_forget(st_tmp_tree *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        st_tmp_forget(t->slots[i]);
+    t->n = 0;
+}
+
+void st_tree_discard(st_tmp_tree *t)
+{
+    for (size_t i = t->n; i-- > 0;)
+        st_tmp_remove(t->slots[i]);
+    free(t->slots);
+    free(t->root);
+    memset(t, 0, sizeof *t);
+}
+
+/* ------------------------------------------------------------------- copy */
+static fp8kit_status st_copy_file(const char *src, const char *dst, int no_fsync, uint64_t *bytes, char *err,
+                                  size_t errlen)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (in < 0)
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", src, strerror(errno));
+    struct stat sb;
+    if (fstat(in, &sb) || !S_ISREG(sb.st_mode)) {
+        close(in);
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file", src);
+    }
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", dst, strerror(e));
+    }
+    fp8kit_status st = FP8KIT_OK;
+    uint64_t done = 0, size = (uint64_t)sb.st_size;
+    int plain = 0;
+    char buf[1 << 16];
+    while (done < size && !st) {
+        ssize_t r = -1;
+        if (!plain) {
+            r = copy_file_range(in, NULL, out, NULL, size - done > (1u << 30) ? (1u << 30) : size - done, 0);
+            if (r < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+                plain = 1;
+                continue;
+            }
+        } else {
+            r = pread(in, buf, sizeof buf, (off_t)done);
+            if (r > 0) {
+                ssize_t w = 0;
+                for (ssize_t o = 0; o < r; o += w)
+                    if ((w = pwrite(out, buf + o, (size_t)(r - o), (off_t)(done + (uint64_t)o))) <= 0) {
+                        if (w < 0 && errno == EINTR) {
+                            w = 0;
+                            continue;
+                        }
+                        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: write failed: %s", dst,
+                                    w ? strerror(errno) : "no progress");
+                        break;
+                    }
+            }
+        }
+        if (st)
+            break;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s -> %s: copy failed: %s", src, dst, strerror(errno));
+        else if (r == 0)
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: shrank while being copied", src);
+        else
+            done += (uint64_t)r;
+    }
+    if (!st && !no_fsync && fsync(out))
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: fsync failed: %s", dst, strerror(errno));
+    if (close(out) && !st)
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: close failed: %s", dst, strerror(errno));
+    close(in);
+    if (!st)
+        *bytes += done;
+    return st;
+}
+
+static int st_skipped(const char *name, const char *const *skip, size_t nskip)
+{
+    for (size_t i = 0; i < nskip; i++)
+        if (!strcmp(name, skip[i]))
+            return 1;
+    return 0;
+}
+
+/* Hidden names not copied: version control and download caches, and the
+ * temporary paths of this tool. */
+static int st_never_copied(const char *name)
+{
+    return !strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, ".git") || !strcmp(name, ".cache") ||
+           (name[0] == '.' && strstr(name, ST_TMP_TAG));
+}
+
+static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *dst, const char *const *skip,
+                                 size_t nskip, int depth, int no_fsync, uint64_t *bytes, char *err, size_t errlen)
+{
+    if (depth > ST_MAX_TREE_DEPTH)
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: directories nested deeper than %d levels (a link loop?)", src,
+                      ST_MAX_TREE_DEPTH);
+    DIR *d = opendir(src);
+    if (!d)
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", src, strerror(errno));
+    /* sorted, so the copy order (and any error) does not depend on the file system */
+    struct dirent **list = NULL;
+    int n = scandir(src, &list, NULL, alphasort);
+    closedir(d);
+    if (n < 0)
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", src, strerror(errno));
+    fp8kit_status st = FP8KIT_OK;
+    for (int i = 0; i < n; i++) {
+        const char *name = list[i]->d_name;
+        if (st || st_never_copied(name) || (depth == 0 && st_skipped(name, skip, nskip)))
+            continue;
+        char *s = st_join(src, name), *o = st_join(dst, name);
+        struct stat sb;
+        if (!s || !o)
+            st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        else if (stat(s, &sb)) /* links are followed: a model in a download cache is links to blobs */
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", s, strerror(errno));
+        else if (S_ISDIR(sb.st_mode)) {
+            if (mkdir(o, 0777))
+                st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", o, strerror(errno));
+            else if (!(st = st_tree_track(t, o, 1, err, errlen)))
+                st = st_copy_dir(t, s, o, skip, nskip, depth + 1, no_fsync, bytes, err, errlen);
+        } else if (S_ISREG(sb.st_mode)) {
+            if (!(st = st_tree_track(t, o, 0, err, errlen)))
+                st = st_copy_file(s, o, no_fsync, bytes, err, errlen);
+        } else {
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory (not copied)", s);
+        }
+        free(s), free(o);
+    }
+    for (int i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+    return st;
+}
+
+fp8kit_status st_copy_model_files(st_tmp_tree *t, const char *src, const char *const *skip, size_t nskip,
+                                  int no_fsync, uint64_t *bytes, char *err, size_t errlen)
+{
+    return st_copy_dir(t, src, t->root, skip, nskip, 0, no_fsync, bytes, err, errlen);
+}
+
+/* ----------------------------------------------------------- config.json */
+fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t errlen)
+{
+    *config = NULL;
+    char *p = st_join(dir, ST_CONFIG_NAME);
+    if (!p)
+        return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!st_is_reg(p)) {
+        free(p);
+        return FP8KIT_OK; /* no config.json: nothing to read or rewrite */
+    }
+    json_error_t je;
+    json_t *j = json_load_file(p, JSON_REJECT_DUPLICATES, &je);
+    fp8kit_status st = FP8KIT_OK;
+    if (!j)
+        st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: line %d: %s", p, je.line, je.text);
+    else if (!json_is_object(j)) {
+        st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: not a JSON object", p);
+        json_decref(j);
+        j = NULL;
+    }
+    free(p);
+    *config = j;
+    return st;
+}
+
+/* A real as Python's json writes it: the shortest text that reads back to the
+ * same double, with ".0" when it would otherwise read as an integer. */
+static void st_real_text(double v, char *buf, size_t n)
+{
+    int p = 1;
+    for (; p < 17; p++) { /* fewest significant digits that read back */
+        snprintf(buf, n, "%.*e", p - 1, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    snprintf(buf, n, "%.*e", p - 1, v);
+    const char *e = strchr(buf, 'e');
+    int x = e ? atoi(e + 1) : 0;
+    if (isfinite(v) && x >= -4 && x < 16) /* fixed notation, as Python's repr */
+        snprintf(buf, n, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
+    if (!strpbrk(buf, ".eEn"))
+        strncat(buf, ".0", n - strlen(buf) - 1);
+}
+
+/* Replaces every real in j by a placeholder string "\x01<k>\x01" and appends
+ * its text to texts (jansson prints reals with 17 digits: 1e-05 would become
+ * 1.0000000000000001e-05). */
+static void st_reals_out(json_t *j, json_t *texts)
+{
+    const char *key;
+    json_t *v;
+    size_t i;
+    char tok[32], num[40];
+    if (json_is_object(j)) {
+        json_object_foreach(j, key, v) {
+            if (json_is_real(v)) {
+                st_real_text(json_real_value(v), num, sizeof num);
+                snprintf(tok, sizeof tok, "\x01%zu\x01", json_array_size(texts));
+                json_array_append_new(texts, json_string(num));
+                json_object_set_new(j, key, json_string(tok));
+            } else {
+                st_reals_out(v, texts);
+            }
+        }
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v) {
+            if (json_is_real(v)) {
+                st_real_text(json_real_value(v), num, sizeof num);
+                snprintf(tok, sizeof tok, "\x01%zu\x01", json_array_size(texts));
+                json_array_append_new(texts, json_string(num));
+                json_array_set_new(j, i, json_string(tok));
+            } else {
+                st_reals_out(v, texts);
+            }
+        }
+    }
+}
+
+/* JSON text of j, indented by 2 as Python's json.dump(indent=2) writes it. */
+static char *st_json_text(json_t *j)
+{
+    json_t *texts = json_array();
+    if (!texts)
+        return NULL;
+    st_reals_out(j, texts);
+    char *raw = json_dumps(j, JSON_INDENT(2));
+    if (!raw || !json_array_size(texts)) {
+        json_decref(texts);
+        return raw;
+    }
+    size_t cap = strlen(raw) + 40 * json_array_size(texts) + 1, o = 0;
+    char *out = malloc(cap);
+    for (const char *p = raw; out && *p;) {
+        /* a placeholder prints as "\u0001<k>\u0001", quotes included */
+        unsigned long k;
+        int used = 0;
+        if (!strncmp(p, "\"\\u0001", 7) && sscanf(p + 7, "%lu\\u0001\"%n", &k, &used) == 1 && used &&
+            k < json_array_size(texts)) {
+            const char *num = json_string_value(json_array_get(texts, k));
+            size_t l = strlen(num);
+            memcpy(out + o, num, l);
+            o += l;
+            p += 7 + used;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    if (out)
+        out[o] = '\0';
+    free(raw);
+    json_decref(texts);
+    return out;
+}
+
+fp8kit_status st_config_write(st_tmp_tree *t, const json_t *config, json_t *qcfg, int no_fsync, uint64_t *bytes,
+                              char *err, size_t errlen)
+{
+    json_t *c = json_deep_copy(config);
+    char *p = st_join(t->root, ST_CONFIG_NAME), *text = NULL;
+    fp8kit_status st = FP8KIT_OK;
+    if (!c || !p) {
+        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    if (qcfg)
+        json_object_set(c, "quantization_config", qcfg);
+    else
+        json_object_del(c, "quantization_config");
+    text = st_json_text(c);
+    if (!text) {
+        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (config.json)");
+        goto out;
+    }
+    if ((st = st_tree_track(t, p, 0, err, errlen)))
+        goto out;
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", p, strerror(errno));
+        goto out;
+    }
+    size_t len = strlen(text);
+    for (size_t o = 0; o < len + 1 && !st;) {
+        ssize_t w = o < len ? write(fd, text + o, len - o) : write(fd, "\n", 1);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: write failed: %s", p, w ? strerror(errno) : "no progress");
+        else
+            o += (size_t)w;
+    }
+    if (!st && !no_fsync && fsync(fd))
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: fsync failed: %s", p, strerror(errno));
+    if (close(fd) && !st)
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: close failed: %s", p, strerror(errno));
+    if (!st)
+        *bytes += len + 1;
+out:
+    json_decref(c);
+    free(p);
+    free(text);
+    return st;
+}
+
+/* ----------------------------------------------------------------- commit */
+static int st_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+int st_remove_tree(const char *path)
+{
+    return nftw(path, st_rm_entry, 32, FTW_DEPTH | FTW_PHYS) ? errno : 0;
+}
+
+static void st_fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int no_fsync, char *warn, size_t warnlen,
+                             char *err, size_t errlen)
+{
+    if (!no_fsync)
+        st_fsync_dir(t->root);
+    struct stat ob;
+    int exists = !lstat(out, &ob);
+    if (exists && !replace)
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: appeared while converting (not replaced)", out);
+    if (exists && !S_ISDIR(ob.st_mode))
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: exists and is not a directory (not replaced)", out);
+    if (!exists) {
+        int e = st_rename(t->root, out, 0);
+        if (e)
+            return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", out,
+                          e == EEXIST ? "appeared while converting (not replaced)" : strerror(e));
+        st_tree_forget(t);
+    } else {
+        /* one step: exchange the two directories, then remove the old one
+         * (now under the temporary name) */
+        if (!renameat2(AT_FDCWD, t->root, AT_FDCWD, out, RENAME_EXCHANGE)) {
+            st_tree_forget(t);
+        } else if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+            /* no exchange here: move the old one aside, the new one in, and
+             * the old one back if the second rename fails */
+            char *old = st_tmp_name(out, "old");
+            if (!old)
+                return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            if (rename(out, old)) {
+                int e = errno;
+                free(old);
+                return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot move the old directory aside: %s", out,
+                              strerror(e));
+            }
+            if (rename(t->root, out)) {
+                int e = errno;
+                (void)rename(old, out);
+                free(old);
+                return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot move the new directory into place: %s", out,
+                              strerror(e));
+            }
+            st_tree_forget(t);
+            free(t->root);
+            t->root = old;
+        } else {
+            return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot replace it: %s", out, strerror(errno));
+        }
+        int e = st_remove_tree(t->root); /* the old directory; the new one is in place */
+        if (e && warn && warnlen)
+            snprintf(warn, warnlen, "%s: the replaced directory could not be removed: %s", t->root, strerror(e));
+    }
+    if (!no_fsync) {
+        char *parent = st_parent(out);
+        if (parent)
+            st_fsync_dir(parent);
+        free(parent);
+    }
+    return FP8KIT_OK;
+}

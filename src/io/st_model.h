@@ -1,0 +1,70 @@
+/* st_model.h - model directories for the checkpoint converter (st_model.c):
+ * input kinds, the temporary output tree, copying a model's other files,
+ * config.json, and putting the finished directory in place. Internal to src/io. */
+#ifndef FK_ST_MODEL_H
+#define FK_ST_MODEL_H
+
+#include <jansson.h>
+#include "io/safetensors.h"
+
+#define ST_SINGLE_NAME "model.safetensors"
+#define ST_CONFIG_NAME "config.json"
+#define ST_TMP_TAG ".fp8kit-tmp-" /* in every temporary name: never copied, safe to clean */
+
+typedef enum st_input_kind {
+    ST_INPUT_FILE,      /* a .safetensors file: the output is a file */
+    ST_INPUT_DIR_FILE,  /* a directory holding model.safetensors */
+    ST_INPUT_SHARDED    /* a directory holding model.safetensors.index.json (or the index's path) */
+} st_input_kind;
+
+typedef struct st_input {
+    st_input_kind kind;
+    char *dir;  /* the model directory (NULL for ST_INPUT_FILE) */
+    char *file; /* the weights file (ST_INPUT_FILE, ST_INPUT_DIR_FILE) */
+} st_input;
+
+/* What IN is; a FIFO, device or other special file is refused. */
+fp8kit_status st_input_classify(const char *in, st_input *out, char *err, size_t errlen);
+void st_input_free(st_input *in);
+/* Refuses an output that is the input, lies inside the input directory, or
+ * contains the input. */
+fp8kit_status st_check_out_vs_in(const char *in, const char *out, int in_is_dir, char *err, size_t errlen);
+
+/* A temporary directory beside the final output; every path created in it is
+ * registered (st_tmp_register) so a signal removes them, newest first. */
+typedef struct st_tmp_tree {
+    char *root;
+    int *slots;
+    size_t n, cap;
+} st_tmp_tree;
+
+/* A temporary name next to final_path: "." + (part of) its name + ST_TMP_TAG +
+ * kind + the process id + a random tag (malloc'd). */
+char *st_tmp_name(const char *final_path, const char *kind);
+fp8kit_status st_tree_create(st_tmp_tree *t, const char *final_path, char *err, size_t errlen);
+/* Registers a path the caller created inside the tree. */
+fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *err, size_t errlen);
+/* Copies every file and directory of src (links followed) into the tree,
+ * except the top-level names in skip, .git, .cache and temporary names. */
+fp8kit_status st_copy_model_files(st_tmp_tree *t, const char *src, const char *const *skip, size_t nskip,
+                                  int no_fsync, uint64_t *bytes, char *err, size_t errlen);
+/* dir/config.json parsed (*config NULL when there is none). */
+fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t errlen);
+/* config.json written into the tree: config with quantization_config set to
+ * qcfg, or removed when qcfg is NULL. */
+fp8kit_status st_config_write(st_tmp_tree *t, const json_t *config, json_t *qcfg, int no_fsync, uint64_t *bytes,
+                              char *err, size_t errlen);
+/* Puts the finished tree at out: a rename when out does not exist; when it
+ * does and replace is set, an atomic exchange (or, where the file system has
+ * none, rename aside + rename in + restore on failure), then the old tree is
+ * removed (a failure to remove it is a warning in warn). */
+fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int no_fsync, char *warn, size_t warnlen,
+                             char *err, size_t errlen);
+/* Forgets the registered paths (they are no longer temporary). */
+void st_tree_forget(st_tmp_tree *t);
+/* Removes what is still registered (newest first) and frees the tree. */
+void st_tree_discard(st_tmp_tree *t);
+/* Removes a directory tree without following links; 0 or an errno value. */
+int st_remove_tree(const char *path);
+
+#endif
