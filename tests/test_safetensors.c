@@ -360,9 +360,11 @@ static void note_kept(void *user, const char *tensor, st_keep_reason why)
 
 static void test_convert(fp8kit_ctx *ctx)
 {
-    const src_tensor ts[] = {{"a.weight", ST_BF16, 300, 96},   /* rows not a multiple of 128 */
-                             {"b.weight", ST_F32, 257, 160},   /* K not a multiple of 128 */
-                             {"c.weight", ST_F16, 129, 64},
+    /* rows not a multiple of 128 (partial 128x128 blocks); K a multiple of 128,
+     * as the loaders need (FORMATS.md section 4) */
+    const src_tensor ts[] = {{"a.weight", ST_BF16, 300, 128},
+                             {"b.weight", ST_F32, 257, 256},
+                             {"c.weight", ST_F16, 129, 128},
                              {"d.bias", ST_F32, 3, 32}};       /* copied: not .weight */
     char src[512], out[512], out2[512], deq[512], err[600];
     static const st_scheme schemes[] = {ST_SCHEME_FP8_TENSOR, ST_SCHEME_FP8_ROW, ST_SCHEME_FP8_BLOCK,
@@ -379,6 +381,7 @@ static void test_convert(fp8kit_ctx *ctx)
                 st_conv_opts o;
                 memset(&o, 0, sizeof o);
                 o.scheme = schemes[si];
+                o.format = ST_FORMAT_COMPRESSED_TENSORS; /* takes partial blocks along N */
                 o.no_fsync = 1;
                 o.force = 1;
                 o.pow2 = variant && si < 3;
@@ -403,7 +406,7 @@ static void test_convert(fp8kit_ctx *ctx)
                 for (int k = 0; k < 3; k++) {
                     const st_tensor *t = st_find(&in, ts[k].name);
                     char sn[64];
-                    snprintf(sn, sizeof sn, "%s%s", ts[k].name, si == 2 ? "_scale_inv" : "_scale");
+                    snprintf(sn, sizeof sn, "%s%s", ts[k].name, "_scale");
                     const st_tensor *qt = st_find(&q, ts[k].name), *st = st_find(&q, sn);
                     CHECK(qt && st && qt->dtype == ST_F8_E4M3, "scheme %d: %s written", si, ts[k].name);
                     if (!qt || !st)
@@ -437,7 +440,7 @@ static void test_convert(fp8kit_ctx *ctx)
                 for (int k = 0; k < 3; k++) {
                     const st_tensor *qt = st_find(&q, ts[k].name), *yt = st_find(&y, ts[k].name);
                     char sn[64];
-                    snprintf(sn, sizeof sn, "%s%s", ts[k].name, si == 2 ? "_scale_inv" : "_scale");
+                    snprintf(sn, sizeof sn, "%s%s", ts[k].name, "_scale");
                     const st_tensor *sc = st_find(&q, sn);
                     if (!qt || !yt || !sc)
                         continue;

@@ -24,7 +24,7 @@ static void quantize_usage(FILE *f)
     fprintf(f,
         "usage: fp8kit quantize IN OUT --scheme fp8-tensor|fp8-row|fp8-block|mxfp8\n"
         "                       [--format fp8|compressed-tensors] [--exclude GLOB]...\n"
-        "                       [--quantize-all] [--rounding floor|rceil] [--pow2]\n"
+        "                       [--quantize-all] [--include GLOB]... [--rounding floor|rceil] [--pow2]\n"
         "                       [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
         "                       [--quiet] [--json]\n"
         "\n"
@@ -40,9 +40,11 @@ static void quantize_usage(FILE *f)
         "  fp8-block   X.weight_scale_inv F32 [N/128, K/128] (rounded up, both formats)\n"
         "  mxfp8       X.weight_scale_inv F8_E8M0 [N, K/32]  X.weight_scale U8 [N, K/32]\n"
         "Default --format: fp8 for fp8-block, compressed-tensors for the others.\n"
-        "Kept in high precision (and listed as ignored in config.json): embeddings,\n"
-        "lm_head and MoE router gates unless --quantize-all; --exclude matches; weights\n"
-        "the scheme cannot take (mxfp8: K not a multiple of 32), with a warning.\n"
+        "Kept in high precision (and listed as ignored in config.json): embeddings and\n"
+        "MoE router gates (no loader reads them quantized) unless --include names them;\n"
+        "lm_head unless --quantize-all; --exclude matches; and, with a warning, weights\n"
+        "whose shape the scheme cannot take as the loaders read it (mxfp8: K %% 32 != 0;\n"
+        "fp8-block: K %% 128 != 0, and with --format fp8 also N %% 128 != 0).\n"
         "Every other tensor is copied unchanged; __metadata__ is kept and gets a\n"
         "\"quantization\" entry. An input that already holds fp8 tensors is refused.\n"
         "\n"
@@ -58,7 +60,9 @@ static void quantize_usage(FILE *f)
         "  --exclude G    keep tensors whose name (or module name, without \".weight\")\n"
         "                 matches the glob in high precision (repeatable; a glob that\n"
         "                 matches nothing is an error)\n"
-        "  --quantize-all quantize embeddings, lm_head and router gates too\n"
+        "  --quantize-all quantize lm_head too\n"
+        "  --include G    quantize weights matching the glob even where a default\n"
+        "                 would keep them (embeddings, router gates; repeatable)\n"
         "  --rounding R   mxfp8 scale rule: floor (OCP, default) or rceil\n"
         "  --pow2         fp32-scale schemes: round each scale up to a power of two\n"
         "  --backend B    auto (default: CUDA when usable), cpu or cuda\n"
@@ -261,7 +265,7 @@ static int convert_main(int argc, char **argv, int deq)
 {
     const char *cmd = deq ? "dequantize" : "quantize";
     enum { O_SCHEME = 256, O_ROUNDING, O_POW2, O_EXCLUDE, O_DTYPE, O_BACKEND, O_THREADS, O_FORCE, O_NO_FSYNC,
-           O_JSON, O_FORMAT, O_ALL };
+           O_JSON, O_FORMAT, O_ALL, O_INCLUDE };
 #define FK_COMMON_OPTS                                                                         \
     {"help", no_argument, NULL, 'h'}, {"exclude", required_argument, NULL, O_EXCLUDE},          \
     {"backend", required_argument, NULL, O_BACKEND}, {"threads", required_argument, NULL, O_THREADS}, \
@@ -274,6 +278,7 @@ static int convert_main(int argc, char **argv, int deq)
         {"pow2", no_argument, NULL, O_POW2},
         {"format", required_argument, NULL, O_FORMAT},
         {"quantize-all", no_argument, NULL, O_ALL},
+        {"include", required_argument, NULL, O_INCLUDE},
         {NULL, 0, NULL, 0}};
     static const struct option deq_lo[] = {
         FK_COMMON_OPTS,
@@ -287,14 +292,17 @@ static int convert_main(int argc, char **argv, int deq)
     memset(&o, 0, sizeof o);
     o.out_dtype = FP8KIT_BF16;
     o.rounding = FP8KIT_ROUND_FLOOR;
-    const char **ex = calloc((size_t)argc + 1, sizeof *ex);
-    if (!ex)
+    const char **ex = calloc((size_t)argc + 1, sizeof *ex), **inc = calloc((size_t)argc + 1, sizeof *inc);
+    if (!ex || !inc) {
+        free(ex), free(inc);
         return CLI_EXIT_FAIL;
+    }
+    o.include = inc;
     while (!bad && (c = cli_getopt(cmd, argc, argv, "hq", deq ? deq_lo : quant_lo)) != -1) {
         switch (c) {
         case 'h':
             (deq ? dequantize_usage : quantize_usage)(stdout);
-            free(ex);
+            free(ex), free(inc);
             return CLI_EXIT_OK;
         case O_SCHEME:
             bad = cli_parse_ckpt_scheme(cmd, optarg, &scheme);
@@ -311,6 +319,7 @@ static int convert_main(int argc, char **argv, int deq)
             o.format = (st_format)format;
             break;
         case O_ALL: o.quantize_all = 1; break;
+        case O_INCLUDE: inc[o.ninclude++] = optarg; break;
         case O_EXCLUDE: ex[o.nexclude++] = optarg; break;
         case O_DTYPE: bad = cli_parse_dtype(cmd, "--dtype", optarg, CLI_HP_DTYPES, &o.out_dtype); break;
         case O_BACKEND: bad = cli_parse_backend(cmd, optarg, &backend); break;
@@ -340,14 +349,14 @@ static int convert_main(int argc, char **argv, int deq)
                                   st_format_name(o.format), st_scheme_name(o.scheme));
     }
     if (bad) {
-        free(ex);
+        free(ex), free(inc);
         return CLI_EXIT_USAGE;
     }
     /* An existing OUT is refused before anything is read: not an I/O failure,
      * the command line lacks --force (st_convert checks again, race-free). */
     struct stat out_sb;
     if (!o.force && lstat(out, &out_sb) == 0) {
-        free(ex);
+        free(ex), free(inc);
         return refuse_existing(cmd, out);
     }
     o.dequantize = deq;
@@ -355,7 +364,7 @@ static int convert_main(int argc, char **argv, int deq)
 
     fp8kit_ctx *ctx = NULL;
     if (cli_ctx_create(cmd, backend, threads, &ctx) != FP8KIT_OK) {
-        free(ex);
+        free(ex), free(inc);
         return CLI_EXIT_FAIL;
     }
     cli_dev dev = {fp8kit_ctx_backend(ctx) == FP8KIT_BACKEND_CUDA};
@@ -377,7 +386,7 @@ static int convert_main(int argc, char **argv, int deq)
     char describe[200];
     snprintf(describe, sizeof describe, "%s", fp8kit_ctx_describe(ctx));
     fp8kit_ctx_destroy(ctx);
-    free(ex);
+    free(ex), free(inc);
     if (!st && !json)
         notes_print(&nt, cmd, quiet);
     if (!st && !json)

@@ -217,7 +217,8 @@ typedef enum st_keep_reason {
     ST_KEEP_LM_HEAD,    /* default exclude: the output projection */
     ST_KEEP_ROUTER,     /* default exclude: an MoE router gate */
     ST_KEEP_EXCLUDED,   /* matched an --exclude glob */
-    ST_KEEP_SHAPE       /* the scheme cannot take its shape (mxfp8: K not a multiple of 32) */
+    ST_KEEP_SHAPE       /* the scheme cannot take its shape: mxfp8 K % 32; fp8-block K % 128 (and N % 128
+                           with --format fp8), as the loaders require */
 } st_keep_reason;
 
 const char *st_keep_reason_text(st_keep_reason r);
@@ -226,7 +227,10 @@ typedef struct st_conv_opts {
     int dequantize;            /* 0: quantize, 1: dequantize */
     st_scheme scheme;          /* quantize */
     st_format format;          /* quantize: output convention */
-    int quantize_all;          /* quantize: no default excludes (embeddings, lm_head, router gates) */
+    int quantize_all;          /* quantize: lm_head too (embeddings and router gates stay: no loader reads
+                                  them quantized; name them in include to force it) */
+    const char *const *include; /* globs of weights quantized even if a default exclude names them */
+    int ninclude;
     fp8kit_rounding rounding;  /* mxfp8 */
     int pow2;                  /* fp32-scale schemes */
     const char *const *exclude; /* globs (fnmatch) of tensor names left alone */

@@ -96,8 +96,9 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
 void cv_mark_dropped(cv_file *files, size_t nfiles);
 /* Output list in layout order, offsets, metadata and header of one file. */
 fp8kit_status cv_layout_file(cv *c, cv_file *f);
-/* config.json's quantization_config for c->format (new reference). */
-json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles);
+/* config.json's quantization_config for c->format (new reference); tied_head:
+ * the config ties the embeddings to lm_head (then "lm_head" is ignored too). */
+json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles, int tied_head);
 /* The quantization entry written into __metadata__ (c->quant_json). */
 void cv_quant_json(cv *c);
 

@@ -522,17 +522,22 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         st = cv_plan_file(c, &files[i], names, files);
     if (!st && o->dequantize)
         cv_mark_dropped(files, nfiles);
-    for (int g = 0; g < o->nexclude && !st; g++) {
+    for (int g = 0; g < o->nexclude + o->ninclude && !st; g++) {
+        const char *glob = g < o->nexclude ? o->exclude[g] : o->include[g - o->nexclude];
         int hit = 0;
         const char *key;
         json_t *v;
-        json_object_foreach(names, key, v) if (cv_exclude_matches(o->exclude[g], key)) hit = 1;
+        json_object_foreach(names, key, v) if (cv_exclude_matches(glob, key)) hit = 1;
         if (!hit)
-            st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT, "--exclude '%s' matches no tensor of %s", o->exclude[g], in);
+            st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT, "--%s '%s' matches no tensor of %s",
+                         g < o->nexclude ? "exclude" : "include", glob, in);
     }
     for (size_t i = 0; i < nfiles && !st; i++)
         st = cv_layout_file(c, &files[i]);
-    if (!st && config && !o->dequantize && !(qcfg = cv_quant_config(c, files, nfiles)))
+    json_t *text_cfg = config ? json_object_get(config, "text_config") : NULL;
+    int tied = config && (json_is_true(json_object_get(config, "tie_word_embeddings")) ||
+                          json_is_true(json_object_get(text_cfg, "tie_word_embeddings")));
+    if (!st && config && !o->dequantize && !(qcfg = cv_quant_config(c, files, nfiles, tied)))
         st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (quantization_config)");
     if (st)
         goto done;

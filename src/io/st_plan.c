@@ -91,11 +91,13 @@ int st_format_supports(st_format f, st_scheme s)
 const char *st_keep_reason_text(st_keep_reason r)
 {
     switch (r) {
-    case ST_KEEP_EMBEDDING: return "embedding (kept by default; --quantize-all to quantize)";
+    case ST_KEEP_EMBEDDING: return "embedding (loaders read embeddings in high precision; --include to force)";
     case ST_KEEP_LM_HEAD: return "output projection (kept by default; --quantize-all to quantize)";
-    case ST_KEEP_ROUTER: return "MoE router gate (kept by default; --quantize-all to quantize)";
+    case ST_KEEP_ROUTER: return "MoE router gate (loaders read routers in high precision; --include to force)";
     case ST_KEEP_EXCLUDED: return "matched --exclude";
-    case ST_KEEP_SHAPE: return "mxfp8 needs K (the last dim) to be a multiple of 32";
+    case ST_KEEP_SHAPE:
+        return "its shape does not fit the scheme as the loaders read it (mxfp8: K a multiple of 32; "
+               "fp8-block: K, and with --format fp8 also N, a multiple of 128)";
     }
     return "?";
 }
@@ -124,6 +126,25 @@ static int cv_excluded(const st_conv_opts *o, const char *name)
         if (cv_glob_matches(o->exclude[i], name))
             return 1;
     return 0;
+}
+
+static int cv_included(const st_conv_opts *o, const char *name)
+{
+    for (int i = 0; i < o->ninclude; i++)
+        if (cv_glob_matches(o->include[i], name))
+            return 1;
+    return 0;
+}
+
+/* Does the scheme, in the output format, take an N x K weight the way its
+ * loaders read it (tests/consumers/FORMATS.md section 4)? */
+static int cv_shape_fits(st_scheme s, st_format f, int64_t N, int64_t K)
+{
+    if (s == ST_SCHEME_MXFP8)
+        return K % 32 == 0;
+    if (s == ST_SCHEME_FP8_BLOCK)
+        return K % 128 == 0 && (f != ST_FORMAT_FP8 || N % 128 == 0);
+    return 1;
 }
 
 int cv_exclude_matches(const char *glob, const char *name) { return cv_glob_matches(glob, name); }
@@ -363,9 +384,10 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
             int keep = 0;
             if (weight && cv_excluded(o, t->name))
                 keep = 1, why = ST_KEEP_EXCLUDED;
-            else if (weight && !o->quantize_all && cv_default_keep(t->name, &why))
+            else if (weight && !cv_included(o, t->name) && cv_default_keep(t->name, &why) &&
+                     !(o->quantize_all && why == ST_KEEP_LM_HEAD))
                 keep = 1;
-            else if (weight && o->scheme == ST_SCHEME_MXFP8 && t->shape[1] % 32)
+            else if (weight && !cv_shape_fits(o->scheme, c->format, t->shape[0], t->shape[1]))
                 keep = 1, why = ST_KEEP_SHAPE;
             if (keep) {
                 it->kept = 1;
@@ -563,11 +585,21 @@ static json_t *cv_ct_args(const char *strategy, int dynamic, int group, int bloc
     return a;
 }
 
+static int c_has_tensor(const cv_file *files, size_t nfiles, const char *name)
+{
+    for (size_t f = 0; f < nfiles; f++)
+        if (st_find(files[f].in, name))
+            return 1;
+    return 0;
+}
+
 /* The modules left in high precision, sorted: kept weights' names without
  * ".weight" (and lm_head when the embeddings are tied, as loaders expect). */
-static json_t *cv_ignore_list(const cv_file *files, size_t nfiles)
+static json_t *cv_ignore_list(const cv_file *files, size_t nfiles, int tied_head)
 {
     json_t *set = json_object(), *arr = json_array();
+    if (tied_head && !c_has_tensor(files, nfiles, "lm_head.weight"))
+        json_object_set_new(set, "lm_head", json_true());
     for (size_t f = 0; f < nfiles; f++)
         for (size_t i = 0; i < files[f].nitems; i++) {
             const cv_item *it = &files[f].items[i];
@@ -592,10 +624,10 @@ static json_t *cv_ignore_list(const cv_file *files, size_t nfiles)
     return arr;
 }
 
-json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles)
+json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles, int tied_head)
 {
     const st_conv_opts *o = c->o;
-    json_t *ignore = cv_ignore_list(files, nfiles);
+    json_t *ignore = cv_ignore_list(files, nfiles, tied_head);
     if (c->format == ST_FORMAT_FP8) {
         json_t *q = json_object();
         json_object_set_new(q, "quant_method", json_string("fp8"));
@@ -609,7 +641,9 @@ json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles)
             json_object_set_new(q, "weight_block_size", json_null());
         if ((o->scheme == ST_SCHEME_FP8_BLOCK && o->pow2) || o->scheme == ST_SCHEME_MXFP8)
             json_object_set_new(q, "scale_fmt", json_string("ue8m0"));
-        json_object_set_new(q, "modules_to_not_convert", ignore);
+        /* transformers reads modules_to_not_convert, vLLM ignored_layers */
+        json_object_set_new(q, "modules_to_not_convert", json_deep_copy(ignore));
+        json_object_set_new(q, "ignored_layers", ignore);
         return q;
     }
     const char *fmt = o->scheme == ST_SCHEME_MXFP8 ? "mxfp8-quantized" : "float-quantized";
