@@ -18,6 +18,7 @@
 
 #include "format/codec.h"
 #include "io/safetensors.h"
+#include "io/st_model.h"
 #include "test_util.h"
 
 static char tmpdir[256];
@@ -186,7 +187,7 @@ static int count_tmp(const char *dir)
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d)))
-        n += strstr(e->d_name, ".tmp-") != NULL;
+        n += strstr(e->d_name, ST_TMP_TAG) != NULL;
     if (d)
         closedir(d);
     return n;

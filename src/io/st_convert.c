@@ -548,7 +548,15 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         }
     }
 
-    /* write: a model directory is built in a temporary directory next to OUT */
+    /* write: a model directory is built in a temporary directory next to OUT
+     * (after removing what a killed earlier run left there) */
+    int stale = st_tmp_clean_stale(out);
+    if (stale && o->warn) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "removed %d temporary file(s) left next to %s by an earlier run that was killed",
+                 stale, out);
+        o->warn(o->note_user, msg);
+    }
     if (!(c->pipe = st_pipe_create(c->mem != NULL))) {
         st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "cannot start the writer thread");
         goto done;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -175,24 +176,71 @@ fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *er
     return st_tree_track(t, path, is_dir, err, errlen);
 }
 
-/* Temporary names: "." + at most 160 bytes of the target's name + a tag with
- * the process id, so names stay below NAME_MAX and a later run can tell a
- * stale one whose writer is gone. */
+/* 32-bit FNV-1a of this host's name: temporary names carry it, so a stale one
+ * is only ever judged (by its writer's process id) on the host that made it. */
+static unsigned st_host_tag(void)
+{
+    char h[256] = "";
+    (void)gethostname(h, sizeof h - 1);
+    unsigned x = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)h; *p; p++)
+        x = (x ^ *p) * 16777619u;
+    return x;
+}
+
+/* Temporary names: "." + at most 160 bytes of the target's name + ST_TMP_TAG +
+ * kind + host tag + process id + a random tag, below NAME_MAX whatever the
+ * target's name. */
 char *st_tmp_name(const char *final_path, const char *kind)
 {
     char *dir = st_parent(final_path);
     const char *base = st_base(final_path);
-    size_t bl = strlen(base) > 160 ? 160 : strlen(base), need = (dir ? strlen(dir) : 0) + bl + 64;
+    size_t bl = strlen(base) > 160 ? 160 : strlen(base), need = (dir ? strlen(dir) : 0) + bl + 80;
     char *p = dir ? malloc(need) : NULL;
     if (p) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned r = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 7)) ^ (unsigned)rand();
-        snprintf(p, need, "%s/.%.*s" ST_TMP_TAG "%s-%ld-%06x", dir, (int)bl, base, kind, (long)getpid(),
-                 r & 0xFFFFFF);
+        unsigned r = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 7)) ^ (unsigned)rand() ^ ((unsigned)getpid() << 12);
+        snprintf(p, need, "%s/.%.*s" ST_TMP_TAG "%s-%08x-%ld-%06x", dir, (int)bl, base, kind, st_host_tag(),
+                 (long)getpid(), r & 0xFFFFFF);
     }
     free(dir);
     return p;
+}
+
+int st_tmp_clean_stale(const char *final_path)
+{
+    char *dir = st_parent(final_path);
+    DIR *d = dir ? opendir(dir) : NULL;
+    int removed = 0;
+    if (!d) {
+        free(dir);
+        return 0;
+    }
+    const unsigned host = st_host_tag();
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *tag = e->d_name[0] == '.' ? strstr(e->d_name, ST_TMP_TAG) : NULL;
+        if (!tag)
+            continue;
+        char kind[8];
+        unsigned h;
+        long pid;
+        int n = 0;
+        if (sscanf(tag + strlen(ST_TMP_TAG), "%7[a-z]-%8x-%ld-%*6x%n", kind, &h, &pid, &n) != 3 || !n ||
+            tag[strlen(ST_TMP_TAG) + (size_t)n] != '\0' || h != host || pid <= 0)
+            continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* its writer is alive (or may be): not ours to touch */
+        char *p = st_join(dir, e->d_name);
+        struct stat sb;
+        if (p && !lstat(p, &sb) && (S_ISDIR(sb.st_mode) ? !st_remove_tree(p) : !unlink(p)))
+            removed++;
+        free(p);
+    }
+    closedir(d);
+    free(dir);
+    return removed;
 }
 
 fp8kit_status st_tree_create(st_tmp_tree *t, const char *final_path, char *err, size_t errlen)

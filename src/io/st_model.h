@@ -42,6 +42,10 @@ typedef struct st_tmp_tree {
  * kind + the process id + a random tag (malloc'd). */
 char *st_tmp_name(const char *final_path, const char *kind);
 fp8kit_status st_tree_create(st_tmp_tree *t, const char *final_path, char *err, size_t errlen);
+/* Removes the temporary files and directories of this tool next to
+ * final_path whose writer is gone: made on this host by a process that no
+ * longer exists (a run killed with SIGKILL). Returns how many were removed. */
+int st_tmp_clean_stale(const char *final_path);
 /* Registers a path the caller created inside the tree. */
 fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *err, size_t errlen);
 /* Copies every file and directory of src (links followed) into the tree,

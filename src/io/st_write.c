@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "io/safetensors.h"
+#include "io/st_model.h"
 
 
 /* ------------------------------------------------------------------ header */
@@ -299,33 +300,27 @@ static char *st_dirname_dup(const char *path)
     return strndup(path, (size_t)(s - path));
 }
 
-static const char *st_basename(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
 fp8kit_status st_writer_open(st_writer *w, const char *final_path, int no_fsync, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     w->fd = -1;
     w->slot = -1;
     w->no_fsync = no_fsync;
-    char *dir = st_dirname_dup(final_path);
-    const char *base = st_basename(final_path);
-    size_t need = (dir ? strlen(dir) : 0) + strlen(base) + 32;
-    w->final_path = strdup(final_path);
-    w->tmp_path = malloc(need);
-    if (!dir || !w->final_path || !w->tmp_path) {
-        free(dir);
-        st_writer_abort(w);
+    if (!(w->final_path = strdup(final_path)))
         return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    /* a temporary name next to it (st_tmp_name: short enough for NAME_MAX
+     * whatever the final name's length; mode 0666 less the umask) */
+    int e = EEXIST;
+    for (int tries = 0; tries < 100 && w->fd < 0 && e == EEXIST; tries++) {
+        free(w->tmp_path);
+        if (!(w->tmp_path = st_tmp_name(final_path, "file"))) {
+            st_writer_abort(w);
+            return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        e = w->fd < 0 ? errno : 0;
     }
-    snprintf(w->tmp_path, need, "%s/.%s.tmp-XXXXXX", dir, base);
-    free(dir);
-    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
     if (w->fd < 0) {
-        int e = errno;
         fp8kit_status st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot create a temporary file here: %s",
                                    final_path, strerror(e));
         free(w->tmp_path);
@@ -338,9 +333,6 @@ fp8kit_status st_writer_open(st_writer *w, const char *final_path, int no_fsync,
         st_writer_abort(w);
         return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    mode_t um = umask(0);
-    umask(um);
-    (void)fchmod(w->fd, 0666 & ~um);
     return FP8KIT_OK;
 }
 
