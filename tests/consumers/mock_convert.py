@@ -208,10 +208,8 @@ def convert(src: str, dst: str, scheme: str, fmt: str = "fp8", exclude=(), quant
     if rounding != "floor" and scheme != "mxfp8":
         raise Refused("--rounding is for --scheme mxfp8")
     srcp, dstp = Path(src), Path(dst)
-    if dstp.exists():
-        if not force:
-            raise Refused(f"{dst} exists (use --force)")
-        shutil.rmtree(dstp) if dstp.is_dir() else dstp.unlink()
+    if dstp.exists() and not force:
+        raise Refused(f"{dst} exists (use --force)")
 
     # inputs
     if srcp.is_dir():
@@ -230,6 +228,20 @@ def convert(src: str, dst: str, scheme: str, fmt: str = "fp8", exclude=(), quant
     if srcp.is_dir() and (srcp / "config.json").exists():
         cfg = json.loads((srcp / "config.json").read_text())
     tied = bool(cfg.get("tie_word_embeddings", False)) or bool(cfg.get("text_config", {}).get("tie_word_embeddings", False))
+
+    # an --exclude glob that matches no tensor is an error (checked before writing)
+    if exclude:
+        names = []
+        files = [srcp / sh for sh in shards] if out_dir is not None else [srcp]
+        for fp in files:
+            with safe_open(str(fp), framework="pt") as f:
+                names.extend(f.keys())
+        for g in exclude:
+            if not any(fnmatch.fnmatchcase(n, g) for n in names):
+                raise Refused(f"--exclude {g!r} matches no tensor")
+
+    if dstp.exists():  # --force
+        shutil.rmtree(dstp) if dstp.is_dir() else dstp.unlink()
 
     ignore: set[str] = set()
     kept: dict[str, str] = {}
@@ -311,13 +323,93 @@ def convert(src: str, dst: str, scheme: str, fmt: str = "fp8", exclude=(), quant
                 q.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
             else:
                 shutil.copyfile(p, q)
-    unused = [g for g in exclude if g not in matched_globs]
-    if unused:
-        raise Refused(f"--exclude {unused[0]!r} matches no tensor")
     for name, why in sorted(kept.items()):
         if why.startswith(("K=", "N=")):
             print(f"mock_convert: warning: {name} kept in high precision ({why})", file=log)
     return {"quantized": quantized, "kept": kept, "ignore": sorted(ignore)}
+
+
+def dequantize(src: str, dst: str, dtype: str = "bf16", force: bool = False) -> None:
+    """Mock of fp8kit.dequantize_checkpoint: every F8_E4M3 X with X_scale or
+    X_scale_inv becomes decode(q) * scale (f32 product, then RNE to dtype);
+    scales dropped; config.json loses quantization_config."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    tdt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dtype]
+    srcp, dstp = Path(src), Path(dst)
+    if dstp.exists():
+        if not force:
+            raise Refused(f"{dst} exists (use --force)")
+        shutil.rmtree(dstp) if dstp.is_dir() else dstp.unlink()
+    if (srcp / INDEX).exists():
+        index = json.loads((srcp / INDEX).read_text())
+        shards = sorted(set(index["weight_map"].values()))
+    else:
+        index, shards = None, [SINGLE]
+    dstp.mkdir(parents=True)
+    weight_map, total = {}, 0
+    for sh in shards:
+        with safe_open(str(srcp / sh), framework="pt") as f:
+            meta = dict(f.metadata() or {})
+            raw = {k: f.get_tensor(k) for k in f.keys()}
+        out = {}
+        for k, t in raw.items():
+            if k.endswith(("_scale", "_scale_inv")) and (k.rsplit("_scale", 1)[0] in raw):
+                continue
+            if t.dtype == torch.float8_e4m3fn and (k + "_scale" in raw or k + "_scale_inv" in raw):
+                s = raw.get(k + "_scale", raw.get(k + "_scale_inv"))
+                q = fp8ref.decode_e4m3(t.view(torch.uint8).numpy())
+                if s.dtype in (torch.uint8, torch.float8_e8m0fnu):
+                    sv = fp8ref.decode_e8m0(s.view(torch.uint8).numpy())
+                else:
+                    sv = s.to(torch.float32).numpy()
+                n, kk = q.shape
+                if sv.size == 1:
+                    full = sv.reshape(())
+                elif sv.shape == (n, 1):
+                    full = sv
+                elif sv.shape == (n, kk // 32):
+                    full = np.repeat(sv, 32, axis=1)
+                else:
+                    full = fp8ref.block_expand(sv, n, kk)
+                out[k] = torch.from_numpy((q * full).astype(np.float32)).to(tdt)
+            else:
+                out[k] = t
+        meta.pop("quantization", None)
+        save_file(out, str(dstp / sh), metadata=meta)
+        for k, t in out.items():
+            weight_map[k] = sh
+            total += _nbytes(t)
+    if index is not None:
+        index = dict(index)
+        index["metadata"] = dict(index.get("metadata", {}), total_size=total)
+        index["weight_map"] = dict(sorted(weight_map.items()))
+        (dstp / INDEX).write_text(json.dumps(index, indent=2) + "\n")
+    for p in sorted(srcp.rglob("*")):
+        rel = p.relative_to(srcp)
+        if p.is_dir() or str(rel) in set(shards) | {INDEX}:
+            continue
+        q = dstp / rel
+        q.parent.mkdir(parents=True, exist_ok=True)
+        if str(rel) == "config.json":
+            c = json.loads(p.read_text())
+            c.pop("quantization_config", None)
+            q.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
+        else:
+            shutil.copyfile(p, q)
+
+
+# Python-API stand-ins with the signatures planned for fp8kit (tests use these
+# in --converter mock mode)
+def quantize_checkpoint(src, dst, scheme, format="fp8", exclude=(), quantize_all=False, pow2=False,
+                        rounding="floor", force=False):
+    return convert(str(src), str(dst), scheme, format, list(exclude), quantize_all, pow2, rounding, force)
+
+
+def dequantize_checkpoint(src, dst, dtype="bf16", force=False):
+    return dequantize(str(src), str(dst), dtype, force)
 
 
 def main(argv=None) -> int:
@@ -333,9 +425,17 @@ def main(argv=None) -> int:
     q.add_argument("--pow2", action="store_true")
     q.add_argument("--rounding", default="floor", choices=("floor", "rceil"))
     q.add_argument("--force", action="store_true")
+    d = sub.add_parser("dequantize")
+    d.add_argument("src")
+    d.add_argument("dst")
+    d.add_argument("--dtype", default="bf16", choices=("bf16", "f16", "f32"))
+    d.add_argument("--force", action="store_true")
     a = ap.parse_args(argv)
     try:
-        convert(a.src, a.dst, a.scheme, a.format, a.exclude, a.quantize_all, a.pow2, a.rounding, a.force)
+        if a.cmd == "dequantize":
+            dequantize(a.src, a.dst, a.dtype, a.force)
+        else:
+            convert(a.src, a.dst, a.scheme, a.format, a.exclude, a.quantize_all, a.pow2, a.rounding, a.force)
     except Refused as e:
         print(f"mock_convert: error: {e}", file=sys.stderr)
         return 2

@@ -139,11 +139,7 @@ def fp8_reference(src: str, dst: str, scheme: str, ignore: list[str], pow2: bool
     d = Path(dst)
     if d.exists():
         shutil.rmtree(d)
-    d.mkdir(parents=True)
-    for f in Path(src).iterdir():
-        if f.name.endswith(".safetensors") or f.name.endswith(".index.json"):
-            continue
-        shutil.copyfile(f, d / f.name)
+    shutil.copytree(src, d, ignore=shutil.ignore_patterns("*.safetensors", "*.index.json"))
     save_file(out, str(d / "model.safetensors"), metadata={"format": "pt"})
     c = json.loads((d / "config.json").read_text())
     qd = cfg.to_dict()
