@@ -187,6 +187,29 @@ def _nbytes(t) -> int:
     return t.numel() * t.element_size()
 
 
+def save_file(tensors: dict, path: str, metadata: dict | None = None) -> None:
+    """safetensors.torch.save_file with a deterministic header: the Rust
+    writer keeps metadata in a hash map, whose order changes from process to
+    process; this rewrites the header with sorted keys so two runs give the
+    same bytes."""
+    from safetensors.torch import save
+
+    b = save(tensors, metadata=metadata)
+    n = int.from_bytes(b[:8], "little")
+    header = json.loads(b[8:8 + n])
+    meta = header.pop("__metadata__", None)
+    ordered = {}
+    if meta is not None:
+        ordered["__metadata__"] = dict(sorted(meta.items()))
+    ordered.update(sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]))
+    h = json.dumps(ordered, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little"))
+        f.write(h)
+        f.write(b[8 + n:])
+
+
 class Refused(Exception):
     pass
 
@@ -194,7 +217,6 @@ class Refused(Exception):
 def convert(src: str, dst: str, scheme: str, fmt: str = "fp8", exclude=(), quantize_all=False,
             pow2=False, rounding="floor", force=False, log=sys.stderr) -> dict:
     from safetensors import safe_open
-    from safetensors.torch import save_file
 
     if scheme not in SCHEMES:
         raise Refused(f"unknown scheme {scheme!r}")
@@ -335,7 +357,6 @@ def dequantize(src: str, dst: str, dtype: str = "bf16", force: bool = False) -> 
     scales dropped; config.json loses quantization_config."""
     import torch
     from safetensors import safe_open
-    from safetensors.torch import save_file
 
     tdt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dtype]
     srcp, dstp = Path(src), Path(dst)
