@@ -1,18 +1,30 @@
 #!/usr/bin/env python3
 """test_st_cli.py - end-to-end test of `fp8kit quantize | dequantize | inspect`
-on safetensors checkpoints (issue 3, docs/spec.md section 5), run by CTest:
+on single safetensors files (issues 3, 19 and 20, docs/spec.md section 5), run
+by CTest:
     python3 tests/test_st_cli.py path/to/fp8kit
+(model directories: tests/test_st_model.py).
 
 Checkpoints are written and read back with the reference `safetensors`
 package; every number is checked against an INDEPENDENT numpy implementation
 of docs/spec.md sections 1-2 (e4m3 by nearest search in a 256-entry table built from
 the bit fields, scales from the docs/spec.md formulas), bit for bit:
-  - every scheme (fp8-tensor/row/block, with --pow2, mxfp8 floor/rceil) on
-    tensors holding zeros, NaN, Inf, subnormals, max values, docs/spec.md 2.2's edge
-    blocks, shapes that are not multiples of 32/128, an empty weight;
-  - names, dtypes and shapes of the written tensors (docs/spec.md 5 table);
-  - excluded and non-weight tensors copied byte for byte; metadata kept;
-  - dequantize (bf16 and f32) = decode(q) * S rounded, bit for bit;
+  - every scheme in both formats (--format fp8 | compressed-tensors: fp8-tensor,
+    fp8-block and mxfp8 in each, fp8-row in compressed-tensors and refused in
+    fp8), with --pow2, mxfp8 floor/rceil, on tensors holding zeros, NaN, Inf,
+    subnormals, max values, docs/spec.md 2.2's edge blocks, an empty weight;
+  - names, dtypes and shapes of the written tensors (docs/spec.md 5 table:
+    weight_scale_inv F32 [] / weight_scale F32 [1], [N,1], the block grid,
+    F8_E8M0 / U8 [N,K/32]); the default format per scheme and the aliases;
+  - weights a scheme cannot take as the loaders read it (mxfp8 K % 32,
+    fp8-block K % 128 and, with --format fp8, N % 128) kept byte for byte with
+    a warning on stderr naming each; excluded (by tensor or module name) and
+    non-weight tensors copied byte for byte; metadata kept plus the
+    "quantization" entry; an --exclude / --include glob matching nothing is an
+    error; an input holding any F8_* tensor is refused;
+  - the summary line and --json (format, kept, other_files, convention);
+  - dequantize (bf16 and f32) = decode(q) * S rounded, bit for bit, naming the
+    convention it recognised; inspect's "quantization" line;
   - sharded input and output with a new index;
   - every corrupt-input case fails with a message naming the file (and the
     tensor), exit status != 0 and nothing written; --force; Ctrl-C;
@@ -24,9 +36,11 @@ the bit fields, scales from the docs/spec.md formulas), bit for bit:
   - when a CUDA device is usable: the CUDA backend writes identical files.
 Needs numpy and safetensors (scripts/bootstrap.sh installs them); without
 them the test is skipped (exit 77)."""
+import fnmatch
 import json
 import os
 import pty
+import re
 import shutil
 import signal
 import struct
@@ -209,7 +223,7 @@ def ref_dequant(q, qdt, scale, sshape, sdt, scheme, N, K, out):
     """decode(q) * S in fp32, then rounded to out ("bf16" -> uint16 bits, "f32")."""
     table = E4M3 if qdt == "F8_E4M3" else E5M2
     v = table[q.reshape(N, K)]
-    if sdt == "F8_E8M0":
+    if sdt in ("F8_E8M0", "U8"):  # e8m0 bytes, either dtype (docs/spec.md 5)
         S = np.repeat(e8m0_to_f32(scale.reshape(N, K // 32)), 32, axis=1)
     else:
         f = scale.astype(np.float32).reshape(sshape)
@@ -224,6 +238,73 @@ def ref_dequant(q, qdt, scale, sshape, sdt, scheme, N, K, out):
         return y
     u = y.view(np.uint32).astype(np.uint64)
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)  # RNE (NaN compared apart)
+
+
+
+
+# --------------------------------------------------- docs/spec.md 5, restated
+FORMATS = ("fp8", "compressed-tensors")
+SCHEMES = ("fp8-tensor", "fp8-row", "fp8-block", "mxfp8")
+FLOAT_DTYPES = ("F32", "F16", "BF16")
+
+
+def default_format(scheme):
+    return "fp8" if scheme == "fp8-block" else "compressed-tensors"
+
+
+def scale_spec(scheme, fmt, N, K):
+    """(suffix, dtype, shape) of the scale tensor written for an N x K weight."""
+    inv = "_scale_inv" if fmt == "fp8" else "_scale"
+    if scheme == "fp8-tensor":
+        return (inv, "F32", []) if fmt == "fp8" else (inv, "F32", [1])
+    if scheme == "fp8-row":
+        assert fmt == "compressed-tensors"
+        return inv, "F32", [N, 1]
+    if scheme == "fp8-block":
+        return inv, "F32", [-(-N // 128), -(-K // 128)]
+    return (inv, "F8_E8M0", [N, K // 32]) if fmt == "fp8" else (inv, "U8", [N, K // 32])
+
+
+def shape_fits(scheme, fmt, N, K):
+    """Can the scheme, in the format, take an N x K weight as the loaders read it?"""
+    if scheme == "mxfp8":
+        return K % 32 == 0
+    if scheme == "fp8-block":
+        return K % 128 == 0 and (fmt != "fp8" or N % 128 == 0)
+    return True
+
+
+def is_candidate(dt, shape, name):
+    return len(shape) == 2 and dt in FLOAT_DTYPES and name.endswith(".weight")
+
+
+def glob_hits(globs, name):
+    """A glob matches the tensor name or its module name (fnmatch, '*' crosses dots)."""
+    mod = name[:-len(".weight")] if name.endswith(".weight") else None
+    return any(fnmatch.fnmatchcase(name, g) or (mod is not None and fnmatch.fnmatchcase(mod, g)) for g in globs)
+
+
+def keep_reason(name, dt, shape, scheme, fmt, exclude=(), include=(), quantize_all=False):
+    """None (quantized), or why a candidate weight stays in high precision
+    ("exclude", "embedding", "router", "lm_head", "shape"); "copy" for a
+    tensor that is no candidate at all."""
+    if not is_candidate(dt, shape, name):
+        return "copy"
+    if glob_hits(exclude, name):
+        return "exclude"
+    module = name[:-len(".weight")]
+    leaf = module.split(".")[-1]
+    if not glob_hits(include, name):
+        if leaf == "lm_head" or name == "output.weight" or leaf == "embed_out":
+            if not quantize_all:
+                return "lm_head"
+        elif "embed" in leaf or leaf in ("wte", "wpe", "tok_embeddings"):
+            return "embedding"
+        elif leaf in ("gate", "router", "shared_expert_gate", "router_gate"):
+            return "router"
+    if not shape_fits(scheme, fmt, shape[0], shape[1]):
+        return "shape"
+    return None
 
 
 # --------------------------------------------------------- test checkpoint
@@ -257,7 +338,28 @@ def edge_matrix(rng, N, K):
     return x
 
 
+
+def other_tensors(rng):
+    """Tensors that are never quantized: 1-D, not *.weight, 3-D, integers."""
+    return {
+        "norm.weight": ("F32", [96], rng.standard_normal(96).astype(np.float32).tobytes()),
+        "proj.bias": ("F32", [3, 64], rng.standard_normal((3, 64)).astype(np.float32).tobytes()),
+        "conv.weight": ("F32", [4, 3, 32], rng.standard_normal((4, 3, 32)).astype(np.float32).tobytes()),
+        "ids": ("I64", [5], np.arange(5, dtype=np.int64).tobytes()),
+        "mask": ("BOOL", [7], bytes([1, 0, 1, 1, 0, 0, 1])),
+        "u8": ("U8", [3], b"\x01\x02\x03"),
+        "i8": ("I8", [2], b"\xff\x01"),
+        "i32": ("I32", [2, 2], np.arange(4, dtype=np.int32).tobytes()),
+        "scalar": ("F32", [], struct.pack("<f", 2.5)),
+    }
+
+
+META = {"format": "pt", "note": "caf\u00e9 \u2713"}
+
+
 def make_checkpoint(path, rng, extra=None):
+    """The general fixture (no fp8 tensor): every weight fits fp8-tensor,
+    fp8-row and mxfp8 (K % 32 == 0); most do not fit fp8-block (K % 128)."""
     edge = edge_matrix(rng, 70, 160)                   # 70 x 160: not multiples of 128
     bf = (rng.standard_t(2, (300, 96)) * 0.05).astype(np.float32)
     bf[17] = np.nan
@@ -272,35 +374,45 @@ def make_checkpoint(path, rng, extra=None):
         "zero.weight": ("F32", [128, 32], np.zeros((128, 32), np.float32).tobytes()),
         "emp.weight": ("BF16", [0, 64], b""),
         "excl.weight": ("BF16", [4, 64], bf16_bits(rng.standard_normal((4, 64))).tobytes()),
-        "norm.weight": ("F32", [96], rng.standard_normal(96).astype(np.float32).tobytes()),
-        "proj.bias": ("F32", [3, 64], rng.standard_normal((3, 64)).astype(np.float32).tobytes()),
-        "conv.weight": ("F32", [4, 3, 32], rng.standard_normal((4, 3, 32)).astype(np.float32).tobytes()),
-        "ids": ("I64", [5], np.arange(5, dtype=np.int64).tobytes()),
-        "mask": ("BOOL", [7], bytes([1, 0, 1, 1, 0, 0, 1])),
-        "u8": ("U8", [3], b"\x01\x02\x03"),
-        "i8": ("I8", [2], b"\xff\x01"),
-        "i32": ("I32", [2, 2], np.arange(4, dtype=np.int32).tobytes()),
-        "e5.weight": ("F8_E5M2", [3, 5], bytes(range(15))),
-        "scalar": ("F32", [], struct.pack("<f", 2.5)),
     }
+    t.update(other_tensors(rng))
     if extra:
         t.update(extra)
-    st_write(path, t, {"format": "pt", "note": "caf\u00e9 \u2713"})
+    st_write(path, t, META)
     return t
 
 
-QUANT_NAMES = ["edge.weight", "bf.weight", "big.weight", "half.weight", "zero.weight", "emp.weight"]
-
-
-def scale_name(scheme, w):
-    return w + ("_scale_inv" if scheme == "fp8-block" else "_scale")
-
-
-def expected_scale_shape(scheme, N, K):
-    return {"fp8-tensor": [], "fp8-row": [N, 1], "fp8-block": [-(-N // 128), -(-K // 128)],
-            "mxfp8": [N, K // 32]}[scheme]
-
-
+def make_block_checkpoint(path, rng):
+    """The fp8-block fixture: K % 128 == 0 and N % 128 == 0 for the weights
+    both formats quantize (edge rows, NaN / Inf / zero / subnormal blocks, an
+    empty weight), plus tail.weight (N = 200: quantized with partial row
+    blocks by compressed-tensors, kept by --format fp8) and oddk.weight
+    (K = 160: kept by both)."""
+    edge = edge_matrix(rng, 256, 256)
+    edge[128:, :128] = 0.0                                      # an all-zero block
+    edge[128:, 128:] *= np.float32(1e-40)                       # a block of fp32 subnormals
+    edge[200, 130] = np.float32(2.0 ** -149)
+    bf = (rng.standard_t(2, (384, 128)) * 0.05).astype(np.float32)
+    bf[300] = np.nan                                            # one NaN row in the last row block
+    half = rng.standard_normal((128, 128)).astype(np.float16)
+    half[3, 3] = -np.inf
+    tail = rng.standard_normal((200, 256)).astype(np.float32)
+    tail[150:, 128:] = 0.0
+    tail[199, 255] = 1000.0
+    t = {
+        "edge.weight": ("F32", [256, 256], edge.tobytes()),
+        "bf.weight": ("BF16", [384, 128], bf16_bits(bf).tobytes()),
+        "big.weight": ("BF16", [256, 256], bf16_bits(rng.standard_normal((256, 256))).tobytes()),
+        "half.weight": ("F16", [128, 128], half.tobytes()),
+        "zero.weight": ("F32", [128, 128], np.zeros((128, 128), np.float32).tobytes()),
+        "emp.weight": ("BF16", [0, 128], b""),
+        "tail.weight": ("F32", [200, 256], tail.tobytes()),
+        "oddk.weight": ("BF16", [128, 160], bf16_bits(rng.standard_normal((128, 160))).tobytes()),
+        "excl.weight": ("BF16", [128, 128], bf16_bits(rng.standard_normal((128, 128))).tobytes()),
+    }
+    t.update(other_tensors(rng))
+    st_write(path, t, META)
+    return t
 def same_bits(a, b):
     """Equal as bits, except that NaN only needs NaN at the same place."""
     if a.shape != b.shape:
@@ -314,45 +426,6 @@ def same_bits(a, b):
     return bool(np.array_equal(a, b))
 
 
-# ------------------------------------------------------------------ checks
-def check_quantized(tag, src, out, meta, scheme, pow2, rceil, excluded=("excl.weight",)):
-    for name, (dt, shape, data) in src.items():
-        is_q = name in QUANT_NAMES and name not in excluded
-        if not is_q:
-            check(name in out and out[name] == (dt, shape, data), "%s: %s copied byte for byte" % (tag, name))
-            check(scale_name(scheme, name) not in out, "%s: no scale for %s" % (tag, name))
-            continue
-        N, K = shape
-        sn = scale_name(scheme, name)
-        check(name in out and sn in out, "%s: %s and %s written" % (tag, name, sn))
-        if name not in out or sn not in out:
-            continue
-        qdt, qshape, qdata = out[name]
-        sdt, sshape, sdata = out[sn]
-        check(qdt == "F8_E4M3" and qshape == [N, K], "%s: %s is F8_E4M3 %s (got %s %s)" % (tag, name, [N, K], qdt,
-                                                                                              qshape))
-        want_sdt = "F8_E8M0" if scheme == "mxfp8" else "F32"
-        want_ss = expected_scale_shape(scheme, N, K)
-        check(sdt == want_sdt and sshape == want_ss,
-              "%s: %s is %s %s (got %s %s)" % (tag, sn, want_sdt, want_ss, sdt, sshape))
-        x = widen(dt, data, shape)
-        with np.errstate(all="ignore"):
-            rq, rs = ref_quant(scheme, x, pow2, rceil)
-        q = np.frombuffer(qdata, np.uint8).reshape(N, K)
-        bad = np.argwhere(q != rq)
-        check(bad.size == 0, "%s: %s codes match the numpy reference (%d differ, first %s: got 0x%02x want 0x%02x)"
-              % (tag, name, len(bad), bad[0].tolist() if len(bad) else None,
-                 q[tuple(bad[0])] if len(bad) else 0, rq[tuple(bad[0])] if len(bad) else 0))
-        if scheme == "mxfp8":
-            s = np.frombuffer(sdata, np.uint8).reshape(want_ss)
-            check(np.array_equal(s, rs), "%s: %s e8m0 scales match the numpy reference" % (tag, sn))
-        else:
-            s = np.frombuffer(sdata, np.float32).reshape(want_ss)
-            check(same_bits(s, np.asarray(rs, np.float32).reshape(want_ss)),
-                  "%s: %s scales match the numpy reference" % (tag, sn))
-    check(meta.get("format") == "pt" and meta.get("note") == "caf\u00e9 \u2713", "%s: metadata kept" % tag)
-    qm = json.loads(meta.get("quantization", "{}"))
-    check(qm.get("scheme") == scheme and qm.get("tool") == "fp8kit", "%s: quantization metadata entry" % tag)
 
 
 def check_with_torch(tag, path, out):
@@ -375,29 +448,6 @@ def check_with_torch(tag, path, out):
             check(same_bits(t[name].float().numpy(), mine), "%s: torch decodes %s like the table" % (tag, name))
 
 
-def check_dequantized(tag, qfile_tensors, out, scheme, outdt):
-    for name in QUANT_NAMES:
-        if name not in qfile_tensors:
-            continue
-        qdt, (N, K), qdata = qfile_tensors[name]
-        sn = scale_name(scheme, name)
-        sdt, sshape, sdata = qfile_tensors[sn]
-        check(name in out and sn not in out, "%s: %s dequantized, %s dropped" % (tag, name, sn))
-        if name not in out:
-            continue
-        ydt, yshape, ydata = out[name]
-        check(ydt == {"bf16": "BF16", "f32": "F32"}[outdt] and yshape == [N, K],
-              "%s: %s has dtype %s shape %s" % (tag, name, ydt, yshape))
-        q = np.frombuffer(qdata, np.uint8)
-        scale = np.frombuffer(sdata, np.uint8 if sdt == "F8_E8M0" else np.float32)
-        with np.errstate(all="ignore"):
-            want = ref_dequant(q, qdt, scale, sshape, sdt, scheme, N, K, outdt)
-        got = np.frombuffer(ydata, np.float32 if outdt == "f32" else np.uint16).reshape(N, K)
-        check(same_bits(got, want), "%s: %s = decode(q) * S bit for bit" % (tag, name))
-    for name, v in qfile_tensors.items():
-        if name in QUANT_NAMES or name.endswith("_scale") or name.endswith("_scale_inv"):
-            continue
-        check(out.get(name) == v, "%s: %s copied through dequantize" % (tag, name))
 
 
 def check_same_values(tag, a, b):
@@ -421,42 +471,250 @@ def check_same_values(tag, a, b):
             print("note: %s: %s differs only in NaN payloads" % (tag, name))
 
 
+
+
+# ------------------------------------------------------------------ checks
+def scale_of(tensors, name):
+    """(scale tensor name, its entry) of an fp8 weight, either convention."""
+    for suffix in ("_scale_inv", "_scale"):
+        if name + suffix in tensors:
+            return name + suffix, tensors[name + suffix]
+    return None, None
+
+
+def check_quantized(tag, src, out, meta, scheme, fmt, pow2=False, rceil=False, exclude=(), include=(),
+                    quantize_all=False, src_meta=META):
+    """out (the written file) against src: every quantized weight's codes and
+    scale bit for bit, names / dtypes / shapes per docs/spec.md 5, everything
+    else byte for byte. Returns name -> keep reason (None: quantized)."""
+    reasons = {n: keep_reason(n, dt, shape, scheme, fmt, exclude, include, quantize_all)
+               for n, (dt, shape, _) in src.items()}
+    want_names = set(src)
+    for name, (dt, shape, data) in src.items():
+        if reasons[name] is not None:
+            check(out.get(name) == (dt, shape, data), "%s: %s copied byte for byte (%s)" % (tag, name, reasons[name]))
+            check(name + "_scale" not in out and name + "_scale_inv" not in out, "%s: no scale for %s" % (tag, name))
+            continue
+        N, K = shape
+        suffix, want_sdt, want_ss = scale_spec(scheme, fmt, N, K)
+        sn, other = name + suffix, name + ("_scale" if suffix == "_scale_inv" else "_scale_inv")
+        want_names.add(sn)
+        check(name in out and sn in out and other not in out, "%s: %s and %s written (not %s)" % (tag, name, sn, other))
+        if name not in out or sn not in out:
+            continue
+        qdt, qshape, qdata = out[name]
+        sdt, sshape, sdata = out[sn]
+        check(qdt == "F8_E4M3" and qshape == [N, K], "%s: %s is F8_E4M3 %s (got %s %s)" % (tag, name, [N, K], qdt,
+                                                                                              qshape))
+        check(sdt == want_sdt and sshape == want_ss,
+              "%s: %s is %s %s (got %s %s)" % (tag, sn, want_sdt, want_ss, sdt, sshape))
+        if qshape != [N, K] or sshape != want_ss:
+            continue
+        x = widen(dt, data, shape)
+        with np.errstate(all="ignore"):
+            rq, rs = ref_quant(scheme, x, pow2, rceil)
+        q = np.frombuffer(qdata, np.uint8).reshape(N, K)
+        bad = np.argwhere(q != rq)
+        check(bad.size == 0, "%s: %s codes match the numpy reference (%d differ, first %s: got 0x%02x want 0x%02x)"
+              % (tag, name, len(bad), bad[0].tolist() if len(bad) else None,
+                 q[tuple(bad[0])] if len(bad) else 0, rq[tuple(bad[0])] if len(bad) else 0))
+        if scheme == "mxfp8":
+            s = np.frombuffer(sdata, np.uint8).reshape(want_ss)
+            check(np.array_equal(s, rs), "%s: %s e8m0 scales match the numpy reference" % (tag, sn))
+        else:
+            s = np.frombuffer(sdata, np.float32).reshape(want_ss)
+            check(same_bits(s, np.asarray(rs, np.float32).reshape(want_ss)),
+                  "%s: %s scales match the numpy reference" % (tag, sn))
+    check(set(out) == want_names, "%s: exactly the expected tensors (extra %s, missing %s)" % (
+        tag, sorted(set(out) - want_names)[:5], sorted(want_names - set(out))[:5]))
+    check(all(meta.get(k) == v for k, v in src_meta.items()), "%s: metadata kept" % tag)
+    qm = json.loads(meta.get("quantization", "{}"))
+    want_scale = "weight_scale_inv" if fmt == "fp8" else "weight_scale"
+    want_sdt = scale_spec(scheme, fmt, 32, 32)[1]
+    check(qm.get("tool") == "fp8kit" and qm.get("scheme") == scheme and qm.get("format") == fmt and
+          qm.get("scale") == want_scale and qm.get("scale_dtype") == want_sdt and qm.get("weight_dtype") == "F8_E4M3",
+          "%s: quantization metadata entry names scheme, format and scale (%s)" % (tag, qm))
+    return reasons
+
+
+def check_dequantized(tag, q, out, scheme, outdt):
+    """out = dequantize(q): every fp8 tensor with a scale companion becomes
+    decode(q) * S rounded to outdt bit for bit, the scales are dropped,
+    everything else is copied."""
+    consumed = set()
+    for name, (qdt, shape, qdata) in q.items():
+        if qdt not in ("F8_E4M3", "F8_E5M2"):
+            continue
+        sn, sc = scale_of(q, name)
+        if sn is None:
+            check(out.get(name) == q[name], "%s: %s without a scale copied" % (tag, name))
+            continue
+        consumed.add(sn)
+        N, K = shape
+        sdt, sshape, sdata = sc
+        check(name in out and sn not in out, "%s: %s dequantized, %s dropped" % (tag, name, sn))
+        if name not in out:
+            continue
+        ydt, yshape, ydata = out[name]
+        check(ydt == {"bf16": "BF16", "f32": "F32", "f16": "F16"}[outdt] and yshape == [N, K],
+              "%s: %s has dtype %s shape %s" % (tag, name, ydt, yshape))
+        if sdt in ("F8_E8M0", "U8"):
+            scale = np.frombuffer(sdata, np.uint8)
+        else:
+            scale = widen(sdt, sdata, sshape)
+        with np.errstate(all="ignore"):
+            want = ref_dequant(np.frombuffer(qdata, np.uint8), qdt, scale, sshape, sdt, scheme, N, K, outdt)
+        got = np.frombuffer(ydata, np.float32 if outdt == "f32" else np.uint16).reshape(N, K)
+        check(same_bits(got, want), "%s: %s = decode(q) * S bit for bit" % (tag, name))
+    for name, v in q.items():
+        if name in consumed or (v[0] in ("F8_E4M3", "F8_E5M2") and scale_of(q, name)[0]):
+            continue
+        check(out.get(name) == v, "%s: %s copied through dequantize" % (tag, name))
+    check(not (set(out) & consumed), "%s: no scale tensor left" % tag)
+
+
+def warned_names(stderr, names):
+    """The names that a warning line on stderr names."""
+    lines = [ln for ln in stderr.splitlines() if "warning" in ln]
+    return {n for n in names
+            if any(re.search(r"(^|[\s'\"])%s($|[\s'\":,])" % re.escape(n), ln) for ln in lines)}
+
+
+def check_warnings(tag, r, reasons):
+    want = {n for n, why in reasons.items() if why == "shape"}
+    got = warned_names(r.stderr, reasons)
+    check(got == want, "%s: a warning on stderr names each weight kept for its shape (want %s, got %s)" % (
+        tag, sorted(want), sorted(got)))
+    check(all("warning" in ln for ln in r.stderr.splitlines()),
+          "%s: nothing but warnings on stderr when it is not a terminal (%r)" % (tag, r.stderr[:200]))
+
+
+def summary_kept(stdout):
+    m = re.search(r"(\d+) weights? kept", stdout)
+    return int(m.group(1)) if m else None
+
+
+def check_summary(tag, r, fmt, reasons):
+    kept = sum(1 for why in reasons.values() if why not in (None, "copy"))
+    check(("format %s" % fmt) in r.stdout and summary_kept(r.stdout) == kept and "quantized" in r.stdout and
+          "GB/s" in r.stdout, "%s: summary names format %s and %d weights kept (%r)" % (tag, fmt, kept, r.stdout))
+
+
+def check_json_summary(tag, r, scheme, fmt, reasons, other_files=0):
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    kept = sum(1 for why in reasons.values() if why not in (None, "copy"))
+    quantized = sum(1 for why in reasons.values() if why is None)
+    check(r.returncode == 0 and j.get("op") == "quantize" and j.get("scheme") == scheme and j.get("format") == fmt and
+          j.get("kept") == kept and j.get("quantized") == quantized and j.get("other_files") == other_files,
+          "%s: --json has format %s, kept %d, quantized %d, other_files %d (%s)" % (tag, fmt, kept, quantized,
+                                                                                 other_files, r.stdout.strip()))
+
+
+INSPECT_WORD = {"fp8-tensor": "tensor", "fp8-row": "row", "fp8-block": "128x128", "mxfp8": "mx"}
+
+
+def check_inspect(tag, path, scheme, fmt):
+    """inspect's "quantization: ..." line (and --json's "quantization") names
+    the convention and the scheme."""
+    conv = "fp8 (weight_scale_inv)" if fmt == "fp8" else "compressed-tensors (weight_scale)"
+    r = run("inspect", path)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("quantization: ")]
+    line = lines[-1][len("quantization: "):] if lines else ""
+    check(r.returncode == 0 and conv in line and re.search(r"\b%s\b" % re.escape(INSPECT_WORD[scheme]), line),
+          "%s: inspect prints 'quantization: %s ... %s' (%r)" % (tag, conv, INSPECT_WORD[scheme], line))
+    if fmt == "fp8":
+        check("compressed-tensors" not in line, "%s: inspect names one convention (%r)" % (tag, line))
+    else:
+        check("weight_scale_inv" not in line, "%s: inspect names one convention (%r)" % (tag, line))
+    r = run("inspect", path, "--json")
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    check(j.get("quantization") == line, "%s: inspect --json's quantization is the same text (%r)" % (
+        tag, j.get("quantization")))
+    return j
+
+
 def leftovers(d):
-    return [n for n in os.listdir(d) if ".tmp-" in n]
+    """Temporary names (files or directories) the tool left in d."""
+    return [n for n in os.listdir(d) if "tmp" in n.lower()]
 
 
 # ------------------------------------------------------------------- tests
+def scheme_configs():
+    """(scheme, format, pow2, rceil) for every scheme in both formats
+    (fp8-row x fp8 is refused: test_names_and_args)."""
+    out = []
+    for fmt in FORMATS:
+        for pow2 in (False, True):
+            out.append(("fp8-tensor", fmt, pow2, False))
+    for pow2 in (False, True):
+        out.append(("fp8-row", "compressed-tensors", pow2, False))
+    for fmt in FORMATS:
+        for pow2 in (False, True):
+            out.append(("fp8-block", fmt, pow2, False))
+    for fmt in FORMATS:
+        for rceil in (False, True):
+            out.append(("mxfp8", fmt, False, rceil))
+    return out
+
+
 def test_schemes(tmp, rng, cuda):
     src_path = os.path.join(tmp, "model.safetensors")
     src = make_checkpoint(src_path, rng)
-    configs = [("fp8-tensor", False, False), ("fp8-row", False, False), ("fp8-block", False, False),
-               ("fp8-tensor", True, False), ("fp8-row", True, False), ("fp8-block", True, False)]
-    for scheme, pow2, rceil in configs:
-        tag = scheme + (" --pow2" if pow2 else "")
+    blk_path = os.path.join(tmp, "block.safetensors")
+    blk = make_block_checkpoint(blk_path, rng)
+    for scheme, fmt, pow2, rceil in scheme_configs():
+        tag = "%s --format %s%s%s" % (scheme, fmt, " --pow2" if pow2 else "", " rceil" if rceil else "")
+        inp, isrc = (blk_path, blk) if scheme == "fp8-block" else (src_path, src)
         q_path = os.path.join(tmp, "q.safetensors")
-        args = ["quantize", src_path, q_path, "--scheme", scheme, "--exclude", "excl*", "--backend", "cpu",
-                "--force"] + (["--pow2"] if pow2 else [])
-        r = run(*args)
+        opts = ["--scheme", scheme, "--format", fmt, "--exclude", "excl*", "--force"] + \
+            (["--pow2"] if pow2 else []) + (["--rounding", "rceil"] if rceil else [])
+        r = run("quantize", inp, q_path, "--backend", "cpu", *opts)
         check(r.returncode == 0, "%s: quantize exit 0 (%s)" % (tag, r.stderr.strip()))
         if r.returncode:
             continue
-        check("quantized" in r.stdout and "GB/s" in r.stdout, "%s: one-line summary (%r)" % (tag, r.stdout))
-        check(r.stderr == "", "%s: no progress output when stderr is not a terminal (%r)" % (tag, r.stderr[:80]))
         out, meta = st_read(q_path)
-        check_quantized(tag, src, out, meta, scheme, pow2, rceil)
+        reasons = check_quantized(tag, isrc, out, meta, scheme, fmt, pow2, rceil, exclude=("excl*",))
+        check_warnings(tag, r, reasons)
+        check_summary(tag, r, fmt, reasons)
         check_with_torch(tag, q_path, out)
+        # --json: the same file, and the summary as JSON
+        j_path = os.path.join(tmp, "qj.safetensors")
+        r = run("quantize", inp, j_path, "--backend", "cpu", "--json", *opts)
+        check_json_summary(tag, r, scheme, fmt, reasons)
+        check(r.returncode == 0 and open(j_path, "rb").read() == open(q_path, "rb").read(),
+              "%s: --json writes the same file" % tag)
+        if scheme == "fp8-block":  # the loaders' limits: kept, and named
+            check(reasons["oddk.weight"] == "shape" and reasons["tail.weight"] == ("shape" if fmt == "fp8" else None),
+                  "%s: fixture: oddk kept in both formats, tail kept by --format fp8 only" % tag)
+        check_inspect(tag, q_path, scheme, fmt)
         if cuda:
             c_path = os.path.join(tmp, "q_cuda.safetensors")
-            r = run(*(args[:2] + [c_path] + args[3:8] + ["cuda", "--force"] + args[10:]))
+            r = run("quantize", inp, c_path, "--backend", "cuda", *opts)
             check(r.returncode == 0, "%s: quantize --backend cuda (%s)" % (tag, r.stderr.strip()))
             check(r.returncode == 0 and open(c_path, "rb").read() == open(q_path, "rb").read(),
                   "%s: the CUDA backend writes the same file as the CPU backend" % tag)
         for outdt in ("bf16", "f32"):
             d_path = os.path.join(tmp, "d.safetensors")
-            r = run("dequantize", q_path, d_path, "--dtype", outdt, "--backend", "cpu", "--force")
+            r = run("dequantize", q_path, d_path, "--dtype", outdt, "--backend", "cpu", "--force",
+                    *(["--json"] if outdt == "f32" else []))
             check(r.returncode == 0, "%s: dequantize --dtype %s (%s)" % (tag, outdt, r.stderr.strip()))
             if r.returncode:
                 continue
+            if outdt == "f32":
+                try:
+                    conv = json.loads(r.stdout).get("convention")
+                except ValueError:
+                    conv = None
+                check(conv == fmt, "%s: dequantize --json names the convention %s (%r)" % (tag, fmt, r.stdout))
+            else:
+                check(fmt in r.stdout and "dequantized" in r.stdout,
+                      "%s: dequantize's summary names the convention (%r)" % (tag, r.stdout))
             dout, dmeta = st_read(d_path)
             check_dequantized("%s deq %s" % (tag, outdt), out, dout, scheme, outdt)
             check("quantization" not in dmeta and dmeta.get("format") == "pt", "%s: dequantize metadata" % tag)
@@ -466,49 +724,137 @@ def test_schemes(tmp, rng, cuda):
                 check(r.returncode == 0, "%s: CUDA dequantize --dtype %s (%s)" % (tag, outdt, r.stderr.strip()))
                 if r.returncode == 0:
                     check_same_values("%s: CUDA dequantize --dtype %s" % (tag, outdt), dout, st_read(c_path)[0])
-    # mxfp8 needs K % 32 == 0: exclude the one tensor that breaks it (none here), then run both rules
-    for rceil in (False, True):
-        tag = "mxfp8 " + ("rceil" if rceil else "floor")
-        q_path = os.path.join(tmp, "qmx.safetensors")
-        args = ["quantize", src_path, q_path, "--scheme", "mxfp8", "--exclude", "excl*", "--backend", "cpu",
-                "--force"] + (["--rounding", "rceil"] if rceil else [])
-        r = run(*args)
-        check(r.returncode == 0, "%s: quantize exit 0 (%s)" % (tag, r.stderr.strip()))
-        if r.returncode:
-            continue
-        out, meta = st_read(q_path)
-        check_quantized(tag, src, out, meta, "mxfp8", False, rceil)
-        check_with_torch(tag, q_path, out)
-        if cuda:
-            c_path = os.path.join(tmp, "qmx_cuda.safetensors")
-            r = run(*(args[:2] + [c_path] + args[3:8] + ["cuda", "--force"] + args[10:]))
-            check(r.returncode == 0 and open(c_path, "rb").read() == open(q_path, "rb").read(),
-                  "%s: CUDA writes the same file as the CPU" % tag)
-        for outdt in ("bf16", "f32"):
-            d_path = os.path.join(tmp, "dmx.safetensors")
-            r = run("dequantize", q_path, d_path, "--dtype", outdt, "--force")
-            check(r.returncode == 0, "%s: dequantize (%s)" % (tag, r.stderr.strip()))
-            if r.returncode == 0:
-                check_dequantized("%s deq %s" % (tag, outdt), out, st_read(d_path)[0], "mxfp8", outdt)
-    # a weight whose last dim is not a multiple of 32: mxfp8 refuses, names it, writes nothing
-    bad_path = os.path.join(tmp, "k33.safetensors")
-    make_checkpoint(bad_path, rng, {"odd.weight": ("BF16", [4, 33], bytes(4 * 33 * 2))})
+    # mxfp8's two formats hold the same bytes under two names and dtypes
+    a, b = os.path.join(tmp, "mx_fp8.safetensors"), os.path.join(tmp, "mx_ct.safetensors")
+    ra = run("quantize", src_path, a, "--scheme", "mxfp8", "--format", "fp8", "--exclude", "excl*")
+    rb = run("quantize", src_path, b, "--scheme", "mxfp8", "--format", "ct", "--exclude", "excl*")
+    if ra.returncode == 0 and rb.returncode == 0:
+        ta, tb = st_read(a)[0], st_read(b)[0]
+        same = all(ta[n][2] == tb[n][2] and ta[n + "_scale_inv"][2] == tb[n + "_scale"][2]
+                   for n in src if ta.get(n, ("",))[0] == "F8_E4M3")
+        check(same, "mxfp8: --format fp8 (F8_E8M0) and compressed-tensors (U8) store the same codes and scale bytes")
+    else:
+        check(False, "mxfp8 in both formats (%s %s)" % (ra.stderr.strip(), rb.stderr.strip()))
+    return src_path, blk_path
+
+
+def test_keep(tmp, rng, src_path):
+    """Weights kept in high precision: the loaders' shape limits (with a
+    warning), --exclude by tensor or module name, the default exclusions
+    (embeddings, router gates, lm_head) with --include / --quantize-all, and
+    globs that match nothing."""
+    # mxfp8 with K = 33 (and 100): kept with a warning naming it, the rest quantized
+    k33 = os.path.join(tmp, "k33.safetensors")
+    src = make_checkpoint(k33, rng, {"odd.weight": ("BF16", [4, 33], bf16_bits(rng.standard_normal((4, 33))).tobytes()),
+                                     "odd2.weight": ("F32", [64, 100],
+                                                     rng.standard_normal((64, 100)).astype(np.float32).tobytes())})
     o = os.path.join(tmp, "k33_out.safetensors")
-    r = run("quantize", bad_path, o, "--scheme", "mxfp8")
-    check(r.returncode == 1 and "odd.weight" in r.stderr and "32" in r.stderr and not os.path.exists(o),
-          "mxfp8 with K=33 fails naming the tensor (%s)" % r.stderr.strip())
-    r = run("quantize", bad_path, o, "--scheme", "mxfp8", "--exclude", "odd.*", "--exclude", "excl*")
-    check(r.returncode == 0 and st_read(o)[0]["odd.weight"][0] == "BF16", "--exclude lets mxfp8 through")
-    # inspect lists names, dtypes, shapes and metadata
-    r = run("inspect", q_path)
-    check(r.returncode == 0 and "edge.weight_scale" in r.stdout and "F8_E8M0" in r.stdout and
-          "quantization" in r.stdout, "inspect lists tensors and metadata")
-    r = run("inspect", q_path, "--json")
-    j = json.loads(r.stdout) if r.returncode == 0 else {}
-    names = {t["name"]: t for t in j.get("tensors", [])}
-    check(names.get("edge.weight", {}).get("shape") == [70, 160] and names["edge.weight"]["bytes"] == 70 * 160,
-          "inspect --json")
-    return src_path
+    for fmt in FORMATS:
+        tag = "mxfp8 K=33 --format %s" % fmt
+        r = run("quantize", k33, o, "--scheme", "mxfp8", "--format", fmt, "--force")
+        check(r.returncode == 0, "%s: exit 0, the weight kept (rc %d: %s)" % (tag, r.returncode, r.stderr.strip()))
+        if r.returncode == 0:
+            out, meta = st_read(o)
+            reasons = check_quantized(tag, src, out, meta, "mxfp8", fmt)
+            check(reasons["odd.weight"] == reasons["odd2.weight"] == "shape", "%s: fixture" % tag)
+            check_warnings(tag, r, reasons)
+            check_summary(tag, r, fmt, reasons)
+    # the warning is not a summary: --json and --quiet still print it on stderr
+    for flag in ("--json", "--quiet"):
+        r = run("quantize", k33, o, "--scheme", "mxfp8", "--force", flag)
+        check(r.returncode == 0 and warned_names(r.stderr, src) == {"odd.weight", "odd2.weight"},
+              "mxfp8 K=33 %s: the warning naming odd.weight and odd2.weight is still on stderr (%r)" % (flag, r.stderr))
+    # --exclude by module name (no ".weight"): kept without a warning
+    r = run("quantize", k33, o, "--scheme", "mxfp8", "--force", "--exclude", "odd", "--exclude", "odd2")
+    check(r.returncode == 0, "--exclude MODULE (%s)" % r.stderr.strip())
+    if r.returncode == 0:
+        out, meta = st_read(o)
+        reasons = check_quantized("mxfp8 --exclude odd", src, out, meta, "mxfp8", "compressed-tensors",
+                                  exclude=("odd", "odd2"))
+        check(reasons["odd.weight"] == "exclude", "fixture: --exclude odd names odd.weight's module")
+        check(warned_names(r.stderr, src) == set(), "excluded weights are not warned about (%r)" % r.stderr)
+    # fp8-block on the general fixture: most weights cannot be blocks of 128
+    for fmt in FORMATS:
+        tag = "fp8-block on K %% 128 != 0 --format %s" % fmt
+        r = run("quantize", k33, o, "--scheme", "fp8-block", "--format", fmt, "--force")
+        check(r.returncode == 0, "%s: exit 0 (%s)" % (tag, r.stderr.strip()))
+        if r.returncode == 0:
+            out, meta = st_read(o)
+            reasons = check_quantized(tag, src, out, meta, "fp8-block", fmt)
+            check(reasons["big.weight"] is None and reasons["edge.weight"] == "shape", "%s: fixture" % tag)
+            check_warnings(tag, r, reasons)
+    # default exclusions, by the module's last name
+    names = {
+        "model.embed_tokens.weight": [64, 128], "transformer.wte.weight": [64, 128],
+        "transformer.wpe.weight": [64, 128], "tok_embeddings.weight": [64, 128],
+        "model.embed_positions.weight": [64, 128], "bert.embeddings.word_embeddings.weight": [64, 128],
+        "model.layers.0.block_sparse_moe.gate.weight": [8, 128], "model.layers.0.mlp.gate.weight": [8, 128],
+        "model.layers.0.feed_forward.router.weight": [8, 128],
+        "model.layers.0.mlp.shared_expert_gate.weight": [1, 128], "model.layers.0.mlp.router_gate.weight": [8, 128],
+        "model.layers.0.mlp.gate_proj.weight": [64, 128], "model.layers.0.mlp.gate_up_proj.weight": [64, 128],
+        "model.layers.0.self_attn.q_proj.weight": [64, 128], "model.layers.0.mlp.gate.bias": [8],
+        "lm_head.weight": [64, 128], "output.weight": [64, 128], "gpt_neox.embed_out.weight": [64, 128],
+    }
+    dsrc = {n: ("BF16", s, bf16_bits(rng.standard_normal(s)).tobytes()) for n, s in names.items()}
+    dpath = os.path.join(tmp, "defaults.safetensors")
+    st_write(dpath, dsrc, META)
+    variants = [("defaults", [], (), False), ("--quantize-all", ["--quantize-all"], (), True),
+                ("--include", ["--include", "*wte", "--include", "model.layers.0.mlp.gate",
+                               "--include", "*.embed_tokens.weight"],
+                 ("*wte", "model.layers.0.mlp.gate", "*.embed_tokens.weight"), False)]
+    for what, extra, include, qall in variants:
+        for scheme, fmt in (("fp8-row", "compressed-tensors"), ("fp8-tensor", "fp8")):
+            tag = "default exclusions, %s, %s --format %s" % (what, scheme, fmt)
+            r = run("quantize", dpath, o, "--scheme", scheme, "--format", fmt, "--force", *extra)
+            check(r.returncode == 0, "%s: exit 0 (%s)" % (tag, r.stderr.strip()))
+            if r.returncode:
+                continue
+            out, meta = st_read(o)
+            reasons = check_quantized(tag, dsrc, out, meta, scheme, fmt, include=include, quantize_all=qall)
+            check_summary(tag, r, fmt, reasons)
+            check(warned_names(r.stderr, dsrc) == set(), "%s: default exclusions are not warnings" % tag)
+    # an --exclude or --include glob that matches no tensor: an error, nothing written
+    o2 = os.path.join(tmp, "nomatch.safetensors")
+    for opt in ("--exclude", "--include"):
+        r = run("quantize", dpath, o2, "--scheme", "fp8-row", opt, "*nothing_like_this*")
+        check(r.returncode == 1 and "nothing_like_this" in r.stderr and not os.path.exists(o2) and
+              leftovers(tmp) == [], "%s matching no tensor fails (rc %d: %s)" % (opt, r.returncode, r.stderr.strip()))
+    r = run("quantize", dpath, o2, "--scheme", "fp8-row", "--exclude", "*gate.bias")
+    check(r.returncode == 0, "an --exclude matching a tensor that is no weight is accepted (%s)" % r.stderr.strip())
+
+
+def test_refusals(tmp, rng):
+    """An input holding any F8_* tensor is refused for quantize (even when the
+    tensor is excluded); a weight whose scale name is taken is refused."""
+    o = os.path.join(tmp, "refused.safetensors")
+    fp8_inputs = {
+        "F8_E5M2 weight": {"e5.weight": ("F8_E5M2", [3, 5], bytes(range(15)))},
+        "F8_E4M3 weight + scale": {"w8.weight": ("F8_E4M3", [4, 32], bytes(range(128))),
+                                   "w8.weight_scale": ("F32", [1], struct.pack("<f", 0.5))},
+        "F8_E8M0 tensor": {"s.e8m0": ("F8_E8M0", [4], b"\x7f\x80\x81\x7e")},
+    }
+    for what, extra in fp8_inputs.items():
+        p = os.path.join(tmp, "fp8in.safetensors")
+        make_checkpoint(p, rng, extra)
+        bad = list(extra)[0]
+        for scheme, opts in (("fp8-row", []), ("mxfp8", ["--format", "fp8"]),
+                             ("fp8-block", ["--exclude", bad])):
+            r = run("quantize", p, o, "--scheme", scheme, *opts)
+            check(r.returncode == 1 and bad in r.stderr and "fp8" in r.stderr and not os.path.exists(o) and
+                  leftovers(tmp) == [], "%s: quantize --scheme %s %s refused naming %s (rc %d: %s)" % (
+                      what, scheme, " ".join(opts), bad, r.returncode, r.stderr.strip()))
+        # dequantize still takes it: an fp8 tensor without a scale is copied
+        r = run("dequantize", p, o, "--force")
+        check(r.returncode == 0, "%s: dequantize accepts it (%s)" % (what, r.stderr.strip()))
+        if r.returncode == 0 and what == "F8_E5M2 weight":
+            check(st_read(o)[0].get("e5.weight") == extra["e5.weight"], "dequantize copies an fp8 tensor without scale")
+        if os.path.exists(o):
+            os.unlink(o)
+    p = os.path.join(tmp, "taken.safetensors")
+    make_checkpoint(p, rng, {"big.weight_scale": ("F32", [1], struct.pack("<f", 2.0))})
+    r = run("quantize", p, o, "--scheme", "fp8-tensor", "--format", "compressed-tensors")
+    check(r.returncode == 1 and "big.weight_scale" in r.stderr and not os.path.exists(o) and leftovers(tmp) == [],
+          "a weight whose scale name is taken is refused (rc %d: %s)" % (r.returncode, r.stderr.strip()))
 
 
 def one_line_usage_error(r, cmd):
@@ -518,32 +864,54 @@ def one_line_usage_error(r, cmd):
             ("try 'fp8kit %s --help'" % cmd) in r.stderr and "usage:" not in r.stderr)
 
 
-def test_names_and_args(tmp, src_path):
+def test_names_and_args(tmp, src_path, blk_path):
     """Issue 19: the Python / C scheme and dtype names are accepted next to the
     CLI's (same files), --opt=value and options after IN OUT work, and a bad
-    argument is one line on stderr with exit status 2."""
+    argument is one line on stderr with exit status 2. Issue 20: the --format
+    names and aliases, the default format of each scheme."""
     schemes = {"fp8-tensor": ["tensor", "tensorwise", "per_tensor", "TENSOR"],
                "fp8-row": ["row", "rowwise", "per_row"],
                "fp8-block": ["block", "block128x128", "128x128"],
                "mxfp8": ["mx", "MX", "MXFP8"]}
     for canon, aliases in schemes.items():
+        inp = blk_path if canon == "fp8-block" else src_path
         ref = os.path.join(tmp, "names_ref.safetensors")
-        r = run("quantize", src_path, ref, "--scheme", canon, "--exclude", "excl*", "--backend", "cpu", "--force")
+        r = run("quantize", inp, ref, "--scheme", canon, "--exclude", "excl*", "--backend", "cpu", "--force")
         check(r.returncode == 0, "quantize --scheme %s (%s)" % (canon, r.stderr.strip()))
         want = open(ref, "rb").read() if r.returncode == 0 else None
         for i, alias in enumerate(aliases):
             o = os.path.join(tmp, "names_%d.safetensors" % i)
             # alternate the spellings of the options: --opt=value, options after and before IN OUT, -q
             if i % 2:
-                r = run("quantize", "--scheme=" + alias, "--exclude=excl*", "--backend=cpu", "--threads=1", src_path,
+                r = run("quantize", "--scheme=" + alias, "--exclude=excl*", "--backend=cpu", "--threads=1", inp,
                         o, "-q")
             else:
-                r = run("quantize", src_path, o, "--scheme", alias, "--exclude", "excl*", "--backend", "cpu", "--quiet")
+                r = run("quantize", inp, o, "--scheme", alias, "--exclude", "excl*", "--backend", "cpu", "--quiet")
             check(r.returncode == 0 and r.stdout == "" and os.path.exists(o) and open(o, "rb").read() == want,
                   "quantize --scheme %s writes what --scheme %s writes (rc %d: %s)" % (alias, canon, r.returncode,
                                                                                      r.stderr.strip()))
             if os.path.exists(o):
                 os.unlink(o)
+        # the default format, and every spelling of both formats
+        for fmt, spellings in (("fp8", ["fp8", "finegrained-fp8", "deepseek"]),
+                               ("compressed-tensors", ["compressed-tensors", "compressed_tensors", "ct"])):
+            if canon == "fp8-row" and fmt == "fp8":
+                continue
+            got = []
+            for i, sp in enumerate(spellings):
+                o = os.path.join(tmp, "fmt_%d.safetensors" % i)
+                r = run("quantize", inp, o, "--scheme", canon, "--exclude", "excl*", "--backend", "cpu", "-q",
+                        *(["--format=" + sp] if i % 2 else ["--format", sp]))
+                check(r.returncode == 0, "quantize --scheme %s --format %s (%s)" % (canon, sp, r.stderr.strip()))
+                got.append(open(o, "rb").read() if r.returncode == 0 else None)
+                if os.path.exists(o):
+                    os.unlink(o)
+            check(got[0] is not None and all(g == got[0] for g in got),
+                  "--scheme %s: --format %s writes the same file" % (canon, " / ".join(spellings)))
+            if fmt == default_format(canon):
+                check(got[0] == want, "--scheme %s: the default format is %s" % (canon, fmt))
+            else:
+                check(got[0] != want, "--scheme %s: --format %s differs from the default" % (canon, fmt))
     q = os.path.join(tmp, "names_q.safetensors")
     run("quantize", src_path, q, "--scheme", "fp8-row", "--exclude", "excl*", "--backend", "cpu", "--force")
     dtypes = {"bf16": ["bfloat16", "BF16"], "f32": ["fp32", "float32", "float"], "f16": ["fp16", "float16", "half"]}
@@ -565,6 +933,10 @@ def test_names_and_args(tmp, src_path):
     h = run("quantize", "--help")
     check(h.returncode == 0 and h.stderr == "" and "fp8-tensor (= tensor" in h.stdout and
           "fp8-block (= block, block128x128" in h.stdout and "mxfp8 (= mx" in h.stdout, "quantize --help lists aliases")
+    check("fp8 (= finegrained-fp8, deepseek" in h.stdout and "compressed-tensors (= compressed_tensors, ct" in h.stdout,
+          "quantize --help lists the --format aliases")
+    for opt in ("--format", "--include", "--quantize-all", "--exclude"):
+        check(opt in h.stdout, "quantize --help documents %s" % opt)
     d = run("dequantize", "--help")
     check(d.returncode == 0 and "fp32 (= f32, float32" in d.stdout and "bf16 (= bfloat16" in d.stdout,
           "dequantize --help lists dtype aliases")
@@ -584,6 +956,15 @@ def test_names_and_args(tmp, src_path):
              (["quantize", src_path, o, "--scheme", "row", "--rounding=up"], "--rounding expects floor or rceil"),
              (["quantize", src_path, o, "--scheme", "row", "--dtype", "f32"], "unknown option '--dtype'"),
              (["quantize", src_path, o, "--scheme", "row", "--force=yes"], "'--force' takes no value"),
+             (["quantize", src_path, o, "--scheme", "row", "--format", "fp8"], "fp8-row"),
+             (["quantize", src_path, o, "--scheme=per_row", "--format=deepseek"], "fp8-row"),
+             (["quantize", src_path, o, "--scheme", "tensor", "--format", "bogus"], "--format expects fp8 or "
+                                                                                   "compressed-tensors"),
+             (["quantize", src_path, o, "--scheme", "tensor", "--format"], "'--format' needs a value"),
+             (["quantize", src_path, o, "--scheme", "tensor", "--include"], "'--include' needs a value"),
+             (["quantize", src_path, o, "--scheme", "tensor", "--quantize-all=1"], "'--quantize-all' takes no value"),
+             (["dequantize", src_path, o, "--format", "fp8"], "unknown option '--format'"),
+             (["dequantize", src_path, o, "--quantize-all"], "unknown option '--quantize-all'"),
              (["dequantize", src_path, o, "--dtype", "e4m3"], "not accepted here"),
              (["dequantize", src_path, o, "--dtype", "f64"], "--dtype expects bf16, fp16 or fp32"),
              (["dequantize", src_path, o, "--scheme", "row"], "unknown option '--scheme'"),
@@ -601,9 +982,10 @@ def test_names_and_args(tmp, src_path):
 def test_sharded(tmp, rng):
     d = os.path.join(tmp, "sharded")
     os.makedirs(d)
-    a = {"l0.weight": ("BF16", [130, 64], bf16_bits(rng.standard_normal((130, 64))).tobytes()),
-         "l0.norm": ("F32", [64], rng.standard_normal(64).astype(np.float32).tobytes())}
-    b = {"l1.weight": ("F32", [64, 256], rng.standard_normal((64, 256)).astype(np.float32).tobytes()),
+    a = {"l0.weight": ("BF16", [256, 128], bf16_bits(rng.standard_normal((256, 128))).tobytes()),
+         "l0.norm": ("F32", [64], rng.standard_normal(64).astype(np.float32).tobytes()),
+         "l2.weight": ("BF16", [130, 64], bf16_bits(rng.standard_normal((130, 64))).tobytes())}
+    b = {"l1.weight": ("F32", [128, 256], rng.standard_normal((128, 256)).astype(np.float32).tobytes()),
          "emb": ("BF16", [10, 64], bf16_bits(rng.standard_normal((10, 64))).tobytes())}
     st_write(os.path.join(d, "model-00001-of-00002.safetensors"), a, {"format": "pt"})
     st_write(os.path.join(d, "model-00002-of-00002.safetensors"), b, {"format": "pt"})
@@ -616,37 +998,49 @@ def test_sharded(tmp, rng):
     check(r.returncode == 0, "sharded quantize (%s)" % r.stderr.strip())
     if r.returncode:
         return
+    allsrc = dict(a)
+    allsrc.update(b)
+    reasons = {n: keep_reason(n, dt, s, "fp8-block", "fp8") for n, (dt, s, _) in allsrc.items()}
+    check_warnings("sharded fp8-block", r, reasons)
+    check_summary("sharded fp8-block", r, "fp8", reasons)
+    r = run("quantize", d, os.path.join(tmp, "sharded_json"), "--scheme", "fp8-block", "--json")
+    check_json_summary("sharded fp8-block", r, "fp8-block", "fp8", reasons, other_files=0)
+    shutil.rmtree(os.path.join(tmp, "sharded_json"), ignore_errors=True)
+    check(sorted(os.listdir(out)) == sorted(os.listdir(d)), "sharded output: the shards and the index, no config.json "
+          "made up (%s)" % sorted(os.listdir(out)))
     with open(os.path.join(out, "model.safetensors.index.json")) as f:
         ix = json.load(f)
     wm2 = ix["weight_map"]
     check(wm2.get("l0.weight_scale_inv") == "model-00001-of-00002.safetensors" and
-          wm2.get("l1.weight_scale_inv") == "model-00002-of-00002.safetensors" and len(wm2) == 6,
-          "new index maps the scales to their weight's shard")
+          wm2.get("l1.weight_scale_inv") == "model-00002-of-00002.safetensors" and len(wm2) == 7,
+          "new index maps the scales to their weight's shard (%s)" % wm2)
     check(ix["metadata"].get("extra") == "kept", "index metadata kept")
     total = 0
     for shard, src in (("model-00001-of-00002.safetensors", a), ("model-00002-of-00002.safetensors", b)):
         t, meta = st_read(os.path.join(out, shard))
+        check(all(wm2.get(n) == shard for n in t), "index weight_map lists every tensor of %s" % shard)
         total += sum(len(v[2]) for v in t.values())
-        for name, (dt, shape, data) in src.items():
-            if name.endswith(".weight"):
-                rq, rs = ref_quant("fp8-block", widen(dt, data, shape))
-                check(np.array_equal(np.frombuffer(t[name][2], np.uint8).reshape(shape), rq) and
-                      same_bits(np.frombuffer(t[name + "_scale_inv"][2], np.float32).reshape(rs.shape), rs),
-                      "sharded: %s codes and scales" % name)
-            else:
-                check(t[name] == (dt, shape, data), "sharded: %s copied" % name)
+        check_quantized("sharded %s" % shard, src, t, meta, "fp8-block", "fp8", src_meta={"format": "pt"})
     check(ix["metadata"]["total_size"] == total, "index total_size = tensor bytes")
     check(leftovers(tmp) == [], "no temporary directory left (%s)" % leftovers(tmp))
     r = run("quantize", d, out, "--scheme", "fp8-block")
     check(refused_existing(r, out), "sharded output not overwritten without --force (rc %d: %r)" % (r.returncode,
                                                                                                r.stderr))
-    r = run("dequantize", out, os.path.join(tmp, "sharded_bf16"))
+    r = run("dequantize", out, os.path.join(tmp, "sharded_bf16"), "--json")
     check(r.returncode == 0, "sharded dequantize (%s)" % r.stderr.strip())
     if r.returncode == 0:
-        t, _ = st_read(os.path.join(tmp, "sharded_bf16", "model-00002-of-00002.safetensors"))
-        check(t["l1.weight"][0] == "BF16" and "l1.weight_scale_inv" not in t, "sharded dequantize output")
+        check(json.loads(r.stdout).get("convention") == "fp8", "sharded dequantize: convention fp8 (%s)" % r.stdout)
+        qt = {}
+        for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+            qt.update(st_read(os.path.join(out, shard))[0])
+        dt = {}
+        for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+            dt.update(st_read(os.path.join(tmp, "sharded_bf16", shard))[0])
+        check_dequantized("sharded dequantize", qt, dt, "fp8-block", "bf16")
         with open(os.path.join(tmp, "sharded_bf16", "model.safetensors.index.json")) as f:
-            check(len(json.load(f)["weight_map"]) == 4, "dequantized index lists 4 tensors")
+            ix2 = json.load(f)
+        check(len(ix2["weight_map"]) == 5 and ix2["metadata"]["total_size"] == sum(len(v[2]) for v in dt.values()),
+              "dequantized index lists 5 tensors and their total size")
     # corrupt sharded inputs
     cases = {
         "missing shard": lambda ix: ix["weight_map"].update({"ghost": "model-00009.safetensors"}),
@@ -802,6 +1196,8 @@ def test_safety(tmp, src_path):
     os.unlink(o)
 
 
+
+
 def main():
     if not os.path.exists(FP8KIT):
         print("test_st_cli: no fp8kit binary at %s" % FP8KIT)
@@ -823,11 +1219,15 @@ def main():
         pass
     tmp = tempfile.mkdtemp(prefix="fp8kit-st-")
     try:
-        src_path = test_schemes(tmp, rng, cuda)
-        test_names_and_args(tmp, src_path)
+        t0 = time.time()
+        src_path, blk_path = test_schemes(tmp, rng, cuda)
+        test_keep(tmp, rng, src_path)
+        test_refusals(tmp, rng)
+        test_names_and_args(tmp, src_path, blk_path)
         test_sharded(tmp, rng)
         test_corrupt(tmp, src_path)
         test_safety(tmp, src_path)
+        print("test_st_cli: %.1f s" % (time.time() - t0))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("test_st_cli: %d passed, %d failed" % (PASSES[0], len(FAILS)))
