@@ -384,6 +384,116 @@ FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_
 /* Number of distinct plans cached in the context (for tests and tools). */
 FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);
 
+/* ------------------------------------------------------------- checkpoints */
+/* safetensors checkpoint conversion (docs/spec.md section 5): the converter
+ * behind `fp8kit quantize` and `fp8kit dequantize`, one call each. IN is a
+ * .safetensors file (OUT is then one file) or a model directory holding
+ * model.safetensors or a sharded model.safetensors.index.json (OUT is then a
+ * complete model directory: the same weight files, every other file copied
+ * byte for byte, config.json given or stripped of its quantization_config).
+ * Everything is validated before the first byte is written; OUT is built
+ * under a temporary name next to it and renamed into place when complete, so
+ * a failing call creates or changes no output path. The tensors go through
+ * fp8kit_quantize / fp8kit_dequantize on ctx's backend (a CUDA context gets
+ * device buffers the library allocates on its device; the call then
+ * synchronizes). While OUT is being written, SIGINT, SIGTERM, SIGHUP and
+ * SIGBUS handlers remove the temporary output and re-raise the signal; they
+ * are installed only for signals whose action is the default (a program's
+ * own handlers and an inherited "ignore" are kept). Both functions exist in
+ * every build; a library built without the safetensors reader (no jansson)
+ * returns FP8KIT_ERR_UNSUPPORTED. */
+
+/* The tensor naming and config.json convention of quantize's output. */
+typedef enum fp8kit_ckpt_format {
+    FP8KIT_CKPT_FORMAT_DEFAULT = 0,           /* the scheme's default: FP8 for BLOCK128X128, else COMPRESSED_TENSORS */
+    FP8KIT_CKPT_FORMAT_FP8 = 1,               /* transformers FineGrainedFP8 / vLLM fp8 / DeepSeek-V3:
+                                                 X.weight_scale_inv (no ROW layout) */
+    FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS = 2 /* compressed-tensors (llm-compressor, vLLM, transformers): X.weight_scale */
+} fp8kit_ckpt_format;
+
+/* Options of both calls. Start from fp8kit_ckpt_opts_default(scheme) and set
+ * what you need. A zeroed struct is valid too, but then means scheme TENSOR
+ * and out_dtype FP8KIT_F32 (both enums' 0), not the defaults below. Fields
+ * marked "quantize" are ignored by fp8kit_checkpoint_dequantize and
+ * "dequantize" ones by fp8kit_checkpoint_quantize. The strings are read
+ * during the call only. */
+typedef struct fp8kit_ckpt_opts {
+    fp8kit_scheme scheme;        /* quantize: TENSOR, ROW, BLOCK128X128 or MX (BLOCK1X128 is UNSUPPORTED: weights
+                                    use 128x128 blocks); every weight is e4m3 with plain-layout scales */
+    fp8kit_ckpt_format format;   /* quantize: output convention (FP8 with ROW is UNSUPPORTED) */
+    fp8kit_rounding rounding;    /* quantize, MX only: the scale rule (RCEIL with another scheme is INVALID_ARGUMENT) */
+    int32_t pow2;                /* quantize, fp32-scale schemes: round each scale up to a power of two (with MX:
+                                    INVALID_ARGUMENT) */
+    int32_t quantize_all;        /* quantize: lm_head too (embeddings and router gates stay unless include names them) */
+    const char *const *include;  /* quantize: ninclude globs (fnmatch; a tensor or module name) of weights quantized
+                                    even where a default would keep them (embeddings, router gates); NULL when 0 */
+    int32_t ninclude;
+    const char *const *exclude;  /* nexclude globs of tensors left alone (quantize: kept in high precision;
+                                    dequantize: fp8 tensors copied as they are); NULL when 0. A glob that
+                                    matches no tensor is INVALID_ARGUMENT. */
+    int32_t nexclude;
+    fp8kit_dtype out_dtype;      /* dequantize: FP8KIT_BF16 (the default), FP8KIT_F16 or FP8KIT_F32 */
+    int32_t force;               /* replace an existing OUT (a directory is exchanged in one step); without it an
+                                    existing OUT is FP8KIT_ERR_IO and is left alone */
+    int32_t no_fsync;            /* do not flush OUT to disk before renaming it into place (tests, scratch output) */
+    /* quantize: called once per 2-D floating "*.weight" kept in high precision (copied unchanged and listed as
+     * ignored in config.json), with the tensor's name and why, e.g. "output projection (kept by default;
+     * --quantize-all to quantize)". Called while planning, before anything is written: a call that fails
+     * later may have made some. May be NULL. */
+    void (*on_kept)(void *user, const char *tensor, const char *reason);
+    /* a problem that did not stop the call (a weight kept for its shape, which `fp8kit quantize` prints as a
+     * warning: "kept in high precision: NAME: REASON"; leftovers of an earlier killed run removed; the old
+     * OUT that force replaced could not be deleted). May be NULL. */
+    void (*on_warning)(void *user, const char *message);
+    void *user;                  /* passed to on_kept and on_warning */
+} fp8kit_ckpt_opts;
+
+/* The defaults: the given scheme, FP8KIT_CKPT_FORMAT_DEFAULT, FP8KIT_ROUND_FLOOR,
+ * out_dtype FP8KIT_BF16, everything else 0 / NULL. */
+FP8KIT_API fp8kit_ckpt_opts fp8kit_ckpt_opts_default(fp8kit_scheme scheme);
+
+/* What a successful call did (left unchanged by a failing one). */
+typedef struct fp8kit_ckpt_report {
+    int64_t tensors;     /* input tensors */
+    int64_t quantized;   /* quantize: weights written as fp8 + scale */
+    int64_t dequantized; /* dequantize: fp8 tensors written as out_dtype (their scale tensors are dropped) */
+    int64_t copied;      /* input tensors copied unchanged (kept weights included) */
+    int64_t kept;        /* quantize: 2-D floating weights kept in high precision (on_kept calls) */
+    int64_t other_files; /* model directory: other files copied (config.json included) */
+    uint64_t in_bytes;   /* input tensor bytes */
+    uint64_t out_bytes;  /* bytes of the written files */
+    double seconds;      /* wall time of the call */
+    char convention[40]; /* dequantize: the convention recognised: "fp8" (X_scale_inv), "compressed-tensors"
+                            (X_scale), "mixed (fp8 and compressed-tensors)", or "" (no fp8 tensor; quantize) */
+} fp8kit_ckpt_report;
+
+/* Quantizes every candidate weight of IN (2-D F32/F16/BF16 "*.weight", less
+ * the defaults and globs of opts) to e4m3 plus a scale tensor named by
+ * opts->format, copies every other tensor, and writes OUT. opts is required
+ * (NULL: FP8KIT_ERR_NULL_POINTER); report may be NULL. Statuses: NULL_POINTER
+ * (ctx, in, out, opts or a glob), INVALID_ARGUMENT (an enum out of range, an
+ * option the scheme does not take, a glob matching nothing, IN already
+ * quantized: fp8 tensors or a quantization_config, OUT equal to, inside or
+ * containing IN), UNSUPPORTED (BLOCK1X128, FP8 format with ROW, a library
+ * without safetensors support), IO (IN unreadable, OUT exists without force,
+ * a write failed), CORRUPT_FILE (IN breaks the safetensors format), and the
+ * library's own (OUT_OF_MEMORY, DEVICE, ...). fp8kit_last_error(ctx) names
+ * the file and tensor. */
+FP8KIT_API fp8kit_status fp8kit_checkpoint_quantize(fp8kit_ctx *ctx, const char *in, const char *out,
+                                                    const fp8kit_ckpt_opts *opts, fp8kit_ckpt_report *report);
+
+/* Turns every F8_E4M3 / F8_E5M2 tensor X of IN that has a scale tensor X_scale
+ * (compressed-tensors) or X_scale_inv (fp8) into opts->out_dtype as
+ * decode(q) * S (bit for bit as fp8kit_dequantize), drops the consumed scale
+ * tensors, copies everything else, removes config.json's quantization_config
+ * and writes OUT. opts may be NULL (the defaults of fp8kit_ckpt_opts_default:
+ * bf16 output); report may be NULL. Statuses as for
+ * fp8kit_checkpoint_quantize; out_dtype not f32/f16/bf16 is UNSUPPORTED (out
+ * of the enum's range: INVALID_ARGUMENT), a scale tensor that fits no scheme
+ * is CORRUPT_FILE. */
+FP8KIT_API fp8kit_status fp8kit_checkpoint_dequantize(fp8kit_ctx *ctx, const char *in, const char *out,
+                                                      const fp8kit_ckpt_opts *opts, fp8kit_ckpt_report *report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,8 @@ every torch version.
     q, s = fp8kit.quantize(x, scheme="row")            # numpy, torch or __dlpack__ input
     y = fp8kit.scaled_mm(qa, qb.t(), sa, sb.t(), out_dtype=torch.bfloat16)
 
+    fp8kit.quantize_checkpoint("model/", "model-fp8/", scheme="block")   # safetensors checkpoints
+
 numpy arrays run on the CPU backend; torch CUDA tensors on the CUDA backend,
 on torch's current stream. fp8 results for numpy callers are TaggedArray
 (raw uint8 bits with an `fk_dtype` tag); torch callers get torch's float8
@@ -29,6 +31,7 @@ from ._quant import quant_shapes as _quant_shapes
 from ._typing import Array as _Array, DTypeLike as _DTypeLike
 from ._gemm import scaled_mm as _gemm_scaled_mm
 from ._grouped import grouped_mm
+from ._checkpoint import CheckpointReport, dequantize_checkpoint, quantize_checkpoint
 from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileError, DeviceError, FP8KitError,
                      InternalError, InvalidArgumentError, InvalidShapeError, InvalidStrideError, IOFailedError,
                      MisalignedError, NullPointerError, OutOfMemoryError, SizeOverflowError, UnsupportedError,
@@ -41,6 +44,7 @@ __version__ = _lib.package_version()
 
 __all__ = [
     "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "quant_shapes", "to_float32", "TaggedArray",
+    "quantize_checkpoint", "dequantize_checkpoint", "CheckpointReport",
     "Context", "get_context", "clear_contexts", "parse_device", "version", "library_path", "backend_available",
     "FP8KitError", "LibraryNotFoundError", "LibraryVersionError", "Status", "DType", "Backend", "Scheme",
     "Rounding", "ScaleLayout", "ScaleMode", "Activation", "BiasMode", "OutQuant",

@@ -113,6 +113,12 @@ class OutQuant(enum.IntEnum):
     BLOCK1X128 = 3
 
 
+class CkptFormat(enum.IntEnum):
+    DEFAULT = 0
+    FP8 = 1
+    COMPRESSED_TENSORS = 2
+
+
 MAX_DIMS = 4
 
 # ---------------------------------------------------------------- structs
@@ -185,6 +191,48 @@ class GemmCall(ctypes.Structure):
         ("desc", ctypes.c_void_p),
         ("args", ctypes.c_void_p),
         ("stream", ctypes.c_void_p),
+    ]
+
+
+# fp8kit_ckpt_opts' callbacks: on_kept(user, tensor, reason), on_warning(user, message)
+CkptKeptFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+CkptWarnFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class CkptOpts(ctypes.Structure):
+    """fp8kit_ckpt_opts (the checkpoint converter's options)."""
+    _fields_ = [
+        ("scheme", _enum_t),
+        ("format", _enum_t),
+        ("rounding", _enum_t),
+        ("pow2", ctypes.c_int32),
+        ("quantize_all", ctypes.c_int32),
+        ("include", ctypes.POINTER(ctypes.c_char_p)),
+        ("ninclude", ctypes.c_int32),
+        ("exclude", ctypes.POINTER(ctypes.c_char_p)),
+        ("nexclude", ctypes.c_int32),
+        ("out_dtype", _enum_t),
+        ("force", ctypes.c_int32),
+        ("no_fsync", ctypes.c_int32),
+        ("on_kept", CkptKeptFn),
+        ("on_warning", CkptWarnFn),
+        ("user", ctypes.c_void_p),
+    ]
+
+
+class CkptReport(ctypes.Structure):
+    """fp8kit_ckpt_report (what a checkpoint conversion did)."""
+    _fields_ = [
+        ("tensors", ctypes.c_int64),
+        ("quantized", ctypes.c_int64),
+        ("dequantized", ctypes.c_int64),
+        ("copied", ctypes.c_int64),
+        ("kept", ctypes.c_int64),
+        ("other_files", ctypes.c_int64),
+        ("in_bytes", ctypes.c_uint64),
+        ("out_bytes", ctypes.c_uint64),
+        ("seconds", ctypes.c_double),
+        ("convention", ctypes.c_char * 40),
     ]
 
 
@@ -305,9 +353,16 @@ def _declare(lib):
         "fp8kit_gemm_call_ptrs": (_enum_t, [vp, vp]),
         "fp8kit_plan_cache_size": (c.c_int64, [vp]),
         "fp8kit_grouped_gemm": (_enum_t, [vp, GD, vp, vp]),
+        "fp8kit_ckpt_opts_default": (CkptOpts, [_enum_t]),
+        "fp8kit_checkpoint_quantize": (_enum_t, [vp, c.c_char_p, c.c_char_p, c.POINTER(CkptOpts),
+                                                 c.POINTER(CkptReport)]),
+        "fp8kit_checkpoint_dequantize": (_enum_t, [vp, c.c_char_p, c.c_char_p, c.POINTER(CkptOpts),
+                                                   c.POINTER(CkptReport)]),
     }
     optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune", "fp8kit_gemm_call_run",
-                "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm")  # newer than the first binding: an older library lacks it
+                "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm", "fp8kit_ckpt_opts_default",
+                "fp8kit_checkpoint_quantize",
+                "fp8kit_checkpoint_dequantize")  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
         if name in optional and not hasattr(lib, name):
             continue

@@ -21,7 +21,8 @@ SCALED_MM_KEYWORDS = ["activation", "alpha", "beta", "c", "scale_d", "out_quant"
                       "out_pow2", "return_amax", "use_fast_accum", "fast_accum", "scale_mode", "scale_layout",
                       "bias_per_row", "a_dtype", "b_dtype", "out", "ctx", "stream"]
 ANNOTATED = ["quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "quant_shapes", "to_float32", "version",
-             "library_path", "backend_available", "get_context", "clear_contexts", "parse_device", "dtype_of_name"]
+             "library_path", "backend_available", "get_context", "clear_contexts", "parse_device", "dtype_of_name",
+             "quantize_checkpoint", "dequantize_checkpoint"]
 
 
 def _public_functions():

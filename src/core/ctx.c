@@ -148,3 +148,13 @@ fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads)
 }
 
 const char *fp8kit_ctx_describe(const fp8kit_ctx *ctx) { return ctx ? ctx->describe : "(null context)"; }
+
+const fk_mem_ops *fk_ctx_mem_ops(fp8kit_ctx *ctx)
+{
+#ifdef FP8KIT_HAVE_CUDA
+    if (ctx && ctx->backend == FP8KIT_BACKEND_CUDA)
+        return fk_cuda_mem_ops();
+#endif
+    (void)ctx;
+    return NULL;
+}

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <string.h>
 #include "fp8kit.h"
 
 #ifdef __cplusplus
@@ -159,6 +160,35 @@ void fk_tune_key(const fk_gemm_job *j, const char *prefix, char *out, size_t n);
 void fk_tune_free(fk_tune *t);
 void fk_plan_cache_free(fk_plan_cache *pc);
 
+/* Memory of a context's backend for code that stages host data through the
+ * library itself (the checkpoint converter, src/io/ckpt_api.c). Each op
+ * works on ctx's device (binding the calling thread to it first); a failure
+ * returns NULL or a status, with the message recorded on ctx for the calling
+ * thread (fk_fail). upload / download are synchronous copies (cudaMemcpy),
+ * ordered after earlier work of the legacy default stream. */
+typedef struct fk_mem_ops {
+    void *(*alloc)(fp8kit_ctx *ctx, size_t bytes); /* bytes 0 allocates 1 */
+    void (*free)(fp8kit_ctx *ctx, void *p);        /* NULL is a no-op */
+    fp8kit_status (*upload)(fp8kit_ctx *ctx, void *dst, const void *src, size_t bytes);   /* host -> device */
+    fp8kit_status (*download)(fp8kit_ctx *ctx, void *dst, const void *src, size_t bytes); /* device -> host */
+} fk_mem_ops;
+/* The ops of ctx's backend, or NULL when the library takes host pointers
+ * (the CPU backend, or a NULL ctx) (ctx.c). */
+const fk_mem_ops *fk_ctx_mem_ops(fp8kit_ctx *ctx);
+
+/* fp8kit_ckpt_opts_default (one definition for src/io/ckpt_api.c and the
+ * src/core/ckpt_stub.c of builds without src/io). */
+static inline fp8kit_ckpt_opts fk_ckpt_opts_defaults(fp8kit_scheme scheme)
+{
+    fp8kit_ckpt_opts o;
+    memset(&o, 0, sizeof o);
+    o.scheme = scheme;
+    o.format = FP8KIT_CKPT_FORMAT_DEFAULT;
+    o.rounding = FP8KIT_ROUND_FLOOR;
+    o.out_dtype = FP8KIT_BF16;
+    return o;
+}
+
 /* CPU backend (src/cpu). Jobs are validated; these only compute. */
 fp8kit_status fk_cpu_quantize(fp8kit_ctx *ctx, const fk_quant_job *job);
 fp8kit_status fk_cpu_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job);
@@ -174,6 +204,8 @@ const char *fk_cuda_unavailable_reason(void);
 int fk_cuda_device_count(void);
 fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx);
 void fk_cuda_ctx_free(fp8kit_ctx *ctx);
+/* cudaMalloc / cudaFree / cudaMemcpy on the context's device (fk_ctx_mem_ops). */
+const fk_mem_ops *fk_cuda_mem_ops(void);
 fp8kit_status fk_cuda_quantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
 fp8kit_status fk_cuda_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
 /* mx along both axes from one read of x: rowwise is the axis -1 job, colwise

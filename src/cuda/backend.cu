@@ -1,7 +1,8 @@
 /* backend.cu - CUDA backend plumbing: device discovery (fk_cuda_available,
  * fk_cuda_device_count), the per-context state bound to one device
  * (fk_cuda_ctx_init / fk_cuda_ctx_free), binding the calling thread to the
- * context's device before each call (fk_cuda_bind), and the dispatch of
+ * context's device before each call (fk_cuda_bind), device memory for the
+ * checkpoint converter (fk_cuda_mem_ops), and the dispatch of
  * quantize / dequantize / cast jobs to the kernels in quant*.cu, dequant.cu
  * and cast.cu. cudart is linked statically and never prints; with no driver
  * or no GPU, fk_cuda_available() returns 0 and fk_cuda_unavailable_reason()
@@ -128,6 +129,57 @@ extern "C" fp8kit_status fk_cuda_bind(fp8kit_ctx *ctx)
     if (cur != ctx->device)
         FK_CUDA_CHECK(ctx, cudaSetDevice(ctx->device));
     return FP8KIT_OK;
+}
+
+/* ------------------------------------------------------- device memory */
+/* fk_mem_ops for a CUDA context (fk_ctx_mem_ops): the checkpoint converter's
+ * staging buffers, on the context's device. */
+static void *fk_cuda_mem_alloc(fp8kit_ctx *ctx, size_t bytes)
+{
+    if (fk_cuda_bind(ctx))
+        return NULL;
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        fk_fail(ctx, e == cudaErrorMemoryAllocation ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_DEVICE,
+                "cudaMalloc(%zu bytes) on device %d failed: %s", bytes, ctx->device, cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+static void fk_cuda_mem_free(fp8kit_ctx *ctx, void *p)
+{
+    if (!p || fk_cuda_bind(ctx))
+        return;
+    (void)cudaFree(p);
+    (void)cudaGetLastError();
+}
+
+static fp8kit_status fk_cuda_mem_copy(fp8kit_ctx *ctx, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind)
+{
+    fp8kit_status st = fk_cuda_bind(ctx);
+    if (st || !bytes)
+        return st;
+    FK_CUDA_CHECK(ctx, cudaMemcpy(dst, src, bytes, kind));
+    return FP8KIT_OK;
+}
+
+static fp8kit_status fk_cuda_mem_upload(fp8kit_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    return fk_cuda_mem_copy(ctx, dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+static fp8kit_status fk_cuda_mem_download(fp8kit_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    return fk_cuda_mem_copy(ctx, dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+extern "C" const fk_mem_ops *fk_cuda_mem_ops(void)
+{
+    static const fk_mem_ops ops = {fk_cuda_mem_alloc, fk_cuda_mem_free, fk_cuda_mem_upload, fk_cuda_mem_download};
+    return &ops;
 }
 
 /* ------------------------------------------------------------- dispatch */
