@@ -219,14 +219,30 @@ def load(path: Path, loader: str, dtype):
     from transformers import AutoModelForCausalLM, CompressedTensorsConfig
     from transformers.utils import logging as hf_logging
 
+    import contextlib
+    from unittest import mock
+
+    import torch
+
     kw = {}
+    ctx = contextlib.nullcontext()
     if loader == "ct-dequantize":
         kw["quantization_config"] = CompressedTensorsConfig(dequantize=True)
+    elif loader == "transformers-fp8-gpu-layout":
+        # transformers' GPU path (FP8Linear / FP8Experts keep fp8 weights and
+        # scales as parameters) without a GPU: it believes it has an H100, the
+        # weights go to the CPU, and nothing runs a forward (the kernel is a hub
+        # download). Checks names, shapes and dtypes the GPU path expects.
+        ctx = contextlib.ExitStack()
+        ctx.enter_context(mock.patch.object(torch.cuda, "is_available", lambda: True))
+        ctx.enter_context(mock.patch.object(torch.cuda, "get_device_capability", lambda *a, **k: (9, 0)))
+        kw["device_map"] = "cpu"
     cap = _Capture()
     lg = hf_logging.get_logger("transformers")
     lg.addHandler(cap)
     try:
-        model, info = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, output_loading_info=True, **kw)
+        with ctx:
+            model, info = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, output_loading_info=True, **kw)
     finally:
         lg.removeHandler(cap)
     model.eval()
@@ -314,6 +330,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         own = r.get("own_err")
         tr.write_line(
             f"{r['model']:14s} {r['scheme']:10s} {r['format']:18s} {r['loader']:16s} {r.get('variant', ''):18s} "
-            f"{r['err']:9.5f} {own if own is None else format(own, '9.5f'):>9} "
+            f"{'n/a' if r['err'] is None else format(r['err'], '9.5f'):>9} {'n/a' if own is None else format(own, '9.5f'):>9} "
             f"{'' if r.get('ratio') is None else format(r['ratio'], '6.3f'):>6}  {r.get('own', '')}"
         )

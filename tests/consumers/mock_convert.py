@@ -44,6 +44,9 @@ _HEAD_RE = re.compile(r"(^|\.)(lm_head|output_layer|embed_out)$")
 _ROUTER_RE = re.compile(r"(^|\.)(gate|router|shared_expert_gate|gate_network|switch_mlp\.gate)$")
 
 
+_EXPERT_RE = re.compile(r"\.experts\.\d+\.")
+
+
 def default_excluded(module: str) -> str | None:
     """Why `module` (tensor name minus '.weight') stays high precision, or None."""
     if _EMBED_RE.search(module):
@@ -155,7 +158,10 @@ def quantize_weight(name: str, w, scheme: str, fmt: str, pow2: bool, rounding: s
     if scheme == "fp8-tensor":
         q, s = fp8ref.quantize_tensor(x, pow2)
         if fmt == "fp8":
-            sc = {base + ".weight_scale_inv": torch.tensor(float(s), dtype=torch.float32)}  # shape []
+            # shape [] (FP8Linear's 0-D weight_scale_inv); MoE experts [1, 1]: transformers
+            # stacks the per-expert scales into FP8Experts' gate_up_proj_scale_inv [E, 2, 1]
+            shp = (1, 1) if _EXPERT_RE.search(name) else ()
+            sc = {base + ".weight_scale_inv": torch.tensor(float(s), dtype=torch.float32).reshape(shp)}
         else:
             sc = {base + ".weight_scale": torch.tensor([float(s)], dtype=torch.float32)}  # shape [1]
     elif scheme == "fp8-row":

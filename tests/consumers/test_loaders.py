@@ -115,11 +115,11 @@ def cannot_take(scheme, fmt, n, k) -> bool:
     return False
 
 
-def expected_scale(scheme, fmt, n, k):
+def expected_scale(scheme, fmt, n, k, expert=False):
     """-> (name suffix, dtype, shape)"""
     if fmt == "fp8":
         return {
-            "fp8-tensor": (".weight_scale_inv", "F32", []),
+            "fp8-tensor": (".weight_scale_inv", "F32", [1, 1] if expert else []),
             "fp8-block": (".weight_scale_inv", "F32", [-(-n // 128), -(-k // 128)]),
             "mxfp8": (".weight_scale_inv", "F8_E8M0", [n, k // 32]),
         }[scheme]
@@ -129,6 +129,10 @@ def expected_scale(scheme, fmt, n, k):
         "fp8-block": (".weight_scale", "F32", [-(-n // 128), -(-k // 128)]),
         "mxfp8": (".weight_scale", "U8", [n, k // 32]),
     }[scheme]
+
+
+def expert_scale_any_shape(scheme, fmt, name, scale) -> bool:
+    return scheme == "fp8-tensor" and fmt == "fp8" and ".experts." in name and scale[1] in ([], [1], [1, 1])
 
 
 def check_config(qc: dict, scheme: str, fmt: str, pow2: bool):
@@ -244,9 +248,11 @@ def test_loader(model_name, scheme, fmt, loader, variant, dtype_opt, models, con
             variant == "exclude-experts" and ".experts." in name) or cannot_take(scheme, fmt, n, k)
         if ck[name][0] == "F8_E4M3":
             assert not must_keep, f"{name} ({kind or 'shape'}) must stay in high precision"
-            suffix, sdt, sshape = expected_scale(scheme, fmt, n, k)
+            suffix, sdt, sshape = expected_scale(scheme, fmt, n, k, expert=".experts." in name)
             sname = mod + suffix
             assert sname in ck, f"{sname} missing; scales present: {[x for x in ck if x.startswith(mod + '.')]}"
+            if expert_scale_any_shape(scheme, fmt, name, ck[sname]):
+                sshape = ck[sname][1]  # the CPU path takes [] too; test_fp8_gpu_layout insists on [1, 1]
             assert ck[sname][0] == sdt and ck[sname][1] == sshape, (sname, ck[sname][:2], sdt, sshape)
             assert ck[name][1] == shape
             expected_names.add(sname)
@@ -327,3 +333,53 @@ def test_expert_mapping_selfcheck(models):
                 assert torch.equal(loaded_weight(m, k), t.float()), k
                 n += 1
         assert n > 0
+
+
+def _gpu_layout_cases():
+    out = []
+    for model in BASE_MODELS:
+        for scheme in ("fp8-tensor", "fp8-block", "mxfp8"):
+            out.append(pytest.param(model, scheme, "default", id=f"{model}-{scheme}-fp8-gpu-layout"))
+    out.append(pytest.param("llama", "fp8-block", "pow2", id="llama-fp8-block-fp8-gpu-layout-pow2"))
+    out.append(pytest.param("qwen2moe", "fp8-block", "pow2", id="qwen2moe-fp8-block-fp8-gpu-layout-pow2"))
+    return out
+
+
+@pytest.mark.parametrize("model_name,scheme,variant", _gpu_layout_cases())
+def test_fp8_gpu_layout(model_name, scheme, variant, convert):
+    """--format fp8 loads into transformers' GPU modules (FP8Linear,
+    FP8Experts) with no missing / unexpected / mismatched keys, and the fp8
+    weights and scales land in them unchanged (no forward: the kernel is a hub
+    download; see conftest.load)."""
+    import torch
+
+    out = convert(model_name, scheme, "fp8", *VARIANTS[variant])
+    ck = read_checkpoint(out)
+    if scheme == "fp8-tensor":
+        bad = [k for k, v in ck.items() if ".experts." in k and k.endswith("_scale_inv") and v[1] != [1, 1]]
+        assert not bad, (f"per-tensor MoE expert scales must be F32 [1, 1] for FP8Experts "
+                         f"(FORMATS.md section 3), got {ck[bad[0]][1]} for {bad[0]}")
+    m, info, warns = load(out, "transformers-fp8-gpu-layout", torch.bfloat16)
+    assert not loading_problems(info), f"loading info: {loading_problems(info)}"
+    assert not [w for w in warns if "CONVERSION" in w or "MISSING" in w], warns[:3]
+    fp8_mods = {n: type(x).__name__ for n, x in m.named_modules() if type(x).__name__.startswith("FP8")}
+    assert fp8_mods, "no FP8Linear / FP8Experts module: the model was dequantized"
+    n_checked = 0
+    for name, (dt, shape, t) in ck.items():
+        if dt != "F8_E4M3":
+            continue
+        got = loaded_weight(m, name)
+        assert got.dtype == torch.float8_e4m3fn, (name, got.dtype)
+        assert torch.equal(got.view(torch.uint8), t.view(torch.uint8)), f"{name}: fp8 codes changed on load"
+        if ".experts." not in name:
+            mod = name[: -len(".weight")]
+            sc = ck[mod + ".weight_scale_inv"][2]
+            p = m.get_parameter(mod.replace(".block_sparse_moe.", ".mlp.") + ".weight_scale_inv")
+            want = sc.view(torch.float8_e8m0fnu) if sc.dtype == torch.uint8 else sc
+            assert p.shape == want.shape, (name, tuple(p.shape), tuple(want.shape))
+            assert torch.equal(p.float(), want.float()), f"{mod}.weight_scale_inv changed on load"
+        n_checked += 1
+    assert n_checked
+    record(dict(model=model_name, scheme=scheme, format="fp8", loader="transformers-fp8-gpu-layout",
+                variant=variant, dtype="bfloat16", err=None, own_err=None, ratio=None, own="layout only",
+                converter="mock" if is_mock() else "fp8kit", quantized=n_checked, kept=None))
