@@ -608,8 +608,9 @@ def check_json_summary(tag, r, scheme, fmt, reasons, other_files=0):
     kept = sum(1 for why in reasons.values() if why not in (None, "copy"))
     quantized = sum(1 for why in reasons.values() if why is None)
     check(r.returncode == 0 and j.get("op") == "quantize" and j.get("scheme") == scheme and j.get("format") == fmt and
-          j.get("kept") == kept and j.get("quantized") == quantized and j.get("other_files") == other_files,
-          "%s: --json has format %s, kept %d, quantized %d, other_files %d (%s)" % (tag, fmt, kept, quantized,
+          j.get("kept") == kept and j.get("quantized") == quantized and
+          (other_files is None or j.get("other_files") == other_files),
+          "%s: --json has format %s, kept %d, quantized %d, other_files %s (%s)" % (tag, fmt, kept, quantized,
                                                                                  other_files, r.stdout.strip()))
 
 
