@@ -58,6 +58,7 @@ except ImportError as e:  # pragma: no cover
     print("test_st_model: SKIP: needs numpy and safetensors (pip install numpy safetensors): %s" % e)
     sys.exit(77)
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_st_cli as R  # noqa: E402  (the numpy reference, the readers and the rules of docs/spec.md 5)
 from test_st_cli import (check, run, st_write, st_read, bf16_bits, keep_reason, check_quantized,  # noqa: E402
@@ -486,9 +487,10 @@ def test_single_dir_options(tmp, rng, d, tensors, copied):
     check(r.returncode == 0 and listing(out) == ["model.safetensors"],
           "a model directory without config.json: OUT holds model.safetensors only (%s)" % (
               listing(out) if os.path.isdir(out) else r.stderr.strip()))
-    # config.json with non-ASCII text: json.dump (ensure_ascii) escapes it
+    # config.json with non-ASCII text: json.dump (ensure_ascii) escapes it as \u00e9 (surrogate pairs
+    # beyond the BMP), and control characters with lower-case hex (\u001b)
     ud = os.path.join(tmp, "unicode")
-    ucfg = dict(CONFIG, _name_or_path="/home/jos\u00e9/mod\u00e8le \u2713")
+    ucfg = dict(CONFIG, _name_or_path="/home/jos\u00e9/mod\u00e8le \u2713 \U0001F600", esc="\x1b[0m")
     make_model(ud, rng, llama_tensors(rng, layers=1), ucfg, others=False)
     out = os.path.join(tmp, "unicode_out")
     r = run("quantize", ud, out, "--scheme", "fp8-row")
@@ -498,8 +500,11 @@ def test_single_dir_options(tmp, rng, d, tensors, copied):
         got = json.loads(text)
         check(got.get("_name_or_path") == ucfg["_name_or_path"], "non-ASCII config value kept")
         py = json.dumps(got, indent=2)
-        check(text in (py, py + "\n"), "non-ASCII config.json written as json.dump(indent=2) writes it (\\u00e9 "
-              "escapes; got %r)" % text[text.find("_name_or_path"):][:50])
+        check(got.get("esc") == ucfg["esc"], "control character in a config value kept")
+        at = text.find("_name_or_path")
+        check(text in (py, py + "\n"), "non-ASCII config.json written as json.dump(indent=2) writes it (got %r, want "
+              "%r)" % (text[at:text.find("quantization_config")].strip(), py[py.find("_name_or_path"):
+                                                                           py.find("quantization_config")].strip()))
     # an integer beyond 64 bits (Python's json reads and writes any integer)
     bd = os.path.join(tmp, "bigint")
     bcfg = dict(CONFIG, model_max_length=1000000000000000019884624838656)
