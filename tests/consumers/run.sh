@@ -9,6 +9,8 @@
 #       (mock: tests/consumers/mock_convert.py, the numpy stand-in that writes
 #        what FORMATS.md specifies; validates the harness itself)
 # e.g. tests/consumers/run.sh build/fp8kit python
+#      (the binding then loads the libfp8kit.so next to the CLI, unless
+#       FP8KIT_LIBRARY says otherwise)
 #      tests/consumers/run.sh --converter mock -- -k llama
 #
 # The pinned venv comes from scripts/consumers_venv.sh (made on first use,
@@ -62,6 +64,10 @@ if [ "$converter" != mock ]; then
 fi
 if [ -n "$pythonpath" ]; then
     pythonpath="$(cd "$pythonpath" && pwd)" || exit 2
+    # the binding should use the library built with the CLI under test
+    if [ -z "${FP8KIT_LIBRARY:-}" ] && ls "$(dirname "$converter")"/libfp8kit.so* >/dev/null 2>&1; then
+        export FP8KIT_LIBRARY="$(dirname "$converter")"
+    fi
 fi
 
 py="$("$root/scripts/consumers_venv.sh")"
@@ -85,7 +91,7 @@ fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export TOKENIZERS_PARALLELISM=false
 
-echo "run.sh: converter: $converter${pythonpath:+, python: $pythonpath}; venv: $py" >&2
+echo "run.sh: converter: $converter${pythonpath:+, python: $pythonpath (library: ${FP8KIT_LIBRARY:-found by fp8kit})}; venv: $py" >&2
 start=$(date +%s)
 cd "$root" || exit 1
 "$py" -m pytest "$here" -q -p no:cacheprovider -rfxX "$@"
