@@ -387,9 +387,9 @@ static int convert_main(int argc, char **argv, int deq)
     snprintf(describe, sizeof describe, "%s", fp8kit_ctx_describe(ctx));
     fp8kit_ctx_destroy(ctx);
     free(ex), free(inc);
-    if (!st && !json)
-        notes_print(&nt, cmd, quiet);
-    if (!st && !json)
+    if (!st)
+        notes_print(&nt, cmd, quiet || json); /* warnings go to stderr, --json or not */
+    if (!st)
         for (int i = 0; i < nt.nwarn; i++)
             fprintf(stderr, "fp8kit %s: warning: %s\n", cmd, nt.warn[i]);
     notes_free(&nt);

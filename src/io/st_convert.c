@@ -7,6 +7,7 @@
  * Sharded checkpoints are written into a temporary directory next to OUT
  * with a new index, then moved into place. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,30 @@ static fp8kit_status cv_run_file(cv *c, const cv_file *f, st_writer *w)
 }
 
 /* ------------------------------------------------------------------ driver */
+/* A .safetensors file of the model directory that is not part of the model
+ * (e.g. consolidated.safetensors next to the shards) is copied unconverted:
+ * say so. */
+static void cv_warn_other_weights(cv *c, const char *dir, const char *const *skip, size_t nskip)
+{
+    DIR *d = c->o->warn ? opendir(dir) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        int skipped = 0;
+        for (size_t i = 0; i < nskip; i++)
+            skipped |= !strcmp(e->d_name, skip[i]);
+        if (skipped || n < 12 || strcmp(e->d_name + n - 12, ".safetensors") || e->d_name[0] == '.')
+            continue;
+        char msg[600], q[300];
+        st_quote(e->d_name, q, sizeof q);
+        snprintf(msg, sizeof msg, "%s/%s: not part of the model's weights (not in the index): copied unconverted",
+                 dir, q);
+        c->o->warn(c->o->note_user, msg);
+    }
+    if (d)
+        closedir(d);
+}
+
 static char *cv_join(const char *dir, const char *name)
 {
     char *a = cv_concat(dir, "/");
@@ -604,15 +629,14 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         skip[nskip++] = ST_INDEX_NAME;
         if (config)
             skip[nskip++] = ST_CONFIG_NAME;
-        uint64_t before = stats->out_bytes;
-        size_t tracked = tree.n;
-        if ((st = st_copy_model_files(&tree, inp.dir, skip, nskip, o->no_fsync, &stats->out_bytes, err, errlen)))
+        if ((st = st_copy_model_files(&tree, inp.dir, skip, nskip, o->no_fsync, &stats->out_bytes,
+                                      &stats->other_files, err, errlen)))
             goto done;
         if (config && (st = st_config_write(&tree, config, o->dequantize ? NULL : qcfg, o->no_fsync,
                                             &stats->out_bytes, err, errlen)))
             goto done;
-        stats->other_files = (int64_t)(tree.n - tracked);
-        (void)before;
+        stats->other_files += config != NULL;
+        cv_warn_other_weights(c, inp.dir, skip, nskip);
         char warn[600] = "";
         if ((st = st_tree_commit(&tree, out, o->force, o->no_fsync, warn, sizeof warn, err, errlen)))
             goto done;

@@ -80,6 +80,14 @@ fp8kit_status st_input_classify(const char *in, st_input *out, char *err, size_t
             st_input_free(out);
             return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
         }
+        if (st_is_reg(ix) && st_is_reg(one)) {
+            free(ix), free(one);
+            st_input_free(out);
+            return st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
+                          "%s: holds both %s and %s; which one is the model is ambiguous (give the file or the "
+                          "index's path)",
+                          in, ST_SINGLE_NAME, ST_INDEX_NAME);
+        }
         if (st_is_reg(ix)) {
             out->kind = ST_INPUT_SHARDED;
             free(one);
@@ -363,7 +371,8 @@ static int st_never_copied(const char *name)
 }
 
 static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *dst, const char *const *skip,
-                                 size_t nskip, int depth, int no_fsync, uint64_t *bytes, char *err, size_t errlen)
+                                 size_t nskip, int depth, int no_fsync, uint64_t *bytes, int64_t *nfiles, char *err,
+                                 size_t errlen)
 {
     if (depth > ST_MAX_TREE_DEPTH)
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: directories nested deeper than %d levels (a link loop?)", src,
@@ -392,10 +401,10 @@ static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *ds
             if (mkdir(o, 0777))
                 st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", o, strerror(errno));
             else if (!(st = st_tree_track(t, o, 1, err, errlen)))
-                st = st_copy_dir(t, s, o, skip, nskip, depth + 1, no_fsync, bytes, err, errlen);
+                st = st_copy_dir(t, s, o, skip, nskip, depth + 1, no_fsync, bytes, nfiles, err, errlen);
         } else if (S_ISREG(sb.st_mode)) {
-            if (!(st = st_tree_track(t, o, 0, err, errlen)))
-                st = st_copy_file(s, o, no_fsync, bytes, err, errlen);
+            if (!(st = st_tree_track(t, o, 0, err, errlen)) && !(st = st_copy_file(s, o, no_fsync, bytes, err, errlen)))
+                ++*nfiles;
         } else {
             st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory (not copied)", s);
         }
@@ -408,12 +417,80 @@ static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *ds
 }
 
 fp8kit_status st_copy_model_files(st_tmp_tree *t, const char *src, const char *const *skip, size_t nskip,
-                                  int no_fsync, uint64_t *bytes, char *err, size_t errlen)
+                                  int no_fsync, uint64_t *bytes, int64_t *nfiles, char *err, size_t errlen)
 {
-    return st_copy_dir(t, src, t->root, skip, nskip, 0, no_fsync, bytes, err, errlen);
+    return st_copy_dir(t, src, t->root, skip, nskip, 0, no_fsync, bytes, nfiles, err, errlen);
 }
 
 /* ----------------------------------------------------------- config.json */
+/* Integers beyond 64 bits (Python's json reads and writes them, jansson does
+ * not): each such literal is replaced by the string "\x02<k>\x02" before
+ * parsing, and its text kept under FK_BIGINTS_KEY so st_config_write puts it
+ * back. Returns the rewritten text (malloc'd) or NULL. */
+#define FK_BIGINTS_KEY "\x02" "bigints"
+static char *st_protect_bigints(const char *src, size_t n, json_t *texts)
+{
+    char *out = malloc(2 * n + 32), tok[40];
+    size_t o = 0;
+    int in_str = 0;
+    for (size_t i = 0; out && i < n;) {
+        char ch = src[i];
+        if (in_str) {
+            out[o++] = src[i++];
+            if (ch == '\\' && i < n)
+                out[o++] = src[i++];
+            else if (ch == '"')
+                in_str = 0;
+            continue;
+        }
+        if (ch == '"') {
+            in_str = 1;
+            out[o++] = src[i++];
+            continue;
+        }
+        if (ch == '-' || (ch >= '0' && ch <= '9')) {
+            size_t e = i + (ch == '-');
+            while (e < n && src[e] >= '0' && src[e] <= '9')
+                e++;
+            size_t digits = e - i - (ch == '-');
+            int integer = e >= n || !strchr(".eE", src[e]);
+            if (integer && digits > 18) {
+                char *lit = strndup(src + i, e - i);
+                errno = 0;
+                (void)strtoll(lit ? lit : "0", NULL, 10);
+                if (lit && errno == ERANGE) {
+                    snprintf(tok, sizeof tok, "\"\\u0002%zu\\u0002\"", json_array_size(texts));
+                    json_array_append_new(texts, json_string(lit));
+                    size_t l = strlen(tok);
+                    if (l > e - i) { /* the token is longer than a short literal: grow */
+                        char *g = realloc(out, 2 * n + 32 + 40 * json_array_size(texts));
+                        if (!g) {
+                            free(lit);
+                            free(out);
+                            return NULL;
+                        }
+                        out = g;
+                    }
+                    memcpy(out + o, tok, l);
+                    o += l;
+                    i = e;
+                    free(lit);
+                    continue;
+                }
+                free(lit);
+            }
+            memcpy(out + o, src + i, e - i);
+            o += e - i;
+            i = e;
+            continue;
+        }
+        out[o++] = src[i++];
+    }
+    if (out)
+        out[o] = '\0';
+    return out;
+}
+
 fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t errlen)
 {
     *config = NULL;
@@ -424,16 +501,52 @@ fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t
         free(p);
         return FP8KIT_OK; /* no config.json: nothing to read or rewrite */
     }
-    json_error_t je;
-    json_t *j = json_load_file(p, JSON_REJECT_DUPLICATES, &je);
     fp8kit_status st = FP8KIT_OK;
+    json_t *j = NULL, *big = json_array();
+    char *text = NULL, *prot = NULL;
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size > (64 << 20)) {
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", p,
+                    fd < 0 ? strerror(errno) : !S_ISREG(sb.st_mode) ? "not a regular file" : "larger than 64 MB");
+        goto out;
+    }
+    size_t n = (size_t)sb.st_size, got = 0;
+    if (!(text = malloc(n + 1)) || !big) {
+        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    while (got < n) {
+        ssize_t r = read(fd, text + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: read failed: %s", p, r ? strerror(errno) : "file shrank");
+            goto out;
+        }
+        got += (size_t)r;
+    }
+    if (!(prot = st_protect_bigints(text, n, big))) {
+        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    json_error_t je;
+    j = json_loads(prot, JSON_REJECT_DUPLICATES, &je);
     if (!j)
         st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: line %d: %s", p, je.line, je.text);
     else if (!json_is_object(j)) {
         st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: not a JSON object", p);
         json_decref(j);
         j = NULL;
+    } else if (json_array_size(big)) {
+        json_object_set(j, FK_BIGINTS_KEY, big);
     }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    free(prot);
+    json_decref(big);
     free(p);
     *config = j;
     return st;
@@ -495,24 +608,54 @@ static void st_reals_out(json_t *j, json_t *texts)
 /* JSON text of j, indented by 2 as Python's json.dump(indent=2) writes it. */
 static char *st_json_text(json_t *j)
 {
-    json_t *texts = json_array();
+    json_t *texts = json_array(), *big = json_incref(json_object_get(j, FK_BIGINTS_KEY));
     if (!texts)
         return NULL;
+    json_object_del(j, FK_BIGINTS_KEY);
     st_reals_out(j, texts);
-    char *raw = json_dumps(j, JSON_INDENT(2));
-    if (!raw || !json_array_size(texts)) {
+    /* ASCII only, as Python's json.dump (ensure_ascii): \u escapes with
+     * lower-case hex, DEL escaped too */
+    char *raw = json_dumps(j, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+    if (!raw) {
         json_decref(texts);
-        return raw;
+        return NULL;
     }
-    size_t cap = strlen(raw) + 40 * json_array_size(texts) + 1, o = 0;
+    size_t cap = 6 * strlen(raw) + 40 * json_array_size(texts) + 1, o = 0;
+    for (size_t i = 0; i < json_array_size(big); i++)
+        cap += strlen(json_string_value(json_array_get(big, i)));
     char *out = malloc(cap);
     for (const char *p = raw; out && *p;) {
+        if (p[0] == '\\' && p[1] == 'u' && p[2] && p[3] && p[4] && p[5] && strncmp(p, "\\u0001", 6) &&
+            strncmp(p, "\\u0002", 6)) {
+            for (int k = 0; k < 6; k++)
+                out[o++] = (char)(k >= 2 && p[k] >= 'A' && p[k] <= 'F' ? p[k] - 'A' + 'a' : p[k]);
+            p += 6;
+            continue;
+        }
+        if (p[0] == '\\' && p[1]) { /* any other escape: copied as a pair */
+            out[o++] = *p++;
+            out[o++] = *p++;
+            continue;
+        }
+        if (*p == 0x7F) {
+            memcpy(out + o, "\\u007f", 6);
+            o += 6;
+            p++;
+            continue;
+        }
         /* a placeholder prints as "\u0001<k>\u0001", quotes included */
         unsigned long k;
         int used = 0;
         if (!strncmp(p, "\"\\u0001", 7) && sscanf(p + 7, "%lu\\u0001\"%n", &k, &used) == 1 && used &&
             k < json_array_size(texts)) {
             const char *num = json_string_value(json_array_get(texts, k));
+            size_t l = strlen(num);
+            memcpy(out + o, num, l);
+            o += l;
+            p += 7 + used;
+        } else if (big && !strncmp(p, "\"\\u0002", 7) && sscanf(p + 7, "%lu\\u0002\"%n", &k, &used) == 1 && used &&
+                   k < json_array_size(big)) {
+            const char *num = json_string_value(json_array_get(big, k));
             size_t l = strlen(num);
             memcpy(out + o, num, l);
             o += l;
@@ -525,6 +668,7 @@ static char *st_json_text(json_t *j)
         out[o] = '\0';
     free(raw);
     json_decref(texts);
+    json_decref(big);
     return out;
 }
 

@@ -23,7 +23,8 @@ typedef struct st_input {
     char *file; /* the weights file (ST_INPUT_FILE, ST_INPUT_DIR_FILE) */
 } st_input;
 
-/* What IN is; a FIFO, device or other special file is refused. */
+/* What IN is; a FIFO, device or other special file is refused, and so is a
+ * directory holding both model.safetensors and the index (ambiguous). */
 fp8kit_status st_input_classify(const char *in, st_input *out, char *err, size_t errlen);
 void st_input_free(st_input *in);
 /* Refuses an output that is the input, lies inside the input directory, or
@@ -49,9 +50,10 @@ int st_tmp_clean_stale(const char *final_path);
 /* Registers a path the caller created inside the tree. */
 fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *err, size_t errlen);
 /* Copies every file and directory of src (links followed) into the tree,
- * except the top-level names in skip, .git, .cache and temporary names. */
+ * except the top-level names in skip, .git, .cache and temporary names;
+ * adds the bytes and the number of files copied to *bytes and *nfiles. */
 fp8kit_status st_copy_model_files(st_tmp_tree *t, const char *src, const char *const *skip, size_t nskip,
-                                  int no_fsync, uint64_t *bytes, char *err, size_t errlen);
+                                  int no_fsync, uint64_t *bytes, int64_t *nfiles, char *err, size_t errlen);
 /* dir/config.json parsed (*config NULL when there is none). */
 fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t errlen);
 /* config.json written into the tree: config with quantization_config set to

@@ -169,10 +169,10 @@ static int cv_default_keep(const char *name, st_keep_reason *why)
 {
     char leaf[128];
     cv_leaf(name, leaf, sizeof leaf);
+    if (!strcmp(leaf, "lm_head") || !strcmp(name, "output.weight") || !strcmp(leaf, "embed_out"))
+        return *why = ST_KEEP_LM_HEAD, 1; /* before embeddings: GPT-NeoX's head is "embed_out" */
     if (strstr(leaf, "embed") || !strcmp(leaf, "wte") || !strcmp(leaf, "wpe") || !strcmp(leaf, "tok_embeddings"))
         return *why = ST_KEEP_EMBEDDING, 1;
-    if (!strcmp(leaf, "lm_head") || !strcmp(name, "output.weight") || !strcmp(leaf, "embed_out"))
-        return *why = ST_KEEP_LM_HEAD, 1;
     if (!strcmp(leaf, "gate") || !strcmp(leaf, "router") || !strcmp(leaf, "shared_expert_gate") ||
         !strcmp(leaf, "router_gate"))
         return *why = ST_KEEP_ROUTER, 1;
