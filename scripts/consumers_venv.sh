@@ -99,16 +99,6 @@ if ! venv_ok; then
     venv_ok || skip "still no working venv after installing python3-venv (is $PY Debian's python?)"
 fi
 
-# ---- network: can pip reach its index at all? (no host named here: pip's
-# own configuration decides, so mirrors work) ----
-probe="$(mktemp -d)"
-trap 'rm -rf "$probe"' EXIT
-if ! timeout 120 "$PY" -m pip download --no-deps --no-cache-dir --disable-pip-version-check \
-    -q -d "$probe" "${PINS[0]}" >/dev/null 2>&1; then
-    skip "pip cannot download ${PINS[0]} (no network or no package index)"
-fi
-rm -rf "$probe"/*
-
 # ---- build the venv afresh, in place; the stamp is written last, so an
 # interrupted build is never taken for a ready venv ----
 mkdir -p "$(dirname "$VENV")"
@@ -117,6 +107,18 @@ say "creating $VENV ($PY $pyver)"
 "$PY" -m venv "$VENV" >&2
 tpy="$vpy"
 pipi() { "$tpy" -m pip install --disable-pip-version-check -q "$@" >&2; }
+
+# ---- network: can pip reach its index at all? (the venv's own pip: a fresh
+# Debian has no pip for the system python; no host named here: pip's own
+# configuration decides, so mirrors work) ----
+probe="$(mktemp -d)"
+trap 'rm -rf "$probe"' EXIT
+if ! timeout 120 "$tpy" -m pip download --no-deps --no-cache-dir --disable-pip-version-check \
+    -q -d "$probe" "${PINS[0]}" >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    skip "pip cannot download ${PINS[0]} (no network or no package index)"
+fi
+rm -rf "$probe"/*
 pipi --upgrade pip || say "warning: could not upgrade pip (going on with the bundled one)"
 
 # torch first, CPU-only wheels if that index is reachable
