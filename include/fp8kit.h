@@ -459,7 +459,7 @@ typedef struct fp8kit_ckpt_report {
     int64_t dequantized; /* dequantize: fp8 tensors written as out_dtype (their scale tensors are dropped) */
     int64_t copied;      /* input tensors copied unchanged (kept weights included) */
     int64_t kept;        /* quantize: 2-D floating weights kept in high precision (on_kept calls) */
-    int64_t other_files; /* model directory: other files copied (config.json included) */
+    int64_t other_files; /* model directory: other files copied (config.json included; directories not counted) */
     uint64_t in_bytes;   /* input tensor bytes */
     uint64_t out_bytes;  /* bytes of the written files */
     double seconds;      /* wall time of the call */

@@ -50,7 +50,8 @@ class CheckpointReport:
     dequantized: fp8 tensors written in high precision (their scale tensors
     dropped); copied: tensors copied unchanged (kept weights included);
     other_files: other files of a model directory copied (config.json
-    included); in_bytes / out_bytes: input tensor bytes, bytes written;
+    included, directories not counted); in_bytes / out_bytes: input tensor
+    bytes, bytes written;
     seconds: wall time; convention: the convention dequantize recognised
     ("fp8", "compressed-tensors", "mixed (fp8 and compressed-tensors)", or
     "" when none and for quantize); kept: (tensor, reason) of each weight

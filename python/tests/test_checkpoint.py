@@ -152,7 +152,7 @@ def test_quantize_every_scheme_and_format(model, tmp_path, scheme, fmt):
                                                     "mx": "mxfp8"}[scheme], used, None)
     assert rep.tensors == 5 and rep.quantized == (1 if shape_kept else 2)
     assert rep.copied == 5 - rep.quantized and rep.dequantized == 0
-    assert rep.other_files == 4 and rep.convention == ""  # config.json, tokenizer.json, extra/ and its file
+    assert rep.other_files == 3 and rep.convention == ""  # config.json, tokenizer.json, extra/notes.txt
     assert rep.in_bytes == sum(w.nbytes for w in weights().values()) and rep.out_bytes > 0 and rep.seconds >= 0
     kept = dict(rep.kept)
     assert len(rep.kept) == len(kept) == (3 if shape_kept else 2)
