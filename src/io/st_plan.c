@@ -463,6 +463,15 @@ void cv_mark_dropped(cv_file *files, size_t nfiles)
         }
 }
 
+/* A per-expert MoE weight ("...experts.<e>...."): transformers' FP8Experts
+ * stacks their per-tensor scales, which must then be [1, 1]
+ * (tests/consumers/FORMATS.md section 3). */
+static int cv_is_expert(const char *name)
+{
+    const char *p = strstr(name, ".experts.");
+    return p && p[9] >= '0' && p[9] <= '9';
+}
+
 static int cv_align_of(const st_out_tensor *t) { return (int)st_dtype_size(t->dtype); }
 
 fp8kit_status cv_layout_file(cv *c, cv_file *f)
@@ -483,7 +492,9 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
             int snd = 2, ct = c->format == ST_FORMAT_COMPRESSED_TENSORS;
             st_dtype sdt = ST_F32;
             switch (it->desc.scheme) {
-            case FP8KIT_SCHEME_TENSOR: snd = ct ? 1 : 0, ss[0] = 1; break; /* [1] or [] */
+            case FP8KIT_SCHEME_TENSOR: /* [1]; [] with --format fp8, [1, 1] for its MoE experts */
+                snd = ct ? 1 : cv_is_expert(t->name) ? 2 : 0, ss[0] = ss[1] = 1;
+                break;
             case FP8KIT_SCHEME_ROW: ss[0] = N, ss[1] = 1; break;
             case FP8KIT_SCHEME_BLOCK128X128: ss[0] = (N + 127) / 128, ss[1] = (K + 127) / 128; break;
             default: ss[0] = N, ss[1] = K / 32, sdt = ct ? ST_U8 : ST_F8_E8M0; break; /* e8m0 bytes */
