@@ -147,8 +147,11 @@ fp8kit_status st_check_out_vs_in(const char *in, const char *out, int in_is_dir,
 {
     char *ri = realpath(in, NULL), *ro = st_resolve(out);
     fp8kit_status st = FP8KIT_OK;
-    if (!ri || !ro)
-        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot resolve the path: %s", ri ? out : in, strerror(errno));
+    if (!ri)
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", in, strerror(errno));
+    else if (!ro)
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: the directory it would be written in does not exist (%s)", out,
+                    strerror(errno));
     else if (!strcmp(ri, ro))
         st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
                     "%s: the output is the input; write to a new path (the input is never replaced)", out);
