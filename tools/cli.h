@@ -40,6 +40,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * are then argv[optind..argc)), or '?' after cli_usage_error (unknown or
  * ambiguous option, missing value, value given to a flag). */
 int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *lo);
+/* Options of a command that takes only --help and --json: -1 to go on (*json
+ * set, optind at the first operand), else the exit status to return (usage
+ * printed for --help, a bad option reported). */
+int cli_json_only_opts(const char *cmd, int argc, char **argv, void (*usage)(FILE *), int *json);
 
 /* Each returns 0 on success, -1 (after cli_usage_error) when the text is not
  * a valid value. */

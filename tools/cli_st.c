@@ -527,19 +527,9 @@ static void inspect_meta_json(const st_file *f)
 int cli_cmd_inspect(int argc, char **argv)
 {
     static const char *cmd = "inspect";
-    enum { O_JSON = 256 };
-    static const struct option lo[] = {
-        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    while ((c = cli_getopt(cmd, argc, argv, "h", lo)) != -1) {
-        if (c == 'h') {
-            inspect_usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (c != O_JSON)
-            return CLI_EXIT_USAGE; /* cli_getopt said why */
-        json = 1;
-    }
+    int json, rc0 = cli_json_only_opts(cmd, argc, argv, inspect_usage, &json);
+    if (rc0 >= 0)
+        return rc0;
     if (optind >= argc)
         return cli_usage_error(cmd, "expects a FILE or DIR");
     if (optind + 1 < argc)

@@ -274,6 +274,25 @@ int cli_parse_ckpt_scheme(const char *cmd, const char *s, int *out)
     return cli_parse_name(cmd, "--scheme", s, cli_ckpt_scheme_names, ~0u, out);
 }
 
+int cli_json_only_opts(const char *cmd, int argc, char **argv, void (*usage)(FILE *), int *json)
+{
+    enum { O_JSON = 256 };
+    static const struct option lo[] = {
+        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {NULL, 0, NULL, 0}};
+    int c;
+    *json = 0;
+    while ((c = cli_getopt(cmd, argc, argv, "h", lo)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (c != O_JSON)
+            return CLI_EXIT_USAGE; /* cli_getopt said why */
+        *json = 1;
+    }
+    return -1;
+}
+
 /* ---------------------------------------------------------------- contexts */
 fp8kit_status cli_ctx_create(const char *cmd, fp8kit_backend backend, int64_t threads, fp8kit_ctx **ctx)
 {

@@ -51,18 +51,9 @@ static void info_usage(FILE *f)
 int cli_cmd_info(int argc, char **argv)
 {
     static const char *cmd = "info";
-    enum { O_JSON = 256 };
-    static const struct option lo[] = {
-        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    while ((c = cli_getopt(cmd, argc, argv, "h", lo)) != -1) {
-        if (c == 'h') {
-            info_usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (c != O_JSON) return CLI_EXIT_USAGE; /* cli_getopt said why */
-        json = 1;
-    }
+    int json, rc0 = cli_json_only_opts(cmd, argc, argv, info_usage, &json);
+    if (rc0 >= 0)
+        return rc0;
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     int rc = CLI_EXIT_OK;
     int cpu_avail = fp8kit_backend_available(FP8KIT_BACKEND_CPU);

@@ -577,35 +577,51 @@ static void st_real_text(double v, char *buf, size_t n)
 /* Replaces every real in j by a placeholder string "\x01<k>\x01" and appends
  * its text to texts (jansson prints reals with 17 digits: 1e-05 would become
  * 1.0000000000000001e-05). */
+static json_t *st_real_token(json_t *v, json_t *texts)
+{
+    char tok[32], num[40];
+    st_real_text(json_real_value(v), num, sizeof num);
+    snprintf(tok, sizeof tok, "\x01%zu\x01", json_array_size(texts));
+    json_array_append_new(texts, json_string(num));
+    return json_string(tok);
+}
+
 static void st_reals_out(json_t *j, json_t *texts)
 {
     const char *key;
     json_t *v;
     size_t i;
-    char tok[32], num[40];
     if (json_is_object(j)) {
         json_object_foreach(j, key, v) {
-            if (json_is_real(v)) {
-                st_real_text(json_real_value(v), num, sizeof num);
-                snprintf(tok, sizeof tok, "\x01%zu\x01", json_array_size(texts));
-                json_array_append_new(texts, json_string(num));
-                json_object_set_new(j, key, json_string(tok));
-            } else {
+            if (json_is_real(v))
+                json_object_set_new(j, key, st_real_token(v, texts));
+            else
                 st_reals_out(v, texts);
-            }
         }
     } else if (json_is_array(j)) {
         json_array_foreach(j, i, v) {
-            if (json_is_real(v)) {
-                st_real_text(json_real_value(v), num, sizeof num);
-                snprintf(tok, sizeof tok, "\x01%zu\x01", json_array_size(texts));
-                json_array_append_new(texts, json_string(num));
-                json_array_set_new(j, i, json_string(tok));
-            } else {
+            if (json_is_real(v))
+                json_array_set_new(j, i, st_real_token(v, texts));
+            else
                 st_reals_out(v, texts);
-            }
         }
     }
+}
+
+/* At p, a placeholder string "\u000<tag><k>\u000<tag>" (quotes included) of
+ * one of texts' entries: its length, and the text in *num; else 0. */
+static size_t st_placeholder(const char *p, char tag, const json_t *texts, const char **num)
+{
+    char open[8], fmt[24];
+    unsigned long k;
+    int used = 0;
+    snprintf(open, sizeof open, "\"\\u000%c", tag);
+    snprintf(fmt, sizeof fmt, "%%lu\\u000%c\"%%n", tag);
+    if (!texts || strncmp(p, open, 7) || sscanf(p + 7, fmt, &k, &used) != 1 || !used ||
+        k >= json_array_size(texts))
+        return 0;
+    *num = json_string_value(json_array_get(texts, k));
+    return 7 + (size_t)used;
 }
 
 /* JSON text of j, indented by 2 as Python's json.dump(indent=2) writes it. */
@@ -646,23 +662,16 @@ static char *st_json_text(json_t *j)
             p++;
             continue;
         }
-        /* a placeholder prints as "\u0001<k>\u0001", quotes included */
-        unsigned long k;
-        int used = 0;
-        if (!strncmp(p, "\"\\u0001", 7) && sscanf(p + 7, "%lu\\u0001\"%n", &k, &used) == 1 && used &&
-            k < json_array_size(texts)) {
-            const char *num = json_string_value(json_array_get(texts, k));
+        /* reals (tag 1) and integers beyond 64 bits (tag 2) put back */
+        const char *num = NULL;
+        size_t used = st_placeholder(p, '1', texts, &num);
+        if (!used)
+            used = st_placeholder(p, '2', big, &num);
+        if (used) {
             size_t l = strlen(num);
             memcpy(out + o, num, l);
             o += l;
-            p += 7 + used;
-        } else if (big && !strncmp(p, "\"\\u0002", 7) && sscanf(p + 7, "%lu\\u0002\"%n", &k, &used) == 1 && used &&
-                   k < json_array_size(big)) {
-            const char *num = json_string_value(json_array_get(big, k));
-            size_t l = strlen(num);
-            memcpy(out + o, num, l);
-            o += l;
-            p += 7 + used;
+            p += used;
         } else {
             out[o++] = *p++;
         }

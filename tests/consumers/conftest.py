@@ -292,9 +292,9 @@ def expected_dequant(ck: dict, name: str) -> np.ndarray:
     sdt, sshape, s = ck[sname]
     if sdt in ("F8_E8M0", "U8"):
         sv = fp8ref.decode_e8m0(s.view(torch.uint8).numpy())
-    else:
-        assert sdt == "F32", (sname, sdt)
-        sv = s.numpy().astype(np.float32)
+    else:  # F32; BF16 / F16 in checkpoints other tools wrote (exact in f32)
+        assert sdt in ("F32", "BF16", "F16"), (sname, sdt)
+        sv = s.float().numpy()
     n, k = q.shape
     if sv.size == 1:
         full = sv.reshape(())

@@ -14,33 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import fp8ref
-from conftest import COMBOS, is_mock, load, loading_problems, read_checkpoint, run_converter
-
-
-def _expected(ck: dict, name: str) -> np.ndarray:
-    """decode(q) * scale of foreign weight `name`, whatever the scale's dtype."""
-    import torch
-
-    dt, _, t = ck[name]
-    q = fp8ref.decode_e4m3(t.view(torch.uint8).numpy())
-    base = name[: -len(".weight")]
-    sname = base + ".weight_scale_inv" if base + ".weight_scale_inv" in ck else base + ".weight_scale"
-    sdt, _, s = ck[sname]
-    if sdt in ("F8_E8M0", "U8"):
-        sv = fp8ref.decode_e8m0(s.view(torch.uint8).numpy())
-    else:
-        sv = s.float().numpy()  # F32, BF16 or F16: exact in f32
-    n, k = q.shape
-    if sv.size == 1:
-        full = sv.reshape(())
-    elif list(sv.shape) == [n, 1]:
-        full = sv
-    elif sdt in ("F8_E8M0", "U8"):
-        full = np.repeat(sv, 32, axis=1)
-    else:
-        full = fp8ref.block_expand(sv, n, k)
-    return (q.astype(np.float32) * full.astype(np.float32)).astype(np.float32)
+from conftest import COMBOS, expected_dequant, is_mock, load, loading_problems, read_checkpoint, run_converter
 
 
 @pytest.mark.parametrize("scheme,fmt", COMBOS)
@@ -65,7 +39,7 @@ def test_dequantize_foreign(scheme, fmt, models, convert, reference, workdir):
     for n in weights:
         dt, _, t = dq[n]
         assert dt == "F32", (n, dt)
-        np.testing.assert_array_equal(t.numpy(), _expected(ck, n), err_msg=n)
+        np.testing.assert_array_equal(t.numpy(), expected_dequant(ck, n), err_msg=n)
     assert not [n for n in dq if n.endswith(("_scale", "_scale_inv"))], "scale tensors left behind"
     cfg = json.loads((out / "config.json").read_text())
     assert "quantization_config" not in cfg
