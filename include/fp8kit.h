@@ -102,7 +102,11 @@ FP8KIT_API fp8kit_status fp8kit_ctx_create(fp8kit_backend backend, int device, f
 FP8KIT_API fp8kit_status fp8kit_ctx_destroy(fp8kit_ctx *ctx); /* NULL is a no-op returning OK */
 /* The backend the context resolved to (never AUTO). */
 FP8KIT_API fp8kit_backend fp8kit_ctx_backend(const fp8kit_ctx *ctx);
-/* CPU backend threads (OpenMP); 0 = OpenMP's default. */
+/* CPU backend threads (OpenMP); 0 = OpenMP's default. At most max(64, 4 x the
+ * number of online processors) (sysconf(_SC_NPROCESSORS_ONLN)): a larger count
+ * (OpenMP fails or crashes with tens of thousands of threads) or a negative
+ * one is FP8KIT_ERR_INVALID_ARGUMENT, whose message names the bound, and
+ * leaves the context's setting unchanged. */
 FP8KIT_API fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads);
 /* Opt-in GEMM autotuning. mode 1: the first fp8kit_gemm of each new shape and
  * option set times every candidate kernel configuration of the backend once

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "core/internal.h"
 
 /* Each thread remembers the last error message of up to FK_ERR_SLOTS
@@ -134,12 +135,32 @@ fp8kit_status fp8kit_ctx_destroy(fp8kit_ctx *ctx)
 
 fp8kit_backend fp8kit_ctx_backend(const fp8kit_ctx *ctx) { return ctx ? ctx->backend : FP8KIT_BACKEND_AUTO; }
 
+/* The most threads fp8kit_ctx_set_threads accepts (fp8kit.h): FK_THREADS_PER_CPU
+ * per online processor, at least FK_THREADS_FLOOR. */
+#define FK_THREADS_FLOOR 64
+#define FK_THREADS_PER_CPU 4
+static int fk_max_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > 1L << 20)
+        n = 1L << 20;
+    return n * FK_THREADS_PER_CPU > FK_THREADS_FLOOR ? (int)(n * FK_THREADS_PER_CPU) : FK_THREADS_FLOOR;
+}
+
 fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads)
 {
     if (!ctx)
         return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "fp8kit_ctx_set_threads: ctx is NULL");
     if (nthreads < 0)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "fp8kit_ctx_set_threads: nthreads %d is negative", nthreads);
+    const int max = fk_max_threads();
+    if (nthreads > max) /* libgomp exits or overflows its stack with tens of thousands */
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
+                       "fp8kit_ctx_set_threads: nthreads %d is above the bound of %d (max(%d, %d x the %ld online "
+                       "processors))",
+                       nthreads, max, FK_THREADS_FLOOR, FK_THREADS_PER_CPU, sysconf(_SC_NPROCESSORS_ONLN));
     ctx->nthreads = nthreads;
     if (ctx->backend == FP8KIT_BACKEND_CPU)
         snprintf(ctx->describe, sizeof ctx->describe, "cpu: %d OpenMP threads",
