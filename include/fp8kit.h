@@ -133,7 +133,10 @@ FP8KIT_API const char *fp8kit_ctx_describe(const fp8kit_ctx *ctx);
 /* A strided view. strides are in elements; the last dim must have stride 1
  * (rows are contiguous) and each other stride must be >= the extent of the
  * dim after it (stride[i] >= shape[i+1] * stride[i+1]). All strides 0 means
- * contiguous row-major. ndim 0 is a scalar (one element). */
+ * contiguous row-major. ndim 0 is a scalar (one element). Every size is
+ * computed with checked arithmetic: an element count, byte count or strided
+ * extent, or a dim's shape[i] * strides[i] * element size, that does not fit
+ * int64 is FP8KIT_ERR_SIZE_OVERFLOW. */
 typedef struct fp8kit_tensor {
     void *data;
     fp8kit_dtype dtype;

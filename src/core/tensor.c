@@ -5,11 +5,10 @@
 
 int64_t fk_mul_ovf(int64_t a, int64_t b)
 {
-    if (a < 0 || b < 0)
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
         return -1;
-    if (a != 0 && b > INT64_MAX / a)
-        return -1;
-    return a * b;
+    return r;
 }
 
 fp8kit_tensor fp8kit_tensor_make(void *data, fp8kit_dtype dtype, int32_t ndim, const int64_t *shape)
@@ -108,12 +107,20 @@ fp8kit_status fk_check_tensor(const fp8kit_ctx *ctx, const char *fn, const char 
             return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, "%s: %s->shape[%d] is 0 (empty tensors are not accepted)",
                            fn, name, i);
     }
-    int64_t bytes = fk_mul_ovf(fp8kit_tensor_numel(t), (int64_t)fk_dtype_bytes(t->dtype));
-    if (fp8kit_tensor_numel(t) < 0 || bytes < 0)
+    /* Sizes with checked arithmetic, once: the element and byte counts, and
+     * for each dim shape x stride x element size (the bytes its steps span,
+     * one past the last included), which bounds every offset a backend forms
+     * from this tensor (row count x row stride, expert x expert stride, ...). */
+    const int64_t es = (int64_t)fk_dtype_bytes(t->dtype);
+    int64_t numel = 1, bytes;
+    for (int i = 0; i < t->ndim; i++)
+        if (__builtin_mul_overflow(numel, t->shape[i], &numel))
+            return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: %s: the element count overflows int64", fn, name);
+    if (__builtin_mul_overflow(numel, es, &bytes))
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: %s: element count times element size overflows int64",
                        fn, name);
     if (fk_all_strides_zero(t))
-        return FP8KIT_OK;
+        return FP8KIT_OK; /* contiguous: every shape x stride divides the element count */
     if (t->ndim > 0 && t->strides[t->ndim - 1] != 1)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, "%s: %s->strides[%d] = %lld, the last dim must be contiguous (1)",
                        fn, name, t->ndim - 1, (long long)t->strides[t->ndim - 1]);
@@ -123,12 +130,17 @@ fp8kit_status fk_check_tensor(const fp8kit_ctx *ctx, const char *fn, const char 
             return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE,
                            "%s: %s->strides[%d] = %lld is smaller than the %lld elements of the dims after it", fn,
                            name, i, (long long)t->strides[i], (long long)extent);
-        int64_t span = fk_mul_ovf(t->strides[i], t->shape[i] - 1);
-        if (span < 0 || span > INT64_MAX - extent)
+        int64_t full, span;
+        if (__builtin_mul_overflow(t->strides[i], t->shape[i], &full) || __builtin_mul_overflow(full, es, &full))
+            return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW,
+                           "%s: %s: shape[%d] x strides[%d] x element size (%lld x %lld x %lld bytes) overflows int64",
+                           fn, name, i, i, (long long)t->shape[i], (long long)t->strides[i], (long long)es);
+        /* stride >= extent (or i is the last dim, stride 1): extent + span <= full */
+        if (__builtin_mul_overflow(t->strides[i], t->shape[i] - 1, &span) ||
+            __builtin_add_overflow(span, extent, &extent))
             return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: %s: strided extent overflows int64", fn, name);
-        extent = span + extent;
     }
-    if (fk_mul_ovf(extent, (int64_t)fk_dtype_bytes(t->dtype)) < 0)
+    if (__builtin_mul_overflow(extent, es, &bytes))
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: %s: strided extent in bytes overflows int64", fn, name);
     return FP8KIT_OK;
 }
