@@ -10,7 +10,7 @@ import atexit
 import ctypes
 import os
 import threading
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import Backend
@@ -145,6 +145,14 @@ class Context:
 
 _cache: Dict[Tuple[int, int], Context] = {}
 _cache_lock = threading.Lock()
+# functions clear_contexts calls before destroying the contexts: caches that hold contexts
+# (the scaled_mm plans of _gemm.py) drop them, so later calls make new ones on new contexts
+_on_clear: List[Callable[[], None]] = []
+
+
+def on_clear(fn: Callable[[], None]) -> None:
+    """Has clear_contexts() call fn (a cache holding contexts drops them)."""
+    _on_clear.append(fn)
 
 
 def get_context(backend: DeviceLike = Backend.CPU, device: Optional[int] = None) -> Context:
@@ -165,10 +173,14 @@ def get_context(backend: DeviceLike = Backend.CPU, device: Optional[int] = None)
 
 
 def clear_contexts() -> None:
-    """Destroys every cached context (tests; process exit)."""
+    """Destroys every cached context (tests; process exit) and drops the
+    cached scaled_mm plans, which hold contexts: the next call of any shape
+    makes a new context and plan."""
     with _cache_lock:
         ctxs = list(_cache.values())
         _cache.clear()
+    for fn in _on_clear:
+        fn()
     for c in ctxs:
         c.close()
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._arrays import STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr, torch_module
 from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
-from ._context import Context
+from ._context import Context, on_clear
 from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
@@ -959,9 +959,15 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
 
 
 def clear_plans():
+    """Drops every cached plan and hot entry (they hold contexts: see on_clear below)."""
     global _last
     with _plans_lock:
         _plans.clear()
         _tplans.clear()
         _by_shape.clear()
         _last = None
+
+
+# fp8kit.clear_contexts() destroys the cached contexts that plans hold: drop the plans with them,
+# so the next call makes a plan on the new context instead of passing a dead handle
+on_clear(clear_plans)

@@ -1,7 +1,10 @@
 """test_context.py - the device forms fp8kit.Context, get_context and
 backend_available take: Backend values, the strings torch users write
 ('cpu', 'cuda', 'cuda:N', any case) and torch.device objects; anything else
-raises a ValueError naming the accepted forms."""
+raises a ValueError naming the accepted forms. clear_contexts() drops the
+cached scaled_mm plans with the contexts they hold: the same calls run again
+on new contexts."""
+import numpy as np
 import pytest
 
 import fp8kit
@@ -78,3 +81,46 @@ def test_torch_devices():
         fp8kit.Context(torch.device("meta"))
     x = torch.zeros(2)
     assert parse_device(x.device) == (Backend.CPU, 0)
+
+
+def _gemm_case(rng):
+    qa, sa = fp8kit.quantize(rng.standard_normal((24, 64)).astype(np.float32), scheme="row")
+    qw, sw = fp8kit.quantize(rng.standard_normal((16, 64)).astype(np.float32), scheme="row")
+    return qa, qw.T, sa, sw.T
+
+
+def test_clear_contexts_then_scaled_mm_runs_again(rng):
+    """Issue 21 item 8c: cached scaled_mm plans held the context clear_contexts()
+    destroyed, so every shape seen before failed with NullPointerError."""
+    a, b, sa, sb = _gemm_case(rng)
+    want = fp8kit.scaled_mm(a, b, sa, sb, out_dtype="float32")
+    out = np.empty((24, 16), np.float32)
+    for _ in range(2):  # plans made and used: the plain keyed one and the out= one
+        fp8kit.scaled_mm(a, b, sa, sb, out_dtype="float32")
+        fp8kit.scaled_mm(a, b, sa, sb, out_dtype="float32", out=out)
+    old = fp8kit.get_context("cpu")
+    fp8kit.clear_contexts()
+    assert fp8kit.get_context("cpu") is not old
+    assert np.array_equal(fp8kit.scaled_mm(a, b, sa, sb, out_dtype="float32"), want)
+    out[:] = np.nan
+    assert fp8kit.scaled_mm(a, b, sa, sb, out_dtype="float32", out=out) is out and np.array_equal(out, want)
+    fp8kit.clear_contexts()  # twice in a row, and with nothing cached in between
+    fp8kit.clear_contexts()
+    assert np.array_equal(fp8kit.scaled_mm(a, b, sa, sb, out_dtype="float32"), want)
+
+
+def test_clear_contexts_then_torch_hot_path_runs_again(rng):
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8 dtypes")
+    qa, sa = fp8kit.quantize(torch.from_numpy(rng.standard_normal((24, 64)).astype(np.float32)), scheme="row")
+    qw, sw = fp8kit.quantize(torch.from_numpy(rng.standard_normal((16, 64)).astype(np.float32)), scheme="row")
+    out = torch.empty(24, 16, dtype=torch.bfloat16)
+    for _ in range(3):  # the guarded hot entries, without and with out=
+        want = fp8kit.scaled_mm(qa, qw.t(), sa, sw.t(), out_dtype=torch.bfloat16)
+        fp8kit.scaled_mm(qa, qw.t(), sa, sw.t(), out_dtype=torch.bfloat16, out=out)
+    fp8kit.clear_contexts()
+    assert torch.equal(fp8kit.scaled_mm(qa, qw.t(), sa, sw.t(), out_dtype=torch.bfloat16), want)
+    out.zero_()
+    assert fp8kit.scaled_mm(qa, qw.t(), sa, sw.t(), out_dtype=torch.bfloat16, out=out) is out
+    assert torch.equal(out, want)
