@@ -14,6 +14,13 @@
  *   cudaStream_t passed as void * (NULL = the default stream). The CPU backend
  *   ignores `stream`.
  * - Shapes and strides are int64_t and counted in elements.
+ * - Alignment, the same rule on both backends: every tensor's data pointer is
+ *   aligned to its element size (f32 4 bytes, f16 / bf16 2; fp8 codes and
+ *   e8m0 scales may sit at any address), and amax_d and the grouped GEMM's
+ *   offsets and status to 4 bytes. A pointer that is not is
+ *   FP8KIT_ERR_MISALIGNED, checked before anything runs (the message names
+ *   the argument). The CUDA GEMMs add their own TMA rules (16-byte A / B
+ *   bases and leading dims, a 16-byte aligned workspace).
  * - Thread safety: a context may be used from several threads at once. The plan
  *   cache is guarded by a lock. The last-error text is kept per context and per
  *   thread: fp8kit_last_error() returns the message of the calling thread's last
@@ -49,7 +56,7 @@ typedef enum fp8kit_status {
     FP8KIT_ERR_INVALID_SHAPE = 3,     /* shapes disagree or break a scheme's rule */
     FP8KIT_ERR_SIZE_OVERFLOW = 4,     /* negative dims or a byte count overflows */
     FP8KIT_ERR_INVALID_STRIDE = 5,    /* stride smaller than a row, or not row-major */
-    FP8KIT_ERR_MISALIGNED = 6,        /* pointer or leading dim not aligned as a kernel needs */
+    FP8KIT_ERR_MISALIGNED = 6,        /* pointer not aligned to its element size, or not as a kernel needs */
     FP8KIT_ERR_UNSUPPORTED = 7,       /* dtype/scheme/option combination not supported */
     FP8KIT_ERR_BACKEND_UNAVAILABLE = 8, /* backend not built in, or no usable device */
     FP8KIT_ERR_ARCH_MISMATCH = 9,     /* device architecture lacks a needed feature */
@@ -359,7 +366,8 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  * - CPU backend: host memory. Everything, the offsets included, is checked
  *   before any group runs; invalid offsets return FP8KIT_ERR_INVALID_ARGUMENT
  *   and nothing is written (but *status, when given).
- * - CUDA backend: DEVICE memory (like torch's `offs`), 4-byte aligned: the
+ * - Both: offsets and status 4-byte aligned (else FP8KIT_ERR_MISALIGNED).
+ * - CUDA backend: DEVICE memory (like torch's `offs`): the
  *   host never reads them, so the call neither synchronizes nor copies and
  *   can be captured in a CUDA graph (offsets and status read / written when
  *   the kernel runs, stream-ordered). The host checks everything else and

@@ -1,7 +1,8 @@
 /* test_hostile_api.c - hostile input for the public C API on the CPU backend
  * (issue 21): a thread count past the bound; strides and dims whose extents
  * overflow int64 (shape x stride of 2^63 on a tensor whose strided extent
- * still fits). Each bad call must return its
+ * still fits); data pointers one byte off their element alignment at every
+ * entry point (FP8KIT_ERR_MISALIGNED). Each bad call must return its
  * specific status, leave a new message naming the function and the culprit,
  * and change no byte of any buffer (the whole arena the call's tensors live
  * in is poisoned first and compared after). Run: ctest -R test_hostile_api;
@@ -62,6 +63,27 @@ static void check_bad(int line, fp8kit_status got, fp8kit_status want, const cha
     } while (0)
 
 static void *at(size_t off) { return arena + off; }
+
+/* A bump allocator over the arena (256-byte aligned blocks); arena_reset() frees all. */
+static size_t arena_top;
+static void arena_reset(void) { arena_top = 0; }
+static void *take(size_t n)
+{
+    void *p = arena + arena_top;
+    arena_top += (n + 255) / 256 * 256 + 256; /* a gap: a pointer moved by a few bytes stays inside */
+    if (arena_top > ARENA) {
+        fprintf(stderr, "test_hostile_api: arena exhausted\n");
+        exit(1);
+    }
+    return p;
+}
+static void *off(void *p, int bytes) { return (char *)p + bytes; }
+static void fill_f32(void *p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        ((float *)p)[i] = (float)((i * 37) % 101) / 16.0f - 3.0f;
+}
+static void fill_u8(void *p, int64_t n, uint8_t v) { memset(p, v, (size_t)n); }
 
 /* ------------------------------------------------------- item 3: threads */
 static void test_thread_bound(void)
@@ -176,6 +198,260 @@ static void test_extent_overflow(void)
     BAD(FP8KIT_ERR_SIZE_OVERFLOW, "fp8kit_grouped_gemm", "b", "overflows", fp8kit_grouped_gemm(ctx, &gd, &gg, NULL));
 }
 
+/* ------------------------------------------ item 4: misaligned pointers */
+/* Each case starts from a call that succeeds, moves one data pointer by one
+ * byte (two for the int32 offsets) and expects FP8KIT_ERR_MISALIGNED naming
+ * that argument; a pointer to 1-byte elements (fp8 codes, e8m0 scales) may
+ * sit anywhere. The GEMM cases repeat the good call's metadata, so they go
+ * through the per-thread fast path that skips the full checks. */
+#define MIS FP8KIT_ERR_MISALIGNED
+static void test_misaligned_quant(void)
+{
+    const char *QF = "fp8kit_quantize", *DF = "fp8kit_dequantize", *BF = "fp8kit_quantize_mx_both", *CF = "fp8kit_cast";
+    int64_t shp[2] = {64, 256};
+    arena_reset();
+    const fp8kit_scheme schemes[] = {FP8KIT_SCHEME_TENSOR, FP8KIT_SCHEME_ROW, FP8KIT_SCHEME_BLOCK1X128,
+                                     FP8KIT_SCHEME_BLOCK128X128, FP8KIT_SCHEME_MX};
+    const fp8kit_dtype xts[] = {FP8KIT_F32, FP8KIT_BF16, FP8KIT_F16};
+    void *xb = take(64 * 256 * 4), *qb = take(64 * 256), *sb = take(64 * 8 * 4), *yb = take(64 * 256 * 4);
+    fill_f32(xb, 64 * 256);
+    for (int si = 0; si < 5; si++)
+        for (int ti = 0; ti < 3; ti++) {
+            fp8kit_quant_desc d = fp8kit_quant_desc_default(schemes[si]);
+            if (si == 3 && ti == 0)
+                d.scale_layout = FP8KIT_LAYOUT_MN_MAJOR;
+            const int s1 = schemes[si] == FP8KIT_SCHEME_MX; /* e8m0 scales: 1-byte elements */
+            fp8kit_tensor x = fp8kit_tensor_make(xb, xts[ti], 2, shp), q, sc;
+            GOOD(fp8kit_quant_shapes(&d, &x, &q, &sc));
+            q.data = qb, sc.data = sb;
+            fp8kit_tensor y = x;
+            y.data = yb;
+            GOOD(fp8kit_quantize(ctx, &d, &x, &q, &sc, NULL));
+            GOOD(fp8kit_dequantize(ctx, &d, &q, &sc, &y, NULL));
+            fp8kit_tensor t = x;
+            t.data = off(xb, 1);
+            BAD(MIS, QF, "x->data", "aligned", fp8kit_quantize(ctx, &d, &t, &q, &sc, NULL));
+            t = y, t.data = off(yb, 1);
+            BAD(MIS, DF, "y->data", "aligned", fp8kit_dequantize(ctx, &d, &q, &sc, &t, NULL));
+            if (xts[ti] != FP8KIT_F32) { /* 2-byte elements: 2-byte alignment is enough */
+                t = x, t.data = off(xb, 2);
+                GOOD(fp8kit_quantize(ctx, &d, &t, &q, &sc, NULL));
+                t = y, t.data = off(yb, 2);
+                GOOD(fp8kit_dequantize(ctx, &d, &q, &sc, &t, NULL));
+            }
+            t = sc, t.data = off(sb, 1);
+            if (s1) {
+                GOOD(fp8kit_quantize(ctx, &d, &x, &q, &t, NULL));
+                GOOD(fp8kit_dequantize(ctx, &d, &q, &t, &y, NULL));
+            } else {
+                BAD(MIS, QF, "scale->data", "aligned", fp8kit_quantize(ctx, &d, &x, &q, &t, NULL));
+                BAD(MIS, DF, "scale->data", "aligned", fp8kit_dequantize(ctx, &d, &q, &t, &y, NULL));
+            }
+            t = q, t.data = off(qb, 1); /* fp8 codes: any address */
+            GOOD(fp8kit_quantize(ctx, &d, &x, &t, &sc, NULL));
+            GOOD(fp8kit_dequantize(ctx, &d, &t, &sc, &y, NULL));
+        }
+    /* both axes at once: x misaligned; the e8m0 / fp8 outputs may sit anywhere */
+    fp8kit_quant_desc md = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
+    fp8kit_tensor x = fp8kit_tensor_make(xb, FP8KIT_F32, 2, shp), qr, sr, qc, scl;
+    md.axis = -1;
+    GOOD(fp8kit_quant_shapes(&md, &x, &qr, &sr));
+    md.axis = -2;
+    GOOD(fp8kit_quant_shapes(&md, &x, &qc, &scl));
+    qr.data = qb, sr.data = sb, qc.data = yb, scl.data = off(sb, 2048);
+    GOOD(fp8kit_quantize_mx_both(ctx, &md, &x, &qr, &sr, &qc, &scl, NULL));
+    fp8kit_tensor t = x;
+    t.data = off(xb, 1);
+    BAD(MIS, BF, "x->data", "aligned", fp8kit_quantize_mx_both(ctx, &md, &t, &qr, &sr, &qc, &scl, NULL));
+    t = x, t.dtype = FP8KIT_BF16, t.data = off(xb, 3);
+    BAD(MIS, BF, "x->data", "aligned", fp8kit_quantize_mx_both(ctx, &md, &t, &qr, &sr, &qc, &scl, NULL));
+    qr.data = off(qb, 1), sr.data = off(sb, 1), qc.data = off(yb, 1), scl.data = off(sb, 2049);
+    GOOD(fp8kit_quantize_mx_both(ctx, &md, &x, &qr, &sr, &qc, &scl, NULL));
+    /* casts, both directions */
+    for (int ti = 0; ti < 3; ti++) {
+        fp8kit_tensor hp = fp8kit_tensor_make(xb, xts[ti], 2, shp), f8 = fp8kit_tensor_make(qb, FP8KIT_E5M2, 2, shp);
+        GOOD(fp8kit_cast(ctx, &hp, &f8, NULL));
+        GOOD(fp8kit_cast(ctx, &f8, &hp, NULL));
+        t = hp, t.data = off(xb, 1);
+        BAD(MIS, CF, "x->data", "aligned", fp8kit_cast(ctx, &t, &f8, NULL));
+        BAD(MIS, CF, "y->data", "aligned", fp8kit_cast(ctx, &f8, &t, NULL));
+        t = f8, t.data = off(qb, 1);
+        GOOD(fp8kit_cast(ctx, &hp, &t, NULL));
+        GOOD(fp8kit_cast(ctx, &t, &hp, NULL));
+    }
+}
+
+/* a GEMM call: M 32, N 48, K 64; row scales for A, a tensor scale for B, a
+ * bf16 column bias, f32 C with beta 0.5, bf16 D */
+typedef struct {
+    fp8kit_gemm_desc d;
+    fp8kit_gemm_args a;
+} gcall;
+enum { GM = 32, GN = 48, GK = 64 };
+static gcall gemm_base(void)
+{
+    gcall g;
+    memset(&g, 0, sizeof g);
+    g.d.scale_a = FP8KIT_SCALE_ROW;
+    g.d.scale_b = FP8KIT_SCALE_TENSOR;
+    g.d.bias = FP8KIT_BIAS_COL;
+    void *a = take(GM * GK), *b = take(GN * GK), *sa = take(GM * 4), *sb = take(4), *bias = take(GN * 2);
+    void *c = take(GM * GN * 4), *d = take(GM * GN * 2);
+    for (int i = 0; i < GM * GK; i++)
+        ((uint8_t *)a)[i] = (uint8_t)(0x30 + i % 17);
+    for (int i = 0; i < GN * GK; i++)
+        ((uint8_t *)b)[i] = (uint8_t)(0xB0 + i % 13);
+    fill_f32(sa, GM);
+    *(float *)sb = 0.5f;
+    fill_u8(bias, GN * 2, 0x3F);
+    fill_f32(c, GM * GN);
+    g.a.a = fp8kit_tensor_2d(a, FP8KIT_E4M3, GM, GK, GK);
+    g.a.b = fp8kit_tensor_2d(b, FP8KIT_E4M3, GN, GK, GK);
+    g.a.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, (int64_t[]){GM});
+    g.a.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 0, NULL);
+    g.a.alpha = 1.0f;
+    g.a.beta = 0.5f;
+    g.a.c = fp8kit_tensor_2d(c, FP8KIT_F32, GM, GN, GN);
+    g.a.bias = fp8kit_tensor_make(bias, FP8KIT_BF16, 1, (int64_t[]){GN});
+    g.a.d = fp8kit_tensor_2d(d, FP8KIT_BF16, GM, GN, GN);
+    return g;
+}
+
+/* the GEMM call g with the data pointer of one operand moved by `by` bytes */
+static gcall gcall_tmp;
+static fp8kit_status gemm_moved(fp8kit_tensor *which, int by)
+{
+    which->data = off(which->data, by);
+    return fp8kit_gemm(ctx, &gcall_tmp.d, &gcall_tmp.a, NULL);
+}
+#define GEMM_MOVED(g, field, by) (gcall_tmp = (g), gemm_moved(&gcall_tmp.a.field, by))
+
+static void test_misaligned_gemm(void)
+{
+    const char *GF = "fp8kit_gemm";
+    arena_reset();
+    gcall g = gemm_base();
+    GOOD(fp8kit_gemm(ctx, &g.d, &g.a, NULL));
+    /* fast path (same metadata as the good call) and full path (a new plan key) alike */
+    for (int path = 0; path < 2; path++) {
+        if (path == 1)
+            g.a.alpha = 2.0f, g.a.d.dtype = FP8KIT_F32, g.a.d.data = take(GM * GN * 4);
+        GOOD(fp8kit_gemm(ctx, &g.d, &g.a, NULL));
+        BAD(MIS, GF, "scale_a->data", "aligned", GEMM_MOVED(g, scale_a, 1));
+        BAD(MIS, GF, "scale_b->data", "aligned", GEMM_MOVED(g, scale_b, 2));
+        BAD(MIS, GF, "c->data", "aligned", GEMM_MOVED(g, c, 1));
+        BAD(MIS, GF, "bias->data", "aligned", GEMM_MOVED(g, bias, 1));
+        BAD(MIS, GF, "d->data", "aligned", GEMM_MOVED(g, d, path ? 2 : 1));
+        GOOD(GEMM_MOVED(g, a, 1)); /* fp8 operands: any address */
+        GOOD(GEMM_MOVED(g, b, 3));
+        GOOD(GEMM_MOVED(g, bias, 2)); /* bf16: 2-byte aligned */
+    }
+    size_t ws = 777;
+    gcall t = g;
+    t.a.scale_a.data = off(t.a.scale_a.data, 1);
+    BAD(MIS, GF, "scale_a->data", "aligned", fp8kit_gemm_workspace_size(ctx, &t.d, &t.a, &ws));
+    CHECK(ws == 777, "a failing workspace_size wrote *bytes");
+    /* the prepared-call form (the Python hot path) */
+    fp8kit_gemm_call call = {ctx, &g.d, &g.a, NULL};
+    GOOD(fp8kit_gemm_call_run(&call));
+    void *p[7] = {g.a.a.data, g.a.b.data, g.a.scale_a.data, g.a.scale_b.data, g.a.bias.data, g.a.d.data, NULL};
+    GOOD(fp8kit_gemm_call_ptrs(&call, p));
+    p[2] = off(p[2], 1);
+    BAD(MIS, GF, "scale_a->data", "aligned", fp8kit_gemm_call_ptrs(&call, p));
+    p[2] = g.a.scale_a.data, p[5] = off(p[5], 2);
+    BAD(MIS, GF, "d->data", "aligned", fp8kit_gemm_call_ptrs(&call, p));
+
+    /* fused output quantization: scale_d (input or output scales) and amax_d */
+    gcall o = gemm_base();
+    o.d.bias = FP8KIT_BIAS_NONE, o.a.beta = 0.0f;
+    o.d.out_quant = FP8KIT_OUTQ_SCALED;
+    o.a.d.dtype = FP8KIT_E4M3;
+    float *sd = (float *)take(8), *amax = (float *)take(8);
+    *sd = 2.0f;
+    o.a.scale_d = fp8kit_tensor_make(sd, FP8KIT_F32, 0, NULL);
+    o.a.amax_d = amax;
+    GOOD(fp8kit_gemm(ctx, &o.d, &o.a, NULL));
+    GOOD(GEMM_MOVED(o, d, 1)); /* fp8 D */
+    BAD(MIS, GF, "scale_d->data", "aligned", GEMM_MOVED(o, scale_d, 1));
+    gcall t2 = o;
+    t2.a.amax_d = (float *)off(amax, 2);
+    BAD(MIS, GF, "amax_d", "aligned", fp8kit_gemm(ctx, &t2.d, &t2.a, NULL));
+    o.d.out_quant = FP8KIT_OUTQ_BLOCK1X128, o.d.out_hp = FP8KIT_BF16, o.a.amax_d = NULL;
+    o.a.scale_d = fp8kit_tensor_make(take(GM * 4), FP8KIT_F32, 2, (int64_t[]){GM, 1});
+    GOOD(fp8kit_gemm(ctx, &o.d, &o.a, NULL));
+    BAD(MIS, GF, "scale_d->data", "aligned", GEMM_MOVED(o, scale_d, 1));
+    o.d.out_quant = FP8KIT_OUTQ_MX; /* e8m0 output scales: any address (N = 32 here) */
+    o.a.b.shape[0] = 32;
+    o.a.d = fp8kit_tensor_2d(o.a.d.data, FP8KIT_E4M3, GM, 32, 32);
+    o.a.scale_d = fp8kit_tensor_make(take(GM + 1), FP8KIT_E8M0, 2, (int64_t[]){GM, 1});
+    GOOD(fp8kit_gemm(ctx, &o.d, &o.a, NULL));
+    GOOD(GEMM_MOVED(o, scale_d, 1));
+    /* mx operands: e8m0 scales anywhere */
+    gcall m = gemm_base();
+    m.d.scale_a = m.d.scale_b = FP8KIT_SCALE_MX, m.d.bias = FP8KIT_BIAS_NONE, m.a.beta = 0.0f;
+    m.a.scale_a = fp8kit_tensor_make(take(GM * 2 + 1), FP8KIT_E8M0, 2, (int64_t[]){GM, GK / 32});
+    m.a.scale_b = fp8kit_tensor_make(take(GN * 2 + 1), FP8KIT_E8M0, 2, (int64_t[]){GN, GK / 32});
+    fill_u8(m.a.scale_a.data, GM * 2 + 1, 127);
+    fill_u8(m.a.scale_b.data, GN * 2 + 1, 127);
+    GOOD(fp8kit_gemm(ctx, &m.d, &m.a, NULL));
+    GOOD(GEMM_MOVED(m, scale_a, 1));
+    GOOD(GEMM_MOVED(m, scale_b, 1));
+}
+
+/* a grouped GEMM: T 24 rows in G 3 groups, N 16, K 32; row scales, f32 bias, bf16 D */
+typedef struct {
+    fp8kit_gemm_desc d;
+    fp8kit_grouped_gemm_args a;
+} ggcall;
+static ggcall grouped_base(void)
+{
+    ggcall g;
+    memset(&g, 0, sizeof g);
+    g.d.scale_a = g.d.scale_b = FP8KIT_SCALE_ROW;
+    g.d.bias = FP8KIT_BIAS_COL;
+    int32_t *offs = (int32_t *)take(16);
+    offs[0] = 5, offs[1] = 5, offs[2] = 24;
+    void *a = take(24 * 32), *b = take(3 * 16 * 32), *sa = take(24 * 4), *sb = take(48 * 4), *bias = take(48 * 4);
+    fill_u8(a, 24 * 32, 0x38);
+    fill_u8(b, 3 * 16 * 32, 0x30);
+    fill_f32(sa, 24);
+    fill_f32(sb, 48);
+    fill_f32(bias, 48);
+    g.a.a = fp8kit_tensor_2d(a, FP8KIT_E4M3, 24, 32, 32);
+    g.a.b = fp8kit_tensor_make(b, FP8KIT_E4M3, 3, (int64_t[]){3, 16, 32});
+    g.a.offsets = offs;
+    g.a.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, (int64_t[]){24});
+    g.a.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 2, (int64_t[]){3, 16});
+    g.a.alpha = 1.0f;
+    g.a.bias = fp8kit_tensor_make(bias, FP8KIT_F32, 2, (int64_t[]){3, 16});
+    g.a.d = fp8kit_tensor_2d(take(24 * 16 * 2), FP8KIT_BF16, 24, 16, 16);
+    g.a.status = (int32_t *)take(8);
+    return g;
+}
+
+static void test_misaligned_grouped(void)
+{
+    const char *F = "fp8kit_grouped_gemm";
+    arena_reset();
+    ggcall g = grouped_base();
+    GOOD(fp8kit_grouped_gemm(ctx, &g.d, &g.a, NULL));
+    ggcall t = g;
+    t.a.scale_a.data = off(g.a.scale_a.data, 1);
+    BAD(MIS, F, "scale_a->data", "aligned", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.scale_b.data = off(g.a.scale_b.data, 2);
+    BAD(MIS, F, "scale_b->data", "aligned", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.bias.data = off(g.a.bias.data, 3);
+    BAD(MIS, F, "bias->data", "aligned", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.d.data = off(g.a.d.data, 1);
+    BAD(MIS, F, "d->data", "aligned", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.offsets = (const int32_t *)off((void *)g.a.offsets, 2);
+    BAD(MIS, F, "offsets", "aligned", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.status = (int32_t *)off(g.a.status, 1);
+    BAD(MIS, F, "status", "aligned", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.a.data = off(g.a.a.data, 1), t.a.b.data = off(g.a.b.data, 1);
+    GOOD(fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+}
+
 int main(void)
 {
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &ctx), FP8KIT_OK);
@@ -183,6 +459,9 @@ int main(void)
         return fk_test_summary("test_hostile_api");
     test_thread_bound();
     test_extent_overflow();
+    test_misaligned_quant();
+    test_misaligned_gemm();
+    test_misaligned_grouped();
     printf("test_hostile_api: %ld bad calls checked (status, message, memory unchanged)\n", n_bad);
     fp8kit_ctx_destroy(ctx);
     return fk_test_summary("test_hostile_api");

@@ -9,7 +9,8 @@
 
 /* Checks dtype, ndim, shape (>= 1, no overflow of elements or bytes) and
  * strides (unit last stride, row-major nesting) of t. `fn` and `name` name
- * the call and the argument in the message. need_data: data must be non-NULL. */
+ * the call and the argument in the message. need_data: data must be non-NULL
+ * and aligned to the element size (FP8KIT_ERR_MISALIGNED). */
 fp8kit_status fk_check_tensor(const fp8kit_ctx *ctx, const char *fn, const char *name,
                               const fp8kit_tensor *t, int need_data);
 

@@ -186,6 +186,9 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     }
     if (d->out_quant != FP8KIT_OUTQ_SCALED && a->amax_d)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": amax_d is only written with OUTQ_SCALED");
+    if ((uintptr_t)a->amax_d % sizeof(float))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": amax_d (%p) is not aligned to its 4-byte f32 element",
+                       (void *)a->amax_d);
 
     /* C (read only when beta != 0) and bias */
     if (a->beta != 0.0f) {
@@ -321,12 +324,23 @@ static unsigned fk_nonnull(const fp8kit_gemm_args *a)
            (a->amax_d ? FK_P_AMAX : 0);
 }
 
+/* 1 when a pointer of the job is not aligned to its element size (the
+ * checks refuse that: FP8KIT_ERR_MISALIGNED). */
+static unsigned fk_job_misaligned(const fk_gemm_job *j)
+{
+    const uintptr_t sa = j->desc.scale_a == FP8KIT_SCALE_MX ? 1 : 4, sb = j->desc.scale_b == FP8KIT_SCALE_MX ? 1 : 4;
+    const uintptr_t sd = j->desc.out_quant == FP8KIT_OUTQ_MX ? 1 : 4;
+    return ((uintptr_t)j->scale_a % sa | (uintptr_t)j->scale_b % sb | (uintptr_t)j->c % fk_dtype_bytes(j->c_type) |
+            (uintptr_t)j->bias % fk_dtype_bytes(j->bias_type) | (uintptr_t)j->d % fk_dtype_bytes(j->d_type) |
+            (uintptr_t)j->scale_d_in % 4 | (uintptr_t)j->scale_d_out % sd | (uintptr_t)j->amax_d % 4) != 0;
+}
+
 /* What the plan key and the checks read from a job's pointers. */
 static unsigned fk_ptr_bits(const fk_gemm_job *j)
 {
     return (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
            ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3) |
-           ((j->amax_d != NULL) << 4);
+           ((j->amax_d != NULL) << 4) | (fk_job_misaligned(j) << 5);
 }
 
 static fp8kit_status fk_gemm_run(fp8kit_ctx *ctx, fk_gemm_job *j, const fk_plan *plan, void *stream)

@@ -110,6 +110,13 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return st;
     if (!a->offsets)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": offsets is NULL");
+    /* int32 words, read (offsets) or written (status) as such: both backends */
+    if ((uintptr_t)a->offsets & 3u)
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": offsets (%p) is not 4-byte aligned (int32 entries)",
+                       (const void *)a->offsets);
+    if ((uintptr_t)a->status & 3u)
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": status (%p) is not 4-byte aligned (an int32)",
+                       (void *)a->status);
     if (fk_grouped_on_device(ctx)) {
         /* offsets are device memory: the kernel checks them. Everything
          * else as fp8kit_gemm sees the call over all T rows with expert 0's
@@ -121,8 +128,6 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
                            FN ": b's expert stride (%lld) must be a multiple of its row stride (%lld) on the CUDA "
                               "backend",
                            (long long)sbg, (long long)ldb);
-        if (((uintptr_t)a->offsets & 3u) || (a->status && ((uintptr_t)a->status & 3u)))
-            return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": offsets and status must be 4-byte aligned");
         if (g == 0)
             return FP8KIT_OK; /* nothing runs (status, if given, gets 0) */
         fp8kit_gemm_args v;

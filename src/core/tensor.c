@@ -86,8 +86,9 @@ int fk_is_contiguous(const fp8kit_tensor *t)
     return 1;
 }
 
-fp8kit_status fk_check_tensor(const fp8kit_ctx *ctx, const char *fn, const char *name,
-                              const fp8kit_tensor *t, int need_data)
+/* Everything but the alignment of data (fk_check_tensor). */
+static fp8kit_status fk_check_meta(const fp8kit_ctx *ctx, const char *fn, const char *name,
+                                   const fp8kit_tensor *t, int need_data)
 {
     if (!t)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "%s: %s is NULL", fn, name);
@@ -142,6 +143,22 @@ fp8kit_status fk_check_tensor(const fp8kit_ctx *ctx, const char *fn, const char 
     }
     if (__builtin_mul_overflow(extent, es, &bytes))
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: %s: strided extent in bytes overflows int64", fn, name);
+    return FP8KIT_OK;
+}
+
+fp8kit_status fk_check_tensor(const fp8kit_ctx *ctx, const char *fn, const char *name,
+                              const fp8kit_tensor *t, int need_data)
+{
+    fp8kit_status st = fk_check_meta(ctx, fn, name, t, need_data);
+    if (st || !need_data)
+        return st;
+    /* strides count elements, so an aligned base aligns every element: the
+     * backends then load f32 / f16 / bf16 elements (and f32 scales) directly,
+     * which is undefined behaviour (and a fault on some hardware) otherwise */
+    const size_t es = fk_dtype_bytes(t->dtype);
+    if ((uintptr_t)t->data % es)
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, "%s: %s->data (%p) is not aligned to its %zu-byte %s elements", fn,
+                       name, t->data, es, fp8kit_dtype_name(t->dtype));
     return FP8KIT_OK;
 }
 
