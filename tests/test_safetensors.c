@@ -512,6 +512,104 @@ static void test_convert(fp8kit_ctx *ctx)
     CHECK(access(out, F_OK) != 0 && count_tmp(tmpdir) == 0, "nothing written for corrupt input");
 }
 
+/* ------------------------------------------------ issue 21.5: one shape rule */
+/* The reader (st_parse) and the writer (st_header_build) judge shapes by the
+ * same rule (st_shape_bytes): what one accepts the other does, whichever dim
+ * is zero. The reader used to accept zero-element shapes whose other dims
+ * overflow once multiplied by the element size (F32 [2^62, 0]), which the
+ * writer refused: inspect passed a file quantize failed on, and fuzz_st's
+ * round-trip invariant aborted (tests/fuzz/corpus/regress-zero-numel-*). */
+static void test_shape_rule(fp8kit_ctx *ctx)
+{
+    static const struct {
+        const char *dtype;
+        st_dtype dt;
+        int nd;
+        int64_t shape[3];
+        int ok;
+    } cases[] = {
+        {"F32", ST_F32, 2, {INT64_C(4611686018427387904), 0}, 0},      /* 2^62 * 4 bytes */
+        {"F32", ST_F32, 2, {0, INT64_C(4611686018427387904)}, 0},      /* the same, zero first */
+        {"I64", ST_I64, 3, {INT64_C(1152921504606846976), 7, 0}, 0},   /* 7 * 2^60 * 8 */
+        {"BF16", ST_BF16, 3, {INT64_C(4611686018427387904), 0, 5}, 0}, /* zero in the middle */
+        {"F32", ST_F32, 2, {INT64_C(2305843009213693951), 0}, 1},      /* (2^61 - 1) * 4 fits */
+        {"U8", ST_U8, 2, {0, INT64_MAX}, 1},
+        {"F8_E4M3", ST_F8_E4M3, 2, {INT64_MAX, 0}, 1},
+        {"U8", ST_U8, 3, {INT64_C(4294967296), INT64_C(4294967296), 0}, 0}, /* 2^64 */
+    };
+    char hdr[256], err[600];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dims[96] = "";
+        for (int d = 0; d < cases[i].nd; d++)
+            snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%lld", d ? "," : "",
+                     (long long)cases[i].shape[d]);
+        snprintf(hdr, sizeof hdr, "{\"z\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[0,0]}}",
+                 cases[i].dtype, dims);
+        buf b = mk(hdr, "", 0);
+        st_file f;
+        fp8kit_status rst = parse(b, &f, err, sizeof err);
+        CHECK(rst == (cases[i].ok ? FP8KIT_OK : FP8KIT_ERR_CORRUPT_FILE), "shape rule case %zu: reader %s (%s)", i,
+              fp8kit_status_string(rst), err);
+        if (!cases[i].ok)
+            CHECK(strstr(err, "tensor 'z'") && strstr(err, "overflows"), "case %zu: message %s", i, err);
+        st_close(&f);
+        free(b.p);
+        st_out_tensor t = {"z", cases[i].dt, cases[i].nd, {0}};
+        memcpy(t.shape, cases[i].shape, sizeof cases[i].shape);
+        unsigned char *h = NULL;
+        size_t hl = 0;
+        uint64_t ds = 1;
+        fp8kit_status wst = st_header_build(&t, 1, NULL, 0, 0, &h, &hl, &ds, err, sizeof err);
+        CHECK(wst == (cases[i].ok ? FP8KIT_OK : FP8KIT_ERR_SIZE_OVERFLOW), "shape rule case %zu: writer %s (%s)", i,
+              fp8kit_status_string(wst), err);
+        CHECK(!cases[i].ok || ds == 0, "case %zu: empty data section", i);
+        free(h);
+        uint64_t bytes = 7;
+        CHECK((st_shape_bytes(cases[i].dt, cases[i].nd, cases[i].shape, &bytes) == 0) == cases[i].ok &&
+                  (!cases[i].ok || bytes == 0),
+              "case %zu: st_shape_bytes", i);
+    }
+    uint64_t bytes = 0;
+    const int64_t neg[2] = {2, -1}, big[2] = {INT64_C(1) << 31, INT64_C(1) << 29}, one[1] = {3};
+    CHECK(st_shape_bytes(ST_F32, 2, neg, &bytes) == -1, "negative dim");
+    CHECK(st_shape_bytes(ST_F32, 2, big, &bytes) == 0 && bytes == (UINT64_C(1) << 62), "2^60 F32 = 2^62 bytes");
+    CHECK(st_shape_bytes(ST_F64, 2, big, &bytes) == -2, "2^60 F64 overflows");
+    CHECK(st_shape_bytes(ST_F32, 0, one, &bytes) == 0 && bytes == 4, "a scalar is one element");
+    CHECK(st_shape_bytes(ST_F32, ST_MAX_DIMS + 1, one, &bytes) == -1, "rank over the limit");
+
+    /* issue 21.5a: an empty fp8 weight with K = 2^63 - 1 (valid: 0 bytes) and
+     * its block scale grid [0, ceil(K / 128)] = [0, 2^56]: the scheme is
+     * recognised without computing K + 127 (signed overflow, UBSan aborts),
+     * and dequantizing it (BF16 [0, 2^63 - 1] would overflow) is refused with
+     * SIZE_OVERFLOW before anything is written */
+    const char *fp8 = "{\"w.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[0,9223372036854775807],"
+                      "\"data_offsets\":[0,0]},\"w.weight_scale_inv\":{\"dtype\":\"F32\","
+                      "\"shape\":[0,72057594037927936],\"data_offsets\":[0,0]}}";
+    buf b = mk(fp8, "", 0);
+    st_file f;
+    CHECK_STATUS(parse(b, &f, err, sizeof err), FP8KIT_OK);
+    char conv[256];
+    const st_file *one_file = &f;
+    st_describe_quant(&one_file, 1, conv, sizeof conv);
+    CHECK(strstr(conv, "1 weights 128x128") != NULL, "huge empty weight: block scheme recognised (%s)", conv);
+    st_close(&f);
+    char src[512], out[512];
+    snprintf(src, sizeof src, "%s/huge_empty.safetensors", tmpdir);
+    snprintf(out, sizeof out, "%s/huge_empty_out.safetensors", tmpdir);
+    write_file(src, b.p, b.n);
+    free(b.p);
+    st_conv_opts o;
+    memset(&o, 0, sizeof o);
+    o.dequantize = 1;
+    o.out_dtype = FP8KIT_BF16;
+    o.no_fsync = 1;
+    st_stats stats;
+    CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_ERR_SIZE_OVERFLOW);
+    CHECK(strstr(err, "w.weight") != NULL, "overflowing output named: %s", err);
+    CHECK(access(out, F_OK) != 0 && count_tmp(tmpdir) == 0, "nothing written for an overflowing output");
+    unlink(src);
+}
+
 /* ------------------------------------------------------------------ index */
 static void test_index(void)
 {
@@ -574,6 +672,7 @@ int main(void)
     test_header_build();
     test_writer();
     test_convert(ctx);
+    test_shape_rule(ctx);
     test_index();
     fp8kit_ctx_destroy(ctx);
     char cmd[400];

@@ -1121,6 +1121,43 @@ def test_corrupt(tmp, src_path):
             check(ok, "%s: the reference package rejects it too" % what)
 
 
+def test_zero_numel(tmp):
+    """Issue 21.5c: the reader and the writer share one shape rule. A tensor
+    with a zero dim whose other dims times the element size overflow int64
+    (F32 [2^62, 0]) used to pass inspect and fail quantize; now every command
+    refuses it the same way. Shapes within the rule pass both ways."""
+    def blob(hdr):
+        h = json.dumps(hdr).encode()
+        return struct.pack("<Q", len(h)) + h
+
+    bad = blob({"w.weight": {"dtype": "F32", "shape": [2 ** 62, 0], "data_offsets": [0, 0]}})
+    ok = blob({"w.weight": {"dtype": "F32", "shape": [2 ** 61 - 1, 0], "data_offsets": [0, 0]},
+               "e": {"dtype": "U8", "shape": [0, 2 ** 63 - 1], "data_offsets": [0, 0]}})
+    p = os.path.join(tmp, "zero_numel.safetensors")
+    o = os.path.join(tmp, "zero_numel_out.safetensors")
+    with open(p, "wb") as f:
+        f.write(bad)
+    for cmd in (["inspect", p], ["quantize", p, o, "--scheme", "fp8-tensor"], ["dequantize", p, o]):
+        r = run(*cmd, timeout=60)
+        check(r.returncode == 1 and "zero_numel.safetensors" in r.stderr and "'w.weight'" in r.stderr and
+              "overflows" in r.stderr and (cmd[0] == "inspect" or "FP8KIT_ERR_CORRUPT_FILE" in r.stderr),
+              "F32 [2^62, 0]: %s refuses it as the others do (rc %d: %s)" % (cmd[0], r.returncode, r.stderr.strip()))
+        check(not os.path.exists(o) and leftovers(tmp) == [], "F32 [2^62, 0]: %s wrote nothing" % cmd[0])
+    with open(p, "wb") as f:
+        f.write(ok)
+    r = run("inspect", p, timeout=60)
+    check(r.returncode == 0, "F32 [2^61 - 1, 0]: inspect accepts it (%s)" % r.stderr.strip())
+    r = run("quantize", p, o, "--scheme", "fp8-block", "--format", "ct", timeout=60)
+    check(r.returncode == 0, "F32 [2^61 - 1, 0]: quantize writes what inspect accepted (%s)" % r.stderr.strip())
+    if r.returncode == 0:
+        t, _ = st_read(o)
+        check(t["w.weight"][:2] == ("F8_E4M3", [2 ** 61 - 1, 0]) and
+              t["w.weight_scale"][:2] == ("F32", [2 ** 54, 0]) and t["e"] == ("U8", [0, 2 ** 63 - 1], b""),
+              "empty weight quantized, its scale grid [ceil(N/128), 0] (%s)" % {k: v[:2] for k, v in t.items()})
+        os.unlink(o)
+    os.unlink(p)
+
+
 def refused_existing(r, out):
     """Exit status 2, one line on stderr naming OUT and --force, no I/O status."""
     return (r.returncode == 2 and r.stderr.count("\n") == 1 and out in r.stderr and "exists" in r.stderr and
@@ -1227,6 +1264,7 @@ def main():
         test_names_and_args(tmp, src_path, blk_path)
         test_sharded(tmp, rng)
         test_corrupt(tmp, src_path)
+        test_zero_numel(tmp)
         test_safety(tmp, src_path)
         print("test_st_cli: %.1f s" % (time.time() - t0))
     finally:

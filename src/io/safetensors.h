@@ -6,7 +6,7 @@
  * optional "__metadata__" map of strings), then the data section. Every rule
  * is checked before anything is used: N <= 100 MB and inside the file, valid
  * UTF-8 and JSON, no duplicate names, known dtypes, byte sizes that match the
- * shapes, and offsets that tile the data section exactly (no overlap, no hole,
+ * shapes (st_shape_bytes, the writer's rule too), and offsets that tile the data section exactly (no overlap, no hole,
  * nothing out of range; the rule of the reference implementation). Files are
  * memory-mapped read-only. A sharded checkpoint is a directory holding
  * model.safetensors.index.json ({"metadata": {...}, "weight_map": {tensor:
@@ -88,6 +88,14 @@ fp8kit_status st_parse(const unsigned char *buf, size_t size, const char *label,
 /* Maps path read-only and parses it. */
 fp8kit_status st_open(const char *path, st_file *f, char *err, size_t errlen);
 void st_close(st_file *f);
+/* The one shape rule of the reader and the writer (docs/spec.md 4): every
+ * dim is >= 0 and the product of the non-zero dims times the element size
+ * fits in int64, so a tensor with a zero dim is held to the bound it would
+ * have if that dim were 1 (no partial product of its dims, in any order,
+ * overflows, and neither does a ceil-division or a 2-D view of them). Returns
+ * 0 and the tensor's byte size in *bytes (when set); -1 for a negative dim or
+ * a rank outside 0..ST_MAX_DIMS; -2 when the size overflows. */
+int st_shape_bytes(st_dtype dtype, int ndim, const int64_t *shape, uint64_t *bytes);
 /* Number of elements of t (validated by the parser, so no overflow). */
 int64_t st_numel(const st_tensor *t);
 /* The tensor called name, or NULL. */

@@ -210,6 +210,10 @@ static int cv_same_shape(const st_tensor *t, int nd, const int64_t *shape)
     return 1;
 }
 
+/* ceil(x / d) for x >= 0, d > 0, without the overflow of (x + d - 1) / d
+ * (a zero-element weight may have a dim near 2^63). */
+static int64_t cv_ceil_div(int64_t x, int64_t d) { return x / d + (x % d != 0); }
+
 static void cv_shape_text(const st_tensor *t, char *buf, size_t n)
 {
     size_t o = (size_t)snprintf(buf, n, "[");
@@ -232,8 +236,8 @@ int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_sch
     int one = fscale && n1 == 1 && sc->ndim <= 1;
     if (w->ndim == 2) {
         int64_t N = w->shape[0], K = w->shape[1];
-        int64_t row[2] = {N, 1}, b1[2] = {N, (K + 127) / 128}, b2[2] = {(N + 127) / 128, (K + 127) / 128},
-                mx[2] = {N, K / 32};
+        int64_t row[2] = {N, 1}, b1[2] = {N, cv_ceil_div(K, 128)},
+                b2[2] = {cv_ceil_div(N, 128), cv_ceil_div(K, 128)}, mx[2] = {N, K / 32};
         *R = N, *C = K;
         if (fscale && inv && cv_same_shape(sc, 2, b2))
             return *scheme = FP8KIT_SCHEME_BLOCK128X128, 1;
@@ -496,7 +500,7 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
                 snd = ct ? 1 : cv_is_expert(t->name) ? 2 : 0, ss[0] = ss[1] = 1;
                 break;
             case FP8KIT_SCHEME_ROW: ss[0] = N, ss[1] = 1; break;
-            case FP8KIT_SCHEME_BLOCK128X128: ss[0] = (N + 127) / 128, ss[1] = (K + 127) / 128; break;
+            case FP8KIT_SCHEME_BLOCK128X128: ss[0] = cv_ceil_div(N, 128), ss[1] = cv_ceil_div(K, 128); break;
             default: ss[0] = N, ss[1] = K / 32, sdt = ct ? ST_U8 : ST_F8_E8M0; break; /* e8m0 bytes */
             }
             cv_add_out(c, f, t->name, ST_F8_E4M3, 2, t->shape, &it->out_main);
@@ -522,11 +526,17 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
     }
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t numel = 1;
-        for (int d = 0; d < sorted[i].ndim; d++)
-            numel *= (uint64_t)sorted[i].shape[d];
+        uint64_t bytes = 0;
+        if (st_shape_bytes(sorted[i].dtype, sorted[i].ndim, sorted[i].shape, &bytes) ||
+            off > (uint64_t)INT64_MAX - bytes) {
+            char q[160];
+            st_quote(sorted[i].name, q, sizeof q);
+            free(perm), free(rank), free(sorted);
+            return cv_fail(c, FP8KIT_ERR_SIZE_OVERFLOW,
+                           "%s: output tensor '%s': its byte size (or the file's) overflows int64", f->in->path, q);
+        }
         f->out_off[i] = off;
-        off += numel * st_dtype_size(sorted[i].dtype);
+        off += bytes;
     }
     memcpy(f->outs, sorted, n * sizeof *sorted);
     for (size_t i = 0; i < f->nitems; i++) {

@@ -134,6 +134,29 @@ void st_close(st_file *f)
     memset(f, 0, sizeof *f);
 }
 
+int st_shape_bytes(st_dtype dtype, int ndim, const int64_t *shape, uint64_t *bytes)
+{
+    const uint64_t es = st_dtype_size(dtype), lim = (uint64_t)INT64_MAX;
+    if (!es || ndim < 0 || ndim > ST_MAX_DIMS)
+        return -1;
+    uint64_t nz = es; /* element size times the non-zero dims */
+    int zero = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return -1;
+        if (!shape[i]) {
+            zero = 1;
+            continue;
+        }
+        if (nz > lim / (uint64_t)shape[i])
+            return -2;
+        nz *= (uint64_t)shape[i];
+    }
+    if (bytes)
+        *bytes = zero ? 0 : nz;
+    return 0;
+}
+
 int64_t st_numel(const st_tensor *t)
 {
     int64_t n = 1;
@@ -183,18 +206,12 @@ static fp8kit_status st_parse_entry(const char *label, const char *key, json_t *
         return st_err(err, errlen, bad, "%s: tensor '%s': %zu dims (at most %d are supported)", label, tq, nd,
                       ST_MAX_DIMS);
     t->ndim = (int)nd;
-    uint64_t numel = 1;
-    int ovf = 0;
     for (size_t i = 0; i < nd; i++) {
         int64_t d = st_json_uint(json_array_get(sh, i));
         if (d < 0)
             return st_err(err, errlen, bad, "%s: tensor '%s': shape[%zu] is not a non-negative integer", label, tq,
                           i);
         t->shape[i] = d;
-        if (d && numel > (uint64_t)INT64_MAX / (uint64_t)d)
-            ovf = 1;
-        else
-            numel *= (uint64_t)d;
     }
     if (!json_is_array(off) || json_array_size(off) != 2)
         return st_err(err, errlen, bad, "%s: tensor '%s': \"data_offsets\" must be an array [begin, end]", label,
@@ -210,14 +227,17 @@ static fp8kit_status st_parse_entry(const char *label, const char *key, json_t *
                       "%s: tensor '%s': data_offsets [%lld, %lld] run past the data section (%llu bytes; "
                       "truncated file?)",
                       label, tq, (long long)b, (long long)e, (unsigned long long)data_size);
-    size_t es = st_dtype_size(t->dtype);
-    if (ovf || (numel && numel > (uint64_t)INT64_MAX / es))
-        return st_err(err, errlen, bad, "%s: tensor '%s': the shape's byte size overflows", label, tq);
-    if (numel * es != (uint64_t)(e - b))
+    uint64_t need = 0;
+    if (st_shape_bytes(t->dtype, t->ndim, t->shape, &need))
+        return st_err(err, errlen, bad,
+                      "%s: tensor '%s': the shape's byte size overflows (the product of its non-zero dims "
+                      "times the element size must fit in int64, also when another dim is 0)",
+                      label, tq);
+    if (need != (uint64_t)(e - b))
         return st_err(err, errlen, bad,
                       "%s: tensor '%s': shape and dtype %s need %llu bytes but data_offsets [%lld, %lld] hold %llu",
-                      label, tq, st_dtype_name(t->dtype), (unsigned long long)(numel * es), (long long)b,
-                      (long long)e, (unsigned long long)(e - b));
+                      label, tq, st_dtype_name(t->dtype), (unsigned long long)need, (long long)b, (long long)e,
+                      (unsigned long long)(e - b));
     t->begin = (uint64_t)b;
     t->end = (uint64_t)e;
     return FP8KIT_OK;

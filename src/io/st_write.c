@@ -46,9 +46,7 @@ fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *met
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
         st_quote(t[i].name, q, sizeof q);
-        size_t es = st_dtype_size(t[i].dtype);
-        uint64_t numel = 1;
-        if (!es || t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS) {
+        if (!st_dtype_size(t[i].dtype) || t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS) {
             st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "tensor '%s': bad dtype or rank", q);
             goto out;
         }
@@ -58,15 +56,14 @@ fp8kit_status st_header_build(const st_out_tensor *t, size_t n, const st_kv *met
             st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
             goto out;
         }
-        for (int d = 0; d < t[i].ndim; d++) {
-            if (t[i].shape[d] < 0 ||
-                (t[i].shape[d] && numel > (uint64_t)INT64_MAX / es / (uint64_t)t[i].shape[d]))
-                st = st_err(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': size overflows", q);
-            else
-                numel *= (uint64_t)t[i].shape[d];
+        /* the reader's rule (st_shape_bytes), so whatever it accepts can be written back */
+        uint64_t bytes = 0;
+        int bad = st_shape_bytes(t[i].dtype, t[i].ndim, t[i].shape, &bytes);
+        if (bad)
+            st = st_err(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': %s", q,
+                        bad == -1 ? "a negative dim" : "size overflows");
+        for (int d = 0; d < t[i].ndim; d++)
             json_array_append_new(shape, json_integer((json_int_t)t[i].shape[d]));
-        }
-        uint64_t bytes = numel * es;
         if (!st && off > (uint64_t)INT64_MAX - bytes)
             st = st_err(err, errlen, FP8KIT_ERR_SIZE_OVERFLOW, "tensor '%s': file size overflows", q);
         json_array_append_new(offs, json_integer((json_int_t)off));
