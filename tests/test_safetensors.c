@@ -610,6 +610,57 @@ static void test_shape_rule(fp8kit_ctx *ctx)
     unlink(src);
 }
 
+/* ------------------------------------------- issue 21.8a: no file contents */
+/* Messages never show a file's bytes: a shard or index may be a link to any
+ * file (download caches are links), and the first bytes of /etc/passwd used
+ * to come back as the "header length", JSON errors quoted the input around
+ * the error, a UTF-8 error the byte. */
+static void expect_no_echo(const char *what, const unsigned char *blob, size_t n, const char *const *secrets)
+{
+    st_file f;
+    char err[600] = "";
+    fp8kit_status st = st_parse(blob, n, "linked.safetensors", &f, err, sizeof err);
+    CHECK(st == FP8KIT_ERR_CORRUPT_FILE && strstr(err, "linked.safetensors"), "%s: refused, named: %s", what, err);
+    for (const char *const *p = secrets; *p; p++)
+        CHECK(strstr(err, *p) == NULL, "%s: the message shows '%s': %s", what, *p, err);
+    st_close(&f);
+}
+
+static void test_no_echo(void)
+{
+    static const char passwd[] = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n";
+    uint64_t first8 = 0;
+    memcpy(&first8, passwd, 8);
+    char num[32];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)first8);
+    const char *s1[] = {"root", "daemon", num, NULL};
+    expect_no_echo("passwd", (const unsigned char *)passwd, sizeof passwd - 1, s1);
+    /* a small first 8 bytes: "runs past the end", without the value */
+    unsigned char small[64] = {0x39, 0x30, 0x00};
+    memcpy(small + 8, "SECRET-PAYLOAD", 14);
+    const char *s2[] = {"12345", "SECRET", NULL};
+    expect_no_echo("small length", small, sizeof small, s2);
+    /* JSON errors: jansson quotes the input near the error */
+    static const char *json_bad[] = {"{\"a\": SECRETTOKEN}", "{\"a\":1} SECRETTOKEN", "{\"a\":\"\\u12SECRETTOKEN\"}",
+                                     "{\"SECRETTOKEN\x01\":1}", "[\"SECRETTOKEN\""};
+    const char *s3[] = {"SECRETTOKEN", "SECRET", "0x1", "\\u12", NULL};
+    for (size_t i = 0; i < sizeof json_bad / sizeof json_bad[0]; i++) {
+        buf b = mk(json_bad[i], "", 0);
+        char what[32];
+        snprintf(what, sizeof what, "bad JSON %zu", i);
+        expect_no_echo(what, b.p, b.n, s3);
+        free(b.p);
+    }
+    /* invalid UTF-8: the offset, not the byte */
+    buf b = mk("{\"ab\xfe\":1}", "", 0);
+    const char *s4[] = {"0xfe", "fe)", NULL};
+    expect_no_echo("bad UTF-8", b.p, b.n, s4);
+    free(b.p);
+    char why[160];
+    st_json_reason("'[' or '{' expected near 'root'", why, sizeof why);
+    CHECK(!strcmp(why, "'[' or '{' expected"), "st_json_reason: %s", why);
+}
+
 /* ------------------------------------------------------------------ index */
 static void test_index(void)
 {
@@ -673,6 +724,7 @@ int main(void)
     test_writer();
     test_convert(ctx);
     test_shape_rule(ctx);
+    test_no_echo();
     test_index();
     fp8kit_ctx_destroy(ctx);
     char cmd[400];

@@ -104,6 +104,11 @@ const st_tensor *st_find(const st_file *f, const char *name);
  * control characters and quotes, so messages cannot inject terminal codes. */
 void st_quote(const char *name, char *out, size_t outlen);
 
+/* jansson's error text without what it quotes from the input (" near '...'",
+ * an escape, a byte value): messages never show a file's contents, which
+ * matters when a linked file is not what its name says (docs/spec.md 5). */
+void st_json_reason(const char *text, char *out, size_t outlen);
+
 /* A sharded checkpoint. */
 typedef struct st_index {
     char *dir;            /* directory holding the index and the shards */

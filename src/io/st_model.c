@@ -187,38 +187,6 @@ fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *er
     return st_tree_track(t, path, is_dir, err, errlen);
 }
 
-/* 32-bit FNV-1a of this host's name: temporary names carry it, so a stale one
- * is only ever judged (by its writer's process id) on the host that made it. */
-static unsigned st_host_tag(void)
-{
-    char h[256] = "";
-    (void)gethostname(h, sizeof h - 1);
-    unsigned x = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)h; *p; p++)
-        x = (x ^ *p) * 16777619u;
-    return x;
-}
-
-/* Temporary names: "." + at most 160 bytes of the target's name + ST_TMP_TAG +
- * kind + host tag + process id + a random tag, below NAME_MAX whatever the
- * target's name. */
-char *st_tmp_name(const char *final_path, const char *kind)
-{
-    char *dir = st_parent(final_path);
-    const char *base = st_base(final_path);
-    size_t bl = strlen(base) > 160 ? 160 : strlen(base), need = (dir ? strlen(dir) : 0) + bl + 80;
-    char *p = dir ? malloc(need) : NULL;
-    if (p) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned r = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 7)) ^ (unsigned)rand() ^ ((unsigned)getpid() << 12);
-        snprintf(p, need, "%s/.%.*s" ST_TMP_TAG "%s-%08x-%ld-%06x", dir, (int)bl, base, kind, st_host_tag(),
-                 (long)getpid(), r & 0xFFFFFF);
-    }
-    free(dir);
-    return p;
-}
-
 int st_tmp_clean_stale(const char *final_path)
 {
     char *dir = st_parent(final_path);
@@ -228,7 +196,7 @@ int st_tmp_clean_stale(const char *final_path)
         free(dir);
         return 0;
     }
-    const unsigned host = st_host_tag();
+    const unsigned host = st_tmp_host_tag();
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *tag = e->d_name[0] == '.' ? strstr(e->d_name, ST_TMP_TAG) : NULL;
@@ -535,9 +503,12 @@ fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t
     }
     json_error_t je;
     j = json_loads(prot, JSON_REJECT_DUPLICATES, &je);
-    if (!j)
-        st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: line %d: %s", p, je.line, je.text);
-    else if (!json_is_object(j)) {
+    if (!j) {
+        char why[160];
+        st_json_reason(je.text, why, sizeof why);
+        st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: invalid JSON (line %d, column %d): %s", p, je.line,
+                    je.column, why);
+    } else if (!json_is_object(j)) {
         st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: not a JSON object", p);
         json_decref(j);
         j = NULL;

@@ -40,8 +40,9 @@ typedef struct st_tmp_tree {
 } st_tmp_tree;
 
 /* A temporary name next to final_path: "." + (part of) its name + ST_TMP_TAG +
- * kind + the process id + a random tag (malloc'd). */
+ * kind + this host's tag + the process id + a random tag (malloc'd; st_write.c). */
 char *st_tmp_name(const char *final_path, const char *kind);
+unsigned st_tmp_host_tag(void); /* the host tag of temporary names */
 fp8kit_status st_tree_create(st_tmp_tree *t, const char *final_path, char *err, size_t errlen);
 /* Removes the temporary files and directories of this tool next to
  * final_path whose writer is gone: made on this host by a process that no

@@ -54,6 +54,20 @@ fp8kit_status st_err(char *err, size_t errlen, fp8kit_status st, const char *fmt
     return st;
 }
 
+void st_json_reason(const char *text, char *out, size_t outlen)
+{
+    if (!outlen)
+        return;
+    snprintf(out, outlen, "%s", text);
+    char *p = strstr(out, " near ");
+    if (p) /* " near '<the input around the error>'" */
+        *p = '\0';
+    if (!strncmp(out, "invalid Unicode", 15)) /* "invalid Unicode '\uXXXX'" */
+        snprintf(out, outlen, "invalid Unicode escape");
+    else if ((p = strstr(out, " 0x"))) /* "control character 0x1", "unable to decode byte 0xff" */
+        *p = '\0';
+}
+
 void st_quote(const char *name, char *out, size_t outlen)
 {
     static const char hex[] = "0123456789abcdef";
@@ -336,21 +350,25 @@ fp8kit_status st_parse(const unsigned char *buf, size_t size, const char *label,
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = (n << 8) | buf[i];
+    /* the length's value is not printed: it is the file's first 8 bytes, and
+     * messages never show a file's contents (a link to another file) */
     if (n > ST_MAX_HEADER)
-        return st_err(err, errlen, bad, "%s: header length %llu exceeds the limit of %llu bytes (100 MB)", label,
-                      (unsigned long long)n, (unsigned long long)ST_MAX_HEADER);
+        return st_err(err, errlen, bad,
+                      "%s: the header length (the first 8 bytes) exceeds the limit of %llu bytes (100 MB): not a "
+                      "safetensors file, or a corrupt one",
+                      label, (unsigned long long)ST_MAX_HEADER);
     if (n > size - 8)
         return st_err(err, errlen, bad,
-                      "%s: header length %llu runs past the end of the file (%zu bytes): truncated, or not a "
-                      "safetensors file",
-                      label, (unsigned long long)n, size);
+                      "%s: the header length (the first 8 bytes) runs past the end of the file (%zu bytes): "
+                      "truncated, or not a safetensors file",
+                      label, size);
     if (n == 0)
         return st_err(err, errlen, bad, "%s: the JSON header is empty", label);
     const unsigned char *h = buf + 8;
     int64_t badpos = st_utf8_bad(h, (size_t)n);
     if (badpos >= 0)
-        return st_err(err, errlen, bad, "%s: the header is not valid UTF-8 (byte 0x%02x at header offset %lld)",
-                      label, h[badpos], (long long)badpos);
+        return st_err(err, errlen, bad, "%s: the header is not valid UTF-8 (at header offset %lld)", label,
+                      (long long)badpos);
     json_error_t je;
     json_t *root = json_loadb((const char *)h, (size_t)n, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
@@ -364,8 +382,10 @@ fp8kit_status st_parse(const unsigned char *buf, size_t size, const char *label,
             return st_err(err, errlen, bad, "%s: duplicate name %s in the header (line %d, column %d)", label,
                           name, je.line, je.column);
         }
+        char why[160];
+        st_json_reason(je.text, why, sizeof why);
         return st_err(err, errlen, bad, "%s: invalid JSON header (line %d, column %d): %s", label, je.line,
-                      je.column, je.text);
+                      je.column, why);
     }
     fp8kit_status st = FP8KIT_OK;
     if (!json_is_object(root)) {
@@ -554,7 +574,9 @@ fp8kit_status st_index_open(const char *dir, st_index *ix, char *err, size_t err
     free(text);
     text = NULL;
     if (!root) {
-        st = st_err(err, errlen, bad, "%s: invalid JSON (line %d, column %d): %s", ip, je.line, je.column, je.text);
+        char why[160];
+        st_json_reason(je.text, why, sizeof why);
+        st = st_err(err, errlen, bad, "%s: invalid JSON (line %d, column %d): %s", ip, je.line, je.column, why);
         goto fail;
     }
     ix->json = root;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/safetensors.h"
@@ -295,6 +296,38 @@ static char *st_dirname_dup(const char *path)
     if (s == path)
         return strdup("/");
     return strndup(path, (size_t)(s - path));
+}
+
+/* 32-bit FNV-1a of this host's name: temporary names carry it, so a stale one
+ * is only ever judged (by its writer's process id) on the host that made it. */
+unsigned st_tmp_host_tag(void)
+{
+    char h[256] = "";
+    (void)gethostname(h, sizeof h - 1);
+    unsigned x = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)h; *p; p++)
+        x = (x ^ *p) * 16777619u;
+    return x;
+}
+
+/* Temporary names: "." + at most 160 bytes of the target's name + ST_TMP_TAG +
+ * kind + host tag + process id + a random tag, below NAME_MAX whatever the
+ * target's name. */
+char *st_tmp_name(const char *final_path, const char *kind)
+{
+    char *dir = st_dirname_dup(final_path);
+    const char *slash = strrchr(final_path, '/'), *base = slash ? slash + 1 : final_path;
+    size_t bl = strlen(base) > 160 ? 160 : strlen(base), need = (dir ? strlen(dir) : 0) + bl + 80;
+    char *p = dir ? malloc(need) : NULL;
+    if (p) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned r = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 7)) ^ (unsigned)rand() ^ ((unsigned)getpid() << 12);
+        snprintf(p, need, "%s/.%.*s" ST_TMP_TAG "%s-%08x-%ld-%06x", dir, (int)bl, base, kind, st_tmp_host_tag(),
+                 (long)getpid(), r & 0xFFFFFF);
+    }
+    free(dir);
+    return p;
 }
 
 fp8kit_status st_writer_open(st_writer *w, const char *final_path, int no_fsync, char *err, size_t errlen)
