@@ -21,6 +21,15 @@
  *   FP8KIT_ERR_MISALIGNED, checked before anything runs (the message names
  *   the argument). The CUDA GEMMs add their own TMA rules (16-byte A / B
  *   bases and leading dims, a 16-byte aligned workspace).
+ * - No output may share a byte with another output or with an input of the
+ *   same call (FP8KIT_ERR_INVALID_ARGUMENT, the message names both). The
+ *   bytes of a tensor are those from data to its last element (shape,
+ *   strides, dtype; the same arithmetic on device addresses); rows of two
+ *   tensors laid out at the same byte row stride, such as column slices of
+ *   one matrix, or strided rows and a contiguous tensor in their gaps, are
+ *   compared row by row, other interleavings count as overlapping. The one
+ *   in-place use allowed: fp8kit_gemm's D may be exactly its C (same data,
+ *   dtype and row stride; C is then read before being overwritten).
  * - Thread safety: a context may be used from several threads at once. The plan
  *   cache is guarded by a lock. The last-error text is kept per context and per
  *   thread: fp8kit_last_error() returns the message of the calling thread's last
@@ -287,7 +296,9 @@ typedef struct fp8kit_gemm_desc {
 
 /* The operands of one call: D = out(act(alpha * deq(A) deq(B)^T + beta * C + bias)).
  * A (M, K) and B (N, K) are e4m3/e5m2, K-contiguous, row stride >= K.
- * C and D are (M, N). C is read only when beta != 0 (dtype bf16/f16/f32).
+ * C and D are (M, N). C is read only when beta != 0 (dtype bf16/f16/f32);
+ * D may then be the very same matrix as C (D = ... + beta * D in place), but
+ * may overlap no other operand (see Conventions).
  * bias is 1-D f32/bf16/f16 (length N or M). scale_a/scale_b as in
  * fp8kit_scale_mode (a scalar may be ndim 0 or shape (1)). scale_d: OUTQ_SCALED
  * -> the f32 scalar input scale; OUTQ_MX/BLOCK1X128 -> the output scales

@@ -2,7 +2,10 @@
  * (issue 21): a thread count past the bound; strides and dims whose extents
  * overflow int64 (shape x stride of 2^63 on a tensor whose strided extent
  * still fits); data pointers one byte off their element alignment at every
- * entry point (FP8KIT_ERR_MISALIGNED). Each bad call must return its
+ * entry point (FP8KIT_ERR_MISALIGNED); outputs overlapping another output or
+ * an input (FP8KIT_ERR_INVALID_ARGUMENT naming both; GEMM D may be exactly C,
+ * and rows interleaved at one stride are told apart exactly). Each bad call
+ * must return its
  * specific status, leave a new message naming the function and the culprit,
  * and change no byte of any buffer (the whole arena the call's tensors live
  * in is poisoned first and compared after). Run: ctest -R test_hostile_api;
@@ -214,6 +217,7 @@ static void test_misaligned_quant(void)
                                      FP8KIT_SCHEME_BLOCK128X128, FP8KIT_SCHEME_MX};
     const fp8kit_dtype xts[] = {FP8KIT_F32, FP8KIT_BF16, FP8KIT_F16};
     void *xb = take(64 * 256 * 4), *qb = take(64 * 256), *sb = take(64 * 8 * 4), *yb = take(64 * 256 * 4);
+    void *sb2 = take(64 * 8);
     fill_f32(xb, 64 * 256);
     for (int si = 0; si < 5; si++)
         for (int ti = 0; ti < 3; ti++) {
@@ -258,14 +262,14 @@ static void test_misaligned_quant(void)
     GOOD(fp8kit_quant_shapes(&md, &x, &qr, &sr));
     md.axis = -2;
     GOOD(fp8kit_quant_shapes(&md, &x, &qc, &scl));
-    qr.data = qb, sr.data = sb, qc.data = yb, scl.data = off(sb, 2048);
+    qr.data = qb, sr.data = sb, qc.data = yb, scl.data = sb2;
     GOOD(fp8kit_quantize_mx_both(ctx, &md, &x, &qr, &sr, &qc, &scl, NULL));
     fp8kit_tensor t = x;
     t.data = off(xb, 1);
     BAD(MIS, BF, "x->data", "aligned", fp8kit_quantize_mx_both(ctx, &md, &t, &qr, &sr, &qc, &scl, NULL));
     t = x, t.dtype = FP8KIT_BF16, t.data = off(xb, 3);
     BAD(MIS, BF, "x->data", "aligned", fp8kit_quantize_mx_both(ctx, &md, &t, &qr, &sr, &qc, &scl, NULL));
-    qr.data = off(qb, 1), sr.data = off(sb, 1), qc.data = off(yb, 1), scl.data = off(sb, 2049);
+    qr.data = off(qb, 1), sr.data = off(sb, 1), qc.data = off(yb, 1), scl.data = off(sb2, 1);
     GOOD(fp8kit_quantize_mx_both(ctx, &md, &x, &qr, &sr, &qc, &scl, NULL));
     /* casts, both directions */
     for (int ti = 0; ti < 3; ti++) {
@@ -452,6 +456,190 @@ static void test_misaligned_grouped(void)
     GOOD(fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
 }
 
+/* ------------------------------------------- item 2: overlapping outputs */
+#define OVL FP8KIT_ERR_INVALID_ARGUMENT
+static void test_overlap_quant(void)
+{
+    const char *QF = "fp8kit_quantize", *DF = "fp8kit_dequantize", *BF = "fp8kit_quantize_mx_both", *CF = "fp8kit_cast";
+    int64_t shp[2] = {64, 256};
+    arena_reset();
+    void *xb = take(64 * 256 * 4), *qb = take(64 * 512), *sb = take(64 * 4), *yb = take(64 * 256 * 4);
+    fill_f32(xb, 64 * 256);
+    fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_ROW);
+    fp8kit_tensor x = fp8kit_tensor_make(xb, FP8KIT_F32, 2, shp), q, sc, y = x, t;
+    GOOD(fp8kit_quant_shapes(&d, &x, &q, &sc));
+    q.data = qb, sc.data = sb, y.data = yb;
+    GOOD(fp8kit_quantize(ctx, &d, &x, &q, &sc, NULL));
+    GOOD(fp8kit_dequantize(ctx, &d, &q, &sc, &y, NULL));
+    /* quantize: the scales inside the codes (the campaign's case), either inside x, q over x */
+    t = sc, t.data = off(qb, 1024);
+    BAD(OVL, QF, "overlap", "output q overlaps output scale", fp8kit_quantize(ctx, &d, &x, &q, &t, NULL));
+    t = sc, t.data = off(qb, 64 * 256 - 4); /* the last scale on the last code */
+    BAD(OVL, QF, "overlap", "output q overlaps output scale", fp8kit_quantize(ctx, &d, &x, &q, &t, NULL));
+    t = sc, t.data = off(qb, 64 * 256); /* right after the codes: fine */
+    GOOD(fp8kit_quantize(ctx, &d, &x, &q, &t, NULL));
+    t = q, t.data = off(xb, 4096);
+    BAD(OVL, QF, "overlap", "output q overlaps input x", fp8kit_quantize(ctx, &d, &x, &t, &sc, NULL));
+    t = q, t.data = xb; /* "in place" */
+    BAD(OVL, QF, "overlap", "output q overlaps input x", fp8kit_quantize(ctx, &d, &x, &t, &sc, NULL));
+    t = sc, t.data = off(xb, 64 * 256 * 4 - 8);
+    BAD(OVL, QF, "overlap", "output scale overlaps input x", fp8kit_quantize(ctx, &d, &x, &q, &t, NULL));
+    /* rows of q 512 bytes apart: the scales may sit in the gap after row 0, not on row 1 */
+    fp8kit_tensor qs = fp8kit_tensor_2d(qb, FP8KIT_E4M3, 64, 256, 512);
+    t = sc, t.data = off(qb, 256);
+    GOOD(fp8kit_quantize(ctx, &d, &x, &qs, &t, NULL));
+    t = sc, t.data = off(qb, 260);
+    BAD(OVL, QF, "overlap", "output q overlaps output scale", fp8kit_quantize(ctx, &d, &x, &qs, &t, NULL));
+    /* the tensor scheme's scalar scale among the codes */
+    fp8kit_quant_desc td = fp8kit_quant_desc_default(FP8KIT_SCHEME_TENSOR);
+    fp8kit_tensor s0 = fp8kit_tensor_make(off(qb, 300), FP8KIT_F32, 0, NULL);
+    BAD(OVL, QF, "overlap", "output q overlaps output scale", fp8kit_quantize(ctx, &td, &x, &q, &s0, NULL));
+    /* dequantize: y over the codes or the scales */
+    t = y, t.data = off(qb, 0);
+    BAD(OVL, DF, "overlap", "output y overlaps input q", fp8kit_dequantize(ctx, &d, &q, &sc, &t, NULL));
+    t = y, t.data = off(sb, 4);
+    BAD(OVL, DF, "overlap", "output y overlaps input scale", fp8kit_dequantize(ctx, &d, &q, &sc, &t, NULL));
+    /* both axes at once */
+    fp8kit_quant_desc md = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
+    fp8kit_tensor qr, sr, qc, scl;
+    md.axis = -1;
+    GOOD(fp8kit_quant_shapes(&md, &x, &qr, &sr));
+    md.axis = -2;
+    GOOD(fp8kit_quant_shapes(&md, &x, &qc, &scl));
+    void *qcb = take(64 * 256), *srb = take(64 * 8), *scb = take(256 * 2);
+    qr.data = qb, sr.data = srb, qc.data = qcb, scl.data = scb;
+    GOOD(fp8kit_quantize_mx_both(ctx, &md, &x, &qr, &sr, &qc, &scl, NULL));
+    t = qc, t.data = off(qb, 100);
+    BAD(OVL, BF, "overlap", "output q_row overlaps output q_col", fp8kit_quantize_mx_both(ctx, &md, &x, &qr, &sr, &t, &scl, NULL));
+    t = scl, t.data = off(srb, 1);
+    BAD(OVL, BF, "overlap", "output scale_row overlaps output scale_col",
+        fp8kit_quantize_mx_both(ctx, &md, &x, &qr, &sr, &qc, &t, NULL));
+    t = qr, t.data = off(xb, 8);
+    BAD(OVL, BF, "overlap", "output q_row overlaps input x", fp8kit_quantize_mx_both(ctx, &md, &x, &t, &sr, &qc, &scl, NULL));
+    /* cast in place, or shifted */
+    fp8kit_tensor f8 = fp8kit_tensor_make(qb, FP8KIT_E4M3, 2, shp);
+    GOOD(fp8kit_cast(ctx, &x, &f8, NULL));
+    t = f8, t.data = xb;
+    BAD(OVL, CF, "overlap", "output y overlaps input x", fp8kit_cast(ctx, &x, &t, NULL));
+    t = x, t.data = off(qb, -64 * 256 * 4 + 64);
+    BAD(OVL, CF, "overlap", "output y overlaps input x", fp8kit_cast(ctx, &f8, &t, NULL));
+}
+
+static void test_overlap_gemm(void)
+{
+    const char *GF = "fp8kit_gemm";
+    arena_reset();
+    gcall g = gemm_base();
+    g.a.c.dtype = FP8KIT_BF16; /* C like D: bf16 GM x GN, ld GN */
+    fill_u8(g.a.c.data, GM * GN * 2, 0x3E);
+    GOOD(fp8kit_gemm(ctx, &g.d, &g.a, NULL));
+    static unsigned char dref[GM * GN * 2];
+    memcpy(dref, g.a.d.data, sizeof dref);
+    /* D over each input (the fast path: same metadata as the good call) */
+    gcall t = g;
+    t.a.d.data = t.a.a.data;
+    BAD(OVL, GF, "overlap", "output d overlaps input a", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.d.data = off(t.a.b.data, GN * GK - 2);
+    BAD(OVL, GF, "overlap", "output d overlaps input b", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.d.data = off(t.a.scale_a.data, 4);
+    BAD(OVL, GF, "overlap", "output d overlaps input scale_a", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.scale_b.data = off(t.a.d.data, 64);
+    BAD(OVL, GF, "overlap", "output d overlaps input scale_b", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.bias.data = off(t.a.d.data, 2 * GN * 2 + 6);
+    BAD(OVL, GF, "overlap", "output d overlaps input bias", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.c.data = off(t.a.d.data, GN * 2); /* C one row below D */
+    BAD(OVL, GF, "overlap", "output d overlaps input c", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    size_t ws = 99;
+    BAD(OVL, GF, "overlap", "output d overlaps input c", fp8kit_gemm_workspace_size(ctx, &t.d, &t.a, &ws));
+    CHECK(ws == 99, "a failing workspace_size wrote *bytes");
+    t = g, t.a.c.data = t.a.d.data, t.a.c.dtype = FP8KIT_F16; /* the same bytes read as f16 */
+    BAD(OVL, GF, "overlap", "output d overlaps input c", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.c.data = t.a.d.data, t.a.c.shape[0] = GM / 2, t.a.c.strides[0] = 2 * GN; /* another row stride */
+    t.a.d.shape[0] = GM / 2;
+    t.a.a.shape[0] = GM / 2;
+    t.a.scale_a.shape[0] = GM / 2;
+    BAD(OVL, GF, "overlap", "output d overlaps input c", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    /* beta 0: C is not read, so it may be anything */
+    t = g, t.a.beta = 0.0f, t.a.c.data = t.a.d.data;
+    GOOD(fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    /* D exactly C: in-place accumulation, the same result as a separate C */
+    t = g;
+    memcpy(t.a.d.data, t.a.c.data, GM * GN * 2);
+    t.a.c.data = t.a.d.data;
+    GOOD(fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    CHECK(memcmp(t.a.d.data, dref, sizeof dref) == 0, "D = C in place differs from a separate C");
+    /* column slices of one (GM, 2 GN) matrix: D the left half, C the right half */
+    unsigned char *y = (unsigned char *)take(GM * GN * 4);
+    for (int r = 0; r < GM; r++)
+        memcpy(y + (size_t)r * GN * 4 + GN * 2, (unsigned char *)g.a.c.data + (size_t)r * GN * 2, GN * 2);
+    t = g;
+    t.a.d = fp8kit_tensor_2d(y, FP8KIT_BF16, GM, GN, 2 * GN);
+    t.a.c = fp8kit_tensor_2d(y + GN * 2, FP8KIT_BF16, GM, GN, 2 * GN);
+    GOOD(fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    int same = 1;
+    for (int r = 0; r < GM; r++)
+        same &= memcmp(y + (size_t)r * GN * 4, dref + (size_t)r * GN * 2, GN * 2) == 0;
+    CHECK(same, "D as a column slice next to C differs");
+    t.a.c.data = y + GN * 2 - 2; /* one column into D */
+    BAD(OVL, GF, "overlap", "output d overlaps input c", fp8kit_gemm(ctx, &t.d, &t.a, NULL));
+    /* the prepared-call form */
+    fp8kit_gemm_call call = {ctx, &g.d, &g.a, NULL};
+    void *p[7] = {g.a.a.data, g.a.b.data, g.a.scale_a.data, g.a.scale_b.data, g.a.bias.data, g.a.d.data, NULL};
+    GOOD(fp8kit_gemm_call_ptrs(&call, p));
+    p[5] = g.a.scale_a.data;
+    BAD(OVL, GF, "overlap", "output d overlaps input scale_a", fp8kit_gemm_call_ptrs(&call, p));
+
+    /* fused output quantization: scale_d and amax_d */
+    gcall o = gemm_base();
+    o.d.bias = FP8KIT_BIAS_NONE, o.a.beta = 0.0f;
+    o.d.out_quant = FP8KIT_OUTQ_SCALED;
+    o.a.d.dtype = FP8KIT_E4M3;
+    float *sd = (float *)take(8), *amax = (float *)take(8);
+    *sd = 2.0f;
+    o.a.scale_d = fp8kit_tensor_make(sd, FP8KIT_F32, 0, NULL);
+    o.a.amax_d = amax;
+    GOOD(fp8kit_gemm(ctx, &o.d, &o.a, NULL));
+    gcall u = o;
+    u.a.amax_d = (float *)off(o.a.d.data, 40);
+    BAD(OVL, GF, "overlap", "output d overlaps output amax_d", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
+    u = o, u.a.amax_d = sd;
+    BAD(OVL, GF, "overlap", "output amax_d overlaps input scale_d", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
+    u = o, u.a.scale_d.data = off(o.a.d.data, 8);
+    BAD(OVL, GF, "overlap", "output d overlaps input scale_d", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
+    o.d.out_quant = FP8KIT_OUTQ_BLOCK1X128, o.d.out_hp = FP8KIT_BF16, o.a.amax_d = NULL;
+    o.a.scale_d = fp8kit_tensor_make(take(GM * 4), FP8KIT_F32, 2, (int64_t[]){GM, 1});
+    GOOD(fp8kit_gemm(ctx, &o.d, &o.a, NULL));
+    u = o, u.a.scale_d.data = off(o.a.d.data, GM * GN - 8);
+    BAD(OVL, GF, "overlap", "output d overlaps output scale_d", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
+    u = o, u.a.scale_d.data = o.a.a.data;
+    BAD(OVL, GF, "overlap", "output scale_d overlaps input a", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
+}
+
+static void test_overlap_grouped(void)
+{
+    const char *F = "fp8kit_grouped_gemm";
+    arena_reset();
+    ggcall g = grouped_base();
+    GOOD(fp8kit_grouped_gemm(ctx, &g.d, &g.a, NULL));
+    ggcall t = g;
+    t.a.d.data = off(g.a.a.data, 64);
+    BAD(OVL, F, "overlap", "output d overlaps input a", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.d.data = off(g.a.b.data, 3 * 16 * 32 - 2);
+    BAD(OVL, F, "overlap", "output d overlaps input b", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.offsets = (const int32_t *)off(g.a.d.data, 200);
+    BAD(OVL, F, "overlap", "output d overlaps input offsets", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.scale_b.data = off(g.a.d.data, 16);
+    BAD(OVL, F, "overlap", "output d overlaps input scale_b", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.bias.data = off(g.a.d.data, 0);
+    BAD(OVL, F, "overlap", "output d overlaps input bias", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.status = (int32_t *)off(g.a.d.data, 24 * 16 * 2 - 4);
+    BAD(OVL, F, "overlap", "output d overlaps output status", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.status = (int32_t *)off((void *)g.a.offsets, 8);
+    BAD(OVL, F, "overlap", "output status overlaps input offsets", fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+    t = g, t.a.status = (int32_t *)off((void *)g.a.offsets, 12); /* just past the 3 offsets */
+    GOOD(fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
+}
+
 int main(void)
 {
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &ctx), FP8KIT_OK);
@@ -462,6 +650,9 @@ int main(void)
     test_misaligned_quant();
     test_misaligned_gemm();
     test_misaligned_grouped();
+    test_overlap_quant();
+    test_overlap_gemm();
+    test_overlap_grouped();
     printf("test_hostile_api: %ld bad calls checked (status, message, memory unchanged)\n", n_bad);
     fp8kit_ctx_destroy(ctx);
     return fk_test_summary("test_hostile_api");

@@ -35,4 +35,24 @@ fp8kit_status fk_check_count(const fp8kit_ctx *ctx, const char *fn, const char *
 /* Overflow-checked multiply of non-negative values; returns -1 on overflow. */
 int64_t fk_mul_ovf(int64_t a, int64_t b);
 
+/* The bytes a call reads or writes through one argument (overlap.c): the
+ * range [p, p + bytes), and when rows > 1 the rows of rbytes bytes, rstride
+ * apart, that it consists of (else one run: rows 1, rbytes = bytes). p 0 =
+ * not used by the call. */
+typedef struct fk_region {
+    const char *name;
+    uintptr_t p;
+    uint64_t bytes;
+    uint64_t rows, rstride, rbytes;
+    int out; /* written by the call */
+} fk_region;
+/* The region of a tensor that passed fk_check_tensor, or of raw bytes. */
+fk_region fk_region_tensor(const char *name, const fp8kit_tensor *t, int out);
+fk_region fk_region_bytes(const char *name, const void *p, uint64_t bytes, int out);
+/* 1 when the two regions share a byte. */
+int fk_regions_overlap(const fk_region *a, const fk_region *b);
+/* FP8KIT_ERR_INVALID_ARGUMENT naming the first pair of r[0..n) that overlaps
+ * with at least one of them an output; FP8KIT_OK when none does. */
+fp8kit_status fk_check_overlap(const fp8kit_ctx *ctx, const char *fn, const fk_region *r, int n);
+
 #endif

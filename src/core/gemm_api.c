@@ -1,5 +1,6 @@
 /* gemm_api.c - public scaled-GEMM entry points: validate descriptor and
- * operands (docs/spec.md sections 3 and 4) into an fk_gemm_job, find or build the
+ * operands (docs/spec.md sections 3 and 4; alignment, no overlapping
+ * outputs, D may be exactly C) into an fk_gemm_job, find or build the
  * cached plan (hash + lookup), and dispatch to the backend. A thread repeating
  * its previous call's metadata with new data pointers skips the re-checks. */
 #include <string.h>
@@ -122,8 +123,48 @@ static void fk_job_pointers(fk_gemm_job *j, const fp8kit_gemm_args *a)
     j->workspace = a->workspace;
 }
 
+/* The byte regions of a call's operands (the overlap rule of fp8kit.h),
+ * sized from the validated tensors; their pointers come from the job, so
+ * the per-thread fast path reuses the sizes with new pointers. */
+enum { FK_R_A, FK_R_B, FK_R_SA, FK_R_SB, FK_R_C, FK_R_BIAS, FK_R_D, FK_R_SD, FK_R_AMAX, FK_R_N };
+
+static void fk_gemm_regions(const fp8kit_gemm_desc *d, const fp8kit_gemm_args *a, fk_region *r)
+{
+    const int sd_out = d->out_quant == FP8KIT_OUTQ_MX || d->out_quant == FP8KIT_OUTQ_BLOCK1X128;
+    r[FK_R_A] = fk_region_tensor("a", &a->a, 0);
+    r[FK_R_B] = fk_region_tensor("b", &a->b, 0);
+    r[FK_R_SA] = d->scale_a ? fk_region_tensor("scale_a", &a->scale_a, 0) : fk_region_bytes("scale_a", NULL, 0, 0);
+    r[FK_R_SB] = d->scale_b ? fk_region_tensor("scale_b", &a->scale_b, 0) : fk_region_bytes("scale_b", NULL, 0, 0);
+    r[FK_R_C] = a->beta != 0.0f ? fk_region_tensor("c", &a->c, 0) : fk_region_bytes("c", NULL, 0, 0);
+    r[FK_R_BIAS] = d->bias ? fk_region_tensor("bias", &a->bias, 0) : fk_region_bytes("bias", NULL, 0, 0);
+    r[FK_R_D] = fk_region_tensor("d", &a->d, 1);
+    r[FK_R_SD] = d->out_quant ? fk_region_tensor("scale_d", &a->scale_d, sd_out) : fk_region_bytes("scale_d", NULL, 0, 0);
+    r[FK_R_AMAX] = fk_region_bytes("amax_d", NULL, sizeof(float), 1);
+}
+
+/* No output overlaps another output or an input; D may be exactly C (the same
+ * data, dtype and row stride: in-place accumulation, each element of C read
+ * before the same element of D is written). meta: fk_gemm_regions' sizes. */
+static fp8kit_status fk_gemm_overlaps(const fp8kit_ctx *ctx, const fk_gemm_job *j, const fk_region *meta)
+{
+    fk_region r[FK_R_N];
+    memcpy(r, meta, sizeof r);
+    r[FK_R_A].p = (uintptr_t)j->a;
+    r[FK_R_B].p = (uintptr_t)j->b;
+    r[FK_R_SA].p = (uintptr_t)j->scale_a;
+    r[FK_R_SB].p = (uintptr_t)j->scale_b;
+    r[FK_R_C].p = (uintptr_t)j->c;
+    r[FK_R_BIAS].p = (uintptr_t)j->bias;
+    r[FK_R_D].p = (uintptr_t)j->d;
+    r[FK_R_SD].p = (uintptr_t)(j->scale_d_out ? j->scale_d_out : (const void *)j->scale_d_in);
+    r[FK_R_AMAX].p = (uintptr_t)j->amax_d;
+    if (j->c && j->c == j->d && j->c_type == j->d_type && j->ldc == j->ldd)
+        r[FK_R_C].p = 0; /* D is C: allowed */
+    return fk_check_overlap(ctx, FN, r, FK_R_N);
+}
+
 static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_gemm_args *a,
-                                       fk_gemm_job *j)
+                                       fk_gemm_job *j, fk_region *rg)
 {
     if (!ctx)
         return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, FN ": ctx is NULL");
@@ -213,7 +254,11 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     }
     j->workspace_bytes = a->workspace_bytes;
     fk_job_pointers(j, a);
-    return FP8KIT_OK;
+    fk_region own[FK_R_N];
+    if (!rg)
+        rg = own;
+    fk_gemm_regions(d, a, rg);
+    return fk_gemm_overlaps(ctx, j, rg);
 }
 
 /* Plan key: everything a backend may specialise on, never the data. */
@@ -259,7 +304,7 @@ fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc
     if (!bytes)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "fp8kit_gemm_workspace_size: bytes is NULL");
     fk_gemm_job j;
-    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j);
+    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, NULL);
     if (st)
         return st;
     size_t b = 0;
@@ -300,6 +345,7 @@ typedef struct fk_gemm_memo {
     unsigned amax;         /* FK_P_AMAX when that call's amax_d was non-NULL: its checks read that */
     unsigned ptr_bits;     /* alignment and has-amax bits of the job's pointers */
     fk_gemm_job job;
+    fk_region regions[FK_R_N]; /* the operands' byte sizes (overlap rule) */
     const fk_plan *plan;
 } fk_gemm_memo;
 static __thread fk_gemm_memo fk_gmemo;
@@ -364,12 +410,15 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
         if (memcmp(&m, &mo->meta, sizeof m) == 0) {
             fk_gemm_job j = mo->job;
             fk_job_pointers(&j, args);
-            if (fk_ptr_bits(&j) == mo->ptr_bits)
-                return fk_gemm_run(ctx, &j, mo->plan, stream);
+            if (fk_ptr_bits(&j) == mo->ptr_bits) {
+                fp8kit_status st = fk_gemm_overlaps(ctx, &j, mo->regions);
+                return st ? st : fk_gemm_run(ctx, &j, mo->plan, stream);
+            }
         }
     }
     fk_gemm_job j;
-    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j);
+    fk_region rg[FK_R_N];
+    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, rg);
     if (st)
         return st;
     const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
@@ -396,6 +445,7 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
     mo->amax = args->amax_d ? FK_P_AMAX : 0;
     mo->ptr_bits = fk_ptr_bits(&j);
     mo->job = j;
+    memcpy(mo->regions, rg, sizeof rg);
     mo->plan = plan;
     mo->cache_id = ctx->plans.id;
     return fk_gemm_run(ctx, &j, plan, stream);
@@ -404,7 +454,7 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
 fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args)
 {
     fk_gemm_job j;
-    return fk_build_gemm_job(ctx, desc, args, &j);
+    return fk_build_gemm_job(ctx, desc, args, &j, NULL);
 }
 
 int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx)

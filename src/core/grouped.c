@@ -1,12 +1,14 @@
 /* grouped.c - fp8kit_grouped_gemm: the mixture-of-experts grouped GEMM
  * (A's rows grouped by expert through int32 offsets, one B per expert). It
- * checks the whole call - descriptor, operands, then on the CPU every offset
- * and each group's fp8kit_gemm view - before anything runs. CPU backend: each
- * non-empty group runs as an fp8kit_gemm on views of A, B, the scales, the
- * bias and D (each distinct group row count gets its own cached plan). CUDA
- * backend: the offsets stay in device memory; the whole call is checked as
- * one fp8kit_gemm view over all T rows and runs as one launch of the grouped
- * kernel (gemm_grouped.cu), which checks the offsets itself. */
+ * checks the whole call - descriptor, operands, the alignment of every
+ * pointer, that no output (D, status) overlaps another argument, then on the
+ * CPU every offset and each group's fp8kit_gemm view - before anything runs.
+ * CPU backend: each non-empty group runs as an fp8kit_gemm on views of A, B,
+ * the scales, the bias and D (each distinct group row count gets its own
+ * cached plan). CUDA backend: the offsets stay in device memory; the whole
+ * call is checked as one fp8kit_gemm view over all T rows and runs as one
+ * launch of the grouped kernel (gemm_grouped.cu), which checks the offsets
+ * itself. */
 #include <stdio.h>
 #include <string.h>
 #include "core/check.h"
@@ -95,6 +97,9 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     if (!fk_is_hp(a->d.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d must be f32, f16 or bf16 (got %s)",
                        fp8kit_dtype_name(a->d.dtype));
+    if (!fk_is_fp8(a->a.dtype) || !fk_is_fp8(a->b.dtype))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": a and b must be e4m3 or e5m2 (got %s and %s)",
+                       fp8kit_dtype_name(a->a.dtype), fp8kit_dtype_name(a->b.dtype));
     if (d->scale_a == FP8KIT_SCALE_TENSOR && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, 1, "tensor scaling")))
         return st;
     if (d->scale_a == FP8KIT_SCALE_ROW && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, t, "row scaling of A (T)")))
@@ -117,6 +122,20 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     if ((uintptr_t)a->status & 3u)
         return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": status (%p) is not 4-byte aligned (an int32)",
                        (void *)a->status);
+    /* no output (D, status) overlaps another output or an input, offsets included */
+    fk_region rg[8];
+    int nr = 0;
+    rg[nr++] = fk_region_tensor("a", &a->a, 0);
+    rg[nr++] = fk_region_tensor("b", &a->b, 0);
+    rg[nr++] = fk_region_bytes("offsets", a->offsets, (uint64_t)g * 4u, 0);
+    if (d->scale_a)
+        rg[nr++] = fk_region_tensor("scale_a", &a->scale_a, 0);
+    if (d->scale_b)
+        rg[nr++] = fk_region_tensor("scale_b", &a->scale_b, 0);
+    if (d->bias)
+        rg[nr++] = fk_region_tensor("bias", &a->bias, 0);
+    rg[nr++] = fk_region_tensor("d", &a->d, 1);
+    rg[nr++] = fk_region_bytes("status", a->status, 4, 1);
     if (fk_grouped_on_device(ctx)) {
         /* offsets are device memory: the kernel checks them. Everything
          * else as fp8kit_gemm sees the call over all T rows with expert 0's
@@ -128,12 +147,16 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
                            FN ": b's expert stride (%lld) must be a multiple of its row stride (%lld) on the CUDA "
                               "backend",
                            (long long)sbg, (long long)ldb);
+        if ((st = fk_check_overlap(ctx, FN, rg, nr)))
+            return st;
         if (g == 0)
             return FP8KIT_OK; /* nothing runs (status, if given, gets 0) */
         fp8kit_gemm_args v;
         fk_group_view(d, a, 0, 0, t, &v);
         return fk_gemm_check(ctx, d, &v);
     }
+    if ((st = fk_check_overlap(ctx, FN, rg, nr))) /* before *status may be written */
+        return st;
     int64_t prev = 0;
     for (int64_t i = 0; i < g; i++) {
         const int64_t o = a->offsets[i];

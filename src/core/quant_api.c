@@ -1,6 +1,7 @@
 /* quant_api.c - public quantize / dequantize / cast entry points: validate
- * the descriptor and tensors (docs/spec.md sections 2 and 4), build the canonical
- * fk_quant_job, and dispatch to the context's backend. */
+ * the descriptor and tensors (docs/spec.md sections 2 and 4; no output may
+ * overlap another output or an input), build the canonical fk_quant_job,
+ * and dispatch to the context's backend. */
 #include <string.h>
 #include "core/check.h"
 
@@ -219,6 +220,10 @@ fp8kit_status fp8kit_quantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, co
     fp8kit_status st = fk_build_job(ctx, "fp8kit_quantize", desc, x, "x", q, scale, &job);
     if (st)
         return st;
+    const fk_region rg[] = {fk_region_tensor("x", x, 0), fk_region_tensor("q", q, 1),
+                            fk_region_tensor("scale", scale, 1)};
+    if ((st = fk_check_overlap(ctx, "fp8kit_quantize", rg, 3)))
+        return st;
 #ifdef FP8KIT_HAVE_CUDA
     if (ctx->backend == FP8KIT_BACKEND_CUDA)
         return fk_cuda_quantize(ctx, &job, stream);
@@ -247,6 +252,11 @@ fp8kit_status fp8kit_quantize_mx_both(fp8kit_ctx *ctx, const fp8kit_quant_desc *
         return st;
     if ((st = fk_build_job(ctx, fn, &dc, x, "x", q_col, scale_col, &jc)))
         return st;
+    const fk_region rg[] = {fk_region_tensor("x", x, 0), fk_region_tensor("q_row", q_row, 1),
+                            fk_region_tensor("scale_row", scale_row, 1), fk_region_tensor("q_col", q_col, 1),
+                            fk_region_tensor("scale_col", scale_col, 1)};
+    if ((st = fk_check_overlap(ctx, fn, rg, 5)))
+        return st;
 #ifdef FP8KIT_HAVE_CUDA
     if (ctx->backend == FP8KIT_BACKEND_CUDA)
         return fk_cuda_quantize_both(ctx, &jr, &jc, stream);
@@ -263,6 +273,10 @@ fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, 
     fk_quant_job job;
     fp8kit_status st = fk_build_job(ctx, "fp8kit_dequantize", desc, y, "y", q, scale, &job);
     if (st)
+        return st;
+    const fk_region rg[] = {fk_region_tensor("q", q, 0), fk_region_tensor("scale", scale, 0),
+                            fk_region_tensor("y", y, 1)};
+    if ((st = fk_check_overlap(ctx, "fp8kit_dequantize", rg, 3)))
         return st;
 #ifdef FP8KIT_HAVE_CUDA
     if (ctx->backend == FP8KIT_BACKEND_CUDA)
@@ -291,6 +305,9 @@ fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, "%s: x and y must have the same shape", fn);
     fk_cast_job job;
     if ((st = fk_to_mat(ctx, fn, "x", x, &job.src)) || (st = fk_to_mat(ctx, fn, "y", y, &job.dst)))
+        return st;
+    const fk_region rg[] = {fk_region_tensor("x", x, 0), fk_region_tensor("y", y, 1)};
+    if ((st = fk_check_overlap(ctx, fn, rg, 2)))
         return st;
 #ifdef FP8KIT_HAVE_CUDA
     if (ctx->backend == FP8KIT_BACKEND_CUDA)
