@@ -238,7 +238,10 @@ FP8KIT_API fp8kit_status fp8kit_quantize_mx_both(fp8kit_ctx *ctx, const fp8kit_q
                                                  fp8kit_tensor *scale_col, void *stream);
 
 /* Inverse of fp8kit_quantize: y = decode(q) * S, rounded to y's dtype
- * (f32/f16/bf16, RNE). y has the original (un-transposed) shape of x. */
+ * (f32/f16/bf16, RNE). y has the original (un-transposed) shape of x. An
+ * infinite fp32 S (which quantization never stores) marks a NaN group, like
+ * S = NaN or the mx byte 255: every element of the group becomes NaN
+ * (docs/spec.md 4). */
 FP8KIT_API fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,
                                            const fp8kit_tensor *q, const fp8kit_tensor *scale,
                                            fp8kit_tensor *y, void *stream);

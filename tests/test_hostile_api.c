@@ -4,7 +4,8 @@
  * still fits); data pointers one byte off their element alignment at every
  * entry point (FP8KIT_ERR_MISALIGNED); outputs overlapping another output or
  * an input (FP8KIT_ERR_INVALID_ARGUMENT naming both; GEMM D may be exactly C,
- * and rows interleaved at one stride are told apart exactly). Each bad call
+ * and rows interleaved at one stride are told apart exactly); infinite fp32
+ * scales given to dequantize (a NaN group, as the mx byte 255). Each bad call
  * must return its
  * specific status, leave a new message naming the function and the culprit,
  * and change no byte of any buffer (the whole arena the call's tensors live
@@ -640,6 +641,79 @@ static void test_overlap_grouped(void)
     GOOD(fp8kit_grouped_gemm(ctx, &t.d, &t.a, NULL));
 }
 
+/* ------------------------------------- item 8d: infinite scales, NaN groups */
+static int is_nan_out(const void *y, int64_t i, fp8kit_dtype t)
+{
+    if (t == FP8KIT_F32)
+        return isnan(((const float *)y)[i]);
+    uint16_t h = ((const uint16_t *)y)[i] & 0x7FFF;
+    return t == FP8KIT_BF16 ? h > 0x7F80 : h > 0x7C00;
+}
+
+/* Scale index of element (r, c) for x (R, C) in the stored layout (scols: the
+ * scale tensor's last dim). */
+static int64_t scale_index(const fp8kit_quant_desc *d, int64_t r, int64_t c, int64_t C, int64_t scols)
+{
+    const int mn = d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
+    switch (d->scheme) {
+    case FP8KIT_SCHEME_TENSOR: return 0;
+    case FP8KIT_SCHEME_ROW: return r;
+    case FP8KIT_SCHEME_BLOCK1X128: return mn ? (c / 128) * scols + r : r * scols + c / 128;
+    case FP8KIT_SCHEME_BLOCK128X128: return mn ? (c / 128) * scols + r / 128 : (r / 128) * scols + c / 128;
+    default: return r * (C / 32) + c / 32;
+    }
+}
+
+static void test_inf_scale(void)
+{
+    enum { R = 160, C = 256 };
+    int64_t shp[2] = {R, C};
+    arena_reset();
+    void *xb = take(R * C * 4), *qb = take(R * C), *sb = take(R * 8 * 4), *yb = take(R * C * 4), *yr = take(R * C * 4);
+    fill_f32(xb, R * C);
+    ((float *)xb)[3] = 0.0f; /* a zero code in the first group */
+    const fp8kit_scheme schemes[] = {FP8KIT_SCHEME_TENSOR, FP8KIT_SCHEME_ROW, FP8KIT_SCHEME_BLOCK1X128,
+                                     FP8KIT_SCHEME_BLOCK1X128, FP8KIT_SCHEME_BLOCK128X128,
+                                     FP8KIT_SCHEME_BLOCK128X128, FP8KIT_SCHEME_MX};
+    const fp8kit_dtype yts[] = {FP8KIT_F32, FP8KIT_BF16, FP8KIT_F16};
+    for (int si = 0; si < 7; si++)
+        for (int ti = 0; ti < 3; ti++) {
+            fp8kit_quant_desc d = fp8kit_quant_desc_default(schemes[si]);
+            if (si == 3 || si == 5)
+                d.scale_layout = FP8KIT_LAYOUT_MN_MAJOR;
+            fp8kit_tensor x = fp8kit_tensor_make(xb, FP8KIT_F32, 2, shp), q, sc;
+            GOOD(fp8kit_quant_shapes(&d, &x, &q, &sc));
+            q.data = qb, sc.data = sb;
+            GOOD(fp8kit_quantize(ctx, &d, &x, &q, &sc, NULL));
+            fp8kit_tensor y = fp8kit_tensor_make(yr, yts[ti], 2, shp);
+            GOOD(fp8kit_dequantize(ctx, &d, &q, &sc, &y, NULL)); /* the reference */
+            const int64_t scols = sc.ndim ? sc.shape[sc.ndim - 1] : 1;
+            const int64_t g0 = scale_index(&d, 0, 0, C, scols), g1 = scale_index(&d, R - 1, C - 1, C, scols);
+            if (d.scheme == FP8KIT_SCHEME_MX) {
+                ((uint8_t *)sb)[g0] = ((uint8_t *)sb)[g1] = 255; /* the e8m0 NaN */
+            } else {
+                ((float *)sb)[g0] = INFINITY;
+                ((float *)sb)[g1] = -INFINITY;
+            }
+            y.data = yb;
+            GOOD(fp8kit_dequantize(ctx, &d, &q, &sc, &y, NULL));
+            const size_t es = fp8kit_dtype_size(yts[ti]);
+            long bad_nan = 0, bad_other = 0;
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++) {
+                    const int64_t gi = scale_index(&d, r, c, C, scols), i = r * C + c;
+                    if (gi == g0 || gi == g1)
+                        bad_nan += !is_nan_out(yb, i, yts[ti]);
+                    else
+                        bad_other += memcmp((char *)yb + i * es, (char *)yr + i * es, es) != 0;
+                }
+            CHECK(bad_nan == 0, "scheme %d layout %d y %s: %ld elements of an Inf-scale group are not NaN",
+                  (int)d.scheme, (int)d.scale_layout, fp8kit_dtype_name(yts[ti]), bad_nan);
+            CHECK(bad_other == 0, "scheme %d layout %d y %s: %ld elements of other groups changed", (int)d.scheme,
+                  (int)d.scale_layout, fp8kit_dtype_name(yts[ti]), bad_other);
+        }
+}
+
 int main(void)
 {
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &ctx), FP8KIT_OK);
@@ -653,6 +727,7 @@ int main(void)
     test_overlap_quant();
     test_overlap_gemm();
     test_overlap_grouped();
+    test_inf_scale();
     printf("test_hostile_api: %ld bad calls checked (status, message, memory unchanged)\n", n_bad);
     fp8kit_ctx_destroy(ctx);
     return fk_test_summary("test_hostile_api");

@@ -2,7 +2,8 @@
  * decode(q) * S in fp32, rounded (RNE) to the output dtype f32/f16/bf16, for
  * the tensor, row, block1x128, block128x128 (plain or mn_major scales) and mx
  * axis -1 (plain or blocked e8m0 scales, S = 2^(s-127)) schemes. mx axis -2
- * (transposed q) lives in dequant_mx_t.c. fp8 decode goes through the
+ * (transposed q) lives in dequant_mx_t.c. An infinite fp32 S marks a NaN
+ * group (every element NaN, fk_deq_scale_f32). fp8 decode goes through the
  * 256-entry tables of cast.c; OpenMP over rows. */
 #include <stdint.h>
 #include "cpu/quant_simd.h"
@@ -20,7 +21,7 @@ FK_CPU_CLONES static void k_deq(const uint8_t *restrict q, int64_t n, const floa
         for (int64_t j = 0; j < k;) {
             int64_t g = (i0 + j) / G;
             int64_t end = (g + 1) * G - i0 < k ? (g + 1) * G - i0 : k;
-            const float s = S[g * s_stride];
+            const float s = fk_deq_scale_f32(S[g * s_stride]); /* an Inf S: a NaN group */
             for (; j < end; j++)
                 f[j] = lut[q[i0 + j]] * s;
         }

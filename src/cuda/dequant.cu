@@ -1,5 +1,6 @@
 /* dequant.cu - CUDA dequantization y = decode(q) * S rounded to y's dtype
- * (f32/f16/bf16, RNE), for every scheme and scale layout of docs/spec.md section 2.
+ * (f32/f16/bf16, RNE), for every scheme and scale layout of docs/spec.md section 2
+ * (an infinite fp32 S marks a NaN group, as on the CPU: fk_deq_scale_f32).
  * Untransposed cases walk y in chunks of 8 elements along a row (every group
  * is a multiple of 8 wide, so a chunk has one scale); mx axis -2 (q stored
  * (E, C, R)) transposes through a shared-memory tile of 64 q rows x 128 bytes.
@@ -114,7 +115,7 @@ template <int E5, int DT> __global__ void __launch_bounds__(FK_THREADS) fk_dq_ke
         const int64_t c = (int64_t)k * 8;
         const int n = (int)(a.C - c < 8 ? a.C - c : 8);
         const uint2 w = fk_load_codes8(a.q + (int64_t)e * a.qse + (int64_t)r * a.qsr + c, n, a.vq);
-        const float S = fk_dq_scale(a, e, r, c);
+        const float S = fk_deq_scale_f32(fk_dq_scale(a, e, r, c)); /* an Inf fp32 S: a NaN group */
         float v[8];
 #pragma unroll
         for (int i = 0; i < 8; i++)

@@ -1,6 +1,7 @@
 /* scale.h - scale rules of docs/spec.md section 2, shared by CPU and CUDA:
  * NaN-propagating amax on magnitude bits, fp32 group scales (with the pow2
- * option), MX e8m0 scales (FLOOR and RCEIL) and their reciprocals, and the
+ * option), the multiplier dequantization takes from a stored fp32 scale,
+ * MX e8m0 scales (FLOOR and RCEIL) and their reciprocals, and the
  * per-element quantize steps. */
 #ifndef FK_SCALE_H
 #define FK_SCALE_H
@@ -44,6 +45,17 @@ FK_HD float fk_scale_f32(uint32_t amax_bits, int e5m2, int pow2)
 /* docs/spec.md 2.1 element step: q = fp8(fl32(x / S)); a NaN S (NaN/Inf group) gives
  * the canonical NaN, which the division produces on its own. */
 FK_HD uint8_t fk_quant_f32_elem(float x, float s, int e5m2) { return fk_f32_to_fp8(x / s, e5m2); }
+
+/* docs/spec.md 2.1 and 4: the multiplier dequantization applies for a
+ * stored fp32 scale S. Quantization never stores an infinite S (a group
+ * holding an Inf or a NaN gets S = NaN), so an infinite S marks a NaN group
+ * as well: it becomes the canonical NaN and every element of the group
+ * dequantizes to NaN, as with the mx byte 255, instead of +-Inf for nonzero
+ * codes and NaN for zeros. Finite and NaN S are used as they are. */
+FK_HD float fk_deq_scale_f32(float s)
+{
+    return (fk_f2u(s) & 0x7FFFFFFFu) == FK_F32_INF ? fk_u2f(FK_F32_QNAN) : s;
+}
 
 /* docs/spec.md 2.2: e8m0 scale byte of an MX block from its amax bits. */
 FK_HD uint8_t fk_mx_scale(uint32_t amax_bits, int e5m2, int rceil)
