@@ -43,6 +43,7 @@ import pty
 import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -1158,6 +1159,107 @@ def test_zero_numel(tmp):
     os.unlink(p)
 
 
+def run_limited(*args, timeout=30, **kw):
+    """run() that turns a hang into a result (returncode None) instead of an exception."""
+    try:
+        return run(*args, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(e.cmd, None, e.stdout or "", "TIMEOUT after %d s" % timeout)
+
+
+def small_sharded(d, rng):
+    """A 2-shard checkpoint with config.json in d (for the special-file cases)."""
+    os.makedirs(d)
+    a = {"l0.weight": ("BF16", [32, 64], bf16_bits(rng.standard_normal((32, 64))).tobytes())}
+    b = {"l1.weight": ("F32", [32, 64], rng.standard_normal((32, 64)).astype(np.float32).tobytes())}
+    st_write(os.path.join(d, "s-1.safetensors"), a, {"format": "pt"})
+    st_write(os.path.join(d, "s-2.safetensors"), b, {"format": "pt"})
+    wm = dict({k: "s-1.safetensors" for k in a}, **{k: "s-2.safetensors" for k in b})
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": wm}, f)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump({"model_type": "llama"}, f)
+
+
+def test_special_files(tmp, rng, src_path):
+    """Issue 21.6: a FIFO, device or socket is never read and never replaced.
+    open() used to run before the regular-file check, so a FIFO named by the
+    index blocked forever; --force must not replace a non-regular OUT
+    (a link to /dev/null as root: /dev/null survives)."""
+    base = os.path.join(tmp, "special")
+    os.makedirs(base)
+    fifo = os.path.join(base, "pipe.safetensors")
+    os.mkfifo(fifo)
+    o = os.path.join(base, "out.safetensors")
+
+    def refused(what, r, needle, out=o):
+        check(r.returncode == 1 and needle in r.stderr and "not a regular file" in r.stderr,
+              "%s: refused at once, naming %r (rc %s: %s)" % (what, needle, r.returncode, r.stderr.strip()[:300]))
+        check(not os.path.lexists(out), "%s: no output" % what)
+        check(leftovers(base) == [], "%s: nothing left (%s)" % (what, leftovers(base)))
+
+    for cmd in (["quantize", fifo, o, "--scheme", "fp8-row"], ["dequantize", fifo, o], ["inspect", fifo]):
+        refused("IN a FIFO (%s)" % cmd[0], run_limited(*cmd), "pipe.safetensors")
+    # a model directory whose weights, shard, index or config.json is a FIFO
+    d = os.path.join(base, "sharded")
+    small_sharded(d, rng)
+    for name in ("s-2.safetensors", "model.safetensors.index.json", "config.json"):
+        e = os.path.join(base, "m_" + name.split(".")[0])
+        shutil.copytree(d, e)
+        os.unlink(os.path.join(e, name))
+        os.mkfifo(os.path.join(e, name))
+        oo = os.path.join(base, "m_out")
+        for cmd in (["quantize", e, oo, "--scheme", "fp8-row"], ["dequantize", e, oo], ["inspect", e]):
+            if cmd[0] == "inspect" and name == "config.json":
+                continue  # inspect reads the weights only
+            r = run_limited(*cmd)
+            refused("%s a FIFO (%s)" % (name, cmd[0]), r, name, oo)
+            check(not os.path.exists(oo), "%s a FIFO (%s): no OUT" % (name, cmd[0]))
+        if name == "model.safetensors.index.json":  # the index's path given as IN
+            refused("the index given as IN, a FIFO", run_limited("inspect", os.path.join(e, name)), name)
+        shutil.rmtree(e)
+    e = os.path.join(base, "m_single")
+    os.makedirs(e)
+    os.mkfifo(os.path.join(e, "model.safetensors"))
+    refused("model.safetensors a FIFO", run_limited("quantize", e, os.path.join(base, "m_out"), "--scheme", "fp8-row"),
+            "model.safetensors", os.path.join(base, "m_out"))
+    shutil.rmtree(e)
+    # OUT: --force never replaces a FIFO, a device node, a socket or a link (to /dev/null)
+    outs = []
+    p = os.path.join(base, "out_fifo")
+    os.mkfifo(p)
+    outs.append(("a FIFO", p, stat.S_ISFIFO))
+    p = os.path.join(base, "out_null")
+    os.symlink("/dev/null", p)
+    outs.append(("a link to /dev/null", p, stat.S_ISLNK))
+    p = os.path.join(base, "out_dev")
+    try:
+        os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # another /dev/null (root only)
+        outs.append(("a character device", p, stat.S_ISCHR))
+    except OSError:
+        pass
+    import socket
+    p = os.path.join(base, "out_sock")
+    sk = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sk.bind(p)
+    outs.append(("a socket", p, stat.S_ISSOCK))
+    null_before = os.stat("/dev/null")
+    for what, p, kind in outs:
+        for cmd in (["quantize", src_path, p, "--scheme", "fp8-row", "--force"], ["dequantize", src_path, p, "--force"],
+                    ["quantize", d, p, "--scheme", "fp8-row", "--force"]):
+            r = run_limited(*cmd)
+            check(r.returncode == 1 and "not replaced" in r.stderr and os.path.basename(p) in r.stderr,
+                  "OUT %s with --force (%s %s): refused (rc %s: %s)" % (what, cmd[0], "dir" if cmd[1] == d else "file",
+                                                                       r.returncode, r.stderr.strip()[:300]))
+            check(kind(os.lstat(p).st_mode) and leftovers(base) == [],
+                  "OUT %s with --force: still %s, nothing left beside it (%s)" % (what, what, leftovers(base)))
+    sk.close()
+    nb = os.stat("/dev/null")
+    check(stat.S_ISCHR(nb.st_mode) and nb.st_rdev == null_before.st_rdev and nb.st_ino == null_before.st_ino,
+          "/dev/null is still the null device")
+    shutil.rmtree(base)
+
+
 def refused_existing(r, out):
     """Exit status 2, one line on stderr naming OUT and --force, no I/O status."""
     return (r.returncode == 2 and r.stderr.count("\n") == 1 and out in r.stderr and "exists" in r.stderr and
@@ -1265,6 +1367,7 @@ def main():
         test_sharded(tmp, rng)
         test_corrupt(tmp, src_path)
         test_zero_numel(tmp)
+        test_special_files(tmp, rng, src_path)
         test_safety(tmp, src_path)
         print("test_st_cli: %.1f s" % (time.time() - t0))
     finally:

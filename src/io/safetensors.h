@@ -49,6 +49,11 @@ typedef enum st_dtype {
 fp8kit_status st_err(char *err, size_t errlen, fp8kit_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* What a file of this st_mode is, for messages: "a FIFO", "a character
+ * device", ... Only regular files are read (a FIFO would block the open, a
+ * device never ends) and only regular files are replaced. */
+const char *st_file_kind(unsigned mode);
+
 const char *st_dtype_name(st_dtype t);          /* "BF16", "F8_E4M3", ... */
 int st_dtype_parse(const char *s, st_dtype *t); /* 0 = ok, -1 = unknown */
 size_t st_dtype_size(st_dtype t);               /* bytes per element */

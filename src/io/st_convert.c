@@ -519,15 +519,20 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
             st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists (use --force to overwrite)", out);
             goto done;
         }
+        /* --force replaces only what this tool writes: a directory for a model
+         * directory, a regular file for a file. A link (even to a directory),
+         * FIFO, device or socket is never replaced (/dev/null stays) */
         if (model_dir && !S_ISDIR(ob.st_mode)) {
-            st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists and is not a directory (a model directory is written "
-                                           "as a directory)", out);
+            st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists and is %s, not a directory (not replaced; a model directory "
+                                           "is written as a directory)", out, st_file_kind(ob.st_mode));
             goto done;
         }
         if (!model_dir && !S_ISREG(ob.st_mode)) {
-            st = cv_fail(c, FP8KIT_ERR_IO, "%s: %s", out, S_ISDIR(ob.st_mode) ? "is a directory (give the output "
-                                                                               "file's name)"
-                                                                             : "is not a regular file (not replaced)");
+            if (S_ISDIR(ob.st_mode))
+                st = cv_fail(c, FP8KIT_ERR_IO, "%s: is a directory (give the output file's name)", out);
+            else
+                st = cv_fail(c, FP8KIT_ERR_IO, "%s: exists and is %s, not a regular file (not replaced)", out,
+                             st_file_kind(ob.st_mode));
             goto done;
         }
     }

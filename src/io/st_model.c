@@ -57,6 +57,16 @@ static int st_is_reg(const char *path)
     return !stat(path, &sb) && S_ISREG(sb.st_mode);
 }
 
+/* Does path name something (links followed) that is not a regular file? */
+static int st_is_other(const char *path, unsigned *mode)
+{
+    struct stat sb;
+    if (stat(path, &sb) || S_ISREG(sb.st_mode))
+        return 0;
+    *mode = sb.st_mode;
+    return 1;
+}
+
 /* ------------------------------------------------------------------ input */
 fp8kit_status st_input_classify(const char *in, st_input *out, char *err, size_t errlen)
 {
@@ -79,6 +89,15 @@ fp8kit_status st_input_classify(const char *in, st_input *out, char *err, size_t
             free(ix), free(one);
             st_input_free(out);
             return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        unsigned mode = 0;
+        const char *odd = st_is_other(ix, &mode) ? ix : st_is_other(one, &mode) ? one : NULL;
+        if (odd) { /* a FIFO named model.safetensors would block a reader: refused */
+            fp8kit_status st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file (%s)", odd,
+                                      st_file_kind(mode));
+            free(ix), free(one);
+            st_input_free(out);
+            return st;
         }
         if (st_is_reg(ix) && st_is_reg(one)) {
             free(ix), free(one);
@@ -103,7 +122,8 @@ fp8kit_status st_input_classify(const char *in, st_input *out, char *err, size_t
         }
         free(ix);
     } else {
-        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory", in);
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory (%s)", in,
+                      st_file_kind(sb.st_mode));
     }
     if (!out->dir && out->kind != ST_INPUT_FILE) {
         st_input_free(out);
@@ -266,9 +286,10 @@ static fp8kit_status st_copy_file(const char *src, const char *dst, int no_fsync
     if (in < 0)
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", src, strerror(errno));
     struct stat sb;
+    memset(&sb, 0, sizeof sb);
     if (fstat(in, &sb) || !S_ISREG(sb.st_mode)) {
         close(in);
-        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file", src);
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file (%s)", src, st_file_kind(sb.st_mode));
     }
     int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (out < 0) {
@@ -377,7 +398,8 @@ static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *ds
             if (!(st = st_tree_track(t, o, 0, err, errlen)) && !(st = st_copy_file(s, o, no_fsync, bytes, err, errlen)))
                 ++*nfiles;
         } else {
-            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory (not copied)", s);
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory (%s; not copied)", s,
+                        st_file_kind(sb.st_mode));
         }
         free(s), free(o);
     }
@@ -468,6 +490,12 @@ fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t
     char *p = st_join(dir, ST_CONFIG_NAME);
     if (!p)
         return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    unsigned mode = 0;
+    if (st_is_other(p, &mode)) { /* a FIFO, device, socket or directory */
+        fp8kit_status st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file (%s)", p, st_file_kind(mode));
+        free(p);
+        return st;
+    }
     if (!st_is_reg(p)) {
         free(p);
         return FP8KIT_OK; /* no config.json: nothing to read or rewrite */
@@ -475,11 +503,14 @@ fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t
     fp8kit_status st = FP8KIT_OK;
     json_t *j = NULL, *big = json_array();
     char *text = NULL, *prot = NULL;
+    /* O_NONBLOCK: a FIFO swapped in after the check must not block the open */
     int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat sb;
+    memset(&sb, 0, sizeof sb);
     if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size > (64 << 20)) {
-        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", p,
-                    fd < 0 ? strerror(errno) : !S_ISREG(sb.st_mode) ? "not a regular file" : "larger than 64 MB");
+        st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s%s", p,
+                    fd < 0 ? strerror(errno) : !S_ISREG(sb.st_mode) ? "not a regular file: " : "larger than 64 MB",
+                    fd >= 0 && !S_ISREG(sb.st_mode) ? st_file_kind(sb.st_mode) : "");
         goto out;
     }
     size_t n = (size_t)sb.st_size, got = 0;
@@ -735,7 +766,8 @@ fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int n
     if (exists && !replace)
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: appeared while converting (not replaced)", out);
     if (exists && !S_ISDIR(ob.st_mode))
-        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: exists and is not a directory (not replaced)", out);
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: exists and is %s, not a directory (not replaced)", out,
+                      st_file_kind(ob.st_mode));
     if (!exists) {
         int e = st_rename(t->root, out, 0);
         if (e)

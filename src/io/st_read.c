@@ -95,6 +95,20 @@ void st_quote(const char *name, char *out, size_t outlen)
     out[o] = '\0';
 }
 
+const char *st_file_kind(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    }
+    return "not a regular file";
+}
+
 /* ------------------------------------------------------------------ UTF-8 */
 /* Offset of the first byte that breaks UTF-8 (RFC 3629: no overlongs, no
  * surrogates, nothing above U+10FFFF), or -1 when all n bytes are valid. */
@@ -430,7 +444,9 @@ out:
 fp8kit_status st_open(const char *path, st_file *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO (named like a shard, or swapped in after a
+     * check) must not wait for a writer; only a regular file is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -441,7 +457,7 @@ fp8kit_status st_open(const char *path, st_file *f, char *err, size_t errlen)
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file", path);
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file (%s)", path, st_file_kind(sb.st_mode));
     }
     size_t size = (size_t)sb.st_size;
     unsigned char *map = NULL;
@@ -504,13 +520,16 @@ static char *st_join(const char *dir, const char *name)
 /* Reads a whole small file (at most max bytes). */
 static fp8kit_status st_slurp(const char *path, size_t max, char **out, size_t *len, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block: refused below */
     if (fd < 0)
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
+    memset(&sb, 0, sizeof sb);
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        int e = errno;
         close(fd);
-        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a readable regular file", path);
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file (%s)", path,
+                      S_ISREG(sb.st_mode) ? strerror(e) : st_file_kind(sb.st_mode));
     }
     if ((uint64_t)sb.st_size > max) {
         close(fd);

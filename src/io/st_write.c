@@ -410,6 +410,10 @@ fp8kit_status st_writer_finish(st_writer *w, char *err, size_t errlen)
 
 fp8kit_status st_writer_commit(st_writer *w, int force, char *err, size_t errlen)
 {
+    struct stat sb;
+    if (force && !lstat(w->final_path, &sb) && !S_ISREG(sb.st_mode)) /* checked again, just before */
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: exists and is %s, not a regular file (not replaced)",
+                      w->final_path, st_file_kind(sb.st_mode));
     int e = st_rename(w->tmp_path, w->final_path, force);
     if (e)
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", w->final_path,
