@@ -281,11 +281,15 @@ _capsule_set_name.restype = ctypes.c_int
 _capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-class _DLOwner:
-    """Holds a consumed DLPack tensor; calls the producer's deleter when dropped."""
+_DL_FLAG_READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY of a DLPack 1.x export
 
-    def __init__(self, managed, obj):
-        self.managed, self.obj = managed, obj
+
+class _DLOwner:
+    """Holds a consumed DLPack tensor; calls the producer's deleter when dropped.
+    readonly: the export's DLPack 1.x READ_ONLY flag (unversioned exports have none)."""
+
+    def __init__(self, managed, obj, readonly=False):
+        self.managed, self.obj, self.readonly = managed, obj, readonly
 
     def __del__(self):
         m, self.managed = self.managed, None
@@ -313,7 +317,8 @@ def dlpack_view(obj, name, fp8_default=None, stream=None):
         _capsule_set_name(cap, b"used_dltensor")
     else:
         raise UnsupportedError("%s: __dlpack__ did not return a DLPack capsule" % name)
-    owner = _DLOwner(managed, obj)
+    readonly = isinstance(managed.contents, _DLManagedVersioned) and bool(managed.contents.flags & _DL_FLAG_READ_ONLY)
+    owner = _DLOwner(managed, obj, readonly)
     t = managed.contents.dl_tensor
     dtype = t.dtype
     if dtype.lanes != 1:

@@ -16,9 +16,12 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ._arrays import STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr, torch_module
+from ._arrays import (ITEMSIZE, STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr,
+                      torch_module)
 from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
 from ._context import Context, on_clear
+from ._outputs import check_disjoint, numpy_writable, raise_overlap, region, shares, torch_writable
+from ._outputs import layout as view_layout
 from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
@@ -34,6 +37,7 @@ OUT_QUANTS = {"none": OutQuant.NONE, "scaled": OutQuant.SCALED, "mx": OutQuant.M
 GEMM_LAYOUTS = {"plain": ScaleLayout.PLAIN, "blocked": ScaleLayout.BLOCKED, "swizzled": ScaleLayout.BLOCKED,
                 "mn_major": ScaleLayout.MN_MAJOR}
 FN = "fp8kit.scaled_mm"
+OUT_NAME = FN + ": out"  # how a refused out= is named
 
 
 def _cdiv(a, b):
@@ -308,7 +312,7 @@ class _Plan:
     __slots__ = ("ctx", "desc", "raw", "d_shape", "d_dtype", "sd_shape", "sd_dtype", "ws", "use_sa", "use_sb",
                  "use_c", "scaled", "getters", "alloc_d", "alloc_sd", "alloc_amax", "alloc_ws", "fn", "handle",
                  "desc_ref", "cuda", "torch_stream", "index", "bufs", "has_out", "return_amax",
-                 "simple", "t_out", "call")
+                 "simple", "t_out", "call", "out_check", "reads")
 
     def thread_buf(self):
         """(words, byref(args), args) of this thread's args struct (made on first use)."""
@@ -416,7 +420,11 @@ def scaled_mm(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Opti
       out_dtype: bfloat16 (default for torch), float32 (default for numpy),
         float16, e4m3 or e5m2 (any name dtype_of_name takes).
       out: write D into this array (a repeated call then skips the
-        allocation).
+        allocation). It must be writable (numpy flags.writeable, a torch
+        tensor torch would take as out=, a DLPack export not flagged
+        read-only) and share no byte with anything the call reads, except
+        that it may be exactly c (D = alpha * AB + beta * D in place);
+        checked on every call, cached plans included.
 
     Keyword arguments:
       activation: None, 'relu', 'gelu' (erf), 'gelu_tanh', 'silu'.
@@ -580,7 +588,10 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
             except TypeError:  # an unhashable out_dtype: the general path reports it
                 hot = tkey = None
             if hot is not None:
-                if out is None and hot[1] is not None and hot is not _last:
+                if out is not None:
+                    if out.requires_grad or out.is_inference():  # not in the flat key (the guards check it)
+                        torch_writable(out, OUT_NAME)
+                elif hot[1] is not None and hot is not _last:
                     _last = hot  # the next calls try its guard first
                     if len(_by_shape) > 4096:
                         _by_shape.clear()
@@ -600,8 +611,9 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
     if plan is None:
         return _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey)
     if tkey is not None:
-        _register_hot(tkey, plan, bool(options), (a, b, scale_a, scale_b, bias))
-    # the hot path: every check passed when the plan was made for these signatures
+        _register_hot(tkey, plan, bool(options), (a, b, scale_a, scale_b, bias), options.get("out"))
+    # the hot path: every check passed when the plan was made for these signatures (but out='s
+    # writability and overlap, which depend on more than the signature: plan.out_check)
     buf = plan.bufs.get(_get_ident())
     if buf is None:
         buf = plan.thread_buf()
@@ -633,7 +645,9 @@ def run(a, b, scale_a, scale_b, bias, out_dtype, options):
         words[71] = POINTERS[type(sd)](sd)
     if plan.has_out:
         d = opt("out")
-        words[61] = POINTERS[type(d)](d)
+        pd = POINTERS[type(d)](d)
+        plan.out_check(d, pd, words)
+        words[61] = pd
     else:
         d, words[61] = plan.alloc_d()
     return _launch(plan, words, buf[1], d, opt("stream"))
@@ -694,9 +708,17 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None
     dv = None
     if o["out"] is not None:
         dv = check_out(o["out"], "out", plan.d_shape, plan.d_dtype,
-                       (av.device, av.index if av.device == "cuda" else 0))
+                       (av.device, av.index if av.device == "cuda" else 0), fn=FN)
+        ptrs = {0: av.ptr, 10: bv.ptr, 20: sa and sa.ptr, 30: sb and sb.ptr, 41: cv and cv.ptr,
+                51: biasv and biasv.ptr, 71: sdv and sdv.ptr}
+        # D may be exactly C (D = ... + beta * D in place: same data, dtype and layout; the library reads
+        # C before it writes D, include/fp8kit.h), else nothing it reads
+        c_inplace = plan.use_c and cv.dtype == dv.dtype and view_layout(cv) == view_layout(dv)
+        check_disjoint(FN, [region("out", dv)], [(name, ptrs[w], lay) for name, w, lay in plan.reads
+                                                 if not (c_inplace and w == 41 and cv.ptr == dv.ptr)])
         plan.raw = _with_d(plan.raw, dv)
         plan.has_out = True
+        plan.out_check = _out_checker(o["out"], dv, plan.reads, c_inplace)
     views = (av, bv, sa if plan.use_sa else None, sb if plan.use_sb else None, biasv)
     cacheable = key is not None and all(v is None or type(v.owner) in POINTERS for v in
                                         views + (cv if plan.use_c else None, sdv if plan.scaled else None, dv))
@@ -707,7 +729,7 @@ def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None
                 _plans.clear()
             _plans[key] = plan
         if tkey is not None:
-            _register_hot(tkey, plan, bool(options), (a, b, scale_a, scale_b, bias))
+            _register_hot(tkey, plan, bool(options), (a, b, scale_a, scale_b, bias), o["out"])
     # this call: the pointers straight from the views
     args = GemmArgs.from_buffer_copy(plan.raw)
     words = _Words.from_buffer(args)
@@ -736,13 +758,24 @@ def _hot_call(h, a, b, scale_a, scale_b, bias, out):
     unless out), then one C call with the plan's prepared call and the packed
     pointers and stream. scaled_mm inlines the same for its guarded calls."""
     plan, fn, call, tmpl, d_shape, d_strides, tdtype, tdevice, sidx = h[3:12]
+    dp = _data_ptr
     if out is not None:
-        d = out
-    elif tmpl is not None:
+        # out= : no byte of it may be one the call reads (the extents are fixed by the entry's
+        # signatures, so a range test per operand; a meeting pair goes to the exact check)
+        pa, pb, psa, psb, pd = dp(a), dp(b), dp(scale_a), dp(scale_b), dp(out)
+        pbias = 0 if bias is None else dp(bias)
+        nd, ea, eb, esa, esb, ebias = h[14]  # [pd, pd - nd) meets [p, p + e) when nd < pd - p < e
+        if nd < pd - pa < ea or nd < pd - pb < eb or nd < pd - psa < esa or nd < pd - psb < esb or (
+                pbias and nd < pd - pbias < ebias):
+            _hot_overlap(h, (pa, pb, psa, psb, pbias), pd)
+        st = fn(call, _pack7(pa, pb, psa, psb, pbias, pd, 0 if sidx is None else _raw_stream(sidx)))
+        if st:
+            plan.ctx.check(st)
+        return out
+    if tmpl is not None:
         d = _empty_like(tmpl)
     else:
         d = _empty_strided(d_shape, d_strides, dtype=tdtype, device=tdevice)
-    dp = _data_ptr
     # fp8kit_gemm_call_ptrs without argtypes: a byref and a bytes object, nothing to convert
     st = fn(call, _pack7(dp(a), dp(b), dp(scale_a), dp(scale_b), 0 if bias is None else dp(bias), dp(d),
                          0 if sidx is None else _raw_stream(sidx)))
@@ -751,7 +784,15 @@ def _hot_call(h, a, b, scale_a, scale_b, bias, out):
     return d
 
 
-def _register_hot(tkey, plan, has_out, operands):
+def _hot_overlap(h, ptrs, pd):
+    """The exact overlap check of a hot call's out= whose byte range meets an operand's."""
+    lays = h[15]
+    for name, p, lay in zip(("a", "b", "scale_a", "scale_b", "bias"), ptrs, lays):
+        if p and shares(pd, lays[5], p, lay):
+            raise_overlap(FN, "out", pd, lays[5], name, p, lay)
+
+
+def _register_hot(tkey, plan, has_out, operands, out=None):
     """Keeps plan under run's flat torch key when the hot path can do all of
     its work: no second output, workspace, C or scale_d, both scales, a
     torch output (given as out= when has_out), a library with
@@ -762,8 +803,14 @@ def _register_hot(tkey, plan, has_out, operands):
     when D has a dimension < 2, where empty_like would keep its 0 strides),
     D's shape, strides, torch dtype and device, CUDA device index or None,
     then the two guards again with a packed D as the last operand, for
-    out=). The guards (None without one) check the operands' type, dtype,
-    shape, strides and device against these operands', the facts tkey holds."""
+    out=), then for out='s overlap check minus the byte extent of D (out's
+    when has_out, else packed) and the byte extents of what the call reads of
+    a, b, scale_a, scale_b, bias (0 without), and the layouts of those five
+    and D (see _outputs). The guards (None without one) check the operands'
+    type, dtype, shape, strides and device against these operands', the facts
+    tkey holds; their requires_grad and dispatch keys too, so an out= they
+    pass is one torch would write (what _outputs.torch_writable checks on the
+    flat-key route)."""
     if not (plan.simple and plan.t_out is not None and plan.has_out == has_out and plan.use_sa and plan.use_sb
             and not plan.use_c and not plan.scaled and plan.ctx.unchecked_gemm_ptrs is not None):
         return
@@ -783,8 +830,17 @@ def _register_hot(tkey, plan, has_out, operands):
             g4 = g5 = None
             g4o = g5o = _false
     tmpl = torch_module().expanded(plan.d_shape, *plan.t_out) if M > 1 and N > 1 and not has_out else None
+    reads = dict((w, lay) for _, w, lay in plan.reads)
+    lays = tuple(reads.get(w, (0, (), (), 1)) for w in (0, 10, 20, 30, 51))
+    if has_out:
+        ld = torch_module().byte_layout(out)
+    else:
+        isz = ITEMSIZE[plan.d_dtype]
+        ld = (M * N * isz, (M, N), (N * isz, isz), isz)
+    lays += (ld,)
     hot = (tkey[-1], g4, g5, plan, plan.ctx.unchecked_gemm_ptrs, plan.shared_call(), tmpl, plan.d_shape,
-           (N, 1)) + plan.t_out + (plan.index if plan.torch_stream else None, g4o, g5o)
+           (N, 1)) + plan.t_out + (plan.index if plan.torch_stream else None, g4o, g5o,
+                                   (-ld[0],) + tuple(lay[0] for lay in lays[:5]), lays)
     with _plans_lock:
         if len(_tplans) > 4096:
             _tplans.clear()
@@ -955,7 +1011,57 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     # no second output, no workspace: the hot path calls C itself
     plan.simple = plan.alloc_sd is None and not plan.return_amax and not plan.ws
     plan.raw = bytes(args)
+    plan.out_check = None
+    # what C reads, as it reads it (a scale's flat count, b as (N, K)): (name, args word, layout)
+    plan.reads = tuple((name, _WORD[name], _tensor_layout(getattr(args, name))) for name in
+                       ("a", "b", "scale_a", "scale_b", "c", "bias", "scale_d")
+                       if getattr(args, name).ndim and (name != "scale_d" or plan.scaled))
     return plan
+
+
+def _tensor_layout(t):
+    """The layout (see _outputs) of an fp8kit Tensor struct."""
+    isz = ITEMSIZE[DType(t.dtype)]
+    n = t.ndim
+    span = 0
+    for i in range(n):
+        span += (t.shape[i] - 1) * t.strides[i]
+    return (span * isz + isz, tuple(t.shape[i] for i in range(n)), tuple(t.strides[i] * isz for i in range(n)), isz)
+
+
+def _out_checker(out, dv, reads, c_inplace=False):
+    """f(d, pd, words): a keyed call's checks of its out= d at pd, made per call
+    because they depend on more than the plan's signatures: d writable, and no
+    byte of d shared with what the call reads (the layouts fixed by the plan,
+    the pointers from this call's args words, written before it runs), but
+    that d may be exactly c when c_inplace (c read, of d's dtype and layout)."""
+    ld = view_layout(dv)
+    nd = -ld[0]  # [pd, pd + ed) meets [p, p + e) when -ed < pd - p < e
+    spans = tuple((w, lay[0]) for _, w, lay in reads)
+
+    def overlap(pd, words):
+        for name, w, lay in reads:
+            p = words[w]
+            if c_inplace and w == 41 and p == pd:
+                continue
+            if nd < pd - p < lay[0] and shares(pd, ld, p, lay):  # byte ranges meet: the exact check
+                raise_overlap(FN, "out", pd, ld, name, p, lay)
+
+    if isinstance(out, np.ndarray):
+        def check(d, pd, words):
+            if not d.flags.writeable:
+                numpy_writable(d, OUT_NAME)
+            for w, e in spans:
+                if nd < pd - words[w] < e:
+                    overlap(pd, words)
+    else:
+        def check(d, pd, words):
+            if d.requires_grad or d.is_inference():
+                torch_writable(d, OUT_NAME)
+            for w, e in spans:
+                if nd < pd - words[w] < e:
+                    overlap(pd, words)
+    return check
 
 
 def clear_plans():

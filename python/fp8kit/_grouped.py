@@ -18,6 +18,7 @@ from ._arrays import as_view, dtype_of_name, is_torch_tensor
 from ._context import Context
 from ._gemm import ACTIVATIONS, _numel
 from ._lib import Activation, BiasMode, DType, GemmDesc, ScaleMode, Tensor
+from ._outputs import check_disjoint, flat_layout, region, torch_writable
 from ._quant import FP8, HP, _enum, check_out, context_for, device_of, empty_like_kind, stream_for
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
@@ -106,11 +107,12 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
     Keyword arguments:
       activation: None, 'relu', 'gelu' (erf), 'gelu_tanh', 'silu'.
       alpha: the multiplier of the accumulator.
-      out: a (T, N) array to write D into instead of a new one.
+      out: a (T, N) array to write D into instead of a new one (writable, sharing no byte with an input or
+        status).
       ctx: a Context (default: the cached one of the operands' device).
       stream: a cudaStream_t int or torch stream (default: torch's current one).
       status: optional int32 tensor of one element on the operands' device that receives 0 or 2
-        (invalid offs)."""
+        (invalid offs); writable, sharing no byte with out or an input."""
     av, bv = as_view(a, "a"), as_view(b, "b")
     if av.dtype not in FP8 or bv.dtype not in FP8:
         raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"
@@ -152,12 +154,18 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
                 status.device.type != dev[0] or not status.is_contiguous()):
             raise InvalidArgumentError("%s: status must be a contiguous int32 torch tensor of one element on the "
                                        "operands' device" % FN)
+        torch_writable(status, "%s: status" % FN)
         sptr = status.data_ptr()
     if out is None:
         d, dv = empty_like_kind(av, (T, N), ddt)
     else:
-        dv = check_out(out, "out", (T, N), ddt, dev)
+        dv = check_out(out, "out", (T, N), ddt, dev, fn=FN)
         d = out
+    if out is not None or sptr:  # what the caller gives to be written shares no byte with the rest
+        check_disjoint(FN, [region("out", dv) if out is not None else None,
+                            ("status", sptr, flat_layout(4, 4)) if sptr else None],
+                       [region("a", av), region("b", bv), region("scale_a", sav), region("scale_b", sbv),
+                        region("bias", biasv), ("offs", optr, flat_layout(4 * G, 4))])
     args = GroupedGemmArgs()
     av.fill(args.a)
     # b as the library's (G, N, K): swap the last two dims of the (G, K, N) view

@@ -10,6 +10,7 @@ from . import _lib
 from ._arrays import View, as_view, dtype_of_name, torch_module
 from ._lib import Backend, DType, QuantDesc, Rounding, ScaleLayout, Scheme, Tensor
 from ._context import Context, get_context
+from ._outputs import check_disjoint, check_writable, region
 from ._typing import Array, ArrayPair, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, UnsupportedError
 
@@ -168,9 +169,12 @@ def empty_like_kind(view, shape, dt):
     return arr, numpy_view(arr, "out")
 
 
-def check_out(out, name, shape, dt, dev, fp8_default=None):
-    """View of a caller-given output, checked for shape, dtype and device."""
+def check_out(out, name, shape, dt, dev, fp8_default=None, fn=None):
+    """View of a caller-given output, checked for being writable (see
+    _outputs), shape, dtype and device. Overlap with the call's other arrays
+    is the caller's check (check_disjoint), once it has all their views."""
     v = as_view(out, name, fp8_default)
+    check_writable(out, v, name, fn)
     if tuple(v.shape) != tuple(shape):
         raise InvalidShapeError("%s has shape %s; expected %s" % (name, tuple(v.shape), tuple(shape)))
     if v.dtype != dt:
@@ -205,7 +209,8 @@ def quantize(x: Array, scheme: Union[str, Scheme] = "tensor", dtype: DTypeLike =
       scale_layout: 'plain', 'blocked' (mx) or 'mn_major' (block schemes).
 
     Keyword arguments:
-      out: (q, scale) arrays to write into instead of new ones.
+      out: (q, scale) arrays to write into instead of new ones: writable (see
+        docs/python.md, "Outputs"), sharing no byte with x or each other.
       ctx: a Context (default: the cached one of x's device).
       stream: a cudaStream_t int or torch stream (default: torch's current
         one for torch CUDA tensors)."""
@@ -222,8 +227,9 @@ def quantize(x: Array, scheme: Union[str, Scheme] = "tensor", dtype: DTypeLike =
         s, sv = empty_like_kind(xv, sshape, sdt)
     else:
         q, s = out
-        qv = check_out(q, "out[0] (q)", qshape, DType(desc.elem), dev, DType(desc.elem))
-        sv = check_out(s, "out[1] (scale)", sshape, sdt, dev, sdt)
+        qv = check_out(q, "out[0] (q)", qshape, DType(desc.elem), dev, DType(desc.elem), fn)
+        sv = check_out(s, "out[1] (scale)", sshape, sdt, dev, sdt, fn)
+        check_disjoint(fn, [region("out[0] (q)", qv), region("out[1] (scale)", sv)], [region("x", xv)])
     tx, tq, ts = Tensor(), Tensor(), Tensor()
     xv.fill(tx)
     qv.fill(tq)
@@ -248,7 +254,8 @@ def dequantize(q: Array, scale: Array, scheme: Union[str, Scheme] = "tensor", ax
 
     Keyword arguments:
       dtype: the fp8 format of an untagged uint8 q (default e4m3).
-      out: an array to write y into instead of a new one.
+      out: an array to write y into instead of a new one (writable, sharing
+        no byte with q or scale).
       ctx: a Context (default: the cached one of q's device).
       stream: a cudaStream_t int or torch stream (default: torch's current
         one for torch CUDA tensors)."""
@@ -277,7 +284,8 @@ def dequantize(q: Array, scale: Array, scheme: Union[str, Scheme] = "tensor", ax
         y, yv = empty_like_kind(qv, yshape, ydt)
     else:
         y = out
-        yv = check_out(y, "out", yshape, ydt, dev)
+        yv = check_out(y, "out", yshape, ydt, dev, fn=fn)
+        check_disjoint(fn, [region("out", yv)], [region("q", qv), region("scale", sv)])
     tq, ts, ty = Tensor(), Tensor(), Tensor()
     qv.fill(tq)
     sv.fill(ts)
@@ -299,7 +307,8 @@ def cast(x: Array, dtype: DTypeLike, *, src_dtype: Optional[DTypeLike] = None, o
 
     Keyword arguments:
       src_dtype: the fp8 format of an untagged uint8 x.
-      out: an array to write into instead of a new one.
+      out: an array to write into instead of a new one (writable, sharing
+        no byte with x).
       ctx: a Context (default: the cached one of x's device).
       stream: a cudaStream_t int or torch stream (default: torch's current
         one for torch CUDA tensors)."""
@@ -316,7 +325,8 @@ def cast(x: Array, dtype: DTypeLike, *, src_dtype: Optional[DTypeLike] = None, o
         y, yv = empty_like_kind(xv, tuple(xv.shape), ydt)
     else:
         y = out
-        yv = check_out(y, "out", tuple(xv.shape), ydt, dev, ydt)
+        yv = check_out(y, "out", tuple(xv.shape), ydt, dev, ydt, fn)
+        check_disjoint(fn, [region("out", yv)], [region("x", xv)])
     tx, ty = Tensor(), Tensor()
     xv.fill(tx)
     yv.fill(ty)

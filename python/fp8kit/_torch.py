@@ -63,6 +63,35 @@ def torch_view(t, name, fp8_default=None):
     return View(t.data_ptr(), dt, tuple(shape), strides, device, index, t, "torch")
 
 
+_grad_enabled = torch.is_grad_enabled
+_inference_mode = getattr(torch, "is_inference_mode_enabled", lambda: False)
+
+
+def readonly_reason(t):
+    """Why torch itself would refuse t as an out= tensor, or None: a tensor
+    that requires grad while grad mode is on ("functions with out=...
+    arguments don't support automatic differentiation"), an inference tensor
+    outside inference mode ("Inplace update to inference tensor outside
+    InferenceMode"). torch keeps no read-only flag: a tensor over read-only
+    memory (torch.frombuffer(bytes), torch.from_numpy of a read-only array;
+    torch warns when making one) cannot be told apart."""
+    if t.requires_grad and _grad_enabled():
+        return "it requires grad and grad mode is on: torch refuses it as out= too (use torch.no_grad() or detach())"
+    if t.is_inference() and not _inference_mode():
+        return "an inference tensor outside torch.inference_mode(): torch refuses in-place updates of it too"
+    return None
+
+
+def byte_layout(t):
+    """The layout (extent in bytes, shape, byte strides, item size) of a torch tensor (see _outputs)."""
+    isz = t.element_size()
+    shape, st = tuple(t.shape), t.stride()
+    span = 0
+    for n, s in zip(shape, st):
+        span += (n - 1) * s
+    return (span * isz + isz, shape, tuple(s * isz for s in st), isz)
+
+
 def empty(shape, dt, cuda_index):
     """A new torch tensor of fp8kit dtype dt on cuda:cuda_index (None = cpu)."""
     device = torch.device("cuda", cuda_index) if cuda_index is not None else torch.device("cpu")
