@@ -14,6 +14,17 @@
  *   cudaStream_t passed as void * (NULL = the default stream). The CPU backend
  *   ignores `stream`.
  * - Shapes and strides are int64_t and counted in elements.
+ * - Buffer sizes are the caller's guarantee: the API takes pointers, not
+ *   buffer lengths, so it cannot check them. Each buffer must hold the whole
+ *   extent its tensor describes - from data to the last element, that is
+ *   (1 + sum over dims of (shape[i] - 1) * strides[i]) * element size bytes
+ *   (numel * element size when contiguous) - and each other pointer what its
+ *   documentation says (amax_d 4 bytes, grouped offsets 4 * G, status 4,
+ *   workspace workspace_bytes). fp8kit checks that every size fits int64
+ *   and that the tensors agree with each other, but a descriptor larger than
+ *   its allocation (e.g. dims above INT32_MAX over a small buffer) is read or
+ *   written past the end: undefined behaviour, as with memcpy. A binding that
+ *   knows its buffers' lengths should compare them before the call.
  * - Alignment, the same rule on both backends: every tensor's data pointer is
  *   aligned to its element size (f32 4 bytes, f16 / bf16 2; fp8 codes and
  *   e8m0 scales may sit at any address), and amax_d and the grouped GEMM's
