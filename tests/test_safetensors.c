@@ -23,6 +23,13 @@
 
 static char tmpdir[256];
 
+#if defined(__SANITIZE_ADDRESS__)
+/* ASan's own SIGBUS handler would stand in for the converter's
+ * (test_truncated_input checks the converter's message) */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "handle_sigbus=0"; }
+#endif
+
 /* ------------------------------------------------------- building buffers */
 typedef struct buf {
     unsigned char *p;
@@ -661,6 +668,157 @@ static void test_no_echo(void)
     CHECK(!strcmp(why, "'[' or '{' expected"), "st_json_reason: %s", why);
 }
 
+/* ------------------------------------ issue 21.7: truncated inputs, SIGBUS */
+typedef struct trunc_ctl {
+    const char *path;
+    off_t to;
+    int calls, done;
+} trunc_ctl;
+
+/* st_conv_opts.progress: after the first slab, cut the input file short */
+static void truncate_after_first(void *user, const st_stats *s, int final)
+{
+    trunc_ctl *t = user;
+    (void)s;
+    if (!final && ++t->calls == 1 && !t->done) {
+        t->done = !truncate(t->path, t->to);
+        CHECK(t->done, "truncate %s", t->path);
+    }
+}
+
+static void test_truncated_input(fp8kit_ctx *ctx)
+{
+    /* an input truncated during the run: the size check before each slab
+     * fails with IO naming the file, nothing is written (quantize: the
+     * library's reads; copy: the writer thread's; dequantize: scales + codes) */
+    const src_tensor ts[] = {{"big.weight", ST_BF16, 512, 256}, {"big.bias", ST_F32, 256, 256}};
+    char src[512], out[512], err[600];
+    snprintf(src, sizeof src, "%s/trunc.safetensors", tmpdir);
+    snprintf(out, sizeof out, "%s/trunc_out.safetensors", tmpdir);
+    static const char *all[] = {"big.*"};
+    for (int mode = 0; mode < 3; mode++) {
+        make_src(src, ts, 2, 0, 9);
+        st_conv_opts o;
+        memset(&o, 0, sizeof o);
+        o.scheme = ST_SCHEME_FP8_ROW;
+        o.no_fsync = 1;
+        o.slab_bytes = 8192;
+        if (mode == 1) { /* copy only */
+            o.exclude = all;
+            o.nexclude = 1;
+        }
+        if (mode == 2) { /* dequantize an fp8 file made here */
+            char q[512];
+            snprintf(q, sizeof q, "%s/trunc_q.safetensors", tmpdir);
+            st_stats qs;
+            CHECK_STATUS(st_convert(ctx, src, q, &o, &qs, err, sizeof err), FP8KIT_OK);
+            CHECK(rename(q, src) == 0, "rename %s", q);
+            o.dequantize = 1;
+            o.out_dtype = FP8KIT_F32;
+        }
+        struct stat sb;
+        stat(src, &sb);
+        trunc_ctl tc = {src, sb.st_size / 3, 0, 0};
+        o.progress = truncate_after_first;
+        o.progress_user = &tc;
+        st_stats stats;
+        fp8kit_status st = st_convert(ctx, src, out, &o, &stats, err, sizeof err);
+        CHECK(st == FP8KIT_ERR_IO && strstr(err, "trunc.safetensors") && strstr(err, "shrank"),
+              "mode %d: truncated input: %s: %s", mode, fp8kit_status_string(st), err);
+        CHECK(access(out, F_OK) != 0 && count_tmp(tmpdir) == 0, "mode %d: nothing written", mode);
+    }
+    unlink(src);
+
+    /* the residual race (truncated between the check and the read): the
+     * SIGBUS handler names the file, removes the temporaries, and the process
+     * dies of SIGBUS. In a child, with its stderr in a file. */
+    make_src(src, ts, 2, 0, 9);
+    char log[512], tmpout[512];
+    snprintf(log, sizeof log, "%s/sigbus.log", tmpdir);
+    snprintf(tmpout, sizeof tmpout, "%s/sigbus_out.bin", tmpdir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+            _exit(3);
+        st_file f;
+        st_writer w;
+        char e2[300];
+        if (st_open(src, &f, e2, sizeof e2) || st_writer_open(&w, tmpout, 1, e2, sizeof e2))
+            _exit(4);
+        if (truncate(src, 0))
+            _exit(5);
+        volatile unsigned char sink = f.map[f.map_size - 1]; /* SIGBUS */
+        (void)sink;
+        _exit(6);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS, "child died of SIGBUS (status %d)", status);
+    unsigned char *msg = NULL;
+    size_t n = read_file(log, &msg);
+    if (msg)
+        msg[n] = '\0';
+    CHECK(msg && strstr((char *)msg, "trunc.safetensors: I/O error: the file shrank while being read"),
+          "the SIGBUS message names the file: %s", msg ? (char *)msg : "(none)");
+    free(msg);
+    CHECK(count_tmp(tmpdir) == 0 && access(tmpout, F_OK) != 0, "SIGBUS left no temporary file");
+    unlink(log);
+    unlink(src);
+}
+
+/* ------------------------------------------------- issue 21.7: stale names */
+/* A temporary name of this tool whose writer is gone (SIGKILL) is removed by
+ * the next run next to the same target; one whose writer is alive, or that
+ * another host made (process ids mean nothing across hosts), is kept. */
+static void test_stale(void)
+{
+    char dir[512], target[600], err[600];
+    snprintf(dir, sizeof dir, "%s/stale", tmpdir);
+    mkdir(dir, 0755);
+    snprintf(target, sizeof target, "%s/model.safetensors", dir);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    unsigned host = st_tmp_host_tag();
+    static const struct {
+        const char *kind;
+        int dead, other_host, removed;
+    } cases[] = {{"file", 1, 0, 1}, {"dir", 1, 0, 1}, {"file", 0, 0, 0}, {"file", 1, 1, 0}, {"dir", 0, 1, 0}};
+    char names[5][700];
+    for (int i = 0; i < 5; i++) {
+        snprintf(names[i], sizeof names[i], "%s/.model.safetensors" ST_TMP_TAG "%s-%08x-%ld-%06x", dir,
+                 cases[i].kind, cases[i].other_host ? host ^ 0x5a5a5a5au : host,
+                 cases[i].dead ? (long)dead : (long)getppid(), 0xabc000 + i);
+        if (!strcmp(cases[i].kind, "dir")) {
+            mkdir(names[i], 0755);
+            char inner[720];
+            snprintf(inner, sizeof inner, "%.700s/x", names[i]);
+            write_file(inner, "x", 1);
+        } else {
+            write_file(names[i], "partial", 7);
+        }
+    }
+    char other[700]; /* another target's stale name in the same directory: also the tool's, also removed */
+    snprintf(other, sizeof other, "%s/.other.bin" ST_TMP_TAG "file-%08x-%ld-000001", dir, host, (long)dead);
+    write_file(other, "o", 1);
+    char foreign[700]; /* not a name this tool makes: never touched */
+    snprintf(foreign, sizeof foreign, "%s/.model.safetensors.fp8kit-tmp-notes.txt", dir);
+    write_file(foreign, "keep", 4);
+    CHECK(st_tmp_clean_stale(target) == 3, "three stale names removed");
+    for (int i = 0; i < 5; i++)
+        CHECK((access(names[i], F_OK) != 0) == cases[i].removed, "stale case %d (%s, %s, %s): %s", i, cases[i].kind,
+              cases[i].dead ? "dead writer" : "live writer", cases[i].other_host ? "other host" : "this host",
+              cases[i].removed ? "removed" : "kept");
+    CHECK(access(other, F_OK) != 0 && access(foreign, F_OK) == 0, "another target's stale name removed, a foreign "
+          "name kept");
+    (void)err;
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
 /* ------------------------------------------------------------------ index */
 static void test_index(void)
 {
@@ -725,6 +883,8 @@ int main(void)
     test_convert(ctx);
     test_shape_rule(ctx);
     test_no_echo();
+    test_truncated_input(ctx);
+    test_stale();
     test_index();
     fp8kit_ctx_destroy(ctx);
     char cmd[400];

@@ -1260,6 +1260,40 @@ def test_special_files(tmp, rng, src_path):
     shutil.rmtree(base)
 
 
+def limited_fsize(limit):
+    """preexec_fn: RLIMIT_FSIZE (ulimit -f) of limit bytes for the child."""
+    import resource
+
+    def f():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return f
+
+
+def test_file_size_limit(tmp, src_path):
+    """Issue 21.7: past `ulimit -f` the CLI used to die of SIGXFSZ with no
+    message, leaving a temporary file. Now the write fails with EFBIG: exit 1,
+    an I/O error naming the file, nothing left behind."""
+    full = os.path.join(tmp, "fsize_full.safetensors")
+    r = run("quantize", src_path, full, "--scheme", "fp8-row")
+    size = os.path.getsize(full) if r.returncode == 0 else 1 << 20
+    o = os.path.join(tmp, "fsize.safetensors")
+    for limit in (0, 1000, size // 2, size - 1):
+        for cmd in (["quantize", src_path, o, "--scheme", "fp8-row"], ["dequantize", full, o, "--dtype", "f32"]):
+            r = run(*cmd, preexec_fn=limited_fsize(limit), timeout=60)
+            check(r.returncode == 1 and "fsize" in r.stderr and "File too large" in r.stderr and
+                  "FP8KIT_ERR_IO" in r.stderr,
+                  "ulimit -f %d bytes (%s): an I/O error naming the file, exit 1 (rc %d: %s)" % (
+                      limit, cmd[0], r.returncode, r.stderr.strip()[:300]))
+            check(not os.path.exists(o) and leftovers(tmp) == [],
+                  "ulimit -f %d bytes (%s): nothing left (%s)" % (limit, cmd[0], leftovers(tmp)))
+    r = run("quantize", src_path, o, "--scheme", "fp8-row", preexec_fn=limited_fsize(size))
+    check(r.returncode == 0 and open(o, "rb").read() == open(full, "rb").read(),
+          "ulimit -f of exactly the output size: written (%s)" % r.stderr.strip())
+    for p in (o, full):
+        if os.path.exists(p):
+            os.unlink(p)
+
+
 def refused_existing(r, out):
     """Exit status 2, one line on stderr naming OUT and --force, no I/O status."""
     return (r.returncode == 2 and r.stderr.count("\n") == 1 and out in r.stderr and "exists" in r.stderr and
@@ -1332,8 +1366,55 @@ def test_safety(tmp, src_path):
     tty = b"".join(chunks).decode(errors="replace")
     check(p.returncode == 0 and "tensors" in tty and "GB/s" in tty and "ETA" in tty and "\r" in tty,
           "progress bar on a terminal (%r)" % tty[:120])
-    os.unlink(big)
     os.unlink(o)
+    # issue 21.7: SIGKILL leaves the temporary file (nothing can remove it);
+    # the next run next to the same OUT removes it (its writer is gone) and
+    # says so; a temporary name of a live writer is left alone
+    o = os.path.join(tmp, "killed.safetensors")
+    p = subprocess.Popen([FP8KIT, "quantize", big, o, "--scheme", "fp8-row", "--threads", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t0, seen = time.time(), []
+    while time.time() - t0 < 20 and p.poll() is None and not seen:
+        seen = leftovers(tmp)
+        time.sleep(0.002)
+    p.send_signal(signal.SIGKILL)
+    p.communicate()
+    check(seen and leftovers(tmp) == seen, "SIGKILL: the temporary file stays (%s)" % leftovers(tmp))
+    live = os.path.join(tmp, os.path.basename(seen[0]).rsplit("-", 2)[0] + "-%d-abcdef" % os.getpid()) \
+        if seen else None
+    if live:
+        open(live, "wb").close()
+    r = run("quantize", src_path, o, "--scheme", "fp8-row")
+    check(r.returncode == 0 and "removed 1 temporary file(s) left next to" in r.stderr and
+          leftovers(tmp) == ([os.path.basename(live)] if live else []),
+          "the next run removes the killed run's temporary file, not a live writer's (%s; %s)" % (
+              r.stderr.strip(), leftovers(tmp)))
+    if live:
+        os.unlink(live)
+    os.unlink(o)
+    # issue 21.7: the input truncated during the run (inputs are mapped): an
+    # I/O error naming the file, from the size check before each slab (exit 1),
+    # or in the remaining window from the SIGBUS handler (the process dies of
+    # SIGBUS after the same message); nothing left either way
+    o = os.path.join(tmp, "truncated.safetensors")
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":handle_sigbus=0")
+    p = subprocess.Popen([FP8KIT, "quantize", big, o, "--scheme", "fp8-row", "--threads", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    t0, seen = time.time(), False
+    while time.time() - t0 < 20 and p.poll() is None:
+        if leftovers(tmp):
+            seen = True
+            os.truncate(big, 1 << 20)
+            break
+        time.sleep(0.002)
+    _, err = p.communicate(timeout=60)
+    check(seen and p.returncode in (1, -signal.SIGBUS) and "big.safetensors" in err and "shrank" in err and
+          "I/O error" in err.replace("FP8KIT_ERR_IO", "I/O error"),
+          "input truncated during the run: an I/O error naming it (rc %s: %s)" % (p.returncode, err.strip()[:300]))
+    check(not os.path.exists(o) and leftovers(tmp) == [], "input truncated: nothing left (%s)" % leftovers(tmp))
+    print("test_st_cli: input truncated during the run: caught by the %s" % (
+        "size check before a slab (exit 1)" if p.returncode == 1 else "SIGBUS handler"))
+    os.unlink(big)
 
 
 
@@ -1368,6 +1449,7 @@ def main():
         test_corrupt(tmp, src_path)
         test_zero_numel(tmp)
         test_special_files(tmp, rng, src_path)
+        test_file_size_limit(tmp, src_path)
         test_safety(tmp, src_path)
         print("test_st_cli: %.1f s" % (time.time() - t0))
     finally:

@@ -778,6 +778,24 @@ def test_failures(tmp, rng, d):
     attempt("config.json with a quantization_config", p6, needle="quantization_config")
     for p in (p, p2, p3, p4, p5, p6):
         shutil.rmtree(p)
+    # issue 21.7: past `ulimit -f` (a weights file, or an other file copied
+    # with copy_file_range) the write fails with EFBIG: exit 1, the file named,
+    # nothing left beside OUT, an existing OUT unchanged (it used to be SIGXFSZ)
+    sizes = os.path.join(tmp, "fsize_probe")
+    r = run("quantize", d, sizes, "--scheme", "fp8-row")
+    biggest = max(os.path.getsize(os.path.join(dp, n)) for dp, _, ns in os.walk(sizes) for n in ns)
+    shutil.rmtree(sizes)
+    p7 = variant("bigother", lambda p: open(os.path.join(p, "tokenizer.model"), "wb").write(b"t" * (biggest + 4096)))
+    for inp, limit, needle in ((d, 0, "model.safetensors"), (d, 3000, "model.safetensors"),
+                               (p7, biggest + 1, "tokenizer.model")):
+        for out, force in ((os.path.join(base, "new"), []), (existing, ["--force"])):
+            r = run("quantize", inp, out, "--scheme", "fp8-row", *force, preexec_fn=R.limited_fsize(limit), timeout=120)
+            check(r.returncode == 1 and "File too large" in r.stderr and needle in r.stderr and
+                  listing(base) == ["existing"] and tree(existing) == snap_existing,
+                  "ulimit -f %d%s: an I/O error naming %s, nothing left beside OUT, OUT unchanged (rc %d, %s: %s)" % (
+                      limit, " --force over a directory" if force else "", needle, r.returncode, listing(base),
+                      r.stderr.strip()[:300]))
+    shutil.rmtree(p7)
     # interrupted: SIGINT / SIGTERM while the directory is being built
     big = os.path.join(tmp, "bigmodel")
     os.makedirs(os.path.join(big, "sub"))

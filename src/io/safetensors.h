@@ -75,6 +75,8 @@ typedef struct st_file {
     char *path;                /* as given (used in messages) */
     unsigned char *map;        /* whole file, read-only (NULL for st_parse) */
     size_t map_size;
+    int fd;                    /* open while mapped (st_check_size); valid when map is set */
+    int map_slot;              /* st_map_register's slot */
     uint64_t header_len;       /* N */
     uint64_t data_size;        /* bytes after the header */
     const unsigned char *data; /* the data section */
@@ -90,8 +92,15 @@ typedef struct st_file {
  * empty (st_close is still safe). */
 fp8kit_status st_parse(const unsigned char *buf, size_t size, const char *label, st_file *f,
                        char *err, size_t errlen);
-/* Maps path read-only and parses it. */
+/* Maps path read-only and parses it. A FIFO, device or socket is refused
+ * without blocking (O_NONBLOCK). */
 fp8kit_status st_open(const char *path, st_file *f, char *err, size_t errlen);
+/* FP8KIT_ERR_IO, naming the file, when the file behind f's mapping is now
+ * shorter than what was mapped (truncated during the run): touching the lost
+ * pages would raise SIGBUS. The converter calls it before each slab; a
+ * truncation between this check and the read is left to the SIGBUS handler
+ * (st_map_register). OK for a buffer parsed with st_parse. */
+fp8kit_status st_check_size(const st_file *f, char *err, size_t errlen);
 void st_close(st_file *f);
 /* The one shape rule of the reader and the writer (docs/spec.md 4): every
  * dim is >= 0 and the product of the non-zero dims times the element size
@@ -155,6 +164,24 @@ int st_tmp_register(const char *path, int is_dir); /* slot >= 0, or -1 when full
 void st_tmp_forget(int slot);                      /* path renamed away: keep it */
 void st_tmp_remove(int slot);                      /* unlink (rmdir) it now, then forget */
 void st_tmp_cleanup(void);                         /* removes all registered paths */
+/* st_tree_commit's fallback (no RENAME_EXCHANGE): while armed, the signal
+ * handler renames `aside` back to `out` when `out` does not exist, so a
+ * signal between "old OUT moved aside" and "new OUT moved in" cannot leave
+ * OUT missing. One at a time: arm (0, or -1 for a path over PATH_MAX) holds
+ * a lock that disarm releases. */
+int st_tmp_restore_arm(const char *aside, const char *out);
+void st_tmp_restore_disarm(void);
+/* Mapped inputs (st_open / st_close): a SIGBUS inside a registered range (the
+ * file truncated while mapped) prints one line naming the file, then the
+ * handler removes the temporary paths and the process dies of SIGBUS. */
+int st_map_register(const void *addr, size_t len, const char *path); /* slot, or -1 */
+void st_map_forget(int slot);
+/* While held (counted, for concurrent conversions), SIGXFSZ is ignored when
+ * its action was the default, so a write past RLIMIT_FSIZE (ulimit -f) fails
+ * with EFBIG and is reported with the file's name, instead of killing the
+ * process with no message; the last release restores the default. */
+void st_xfsz_hold(void);
+void st_xfsz_release(void);
 
 typedef struct st_writer {
     int fd;

@@ -20,6 +20,7 @@ typedef enum cv_action { CV_COPY, CV_QUANT, CV_DEQUANT, CV_DROP } cv_action;
 typedef struct cv_item {
     const st_tensor *src;   /* tensor read (copied, quantized, or the fp8 weight) */
     const st_tensor *scale; /* dequantize: the weight's scale tensor */
+    const st_file *scale_in; /* dequantize: the file holding it (maybe another shard) */
     cv_action act;
     fp8kit_quant_desc desc;
     int64_t R, C;           /* 2-D view of src */
@@ -63,6 +64,7 @@ typedef struct cv {
     int seen_conv;          /* dequantize: 1 "_scale_inv" (fp8) seen, 2 "_scale" (compressed-tensors) seen */
     char quant_json[512];
     st_pipe *pipe;          /* writer thread and output buffers */
+    const st_file *in;      /* the input file being converted (st_check_size before each slab) */
     cv_buf hs, hx;          /* host: input scales (dequantize), unaligned input staging */
     cv_buf dx, dq, ds, dy;  /* device */
     struct timespec t0;
@@ -79,6 +81,10 @@ void st_pipe_release(st_pipe *p, int slot); /* give back an unsubmitted buffer *
  * written) or, slot -1, from memory that stays valid until drained. */
 fp8kit_status st_pipe_submit(st_pipe *p, int slot, const void *ptr, size_t len, uint64_t off, char *err,
                              size_t errlen);
+/* The same for bytes of the mapped input file src (a path, for the message
+ * when the file was truncated under the mapping). */
+fp8kit_status st_pipe_submit_mapped(st_pipe *p, const void *ptr, size_t len, uint64_t off, const char *src, char *err,
+                                    size_t errlen);
 /* Waits for every queued write; the first write error, if any. */
 fp8kit_status st_pipe_drain(st_pipe *p, char *err, size_t errlen);
 /* Asks the prefetch thread to map [addr, addr+len) (latest request wins). */

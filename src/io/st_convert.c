@@ -105,12 +105,22 @@ static fp8kit_status cv_lib_fail(cv *c, fp8kit_status st, const char *fn, const 
                    fp8kit_status_string(st));
 }
 
+/* Before each slab read from a mapping: the file must still hold what was
+ * mapped (a truncated input fails here, cleanly, rather than with SIGBUS). */
+static fp8kit_status cv_check_in(cv *c, const st_file *f)
+{
+    return f ? st_check_size(f, c->err, c->errlen) : FP8KIT_OK;
+}
+
 static fp8kit_status cv_copy(cv *c, uint64_t at, const st_tensor *t)
 {
     uint64_t n = t->end - t->begin, done = 0;
     while (done < n) { /* written by the pipe's thread straight from the mapping */
         size_t k = n - done < c->slab ? (size_t)(n - done) : c->slab;
-        fp8kit_status st = st_pipe_submit(c->pipe, -1, t->data + done, k, at + done, c->err, c->errlen);
+        fp8kit_status st = cv_check_in(c, c->in);
+        if (!st)
+            st = st_pipe_submit_mapped(c->pipe, t->data + done, k, at + done, c->in ? c->in->path : NULL, c->err,
+                                       c->errlen);
         if (st)
             return st;
         done += k;
@@ -155,6 +165,8 @@ static fp8kit_status cv_quant(cv *c, uint64_t base, const cv_file *f, const cv_i
         if (dev && r0 + rs < N) /* map the next slab while this one is copied */
             st_pipe_prefetch(c->pipe, src + xb, (size_t)((N - r0 - rs < rs ? N - r0 - rs : rs) * K) * es);
         fp8kit_tensor x = fp8kit_tensor_make(NULL, xd, 2, shape), q, s;
+        if ((st = cv_check_in(c, c->in)))
+            goto fail;
         if ((st = fp8kit_quant_shapes(&it->desc, &x, &q, &s))) {
             st = cv_lib_fail(c, st, "fp8kit_quant_shapes", tq);
             goto fail;
@@ -226,6 +238,8 @@ static fp8kit_status cv_dequant(cv *c, uint64_t base, const cv_file *f, const cv
     const int dev = c->mem != NULL;
     /* the scales, aligned (a foreign file may leave f32 scales unaligned) */
     fp8kit_status st = cv_buf_need(c, &c->hs, sbytes);
+    if (!st)
+        st = cv_check_in(c, it->scale_in);
     if (st)
         return st;
     if (wide) {
@@ -249,6 +263,8 @@ static fp8kit_status cv_dequant(cv *c, uint64_t base, const cv_file *f, const cv
         if (dev && r0 + rs < N)
             st_pipe_prefetch(c->pipe, src + qb, (size_t)((N - r0 - rs < rs ? N - r0 - rs : rs) * K));
         fp8kit_tensor y = fp8kit_tensor_make(NULL, yd, 2, shape), q, s;
+        if ((st = cv_check_in(c, c->in)))
+            return st;
         if ((st = fp8kit_quant_shapes(&it->desc, &y, &q, &s)))
             return cv_lib_fail(c, st, "fp8kit_quant_shapes", tq);
         size_t sb = cv_tbytes(&s);
@@ -299,6 +315,7 @@ static fp8kit_status cv_run_file(cv *c, const cv_file *f, st_writer *w)
         return st;
     if (f->in->map)
         (void)madvise(f->in->map, f->in->map_size, MADV_SEQUENTIAL);
+    c->in = f->in;
     st_pipe_set_writer(c->pipe, w);
     for (size_t i = 0; i < f->nitems && !st; i++) {
         const cv_item *it = &f->items[i];
@@ -328,6 +345,7 @@ static fp8kit_status cv_run_file(cv *c, const cv_file *f, st_writer *w)
         snprintf(c->err, c->errlen, "%s", derr);
     }
     st_pipe_set_writer(c->pipe, NULL);
+    c->in = NULL;
     if (!st)
         c->stats->out_bytes += total;
     return st;
@@ -487,6 +505,7 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     memset(&tree, 0, sizeof tree);
     const char **skip = NULL;
     char *ipath = NULL;
+    int xfsz = 0;
     if (st)
         goto done;
     files = calloc(nfiles ? nfiles : 1, sizeof *files);
@@ -579,7 +598,11 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     }
 
     /* write: a model directory is built in a temporary directory next to OUT
-     * (after removing what a killed earlier run left there) */
+     * (after removing what a killed earlier run left there). SIGXFSZ is
+     * ignored meanwhile: past `ulimit -f` a write fails with EFBIG, named
+     * and cleaned up like any other I/O error */
+    st_xfsz_hold();
+    xfsz = 1;
     int stale = st_tmp_clean_stale(out);
     if (stale && o->warn) {
         char msg[600];
@@ -655,6 +678,8 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     cv_progress(c, 1);
 done:
     st_tree_discard(&tree);
+    if (xfsz)
+        st_xfsz_release();
     free(skip);
     free(ipath);
     st_pipe_destroy(c->pipe);

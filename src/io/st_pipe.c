@@ -28,6 +28,7 @@ typedef struct pipe_job {
     const void *ptr;
     size_t len;
     uint64_t off;
+    const char *src;   /* the mapped input ptr lies in (st_pipe_submit_mapped), or NULL */
 } pipe_job;
 
 struct st_pipe {
@@ -72,6 +73,12 @@ static void *pipe_writer_main(void *arg)
         fp8kit_status st = FP8KIT_OK;
         if (!skip && j.len) {
             st = st_writer_pwrite(w, j.ptr, j.len, j.off, msg, sizeof msg);
+            /* copying straight from a mapping whose file was truncated: the
+             * kernel's read of the lost pages fails with EFAULT (no SIGBUS) */
+            if (st && j.src && errno == EFAULT)
+                snprintf(msg, sizeof msg,
+                         "%s: I/O error: the file shrank while being copied (truncated or rewritten during the run)",
+                         j.src);
             if (!st && !w->no_fsync) /* start writeback now; the final fsync then has little left */
                 (void)sync_file_range(w->fd, (off64_t)j.off, (off64_t)j.len, SYNC_FILE_RANGE_WRITE);
         }
@@ -95,9 +102,9 @@ static void pipe_populate(const void *addr, size_t len)
     const size_t pg = 4096;
     uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(pg - 1);
     size_t n = len + ((uintptr_t)addr - a);
-    if (!madvise((void *)a, n, MADV_POPULATE_READ))
-        return;
-    /* older kernels: touch one byte per page */
+    if (!madvise((void *)a, n, MADV_POPULATE_READ) || errno != EINVAL)
+        return; /* EFAULT: pages past a truncated file's end; touching them would raise SIGBUS here */
+    /* kernels before 5.14 (no MADV_POPULATE_READ): touch one byte per page */
     volatile const unsigned char *b = (const unsigned char *)a;
     unsigned char sink = 0;
     for (size_t i = 0; i < n; i += pg)
@@ -231,8 +238,23 @@ void st_pipe_release(st_pipe *p, int slot)
     pthread_mutex_unlock(&p->mu);
 }
 
+static fp8kit_status pipe_submit(st_pipe *p, int slot, const void *ptr, size_t len, uint64_t off, const char *src,
+                                 char *err, size_t errlen);
+
 fp8kit_status st_pipe_submit(st_pipe *p, int slot, const void *ptr, size_t len, uint64_t off, char *err,
                              size_t errlen)
+{
+    return pipe_submit(p, slot, ptr, len, off, NULL, err, errlen);
+}
+
+fp8kit_status st_pipe_submit_mapped(st_pipe *p, const void *ptr, size_t len, uint64_t off, const char *src, char *err,
+                                    size_t errlen)
+{
+    return pipe_submit(p, -1, ptr, len, off, src, err, errlen);
+}
+
+static fp8kit_status pipe_submit(st_pipe *p, int slot, const void *ptr, size_t len, uint64_t off, const char *src,
+                                 char *err, size_t errlen)
 {
     pthread_mutex_lock(&p->mu);
     while (p->count == PIPE_JOBS && !p->failed)
@@ -249,6 +271,7 @@ fp8kit_status st_pipe_submit(st_pipe *p, int slot, const void *ptr, size_t len, 
     j->ptr = ptr;
     j->len = len;
     j->off = off;
+    j->src = src;
     p->count++;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);

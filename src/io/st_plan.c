@@ -191,12 +191,14 @@ char *cv_concat(const char *a, const char *b)
 }
 
 /* Global name -> (file, tensor) map over all input files. */
-static const st_tensor *cv_lookup(json_t *names, const cv_file *files, const char *name)
+static const st_tensor *cv_lookup(json_t *names, const cv_file *files, const char *name, const st_file **file)
 {
     json_t *v = json_object_get(names, name);
     if (!v)
         return NULL;
     json_int_t id = json_integer_value(v);
+    if (file)
+        *file = files[id >> 32].in;
     return &files[id >> 32].in->tensors[id & 0xFFFFFFFF];
 }
 
@@ -415,7 +417,7 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
                     st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
                     break;
                 }
-                if (cv_lookup(names, files, it->scale_name)) {
+                if (cv_lookup(names, files, it->scale_name, NULL)) {
                     char sq[160];
                     st_quote(it->scale_name, sq, sizeof sq);
                     st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT,
@@ -427,8 +429,9 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
             }
         } else if ((t->dtype == ST_F8_E4M3 || t->dtype == ST_F8_E5M2) && !cv_excluded(o, t->name)) {
             char *sn = cv_concat(t->name, "_scale"), *si = cv_concat(t->name, "_scale_inv");
-            const st_tensor *s1 = sn ? cv_lookup(names, files, sn) : NULL;
-            const st_tensor *s2 = si ? cv_lookup(names, files, si) : NULL;
+            const st_file *f1 = NULL, *f2 = NULL;
+            const st_tensor *s1 = sn ? cv_lookup(names, files, sn, &f1) : NULL;
+            const st_tensor *s2 = si ? cv_lookup(names, files, si, &f2) : NULL;
             free(sn);
             free(si);
             if (s1 && s2) {
@@ -440,6 +443,7 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
             if (s1 || s2) {
                 it->act = CV_DEQUANT;
                 it->scale = s1 ? s1 : s2;
+                it->scale_in = s1 ? f1 : f2;
                 if ((st = cv_detect(c, t, it->scale, s2 != NULL, it)))
                     break;
             }

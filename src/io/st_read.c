@@ -157,8 +157,11 @@ void st_close(st_file *f)
     free(f->tensors);
     free(f->meta);
     free(f->path);
-    if (f->map)
+    if (f->map) {
+        st_map_forget(f->map_slot);
         munmap(f->map, f->map_size);
+        close(f->fd);
+    }
     memset(f, 0, sizeof *f);
 }
 
@@ -469,20 +472,40 @@ fp8kit_status st_open(const char *path, st_file *f, char *err, size_t errlen)
             return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot map: %s", path, strerror(e));
         }
     }
-    close(fd);
+    /* registered before the header is read: a SIGBUS from here on names the file */
+    int slot = map ? st_map_register(map, size, path) : -1;
     static const unsigned char none[1];
     fp8kit_status st = st_parse(map ? map : none, size, path, f, err, errlen);
     if (st) {
+        st_map_forget(slot);
         if (map)
             munmap(map, size);
+        close(fd);
         return st;
     }
-    f->map = map;
+    f->map = map; /* parsed, so size >= 8 and map is set */
     f->map_size = size;
+    f->fd = fd; /* kept open for st_check_size */
+    f->map_slot = slot;
     if (!(f->path = strdup(path))) {
         st_close(f);
         return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
+    return FP8KIT_OK;
+}
+
+fp8kit_status st_check_size(const st_file *f, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (!f->map)
+        return FP8KIT_OK;
+    if (fstat(f->fd, &sb))
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot stat: %s", f->path, strerror(errno));
+    if ((uint64_t)sb.st_size < (uint64_t)f->map_size)
+        return st_err(err, errlen, FP8KIT_ERR_IO,
+                      "%s: the file shrank from %llu to %llu bytes while being read (truncated or rewritten during "
+                      "the run)",
+                      f->path, (unsigned long long)f->map_size, (unsigned long long)sb.st_size);
     return FP8KIT_OK;
 }
 

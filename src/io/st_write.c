@@ -1,11 +1,15 @@
 /* st_write.c - safetensors writer: header serialization (jansson), files
  * written under a temporary name in the target directory and renamed into
  * place only when complete, and the registry of temporary paths that a
- * SIGINT/SIGTERM/SIGHUP/SIGBUS handler removes before the process dies. */
+ * SIGINT/SIGTERM/SIGHUP/SIGBUS handler removes before the process dies (a
+ * SIGBUS names the mapped input it hit: st_map_register); SIGXFSZ ignored
+ * while a conversion writes (st_xfsz_hold), so RLIMIT_FSIZE is an EFBIG
+ * error with a message instead of a silent death. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -160,10 +164,104 @@ static void st_tmp_remove_all(void)
     }
 }
 
-static void st_tmp_on_signal(int sig)
+/* ------------------------------------------- a directory moved aside (restore) */
+/* While st_tree_commit's fallback has moved the old OUT aside, a signal puts
+ * it back (rename is async-signal-safe) unless the new one is already in
+ * place. One at a time per process (st_restore_lock). */
+static char st_restore_from[PATH_MAX], st_restore_to[PATH_MAX];
+static volatile sig_atomic_t st_restore_armed;
+static pthread_mutex_t st_restore_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int st_tmp_restore_arm(const char *aside, const char *out)
 {
+    if (strlen(aside) >= PATH_MAX || strlen(out) >= PATH_MAX)
+        return -1;
+    pthread_mutex_lock(&st_restore_lock);
+    memcpy(st_restore_from, aside, strlen(aside) + 1);
+    memcpy(st_restore_to, out, strlen(out) + 1);
+    __atomic_store_n(&st_restore_armed, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void st_tmp_restore_disarm(void)
+{
+    __atomic_store_n(&st_restore_armed, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&st_restore_lock);
+}
+
+static void st_restore_now(void)
+{
+    struct stat sb;
+    if (__atomic_load_n(&st_restore_armed, __ATOMIC_ACQUIRE) && lstat(st_restore_to, &sb) && errno == ENOENT)
+        (void)rename(st_restore_from, st_restore_to);
+}
+
+/* ---------------------------------------------- mapped inputs (SIGBUS) */
+/* Every file st_open maps is listed with its address range, so a SIGBUS
+ * (a mapped input truncated while it is read) can name the file. Tables
+ * only grow, like st_tmp_table; dead slots are reused; paths are kept inline
+ * (their last ST_MAP_PATH - 1 bytes) so the handler never reads freed memory. */
+#define ST_MAP_PATH 256
+typedef struct st_map_entry {
+    uintptr_t lo, hi;
+    volatile sig_atomic_t live;
+    char path[ST_MAP_PATH];
+} st_map_entry;
+
+typedef struct st_map_table {
+    struct st_map_table *prev;
+    size_t cap, n;
+    st_map_entry *e[]; /* entries are shared by every table */
+} st_map_table;
+
+static st_map_table *st_map_tab;
+
+static void st_put(const char *s)
+{
+    ssize_t r = write(STDERR_FILENO, s, strlen(s));
+    (void)r;
+}
+
+static void st_put_u64(uint64_t v)
+{
+    char b[24];
+    int i = (int)sizeof b - 1;
+    b[i] = '\0';
+    do
+        b[--i] = (char)('0' + v % 10);
+    while ((v /= 10) && i > 0);
+    st_put(b + i);
+}
+
+/* Async-signal-safe: one line naming the mapped file holding addr, if any. */
+static void st_map_report(uintptr_t addr)
+{
+    st_map_table *t = __atomic_load_n(&st_map_tab, __ATOMIC_ACQUIRE);
+    size_t n = t ? __atomic_load_n(&t->n, __ATOMIC_ACQUIRE) : 0;
+    for (size_t i = 0; i < n; i++) {
+        st_map_entry *e = t->e[i];
+        if (!e->live || addr < e->lo || addr >= e->hi)
+            continue;
+        st_put("fp8kit: ");
+        st_put(e->path);
+        st_put(": I/O error: the file shrank while being read (bus error at byte ");
+        st_put_u64(addr - e->lo);
+        st_put(" of ");
+        st_put_u64(e->hi - e->lo);
+        st_put("): it was truncated or rewritten during the run; the temporary output was removed and OUT was "
+               "not changed\n");
+        return;
+    }
+}
+
+static void st_tmp_on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
     int saved = errno;
+    if (sig == SIGBUS && si)
+        st_map_report((uintptr_t)si->si_addr);
     st_tmp_remove_all();
+    st_restore_now();
     errno = saved;
     /* SA_RESETHAND restored the default action: die of the same signal */
     raise(sig);
@@ -178,14 +276,103 @@ static void st_tmp_install(void)
         struct sigaction old, sa;
         if (sigaction(st_tmp_signals[i], NULL, &old) || old.sa_handler == SIG_IGN)
             continue; /* keep an inherited "ignore" (nohup) */
-        if (old.sa_handler != SIG_DFL)
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
             continue; /* the program has its own handler */
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = st_tmp_on_signal;
+        sa.sa_sigaction = st_tmp_on_signal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
+        sa.sa_flags = SA_RESETHAND | SA_SIGINFO;
         (void)sigaction(st_tmp_signals[i], &sa, NULL);
     }
+}
+
+int st_map_register(const void *addr, size_t len, const char *path)
+{
+    st_map_entry *e = NULL;
+    pthread_mutex_lock(&st_tmp_lock);
+    st_tmp_install();
+    st_map_table *t = st_map_tab;
+    size_t slot = 0;
+    for (; t && slot < t->n; slot++)
+        if (!t->e[slot]->live)
+            break;
+    if (!t || slot == t->n) {
+        if (!t || t->n == t->cap) {
+            size_t cap = t ? 2 * t->cap : 16;
+            st_map_table *nt = calloc(1, sizeof *nt + cap * sizeof nt->e[0]);
+            if (!nt) {
+                pthread_mutex_unlock(&st_tmp_lock);
+                return -1;
+            }
+            nt->prev = t;
+            nt->cap = cap;
+            if (t)
+                memcpy(nt->e, t->e, t->n * sizeof t->e[0]);
+            nt->n = t ? t->n : 0;
+            __atomic_store_n(&st_map_tab, nt, __ATOMIC_RELEASE);
+            t = nt;
+        }
+        if (!(e = calloc(1, sizeof *e))) {
+            pthread_mutex_unlock(&st_tmp_lock);
+            return -1;
+        }
+        slot = t->n;
+        t->e[slot] = e;
+    }
+    e = t->e[slot];
+    size_t l = strlen(path);
+    const char *tail = l < ST_MAP_PATH ? path : path + l - (ST_MAP_PATH - 4);
+    snprintf(e->path, sizeof e->path, "%s%s", tail == path ? "" : "...", tail);
+    e->lo = (uintptr_t)addr;
+    e->hi = (uintptr_t)addr + len;
+    __atomic_store_n(&e->live, 1, __ATOMIC_RELEASE);
+    if (slot == t->n)
+        __atomic_store_n(&t->n, slot + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&st_tmp_lock);
+    return (int)slot;
+}
+
+void st_map_forget(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&st_tmp_lock);
+    if (st_map_tab && (size_t)slot < st_map_tab->n)
+        st_map_tab->e[slot]->live = 0;
+    pthread_mutex_unlock(&st_tmp_lock);
+}
+
+/* ------------------------------------------------------- SIGXFSZ */
+static pthread_mutex_t st_xfsz_lock = PTHREAD_MUTEX_INITIALIZER;
+static int st_xfsz_holders, st_xfsz_set;
+
+void st_xfsz_hold(void)
+{
+    pthread_mutex_lock(&st_xfsz_lock);
+    if (st_xfsz_holders++ == 0) {
+        struct sigaction old, sa;
+        if (!sigaction(SIGXFSZ, NULL, &old) && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = SIG_IGN;
+            sigemptyset(&sa.sa_mask);
+            st_xfsz_set = !sigaction(SIGXFSZ, &sa, NULL);
+        }
+    }
+    pthread_mutex_unlock(&st_xfsz_lock);
+}
+
+void st_xfsz_release(void)
+{
+    pthread_mutex_lock(&st_xfsz_lock);
+    if (st_xfsz_holders > 0 && --st_xfsz_holders == 0 && st_xfsz_set) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigemptyset(&sa.sa_mask);
+        (void)sigaction(SIGXFSZ, &sa, NULL);
+        st_xfsz_set = 0;
+    }
+    pthread_mutex_unlock(&st_xfsz_lock);
 }
 
 int st_tmp_register(const char *path, int is_dir)
