@@ -997,11 +997,15 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     plan.ws = 0
     if cx.backend == 2:  # CUDA: ask for the workspace once per plan
         probe = GemmArgs.from_buffer_copy(args)
-        # validation needs non-NULL pointers; the probe is never launched
-        for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.c, probe.bias, probe.scale_d):
+        # validation needs non-NULL, aligned pointers to operands that do not overlap (the library checks
+        # outputs against inputs there too): consecutive made-up addresses, 256-byte aligned, each past the
+        # last one's bytes; the probe is never launched, nothing is read or written
+        _set(probe.d, None, ddt, (M, N), (N, 1))
+        addr = 1 << 20
+        for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.c, probe.bias, probe.scale_d, probe.d):
             if t.ndim or t.dtype or t.shape[0]:
-                t.data = 16
-        _set(probe.d, 16, ddt, (M, N), (N, 1))
+                t.data = addr
+                addr += _rup(_tensor_layout(t)[0], 256)
         nbytes = ctypes.c_size_t(0)
         cx.check(cx._lib.fp8kit_gemm_workspace_size(cx.handle, ctypes.byref(desc), ctypes.byref(probe),
                                                     ctypes.byref(nbytes)))
