@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +24,51 @@
 #include "test_util.h"
 
 static char tmpdir[256];
+
+/* Fault injection for st_tree_commit (issue 21.1): these definitions of
+ * renameat2, rename and rmdir take the place of libc's in this executable
+ * (the library is linked statically); armed, they fail as a file system can:
+ * no RENAME_EXCHANGE (EINVAL), a busy target, a rename that fails with EIO, a
+ * directory that cannot be removed. Disarmed, they are the system calls. */
+static int fi_exchange_errno;             /* renameat2(RENAME_EXCHANGE) fails with this */
+static unsigned fi_rename_mask, fi_rename_calls; /* bit k: the k-th rename() since arming fails */
+static int fi_rename_errno = EIO;
+static const char *fi_rmdir_fail;         /* rmdir of a path ending in this fails with EBUSY */
+
+int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags)
+{
+    if ((flags & RENAME_EXCHANGE) && fi_exchange_errno) {
+        errno = fi_exchange_errno;
+        return -1;
+    }
+    return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
+}
+
+int rename(const char *oldpath, const char *newpath)
+{
+    unsigned k = fi_rename_calls++;
+    if (k < 32 && ((fi_rename_mask >> k) & 1)) {
+        errno = fi_rename_errno;
+        return -1;
+    }
+    return renameat(AT_FDCWD, oldpath, AT_FDCWD, newpath);
+}
+
+int rmdir(const char *path)
+{
+    size_t a = strlen(path), b = fi_rmdir_fail ? strlen(fi_rmdir_fail) : 0;
+    if (fi_rmdir_fail && a >= b && !strcmp(path + a - b, fi_rmdir_fail)) {
+        errno = EBUSY;
+        return -1;
+    }
+    return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
+}
+
+static void fi_arm_rename(unsigned mask)
+{
+    fi_rename_calls = 0;
+    fi_rename_mask = mask;
+}
 
 #if defined(__SANITIZE_ADDRESS__)
 /* ASan's own SIGBUS handler would stand in for the converter's
@@ -785,13 +832,14 @@ static void test_stale(void)
     static const struct {
         const char *kind;
         int dead, other_host, removed;
-    } cases[] = {{"file", 1, 0, 1}, {"dir", 1, 0, 1}, {"file", 0, 0, 0}, {"file", 1, 1, 0}, {"dir", 0, 1, 0}};
-    char names[5][700];
-    for (int i = 0; i < 5; i++) {
+    } cases[] = {{"file", 1, 0, 1}, {"dir", 1, 0, 1}, {"file", 0, 0, 0}, {"file", 1, 1, 0}, {"dir", 0, 1, 0},
+                 {"old", 1, 0, 0}}; /* an old OUT moved aside whose target is missing: the only copy */
+    char names[6][700];
+    for (int i = 0; i < 6; i++) {
         snprintf(names[i], sizeof names[i], "%s/.model.safetensors" ST_TMP_TAG "%s-%08x-%ld-%06x", dir,
                  cases[i].kind, cases[i].other_host ? host ^ 0x5a5a5a5au : host,
                  cases[i].dead ? (long)dead : (long)getppid(), 0xabc000 + i);
-        if (!strcmp(cases[i].kind, "dir")) {
+        if (strcmp(cases[i].kind, "file")) {
             mkdir(names[i], 0755);
             char inner[720];
             snprintf(inner, sizeof inner, "%.700s/x", names[i]);
@@ -807,15 +855,187 @@ static void test_stale(void)
     snprintf(foreign, sizeof foreign, "%s/.model.safetensors.fp8kit-tmp-notes.txt", dir);
     write_file(foreign, "keep", 4);
     CHECK(st_tmp_clean_stale(target) == 3, "three stale names removed");
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         CHECK((access(names[i], F_OK) != 0) == cases[i].removed, "stale case %d (%s, %s, %s): %s", i, cases[i].kind,
               cases[i].dead ? "dead writer" : "live writer", cases[i].other_host ? "other host" : "this host",
               cases[i].removed ? "removed" : "kept");
     CHECK(access(other, F_OK) != 0 && access(foreign, F_OK) == 0, "another target's stale name removed, a foreign "
           "name kept");
+    /* once the target exists again, the old OUT left aside is garbage */
+    write_file(target, "t", 1);
+    CHECK(st_tmp_clean_stale(target) == 1 && access(names[5], F_OK) != 0, "an old OUT whose target exists: removed");
     (void)err;
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* --------------------------------------- issue 21.1: replacing a directory */
+/* "name=content" entries of a directory, sorted, one level of subdirectories
+ * as "sub/"; for comparing trees */
+static void listing(const char *dir, char *out, size_t n)
+{
+    struct dirent **list = NULL;
+    int k = scandir(dir, &list, NULL, alphasort);
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        const char *nm = list[i]->d_name;
+        if (strcmp(nm, ".") && strcmp(nm, "..") && o < n) {
+            char p[1024];
+            snprintf(p, sizeof p, "%s/%s", dir, nm);
+            struct stat sb;
+            unsigned char *c = NULL;
+            if (!lstat(p, &sb) && S_ISDIR(sb.st_mode))
+                o += (size_t)snprintf(out + o, n - o, "%s/;", nm);
+            else {
+                size_t l = read_file(p, &c);
+                o += (size_t)snprintf(out + o, n - o, "%s=%.*s;", nm, (int)l, c ? (char *)c : "");
+            }
+            free(c);
+        }
+        free(list[i]);
+    }
+    free(list);
+}
+
+/* A new tree beside out holding model.safetensors = "new" and sub/a = "a",
+ * every path registered, as st_convert builds it. */
+static void new_tree(st_tmp_tree *t, const char *out)
+{
+    char err[300], p[1024];
+    CHECK_STATUS(st_tree_create(t, out, err, sizeof err), FP8KIT_OK);
+    snprintf(p, sizeof p, "%s/model.safetensors", t->root);
+    CHECK_STATUS(st_tree_add(t, p, 0, err, sizeof err), FP8KIT_OK);
+    write_file(p, "new", 3);
+    snprintf(p, sizeof p, "%s/sub", t->root);
+    CHECK_STATUS(st_tree_add(t, p, 1, err, sizeof err), FP8KIT_OK);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/sub/a", t->root);
+    CHECK_STATUS(st_tree_add(t, p, 0, err, sizeof err), FP8KIT_OK);
+    write_file(p, "a", 1);
+}
+
+/* An existing OUT whose shard name is taken by a directory, plus other files */
+static void old_tree(const char *out)
+{
+    char p[1024];
+    mkdir(out, 0755);
+    snprintf(p, sizeof p, "%s/model.safetensors", out);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/model.safetensors/inner", out);
+    write_file(p, "i", 1);
+    snprintf(p, sizeof p, "%s/old.txt", out);
+    write_file(p, "old", 3);
+    snprintf(p, sizeof p, "%s/keep", out);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/keep/k", out);
+    write_file(p, "k", 1);
+}
+
+static void test_tree_commit(void)
+{
+    char base[512], out[600], err[600], warn[600], before[2048], after[2048], sub[700];
+    snprintf(base, sizeof base, "%s/commit", tmpdir);
+    mkdir(base, 0755);
+    snprintf(out, sizeof out, "%s/out", base);
+    char want_new[256] = "model.safetensors=new;sub/;";
+    st_tmp_tree t;
+    int changed;
+    /* each way: 0 exchange, 1 no exchange (fallback: aside, in) */
+    for (int way = 0; way < 2; way++) {
+        old_tree(out);
+        new_tree(&t, out);
+        fi_exchange_errno = way ? EINVAL : 0;
+        changed = 0;
+        warn[0] = '\0';
+        CHECK_STATUS(st_tree_commit(&t, out, 1, 1, &changed, warn, sizeof warn, err, sizeof err), FP8KIT_OK);
+        st_tree_discard(&t);
+        listing(out, after, sizeof after);
+        snprintf(sub, sizeof sub, "%s/sub", out);
+        listing(sub, before, sizeof before);
+        CHECK(!strcmp(after, want_new) && !strcmp(before, "a=a;") && !warn[0] && !changed,
+              "way %d: OUT is the whole new directory, the old one gone (%s | %s | %s)", way, after, before, warn);
+        CHECK(count_tmp(base) == 0, "way %d: nothing left beside OUT", way);
+        CHECK(st_remove_tree(out) == 0, "remove OUT");
+    }
+    /* the fallback's second rename fails: the old directory is put back */
+    old_tree(out);
+    listing(out, before, sizeof before);
+    new_tree(&t, out);
+    fi_exchange_errno = EINVAL;
+    fi_arm_rename(2u); /* call 0: OUT aside; call 1: new in (fails); call 2: old back */
+    changed = 0;
+    fp8kit_status st = st_tree_commit(&t, out, 1, 1, &changed, warn, sizeof warn, err, sizeof err);
+    fi_arm_rename(0);
+    st_tree_discard(&t);
+    listing(out, after, sizeof after);
+    CHECK(st == FP8KIT_ERR_IO && strstr(err, "cannot move the new directory into place") && strstr(err, "back") &&
+              !changed,
+          "failed second rename: IO, the old one back (%s)", err);
+    CHECK(!strcmp(before, after) && count_tmp(base) == 0, "failed second rename: OUT unchanged (%s), nothing left",
+          after);
+    /* ... and the way back fails too: the message says where the old one is,
+     * the caller learns OUT changed, and no cleanup ever removes it */
+    new_tree(&t, out);
+    fi_arm_rename(6u); /* calls 1 and 2 fail */
+    changed = 0;
+    st = st_tree_commit(&t, out, 1, 1, &changed, warn, sizeof warn, err, sizeof err);
+    fi_arm_rename(0);
+    st_tree_discard(&t);
+    const char *at = strstr(err, "it is now ");
+    char aside[700] = "";
+    if (at)
+        sscanf(at + 10, "%699s", aside);
+    CHECK(st == FP8KIT_ERR_IO && changed && at && access(out, F_OK) != 0, "OUT moved aside and stuck: IO, "
+          "changed = %d: %s", changed, err);
+    listing(aside, after, sizeof after);
+    CHECK(aside[0] && !strcmp(before, after), "the old directory is whole at the path named (%s: %s)", aside, after);
+    CHECK(st_tmp_clean_stale(out) == 0 && access(aside, F_OK) == 0, "stale cleanup keeps an old OUT whose target is "
+          "missing");
+    CHECK(rename(aside, out) == 0, "moved back by hand");
+    /* exchange refused (e.g. OUT is a mount point: EBUSY): nothing changes */
+    new_tree(&t, out);
+    fi_exchange_errno = EBUSY;
+    st = st_tree_commit(&t, out, 1, 1, &changed, warn, sizeof warn, err, sizeof err);
+    st_tree_discard(&t);
+    listing(out, after, sizeof after);
+    CHECK(st == FP8KIT_ERR_IO && strstr(err, "cannot replace it") && !strcmp(before, after) &&
+              count_tmp(base) == 0,
+          "exchange refused: IO, OUT unchanged, nothing left (%s)", err);
+    fi_exchange_errno = 0;
+    /* the old directory cannot be removed completely (an immutable file, a
+     * mount point inside it): OUT is the new one, a warning names what is
+     * left, and everything else of the old one is gone */
+    new_tree(&t, out);
+    fi_rmdir_fail = "/keep";
+    warn[0] = '\0';
+    CHECK_STATUS(st_tree_commit(&t, out, 1, 1, &changed, warn, sizeof warn, err, sizeof err), FP8KIT_OK);
+    fi_rmdir_fail = NULL;
+    st_tree_discard(&t);
+    listing(out, after, sizeof after);
+    at = strstr(warn, "is in ");
+    aside[0] = '\0';
+    if (at)
+        sscanf(at + 6, "%699s", aside);
+    listing(aside, before, sizeof before);
+    CHECK(!strcmp(after, want_new) && strstr(warn, "could not be removed completely") && !strcmp(before, "keep/;"),
+          "old directory partly removable: OUT new (%s), warning (%s), only keep/ left (%s)", after, warn, before);
+    CHECK(aside[0] && st_remove_tree(aside) == 0, "leftover removable afterwards");
+    /* OUT is a link to a directory: not replaced */
+    char target[700];
+    snprintf(target, sizeof target, "%s/real", base);
+    mkdir(target, 0755);
+    CHECK(st_remove_tree(out) == 0 && symlink("real", out) == 0, "link OUT");
+    new_tree(&t, out);
+    st = st_tree_commit(&t, out, 1, 1, &changed, warn, sizeof warn, err, sizeof err);
+    st_tree_discard(&t);
+    struct stat sb;
+    CHECK(st == FP8KIT_ERR_IO && strstr(err, "a symbolic link") && !lstat(out, &sb) && S_ISLNK(sb.st_mode) &&
+              count_tmp(base) == 0,
+          "a link at OUT is not replaced (%s)", err);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     CHECK(system(cmd) == 0, "cleanup");
 }
 
@@ -885,6 +1105,7 @@ int main(void)
     test_no_echo();
     test_truncated_input(ctx);
     test_stale();
+    test_tree_commit();
     test_index();
     fp8kit_ctx_destroy(ctx);
     char cmd[400];

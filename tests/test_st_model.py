@@ -42,6 +42,7 @@ Needs numpy and safetensors (scripts/bootstrap.sh installs them); without
 them the test is skipped (exit 77)."""
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -685,6 +686,154 @@ def test_force(tmp, rng, d):
     shutil.rmtree(base)
 
 
+def sh(*cmd):
+    """Runs a system command quietly; True when it succeeded."""
+    try:
+        return subprocess.run(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:
+        return False
+
+
+def umount_under(d):
+    """Unmounts whatever is mounted at or below d (deepest first)."""
+    try:
+        with open("/proc/mounts") as f:
+            points = [ln.split()[1].replace("\\040", " ") for ln in f]
+    except OSError:
+        return
+    for m in sorted((m for m in points if m == d or m.startswith(d + "/")), key=len, reverse=True):
+        sh("umount", m)
+
+
+def test_force_sharded(tmp, rng, sd):
+    """Issue 21.1: --force over an existing directory replaces all of it or
+    nothing. The converter used to move the new shards in one rename at a
+    time: a shard name taken by a directory, or an unremovable file, stopped
+    it half way with the CLI saying nothing was written. Now the whole new
+    directory is built beside OUT and exchanged with it in one step."""
+    base = os.path.join(tmp, "forcesh")
+    os.makedirs(base)
+    ref = os.path.join(base, "ref")
+    r = run("quantize", sd, ref, "--scheme", "fp8-block")
+    check(r.returncode == 0, "sharded --force: reference output (%s)" % r.stderr.strip())
+    want = tree(ref)
+    shards = sorted(n for n in os.listdir(sd) if n.endswith(".safetensors"))
+    out = os.path.join(base, "out")
+
+    def occupy():
+        """An existing OUT: a shard's name taken by a directory, another by a file, the index, other files."""
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(os.path.join(out, shards[0], "inner"))
+        for rel, data in (((shards[0], "inner", "x"), b"x"), ((shards[1],), b"old shard"), ((INDEX,), b"{}"),
+                          (("notes.txt",), b"mine")):
+            with open(os.path.join(out, *rel), "wb") as f:
+                f.write(data)
+
+    def replaced(tag, r):
+        check(r.returncode == 0 and tree(out) == want and listing(base) == ["out", "ref"],
+              "%s: OUT is exactly the new directory, nothing left beside it (rc %d: %s; %s)" % (
+                  tag, r.returncode, r.stderr.strip()[:300], listing(base)))
+
+    def unchanged(tag, r, before):
+        check(r.returncode == 1 and "nothing was written" in r.stderr and tree(out) == before and
+              listing(base) == ["out", "ref"],
+              "%s: refused, OUT unchanged, nothing left, and the CLI says nothing was written (rc %d: %s; %s)" % (
+                  tag, r.returncode, r.stderr.strip()[:300], listing(base)))
+
+    occupy()
+    replaced("a shard name taken by a directory", run("quantize", sd, out, "--scheme", "fp8-block", "--force"))
+    # an unremovable file, as root: the immutable attribute (chattr +i)
+    occupy()
+    locked = os.path.join(out, "sub", "locked")
+    os.makedirs(os.path.dirname(locked))
+    with open(locked, "w") as f:
+        f.write("locked")
+    if sh("chattr", "+i", locked):
+        try:
+            r = run("quantize", sd, out, "--scheme", "fp8-block", "--force")
+            m = re.search(r"what is left of it is in (\S+)", r.stderr)
+            left = m.group(1) if m else ""
+            check(r.returncode == 0 and tree(out) == want and "could not be removed completely" in r.stderr and
+                  "warning" in r.stderr and left and tree(left) == {"sub": tree(left)["sub"],
+                                                                    "sub/locked": tree(left)["sub/locked"]},
+                  "an unremovable file in the old OUT: the new directory is in place, the rest of the old one is "
+                  "gone, a warning names what is left (rc %d: %s)" % (r.returncode, r.stderr.strip()[:400]))
+        finally:
+            for dp, _, ns in os.walk(base):
+                for n in ns:
+                    sh("chattr", "-i", os.path.join(dp, n))
+        for n in listing(base):
+            if n not in ("out", "ref"):
+                shutil.rmtree(os.path.join(base, n))
+        # OUT itself immutable: it cannot be exchanged (EPERM); nothing changes
+        occupy()
+        before = tree(out)
+        if sh("chattr", "+i", out):
+            try:
+                unchanged("an immutable OUT", run("quantize", sd, out, "--scheme", "fp8-block", "--force"), before)
+            finally:
+                sh("chattr", "-i", out)
+    else:
+        print("test_st_model: chattr +i not permitted here: the unremovable-file cases are skipped")
+    # a file system mounted inside OUT: its files are not removed with the old
+    # directory (the removal stays on OUT's file system); OUT as a mount point
+    # cannot be exchanged (EBUSY): nothing changes
+    occupy()
+    mnt = os.path.join(out, "mnt")
+    os.makedirs(mnt)
+    if sh("mount", "-t", "tmpfs", "-o", "size=1m", "fp8kit-test", mnt):
+        left = ""
+        try:
+            with open(os.path.join(mnt, "precious"), "w") as f:
+                f.write("precious")
+            r = run("quantize", sd, out, "--scheme", "fp8-block", "--force")
+            m = re.search(r"what is left of it is in (\S+)", r.stderr)
+            left = m.group(1) if m else ""
+            check(r.returncode == 0 and tree(out) == want and left and
+                  open(os.path.join(left, "mnt", "precious")).read() == "precious",
+                  "a mount inside the old OUT: replaced, the mounted files untouched (rc %d: %s)" % (
+                      r.returncode, r.stderr.strip()[:300]))
+        finally:
+            umount_under(base)
+        if left:
+            shutil.rmtree(left)
+        occupy()
+        before = tree(out)
+        if sh("mount", "--bind", out, out):
+            try:
+                unchanged("OUT a mount point", run("quantize", sd, out, "--scheme", "fp8-block", "--force"), before)
+            finally:
+                umount_under(base)
+    else:
+        print("test_st_model: mount not permitted here: the mount-point cases are skipped")
+    # OUT = IN (every spelling), also through a bind mount: refused, the
+    # input unchanged byte for byte
+    snap = tree(sd)
+    view = os.path.join(base, "view")
+    os.makedirs(view)
+    cases = [("OUT = IN", sd), ("OUT = IN/", sd + "/"), ("OUT = IN/.", os.path.join(sd, "."))]
+    bound = sh("mount", "--bind", os.path.dirname(sd), view)
+    if bound:
+        cases += [("OUT = IN through a bind mount", os.path.join(view, os.path.basename(sd))),
+                  ("OUT containing IN through a bind mount", view),
+                  ("OUT inside IN through a bind mount", os.path.join(view, os.path.basename(sd), "q"))]
+    try:
+        for what, o in cases:
+            for cmd in (["quantize", sd, o, "--scheme", "fp8-row", "--force"], ["dequantize", sd, o, "--force"]):
+                r = run(*cmd)
+                check(r.returncode == 1 and tree(sd) == snap and "input" in r.stderr,
+                      "sharded %s (%s --force): refused, the input unchanged byte for byte (rc %d: %s)" % (
+                          what, cmd[0], r.returncode, r.stderr.strip()[:300]))
+    finally:
+        umount_under(base)
+    check(leftovers(os.path.dirname(sd)) == [] and tree(sd) == snap, "sharded OUT = IN: nothing left beside IN")
+    umount_under(base)
+    for dp, _, ns in os.walk(base):
+        for n in ns:
+            sh("chattr", "-i", os.path.join(dp, n))
+    shutil.rmtree(base)
+
+
 def test_out_vs_in(tmp, rng, d):
     """OUT equal to IN, inside IN, or containing IN: refused, nothing changed."""
     outer = os.path.join(tmp, "outer")
@@ -1061,7 +1210,8 @@ def main():
         t0 = time.time()
         d, tensors, copied = test_single_dir(tmp, rng)
         test_single_dir_options(tmp, rng, d, tensors, copied)
-        test_sharded_dir(tmp, rng)
+        sd = test_sharded_dir(tmp, rng)
+        test_force_sharded(tmp, rng, sd)
         test_cache_snapshot(tmp, rng)
         test_modes(tmp, rng, d)
         test_force(tmp, rng, d)

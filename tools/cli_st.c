@@ -398,7 +398,11 @@ static int convert_main(int argc, char **argv, int deq)
     if (st) {
         fprintf(stderr, "fp8kit %s: ", cmd);
         print_plain(stderr, err);
-        fprintf(stderr, "\nfp8kit %s: failed (%s); nothing was written\n", cmd, fp8kit_status_string(st));
+        if (s.out_changed) /* the one failure that moved OUT: the message says where it is */
+            fprintf(stderr, "\nfp8kit %s: failed (%s); OUT was changed as the message says\n", cmd,
+                    fp8kit_status_string(st));
+        else
+            fprintf(stderr, "\nfp8kit %s: failed (%s); nothing was written\n", cmd, fp8kit_status_string(st));
         return CLI_EXIT_FAIL;
     }
     double gbps = s.seconds > 0 ? (double)s.in_bytes_total / s.seconds / 1e9 : 0.0;

@@ -240,6 +240,7 @@ typedef struct st_stats {
     uint64_t in_bytes_total, in_bytes_done; /* input tensor bytes */
     uint64_t out_bytes;                     /* bytes of the written files */
     double seconds;
+    int out_changed;                        /* a failure left OUT changed (the message says how and where) */
 } st_stats;
 
 typedef void (*st_progress_fn)(void *user, const st_stats *s, int final);

@@ -666,7 +666,8 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         stats->other_files += config != NULL;
         cv_warn_other_weights(c, inp.dir, skip, nskip);
         char warn[600] = "";
-        if ((st = st_tree_commit(&tree, out, o->force, o->no_fsync, warn, sizeof warn, err, errlen)))
+        if ((st = st_tree_commit(&tree, out, o->force, o->no_fsync, &stats->out_changed, warn, sizeof warn, err,
+                                 errlen)))
             goto done;
         if (warn[0] && o->warn)
             o->warn(o->note_user, warn);

@@ -163,22 +163,47 @@ static char *st_resolve(const char *path)
     return j;
 }
 
+/* Is `path` (resolved) the file or directory `node` (device and inode), or
+ * is one of its ancestors that node? Paths can differ where the node is the
+ * same: a bind mount, a hard link. */
+static int st_node_within(const char *path, const struct stat *node)
+{
+    char *p = strdup(path);
+    int hit = 0;
+    for (size_t n = p ? strlen(p) : 0; p && n > 0 && !hit;) {
+        struct stat sb;
+        hit = !stat(p, &sb) && sb.st_dev == node->st_dev && sb.st_ino == node->st_ino;
+        while (n > 1 && p[n - 1] != '/') /* up one level */
+            n--;
+        if (n <= 1) {
+            if (!hit && strcmp(p, "/"))
+                hit = !stat("/", &sb) && sb.st_dev == node->st_dev && sb.st_ino == node->st_ino;
+            break;
+        }
+        p[--n] = '\0';
+    }
+    free(p);
+    return hit;
+}
+
 fp8kit_status st_check_out_vs_in(const char *in, const char *out, int in_is_dir, char *err, size_t errlen)
 {
     char *ri = realpath(in, NULL), *ro = st_resolve(out);
+    struct stat si, so;
+    int have_in = ri && !stat(ri, &si), have_out = ro && !stat(ro, &so);
     fp8kit_status st = FP8KIT_OK;
     if (!ri)
         st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", in, strerror(errno));
     else if (!ro)
         st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: the directory it would be written in does not exist (%s)", out,
                     strerror(errno));
-    else if (!strcmp(ri, ro))
+    else if (!strcmp(ri, ro) || (have_in && have_out && si.st_dev == so.st_dev && si.st_ino == so.st_ino))
         st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
                     "%s: the output is the input; write to a new path (the input is never replaced)", out);
-    else if (in_is_dir && st_path_within(ro, ri))
+    else if (in_is_dir && (st_path_within(ro, ri) || (have_in && st_node_within(ro, &si))))
         st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT, "%s: the output lies inside the input directory %s",
                     out, in);
-    else if (st_path_within(ri, ro))
+    else if (st_path_within(ri, ro) || (have_out && S_ISDIR(so.st_mode) && st_node_within(ri, &so)))
         st = st_err(err, errlen, FP8KIT_ERR_INVALID_ARGUMENT,
                     "%s: the input %s lies inside it; replacing it would remove the input", out, in);
     free(ri), free(ro);
@@ -207,6 +232,21 @@ fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *er
     return st_tree_track(t, path, is_dir, err, errlen);
 }
 
+/* For a temporary name "." + target + ST_TMP_TAG + ... (tag points at the
+ * tag): does dir/target exist? No when the name's target part may have been
+ * cut (st_tmp_name keeps at most 160 bytes of it). */
+static int st_target_exists(const char *dir, const char *name, const char *tag)
+{
+    size_t n = (size_t)(tag - name) - 1;
+    if (n == 0 || n >= 160)
+        return 0;
+    char *target = strndup(name + 1, n), *p = target ? st_join(dir, target) : NULL;
+    struct stat sb;
+    int yes = p && !lstat(p, &sb);
+    free(target), free(p);
+    return yes;
+}
+
 int st_tmp_clean_stale(const char *final_path)
 {
     char *dir = st_parent(final_path);
@@ -231,6 +271,8 @@ int st_tmp_clean_stale(const char *final_path)
             continue;
         if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* its writer is alive (or may be): not ours to touch */
+        if (!strcmp(kind, "old") && !st_target_exists(dir, e->d_name, tag))
+            continue; /* an old OUT moved aside, never put back: the only copy */
         char *p = st_join(dir, e->d_name);
         struct stat sb;
         if (p && !lstat(p, &sb) && (S_ISDIR(sb.st_mode) ? !st_remove_tree(p) : !unlink(p)))
@@ -736,15 +778,23 @@ out:
 }
 
 /* ----------------------------------------------------------------- commit */
+static __thread int st_rm_first_err; /* nftw has no user pointer */
+
 static int st_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb, (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
+    if ((flag == FTW_DP ? rmdir(path) : unlink(path)) && !st_rm_first_err)
+        st_rm_first_err = errno;
+    return 0; /* go on: remove everything that can be removed */
 }
 
 int st_remove_tree(const char *path)
 {
-    return nftw(path, st_rm_entry, 32, FTW_DEPTH | FTW_PHYS) ? errno : 0;
+    /* FTW_PHYS: links are removed, not followed; FTW_MOUNT: a file system
+     * mounted inside is left alone (its mount point stays, with an error) */
+    st_rm_first_err = 0;
+    int r = nftw(path, st_rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    return r ? errno : st_rm_first_err;
 }
 
 static void st_fsync_dir(const char *path)
@@ -756,8 +806,8 @@ static void st_fsync_dir(const char *path)
     }
 }
 
-fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int no_fsync, char *warn, size_t warnlen,
-                             char *err, size_t errlen)
+fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int no_fsync, int *out_changed,
+                             char *warn, size_t warnlen, char *err, size_t errlen)
 {
     if (!no_fsync)
         st_fsync_dir(t->root);
@@ -781,32 +831,57 @@ fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int n
             st_tree_forget(t);
         } else if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
             /* no exchange here: move the old one aside, the new one in, and
-             * the old one back if the second rename fails */
+             * the old one back if the second rename fails (a signal in
+             * between puts it back too: st_tmp_restore_arm) */
             char *old = st_tmp_name(out, "old");
             if (!old)
                 return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            if (st_tmp_restore_arm(old, out)) {
+                free(old);
+                return st_err(err, errlen, FP8KIT_ERR_IO, "%s: path too long to replace it safely", out);
+            }
             if (rename(out, old)) {
                 int e = errno;
+                st_tmp_restore_disarm();
                 free(old);
                 return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot move the old directory aside: %s", out,
                               strerror(e));
             }
             if (rename(t->root, out)) {
-                int e = errno;
-                (void)rename(old, out);
+                int e = errno, back = rename(old, out) ? errno : 0;
+                st_tmp_restore_disarm();
+                fp8kit_status st;
+                if (back) { /* OUT is gone from its name: say where it is */
+                    if (out_changed)
+                        *out_changed = 1;
+                    st = st_err(err, errlen, FP8KIT_ERR_IO,
+                                "%s: cannot move the new directory into place (%s), and the old directory could "
+                                "not be moved back (%s): it is now %s (nothing in it was removed; move it back "
+                                "with mv)",
+                                out, strerror(e), strerror(back), old);
+                } else {
+                    st = st_err(err, errlen, FP8KIT_ERR_IO,
+                                "%s: cannot move the new directory into place: %s (the old one is back, unchanged)",
+                                out, strerror(e));
+                }
                 free(old);
-                return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot move the new directory into place: %s", out,
-                              strerror(e));
+                return st;
             }
+            st_tmp_restore_disarm();
             st_tree_forget(t);
             free(t->root);
             t->root = old;
         } else {
             return st_err(err, errlen, FP8KIT_ERR_IO, "%s: cannot replace it: %s", out, strerror(errno));
         }
-        int e = st_remove_tree(t->root); /* the old directory; the new one is in place */
+        /* the new directory is in place; the old one goes, as far as it can
+         * (an immutable file or a mount point inside it stays, with a warning) */
+        int e = st_remove_tree(t->root);
         if (e && warn && warnlen)
-            snprintf(warn, warnlen, "%s: the replaced directory could not be removed: %s", t->root, strerror(e));
+            snprintf(warn, warnlen,
+                     "%s: replaced, but the old directory could not be removed completely (%s): what is left of it "
+                     "is in %s",
+                     out, strerror(e), t->root);
     }
     if (!no_fsync) {
         char *parent = st_parent(out);

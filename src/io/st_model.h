@@ -46,7 +46,9 @@ unsigned st_tmp_host_tag(void); /* the host tag of temporary names */
 fp8kit_status st_tree_create(st_tmp_tree *t, const char *final_path, char *err, size_t errlen);
 /* Removes the temporary files and directories of this tool next to
  * final_path whose writer is gone: made on this host by a process that no
- * longer exists (a run killed with SIGKILL). Returns how many were removed. */
+ * longer exists (a run killed with SIGKILL). An old OUT moved aside ("old")
+ * is removed only when its target exists again (else it is the only copy).
+ * Returns how many were removed. */
 int st_tmp_clean_stale(const char *final_path);
 /* Registers a path the caller created inside the tree. */
 fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *err, size_t errlen);
@@ -62,16 +64,21 @@ fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t
 fp8kit_status st_config_write(st_tmp_tree *t, const json_t *config, json_t *qcfg, int no_fsync, uint64_t *bytes,
                               char *err, size_t errlen);
 /* Puts the finished tree at out: a rename when out does not exist; when it
- * does and replace is set, an atomic exchange (or, where the file system has
- * none, rename aside + rename in + restore on failure), then the old tree is
- * removed (a failure to remove it is a warning in warn). */
-fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int no_fsync, char *warn, size_t warnlen,
-                             char *err, size_t errlen);
+ * does and replace is set (and it is a directory, not a link), an atomic
+ * exchange (or, where the file system has none, rename aside + rename in +
+ * put back on failure or on a signal), then the old tree is removed without
+ * leaving this file system (a failure to remove all of it is a warning in
+ * warn naming what is left). On failure out is as it was, except in one case
+ * the message spells out: the old directory moved aside could not be moved
+ * back; *out_changed (when set) is then 1. */
+fp8kit_status st_tree_commit(st_tmp_tree *t, const char *out, int replace, int no_fsync, int *out_changed,
+                             char *warn, size_t warnlen, char *err, size_t errlen);
 /* Forgets the registered paths (they are no longer temporary). */
 void st_tree_forget(st_tmp_tree *t);
 /* Removes what is still registered (newest first) and frees the tree. */
 void st_tree_discard(st_tmp_tree *t);
-/* Removes a directory tree without following links; 0 or an errno value. */
+/* Removes a directory tree without following links or entering another
+ * file system, going on past entries it cannot remove; 0 or the first errno. */
 int st_remove_tree(const char *path);
 
 #endif
