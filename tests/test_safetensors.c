@@ -1022,6 +1022,39 @@ static void test_tree_commit(void)
     CHECK(!strcmp(after, want_new) && strstr(warn, "could not be removed completely") && !strcmp(before, "keep/;"),
           "old directory partly removable: OUT new (%s), warning (%s), only keep/ left (%s)", after, warn, before);
     CHECK(aside[0] && st_remove_tree(aside) == 0, "leftover removable afterwards");
+    /* the same through st_convert: stats.out_changed tells the CLI not to
+     * claim that nothing was written */
+    {
+        char in[700], f[760];
+        snprintf(in, sizeof in, "%s/model_in", base);
+        mkdir(in, 0755);
+        snprintf(f, sizeof f, "%s/model.safetensors", in);
+        const src_tensor one[] = {{"l.weight", ST_BF16, 4, 32}};
+        make_src(f, one, 1, 0, 3);
+        fp8kit_ctx *cctx = NULL;
+        CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
+        st_conv_opts o;
+        memset(&o, 0, sizeof o);
+        o.scheme = ST_SCHEME_FP8_ROW;
+        o.no_fsync = 1;
+        o.force = 1;
+        st_stats stats;
+        fi_exchange_errno = EINVAL;
+        fi_arm_rename(6u);
+        st = st_convert(cctx, in, out, &o, &stats, err, sizeof err);
+        fi_arm_rename(0);
+        fi_exchange_errno = 0;
+        at = strstr(err, "it is now ");
+        aside[0] = '\0';
+        if (at)
+            sscanf(at + 10, "%699s", aside);
+        CHECK(st == FP8KIT_ERR_IO && stats.out_changed == 1 && aside[0] && access(out, F_OK) != 0,
+              "st_convert: OUT moved aside and stuck: out_changed %d: %s", stats.out_changed, err);
+        CHECK(aside[0] && rename(aside, out) == 0, "moved back by hand");
+        CHECK_STATUS(st_convert(cctx, in, out, &o, &stats, err, sizeof err), FP8KIT_OK);
+        CHECK(stats.out_changed == 0 && count_tmp(base) == 0, "a good run: out_changed 0, nothing left");
+        fp8kit_ctx_destroy(cctx);
+    }
     /* OUT is a link to a directory: not replaced */
     char target[700];
     snprintf(target, sizeof target, "%s/real", base);
