@@ -621,6 +621,96 @@ def test_cache_snapshot(tmp, rng):
     shutil.rmtree(out, ignore_errors=True)
 
 
+def test_links(tmp, rng):
+    """Issue 21.8a: the link rule (docs/spec.md 5). Files are opened through
+    links, wherever they point (a download cache's snapshot is links into its
+    blobs directory; shards are linked from other disks); the index names only
+    plain file names in the directory; what is read must be a regular file;
+    messages never show a file's contents (a shard linked to /etc/passwd used
+    to come back as "header length 3475222254926655346", i.e. "root:x:0");
+    a copied file keeps no group / other permission its source lacks."""
+    base = os.path.join(tmp, "links")
+    os.makedirs(base)
+    secret = os.path.join(base, "passwd")
+    with open(secret, "w") as f:
+        f.write("root:x:0:0:SECRETMARK:/root:/bin/bash\nsvc:x:1:1::/nonexistent:/usr/sbin/nologin\n")
+    os.chmod(secret, 0o600)
+    leaks = ["root", "SECRETMARK", "nologin", str(struct.unpack("<Q", b"root:x:0")[0]), "x:0:0"]
+    # a sharded download-cache snapshot: index and shards are links to blobs
+    root = os.path.join(base, "hub", "models--org--sharded")
+    blobs, snap = os.path.join(root, "blobs"), os.path.join(root, "snapshots", "c0ffee")
+    staging = os.path.join(base, "staging")
+    make_model(staging, rng, llama_tensors(rng, layers=1), dict(CONFIG, num_hidden_layers=1), shards=2,
+               others=False)
+    os.makedirs(blobs)
+    os.makedirs(snap)
+    for i, n in enumerate(sorted(os.listdir(staging))):
+        shutil.move(os.path.join(staging, n), os.path.join(blobs, "%064x" % (i + 1)))
+        os.symlink(os.path.join("..", "..", "blobs", "%064x" % (i + 1)), os.path.join(snap, n))
+    os.rmdir(staging)
+    out = os.path.join(base, "out")
+    r = run("quantize", snap, out, "--scheme", "fp8-row")
+    check(r.returncode == 0 and all(stat.S_ISREG(os.lstat(os.path.join(out, n)).st_mode) for n in os.listdir(out)) and
+          sorted(os.listdir(out)) == sorted(os.listdir(snap)),
+          "a sharded cache snapshot (every file a link into blobs): converted, regular files out (%s)" %
+          r.stderr.strip()[:300])
+    shutil.rmtree(out, ignore_errors=True)
+    # a copy of the snapshot with one entry relinked at a time
+    shards = sorted(n for n in os.listdir(snap) if n.startswith("model-"))
+    elsewhere = os.path.join(base, "elsewhere.safetensors")  # a real shard outside the directory
+    shutil.copyfile(os.path.join(snap, shards[1]), elsewhere)
+
+    def variant(name, target):
+        """The snapshot's links (made absolute) with name pointing at target."""
+        v = os.path.join(base, "v")
+        shutil.rmtree(v, ignore_errors=True)
+        os.makedirs(v)
+        for n in os.listdir(snap):
+            os.symlink(target if n == name else os.path.realpath(os.path.join(snap, n)), os.path.join(v, n))
+        return v
+
+    v = variant(shards[1], elsewhere)
+    r = run("quantize", v, out, "--scheme", "fp8-row")
+    check(r.returncode == 0, "a shard linked from outside the directory (another disk): accepted (%s)" %
+          r.stderr.strip()[:300])
+    shutil.rmtree(out, ignore_errors=True)
+    for name, needle in ((shards[0], shards[0]), (INDEX, INDEX), ("config.json", "config.json")):
+        v = variant(name, secret)
+        for cmd in (["quantize", v, out, "--scheme", "fp8-row"], ["dequantize", v, out], ["inspect", v]):
+            if cmd[0] == "inspect" and name == "config.json":
+                continue
+            r = run(*cmd)
+            shown = [w for w in leaks if w in r.stderr]
+            check(r.returncode == 1 and needle in r.stderr and not shown and not os.path.exists(out),
+                  "%s linked to a private non-checkpoint file (%s): refused naming the link, nothing of the file "
+                  "shown (rc %d, shown %s: %s)" % (name, cmd[0], r.returncode, shown, r.stderr.strip()[:300]))
+    v = variant(shards[0], "/dev/zero")
+    r = run("inspect", v, timeout=30)
+    check(r.returncode == 1 and "not a regular file (a character device)" in r.stderr,
+          "a shard linked to /dev/zero: refused (%s)" % r.stderr.strip()[:300])
+    # the index may not name a path: a subdirectory or a parent
+    v = variant(shards[0], os.path.realpath(os.path.join(snap, shards[0])))
+    with open(os.path.join(v, INDEX)) as f:
+        ix = json.load(f)
+    for bad in ("sub/" + shards[0], "../" + shards[0], "/etc/passwd"):
+        ix2 = json.loads(json.dumps(ix))
+        ix2["weight_map"] = {k: (bad if s == shards[0] else s) for k, s in ix["weight_map"].items()}
+        os.unlink(os.path.join(v, INDEX))
+        write_json(os.path.join(v, INDEX), ix2)
+        r = run("inspect", v)
+        check(r.returncode == 1 and "plain file name" in r.stderr, "the index naming %r: refused (%s)" % (
+            bad, r.stderr.strip()[:200]))
+    # a private file linked in as one of the other files: copied, still private
+    v = variant("config.json", os.path.realpath(os.path.join(snap, "config.json")))
+    os.symlink(secret, os.path.join(v, "notes.txt"))
+    r = run("quantize", v, out, "--scheme", "fp8-row")
+    m = os.stat(os.path.join(out, "notes.txt")).st_mode & 0o777 if r.returncode == 0 else None
+    check(r.returncode == 0 and m == 0o600 and open(os.path.join(out, "config.json")).read().startswith("{"),
+          "a private (0600) file linked in: copied with mode 600, not the umask's 644 (rc %d, mode %s: %s)" % (
+              r.returncode, oct(m) if m is not None else "-", r.stderr.strip()[:200]))
+    shutil.rmtree(base)
+
+
 def test_modes(tmp, rng, d):
     for mask in (0o022, 0o077):
         out = os.path.join(tmp, "modes_%03o" % mask)
@@ -1213,6 +1303,7 @@ def main():
         sd = test_sharded_dir(tmp, rng)
         test_force_sharded(tmp, rng, sd)
         test_cache_snapshot(tmp, rng)
+        test_links(tmp, rng)
         test_modes(tmp, rng, d)
         test_force(tmp, rng, d)
         test_out_vs_in(tmp, rng, d)

@@ -333,7 +333,9 @@ static fp8kit_status st_copy_file(const char *src, const char *dst, int no_fsync
         close(in);
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file (%s)", src, st_file_kind(sb.st_mode));
     }
-    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    /* the umask's mode, but no group / other permission the source lacks: a
+     * private file (linked from anywhere) stays private in OUT */
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600 | (sb.st_mode & 0066));
     if (out < 0) {
         int e = errno;
         close(in);
