@@ -337,7 +337,10 @@ def check_copied(tag, in_dir, out_dir, copied, weights):
     return out
 
 
-def check_modes(tag, d, mask, single_file=False):
+def check_modes(tag, d, mask, single_file=False, src=None):
+    """New files 0666 & ~mask, directories 0777 & ~mask; a file copied from
+    src (not the weights, index or config.json, which are written anew) also
+    without the group / other bits its source lacks (as cp does)."""
     if single_file:
         m = os.stat(d).st_mode & 0o7777
         check(m == 0o666 & ~mask, "%s: file mode %o under umask %03o (got %o)" % (tag, 0o666 & ~mask, mask, m))
@@ -346,8 +349,13 @@ def check_modes(tag, d, mask, single_file=False):
     m = os.stat(d).st_mode & 0o7777
     if m != 0o777 & ~mask:
         bad.append((".", oct(m)))
+    srct = tree(src, follow=True) if src else {}
     for rel, e in tree(d).items():
         want = (0o777 if e[0] == "d" else 0o666) & ~mask
+        copied = e[0] == "f" and srct.get(rel, ("",))[0] == "f" and not rel.endswith(".safetensors") and \
+            rel not in (INDEX, "config.json")
+        if copied:
+            want &= 0o600 | (srct[rel][-1] & 0o066)
         if e[0] not in ("d", "f") or e[-1] != want:
             bad.append((rel, e[0], oct(e[-1]) if e[0] in "df" else e))
     check(not bad, "%s: modes 0%o (dirs) / 0%o (files) under umask %03o (wrong: %s)" % (
@@ -727,7 +735,7 @@ def test_modes(tmp, rng, d):
         back = out + "_deq"
         r = umask_run(mask, "dequantize", out, back)
         if r.returncode == 0:
-            check_modes("umask %03o: dequantized directory" % mask, back, mask)
+            check_modes("umask %03o: dequantized directory" % mask, back, mask, src=out)
         f = os.path.join(tmp, "modes_%03o.safetensors" % mask)
         r = umask_run(mask, "quantize", os.path.join(d, "model.safetensors"), f, "--scheme", "fp8-row")
         check(r.returncode == 0, "umask %03o: quantize to a file (%s)" % (mask, r.stderr.strip()))
