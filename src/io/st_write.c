@@ -258,7 +258,7 @@ static void st_tmp_on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     int saved = errno;
-    if (sig == SIGBUS && si)
+    if (sig == SIGBUS && si && si->si_code > 0) /* a fault (BUS_ADRERR), not kill() or raise() */
         st_map_report((uintptr_t)si->si_addr);
     st_tmp_remove_all();
     st_restore_now();
