@@ -1254,6 +1254,15 @@ def test_special_files(tmp, rng, src_path):
             check(kind(os.lstat(p).st_mode) and leftovers(base) == [],
                   "OUT %s with --force: still %s, nothing left beside it (%s)" % (what, what, leftovers(base)))
     sk.close()
+    # OUT a hard link of IN: the same file under another name (compared by
+    # device and inode, as a bind mount would be): refused, IN unchanged
+    hard = os.path.join(base, "hard.safetensors")
+    os.link(src_path, hard)
+    before = open(src_path, "rb").read()
+    r = run_limited("quantize", src_path, hard, "--scheme", "fp8-row", "--force")
+    check(r.returncode == 1 and "the output is the input" in r.stderr and open(src_path, "rb").read() == before and
+          os.stat(hard).st_ino == os.stat(src_path).st_ino and leftovers(base) == [],
+          "OUT a hard link of IN with --force: refused, IN unchanged (rc %s: %s)" % (r.returncode, r.stderr.strip()))
     nb = os.stat("/dev/null")
     check(stat.S_ISCHR(nb.st_mode) and nb.st_rdev == null_before.st_rdev and nb.st_ino == null_before.st_ino,
           "/dev/null is still the null device")
