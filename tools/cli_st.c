@@ -73,7 +73,8 @@ static void quantize_usage(FILE *f)
         "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
         "OUT is written under a temporary name next to it and renamed when complete: a\n"
         "failure or Ctrl-C leaves no partial output. OUT may not be IN or lie inside it.\n"
-        "Exit status: 0 ok, 1 failed (nothing written), 2 bad arguments or OUT exists\n"
+        "Exit status: 0 ok, 1 failed (nothing written, unless the message says where OUT\n"
+        "was moved), 2 bad arguments or OUT exists\n"
         "without --force (nothing read or written).\n");
 }
 
@@ -101,7 +102,8 @@ static void dequantize_usage(FILE *f)
         "  --exclude G    leave fp8 tensors whose names match the glob alone (repeatable)\n"
         "  --backend B, --threads N, --force, --no-fsync, --quiet, --json: as for quantize\n"
         "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
-        "Exit status: 0 ok, 1 failed (nothing written), 2 bad arguments or OUT exists\n"
+        "Exit status: 0 ok, 1 failed (nothing written, unless the message says where OUT\n"
+        "was moved), 2 bad arguments or OUT exists\n"
         "without --force (nothing read or written).\n");
 }
 

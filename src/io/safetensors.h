@@ -203,7 +203,8 @@ fp8kit_status st_writer_pwrite(st_writer *w, const void *buf, size_t n, uint64_t
 fp8kit_status st_writer_finish(st_writer *w, char *err, size_t errlen);
 /* Renames the finished temporary file to final_path. Without force an
  * existing final_path is an error and is left alone (renameat2 NOREPLACE,
- * or link + unlink where that is unsupported). */
+ * or link + unlink where that is unsupported); with force only a regular
+ * file is replaced (a FIFO, device, socket, directory or link is refused). */
 fp8kit_status st_writer_commit(st_writer *w, int force, char *err, size_t errlen);
 /* Removes the temporary file (any state) and frees the writer. Safe to call
  * twice and after a commit (then it only frees). */
