@@ -120,6 +120,11 @@ static fp8kit_status fk_plan_quant(const fp8kit_ctx *ctx, const char *fn, const 
     *scale = fp8kit_tensor_make(NULL, d->scheme == FP8KIT_SCHEME_MX ? FP8KIT_E8M0 : FP8KIT_F32, snd, sshape);
     if (fk_mul_ovf(fk_mul_ovf(xm->E, *srows), *scols) < 0)
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: the scale tensor's size overflows int64", fn);
+    /* the outputs' byte counts too (an f32 scale per row of 2^62 f16 rows
+     * overflows where the input does not): the tensor rule, checked once */
+    if ((st = fk_check_tensor(ctx, fn, "q (as planned)", q, 0)) ||
+        (st = fk_check_tensor(ctx, fn, "scale (as planned)", scale, 0)))
+        return st;
     return FP8KIT_OK;
 }
 
