@@ -339,7 +339,9 @@ typedef struct fp8kit_gemm_args {
  * FP8KIT_ERR_WORKSPACE_TOO_SMALL below the size of its fp16 copies. The
  * workspace must be 16-byte aligned; its content need not be cleared before
  * or kept between calls, but concurrent calls need separate workspaces.
- * Makes and caches the call's plan. */
+ * Makes and caches the call's plan. The query reads no operand, so args may
+ * hold placeholder pointers (non-NULL and aligned; the no-overlap rule is not
+ * applied). */
 FP8KIT_API fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
                                                     const fp8kit_gemm_args *args, size_t *bytes);
 

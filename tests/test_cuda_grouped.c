@@ -91,7 +91,7 @@ static void ops_make(gops *o, const gcase *c)
     o->dsb = dmalloc(sizeof(float) * (size_t)(G * N));
     o->dbias = dmalloc(fp8kit_dtype_size(c->biast) * (size_t)(G * N));
     o->doff = dmalloc(sizeof(int32_t) * (size_t)G);
-    o->dd = dmalloc(o->dbytes);
+    o->dd = dmalloc(4 * (size_t)(T * o->ldd)); /* room for D as f32 too (bad-argument cases retype it) */
     o->dstatus = dmalloc(sizeof(int32_t));
     h2d(o->da, o->a, (size_t)(T * K));
     h2d(o->db, o->b, (size_t)(G * o->brows * K));

@@ -163,8 +163,10 @@ static fp8kit_status fk_gemm_overlaps(const fp8kit_ctx *ctx, const fk_gemm_job *
     return fk_check_overlap(ctx, FN, r, FK_R_N);
 }
 
+/* overlap: apply the no-overlap rule (not for a size query, whose pointers
+ * need not be real buffers) */
 static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_gemm_args *a,
-                                       fk_gemm_job *j, fk_region *rg)
+                                       fk_gemm_job *j, fk_region *rg, int overlap)
 {
     if (!ctx)
         return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, FN ": ctx is NULL");
@@ -258,7 +260,7 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     if (!rg)
         rg = own;
     fk_gemm_regions(d, a, rg);
-    return fk_gemm_overlaps(ctx, j, rg);
+    return overlap ? fk_gemm_overlaps(ctx, j, rg) : FP8KIT_OK;
 }
 
 /* Plan key: everything a backend may specialise on, never the data. */
@@ -304,7 +306,7 @@ fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc
     if (!bytes)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "fp8kit_gemm_workspace_size: bytes is NULL");
     fk_gemm_job j;
-    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, NULL);
+    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, NULL, 0);
     if (st)
         return st;
     size_t b = 0;
@@ -418,7 +420,7 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
     }
     fk_gemm_job j;
     fk_region rg[FK_R_N];
-    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, rg);
+    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, rg, 1);
     if (st)
         return st;
     const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
@@ -454,7 +456,7 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
 fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args)
 {
     fk_gemm_job j;
-    return fk_build_gemm_job(ctx, desc, args, &j, NULL);
+    return fk_build_gemm_job(ctx, desc, args, &j, NULL, 1);
 }
 
 int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx)
