@@ -1118,6 +1118,43 @@ static void test_index(void)
     }
 }
 
+/* Output names of 244-255 bytes (issue 21 item 8): the temporary name next to
+ * OUT must stay below NAME_MAX whatever OUT's length, for a file and for a
+ * model directory. */
+static void test_long_names(fp8kit_ctx *ctx)
+{
+    char src[600], out[900], err[600], base[256];
+    const src_tensor ts[] = {{"w.weight", ST_BF16, 8, 64}};
+    snprintf(src, sizeof src, "%s/long_src.safetensors", tmpdir);
+    make_src(src, ts, 1, 0, 11);
+    st_conv_opts o;
+    memset(&o, 0, sizeof o);
+    o.scheme = ST_SCHEME_FP8_ROW;
+    o.no_fsync = 1;
+    st_stats stats;
+    for (int len = 244; len <= 255; len += 11) {
+        memset(base, 'n', (size_t)len);
+        memcpy(base + len - 12, ".safetensors", 12);
+        base[len] = '\0';
+        snprintf(out, sizeof out, "%s/%s", tmpdir, base);
+        CHECK_STATUS(st_convert(ctx, src, out, &o, &stats, err, sizeof err), FP8KIT_OK);
+        CHECK(access(out, F_OK) == 0 && count_tmp(tmpdir) == 0, "a %d-byte output name: written, nothing left", len);
+        unlink(out);
+    }
+    /* a model directory OUT of 255 bytes */
+    char mdir[600], mfile[1000];
+    snprintf(mdir, sizeof mdir, "%s/long_model", tmpdir);
+    mkdir(mdir, 0755);
+    snprintf(mfile, sizeof mfile, "%s/model.safetensors", mdir);
+    make_src(mfile, ts, 1, 0, 12);
+    memset(base, 'd', 255);
+    base[255] = '\0';
+    snprintf(out, sizeof out, "%s/%s", tmpdir, base);
+    CHECK_STATUS(st_convert(ctx, mdir, out, &o, &stats, err, sizeof err), FP8KIT_OK);
+    snprintf(mfile, sizeof mfile, "%s/model.safetensors", out);
+    CHECK(access(mfile, F_OK) == 0 && count_tmp(tmpdir) == 0, "a 255-byte model directory name: written, nothing left");
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/fp8kit-test-st-XXXXXX");
@@ -1135,6 +1172,7 @@ int main(void)
     test_writer();
     test_convert(ctx);
     test_shape_rule(ctx);
+    test_long_names(ctx);
     test_no_echo();
     test_truncated_input(ctx);
     test_stale();
