@@ -322,6 +322,20 @@ static gcall gemm_base(void)
     return g;
 }
 
+/* gemm_base with fp8 D quantized by a given scale_d, amax_d written, no C or bias */
+static gcall gemm_outq_base(void)
+{
+    gcall o = gemm_base();
+    o.d.bias = FP8KIT_BIAS_NONE, o.a.beta = 0.0f;
+    o.d.out_quant = FP8KIT_OUTQ_SCALED;
+    o.a.d.dtype = FP8KIT_E4M3;
+    float *sd = (float *)take(8);
+    *sd = 2.0f;
+    o.a.scale_d = fp8kit_tensor_make(sd, FP8KIT_F32, 0, NULL);
+    o.a.amax_d = (float *)take(8);
+    return o;
+}
+
 /* the GEMM call g with the data pointer of one operand moved by `by` bytes */
 static gcall gcall_tmp;
 static fp8kit_status gemm_moved(fp8kit_tensor *which, int by)
@@ -367,19 +381,12 @@ static void test_misaligned_gemm(void)
     BAD(MIS, GF, "d->data", "aligned", fp8kit_gemm_call_ptrs(&call, p));
 
     /* fused output quantization: scale_d (input or output scales) and amax_d */
-    gcall o = gemm_base();
-    o.d.bias = FP8KIT_BIAS_NONE, o.a.beta = 0.0f;
-    o.d.out_quant = FP8KIT_OUTQ_SCALED;
-    o.a.d.dtype = FP8KIT_E4M3;
-    float *sd = (float *)take(8), *amax = (float *)take(8);
-    *sd = 2.0f;
-    o.a.scale_d = fp8kit_tensor_make(sd, FP8KIT_F32, 0, NULL);
-    o.a.amax_d = amax;
+    gcall o = gemm_outq_base();
     GOOD(fp8kit_gemm(ctx, &o.d, &o.a, NULL));
     GOOD(GEMM_MOVED(o, d, 1)); /* fp8 D */
     BAD(MIS, GF, "scale_d->data", "aligned", GEMM_MOVED(o, scale_d, 1));
     gcall t2 = o;
-    t2.a.amax_d = (float *)off(amax, 2);
+    t2.a.amax_d = (float *)off(o.a.amax_d, 2);
     BAD(MIS, GF, "amax_d", "aligned", fp8kit_gemm(ctx, &t2.d, &t2.a, NULL));
     o.d.out_quant = FP8KIT_OUTQ_BLOCK1X128, o.d.out_hp = FP8KIT_BF16, o.a.amax_d = NULL;
     o.a.scale_d = fp8kit_tensor_make(take(GM * 4), FP8KIT_F32, 2, (int64_t[]){GM, 1});
@@ -591,19 +598,12 @@ static void test_overlap_gemm(void)
     BAD(OVL, GF, "overlap", "output d overlaps input scale_a", fp8kit_gemm_call_ptrs(&call, p));
 
     /* fused output quantization: scale_d and amax_d */
-    gcall o = gemm_base();
-    o.d.bias = FP8KIT_BIAS_NONE, o.a.beta = 0.0f;
-    o.d.out_quant = FP8KIT_OUTQ_SCALED;
-    o.a.d.dtype = FP8KIT_E4M3;
-    float *sd = (float *)take(8), *amax = (float *)take(8);
-    *sd = 2.0f;
-    o.a.scale_d = fp8kit_tensor_make(sd, FP8KIT_F32, 0, NULL);
-    o.a.amax_d = amax;
+    gcall o = gemm_outq_base();
     GOOD(fp8kit_gemm(ctx, &o.d, &o.a, NULL));
     gcall u = o;
     u.a.amax_d = (float *)off(o.a.d.data, 40);
     BAD(OVL, GF, "overlap", "output d overlaps output amax_d", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
-    u = o, u.a.amax_d = sd;
+    u = o, u.a.amax_d = (float *)o.a.scale_d.data;
     BAD(OVL, GF, "overlap", "output amax_d overlaps input scale_d", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
     u = o, u.a.scale_d.data = off(o.a.d.data, 8);
     BAD(OVL, GF, "overlap", "output d overlaps input scale_d", fp8kit_gemm(ctx, &u.d, &u.a, NULL));
