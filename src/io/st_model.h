@@ -1,4 +1,5 @@
-/* st_model.h - model directories for the checkpoint converter (st_model.c):
+/* st_model.h - model directories for the checkpoint converter (st_model.c,
+ * config.json in st_config.c):
  * input kinds, the temporary output tree, copying a model's other files,
  * config.json, and putting the finished directory in place. Internal to src/io. */
 #ifndef FK_ST_MODEL_H
@@ -22,6 +23,13 @@ typedef struct st_input {
     char *dir;  /* the model directory (NULL for ST_INPUT_FILE) */
     char *file; /* the weights file (ST_INPUT_FILE, ST_INPUT_DIR_FILE) */
 } st_input;
+
+/* dir + "/" + name (malloc'd). */
+char *st_path_join(const char *dir, const char *name);
+/* 1 when path (links followed) is a regular file. */
+int st_is_regular(const char *path);
+/* 1 when path (links followed) exists and is not a regular file; its mode in *mode. */
+int st_is_special(const char *path, unsigned *mode);
 
 /* What IN is; a FIFO, device or other special file is refused, and so is a
  * directory holding both model.safetensors and the index (ambiguous). */
