@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# device_small.sh - one device call for the small-M (decode) GEMM work: builds
+# NOTE: needs porting to the tuning API: it sets FK_SMALL_DEBUG and the FK_SMALL_* knobs of FK_SMALL_EXTRA, removed from the library.
+# small_m.sh - one device call for the small-M (decode) GEMM work: builds
 # test_cuda_gemm_small and bench_gemm (Release, sm_90a, -j16, build dir
 # outside the tree), runs the small-M bench section on the decode shapes
 # (JSON lines to $OUT/small.jsonl), the test, compute-sanitizer memcheck on
 # its reduced set, then optional experiments.
-# Usage (repo root or worktree, on the device): bash bench/device_small.sh COMMIT
+# Usage (repo root or worktree, on the device): bash bench/profile/small_m.sh COMMIT
 # Env: FK_SMALL_EXTRA="label:ENV=V ENV2=V:bench flags;..." extra bench runs,
 #      FK_SKIP_TEST=1, FK_NCU="bench flags" (ncu on the first small kernel).
 set -u
 commit=${1:-unknown}
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/../gpu_check.sh" --lib
 B=/tmp/build-small
 SHAPES=64x7168x7168,128x2112x7168,128x7168x16384,1x7168x7168,16x7168x7168,32x7168x7168
 stamp "build"

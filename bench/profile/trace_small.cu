@@ -5,7 +5,7 @@
  * nothing, and prints the medians: stamp to stamp for each, and from the
  * small-M kernel's own per-CTA stamps (library built with -DFK_SMALL_TRACE,
  * see gemm_sm90_small.cu) the median time from a CTA's entry to each phase.
- * Build and run on the device: bash bench/trace_small.sh M N K [M N K ...] */
+ * Build and run on the device: bash bench/profile/trace_small.sh M N K [M N K ...] */
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 #include <stdio.h>

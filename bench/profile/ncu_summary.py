@@ -3,8 +3,8 @@
 CSV (`ncu -i REPORT --page raw --csv`): time, SM clock, active cycles, issue
 slots, tensor pipe (wgmma), MUFU (xu) and FMA pipes, L2 / DRAM throughput
 and the top warp stall reasons. Values are converted from the units row.
-The last launch of each kernel name is shown. Used by bench/ncu_targets.sh.
-Usage: python3 bench/ncu_summary.py RAW.csv..."""
+The last launch of each kernel name is shown. Used by bench/profile/ncu_targets.sh.
+Usage: python3 bench/profile/ncu_summary.py RAW.csv..."""
 import csv
 import sys
 

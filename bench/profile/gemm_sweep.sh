@@ -1,15 +1,28 @@
 #!/bin/bash
-# device_lead.sh - the lead's GEMM experiment call: builds the GEMM tests and
+# NOTE: needs porting to the tuning API: it sets FK_GEMM_CLUSTER, an environment knob removed from the library.
+# gemm_sweep.sh - a GEMM experiment in one device call: builds the GEMM tests and
 # bench on the device (Release, sm_90a, -j16), runs test_cuda_gemm and
 # test_cuda_vs_cublaslt (test_cuda_gemm also with FK_GEMM_CLUSTER=2), then
 # bench_gemm once per environment assignment in $FK_SWEEP (same run, so the
 # rows compare), logs under $OUT.
-# Usage (repo root, on the device): bash bench/device_lead.sh [COMMIT]
+# Usage (repo root, on the device): bash bench/profile/gemm_sweep.sh [COMMIT]
 set -u
 commit=${1:-unknown}
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/../gpu_check.sh" --lib
+# fk_run_test ENTRY BUILD_DIR SECONDS: runs test NAME of an entry NAME or
+# NAME@VAR=VAL:VAR=VAL (with those variables set), its log in $OUT, and adds
+# its exit status and summary line to $OUT/summary.txt.
+fk_run_test() {
+    local t=$1 b=$2 secs=$3 env="" log
+    case $t in *@*) env=${t#*@}; env=${env//:/ }; t=${t%%@*} ;; esac
+    log="$OUT/$t$(echo "$env" | tr -c 'A-Za-z0-9\n' '_').log"
+    [ -x "$b/$t" ] || { echo "$t: not built" | tee -a "$OUT/summary.txt"; return; }
+    env $env timeout "$secs" "$b/$t" >"$log" 2>&1
+    echo "$t $env exit $? : $(grep -E 'passed, [0-9]+ failed' "$log" | tail -1)" | tee -a "$OUT/summary.txt"
+    grep -E "FAIL " "$log" | head -5
+}
 B=build-dev
-fk_build $B ${FK_TARGETS:-test_cuda_gemm test_cuda_vs_cublaslt bench_gemm}
+fk_build $B ${FK_TARGETS:-test_cuda_gemm test_cuda_vs_cublaslt bench_gemm} || exit 1
 for t in ${FK_TESTS-test_cuda_gemm test_cuda_gemm@FK_GEMM_CLUSTER=2 test_cuda_vs_cublaslt}; do
     stamp "$t"
     fk_run_test "$t" "$B" ${FK_TEST_SECS:-120}

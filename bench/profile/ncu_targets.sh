@@ -9,11 +9,11 @@
 # $OUT/0-ncu-summary.txt (named to come back first: the device tool returns
 # 8 files). ncu locks the clocks to base, so compare
 # kernels within a case, not with bench_gemm's free-running times.
-# Usage (repo root, on the device): OUT=dir [FK_NCU_CASES="SHAPE:MODES ..."] bash bench/ncu_targets.sh [BUILD_DIR]
+# Usage (repo root, on the device): OUT=dir [FK_NCU_CASES="SHAPE:MODES ..."] bash bench/profile/ncu_targets.sh [BUILD_DIR]
 set -u
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/../gpu_check.sh" --lib
 B=${1:-build-dev}
-[ -x "$B/bench_gemm" ] || fk_build "$B" bench_gemm
+[ -x "$B/bench_gemm" ] || fk_build "$B" bench_gemm || exit 1
 # SHAPE:MODES; SHAPE:small profiles the small-M section (small-M kernel,
 # general kernel, cuBLASLt) for that M <= 128 shape
 for c in ${FK_NCU_CASES:-4096x4096x4096:tensor 4096x4096x4096:tensor_fast 8192x8192x8192:bias_gelu 128x2112x7168:tensor}; do
@@ -32,7 +32,7 @@ for c in ${FK_NCU_CASES:-4096x4096x4096:tensor 4096x4096x4096:tensor_fast 8192x8
         -o "$OUT/ncu-$tag" -f "$B/bench_gemm" --reps 1 $args >"$OUT/ncu-$tag.txt" 2>&1
     echo "ncu exit $?"
     ncu -i "$OUT/ncu-$tag.ncu-rep" --page raw --csv >"$OUT/raw-$tag.csv" 2>/dev/null
-    python3 bench/ncu_summary.py "$OUT/raw-$tag.csv" | tee -a "$OUT/0-ncu-summary.txt"
+    python3 "$(dirname "$0")/ncu_summary.py" "$OUT/raw-$tag.csv" | tee -a "$OUT/0-ncu-summary.txt"
     [ -n "${FK_NCU_KEEP:-}" ] || rm -f "$OUT/ncu-$tag.ncu-rep" # (large; FK_NCU_KEEP=1 keeps the reports)
 done
 stamp done

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ncu_segments.py - where a kernel's warps spend their stall samples, from
-the SASS source page that bench/ncu_source.sh writes (`ncu -i REP --page
+the SASS source page that bench/profile/ncu_source.sh writes (`ncu -i REP --page
 source --csv --print-source sass`, optionally .gz):
 - by code region (default): the warp-stall samples summed over runs of
   consecutive instructions with the same execution count (a loop body, an
@@ -10,7 +10,7 @@ source --csv --print-source sass`, optionally .gz):
   executed run is normally the main loop);
 - with --top N: the N instructions with the most samples and their top two
   stall reasons.
-Usage: python3 bench/ncu_segments.py SRC.csv[.gz] [--min 0.8] [--top N]"""
+Usage: python3 bench/profile/ncu_segments.py SRC.csv[.gz] [--min 0.8] [--top N]"""
 import collections
 import csv
 import gzip

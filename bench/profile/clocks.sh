@@ -1,5 +1,5 @@
 #!/bin/bash
-# device_clocks.sh - GEMM timings with the GPU's clocks and power beside them:
+# clocks.sh - GEMM timings with the GPU's clocks and power beside them:
 # builds bench_gemm on the device, samples nvidia-smi (SM clock, power,
 # temperature, throttle reasons) every 50 ms while bench_gemm runs once per
 # mode in $FK_CLK_MODES (one process each, repeated $FK_CLK_ROUNDS times,
@@ -7,15 +7,15 @@
 # then prints each run's time next to the clock / power percentiles of its
 # window. With FK_NCU=1 also times each mode under ncu (clocks locked by
 # ncu), which separates the kernel's own cost from clock changes.
-# Usage (repo root, on the device): bash bench/device_clocks.sh [COMMIT]
+# Usage (repo root, on the device): bash bench/profile/clocks.sh [COMMIT]
 # Env: FK_CLK_SHAPE (default 8192x8192x8192), FK_CLK_MODES (tensor bias_gelu),
 # FK_CLK_ROUNDS (2), FK_CLK_REPS (300), FK_CLK_ENV (VAR=VAL words for bench_gemm),
 # FK_BUILD (a folder with a built bench_gemm to use instead of building one).
 set -u
 commit=${1:-unknown}
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/../gpu_check.sh" --lib
 B=${FK_BUILD:-build-dev}
-[ -x "$B/bench_gemm" ] || fk_build $B bench_gemm
+[ -x "$B/bench_gemm" ] || fk_build "$B" bench_gemm || exit 1
 shape=${FK_CLK_SHAPE:-8192x8192x8192}
 nvidia-smi --query-gpu=power.limit,clocks.max.sm,clocks.applications.graphics --format=csv
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \

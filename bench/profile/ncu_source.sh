@@ -4,11 +4,11 @@
 # prints the SASS instructions with the most warp-stall samples (ncu_segments.py
 # --top; without --top it sums them by code region). Logs under $OUT.
 # Usage (repo root, on the device): OUT=dir [FK_NCU_CASES=...] [FK_NCU_KREGEX=kernel name regex]
-#        bash bench/ncu_source.sh [BUILD_DIR (one with a built bench_gemm; else build-dev is built)]
+#        bash bench/profile/ncu_source.sh [BUILD_DIR (one with a built bench_gemm; else build-dev is built)]
 set -u
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/../gpu_check.sh" --lib
 B=${1:-build-dev}
-[ -x "$B/bench_gemm" ] || fk_build "$B" bench_gemm
+[ -x "$B/bench_gemm" ] || fk_build "$B" bench_gemm || exit 1
 # FK_NCU_CASES: "SHAPE:MODE SHAPE:MODE ..." (default below)
 for sh in ${FK_NCU_CASES:-4096x24576x1536:tensor_fast 8192x8192x8192:tensor}; do
   set -- ${sh/:/ }
