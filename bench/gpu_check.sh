@@ -125,7 +125,7 @@ fk_build() {
     cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
         "-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" \
         -DFP8KIT_SAFETENSORS=${st:-ON} $FK_JANSSON_CMAKE >"$OUT/build.log" 2>&1 &&
-        cmake --build "$b" -j "$(nproc)" "${targets[@]}" >>"$OUT/build.log" 2>&1 ||
+        cmake --build "$b" -j "$(nproc)" ${targets[@]+"${targets[@]}"} >>"$OUT/build.log" 2>&1 ||
         { stamp "build failed"; tail -40 "$OUT/build.log"; return 1; }
 }
 
