@@ -58,8 +58,9 @@ T0=$(date +%s)
 stamp() { echo "[+$(($(date +%s) - T0))s] $*"; }
 
 # fk_jansson: use the system's jansson, else the one in devbin/ (exported:
-# PKG_CONFIG_LIBDIR with a jansson.pc that names devbin's absolute paths, the
-# loader path; FK_JANSSON_CMAKE holds the cache entries for CMake's fallback).
+# PKG_CONFIG_LIBDIR with a jansson.pc that names devbin's absolute paths, and the
+# loader path; without pkg-config, FK_JANSSON_CMAKE holds the cache entries for
+# CMake's find_path / find_library fallback).
 FK_JANSSON_CMAKE=""
 fk_jansson() {
     if pkg-config --exists jansson 2>/dev/null || [ -e /usr/include/jansson.h ]; then return 0; fi
@@ -72,7 +73,6 @@ fk_jansson() {
     [ -e "$d/usr/include/jansson.h" ] || return 1
     lib=$(dirname "$(find "$d/usr/lib" -name 'libjansson.so' | head -1)")
     export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    FK_JANSSON_CMAKE="-DFK_JANSSON_INCLUDE=$d/usr/include -DFK_JANSSON_LIBRARY=$lib/libjansson.so"
     if command -v pkg-config >/dev/null && [ -e "$lib/pkgconfig/jansson.pc" ]; then
         # PKG_CONFIG_LIBDIR, not PKG_CONFIG_PATH: tests/test_install.sh sets the latter
         pcdir=${TMPDIR:-/tmp}/fk-jansson-pc
@@ -80,6 +80,8 @@ fk_jansson() {
         sed "s|^prefix=.*|prefix=$d/usr|" "$lib/pkgconfig/jansson.pc" >"$pcdir/jansson.pc"
         PKG_CONFIG_LIBDIR="$pcdir:$(pkg-config --variable pc_path pkg-config)"
         export PKG_CONFIG_LIBDIR
+    else # no pkg-config: CMake's fallback (find_path / find_library) gets the paths
+        FK_JANSSON_CMAKE="-DFK_JANSSON_INCLUDE=$d/usr/include -DFK_JANSSON_LIBRARY=$lib/libjansson.so"
     fi
     echo "jansson: from $d"
 }
