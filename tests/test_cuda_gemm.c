@@ -9,23 +9,56 @@
  * accumulation, strided D, precise fp32 output (the fp16-copy path, docs/spec.md's
  * 1e-5 up to K = 16384, its workspace), and the plan-time errors (misalignment,
  * unsupported modes, workspace), and the TMA-store epilogue byte-equal to
- * the other epilogues (every scale-mode pair). Exits 77 (skipped) without a usable CUDA device.
- * FK_TEST_SMALL=1 runs two small shapes only (for compute-sanitizer). */
+ * the other epilogues (every scale-mode pair). Variants are forced with
+ * fp8kit_ctx_set_tuning and the planner's choice read with
+ * fp8kit_gemm_describe. Exits 77 (skipped) without a usable CUDA device.
+ * Options: --small runs two small shapes only (for compute-sanitizer);
+ * --tuning SPEC gives every context the test makes these overrides, with
+ * the keys a case forces after them (test_cuda_gemm_cluster: --tuning
+ * gemm_cluster=2); without it, what a new context starts with
+ * (FP8KIT_TUNING). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "fp8kit.h"
 #include "format/codec.h"
 #include "test_util.h"
+
+static int g_small;          /* --small */
+static char g_tuning[512];   /* --tuning, as fp8kit_ctx_get_tuning writes it back */
+static int g_tuning_given;
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
 #include "test_cuda_util.h"
 
 static fk_rng rng;
-static fp8kit_ctx *gctx, *cctx;
+/* gctx: --tuning's overrides only; fctx: those and a case's forced keys */
+static fp8kit_ctx *gctx, *cctx, *fctx;
+static char fctx_keys[128]; /* the keys fctx was last given */
 static int sk_calls; /* run_case calls whose plan has a stream-K tail (its workspace asked for one) */
+
+/* Sets c's overrides to --tuning's followed by keys ("" for none): of two
+ * equal keys the later wins, so a case's own keys replace --tuning's. */
+static int set_tuning(fp8kit_ctx *c, const char *keys)
+{
+    char spec[sizeof g_tuning + 160];
+    snprintf(spec, sizeof spec, "%s%s%s", g_tuning, g_tuning[0] && keys[0] ? "," : "", keys);
+    fp8kit_status st = fp8kit_ctx_set_tuning(c, spec);
+    CHECK(st == FP8KIT_OK, "fp8kit_ctx_set_tuning(\"%s\"): %s (%s)", spec, fp8kit_status_string(st),
+          fp8kit_last_error(c));
+    return st == FP8KIT_OK;
+}
+
+/* The value of " key=" in a plan description (fp8kit_gemm_describe), or -1. */
+static int plan_field(const char *plan, const char *key)
+{
+    char pat[40];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(plan, pat);
+    return p ? atoi(p + strlen(pat)) : -1;
+}
 
 typedef struct gcase {
     const char *name;
@@ -42,8 +75,9 @@ typedef struct gcase {
     int fast;
     int heavy;
     int64_t ldd_pad; /* extra columns in D's row stride */
-    const char *bn;  /* FK_GEMM_BN override or NULL */
-    const char *promo; /* FK_GEMM_PROMO override or NULL */
+    const char *bn;  /* tuning gemm_bn or NULL */
+    const char *promo; /* tuning gemm_promo or NULL */
+    const char *sk;  /* tuning gemm_sk or NULL */
     double bound;    /* max rel error; 0 = by output dtype */
     fp8kit_dtype hp; /* OUTQ_MX / BLOCK1X128: desc.out_hp */
     int rceil, pow2; /* desc.out_rounding (RCEIL), desc.out_pow2 */
@@ -219,11 +253,21 @@ static double run_case(const gcase *g)
     /* precise fp32 output (tensor / row / no scales) needs a workspace for
      * the fp16 copies of A and B: 2 M K (rounded up to 256) + 2 N K bytes;
      * a plan with a stream-K tail asks for more (its flags and partial
-     * tiles, 256-aligned after the copies); every other case none */
-    if (g->bn) setenv("FK_GEMM_BN", g->bn, 1);
-    if (g->promo) setenv("FK_GEMM_PROMO", g->promo, 1);
+     * tiles, 256-aligned after the copies); every other case none.
+     * A case that forces keys runs on fctx with them. */
+    char keys[128] = "", plan[512] = "";
+    if (g->bn) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_bn=%s", g->bn);
+    if (g->promo) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_promo=%s", g->promo);
+    if (g->sk) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_sk=%s", g->sk);
+    fp8kit_ctx *ctx = gctx;
+    if (keys[0]) {
+        ctx = fctx;
+        if (strcmp(keys + 1, fctx_keys) != 0 && set_tuning(fctx, keys + 1))
+            snprintf(fctx_keys, sizeof fctx_keys, "%s", keys + 1);
+        CHECK_STATUS(fp8kit_gemm_describe(fctx, &desc, &ga, plan, sizeof plan), FP8KIT_OK);
+    }
     size_t ws = 1;
-    CHECK_STATUS(fp8kit_gemm_workspace_size(gctx, &desc, &ga, &ws), FP8KIT_OK);
+    CHECK_STATUS(fp8kit_gemm_workspace_size(ctx, &desc, &ga, &ws), FP8KIT_OK);
     const int f16 = g->dt == FP8KIT_F32 && !g->fast && g->sa != FP8KIT_SCALE_BLOCK && g->sa != FP8KIT_SCALE_MX;
     const size_t ws_want = f16 ? (size_t)((2 * M * K + 255) / 256 * 256 + 2 * N * K) : 0;
     CHECK(ws == ws_want || ws >= (ws_want + 255) / 256 * 256 + 256 + 128 * 64 * 4, "%s: workspace %zu bytes, want %zu",
@@ -233,11 +277,9 @@ static double run_case(const gcase *g)
     void *dWS = ws ? dmalloc(ws) : NULL;
     ga.workspace = dWS;
     ga.workspace_bytes = ws;
-    fp8kit_status st = fp8kit_gemm(gctx, &desc, &ga, NULL);
-    if (g->bn) unsetenv("FK_GEMM_BN");
-    if (g->promo) unsetenv("FK_GEMM_PROMO");
+    fp8kit_status st = fp8kit_gemm(ctx, &desc, &ga, NULL);
     CHECK(st == FP8KIT_OK, "%s: fp8kit_gemm (cuda) returned %s: %s", g->name, fp8kit_status_string(st),
-          fp8kit_last_error(gctx));
+          fp8kit_last_error(ctx));
     cudaError_t ce = cudaDeviceSynchronize();
     CHECK(ce == cudaSuccess, "%s: kernel failed: %s", g->name, cudaGetErrorString(ce));
     unsigned char *D = malloc(dbytes);
@@ -353,6 +395,8 @@ static double run_case(const gcase *g)
     double relc = den > 0 ? sqrt(numc / den) : sqrt(numc);
     printf("  %-28s %5lldx%5lldx%5lld  rel %.3e  (vs cpu %.3e)  bound %.0e\n", g->name, (long long)M,
            (long long)N, (long long)K, rel, relc, bound);
+    if (keys[0])
+        printf("  %-28s %s: %s\n", "", keys + 1, plan);
     CHECK(rel <= bound, "%s: rel error %.3e > %.1e", g->name, rel, bound);
     CHECK(relc <= 2 * bound, "%s: differs from the CPU backend by %.3e", g->name, relc);
     CHECK(nan_bad == 0, "%s: %ld NaN outputs", g->name, nan_bad);
@@ -404,7 +448,7 @@ static int fk_is_poisoned_ff(const void *p, size_t n)
     return 1;
 }
 
-/* fp32 output with fast_accum on the fp8 kernel (FK_GEMM_PROMO=4 keeps the
+/* fp32 output with fast_accum on the fp8 kernel (gemm_promo=4 keeps the
  * promotion every 128 of K; the only fp32 path for block scales). The bound
  * is the measured fp8 tensor-core floor (~1.3e-4 normal, ~2e-4
  * heavy-tailed), not docs/spec.md's 1e-5. */
@@ -528,17 +572,17 @@ static void test_errors(void)
     cudaFree(dA); cudaFree(dB); cudaFree(dD); cudaFree(dS); cudaFree(dW);
 }
 
-/* Accuracy of each fp32 promotion interval at large K (fresh context each,
- * since the interval is read at plan time): the fp8 kernel with fast_accum
+/* Accuracy of each fp32 promotion interval at large K (each forced with
+ * the tuning key gemm_promo): the fp8 kernel with fast_accum
  * (every 4, 2, 1 k32 steps, none), then the precise fp16-copy path (every 4
  * k16 steps = 64 of K, the default, held to docs/spec.md's 1e-5; none: the f16
  * tensor cores' own accumulation over all of K, informational), on normal,
  * heavy-tailed and e5m2 x e5m2 heavy-tailed data with row scales. */
-/* One bf16/f16-output GEMM in a fresh CUDA context (the plan is made at its
- * first call), FK_GEMM_TS set to ts, the tile width to bn and single CTAs
- * (FK_GEMM_CLUSTER=1 for the call: TS variants have no clusters); with
- * FK_GEMM_VERBOSE=1 the planner's line goes to a temporary file through
- * fd 2, and *tma_store is whether the plan took a TMA-store variant. */
+/* One bf16/f16-output GEMM in a fresh CUDA context with the tuning keys
+ * gemm_ts=ts, gemm_bn=bn and gemm_cluster=1 (single CTAs: TS variants have
+ * no clusters); *tma_store is the tma_store field of the plan's
+ * description (fp8kit_gemm_describe): whether it took a TMA-store variant
+ * (-1 when not described). */
 static fp8kit_status run_planned(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *ga, const char *ts,
                                  const char *bn, int *tma_store)
 {
@@ -547,38 +591,16 @@ static fp8kit_status run_planned(const fp8kit_gemm_desc *desc, const fp8kit_gemm
     fp8kit_status st = fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &c);
     if (st != FP8KIT_OK)
         return st;
-    FILE *tf = tmpfile();
-    const int saved = dup(2);
-    fflush(stderr);
-    if (tf && saved >= 0)
-        dup2(fileno(tf), 2);
-    char cl[32] = "";
-    if (getenv("FK_GEMM_CLUSTER"))
-        snprintf(cl, sizeof cl, "%s", getenv("FK_GEMM_CLUSTER"));
-    setenv("FK_GEMM_CLUSTER", "1", 1);
-    setenv("FK_GEMM_TS", ts, 1);
-    setenv("FK_GEMM_BN", bn, 1);
-    setenv("FK_GEMM_VERBOSE", "1", 1);
-    st = fp8kit_gemm(c, desc, ga, NULL);
-    unsetenv("FK_GEMM_TS");
-    unsetenv("FK_GEMM_BN");
-    unsetenv("FK_GEMM_VERBOSE");
-    if (cl[0])
-        setenv("FK_GEMM_CLUSTER", cl, 1);
-    else
-        unsetenv("FK_GEMM_CLUSTER");
-    fflush(stderr);
-    if (saved >= 0) {
-        dup2(saved, 2);
-        close(saved);
+    char keys[96], plan[512];
+    snprintf(keys, sizeof keys, "gemm_cluster=1,gemm_ts=%s,gemm_bn=%s", ts, bn);
+    if (!set_tuning(c, keys)) {
+        fp8kit_ctx_destroy(c);
+        return FP8KIT_ERR_INVALID_ARGUMENT;
     }
-    if (tf) {
-        char line[512];
-        rewind(tf);
-        while (fgets(line, sizeof line, tf))
-            if (strstr(line, "fp8kit cuda gemm plan"))
-                *tma_store = strstr(line, "tma_store 1") != NULL;
-        fclose(tf);
+    st = fp8kit_gemm_describe(c, desc, ga, plan, sizeof plan);
+    if (st == FP8KIT_OK) {
+        *tma_store = plan_field(plan, "tma_store");
+        st = fp8kit_gemm(c, desc, ga, NULL);
     }
     if (cudaDeviceSynchronize() != cudaSuccess && st == FP8KIT_OK)
         st = FP8KIT_ERR_DEVICE;
@@ -587,7 +609,7 @@ static fp8kit_status run_planned(const fp8kit_gemm_desc *desc, const fp8kit_gemm
 }
 
 /* The TMA-store epilogue (TS variants; row scales from per-warp tables)
- * against the same variant's bulk-copy / general epilogue (FK_GEMM_TS=0):
+ * against the same variant's bulk-copy / general epilogue (gemm_ts=0):
  * the same wgmma sums times the same factors alpha * sa * sb (rounded once
  * from double), so D must be byte-equal - for every scale-mode pair, edge
  * tiles in M and N (columns past N read clamped scales, their outputs must
@@ -785,6 +807,7 @@ static void sk_handoff(void)
     fp8kit_ctx *tctx = NULL;
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &tctx), FP8KIT_OK);
     if (tctx) {
+        set_tuning(tctx, "");
         CHECK_STATUS(fp8kit_ctx_set_autotune(tctx, 1, NULL), FP8KIT_OK);
         fp8kit_gemm_args fake = ga;
         fake.a.data = fake.b.data = fake.d.data = (void *)(uintptr_t)4096;
@@ -808,12 +831,7 @@ static void sk_handoff(void)
 static void promo_study(int64_t m, int64_t n, int64_t k)
 {
     static const char *promos[] = {"4", "2", "1", "0", "4", "0", "4", "0", "4", "0"};
-    fp8kit_ctx *keep = gctx;
     for (int i = 0; i < 10; i++) {
-        fp8kit_ctx *c = NULL; /* fresh context: the interval is read at plan time */
-        CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &c), FP8KIT_OK);
-        if (!c) break;
-        gctx = c;
         static char name[10][64];
         snprintf(name[i], sizeof name[i], "f32 %s promo every %s x k%d%s", i < 4 ? "fp8" : "f16", promos[i],
                  i < 4 ? 32 : 16, i >= 8 ? " e5m2 heavy row" : i >= 6 ? " heavy" : "");
@@ -832,9 +850,7 @@ static void promo_study(int64_t m, int64_t n, int64_t k)
         }
         g.promo = promos[i];
         run_case(&g);
-        fp8kit_ctx_destroy(c);
     }
-    gctx = keep;
 }
 
 /* Activations at the ends of the range: y = 1 + bias with bias -Inf, +Inf,
@@ -915,8 +931,43 @@ static void act_inf(void)
 
 #endif /* FP8KIT_HAVE_CUDA */
 
-int main(void)
+/* Reads the options into g_small, g_tuning; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv)
 {
+    static const struct option opts[] = {{"small", no_argument, NULL, 's'},
+                                         {"tuning", required_argument, NULL, 't'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (o == 's') {
+            g_small = 1;
+        } else if (o == 't' && strlen(optarg) < sizeof g_tuning) {
+            snprintf(g_tuning, sizeof g_tuning, "%s", optarg);
+            g_tuning_given = 1;
+        } else {
+            if (o == 't')
+                fprintf(stderr, "test_cuda_gemm: --tuning: %zu characters at most\n", sizeof g_tuning - 1);
+            fprintf(o == 'h' ? stdout : stderr,
+                    "usage: test_cuda_gemm [--small] [--tuning SPEC]\n"
+                    "  --small        two small shapes only (for compute-sanitizer)\n"
+                    "  --tuning SPEC  fp8kit_ctx_set_tuning overrides for every context of the test, the keys\n"
+                    "                 a case forces after them (default: what FP8KIT_TUNING gives)\n");
+            return o == 'h' ? 0 : 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "test_cuda_gemm: unexpected argument '%s' (--help)\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = parse_args(argc, argv);
+    if (rc >= 0)
+        return rc;
 #ifndef FP8KIT_HAVE_CUDA
     printf("test_cuda_gemm: built without CUDA, skipped\n");
     return FK_TEST_SKIP;
@@ -928,10 +979,20 @@ int main(void)
     rng = fk_rng_seeded("test_cuda_gemm");
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &gctx), FP8KIT_OK);
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
-    if (!gctx || !cctx)
+    CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fctx), FP8KIT_OK);
+    if (!gctx || !cctx || !fctx)
         return fk_test_summary("test_cuda_gemm");
-    printf("  %s\n", fp8kit_ctx_describe(gctx));
-    const int small = getenv("FK_TEST_SMALL") != NULL;
+    /* the overrides every context gets: --tuning's (checked here), else a
+     * new context's (FP8KIT_TUNING); kept as the library writes them back */
+    if (g_tuning_given && fp8kit_ctx_set_tuning(gctx, g_tuning) != FP8KIT_OK) {
+        fprintf(stderr, "test_cuda_gemm: --tuning '%s': %s\n", g_tuning, fp8kit_last_error(gctx));
+        return 2;
+    }
+    CHECK_STATUS(fp8kit_ctx_get_tuning(gctx, g_tuning, sizeof g_tuning), FP8KIT_OK);
+    if (!set_tuning(gctx, "") || !set_tuning(cctx, "") || !set_tuning(fctx, ""))
+        return fk_test_summary("test_cuda_gemm");
+    printf("  %s\n  tuning: '%s'\n", fp8kit_ctx_describe(gctx), g_tuning);
+    const int small = g_small;
     gcase g;
 
     /* first: tensor scales, bf16 out, tile multiples */
@@ -962,7 +1023,7 @@ int main(void)
     sk_handoff();
     if (small) {
         test_errors();
-        fp8kit_ctx_destroy(gctx); fp8kit_ctx_destroy(cctx);
+        fp8kit_ctx_destroy(gctx); fp8kit_ctx_destroy(cctx); fp8kit_ctx_destroy(fctx);
         return fk_test_summary("test_cuda_gemm");
     }
     g.bn = "64"; g.name = "edge row bias gelu f16 bn64"; run_case(&g);
@@ -1200,7 +1261,7 @@ int main(void)
      * of a partial wave (row scales with bias + gelu, block scales in the
      * pipelined consumer, fast accumulation in 256-wide tiles, the fp16 path
      * of precise fp32 output, fused MX output quantization byte-equal to the
-     * CPU, fp8 output with amax) and FK_GEMM_SK=3 on 9 K blocks (3 + 3 + 3) */
+     * CPU, fp8 output with amax) and gemm_sk=3 on 9 K blocks (3 + 3 + 3) */
     const int sk_before = sk_calls;
     g = base_case("sk W=1 tensor bf16 bn64", 1152, 960, 2048); g.bn = "64"; run_case(&g);
     g = base_case("sk row bias gelu f16 bn192", 300, 500, 2048); g.bn = "192";
@@ -1217,13 +1278,12 @@ int main(void)
     g.hp = FP8KIT_BF16; g.rceil = 1; g.exact = 1; run_case(&g);
     g = base_case("sk e4m3 out scaled amax relu", 256, 384, 2048); g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_SCALED;
     g.act = FP8KIT_ACT_RELU; run_case(&g);
-    setenv("FK_GEMM_SK", "3", 1);
-    g = base_case("sk forced 3 parts K=1040 edge", 130, 200, 1040); run_case(&g);
-    unsetenv("FK_GEMM_SK");
+    g = base_case("sk forced 3 parts K=1040 edge", 130, 200, 1040); g.sk = "3"; run_case(&g);
     printf("  stream-K: %d of the calls above split their tail\n", sk_calls - sk_before);
-    /* FK_GEMM_CLUSTER=2: the 192 and 256 wide cases take 2-CTA variants, which have no stream-K */
-    const char *cl = getenv("FK_GEMM_CLUSTER");
-    const int want_sk = cl && atoi(cl) == 2 ? 8 : 10;
+    /* --tuning gemm_cluster=2: the 192 and 256 wide cases take 2-CTA variants, which have no stream-K */
+    char tl[sizeof g_tuning + 2];
+    snprintf(tl, sizeof tl, ",%s,", g_tuning);
+    const int want_sk = strstr(tl, ",gemm_cluster=2,") ? 8 : 10;
     CHECK(sk_calls - sk_before == want_sk, "stream-K ran in %d of the stream-K cases, want %d", sk_calls - sk_before,
           want_sk);
 
@@ -1235,6 +1295,7 @@ int main(void)
     test_errors();
     fp8kit_ctx_destroy(gctx);
     fp8kit_ctx_destroy(cctx);
+    fp8kit_ctx_destroy(fctx);
     return fk_test_summary("test_cuda_gemm");
 #endif
 }

@@ -7,10 +7,12 @@
  * finite, nonzero results; NaN scales), every fp8 type pair, odd M / N,
  * K = 32 .. 16384, tile widths 64 and 128, more tiles than SMs, misaligned
  * scale pointers, bf16 / f16 / f32 outputs with alpha, beta * C, bias and
- * activations, and the plan-time refusal of precise fp32 output.
- * FK_TEST_PERF=1 also times 8192^3 (CUDA events, median of 10) next to the
- * tensor-scaled kernel in the same run; FK_TEST_SMALL=1 runs a few small
- * shapes only (for compute-sanitizer). Exits 77 without a usable device. */
+ * activations, and the plan-time refusal of precise fp32 output. Tile
+ * widths are forced with fp8kit_ctx_set_tuning (gemm_bn). Options: --perf
+ * also times 8192^3 (CUDA events, median of 10) next to the tensor-scaled
+ * kernel in the same run; --small runs a few small shapes only (for
+ * compute-sanitizer). Exits 77 without a usable device. */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,8 @@
 #include "format/codec.h"
 #include "format/scale.h"
 #include "test_util.h"
+
+static int g_small, g_perf; /* --small, --perf */
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -42,7 +46,7 @@ typedef struct mcase {
     fp8kit_dtype biast;
     fp8kit_activation act;
     int fast;
-    const char *bn;     /* FK_GEMM_BN (fresh context) or NULL */
+    const char *bn;     /* tuning gemm_bn (fresh context) or NULL */
     double bound;       /* 0 = by output dtype */
 } mcase;
 
@@ -102,14 +106,25 @@ static uint8_t *layout_scales(const mcase *g, const uint8_t *e, int64_t rows, in
     return s;
 }
 
+/* gctx, or for a case with a tile width a fresh context given gemm_bn after
+ * the overrides it starts with (FP8KIT_TUNING); NULL on failure. */
 static fp8kit_ctx *ctx_for(const mcase *g)
 {
     if (!g->bn)
         return gctx;
     fp8kit_ctx *c = NULL;
-    setenv("FK_GEMM_BN", g->bn, 1);
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &c), FP8KIT_OK);
-    return c;
+    char spec[600] = "";
+    if (c && fp8kit_ctx_get_tuning(c, spec, 512) == FP8KIT_OK) {
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%sgemm_bn=%s", spec[0] ? "," : "", g->bn);
+        fp8kit_status st = fp8kit_ctx_set_tuning(c, spec);
+        CHECK(st == FP8KIT_OK, "set_tuning(\"%s\"): %s (%s)", spec, fp8kit_status_string(st), fp8kit_last_error(c));
+        if (st == FP8KIT_OK)
+            return c;
+    }
+    CHECK(0, "%s: no context with gemm_bn=%s", g->name, g->bn);
+    fp8kit_ctx_destroy(c);
+    return NULL;
 }
 
 /* One MX GEMM on both backends; checks the GPU result. */
@@ -193,15 +208,16 @@ static void run_case(const mcase *g)
     if (g->bias) ga.bias = fp8kit_tensor_make(dBI, g->biast, 1, &nb);
     ga.d = fp8kit_tensor_2d(dD, g->dt, M, N, N);
     fp8kit_ctx *c = ctx_for(g);
+    char plan[512] = "";
+    if (c && g->bn)
+        CHECK_STATUS(fp8kit_gemm_describe(c, &desc, &ga, plan, sizeof plan), FP8KIT_OK);
     fp8kit_status st = c ? fp8kit_gemm(c, &desc, &ga, NULL) : FP8KIT_ERR_INTERNAL;
     CHECK(st == FP8KIT_OK, "%s: fp8kit_gemm (cuda) returned %s: %s", g->name, fp8kit_status_string(st),
           c ? fp8kit_last_error(c) : "no context");
     cudaError_t ce = cudaDeviceSynchronize();
     CHECK(ce == cudaSuccess, "%s: kernel failed: %s", g->name, cudaGetErrorString(ce));
-    if (g->bn) {
-        unsetenv("FK_GEMM_BN");
-        if (c) fp8kit_ctx_destroy(c);
-    }
+    if (g->bn && c)
+        fp8kit_ctx_destroy(c);
     unsigned char *D = malloc(dbytes), *Dc = malloc(dbytes);
     d2h(D, dD, dbytes);
 
@@ -245,6 +261,8 @@ static void run_case(const mcase *g)
     const double rel = den > 0 ? sqrt(num / den) : sqrt(num), relc = den > 0 ? sqrt(numc / den) : sqrt(numc);
     printf("  %-34s %5lldx%5lldx%5lld  rel %.3e  (vs cpu %.3e)  bound %.0e\n", g->name, (long long)M, (long long)N,
            (long long)K, rel, relc, bound);
+    if (plan[0])
+        printf("  %-34s gemm_bn=%s: %s\n", "", g->bn, plan);
     CHECK(rel <= bound, "%s: rel error %.3e > %.1e", g->name, rel, bound);
     CHECK(relc <= 2 * bound, "%s: differs from the CPU backend by %.3e", g->name, relc);
     CHECK(nan_bad == 0, "%s: %ld NaN outputs where the reference has none", g->name, nan_bad);
@@ -385,8 +403,39 @@ static void perf(void)
 }
 #endif /* FP8KIT_HAVE_CUDA */
 
-int main(void)
+/* Reads the options into g_small, g_perf; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv)
 {
+    static const struct option opts[] = {{"small", no_argument, NULL, 's'},
+                                         {"perf", no_argument, NULL, 'p'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (o == 's') {
+            g_small = 1;
+        } else if (o == 'p') {
+            g_perf = 1;
+        } else {
+            fprintf(o == 'h' ? stdout : stderr,
+                    "usage: test_cuda_gemm_mx [--small] [--perf]\n"
+                    "  --small  a few small shapes only (for compute-sanitizer)\n"
+                    "  --perf   also time 8192^3 next to the tensor-scaled kernel\n");
+            return o == 'h' ? 0 : 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "test_cuda_gemm_mx: unexpected argument '%s' (--help)\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = parse_args(argc, argv);
+    if (rc >= 0)
+        return rc;
 #ifndef FP8KIT_HAVE_CUDA
     printf("test_cuda_gemm_mx: built without CUDA, skipped\n");
     return FK_TEST_SKIP;
@@ -403,7 +452,7 @@ int main(void)
     printf("  %s\n", fp8kit_ctx_describe(gctx));
     const fp8kit_scale_layout P = FP8KIT_LAYOUT_PLAIN, BL = FP8KIT_LAYOUT_BLOCKED;
     mcase g;
-    if (getenv("FK_TEST_SMALL")) { /* a few small shapes (for compute-sanitizer) */
+    if (g_small) { /* a few small shapes (for compute-sanitizer) */
         g = base("small plain f16 K=32 odd", 130, 70, 32, P); g.dt = FP8KIT_F16; run_case(&g);
         g = base("small blocked K=96 odd", 201, 129, 96, BL); run_case(&g);
         g = base("small plain K=160 bias gelu", 150, 264, 160, P);
@@ -472,7 +521,7 @@ int main(void)
     g = base("multi-tile bn64 gelu f16", 1999, 1000, 160, BL); g.bn = "64"; g.dt = FP8KIT_F16;
     g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
     test_errors();
-    if (getenv("FK_TEST_PERF") && atoi(getenv("FK_TEST_PERF")) == 1)
+    if (g_perf)
         perf();
     fp8kit_ctx_destroy(gctx);
     fp8kit_ctx_destroy(cctx);

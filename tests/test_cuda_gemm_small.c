@@ -2,23 +2,29 @@
  * (src/cuda/gemm_sm90_small.cu) against an fp64 reference from the
  * dequantized operands (docs/spec.md section 3 bounds) and against the CPU backend:
  * M = 1..128 including odd values, odd N, K multiples of 16 up to 16384,
- * every band height class and cluster split (FK_SMALL_R / FK_SMALL_SPLIT),
- * A multicast and the warpgroup column split (FK_SMALL_MC / FK_SMALL_CS),
+ * every band height class and cluster split (small_r / small_split),
+ * A multicast and the warpgroup column split (small_mc / small_cs),
  * launches with and without PDL, with and without the per-cluster K rotation,
  * one or two accumulator sets, ring depths, B's L2 hint and promotion,
  * tensor/row/no scales, every fp8 type pair, alpha, beta*C, column/row bias,
  * every activation, bf16/f16/f32/e4m3/e5m2 outputs, OUTQ_SCALED with amax,
  * strided D. Every case runs twice and must give the same bits
- * (determinism). FK_GEMM_SMALL=2 makes a call fail when the small path
- * declines, so every case is known to run on it. Exits 77 (skipped) without
- * a usable CUDA device. FK_TEST_SMALL=1 runs a few small shapes (for
- * compute-sanitizer). */
+ * (determinism). Each case's context has the tuning overrides (after those
+ * it starts with, FP8KIT_TUNING) gemm_small=2, which makes a call fail when
+ * the small path declines, so every case is known to run on it, and the
+ * keys the case forces; fp8kit_gemm_describe shows the plan took them.
+ * Exits 77 (skipped) without a usable CUDA device. Option: --small runs a
+ * few small shapes (for compute-sanitizer). */
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fp8kit.h"
 #include "format/codec.h"
 #include "test_util.h"
+
+static int g_small; /* --small */
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -41,11 +47,11 @@ typedef struct scase {
     int fast;
     int heavy;
     int64_t ldd_pad;
-    int r, split; /* FK_SMALL_R / FK_SMALL_SPLIT, 0 = planner's choice */
-    int mc, cs;   /* FK_SMALL_MC / FK_SMALL_CS (cs -1: off), 0 = planner's choice */
-    int no_pdl;   /* FK_SMALL_PDL=0 */
-    int rot;      /* FK_SMALL_ROT=1: each cluster starts its K range at its own offset */
-    const char *xk, *xv; /* one more knob (FK_SMALL_BPOL, _BPROMO, _PF, _STAGES, _PP, _MH) and its value */
+    int r, split; /* tuning small_r / small_split, 0 = planner's choice */
+    int mc, cs;   /* small_mc / small_cs (cs 1: on, -1: off = small_cs=0), 0 = planner's choice */
+    int no_pdl;   /* small_pdl=0 */
+    int rot;      /* small_rot=1: each cluster starts its K range at its own offset */
+    const char *xk, *xv; /* one more tuning key (small_bpol, _bpromo, _pf, _stages, _pp, _mh) and its value */
     double bound; /* 0 = by output dtype */
 } scase;
 
@@ -56,15 +62,79 @@ static float rand_scale(int lo, int hi)
     return (float)ldexp(1.0 + fk_rng_unif(&rng), lo + (int)(fk_rng_u32(&rng) % (uint32_t)(hi - lo)));
 }
 
-static void set_knob(const char *name, int v)
+/* Appends to the text in buf (n bytes). */
+static void append(char *buf, size_t n, const char *fmt, ...)
 {
-    char b[16];
-    if (v) {
-        snprintf(b, sizeof b, "%d", v);
-        setenv(name, b, 1);
-    } else {
-        unsetenv(name);
-    }
+    const size_t used = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, n - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The value of " key=" in a plan description (fp8kit_gemm_describe), or -1. */
+static int plan_field(const char *plan, const char *key)
+{
+    char pat[40];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(plan, pat);
+    return p ? atoi(p + strlen(pat)) : -1;
+}
+
+/* The flags field's bits (src/cuda/gemm_sm90_small.cu) */
+#define PLAN_ROT 1
+#define PLAN_BNOHINT 2
+#define PLAN_NOPP 4
+
+/* Gives c the overrides it starts with, then gemm_small=2 and the keys g
+ * forces; checks that the plan of the call (desc, ga), written to plan (n
+ * bytes), took them. */
+static void force(fp8kit_ctx *c, const scase *g, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *ga,
+                  char *plan, size_t n)
+{
+    char spec[768] = "";
+    CHECK_STATUS(fp8kit_ctx_get_tuning(c, spec, 512), FP8KIT_OK);
+    append(spec, sizeof spec, "%sgemm_small=2", spec[0] ? "," : "");
+    if (g->r) append(spec, sizeof spec, ",small_r=%d", g->r);
+    if (g->split) append(spec, sizeof spec, ",small_split=%d", g->split);
+    if (g->mc) append(spec, sizeof spec, ",small_mc=%d", g->mc);
+    if (g->cs) append(spec, sizeof spec, ",small_cs=%d", g->cs > 0);
+    if (g->no_pdl) append(spec, sizeof spec, ",small_pdl=0");
+    if (g->rot) append(spec, sizeof spec, ",small_rot=1");
+    if (g->xk) append(spec, sizeof spec, ",%s=%s", g->xk, g->xv);
+    fp8kit_status st = fp8kit_ctx_set_tuning(c, spec);
+    CHECK(st == FP8KIT_OK, "%s: set_tuning(\"%s\"): %s (%s)", g->name, spec, fp8kit_status_string(st),
+          fp8kit_last_error(c));
+    st = fp8kit_gemm_describe(c, desc, ga, plan, n);
+    CHECK(st == FP8KIT_OK, "%s: fp8kit_gemm_describe: %s (%s)", g->name, fp8kit_status_string(st),
+          fp8kit_last_error(c));
+    if (st != FP8KIT_OK)
+        return;
+    CHECK(strncmp(plan, "sm90_small ", 11) == 0, "%s: not the small-M kernel: %s", g->name, plan);
+    const int bw = plan_field(plan, "bw"), w = plan_field(plan, "w"), flags = plan_field(plan, "flags");
+    const int xv = g->xv ? atoi(g->xv) : 0;
+    CHECK(!g->r || plan_field(plan, "r") == g->r, "%s: small_r=%d, plan %s", g->name, g->r, plan);
+    CHECK(!g->split || plan_field(plan, "split") == g->split, "%s: small_split=%d, plan %s", g->name, g->split, plan);
+    CHECK(!g->mc || plan_field(plan, "mc") == g->mc, "%s: small_mc=%d, plan %s", g->name, g->mc, plan);
+    /* column split: two warpgroups over the band's columns (w 2 of a band 1 wide) */
+    CHECK(g->cs <= 0 || (bw == 1 && w == 2), "%s: small_cs=1, plan %s", g->name, plan);
+    CHECK(g->cs >= 0 || w == bw, "%s: small_cs=0 (off), plan %s", g->name, plan);
+    CHECK(!g->no_pdl || (plan_field(plan, "pdl") == 0 && plan_field(plan, "pf") == 0), "%s: small_pdl=0, plan %s",
+          g->name, plan);
+    CHECK(!g->rot || (flags >= 0 && (flags & PLAN_ROT)), "%s: small_rot=1, plan %s", g->name, plan);
+    if (g->xk && strcmp(g->xk, "small_bpol") == 0)
+        CHECK(flags >= 0 && !(flags & PLAN_BNOHINT) == !xv, "%s: small_bpol=%d, plan %s", g->name, xv, plan);
+    if (g->xk && strcmp(g->xk, "small_pp") == 0)
+        CHECK(flags >= 0 && !(flags & PLAN_NOPP) == !!xv, "%s: small_pp=%d, plan %s", g->name, xv, plan);
+    if (g->xk && strcmp(g->xk, "small_bpromo") == 0)
+        CHECK(plan_field(plan, "bpromo") == xv, "%s: small_bpromo=%d, plan %s", g->name, xv, plan);
+    if (g->xk && strcmp(g->xk, "small_pf") == 0)
+        CHECK(plan_field(plan, "pf") == xv, "%s: small_pf=%d, plan %s", g->name, xv, plan);
+    if (g->xk && strcmp(g->xk, "small_mh") == 0)
+        CHECK(plan_field(plan, "mh") == xv, "%s: small_mh=%d, plan %s", g->name, xv, plan);
+    if (g->xk && strcmp(g->xk, "small_stages") == 0) /* deeper than the default 8, as deep as shared memory allows */
+        CHECK(plan_field(plan, "stages") > 8 && plan_field(plan, "stages") <= xv, "%s: small_stages=%d, plan %s",
+              g->name, xv, plan);
 }
 
 static void run_case(const scase *g)
@@ -145,19 +215,12 @@ static void run_case(const scase *g)
         ga.scale_d = fp8kit_tensor_make(dSD, FP8KIT_F32, 1, &one);
         ga.amax_d = (float *)dAM;
     }
-    /* a fresh context per case: the knobs are read when the plan is made */
+    /* a fresh context per case with the case's tuning */
     fp8kit_ctx *gctx = NULL;
+    char plan[512] = "";
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &gctx), FP8KIT_OK);
-    set_knob("FK_SMALL_R", g->r);
-    set_knob("FK_SMALL_SPLIT", g->split);
-    set_knob("FK_SMALL_MC", g->mc);
-    set_knob("FK_SMALL_CS", g->cs);
-    if (g->no_pdl)
-        setenv("FK_SMALL_PDL", "0", 1);
-    if (g->rot)
-        setenv("FK_SMALL_ROT", "1", 1);
-    if (g->xk)
-        setenv(g->xk, g->xv, 1);
+    if (gctx)
+        force(gctx, g, &desc, &ga, plan, sizeof plan);
     unsigned char *D = malloc(dbytes), *D2 = malloc(dbytes);
     float amax = 0.0f, amax2 = -1.0f;
     for (int rep = 0; rep < 2; rep++) {
@@ -172,14 +235,6 @@ static void run_case(const scase *g)
         d2h(rep ? D2 : D, dD, dbytes);
         d2h(rep ? &amax2 : &amax, dAM, 4);
     }
-    set_knob("FK_SMALL_R", 0);
-    set_knob("FK_SMALL_SPLIT", 0);
-    set_knob("FK_SMALL_MC", 0);
-    set_knob("FK_SMALL_CS", 0);
-    unsetenv("FK_SMALL_PDL");
-    unsetenv("FK_SMALL_ROT");
-    if (g->xk)
-        unsetenv(g->xk);
     fp8kit_ctx_destroy(gctx);
     CHECK(memcmp(D, D2, dbytes) == 0 && memcmp(&amax, &amax2, 4) == 0, "%s: two runs differ (not deterministic)",
           g->name);
@@ -238,6 +293,7 @@ static void run_case(const scase *g)
     const double rel = den > 0 ? sqrt(num / den) : sqrt(num), relc = den > 0 ? sqrt(numc / den) : sqrt(numc);
     printf("  %-30s %4lldx%5lldx%5lld R %3d split %d mc %d cs %2d  rel %.3e (vs cpu %.3e) bound %.0e\n", g->name,
            (long long)M, (long long)N, (long long)K, g->r, g->split, g->mc, g->cs, rel, relc, bound);
+    printf("  %-30s %s\n", "", plan);
     CHECK(rel <= bound, "%s: rel error %.3e > %.1e", g->name, rel, bound);
     CHECK(relc <= 2 * bound, "%s: differs from the CPU backend by %.3e", g->name, relc);
     CHECK(nan_bad == 0, "%s: %ld NaN outputs", g->name, nan_bad);
@@ -276,8 +332,35 @@ static void f32(scase *g)
 }
 #endif
 
-int main(void)
+/* Reads the options into g_small; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv)
 {
+    static const struct option opts[] = {{"small", no_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (o == 's') {
+            g_small = 1;
+        } else {
+            fprintf(o == 'h' ? stdout : stderr,
+                    "usage: test_cuda_gemm_small [--small]\n"
+                    "  --small  a few small shapes only (for compute-sanitizer)\n");
+            return o == 'h' ? 0 : 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "test_cuda_gemm_small: unexpected argument '%s' (--help)\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = parse_args(argc, argv);
+    if (rc >= 0)
+        return rc;
 #ifndef FP8KIT_HAVE_CUDA
     printf("test_cuda_gemm_small: built without CUDA, skipped\n");
     return FK_TEST_SKIP;
@@ -287,11 +370,10 @@ int main(void)
         return FK_TEST_SKIP;
     }
     rng = fk_rng_seeded("test_cuda_gemm_small");
-    setenv("FK_GEMM_SMALL", "2", 1); /* the small path or an error */
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
     if (!cctx)
         return fk_test_summary("test_cuda_gemm_small");
-    const int small = getenv("FK_TEST_SMALL") != NULL;
+    const int small = g_small;
     scase g;
 
     g = base("M=1 bf16", 1, 1000, 512); run_case(&g);
@@ -305,7 +387,7 @@ int main(void)
     g = base("mc 2 split 2 R 32 row scales", 128, 300, 1024); g.r = 32; g.split = 2; g.mc = 2;
     g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
     g = base("mc 2 M 5 no PDL", 5, 400, 512); g.mc = 2; g.no_pdl = 1; run_case(&g);
-    g = base("M in 2 parts M 100 split 2 row", 100, 700, 1024); g.xk = "FK_SMALL_MH"; g.xv = "2"; g.split = 2;
+    g = base("M in 2 parts M 100 split 2 row", 100, 700, 1024); g.xk = "small_mh"; g.xv = "2"; g.split = 2;
     g.r = 32; g.sa = g.sb = FP8KIT_SCALE_ROW; g.bias = FP8KIT_BIAS_ROW; run_case(&g);
     if (small) {
         fp8kit_ctx_destroy(cctx);
@@ -346,20 +428,20 @@ int main(void)
     g = base("no PDL split 2", 40, 900, 1024); g.split = 2; g.no_pdl = 1; run_case(&g);
     g = base("K rotation mc 2", 64, 1000, 1168); g.r = 56; g.mc = 2; g.rot = 1; run_case(&g);
     g = base("K rotation split 4 K 1040", 128, 1100, 1040); g.r = 24; g.split = 4; g.rot = 1; run_case(&g);
-    g = base("B without L2 hint", 20, 900, 1024); g.xk = "FK_SMALL_BPOL"; g.xv = "1"; run_case(&g);
-    g = base("B promotion none", 48, 700, 768); g.xk = "FK_SMALL_BPROMO"; g.xv = "0"; g.split = 2; run_case(&g);
-    g = base("B promotion 128 B", 1, 1500, 2048); g.xk = "FK_SMALL_BPROMO"; g.xv = "2"; run_case(&g);
-    g = base("prefetch 40 K blocks", 8, 1200, 4096); g.xk = "FK_SMALL_PF"; g.xv = "40"; run_case(&g);
-    g = base("B promotion 256 B", 64, 1000, 1024); g.xk = "FK_SMALL_BPROMO"; g.xv = "3"; run_case(&g);
-    g = base("M in 2 parts M 128 R 64 split 4", 128, 2112, 1792); g.xk = "FK_SMALL_MH"; g.xv = "2"; g.r = 64;
+    g = base("B without L2 hint", 20, 900, 1024); g.xk = "small_bpol"; g.xv = "1"; run_case(&g);
+    g = base("B promotion none", 48, 700, 768); g.xk = "small_bpromo"; g.xv = "0"; g.split = 2; run_case(&g);
+    g = base("B promotion 128 B", 1, 1500, 2048); g.xk = "small_bpromo"; g.xv = "2"; run_case(&g);
+    g = base("prefetch 40 K blocks", 8, 1200, 4096); g.xk = "small_pf"; g.xv = "40"; run_case(&g);
+    g = base("B promotion 256 B", 64, 1000, 1024); g.xk = "small_bpromo"; g.xv = "3"; run_case(&g);
+    g = base("M in 2 parts M 128 R 64 split 4", 128, 2112, 1792); g.xk = "small_mh"; g.xv = "2"; g.r = 64;
     g.split = 4; run_case(&g);
-    g = base("M in 2 parts M 65 mc 2 fp8", 65, 900, 1024); g.xk = "FK_SMALL_MH"; g.xv = "2"; g.mc = 2;
+    g = base("M in 2 parts M 65 mc 2 fp8", 65, 900, 1024); g.xk = "small_mh"; g.xv = "2"; g.mc = 2;
     g.dt = FP8KIT_E4M3; g.oq = FP8KIT_OUTQ_SCALED; g.act = FP8KIT_ACT_SILU; run_case(&g);
-    g = base("M in 2 parts M 127 cs off R 120", 127, 1000, 2048); g.xk = "FK_SMALL_MH"; g.xv = "2"; g.cs = -1;
+    g = base("M in 2 parts M 127 cs off R 120", 127, 1000, 2048); g.xk = "small_mh"; g.xv = "2"; g.cs = -1;
     g.r = 120; g.sb = FP8KIT_SCALE_ROW; run_case(&g);
-    g = base("16 stages", 32, 1300, 3072); g.xk = "FK_SMALL_STAGES"; g.xv = "16"; run_case(&g);
-    g = base("one accumulator set M 64", 64, 900, 1152); g.xk = "FK_SMALL_PP"; g.xv = "0"; run_case(&g);
-    g = base("one accumulator set split 2", 17, 800, 2048); g.xk = "FK_SMALL_PP"; g.xv = "0"; g.split = 2;
+    g = base("16 stages", 32, 1300, 3072); g.xk = "small_stages"; g.xv = "16"; run_case(&g);
+    g = base("one accumulator set M 64", 64, 900, 1152); g.xk = "small_pp"; g.xv = "0"; run_case(&g);
+    g = base("one accumulator set split 2", 17, 800, 2048); g.xk = "small_pp"; g.xv = "0"; g.split = 2;
     run_case(&g);
     /* K blocks per CTA 1, 2, 3 (the two accumulator sets' odd and even tails) */
     g = base("K 128 one K block", 40, 500, 128); run_case(&g);

@@ -8,8 +8,10 @@
  * padded B experts; invalid device offsets (decreasing, past T, negative)
  * leave D unchanged and set the status word; a CUDA graph captured once
  * follows new offsets written to device memory; host-checked bad inputs
- * return their status with D unchanged. Exits 77 without an sm_90 device.
- * FK_TEST_SMALL=1 runs the small cases only (for compute-sanitizer). */
+ * return their status with D unchanged. Tile widths are forced with
+ * fp8kit_ctx_set_tuning (gemm_bn). Exits 77 without an sm_90 device.
+ * Option: --small runs the small cases only (for compute-sanitizer). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +19,26 @@
 #include "format/codec.h"
 #include "test_util.h"
 
+static int g_small; /* --small */
+
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
 #include "test_cuda_util.h"
 
 static fk_rng rng;
 static fp8kit_ctx *gctx, *cctx;
+static char g_base[512]; /* gctx's overrides from its start (FP8KIT_TUNING) */
+
+/* Sets gctx's overrides to g_base followed by keys ("" for none; of two
+ * equal keys the later wins); plans made afterwards use them. */
+static void set_tuning(const char *keys)
+{
+    char spec[sizeof g_base + 64];
+    snprintf(spec, sizeof spec, "%s%s%s", g_base, g_base[0] && keys[0] ? "," : "", keys);
+    fp8kit_status st = fp8kit_ctx_set_tuning(gctx, spec);
+    CHECK(st == FP8KIT_OK, "fp8kit_ctx_set_tuning(\"%s\"): %s (%s)", spec, fp8kit_status_string(st),
+          fp8kit_last_error(gctx));
+}
 
 typedef struct gcase {
     const char *name;
@@ -32,7 +48,7 @@ typedef struct gcase {
     fp8kit_scale_mode sa, sb;
     int bias, act, fast;
     int64_t bpad, dpad; /* extra B rows per expert, extra D columns */
-    const char *bn;     /* FK_GEMM_BN at plan time, or NULL */
+    const char *bn;     /* tuning gemm_bn, or NULL */
 } gcase;
 
 /* The operands of one call, on the host and on the device. */
@@ -215,8 +231,11 @@ static void *run_cpu(const gcase *c, const gops *o)
 
 static void run_case(const gcase *c)
 {
-    if (c->bn)
-        setenv("FK_GEMM_BN", c->bn, 1);
+    if (c->bn) {
+        char keys[32];
+        snprintf(keys, sizeof keys, "gemm_bn=%s", c->bn);
+        set_tuning(keys);
+    }
     gops o;
     ops_make(&o, c);
     void *cpu = run_cpu(c, &o);
@@ -238,7 +257,7 @@ static void run_case(const gcase *c)
     free(cpu);
     ops_free(&o);
     if (c->bn)
-        unsetenv("FK_GEMM_BN");
+        set_tuning("");
 }
 
 /* Invalid device offsets: the call returns OK (it cannot read them), the
@@ -362,8 +381,35 @@ static void graph_capture(void)
 }
 #endif
 
-int main(void)
+/* Reads the options into g_small; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv)
 {
+    static const struct option opts[] = {{"small", no_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (o == 's') {
+            g_small = 1;
+        } else {
+            fprintf(o == 'h' ? stdout : stderr,
+                    "usage: test_cuda_grouped [--small]\n"
+                    "  --small  the small cases only (for compute-sanitizer)\n");
+            return o == 'h' ? 0 : 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "test_cuda_grouped: unexpected argument '%s' (--help)\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = parse_args(argc, argv);
+    if (rc >= 0)
+        return rc;
 #ifndef FP8KIT_HAVE_CUDA
     printf("test_cuda_grouped: built without CUDA, skipped\n");
     return FK_TEST_SKIP;
@@ -380,7 +426,8 @@ int main(void)
     if (!gctx || !cctx)
         return fk_test_summary("test_cuda_grouped");
     printf("  %s\n", fp8kit_ctx_describe(gctx));
-    const int small = getenv("FK_TEST_SMALL") != NULL;
+    CHECK_STATUS(fp8kit_ctx_get_tuning(gctx, g_base, sizeof g_base), FP8KIT_OK);
+    const int small = g_small;
     /* empty first group, a group shorter than a tile, one spanning tiles, a 1-row group */
     static const int32_t mixed[6] = {0, 37, 37, 300, 301, 700};
     /* last offset < T: rows 400 .. 519 untouched */

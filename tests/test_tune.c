@@ -1,9 +1,11 @@
 /* test_tune.c - fp8kit_ctx_set_autotune and its cache file on a CPU context:
  * bad arguments, missing / corrupt / unreadable / unwritable files (exact
  * status, file unchanged), entries surviving a save + reload, the key text,
- * the FP8KIT_AUTOTUNE environment switch, and a GEMM still right with
- * autotune on. Plus, when a GPU is present, an autotuned CUDA GEMM equal to
- * the heuristic one and its choice reused from the file by a new context. */
+ * the FP8KIT_AUTOTUNE environment switch (a corrupt cache file makes
+ * fp8kit_ctx_create fail with fp8kit_ctx_set_autotune's message), and a
+ * GEMM still right with autotune on. Plus, when a GPU is present, an
+ * autotuned CUDA GEMM equal to the heuristic one and its choice reused from
+ * the file by a new context. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,11 +142,16 @@ static void test_files(fp8kit_ctx *ctx)
     CHECK(c2 && c2->tune.mode == 1 && c2->tune.count == 2, "env autotune not applied");
     fp8kit_ctx_destroy(c2);
     snprintf(bad, sizeof bad, "%s/bad0.txt", g_dir);
+    char inner[512]; /* fp8kit_ctx_set_autotune's message for the file, passed on by ctx_create */
+    CHECK_STATUS(fp8kit_ctx_set_autotune(ctx, 1, bad), FP8KIT_ERR_CORRUPT_FILE);
+    snprintf(inner, sizeof inner, "%s", fp8kit_last_error(ctx));
     setenv("FP8KIT_AUTOTUNE_CACHE", bad, 1);
     c2 = (fp8kit_ctx *)0x1;
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &c2), FP8KIT_ERR_CORRUPT_FILE);
     CHECK(c2 == (fp8kit_ctx *)0x1, "ctx_create wrote *out on failure");
     CHECK(strstr(fp8kit_last_error(NULL), "FP8KIT_AUTOTUNE") != NULL, "msg: %s", fp8kit_last_error(NULL));
+    CHECK(strstr(fp8kit_last_error(NULL), inner) != NULL, "msg '%s' lacks fp8kit_ctx_set_autotune's '%s'",
+          fp8kit_last_error(NULL), inner);
     unsetenv("FP8KIT_AUTOTUNE");
     unsetenv("FP8KIT_AUTOTUNE_CACHE");
 }

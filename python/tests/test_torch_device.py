@@ -51,14 +51,14 @@ def _rel(d, want):
     return ((d - want).norm() / want.norm()).item()
 
 
-# fp32 output with fast_accum and the fp32 promotion every 128 of K (FK_GEMM_PROMO=4, as tests/test_cuda_gemm.c):
+# fp32 output with fast_accum and the fp32 promotion every 128 of K (tuning gemm_promo=4, as tests/test_cuda_gemm.c):
 # fast_accum fp32 output on Hopper's fp8 tensor cores reaches ~1.3e-4 (docs/perf-gemm.md, "Accuracy finding")
 F32_PROMOTED_BOUND = 5e-4
 
 
 @pytest.mark.parametrize("mode", ["tensor", "row"])
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16])
-def test_scaled_mm_vs_torch(mode, out_dtype, monkeypatch):
+def test_scaled_mm_vs_torch(mode, out_dtype):
     g = torch.Generator(device="cpu").manual_seed(5)
     M, N, K = 256, 512, 1024
     a = torch.randn(M, K, generator=g).to(DEV)
@@ -74,10 +74,11 @@ def test_scaled_mm_vs_torch(mode, out_dtype, monkeypatch):
         d = fp8kit.scaled_mm(qa, qw.t(), sa, sbt, out_dtype=out_dtype)
         torch.cuda.synchronize()
         assert d.dtype == torch.float32 and _rel(d, want) <= 1e-5, _rel(d, want)
-        # fast_accum with promotion every 128 of K: a fresh context, so no plan made without the knob is reused
-        monkeypatch.setenv("FK_GEMM_PROMO", "4")
+        # fast_accum with promotion every 128 of K: a context of its own with the tuning override
         ctx = fp8kit.Context(fp8kit.Backend.CUDA, torch.cuda.current_device())
         try:
+            ctx.set_tuning("gemm_promo=4")
+            assert ctx.tuning == "gemm_promo=4"
             d = fp8kit.scaled_mm(qa, qw.t(), sa, sbt, out_dtype=out_dtype, fast_accum=True, ctx=ctx)
             d2 = fp8kit.scaled_mm(qa, qw.t(), sa, sbt, out_dtype=out_dtype, use_fast_accum=True, ctx=ctx)
             torch.cuda.synchronize()
@@ -85,7 +86,6 @@ def test_scaled_mm_vs_torch(mode, out_dtype, monkeypatch):
             ctx.close()
         assert d.dtype == torch.float32 and torch.equal(d, d2)
         assert _rel(d, want) <= F32_PROMOTED_BOUND
-        monkeypatch.delenv("FK_GEMM_PROMO")
         # plain fast accumulation (no promotion) next to cuBLASLt's fast accumulation (docs/spec.md: <= 1.5x of it)
         ours = _rel(fp8kit.scaled_mm(qa, qw.t(), sa, sbt, out_dtype=out_dtype, fast_accum=True), want)
         theirs = _rel(torch._scaled_mm(qa, qw.t(), sa_t, sb_t, out_dtype=out_dtype, use_fast_accum=True), want)
