@@ -16,7 +16,7 @@
 #include "format/epilogue.h"
 #include "format/scale.h"
 #include "fp8kit.h"
-#include "cuda/ptx.cuh"
+#include "cuda/ptx/ptx.cuh"
 #include "cuda/sched.cuh"
 
 /* Everything a GEMM kernel reads besides the two tensor maps. Scale modes are
@@ -248,7 +248,9 @@ static __device__ __forceinline__ void fk_epi_tab_write(const fk_gemm_params &p,
 }
 
 /* Device helpers with a host fallback (tests/emu compiles this file as host
- * C++): the rcp estimate, byte permute, fp32 pair -> fp8 pair, f16 -> fp32. */
+ * C++): the rcp estimate, byte permute, f16 -> fp32, the 2^x estimate (the
+ * fp32 pair -> fp8 pair conversion is ptx/cvt.cuh's fk_cvt2, which has its
+ * own). */
 
 /* 1 / d for 1 <= d < 2^126 from the hardware estimate (within 1 ulp). The
  * .ftz form is exact here: d is normal and so is 1 / d (the callers keep d
@@ -257,9 +259,7 @@ static __device__ __forceinline__ void fk_epi_tab_write(const fk_gemm_params &p,
 static __device__ __forceinline__ float fk_epi_rcp_est(float d)
 {
 #ifdef FK_SM90_DEVICE
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
-    return r;
+    return fk_rcp_approx_ftz(d);
 #else
     return 1.0f / d;
 #endif
@@ -269,9 +269,7 @@ static __device__ __forceinline__ float fk_epi_rcp_est(float d)
 static __device__ __forceinline__ uint32_t fk_epi_prmt(uint32_t a, uint32_t b, uint32_t sel)
 {
 #ifdef FK_SM90_DEVICE
-    uint32_t r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-    return r;
+    return fk_prmt(a, b, sel);
 #else
     const uint64_t v = ((uint64_t)b << 32) | a;
     uint32_t r = 0;
@@ -281,32 +279,11 @@ static __device__ __forceinline__ uint32_t fk_epi_prmt(uint32_t a, uint32_t b, u
 #endif
 }
 
-/* Two fp32 -> two fp8 codes (lo in bits 0-7), satfinite RNE: the hardware
- * conversion, equal to the shared codec for every non-NaN input (the same
- * instruction as quant_common.cuh's fk_cvt2, checked exhaustively by
- * fk_cuda_cvt_selfcheck). NaN must not reach it: callers overwrite the codes
- * of NaN / Inf groups with the canonical NaN. */
-template <int E5> static __device__ __forceinline__ uint32_t fk_epi_cvt8x2(float lo, float hi)
-{
-#ifdef FK_SM90_DEVICE
-    unsigned short r;
-    if (E5)
-        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-    else
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-    return r;
-#else
-    return (uint32_t)fk_f32_to_fp8(lo, E5) | ((uint32_t)fk_f32_to_fp8(hi, E5) << 8);
-#endif
-}
-
 /* f16 bits -> fp32 (exact). */
 static __device__ __forceinline__ float fk_epi_f16_f32(uint32_t h)
 {
 #ifdef FK_SM90_DEVICE
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
-    return f;
+    return fk_cvt_f32_f16((uint16_t)h);
 #else
     return fk_f16_to_f32((uint16_t)h);
 #endif
@@ -317,9 +294,7 @@ static __device__ __forceinline__ float fk_epi_f16_f32(uint32_t h)
 static __device__ __forceinline__ float fk_epi_ex2(float x)
 {
 #ifdef FK_SM90_DEVICE
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    return r;
+    return fk_ex2_approx_ftz(x);
 #else
     return exp2f(x);
 #endif
@@ -545,11 +520,11 @@ static __device__ __forceinline__ void fk_epi_rowq_codes(const fk_gemm_params &p
     if (e5) {
 #pragma unroll
         for (int x = 0; x < 8; x++)
-            c[x] = fk_epi_cvt8x2<1>(v[4 * (x & 3) + 2 * (x >> 2)], v[4 * (x & 3) + 2 * (x >> 2) + 1]);
+            c[x] = fk_cvt2<1>(v[4 * (x & 3) + 2 * (x >> 2)], v[4 * (x & 3) + 2 * (x >> 2) + 1]);
     } else {
 #pragma unroll
         for (int x = 0; x < 8; x++)
-            c[x] = fk_epi_cvt8x2<0>(v[4 * (x & 3) + 2 * (x >> 2)], v[4 * (x & 3) + 2 * (x >> 2) + 1]);
+            c[x] = fk_cvt2<0>(v[4 * (x & 3) + 2 * (x >> 2)], v[4 * (x & 3) + 2 * (x >> 2) + 1]);
     }
     const uint32_t nan = e5 ? FK_E5M2_NAN * 0x01010101u : FK_E4M3_NAN * 0x01010101u;
     uint32_t w0 = lo.nan ? nan : c[0] | (c[1] << 16), w1 = lo.nan ? nan : c[2] | (c[3] << 16);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #ifdef __CUDACC__
-#include "cuda/ptx.cuh"
+#include "cuda/ptx/ptx.cuh"
 #define FK_MX_FN static __device__ __forceinline__
 #define FK_MX_FENCE(x) fk_reg_fence(x)
 #define FK_MX_LDG(p) __ldg(p)

@@ -28,7 +28,7 @@
 #include <cuda_runtime.h>
 #include "cuda/epilogue.cuh"
 #include "cuda/gemm_mx.cuh"
-#include "cuda/ptx.cuh"
+#include "cuda/ptx/ptx.cuh"
 #include "cuda/sched.cuh"
 
 /* Shared memory of one CTA: the stage ring, then per consumer warpgroup an
@@ -195,14 +195,6 @@ static __device__ __forceinline__ void fk_epilogue_tma_d(const fk_gemm_params &p
     else
         fk_epilogue_tma_chunks<BN, COLSC, false, EXT>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
 }
-
-/* 4-byte asynchronous copy global -> shared (cp.async, through L1), and the
- * wait for all of this thread's. */
-static __device__ __forceinline__ void fk_cp_async4(uint32_t dst, const void *src)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-static __device__ __forceinline__ void fk_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 /* Whether the TMA-store epilogue reads per-warp tables (FK_EPI_WTAB floats
  * at tab + warp * FK_EPI_WTAB(BN) in the warpgroup's table area): with
@@ -769,7 +761,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             /* (the f16 variants) an opaque 1: promoting through the block
              * variants' multiply-add keeps ptxas from serializing the wgmma
              * groups (C7514), which it does for a plain add; acc * 1 is exact */
-            asm volatile("mov.b32 %0, 0x3f800000;" : "=f"(v_lo));
+            v_lo = fk_opaque_f32<0x3f800000u>();
             v_hi = v_lo;
             v_b = v_lo;
         }

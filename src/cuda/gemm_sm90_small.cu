@@ -43,7 +43,7 @@
 #include "cuda/backend.h"
 #include "cuda/epilogue.cuh"
 #include "cuda/gemm_small.h"
-#include "cuda/ptx.cuh"
+#include "cuda/ptx/ptx.cuh"
 
 /* FK_SMALL_TRACE (a build flag for experiments, off in every build):
  * %globaltimer stamps per CTA at the kernel's phases, read back through
@@ -52,8 +52,7 @@
 __device__ unsigned long long fk_small_trace_buf[1024][12];
 #define FK_TR(i)                                                                   \
     do {                                                                           \
-        unsigned long long t_;                                                     \
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)::"memory");            \
+        const unsigned long long t_ = fk_globaltimer();                            \
         if (blockIdx.x < 1024)                                                     \
             fk_small_trace_buf[blockIdx.x][i] = t_;                                \
     } while (0)
@@ -94,99 +93,12 @@ struct fk_small_params {
 #define FK_SMALL_NOPLAIN 16 /* the general epilogue code also for the plain case (fk_small_plain) */
 #define FK_SMALL_EXITREL 32 /* the last cluster barrier with release / acquire semantics */
 
-/* ------------------------------------------------ PTX wrappers (cluster) */
 #ifdef FK_SM90_DEVICE
-/* (fk_cluster_ctarank, fk_cluster_barrier and fk_mbar_arrive_cta are in ptx.cuh) */
-
-/* Address of the same shared-memory location in cluster CTA `rank`. */
-static __device__ __forceinline__ uint32_t fk_mapa(uint32_t addr, uint32_t rank)
-{
-    uint32_t r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
-    return r;
-}
-
-static __device__ __forceinline__ float4 fk_ld_dsmem4(uint32_t addr)
-{
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
-
-/* Brings a 2-D box into L2 only (no shared memory, no completion). */
-static __device__ __forceinline__ void fk_tma_prefetch_l2(const void *tmap, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"((uint64_t)tmap),
-                 "r"(c0), "r"(c1)
-                 : "memory");
-}
-
-/* fk_tma_load_2d with an L2 hint, into the same shared-memory offset (and
- * counted on the mbarrier at the same offset) of every CTA in `mask`. */
-static __device__ __forceinline__ void fk_tma_load_2d_mc(uint32_t dst, const void *tmap, uint32_t bar, int c0,
-                                                         int c1, uint16_t mask, uint64_t pol)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;" ::"r"(dst),
-                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(bar), "h"(mask), "l"(pol)
-                 : "memory");
-}
-
-/* L2 policies: B is streamed once (evict first), A is read by every CTA
- * (evict last). */
-static __device__ __forceinline__ uint64_t fk_l2_policy(bool evict_first)
-{
-    uint64_t pol;
-    if (evict_first)
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    else
-        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-    return pol;
-}
-
-/* fk_tma_load_2d with an L2 cache hint. */
-static __device__ __forceinline__ void fk_tma_load_2d_hint(uint32_t dst, const void *tmap, uint32_t bar, int c0,
-                                                           int c1, uint64_t pol)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(bar), "l"(pol)
-                 : "memory");
-}
-
-/* wgmma m64n32k32 (16 accumulators); ptx.cuh has n64 and n128. */
-#define FK_SMALL_R8(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
-                       "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-template <int WAB> struct fk_small_mma32;
-#define FK_SMALL_MMA32(WAB, TY)                                                                  \
-    template <> struct fk_small_mma32<WAB> {                                                     \
-        static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int sd)   \
-        {                                                                                        \
-            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                            \
-                         "wgmma.mma_async.sync.aligned.m64n32k32.f32." TY " "                   \
-                         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "   \
-                         "%15}, %16, %17, p, 1, 1;\n}\n"                                        \
-                         : FK_SMALL_R8(0), FK_SMALL_R8(8)                                        \
-                         : "l"(da), "l"(db), "r"(sd));                                           \
-        }                                                                                        \
-    };
-FK_SMALL_MMA32(0, "e4m3.e4m3")
-FK_SMALL_MMA32(1, "e4m3.e5m2")
-FK_SMALL_MMA32(2, "e5m2.e4m3")
-FK_SMALL_MMA32(3, "e5m2.e5m2")
-#undef FK_SMALL_MMA32
-
 /* WAB: wgmma's type pair, wgmma A = our B, wgmma B = our A. */
 template <int NW, int WAB>
 static __device__ __forceinline__ void fk_small_mma(float *d, uint64_t da, uint64_t db, int sd)
 {
-    if constexpr (NW == 32)
-        fk_small_mma32<WAB>::mma(d, da, db, sd);
-    else
-        fk_wgmma<NW, WAB>::mma(d, da, db, sd);
+    fk_wgmma<NW, WAB>::mma(d, da, db, sd);
 }
 
 /* Scales, epilogue and store of 4 adjacent sums v of row m, columns n.. of D. */
@@ -259,8 +171,7 @@ static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, fl
     if (lane == 0) {
         sc[0] = p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa[0] : 1.0f;
         sc[1] = p.sb_mode == FP8KIT_SCALE_TENSOR ? p.sb[0] : 1.0f;
-        asm volatile("" ::"l"(p.d), "l"(p.ldd), "r"(p.d_type), "r"(p.out_quant), "r"(p.act), "r"(p.bias_mode),
-                     "f"(p.alpha), "f"(p.beta));
+        fk_keep_live(p.d, p.ldd, p.d_type, p.out_quant, p.act, p.bias_mode, p.alpha, p.beta);
     }
     if (p.sa_mode == FP8KIT_SCALE_ROW)
         for (int i = lane; i < rows; i += 32)
@@ -518,8 +429,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         const float sa_t = sc[0], sb_t = sc[1];
 #ifdef FK_SMALL_TRACE
         if (threadIdx.x == 0) {
-            float t_;
-            asm volatile("add.f32 %0, %1, %2;" : "=f"(t_) : "f"(sa_t), "f"(sb_t));
+            (void)fk_opaque_add_f32(sa_t, sb_t);
             FK_TR(9);
         }
 #endif
@@ -569,8 +479,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
                     continue;
 #ifdef FK_SMALL_TRACE
                 if (threadIdx.x == 0 && it == i0) {
-                    float t_;
-                    asm volatile("add.f32 %0, %1, %2;" : "=f"(t_) : "f"(v.x), "f"(v.w));
+                    (void)fk_opaque_add_f32(v.x, v.w);
                     FK_TR(10);
                 }
 #endif

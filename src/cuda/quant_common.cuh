@@ -8,6 +8,8 @@
 #define FK_CUDA_QUANT_COMMON_CUH
 
 #include <stdint.h>
+#include "cuda/ptx/cvt.cuh" /* fk_cvt2 */
+#include "cuda/ptx/mem.cuh" /* fk_cp_async16, fk_cp_async_commit, fk_cp_async_wait */
 #include "cuda/quant.h"
 #include "format/scale.h"
 
@@ -142,48 +144,13 @@ __device__ __forceinline__ void fk_store_codes(uint8_t *p, uint32_t lo, uint32_t
             p[i] = (uint8_t)((i < 4 ? lo : hi) >> (8 * (i & 3)));
 }
 
-/* ------------------------------------------------------ async copies */
-
-/* 16-byte global -> shared copy (cp.async, sm_80+); bytes past src_bytes are
- * zero-filled (src_bytes 0: nothing is read). dst and src 16-byte aligned. */
-__device__ __forceinline__ void fk_cp_async16(void *dst, const void *src, int src_bytes)
-{
-    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void fk_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void fk_cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 /* ------------------------------------------------- fp8 element conversion */
 
 /* Canonical NaN code of the element format (docs/spec.md 1). */
 template <int E5> __device__ __forceinline__ uint32_t fk_nan_code() { return E5 ? FK_E5M2_NAN : FK_E4M3_NAN; }
 
-/* Two fp32 values -> two fp8 codes (lo in bits 0-7, hi in bits 8-15), satfinite
- * RNE. On sm_89+ this is the hardware conversion (one F2FP for the pair), which
- * equals fk_f32_to_e4m3 / fk_f32_to_e5m2 for every non-NaN fp32 input: checked
- * exhaustively over all 2^32 bit patterns by fk_cuda_cvt_selfcheck (run by
- * test_cuda_quant). Its code for a NaN input may carry the sign, so NaN must
- * not reach it or its code must be replaced: the quantization kernels write
- * NaN groups (scale NaN / e8m0 255, the only way a NaN arises in the element
- * step) as the canonical code directly; the cast replaces NaN lanes.
- * FK_CUDA_SOFT_CVT forces the shared integer codec everywhere. */
-template <int E5> __device__ __forceinline__ uint32_t fk_cvt2(float lo, float hi)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(FK_CUDA_SOFT_CVT)
-    unsigned short r;
-    if (E5)
-        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-    else
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-    return r;
-#else
-    return (uint32_t)fk_f32_to_fp8(lo, E5) | ((uint32_t)fk_f32_to_fp8(hi, E5) << 8);
-#endif
-}
+/* fk_cvt2<E5>(lo, hi), two fp32 -> two fp8 codes (satfinite RNE, the
+ * hardware conversion on sm_89+), is in ptx/cvt.cuh. */
 
 /* N (multiple of 4) elements of an MX block with reciprocal r (docs/spec.md 2.2 element
  * step q = fp8(fl32(x * r))) packed 4 codes per word; nan: s == 255. */

@@ -4,7 +4,7 @@
  * m64nBN accumulator fragment (rows warp*16 + lane/4 + {0, 8}, columns
  * 8j + 2(lane%4) + {0, 1}) from an exact fp32 product and run fk_epi_prefetch
  * + fk_epilogue, the kernel's own code; barriers and shuffles come from
- * tests/emu/cuda/ptx.cuh. D and the fused-quantization scales (OUTQ_MX,
+ * tests/emu/cuda/ptx/ptx.cuh. D and the fused-quantization scales (OUTQ_MX,
  * OUTQ_BLOCK1X128) must be byte-equal to the CPU backend's on inputs where
  * y is exact (small-integer fp8 values, power-of-two scales, short K).
  * Built and run by tests/test_epilogue_emu.sh. */

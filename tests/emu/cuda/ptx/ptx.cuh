@@ -1,15 +1,18 @@
-/* ptx.cuh (host emulation stand-in, tests/emu only) - shadows src/cuda/ptx.cuh
- * when epilogue_emu.cpp compiles src/cuda/epilogue.cuh as host C++: the
- * warpgroup's named barrier and warp shuffles become a std::barrier over the
- * 128 emulated threads and a shared exchange array; the instructions the
- * emulated paths never reach (bulk copies) are empty. */
-#ifndef FK_CUDA_PTX_CUH
-#define FK_CUDA_PTX_CUH
+/* ptx/ptx.cuh (host emulation stand-in, tests/emu only) - shadows the umbrella
+ * src/cuda/ptx/ptx.cuh when epilogue_emu.cpp compiles src/cuda/epilogue.cuh as
+ * host C++: the warpgroup's named barrier and warp shuffles become a
+ * std::barrier over the 128 emulated threads and a shared exchange array; the
+ * fp8 pair conversion is the shared codec (as src/cuda/ptx/cvt.cuh's own host
+ * fallback); the instructions the emulated paths never reach (bulk copies)
+ * are empty. */
+#ifndef FK_CUDA_PTX_PTX_CUH
+#define FK_CUDA_PTX_PTX_CUH
 
 #include <stdint.h>
 #include <string.h>
 #include <algorithm>
 #include <barrier>
+#include "format/codec.h"
 
 using std::max;
 using std::min;
@@ -47,6 +50,10 @@ static inline unsigned atomicMax(unsigned *p, unsigned v)
 static inline uint32_t fk_smem_addr(const void *) { return 0; }
 static inline uint32_t fk_cvt_bf16x2(float lo, float hi);
 static inline uint32_t fk_cvt_f16x2(float lo, float hi);
+template <int E5> static inline uint32_t fk_cvt2(float lo, float hi)
+{
+    return (uint32_t)fk_f32_to_fp8(lo, E5) | ((uint32_t)fk_f32_to_fp8(hi, E5) << 8);
+}
 template <int N> static inline void fk_bulk_wait_read(void) {}
 static inline void fk_fence_proxy_async(void) {}
 static inline void fk_bulk_store(void *, uint32_t, uint32_t) {}
