@@ -377,13 +377,13 @@ static void small_call(fk_call *fc, shape s, int row, void *dA, void *dB, float 
     fc->args.d = fp8kit_tensor_2d(dD, FP8KIT_BF16, s.m, s.n, s.n);
 }
 
-/* For M <= 128: our small-M kernel (FK_GEMM_SMALL=1), our general kernel
- * (FK_GEMM_SMALL=0) and cuBLASLt against the memory roofline N x K bytes /
+/* For M <= 128: our small-M kernel (tuning gemm_small=1), our general kernel
+ * (gemm_small=0) and cuBLASLt against the memory roofline N x K bytes /
  * copy bandwidth measured in the same run. Primary timing: back-to-back
  * calls on rotating B copies in a CUDA graph (graph_time); also the
  * flush-memset timing of the main table (the memset leaves up to an L2 of
  * dirty lines whose write-back overlaps the call). --small-sweep adds every
- * band height / split the planner could pick (FK_SMALL_R / FK_SMALL_SPLIT). */
+ * band height / split the planner could pick (tuning small_r / small_split). */
 static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FILE *jf, const char *date,
                             const char *commit, int sweep, const char *only_shapes, const char *tag,
                             const char *own_shapes)
@@ -466,11 +466,14 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                 continue;
             fk_call fc;
             small_call(&fc, s, mode == MODE_ROW, dA, dB, (float *)dS, (float *)dS + SC, dD);
-            /* [small, general] x [graph, flush]: fresh contexts, the knob is read at plan time */
+            /* [small, general] x [graph, flush]: fresh contexts, the family forced by tuning */
             float t[2][2] = {{-1.0f, -1.0f}, {-1.0f, -1.0f}};
             for (int g = 1; g >= 0; g--) {
-                setenv("FK_GEMM_SMALL", g ? "1" : "0", 1);
                 if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) != FP8KIT_OK) continue;
+                if (fp8kit_ctx_set_tuning(fc.ctx, g ? "gemm_small=1" : "gemm_small=0") != FP8KIT_OK) {
+                    fp8kit_ctx_destroy(fc.ctx);
+                    continue;
+                }
                 fc.args.b.data = dB;
                 (void)fk_give_workspace(&fc); /* the general kernel's stream-K / split-K area */
                 t[1 - g][1] = time_median(be, fk_run, &fc);
@@ -484,7 +487,6 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                 }
                 fp8kit_ctx_destroy(fc.ctx);
             }
-            unsetenv("FK_GEMM_SMALL");
             CK(cudaMemcpy(dD, dDl, (size_t)(s.m * s.n) * 2, cudaMemcpyDeviceToDevice));
             lt_call lc;
             float peer = -1.0f, peer_fl = -1.0f;
@@ -535,30 +537,21 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                         const int64_t bands = (s.n + rr - 1) / rr;
                         if (bands * sp * mc > 2 * 132 || bands * sp < 16 || (cs && rr > 64))
                             continue;
-                        char b1[16], b2[16], b3[16];
-                        snprintf(b1, sizeof b1, "%d", rr);
-                        snprintf(b2, sizeof b2, "%d", sp);
-                        snprintf(b3, sizeof b3, "%d", mc);
-                        setenv("FK_GEMM_SMALL", "2", 1);
-                        setenv("FK_SMALL_R", b1, 1);
-                        setenv("FK_SMALL_SPLIT", b2, 1);
-                        setenv("FK_SMALL_MC", b3, 1);
-                        setenv("FK_SMALL_CS", cs ? "-1" : "0", 1);
+                        char spec[128];
+                        snprintf(spec, sizeof spec, "gemm_small=2,small_r=%d,small_split=%d,small_mc=%d%s", rr, sp,
+                                 mc, cs ? ",small_cs=0" : "");
                         fk_call fc;
                         small_call(&fc, s, 0, dA, dB, (float *)dS, (float *)dS, dD);
                         float tt = -1.0f;
-                        if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK) {
+                        fc.ctx = NULL;
+                        if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK &&
+                            fp8kit_ctx_set_tuning(fc.ctx, spec) == FP8KIT_OK) {
                             (void)fk_give_workspace(&fc);
                             rot_arg ra = {&fc, NULL, bcopy, nrot};
                             tt = graph_time(be, st, &ra, calls);
-                            fp8kit_ctx_destroy(fc.ctx);
                         }
+                        fp8kit_ctx_destroy(fc.ctx); /* NULL: nothing */
                         printf(" R%d %.1f", rr, tt * 1e3);
-                        unsetenv("FK_GEMM_SMALL");
-                        unsetenv("FK_SMALL_R");
-                        unsetenv("FK_SMALL_SPLIT");
-                        unsetenv("FK_SMALL_MC");
-                        unsetenv("FK_SMALL_CS");
                     }
                     printf("\n");
                     fflush(stdout);

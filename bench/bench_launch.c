@@ -4,7 +4,7 @@
  * (programmatic dependent launch), a bare cuLaunchKernel and a bare
  * cudaLaunchKernel of the very same kernel with the very same parameters
  * (recorded through the internal hook of src/cuda/launch_rec.h), in the
- * same run; also fp8kit_gemm from a plan made with FK_GEMM_PDL=0, fp8kit_gemm
+ * same run; also fp8kit_gemm from a plan made with tuning gemm_pdl=0, fp8kit_gemm
  * with A alternating between two buffers (the tensor maps are re-encoded
  * every call, the cost before the memo), two cuTensorMapEncodeTiled calls
  * alone, fp8kit_gemm minus the launch (recorded instead), validation alone,
@@ -25,7 +25,7 @@
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include "cuda/launch_rec.h"
+#include "hooks/launch_rec.h"
 
 #include "bench_cuda.h"
 
@@ -39,7 +39,7 @@ typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, vo
 
 typedef struct bench {
     fp8kit_ctx *ctx;
-    fp8kit_ctx *ctx_nopdl; /* plans made with FK_GEMM_PDL=0 */
+    fp8kit_ctx *ctx_nopdl; /* plans made with tuning gemm_pdl=0 */
     fp8kit_gemm_desc desc;
     fp8kit_gemm_args args, args2; /* args2: A in the second buffer */
     cudaStream_t stream;
@@ -145,7 +145,7 @@ static void run_cu_launch_ex(bench *b)
 
 static void run_fp8kit_nopdl(bench *b)
 {
-    must(b, fp8kit_gemm(b->ctx_nopdl, &b->desc, &b->args, b->stream), "fp8kit_gemm (FK_GEMM_PDL=0)");
+    must(b, fp8kit_gemm(b->ctx_nopdl, &b->desc, &b->args, b->stream), "fp8kit_gemm (tuning gemm_pdl=0)");
 }
 
 static void run_encode(bench *b)
@@ -171,7 +171,7 @@ enum { C_FP8KIT, C_BARE_RT, C_BARE_DRV, C_BARE_EX, C_NOPDL, C_FLIP, C_ENCODE, C_
 static const char *case_name[C_COUNT] = {"fp8kit_gemm (cached plan)", "bare cudaLaunchKernel",
                                          "bare cuLaunchKernel",
                                          "bare cuLaunchKernelEx (fp8kit's launch attributes)",
-                                         "fp8kit_gemm, plan without PDL (FK_GEMM_PDL=0)",
+                                         "fp8kit_gemm, plan without PDL (tuning gemm_pdl=0)",
                                          "fp8kit_gemm (A alternating: maps re-encoded)",
                                          "2x cuTensorMapEncodeTiled alone",
                                          "fp8kit_gemm without the launch (recorded)",
@@ -236,6 +236,7 @@ int main(int argc, char **argv)
     b.n = n;
     must(&b, fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &b.ctx), "fp8kit_ctx_create");
     must(&b, fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &b.ctx_nopdl), "fp8kit_ctx_create");
+    must(&b, fp8kit_ctx_set_tuning(b.ctx_nopdl, "gemm_pdl=0"), "fp8kit_ctx_set_tuning");
     CK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
     const size_t nn = (size_t)(n * n);
     void *a = dev_fill(nn, 0x38), *a2 = dev_fill(nn, 0x30), *w = dev_fill(nn, 0x34); /* e4m3 1.0, 0.5, 0.75 */
@@ -262,9 +263,7 @@ int main(int argc, char **argv)
     /* record the launch fp8kit_gemm makes, then check a bare launch of it
      * writes exactly what fp8kit_gemm writes */
     run_fp8kit(&b); /* makes the plan */
-    setenv("FK_GEMM_PDL", "0", 1); /* read at plan time */
     run_fp8kit_nopdl(&b);
-    unsetenv("FK_GEMM_PDL");
     fk_launch_rec_arm(&b.rec);
     run_fp8kit(&b);
     if (fk_launch_rec_armed() || !b.rec.fn) {

@@ -8,7 +8,7 @@
 #             the Python tests with torch on the GPU, CLI and safetensors tests.
 #             Not run: tests matching FK_CTEST_EXCLUDE (default test_consumers,
 #             which needs network access to build its virtual environment).
-#   sanitize  compute-sanitizer on the reduced case sets (FK_TEST_SMALL=1):
+#   sanitize  compute-sanitizer on the reduced case sets (each test's --small):
 #             memcheck on test_cuda_quant, test_cuda_gemm, test_cuda_gemm_small,
 #             test_cuda_gemm_mx, test_cuda_grouped; racecheck on test_cuda_quant and
 #             test_cuda_gemm_small.
@@ -180,8 +180,8 @@ if [[ $STEPS == *" sanitize "* ]]; then
             memcheck:test_cuda_gemm_mx memcheck:test_cuda_grouped \
             racecheck:test_cuda_quant racecheck:test_cuda_gemm_small; do
             tool=${run%%:*} t=${run#*:}
-            stamp "compute-sanitizer $tool $t (FK_TEST_SMALL=1)"
-            FK_TEST_SMALL=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/$t" \
+            stamp "compute-sanitizer $tool $t --small"
+            timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/$t" --small \
                 >"$OUT/$tool-$t.log" 2>&1
             note "$tool $t" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed' "$OUT/$tool-$t.log" | tr '\n' ' ')"
         done

@@ -149,6 +149,22 @@ FP8KIT_API fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads);
  * new context. Errors: INVALID_ARGUMENT (mode, path), IO (file unreadable or
  * not writable), CORRUPT_FILE (not an fp8kit autotune cache). */
 FP8KIT_API fp8kit_status fp8kit_ctx_set_autotune(fp8kit_ctx *ctx, int mode, const char *cache_file);
+
+/* Tuning overrides: force what the planners would otherwise choose (tile
+ * width, promotion interval, cluster size, store path, small-M schedule,
+ * CPU microkernel), for experiments and tests; results stay within
+ * docs/spec.md's bounds whatever is forced. spec is "key=value" items
+ * separated by commas or spaces (keys, ranges and meaning: docs/tuning.md),
+ * a value "auto" restores the planner's choice, and NULL or "" all of them.
+ * The call replaces the context's overrides; calls planned afterwards use
+ * the new ones. Not concurrently with other calls on the context. A new
+ * context starts from the environment variable FP8KIT_TUNING when set (a bad
+ * value makes fp8kit_ctx_create fail). Errors: INVALID_ARGUMENT (unknown key,
+ * value out of range; nothing changes). */
+FP8KIT_API fp8kit_status fp8kit_ctx_set_tuning(fp8kit_ctx *ctx, const char *spec);
+/* The context's overrides as a spec fp8kit_ctx_set_tuning accepts ("" when
+ * none); INVALID_ARGUMENT when n bytes are too few. */
+FP8KIT_API fp8kit_status fp8kit_ctx_get_tuning(const fp8kit_ctx *ctx, char *buf, size_t n);
 /* Message of the calling thread's last failing call on ctx ("" if none). */
 FP8KIT_API const char *fp8kit_last_error(const fp8kit_ctx *ctx);
 /* One line describing the backend and device, e.g. "cpu: 2 threads". */
@@ -422,6 +438,23 @@ typedef struct fp8kit_grouped_gemm_args {
 
 FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
                                              const fp8kit_grouped_gemm_args *args, void *stream);
+
+/* Whether fp8kit_gemm would run this call on the context's backend: the
+ * call is validated and planned exactly as fp8kit_gemm does (the plan is
+ * cached), and the status and message are the ones fp8kit_gemm would give
+ * (UNSUPPORTED, ARCH_MISMATCH, MISALIGNED, ...); nothing runs and no operand
+ * is read, so args may hold placeholder pointers (non-NULL and with the
+ * alignment the real ones will have). The workspace is not checked
+ * (fp8kit_gemm_workspace_size). */
+FP8KIT_API fp8kit_status fp8kit_gemm_supported(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                               const fp8kit_gemm_args *args);
+/* As fp8kit_gemm_supported, and writes a one-line description of the plan
+ * the call gets into buf (n bytes, truncated): the backend's kernel family
+ * and its choices, e.g. "sm90 variant=12 bn=192 promo=0 ... pdl=1" or
+ * "sm90_small ..." or "cpu isa=avx2 ...". For tests, benchmarks and bug
+ * reports; the text is not a stable format. */
+FP8KIT_API fp8kit_status fp8kit_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                              const fp8kit_gemm_args *args, char *buf, size_t n);
 
 /* Number of distinct plans cached in the context (for tests and tools). */
 FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);

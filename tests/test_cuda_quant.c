@@ -12,8 +12,8 @@
  * one tensor of more than 2^31 elements (1 x 46368 x 46368 bf16, mx axis -1
  * and -2) when the device has the memory. Outputs are poisoned first.
  * Exits 77 (skipped) without a usable CUDA device.
- * Env: FK_TEST_SMALL=1 (small shapes, no large case: for compute-sanitizer),
- *      FK_TEST_SEED=n (replay), FK_TEST_LARGE=0 (skip the large case). */
+ * Options: --small (small shapes, no large case: for compute-sanitizer),
+ * --no-large (skip the large case); FK_TEST_SEED=n in the environment replays. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -580,14 +580,23 @@ static void large_case(void)
     free(hx); free(hq); free(gq);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int no_large = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--small") == 0) {
+            small_mode = 1;
+        } else if (strcmp(argv[i], "--no-large") == 0) {
+            no_large = 1;
+        } else {
+            fprintf(stderr, "usage: test_cuda_quant [--small] [--no-large]\n");
+            return 2;
+        }
+    }
     if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
         printf("test_cuda_quant: no usable CUDA device, skipped\n");
         return FK_TEST_SKIP;
     }
-    const char *sm = getenv("FK_TEST_SMALL"), *lg = getenv("FK_TEST_LARGE");
-    small_mode = sm && atoi(sm) != 0;
     rng = fk_rng_seeded("test_cuda_quant");
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &gctx), FP8KIT_OK);
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
@@ -630,7 +639,7 @@ int main(void)
             int64_t C = small_mode ? 96 : 32 * (1 + (int64_t)(fk_rng_u32(&rng) % 80));
             fused_case(hps[i], E, R, C, v & 1, (v >> 1) & 1, v == 1 || v == 2, v >= 2);
         }
-    if (!small_mode && !(lg && atoi(lg) == 0))
+    if (!small_mode && !no_large)
         large_case();
     printf("test_cuda_quant: %ld cases\n", ncases);
     cudaStreamDestroy(gstream);

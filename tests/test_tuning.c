@@ -289,13 +289,19 @@ static void test_describe(fp8kit_ctx *ctx)
         far += !(fabsf(a - b) <= 0x1p-6f * fabsf(a) + 1e-3f);
     }
     CHECK(far == 0, "cpu_isa=generic: %ld outputs far from the default microkernel's", far);
-    /* back to the defaults: the planner's choice again (a new plan, as every
-     * fp8kit_ctx_set_tuning starts a new set) */
+    /* back to the defaults: the planner's choice again, the plan made before
+     * any override found again (plans are keyed by the overrides' content) */
     accepts(ctx, NULL, "");
     CHECK_STATUS(fp8kit_gemm_describe(ctx, &gd, &ga, d1, sizeof d1), FP8KIT_OK);
     CHECK(strcmp(d0, d1) == 0, "defaults restored: '%s', was '%s'", d1, d0);
-    CHECK(fp8kit_plan_cache_size(ctx) == p0 + 3, "restoring the defaults did not plan again (cache %lld)",
+    CHECK(fp8kit_plan_cache_size(ctx) == p0 + 2, "restoring the defaults planned again (cache %lld)",
           (long long)fp8kit_plan_cache_size(ctx));
+    /* the same overrides set again find their plan again */
+    accepts(ctx, "cpu_isa=generic", "cpu_isa=0");
+    CHECK_STATUS(fp8kit_gemm_describe(ctx, &gd, &ga, d1, sizeof d1), FP8KIT_OK);
+    CHECK(fp8kit_plan_cache_size(ctx) == p0 + 2, "the same overrides set again planned again (cache %lld)",
+          (long long)fp8kit_plan_cache_size(ctx));
+    accepts(ctx, NULL, "");
     /* keys another backend reads plan the CPU call the same way */
     accepts(ctx, "gemm_bn=64,gemm_cluster=2,small_r=8", "gemm_bn=64,gemm_cluster=2,small_r=8");
     CHECK_STATUS(fp8kit_gemm_describe(ctx, &gd, &ga, d1, sizeof d1), FP8KIT_OK);

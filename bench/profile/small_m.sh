@@ -29,7 +29,7 @@ if [ -z "${FK_SKIP_TEST:-}" ]; then
     echo "test exit $? : $(grep -E 'passed, [0-9]+ failed' "$OUT/test.log" | tail -1)"
     grep -E "FAIL|differ|error" "$OUT/test.log" | head -10
     stamp "memcheck"
-    FK_TEST_SMALL=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/test_cuda_gemm_small \
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/test_cuda_gemm_small --small \
         >"$OUT/memcheck.log" 2>&1
     echo "memcheck exit $? : $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
 fi

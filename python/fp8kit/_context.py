@@ -107,6 +107,27 @@ class Context:
         """CPU backend: n OpenMP threads (0 = OpenMP's default)."""
         self.check(self._lib.fp8kit_ctx_set_threads(self.handle, int(n)))
 
+    def set_tuning(self, spec: Optional[str] = None) -> None:
+        """fp8kit_ctx_set_tuning: force planner choices for this context's
+        later calls. spec: "key=value" items separated by commas (keys:
+        docs/tuning.md), e.g. "gemm_bn=128,gemm_cluster=1"; None or ""
+        restores every default. Raises InvalidArgumentError on an unknown
+        key or a value out of range (nothing changes)."""
+        fn = getattr(self._lib, "fp8kit_ctx_set_tuning", None)
+        if fn is None:
+            raise UnsupportedError("this libfp8kit has no fp8kit_ctx_set_tuning (rebuild it)")
+        self.check(fn(self.handle, None if spec is None else str(spec).encode()))
+
+    @property
+    def tuning(self) -> str:
+        """The context's tuning overrides as a spec set_tuning accepts ("" when none)."""
+        fn = getattr(self._lib, "fp8kit_ctx_get_tuning", None)
+        if fn is None:
+            raise UnsupportedError("this libfp8kit has no fp8kit_ctx_get_tuning (rebuild it)")
+        buf = ctypes.create_string_buffer(4096)
+        self.check(fn(self.handle, buf, len(buf)))
+        return buf.value.decode()
+
     def set_autotune(self, mode: int, cache_file: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         """fp8kit_ctx_set_autotune: mode 1 times every candidate GEMM
         configuration on the first call of each new shape (CUDA; that call

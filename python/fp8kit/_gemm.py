@@ -442,7 +442,7 @@ def scaled_mm(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Opti
         name for the same flag): CUDA only, fewer fp32 promotions; precise
         fp32 output on CUDA runs on fp16 copies of the operands (1e-5;
         tensor / row scales), block / mx with fp32 output need fast_accum
-        there (see docs/perf-gemm.md).
+        there (see bench/results/perf-gemm-log-2026-11.md).
       scale_mode: 'tensor', 'row', 'block', 'mx' or an (a, b) pair: forces the
         mode where shapes are ambiguous.
       scale_layout: 'plain', 'blocked' (mx) or 'mn_major' (block, A's

@@ -336,6 +336,8 @@ def _declare(lib):
         "fp8kit_ctx_backend": (_enum_t, [vp]),
         "fp8kit_ctx_set_threads": (_enum_t, [vp, c.c_int]),
         "fp8kit_ctx_set_autotune": (_enum_t, [vp, c.c_int, c.c_char_p]),
+        "fp8kit_ctx_set_tuning": (_enum_t, [vp, c.c_char_p]),
+        "fp8kit_ctx_get_tuning": (_enum_t, [vp, c.c_char_p, c.c_size_t]),
         "fp8kit_last_error": (c.c_char_p, [vp]),
         "fp8kit_ctx_describe": (c.c_char_p, [vp]),
         "fp8kit_tensor_make": (Tensor, [vp, _enum_t, c.c_int32, c.POINTER(c.c_int64)]),
@@ -349,6 +351,8 @@ def _declare(lib):
         "fp8kit_cast": (_enum_t, [vp, T, T, vp]),
         "fp8kit_gemm_workspace_size": (_enum_t, [vp, GD, GA, c.POINTER(c.c_size_t)]),
         "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
+        "fp8kit_gemm_supported": (_enum_t, [vp, GD, GA]),
+        "fp8kit_gemm_describe": (_enum_t, [vp, GD, GA, c.c_char_p, c.c_size_t]),
         "fp8kit_gemm_call_run": (_enum_t, [vp]),
         "fp8kit_gemm_call_ptrs": (_enum_t, [vp, vp]),
         "fp8kit_plan_cache_size": (c.c_int64, [vp]),
@@ -359,7 +363,8 @@ def _declare(lib):
         "fp8kit_checkpoint_dequantize": (_enum_t, [vp, c.c_char_p, c.c_char_p, c.POINTER(CkptOpts),
                                                    c.POINTER(CkptReport)]),
     }
-    optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune", "fp8kit_gemm_call_run",
+    optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune", "fp8kit_ctx_set_tuning",
+                "fp8kit_ctx_get_tuning", "fp8kit_gemm_supported", "fp8kit_gemm_describe", "fp8kit_gemm_call_run",
                 "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm", "fp8kit_ckpt_opts_default",
                 "fp8kit_checkpoint_quantize",
                 "fp8kit_checkpoint_dequantize")  # newer than the first binding: an older library lacks it

@@ -1,6 +1,6 @@
-/* ctx.c - context lifetime, backend selection, and the per-thread,
- * per-context last-error messages (fk_fail). */
-#include <omp.h>
+/* ctx.c - context lifetime, backend selection through the registered ops
+ * tables (core/backend.h), the services backends get from a context, and
+ * the per-thread, per-context last-error messages (fk_fail). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,19 +48,20 @@ const char *fp8kit_last_error(const fp8kit_ctx *ctx)
     return s ? s->msg : "";
 }
 
+const fk_backend_ops *fk_backend_find(fp8kit_backend id)
+{
+    for (int i = 0; fk_backends[i]; i++)
+        if (fk_backends[i]->id == id)
+            return fk_backends[i];
+    return NULL;
+}
+
 int fp8kit_backend_available(fp8kit_backend b)
 {
-    switch (b) {
-    case FP8KIT_BACKEND_CPU: return 1;
-    case FP8KIT_BACKEND_CUDA:
-#ifdef FP8KIT_HAVE_CUDA
-        return fk_cuda_available();
-#else
-        return 0;
-#endif
-    case FP8KIT_BACKEND_AUTO: return 1;
-    }
-    return 0;
+    if (b == FP8KIT_BACKEND_AUTO)
+        return 1;
+    const fk_backend_ops *ops = fk_backend_find(b);
+    return ops && ops->available();
 }
 
 fp8kit_status fp8kit_ctx_create(fp8kit_backend backend, int device, fp8kit_ctx **out)
@@ -74,46 +75,31 @@ fp8kit_status fp8kit_ctx_create(fp8kit_backend backend, int device, fp8kit_ctx *
     fp8kit_backend resolved = backend;
     if (backend == FP8KIT_BACKEND_AUTO)
         resolved = fp8kit_backend_available(FP8KIT_BACKEND_CUDA) ? FP8KIT_BACKEND_CUDA : FP8KIT_BACKEND_CPU;
-    if (resolved == FP8KIT_BACKEND_CUDA && !fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
-#ifdef FP8KIT_HAVE_CUDA
-        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: %s", fk_cuda_unavailable_reason());
-#else
-        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: this build has no CUDA backend");
-#endif
-    }
+    const fk_backend_ops *ops = fk_backend_find(resolved);
+    if (!ops)
+        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: this build has no %s backend",
+                       resolved == FP8KIT_BACKEND_CUDA ? "CUDA" : fp8kit_backend_name(resolved));
+    if (!ops->available())
+        return fk_fail(NULL, FP8KIT_ERR_BACKEND_UNAVAILABLE, "fp8kit_ctx_create: %s", ops->unavailable_reason());
     fp8kit_ctx *ctx = (fp8kit_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         return fk_fail(NULL, FP8KIT_ERR_OUT_OF_MEMORY, "fp8kit_ctx_create: out of memory");
     ctx->backend = resolved;
+    ctx->ops = ops;
     ctx->device = device;
+    fk_tuning_defaults(&ctx->tuning);
     fk_plan_cache_init(&ctx->plans);
-    if (resolved == FP8KIT_BACKEND_CUDA) {
-#ifdef FP8KIT_HAVE_CUDA
-        fp8kit_status st = fk_cuda_ctx_init(ctx);
-        if (st != FP8KIT_OK) {
-            /* the backend recorded the message against ctx; move it to NULL */
-            fk_fail(NULL, st, "%s", fp8kit_last_error(ctx));
-            fk_plan_cache_free(&ctx->plans);
-            free(ctx);
-            return st;
-        }
-#endif
-    } else {
-        snprintf(ctx->describe, sizeof ctx->describe, "cpu: %d OpenMP threads", omp_get_max_threads());
-    }
     fk_err_slot *s = fk_err_find(ctx); /* a stale message of a freed context at this address */
     if (s)
         s->msg[0] = 0;
-    /* FP8KIT_AUTOTUNE=1 [FP8KIT_AUTOTUNE_CACHE=file] switch autotune on for every context */
-    const char *tune = getenv("FP8KIT_AUTOTUNE");
-    if (tune && strcmp(tune, "1") == 0) {
-        const char *file = getenv("FP8KIT_AUTOTUNE_CACHE");
-        fp8kit_status st = fp8kit_ctx_set_autotune(ctx, 1, file && *file ? file : NULL);
-        if (st != FP8KIT_OK) {
-            fk_fail(NULL, st, "fp8kit_ctx_create (FP8KIT_AUTOTUNE): %s", fp8kit_last_error(ctx));
-            fp8kit_ctx_destroy(ctx);
-            return st;
-        }
+    fp8kit_status st = ops->init(ctx);
+    if (st == FP8KIT_OK)
+        st = fk_ctx_env_defaults(ctx);
+    if (st != FP8KIT_OK) {
+        /* the message was recorded against ctx; move it to NULL */
+        fk_fail(NULL, st, "fp8kit_ctx_create: %s", fp8kit_last_error(ctx));
+        fp8kit_ctx_destroy(ctx);
+        return st;
     }
     *out = ctx;
     return FP8KIT_OK;
@@ -123,10 +109,8 @@ fp8kit_status fp8kit_ctx_destroy(fp8kit_ctx *ctx)
 {
     if (!ctx)
         return FP8KIT_OK;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        fk_cuda_ctx_free(ctx);
-#endif
+    if (ctx->state && ctx->ops->fini)
+        ctx->ops->fini(ctx);
     fk_plan_cache_free(&ctx->plans);
     fk_tune_free(&ctx->tune);
     free(ctx);
@@ -162,20 +146,27 @@ fp8kit_status fp8kit_ctx_set_threads(fp8kit_ctx *ctx, int nthreads)
                        "processors))",
                        nthreads, max, FK_THREADS_FLOOR, FK_THREADS_PER_CPU, sysconf(_SC_NPROCESSORS_ONLN));
     ctx->nthreads = nthreads;
-    if (ctx->backend == FP8KIT_BACKEND_CPU)
-        snprintf(ctx->describe, sizeof ctx->describe, "cpu: %d OpenMP threads",
-                 nthreads ? nthreads : omp_get_max_threads());
+    if (ctx->ops->threads_changed)
+        ctx->ops->threads_changed(ctx);
     return FP8KIT_OK;
 }
 
 const char *fp8kit_ctx_describe(const fp8kit_ctx *ctx) { return ctx ? ctx->describe : "(null context)"; }
 
-const fk_mem_ops *fk_ctx_mem_ops(fp8kit_ctx *ctx)
+const fk_mem_ops *fk_ctx_mem_ops(fp8kit_ctx *ctx) { return ctx ? ctx->ops->mem : NULL; }
+
+/* ---- services for backends (core/backend.h) */
+int fk_ctx_device(const fp8kit_ctx *ctx) { return ctx->device; }
+int fk_ctx_threads(const fp8kit_ctx *ctx) { return ctx ? ctx->nthreads : 0; }
+void *fk_ctx_state(const fp8kit_ctx *ctx) { return ctx->state; }
+void fk_ctx_set_state(fp8kit_ctx *ctx, void *state) { ctx->state = state; }
+int fk_ctx_autotune(const fp8kit_ctx *ctx) { return ctx->tune.mode; }
+const fk_tuning *fk_ctx_tuning(const fp8kit_ctx *ctx) { return &ctx->tuning; }
+
+void fk_ctx_set_describe(fp8kit_ctx *ctx, const char *fmt, ...)
 {
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx && ctx->backend == FP8KIT_BACKEND_CUDA)
-        return fk_cuda_mem_ops();
-#endif
-    (void)ctx;
-    return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->describe, sizeof ctx->describe, fmt, ap);
+    va_end(ap);
 }

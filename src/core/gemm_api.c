@@ -3,6 +3,7 @@
  * outputs, D may be exactly C) into an fk_gemm_job, find or build the
  * cached plan (hash + lookup), and dispatch to the backend. A thread repeating
  * its previous call's metadata with new data pointers skips the re-checks. */
+#include <stdio.h>
 #include <string.h>
 #include "core/check.h"
 
@@ -267,13 +268,14 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
 typedef struct fk_gemm_key {
     int32_t backend, scale_a, scale_b, layout, bias, act, out_quant, out_hp, out_rounding, out_pow2, fast_accum;
     int32_t a_type, b_type, c_type, bias_type, d_type, has_c, has_amax, align;
-    int64_t m, n, k, lda, ldb, ldc, ldd;
+    int64_t m, n, k, lda, ldb, ldc, ldd, tuning;
 } fk_gemm_key;
 
 static void fk_gemm_key_of(const fp8kit_ctx *ctx, const fk_gemm_job *j, fk_gemm_key *key)
 {
     memset(key, 0, sizeof *key);
     key->backend = ctx->backend;
+    key->tuning = (int64_t)ctx->tuning_key;
     key->scale_a = j->desc.scale_a; key->scale_b = j->desc.scale_b; key->layout = j->desc.scale_layout;
     key->bias = j->desc.bias; key->act = j->desc.act; key->out_quant = j->desc.out_quant;
     key->out_hp = j->desc.out_hp; key->out_rounding = j->desc.out_rounding; key->out_pow2 = j->desc.out_pow2 != 0;
@@ -288,16 +290,11 @@ static void fk_gemm_key_of(const fp8kit_ctx *ctx, const fk_gemm_job *j, fk_gemm_
     key->lda = j->lda; key->ldb = j->ldb; key->ldc = j->ldc; key->ldd = j->ldd;
 }
 
-static const fk_plan *fk_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j, fp8kit_status *st)
+const fk_plan *fk_gemm_plan_of(fp8kit_ctx *ctx, const fk_gemm_job *j, fp8kit_status *st)
 {
     fk_gemm_key key;
     fk_gemm_key_of(ctx, j, &key);
-    fk_plan_init_fn init = fk_cpu_gemm_plan;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        init = fk_cuda_gemm_plan;
-#endif
-    return fk_plan_get(ctx, &key, sizeof key, j, init, st);
+    return fk_plan_get(ctx, &key, sizeof key, j, ctx->ops->gemm_plan, st);
 }
 
 fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args,
@@ -310,24 +307,8 @@ fp8kit_status fp8kit_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc
     if (st)
         return st;
     size_t b = 0;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA) {
-        /* the plan (made now and cached for the call) knows the fastest
-         * path's needs; with autotune on, planning would time kernels on
-         * the arguments' pointers (which a size query need not make real),
-         * so a bound over every plan the tuner may choose */
-        if (ctx->tune.mode) {
-            if ((st = fk_cuda_gemm_workspace_bound(ctx, &j, &b)))
-                return st;
-        } else {
-            const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
-            if (!plan)
-                return st;
-            if ((st = fk_cuda_gemm_workspace_best(ctx, &j, plan, &b)))
-                return st;
-        }
-    }
-#endif
+    if (ctx->ops->gemm_workspace_size && (st = ctx->ops->gemm_workspace_size(ctx, &j, &b)))
+        return st;
     *bytes = b;
     return FP8KIT_OK;
 }
@@ -393,12 +374,7 @@ static unsigned fk_ptr_bits(const fk_gemm_job *j)
 
 static fp8kit_status fk_gemm_run(fp8kit_ctx *ctx, fk_gemm_job *j, const fk_plan *plan, void *stream)
 {
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        return fk_cuda_gemm(ctx, j, plan, stream);
-#endif
-    (void)stream;
-    return fk_cpu_gemm(ctx, j, plan);
+    return ctx->ops->gemm_run(ctx, j, plan, stream);
 }
 
 fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, void *stream)
@@ -423,19 +399,15 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
     fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, rg, 1);
     if (st)
         return st;
-    const fk_plan *plan = fk_gemm_plan(ctx, &j, &st);
+    const fk_plan *plan = fk_gemm_plan_of(ctx, &j, &st);
     if (!plan)
         return st;
     size_t need = 0;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA) {
-        if ((st = fk_cuda_gemm_workspace(ctx, &j, &need)))
-            return st;
-        if (need > j.workspace_bytes || (need && !j.workspace))
-            return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL, FN ": this call needs %zu bytes of workspace, got %zu",
-                           need, j.workspace ? j.workspace_bytes : (size_t)0);
-    }
-#endif
+    if (ctx->ops->gemm_workspace_need && (st = ctx->ops->gemm_workspace_need(ctx, &j, &need)))
+        return st;
+    if (need > j.workspace_bytes || (need && !j.workspace))
+        return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL, FN ": this call needs %zu bytes of workspace, got %zu",
+                       need, j.workspace ? j.workspace_bytes : (size_t)0);
     /* remember this checked call (the pointers its checks required) */
     mo->cache_id = 0;
     mo->ctx = ctx;
@@ -451,6 +423,45 @@ fp8kit_status fp8kit_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const f
     mo->plan = plan;
     mo->cache_id = ctx->plans.id;
     return fk_gemm_run(ctx, &j, plan, stream);
+}
+
+/* fp8kit_gemm_supported / fp8kit_gemm_describe: the call checked and
+ * planned as fp8kit_gemm would (the plan is cached for it), nothing run;
+ * as for a workspace-size query, the pointers may be placeholders (the
+ * no-overlap rule and the workspace are not checked). */
+static fp8kit_status fk_gemm_plan_call(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args,
+                                       const fk_plan **plan)
+{
+    fk_gemm_job j;
+    fp8kit_status st = fk_build_gemm_job(ctx, desc, args, &j, NULL, 0);
+    if (st)
+        return st;
+    if (ctx->ops->supports && (st = ctx->ops->supports(ctx, FK_OP_GEMM, &j)))
+        return st;
+    return (*plan = fk_gemm_plan_of(ctx, &j, &st)) ? FP8KIT_OK : st;
+}
+
+fp8kit_status fp8kit_gemm_supported(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args)
+{
+    const fk_plan *plan = NULL;
+    return fk_gemm_plan_call(ctx, desc, args, &plan);
+}
+
+fp8kit_status fp8kit_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args,
+                                   char *buf, size_t n)
+{
+    if (!buf || n == 0)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "fp8kit_gemm_describe: buf is NULL or empty");
+    buf[0] = 0;
+    const fk_plan *plan = NULL;
+    fp8kit_status st = fk_gemm_plan_call(ctx, desc, args, &plan);
+    if (st)
+        return st;
+    if (ctx->ops->plan_describe)
+        ctx->ops->plan_describe(plan, buf, n);
+    else
+        snprintf(buf, n, "%s", ctx->ops->name);
+    return FP8KIT_OK;
 }
 
 fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args)

@@ -64,7 +64,10 @@ static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_a
                             r1 - r0, n, ldd);
 }
 
-static int fk_grouped_on_device(const fp8kit_ctx *ctx) { return ctx->backend == FP8KIT_BACKEND_CUDA; }
+/* Whether the backend runs the whole call in its own grouped kernel (then
+ * offsets and status live in the backend's memory and only its kernel
+ * reads them); else the core runs one fp8kit_gemm per group. */
+static int fk_grouped_on_device(const fp8kit_ctx *ctx) { return ctx->ops->grouped_run != NULL; }
 
 static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a)
 {
@@ -144,9 +147,9 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         const int64_t ldb = fk_stride(&a->b, 1), sbg = fk_stride(&a->b, 0);
         if (g > 1 && sbg % ldb)
             return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                           FN ": b's expert stride (%lld) must be a multiple of its row stride (%lld) on the CUDA "
+                           FN ": b's expert stride (%lld) must be a multiple of its row stride (%lld) on the %s "
                               "backend",
-                           (long long)sbg, (long long)ldb);
+                           (long long)sbg, (long long)ldb, ctx->ops->name);
         if ((st = fk_check_overlap(ctx, FN, rg, nr)))
             return st;
         if (g == 0)
@@ -187,15 +190,14 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     return FP8KIT_OK;
 }
 
-#ifdef FP8KIT_HAVE_CUDA
-/* Plan key of the CUDA grouped kernel: a tag (no fp8kit_gemm key starts
+/* Plan key of a backend's grouped kernel: a tag (no fp8kit_gemm key starts
  * with it), the options, the dtypes, the shapes and strides, alignment bits. */
 typedef struct fk_grouped_key {
     int32_t tag, scale_a, scale_b, bias, act, fast_accum, a_type, b_type, bias_type, d_type, align;
-    int64_t t, n, k, g, lda, ldb, b_rows, ldd;
+    int64_t t, n, k, g, lda, ldb, b_rows, ldd, tuning;
 } fk_grouped_key;
 
-static fp8kit_status fk_grouped_cuda(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
+static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
                                      void *stream)
 {
     fk_grouped_job gj;
@@ -222,6 +224,7 @@ static fp8kit_status fk_grouped_cuda(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d,
     fk_grouped_key key;
     memset(&key, 0, sizeof key);
     key.tag = 0x47525031; /* "GRP1" */
+    key.tuning = (int64_t)ctx->tuning_key;
     key.scale_a = d->scale_a; key.scale_b = d->scale_b; key.bias = d->bias; key.act = d->act;
     key.fast_accum = d->fast_accum != 0;
     key.a_type = j->a_type; key.b_type = j->b_type; key.bias_type = j->bias ? (int32_t)j->bias_type : -1;
@@ -231,12 +234,11 @@ static fp8kit_status fk_grouped_cuda(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d,
     key.t = j->m; key.n = j->n; key.k = j->k; key.g = gj.groups;
     key.lda = j->lda; key.ldb = j->ldb; key.b_rows = gj.b_rows; key.ldd = j->ldd;
     fp8kit_status st;
-    const fk_plan *plan = fk_plan_get(ctx, &key, sizeof key, j, fk_cuda_grouped_plan, &st);
+    const fk_plan *plan = fk_plan_get(ctx, &key, sizeof key, j, ctx->ops->grouped_plan, &st);
     if (!plan)
         return st;
-    return fk_cuda_grouped_gemm(ctx, &gj, plan, stream);
+    return ctx->ops->grouped_run(ctx, &gj, plan, stream);
 }
-#endif
 
 fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args,
                                   void *stream)
@@ -248,10 +250,8 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
     fp8kit_status st = fk_grouped_check(ctx, desc, args);
     if (st)
         return st;
-#ifdef FP8KIT_HAVE_CUDA
     if (fk_grouped_on_device(ctx))
-        return fk_grouped_cuda(ctx, desc, args, stream);
-#endif
+        return fk_grouped_native(ctx, desc, args, stream);
     int64_t prev = 0;
     for (int64_t i = 0; i < args->b.shape[0]; i++) {
         const int64_t r1 = args->offsets[i];

@@ -35,6 +35,11 @@ void fk_plan_cache_init(fk_plan_cache *pc)
     pc->id = __atomic_add_fetch(&fk_cache_ids, 1, __ATOMIC_RELAXED);
 }
 
+void fk_plan_cache_renew(fk_plan_cache *pc)
+{
+    __atomic_store_n(&pc->id, __atomic_add_fetch(&fk_cache_ids, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
 void fk_plan_cache_free(fk_plan_cache *pc)
 {
     for (int64_t i = 0; i < pc->cap; i++)

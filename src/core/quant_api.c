@@ -229,12 +229,7 @@ fp8kit_status fp8kit_quantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, co
                             fk_region_tensor("scale", scale, 1)};
     if ((st = fk_check_overlap(ctx, "fp8kit_quantize", rg, 3)))
         return st;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        return fk_cuda_quantize(ctx, &job, stream);
-#endif
-    (void)stream;
-    return fk_cpu_quantize(ctx, &job);
+    return ctx->ops->quantize(ctx, &job, stream);
 }
 
 fp8kit_status fp8kit_quantize_mx_both(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, const fp8kit_tensor *x,
@@ -262,14 +257,11 @@ fp8kit_status fp8kit_quantize_mx_both(fp8kit_ctx *ctx, const fp8kit_quant_desc *
                             fk_region_tensor("scale_col", scale_col, 1)};
     if ((st = fk_check_overlap(ctx, fn, rg, 5)))
         return st;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        return fk_cuda_quantize_both(ctx, &jr, &jc, stream);
-#endif
-    (void)stream;
-    if ((st = fk_cpu_quantize(ctx, &jr)))
+    if (ctx->ops->quantize_both)
+        return ctx->ops->quantize_both(ctx, &jr, &jc, stream);
+    if ((st = ctx->ops->quantize(ctx, &jr, stream)))
         return st;
-    return fk_cpu_quantize(ctx, &jc);
+    return ctx->ops->quantize(ctx, &jc, stream);
 }
 
 fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, const fp8kit_tensor *q,
@@ -283,12 +275,7 @@ fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, 
                             fk_region_tensor("y", y, 1)};
     if ((st = fk_check_overlap(ctx, "fp8kit_dequantize", rg, 3)))
         return st;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        return fk_cuda_dequantize(ctx, &job, stream);
-#endif
-    (void)stream;
-    return fk_cpu_dequantize(ctx, &job);
+    return ctx->ops->dequantize(ctx, &job, stream);
 }
 
 fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor *y, void *stream)
@@ -314,10 +301,5 @@ fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor
     const fk_region rg[] = {fk_region_tensor("x", x, 0), fk_region_tensor("y", y, 1)};
     if ((st = fk_check_overlap(ctx, fn, rg, 2)))
         return st;
-#ifdef FP8KIT_HAVE_CUDA
-    if (ctx->backend == FP8KIT_BACKEND_CUDA)
-        return fk_cuda_cast(ctx, &job, stream);
-#endif
-    (void)stream;
-    return fk_cpu_cast(ctx, &job);
+    return ctx->ops->cast(ctx, &job, stream);
 }

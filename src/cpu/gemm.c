@@ -19,6 +19,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include "cpu/gemm_internal.h"
@@ -56,11 +57,14 @@ static int fk_gemm_mode(const fk_gemm_job *j)
  * K chunks with a global accumulator: keep them in step. */
 #define FK_PACK_BUDGET ((int64_t)96 << 20)
 
-static void fk_plan_fill(const fk_gemm_job *j, fk_cpu_gemm_cfg *c)
+/* isa_cap: the tuning's microkernel ceiling (never above what the CPU runs) */
+static void fk_plan_fill(const fk_gemm_job *j, int isa_cap, fk_cpu_gemm_cfg *c)
 {
     memset(c, 0, sizeof *c);
     c->magic = FK_CPU_GEMM_MAGIC;
     c->isa = fk_gemm_cpu_isa();
+    if (isa_cap < c->isa)
+        c->isa = isa_cap;
     int mr = 4, nr = 8;
     fk_gemm_ukernel(c->isa, &mr, &nr);
     c->mr = mr;
@@ -88,12 +92,20 @@ static void fk_plan_fill(const fk_gemm_job *j, fk_cpu_gemm_cfg *c)
 
 fp8kit_status fk_cpu_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
 {
-    (void)ctx;
     fk_cpu_gemm_cfg c;
-    fk_plan_fill(job, &c);
+    fk_plan_fill(job, fk_tuned(fk_ctx_tuning(ctx)->cpu_isa, FK_ISA_AVX512), &c);
     memset(config, 0, FK_PLAN_CONFIG_BYTES);
     memcpy(config, &c, sizeof c);
     return FP8KIT_OK;
+}
+
+void fk_cpu_plan_describe(const fk_plan *plan, char *buf, size_t n)
+{
+    static const char *const isa[3] = {"generic", "avx2", "avx512"};
+    fk_cpu_gemm_cfg c;
+    memcpy(&c, plan->config, sizeof c);
+    snprintf(buf, n, "cpu isa=%s mr=%d nr=%d kblk=%d kc=%d mc=%d nc=%d kch=%lld",
+             c.isa >= 0 && c.isa < 3 ? isa[c.isa] : "?", c.mr, c.nr, c.kblk, c.kc, c.mc, c.nc, (long long)c.kch);
 }
 
 /* ------------------------------------------------------------- call state */
@@ -376,7 +388,7 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     if (plan && plan->valid)
         memcpy(&s.cfg, plan->config, sizeof s.cfg);
     if (s.cfg.magic != FK_CPU_GEMM_MAGIC)
-        fk_plan_fill(j, &s.cfg);
+        fk_plan_fill(j, FK_ISA_AVX512, &s.cfg);
     int mr = 0, nr = 0;
     s.uk = fk_gemm_ukernel(s.cfg.isa, &mr, &nr);
     if (!s.uk || mr != s.cfg.mr || nr != s.cfg.nr || 128 % nr || s.cfg.kc % s.cfg.kblk || s.cfg.kc % 64 || s.cfg.nc % 128 ||
@@ -392,7 +404,7 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     s.tab_a = j->a_type == FP8KIT_E5M2 ? fk_tab_e5m2 : fk_tab_e4m3;
     s.tab_b = j->b_type == FP8KIT_E5M2 ? fk_tab_e5m2 : fk_tab_e4m3;
     s.mode = fk_gemm_mode(j);
-    int nt = ctx && ctx->nthreads > 0 ? ctx->nthreads : omp_get_max_threads();
+    int nt = fk_ctx_threads(ctx) > 0 ? fk_ctx_threads(ctx) : omp_get_max_threads();
     if (nt < 1 || 2.0 * (double)M * (double)N * (double)K < 0x1p23)
         nt = 1; /* below ~8 MFLOP a fork/join costs more than it saves */
 

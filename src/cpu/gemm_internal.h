@@ -7,7 +7,7 @@
 #define FK_CPU_GEMM_INTERNAL_H
 
 #include <stdint.h>
-#include "core/internal.h"
+#include "cpu/cpu.h"
 
 /* Microkernel ISAs, best last. */
 enum { FK_ISA_GENERIC = 0, FK_ISA_AVX2 = 1, FK_ISA_AVX512 = 2 };

@@ -2,7 +2,7 @@
  * one per ISA (AVX-512: 12 x 32, AVX2+FMA: 6 x 16, baseline SSE2: 4 x 8),
  * generated from gemm_kernel_body.h with GCC vector extensions and picked at
  * run time from the CPU's features, so one build runs everywhere
- * (FP8KIT_CPU_ISA=generic|avx2 in the environment forces a fallback).
+ * (the tuning key cpu_isa lowers the choice, core/tuning.h).
  * This file alone is compiled with -ffp-contract=fast (see CMakeLists.txt):
  * the multiply-adds of the dot products become FMAs. Nothing here needs to
  * be bit-exact; the GEMM's contract is the error bound of docs/spec.md section 3. */
@@ -51,14 +51,6 @@ int fk_gemm_cpu_isa(void)
         v = FK_ISA_AVX2;
     else
         v = FK_ISA_GENERIC;
-    /* FP8KIT_CPU_ISA=generic|avx2|avx512 lowers the choice (tests of the
-     * fallback kernels); it never raises it above what the CPU runs. */
-    const char *e = getenv("FP8KIT_CPU_ISA");
-    if (e) {
-        int want = !strcmp(e, "generic") ? FK_ISA_GENERIC : !strcmp(e, "avx2") ? FK_ISA_AVX2 : FK_ISA_AVX512;
-        if (want < v)
-            v = want;
-    }
     __atomic_store_n(&isa, v, __ATOMIC_RELAXED);
     return v;
 }

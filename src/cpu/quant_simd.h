@@ -22,7 +22,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include "core/internal.h"
+#include "cpu/cpu.h"
 #include "format/scale.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -253,10 +253,10 @@ fp8kit_status fk_cpu_quant_mx_t(int nthreads, const fk_quant_job *job);
 /* mx dequantization of a transposed q (axis -2), dequant_mx_t.c. */
 fp8kit_status fk_cpu_dequant_mx_t(int nthreads, const fk_quant_job *job);
 
-/* OpenMP thread count for a context (ctx->nthreads 0 = OpenMP's default). */
+/* OpenMP thread count for a context (0 asked for = OpenMP's default). */
 static inline int fk_cpu_quant_threads(const fp8kit_ctx *ctx)
 {
-    return ctx && ctx->nthreads > 0 ? ctx->nthreads : omp_get_max_threads();
+    return fk_ctx_threads(ctx) > 0 ? fk_ctx_threads(ctx) : omp_get_max_threads();
 }
 
 #endif

@@ -80,35 +80,35 @@ extern "C" fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx)
     int n = fk_cuda_device_count();
     if (n <= 0)
         return fk_fail(ctx, FP8KIT_ERR_BACKEND_UNAVAILABLE, "cuda: %s", fk_cuda_why);
-    if (ctx->device < 0 || ctx->device >= n)
+    if (fk_ctx_device(ctx) < 0 || fk_ctx_device(ctx) >= n)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "cuda: device %d does not exist (%d device%s)",
-                       ctx->device, n, n == 1 ? "" : "s");
+                       fk_ctx_device(ctx), n, n == 1 ? "" : "s");
     cudaDeviceProp p;
-    FK_CUDA_CHECK(ctx, cudaGetDeviceProperties(&p, ctx->device));
+    FK_CUDA_CHECK(ctx, cudaGetDeviceProperties(&p, fk_ctx_device(ctx)));
     if (p.major < 8)
         return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH, "cuda: %s is sm_%d%d; fp8kit's kernels need sm_80 or newer",
                        p.name, p.major, p.minor);
     int cur = -1;
     FK_CUDA_CHECK(ctx, cudaGetDevice(&cur));
-    if (cur != ctx->device)
-        FK_CUDA_CHECK(ctx, cudaSetDevice(ctx->device));
+    if (cur != fk_ctx_device(ctx))
+        FK_CUDA_CHECK(ctx, cudaSetDevice(fk_ctx_device(ctx)));
     /* creates the primary context now, so the first call pays no start-up
      * and a broken driver is reported here rather than in a kernel call */
     FK_CUDA_CHECK(ctx, cudaFree(0));
     fk_cuda_state *s = (fk_cuda_state *)calloc(1, sizeof *s);
     if (!s)
         return fk_fail(ctx, FP8KIT_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
-    s->device = ctx->device;
+    s->device = fk_ctx_device(ctx);
     s->cc_major = p.major;
     s->cc_minor = p.minor;
     s->sm_count = p.multiProcessorCount;
     s->smem_optin = p.sharedMemPerBlockOptin;
     s->l2_bytes = (size_t)p.l2CacheSize;
     snprintf(s->name, sizeof s->name, "%s", p.name);
-    ctx->cuda = s;
+    fk_ctx_set_state(ctx, s);
     double gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
-    snprintf(ctx->describe, sizeof ctx->describe, "cuda: %s (sm_%d%d, %d SMs, %.0f GiB), device %d", p.name,
-             p.major, p.minor, p.multiProcessorCount, gib, ctx->device);
+    fk_ctx_set_describe(ctx, "cuda: %s (sm_%d%d, %d SMs, %.0f GiB), device %d", p.name, p.major, p.minor,
+                        p.multiProcessorCount, gib, fk_ctx_device(ctx));
     return FP8KIT_OK;
 }
 
@@ -116,18 +116,18 @@ extern "C" void fk_cuda_ctx_free(fp8kit_ctx *ctx)
 {
     if (!ctx)
         return;
-    free(ctx->cuda);
-    ctx->cuda = NULL;
+    free(fk_ctx_state(ctx));
+    fk_ctx_set_state(ctx, NULL);
 }
 
 extern "C" fp8kit_status fk_cuda_bind(fp8kit_ctx *ctx)
 {
-    if (!ctx->cuda)
+    if (!fk_ctx_state(ctx))
         return fk_fail(ctx, FP8KIT_ERR_BACKEND_UNAVAILABLE, "cuda: the context has no device state");
     int cur = -1;
     FK_CUDA_CHECK(ctx, cudaGetDevice(&cur));
-    if (cur != ctx->device)
-        FK_CUDA_CHECK(ctx, cudaSetDevice(ctx->device));
+    if (cur != fk_ctx_device(ctx))
+        FK_CUDA_CHECK(ctx, cudaSetDevice(fk_ctx_device(ctx)));
     return FP8KIT_OK;
 }
 
@@ -143,7 +143,7 @@ static void *fk_cuda_mem_alloc(fp8kit_ctx *ctx, size_t bytes)
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         fk_fail(ctx, e == cudaErrorMemoryAllocation ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_DEVICE,
-                "cudaMalloc(%zu bytes) on device %d failed: %s", bytes, ctx->device, cudaGetErrorString(e));
+                "cudaMalloc(%zu bytes) on device %d failed: %s", bytes, fk_ctx_device(ctx), cudaGetErrorString(e));
         return NULL;
     }
     return p;
@@ -176,11 +176,8 @@ static fp8kit_status fk_cuda_mem_download(fp8kit_ctx *ctx, void *dst, const void
     return fk_cuda_mem_copy(ctx, dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
-extern "C" const fk_mem_ops *fk_cuda_mem_ops(void)
-{
-    static const fk_mem_ops ops = {fk_cuda_mem_alloc, fk_cuda_mem_free, fk_cuda_mem_upload, fk_cuda_mem_download};
-    return &ops;
-}
+static const fk_mem_ops fk_cuda_mem = {fk_cuda_mem_alloc, fk_cuda_mem_free, fk_cuda_mem_upload,
+                                       fk_cuda_mem_download};
 
 /* ------------------------------------------------------------- dispatch */
 
@@ -231,3 +228,27 @@ extern "C" fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, v
         return st;
     return fk_cuda_cast_run(ctx, job, (cudaStream_t)stream);
 }
+
+/* ------------------------------------------------------------ ops table */
+extern "C" const fk_backend_ops fk_cuda_backend = {
+    FP8KIT_BACKEND_CUDA,
+    "cuda",
+    fk_cuda_available,
+    fk_cuda_unavailable_reason,
+    fk_cuda_ctx_init,
+    fk_cuda_ctx_free,
+    NULL, /* threads_changed */
+    NULL, /* supports: planning refuses what no family runs */
+    fk_cuda_quantize,
+    fk_cuda_quantize_both,
+    fk_cuda_dequantize,
+    fk_cuda_cast,
+    fk_cuda_gemm_plan,
+    fk_cuda_gemm,
+    fk_cuda_gemm_workspace,
+    fk_cuda_gemm_workspace_size,
+    fk_cuda_grouped_plan,
+    fk_cuda_grouped_gemm,
+    &fk_cuda_mem,
+    fk_cuda_plan_describe,
+};

@@ -5,7 +5,7 @@
 #define FK_CUDA_BACKEND_H
 
 #include <cuda_runtime.h>
-#include "core/internal.h"
+#include "core/backend.h"
 
 typedef struct fk_cuda_state {
     int device;
@@ -16,7 +16,40 @@ typedef struct fk_cuda_state {
     char name[256];
 } fk_cuda_state;
 
-static inline fk_cuda_state *fk_cuda(const fp8kit_ctx *ctx) { return (fk_cuda_state *)ctx->cuda; }
+static inline fk_cuda_state *fk_cuda(const fp8kit_ctx *ctx) { return (fk_cuda_state *)fk_ctx_state(ctx); }
+
+/* The backend's entry points (its ops table is in backend.cu). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int fk_cuda_available(void);
+/* Why no CUDA device is usable, e.g. "no NVIDIA driver found (libcuda.so.1 not
+ * loadable): the CUDA backend is unavailable". */
+const char *fk_cuda_unavailable_reason(void);
+int fk_cuda_device_count(void);
+fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx);
+void fk_cuda_ctx_free(fp8kit_ctx *ctx);
+fp8kit_status fk_cuda_quantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
+fp8kit_status fk_cuda_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream);
+fp8kit_status fk_cuda_quantize_both(fp8kit_ctx *ctx, const fk_quant_job *rowwise, const fk_quant_job *colwise,
+                                    void *stream);
+fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream);
+/* gemm.cu: plan (the families' loop), run, workspace */
+fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
+fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
+/* the workspace a call must have (precise fp32 output's fp16 copies) */
+fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
+/* what fp8kit_gemm_workspace_size reports: the plan's fastest path, or with
+ * autotune on a bound over every plan the tuner may choose (planning would
+ * time kernels on pointers a size query need not make real) */
+fp8kit_status fk_cuda_gemm_workspace_size(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
+void fk_cuda_plan_describe(const fk_plan *plan, char *buf, size_t n);
+/* gemm_grouped.cu */
+fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
+fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, const fk_plan *plan, void *stream);
+#ifdef __cplusplus
+}
+#endif
 
 /* Returns from the enclosing function with FP8KIT_ERR_DEVICE (or OUT_OF_MEMORY)
  * and a message naming the call, the CUDA error and file:line. */
@@ -36,14 +69,27 @@ static inline fk_cuda_state *fk_cuda(const fp8kit_ctx *ctx) { return (fk_cuda_st
  * bytes, one CTA per SM) of kernel fn fit on the device at once (gemm.cu). */
 cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count);
 
-/* An integer knob from the environment, dflt when unset or empty (gemm.cu). */
-int fk_env_int(const char *name, int dflt);
-
 /* The general kernel's tile width when every SM has work (gemm.cu): of 256
  * (fast accumulation only), 192 and 128, the lowest waves x width x
  * per-column weight over tile_rows x N tiles, w128 the weight of 128 (192
  * weighs 1, 256 0.98); ties go wider. */
 int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, double w128);
+
+/* A launch hook: when set, the general sm90 kernel's next launches are
+ * handed to it (kernel host stub, grid, block, dynamic shared memory, the
+ * parameters with their sizes, PDL) instead of the GPU, and its status is
+ * the call's. Only the test-only library (tests/hooks) sets one. */
+typedef fp8kit_status (*fk_launch_hook_fn)(const void *fn, const unsigned grid[3], const unsigned block[3],
+                                           size_t smem, void *const *args, const size_t *sizes, int nargs,
+                                           int pdl);
+#ifdef __cplusplus
+extern "C" {
+#endif
+void fk_cuda_set_launch_hook(fk_launch_hook_fn hook);
+fk_launch_hook_fn fk_cuda_launch_hook(void);
+#ifdef __cplusplus
+}
+#endif
 
 /* Checks a kernel launch (cudaGetLastError after <<<>>>). */
 #define FK_CUDA_LAUNCH_CHECK(ctx) FK_CUDA_CHECK(ctx, cudaGetLastError())

@@ -4,25 +4,17 @@
  * fk_cuda_gemm (fills the kernel parameters - the two TMA tensor maps are
  * memoized per plan - and launches; no allocation) and fk_cuda_gemm_workspace
  * (only precise fp32 output needs one: fp16 copies of A and B, gemm_f16.cu).
- * Debug knobs read at plan time (tests use them to cover every variant):
- * FK_GEMM_BN=64|128|192|256 forces the tile width (192 and 256: e4m3 x e4m3 without
- * block scales; 256: fast accumulation only), FK_GEMM_PROMO=1|2|4 the fp32
- * promotion interval in k32 steps (k16 on the fp16 path; 0 = fast accumulation), FK_GEMM_BULK=0 the
- * general epilogue instead of the bulk-copy one, FK_GEMM_CLUSTER=1|2 the CTAs
- * per cluster (2: B tiles multicast to a pair of CTAs along M; variants that
- * have no 2-CTA build fall back to 1), FK_GEMM_LAG=0..stages-1 how many stages
- * the second consumer warpgroup runs behind the first (default 2 with bias or an activation, else 1),
- * FK_GEMM_TS=0 keeps epilogues off the TMA-store variants, FK_GEMM_SK=0|s the
- * stream-K tail (off, or s parts; fk_sm90_sk_plan), FK_GEMM_PDL=0 launches
- * without programmatic dependent launch, FK_GEMM_VERBOSE=1
- * prints each plan's choice to stderr. */
+ * The planner's choices can be forced per context through the tuning
+ * overrides (core/tuning.h: gemm_small, gemm_bn, gemm_promo, gemm_cluster,
+ * gemm_ts, gemm_bulk, gemm_lag, gemm_sk, gemm_pdl); fp8kit_gemm_describe
+ * prints a plan's choice (fk_cuda_plan_describe). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "cuda/backend.h"
 #include "cuda/epilogue.cuh"
+#include "cuda/family.h"
 #include "cuda/gemm_small.h"
-#include "cuda/launch_rec.h"
 #include "cuda/tma.cuh"
 #include <stdio.h>
 
@@ -38,6 +30,7 @@ fp8kit_status fk_f16_widen(fp8kit_ctx *ctx, const fk_gemm_job *job, void *ws, cu
 
 /* The plan's config bytes (FK_PLAN_CONFIG_BYTES = 64). */
 struct fk_sm90_config {
+    int32_t family;  /* FK_FAM_SM90 */
     int32_t variant; /* index into fk_sm90_variants */
     int32_t grid;
     int32_t group_m;
@@ -50,14 +43,6 @@ struct fk_sm90_config {
     int32_t pdl;      /* launched with programmatic stream serialization (FK_GEMM_PDL) */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
-
-int fk_env_int(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    if (!e || !*e)
-        return dflt;
-    return atoi(e);
-}
 
 int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, double w128)
 {
@@ -138,12 +123,11 @@ static int fk_variant_tstore(const fk_sm90_variant *v, const fk_gemm_job *job)
  * and no split below 2 (H100, 2026-11-22, tensor and row scales, same-run
  * interleaved timing against whole tiles: 4096^3 -3 to -3.5%,
  * 4096x4096x7168 -5%, 4096x7168x16384 -5 to -6%; at 4096x7168x2048, 16 K
- * blocks, 4 parts cost +1.5% and 2 parts 0). FK_GEMM_SK=0 turns it off,
- * FK_GEMM_SK=s asks for s parts (still within slots / tail and the K
+ * blocks, 4 parts cost +1.5% and 2 parts 0). tuning gemm_sk=0 turns it off,
+ * gemm_sk=s asks for s parts (want; FK_AUTO: choose) (still within slots / tail and the K
  * blocks). Single-CTA general variants only (not MX, not 2-CTA clusters). */
-static int64_t fk_sm90_sk_parts(int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)
+static int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)
 {
-    const int want = fk_env_int("FK_GEMM_SK", -1);
     *tail = tiles > 0 && slots > 0 ? tiles % slots : 0;
     if (want == 0 || *tail == 0)
         return 0;
@@ -168,14 +152,15 @@ static size_t fk_sm90_sk_bytes_of(int64_t tail, int64_t parts, int bn)
     return fk_sm90_sk_flag_bytes(slots) + slots * FK_GEMM_BM * (size_t)bn * 4;
 }
 
-static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slots, int64_t nkb, fk_sm90_config *cfg)
+static void fk_sm90_sk_plan(int want, const fk_sm90_variant *v, int64_t tiles, int64_t slots, int64_t nkb,
+                            fk_sm90_config *cfg)
 {
     cfg->sk_parts = cfg->sk_tail = 0;
     cfg->sk_grid = cfg->grid;
     if (v->cluster != 1 || v->block == 2)
         return;
     int64_t tail = 0;
-    const int64_t s = fk_sm90_sk_parts(tiles, slots, nkb, &tail);
+    const int64_t s = fk_sm90_sk_parts(want, tiles, slots, nkb, &tail);
     if (!s)
         return;
     cfg->sk_parts = (int32_t)s;
@@ -183,10 +168,9 @@ static void fk_sm90_sk_plan(const fk_sm90_variant *v, int64_t tiles, int64_t slo
     cfg->sk_grid = (int32_t)(tiles >= slots ? slots : tail * s);
 }
 
-/* (0 for the small-M kernel's configs, whose variant is FK_SMALL_TAG < 0) */
 static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
 {
-    if (cfg->variant < 0 || cfg->variant >= fk_sm90_variant_count)
+    if (cfg->family != FK_FAM_SM90 || cfg->variant < 0 || cfg->variant >= fk_sm90_variant_count)
         return 0;
     return fk_sm90_sk_bytes_of(cfg->sk_tail, cfg->sk_parts, fk_sm90_variants[cfg->variant].bn);
 }
@@ -273,27 +257,29 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
         slots = nc;
     }
     memset(cfg, 0, sizeof *cfg);
+    cfg->family = FK_FAM_SM90;
     cfg->variant = vi;
     cfg->grid = (int32_t)((tiles < slots ? (tiles > 0 ? tiles : 1) : slots) * v->cluster);
     cfg->group_m = group_m;
     cfg->device = cs->device;
-    cfg->no_bulk = fk_env_int("FK_GEMM_BULK", 1) == 0;
+    const fk_tuning *tu = fk_ctx_tuning(ctx);
+    cfg->no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
     /* programmatic dependent launch: the kernels wait (griddepcontrol.wait)
      * before any global access, so they may start while the previous grid
      * drains; and the driver enqueues such a launch ~0.4 us faster (H100,
      * 2026-11-25: 3.5-3.6 against 4.0-4.2 us per launch of the same kernel) */
-    cfg->pdl = fk_env_int("FK_GEMM_PDL", 1) != 0;
+    cfg->pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
     /* H100, 2026-11-22: a lag of 1 stage cut bias + gelu's cost over the plain
      * GEMM at 8192^3 from +23-28% to +13% and left the other modes unchanged;
      * with the register-resident bias / activation epilogue, 2 stages beat 1
      * and 0 there (bias_gelu 900 vs 983 / 965 us, same run; +4.3% over plain
      * in a later run, where 3 stages and the TMA-store path gave no more) */
     const int heavy = job->bias || job->desc.act != FP8KIT_ACT_NONE;
-    cfg->lag = fk_env_int("FK_GEMM_LAG", heavy ? 2 : 1);
+    cfg->lag = fk_tuned(tu->gemm_lag, heavy ? 2 : 1);
     if (cfg->lag < 0 || cfg->lag >= v->stages)
         cfg->lag = 0;
     const int64_t kbytes = v->ab == 4 ? 2 * job->k : job->k; /* f16 variants: fp16 K */
-    fk_sm90_sk_plan(v, tiles, slots, fk_ceil_div(kbytes, FK_GEMM_BK), cfg);
+    fk_sm90_sk_plan(tu->gemm_sk, v, tiles, slots, fk_ceil_div(kbytes, FK_GEMM_BK), cfg);
     return FP8KIT_OK;
 }
 
@@ -309,12 +295,12 @@ static const char *fk_sm90_signature(void)
             const fk_sm90_variant *v = &fk_sm90_variants[i];
             words[0] = v->bn; words[1] = v->promo; words[2] = v->block; words[3] = v->ab;
             words[4] = v->stages; words[5] = v->smem_bytes; words[6] = i;
-            words[7] = FK_SMALL_TAG + 1000 * v->cluster + 10000 * v->tma_store;
+            words[7] = -3 + 1000 * v->cluster + 10000 * v->tma_store;
             const unsigned char *b = (const unsigned char *)words;
             for (size_t j = 0; j < sizeof words; j++)
                 h = (h ^ b[j]) * 1099511628211ull;
         }
-        snprintf(sig, sizeof sig, "sm90-%016llx", (unsigned long long)h);
+        snprintf(sig, sizeof sig, "sm90f-%016llx", (unsigned long long)h); /* f: configs carry their family */
     }
     return sig;
 }
@@ -354,63 +340,27 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
     return fk_cuda_gemm_autotune(ctx, job, &cands[0][0], n, fk_sm90_signature(), config);
 }
 
-extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+/* What the sm90 kernels need beyond the core's checks (shared with the
+ * small-M family): 32-bit extents, TMA's alignment, and precise fp32 output
+ * (the fp16 path) with tensor or row scales only. */
+fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
     const fp8kit_gemm_desc *dd = &job->desc;
     if (!cs)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: context has no CUDA state");
-    if (!(cs->cc_major == 9 && cs->cc_minor == 0))
-        return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH,
-                       "cuda gemm: the fp8 GEMM kernel needs an sm_90 (Hopper) device; device %d is "
-                       "sm_%d%d",
-                       cs->device, cs->cc_major, cs->cc_minor);
-    /* ---- supported combinations */
-    if (!fk_is_fp8(job->a_type) || !fk_is_fp8(job->b_type))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: A and B must be e4m3 or e5m2");
-    const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
-    const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
-    /* MX: its own kernel (variant block 2, promotion every k32 step); plain or blocked scales */
-    const int mx = dd->scale_a == FP8KIT_SCALE_MX;
-    if (mx != (dd->scale_b == FP8KIT_SCALE_MX))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scaling needs both A and B");
-    if (mx && dd->scale_layout != FP8KIT_LAYOUT_PLAIN && dd->scale_layout != FP8KIT_LAYOUT_BLOCKED)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: MX scales must use the plain or blocked layout");
-    const int vblock = mx ? 2 : block; /* the variant table's block field */
-    if (block != (dd->scale_b == FP8KIT_SCALE_BLOCK))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: BLOCK scaling needs both A and B");
-    /* fused mx / 1x128 output quantization: the general kernel's epilogue
-     * (fk_epilogue_rowq); 1x128 groups need tiles of a multiple of 128 columns */
-    const int rowq = dd->out_quant == FP8KIT_OUTQ_MX || dd->out_quant == FP8KIT_OUTQ_BLOCK1X128;
-    if (dd->out_quant != FP8KIT_OUTQ_NONE && dd->out_quant != FP8KIT_OUTQ_SCALED && !rowq)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: unknown output quantization %d",
-                       (int)dd->out_quant);
-    if (!fk_is_hp(job->d_type) && !fk_is_fp8(job->d_type))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: unsupported output dtype");
-    if (dd->out_quant != FP8KIT_OUTQ_NONE && !fk_is_fp8(job->d_type))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: output quantization needs an fp8 output");
-    if (rowq && !fk_is_hp(dd->out_hp))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda gemm: fused output quantization needs out_hp f32, f16 or bf16");
-    if (dd->out_quant == FP8KIT_OUTQ_MX && job->n % 32)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, "cuda gemm: OUTQ_MX needs N %% 32 == 0");
+    const int block = dd->scale_a == FP8KIT_SCALE_BLOCK, mx = dd->scale_a == FP8KIT_SCALE_MX;
     /* docs/spec.md 3 asks rel <= 1e-5 for fp32 output. Hopper's fp8 wgmma loses bits
      * inside each k32 instruction: measured on an H200 (K = 16384, normal
      * data) 1.3e-4 with promotion every 128 of K and 4.6e-5 even after every
      * instruction. So precise fp32 output runs on fp16 copies of A and B
      * (exact) through the f16 wgmma variants (ab 4, gemm_f16.cu), with a
      * workspace; fast_accum keeps the fp8 kernel. Tensor and row scales only. */
-    const int f16 = fk_f16_path(job);
-    const int vab = f16 ? 4 : ab; /* the variant table's operand kind */
-    if (f16 && (block || mx))
+    if (fk_f16_path(job) && (block || mx))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "cuda gemm: precise fp32 output supports tensor and row scaling only; with %s scales "
                        "set fast_accum (fp8 tensor cores: rel ~1e-4, not docs/spec.md's 1e-5)",
                        mx ? "MX" : "block");
-    if (job->c && !fk_is_hp(job->c_type))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: C must be f32, f16 or bf16");
-    if (job->bias && !fk_is_hp(job->bias_type))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: bias must be f32, f16 or bf16");
     if (job->m > INT32_MAX || job->n > INT32_MAX || job->k > INT32_MAX)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: M, N and K must be < 2^31");
     /* ---- what TMA needs */
@@ -425,15 +375,29 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
                        "cuda gemm: leading dims of A (%lld) and B (%lld) must be multiples of 16 "
                        "bytes (TMA)",
                        (long long)job->lda, (long long)job->ldb);
-    /* ---- small M (decode): gemm_sm90_small.cu takes the job or declines it */
-    fp8kit_status small_st;
+    return FP8KIT_OK;
+}
+
+/* The general kernel's plan: the variant (tile width, promotion, cluster,
+ * store path) by the cost model, or with autotune on the fastest of the
+ * candidates, the small-M family's plan among them when it has one. */
+static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+{
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    const fp8kit_gemm_desc *dd = &job->desc;
+    const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
+    const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
+    const int mx = dd->scale_a == FP8KIT_SCALE_MX; /* its own kernel (variant block 2, promotion every k32) */
+    const int vblock = mx ? 2 : block; /* the variant table's block field */
+    const int f16 = fk_f16_path(job);
+    const int vab = f16 ? 4 : ab; /* the variant table's operand kind */
+    /* the small-M family's plan, a candidate for autotune */
     unsigned char small_cfg[FK_PLAN_CONFIG_BYTES];
     memset(small_cfg, 0, sizeof small_cfg);
-    const int small = rowq || f16 ? 0 : fk_small_plan(ctx, job, small_cfg, &small_st); /* no fused quantization there */
-    if (small && (small_st != FP8KIT_OK || !ctx->tune.mode)) {
-        if (small_st == FP8KIT_OK)
-            memcpy(config, small_cfg, sizeof small_cfg);
-        return small_st;
+    int small = 0;
+    if (fk_ctx_autotune(ctx) && fk_family_sm90_small.can_implement(ctx, job) == FP8KIT_OK) {
+        fp8kit_status small_st;
+        small = fk_small_plan(ctx, job, small_cfg, &small_st) && small_st == FP8KIT_OK;
     }
     /* ---- choose the variant */
     /* fp32 output keeps the promotion every 128 of K even with fast_accum:
@@ -441,7 +405,8 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
      * fast mode on split-K shapes (tests/test_cuda_vs_cublaslt.c), and docs/spec.md 3
      * bounds fp32 output by 1.5x cuBLASLt. */
     int promo = dd->fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4; /* f16: every 64 of K */
-    promo = fk_env_int("FK_GEMM_PROMO", promo);
+    const fk_tuning *tu = fk_ctx_tuning(ctx);
+    promo = fk_tuned(tu->gemm_promo, promo);
     if (mx)
         promo = 1;
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
@@ -457,14 +422,14 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
          * 4096^3 452 vs 416 TFLOP/s, 8192^3 534 vs 554). */
         bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, f16 ? 1.03 : 1.15);
     }
-    bn = fk_env_int("FK_GEMM_BN", bn);
+    bn = fk_tuned(tu->gemm_bn, bn);
     if (dd->out_quant == FP8KIT_OUTQ_BLOCK1X128 && bn % 128)
         bn = 128; /* a 1x128 group must not span two tiles */
     /* 2-CTA clusters (B multicast) when the tiles fill the device and pair up along M */
     int cluster = 1;
-    cluster = fk_env_int("FK_GEMM_CLUSTER", cluster);
+    cluster = fk_tuned(tu->gemm_cluster, cluster);
     /* the TMA-store epilogue's variants (one stage more): plain (1) or with bias / activation (2) */
-    const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_env_int("FK_GEMM_TS", 1) != 0;
+    const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0;
     int vi = ts ? fk_find_variant(bn, promo, vblock, vab, 1, fk_tma_store_kind(job)) : -1;
     if (vi < 0)
         vi = fk_find_variant(bn, promo, vblock, vab, cluster, 0);
@@ -481,13 +446,7 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
     if (st != FP8KIT_OK)
         return st;
     memcpy(config, &cfg, sizeof cfg);
-    if (fk_env_int("FK_GEMM_VERBOSE", 0))
-        fprintf(stderr, "fp8kit cuda gemm plan: %lldx%lldx%lld variant %d (bn %d promo %d block %d ab %d cluster %d "
-                "tma_store %d stages %d), grid %d\n",
-                (long long)job->m, (long long)job->n, (long long)job->k, vi, fk_sm90_variants[vi].bn,
-                fk_sm90_variants[vi].promo, fk_sm90_variants[vi].block, fk_sm90_variants[vi].ab,
-                fk_sm90_variants[vi].cluster, fk_sm90_variants[vi].tma_store, fk_sm90_variants[vi].stages, cfg.grid);
-    if (ctx->tune.mode && !f16) /* f16: the heuristic's choice (timing would need the workspace) */
+    if (fk_ctx_autotune(ctx) && !f16) /* f16: the heuristic's choice (timing would need the workspace) */
         return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
 }
@@ -610,6 +569,10 @@ fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, cons
     return FP8KIT_OK;
 }
 
+static fk_launch_hook_fn fk_launch_hook;
+extern "C" void fk_cuda_set_launch_hook(fk_launch_hook_fn hook) { __atomic_store_n(&fk_launch_hook, hook, __ATOMIC_RELEASE); }
+extern "C" fk_launch_hook_fn fk_cuda_launch_hook(void) { return __atomic_load_n(&fk_launch_hook, __ATOMIC_ACQUIRE); }
+
 /* Launches general variant vi (pdl: with programmatic stream serialization). */
 #define FK_MAX_DEVICES 64
 #define FK_MAX_VARIANTS 128
@@ -628,13 +591,10 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
     return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, &lc, args, "cuda gemm");
 }
 
-extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
-                                      void *stream)
+static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
 {
     fk_sm90_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
-    if (cfg.variant == FK_SMALL_TAG)
-        return fk_small_gemm(ctx, job, plan, stream);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_variant_count)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: bad plan");
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
@@ -756,30 +716,43 @@ extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, c
             return wst;
     }
     void *args[3] = {(void *)&ta, (void *)&tb, &p};
-    if (fk_launch_rec *rec = fk_launch_rec_armed()) { /* bench/bench_launch.c only */
+    if (fk_launch_hook_fn hook = fk_cuda_launch_hook()) { /* set by test-only code (tests/hooks) */
         const unsigned grid3[3] = {grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};
         const size_t sizes[3] = {sizeof ta, sizeof tb, sizeof p};
-        return fk_launch_rec_take(rec, (const void *)v->fn, grid3, block, (size_t)v->smem_bytes, args,
-                                  sizes, 3, cfg.pdl);
+        return hook((const void *)v->fn, grid3, block, (size_t)v->smem_bytes, args, sizes, 3, cfg.pdl);
     }
     return fk_sm90_launch(ctx, cfg.device, cfg.variant, grid, cfg.pdl, args, st);
 }
 
-/* The workspace a call must have: precise fp32 output's fp16 copies of A
- * and B (fk_f16_workspace_bytes); nothing otherwise. Decided from the job
- * alone, as the plan decides. */
-extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)
+static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
 {
-    (void)ctx;
-    *bytes = fk_f16_workspace_bytes(job);
-    return FP8KIT_OK;
+    fk_sm90_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    if (cfg.variant < 0 || cfg.variant >= fk_sm90_variant_count) {
+        snprintf(buf, n, "sm90 (bad plan)");
+        return;
+    }
+    const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
+    snprintf(buf, n,
+             "sm90 variant=%d bn=%d promo=%d block=%d ab=%d cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
+             "lag=%d bulk=%d sk_parts=%d sk_tail=%d pdl=%d",
+             cfg.variant, v->bn, v->promo, v->block, v->ab, v->cluster, v->tma_store, v->stages, cfg.grid,
+             cfg.group_m, cfg.lag, !cfg.no_bulk, cfg.sk_parts, cfg.sk_tail, cfg.pdl);
 }
 
-/* A bound on what any plan of the job could want (the autotuner may pick
- * any tile width): the fp16 copies plus the largest stream-K area over the
- * tile widths; made without a plan, so nothing runs on the job's pointers. */
-extern "C" fp8kit_status fk_cuda_gemm_workspace_bound(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)
+/* The workspace of the plan's fastest path: precise fp32 output's fp16
+ * copies (fk_f16_workspace_bytes), plus the stream-K tail's flags and
+ * partial tiles when the plan has one (a call given less runs whole tiles).
+ * plan NULL: a bound over what any plan of the job could want (the
+ * autotuner may pick any tile width), made without planning, so nothing
+ * runs on the job's pointers. */
+static size_t fk_sm90_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan)
 {
+    if (plan) {
+        fk_sm90_config cfg;
+        memcpy(&cfg, plan->config, sizeof cfg);
+        return fk_sm90_ws_bytes(job, fk_sm90_sk_bytes(&cfg));
+    }
     const fk_cuda_state *cs = fk_cuda(ctx);
     size_t sk = 0;
     if (cs && job->m > 0 && job->n > 0) {
@@ -788,24 +761,15 @@ extern "C" fp8kit_status fk_cuda_gemm_workspace_bound(fp8kit_ctx *ctx, const fk_
         for (int i = 0; i < 4; i++) {
             int64_t tail = 0;
             const int64_t tiles = fk_ceil_div(job->m, FK_GEMM_BM) * fk_ceil_div(job->n, bns[i]);
-            const int64_t s = fk_sm90_sk_parts(tiles, cs->sm_count, nkb, &tail);
+            const int64_t s = fk_sm90_sk_parts(fk_ctx_tuning(ctx)->gemm_sk, tiles, cs->sm_count, nkb, &tail);
             const size_t b = fk_sm90_sk_bytes_of(tail, s, bns[i]);
             sk = b > sk ? b : sk;
         }
     }
-    *bytes = fk_sm90_ws_bytes(job, sk);
-    return FP8KIT_OK;
+    return fk_sm90_ws_bytes(job, sk);
 }
 
-/* The workspace of the plan's fastest path: the above, plus the stream-K
- * tail's flags and partial tiles when the plan has one (a call given less
- * runs whole tiles). */
-extern "C" fp8kit_status fk_cuda_gemm_workspace_best(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
-                                                     size_t *bytes)
-{
-    (void)ctx;
-    fk_sm90_config cfg;
-    memcpy(&cfg, plan->config, sizeof cfg);
-    *bytes = fk_sm90_ws_bytes(job, fk_sm90_sk_bytes(&cfg));
-    return FP8KIT_OK;
-}
+const fk_gemm_family fk_family_sm90 = {
+    FK_FAM_SM90, "sm90", FK_FAM_DENSE, 90, 90, fk_sm90_can_implement, fk_sm90_plan, fk_sm90_run,
+    fk_sm90_workspace, fk_sm90_describe,
+};

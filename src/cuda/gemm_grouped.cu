@@ -1,23 +1,25 @@
 /* gemm_grouped.cu - host side of the CUDA grouped GEMM (fp8kit_grouped_gemm):
- * fk_cuda_grouped_plan picks a grouped variant of the general Hopper kernel
+ * the sm90 grouped family (family.h): fk_grp_plan picks a grouped variant of the general Hopper kernel
  * (gemm_sm90.cu, GR = true: the same producer, consumers and epilogues, with
  * tiles mapped to groups through a table every CTA builds from the device
- * offsets; sched.cuh) and fk_cuda_grouped_gemm launches it: A as one (T, K)
+ * offsets; sched.cuh) and fk_grp_run launches it: A as one (T, K)
  * TMA map, B as one 2-D map over the experts' rows, no host sync and no
  * allocation (usable in CUDA graph capture). The offsets are checked by the
  * kernel: with invalid ones every CTA leaves before writing anything, and
- * the optional status word says so. Knobs read at plan time: FK_GEMM_BN
- * (128 / 192 / 256), FK_GROUPED_GM (tile rows per L2 group), FK_GEMM_LAG,
- * FK_GEMM_BULK=0, FK_GEMM_VERBOSE=1 as in gemm.cu. */
+ * the optional status word says so. Tuning overrides (core/tuning.h) it
+ * reads: gemm_bn (128 / 192 / 256), grouped_gm (tile rows per L2 group),
+ * gemm_lag, gemm_bulk, gemm_pdl as in gemm.cu. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/backend.h"
 #include "cuda/epilogue.cuh"
+#include "cuda/family.h"
 #include "cuda/gemm_small.h"
 #include "cuda/tma.cuh"
 
 struct fk_grp_config {
+    int32_t family;  /* FK_FAM_SM90_GROUPED */
     int32_t variant; /* index into fk_sm90_grouped_variants */
     int32_t group_m;
     int32_t device;
@@ -37,18 +39,12 @@ static int fk_grp_find_variant(int bn, int promo, int ab)
     return -1;
 }
 
-extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+/* What the grouped kernel needs beyond the core's checks. */
+static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
 {
     const fk_grouped_job *gj = (const fk_grouped_job *)job; /* job is gj->gemm, its first member */
-    const fk_cuda_state *cs = fk_cuda(ctx);
-    if (!cs)
+    if (!fk_cuda(ctx))
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: context has no CUDA state");
-    if (!(cs->cc_major == 9 && cs->cc_minor == 0))
-        return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH,
-                       "cuda grouped gemm: the kernel needs an sm_90 (Hopper) device; device %d is sm_%d%d",
-                       cs->device, cs->cc_major, cs->cc_minor);
-    if (!fk_is_fp8(job->a_type) || !fk_is_fp8(job->b_type))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: A and B must be e4m3 or e5m2");
     if (job->d_type == FP8KIT_F32 && !job->desc.fast_accum)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "cuda grouped gemm: fp32 output needs fast_accum: Hopper fp8 tensor cores reach rel "
@@ -62,6 +58,13 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
         return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
                        "cuda grouped gemm: A and B need 16-byte aligned bases and leading dims that are "
                        "multiples of 16 bytes (TMA)");
+    return FP8KIT_OK;
+}
+
+static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+{
+    const fk_grouped_job *gj = (const fk_grouped_job *)job;
+    const fk_cuda_state *cs = fk_cuda(ctx);
     const size_t tab = FK_GRP_TAB_BYTES((size_t)gj->groups);
     const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
     /* fp32 output keeps the promotion (as gemm.cu); e5m2 has precise 128-wide variants only */
@@ -71,7 +74,8 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     int bn = 128;
     if (ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
         bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, 1.15); /* the general planner's rule */
-    bn = fk_env_int("FK_GEMM_BN", bn);
+    const fk_tuning *tu = fk_ctx_tuning(ctx);
+    bn = fk_tuned(tu->gemm_bn, bn);
     int vi = fk_grp_find_variant(bn, promo, ab);
     if (vi < 0)
         vi = fk_grp_find_variant(128, promo, ab);
@@ -99,25 +103,22 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     FK_CUDA_CHECK(ctx, e);
     fk_grp_config cfg;
     memset(&cfg, 0, sizeof cfg);
+    cfg.family = FK_FAM_SM90_GROUPED;
     cfg.variant = vi;
-    cfg.group_m = fk_env_int("FK_GROUPED_GM", 8);
+    cfg.group_m = fk_tuned(tu->grouped_gm, 8);
     if (cfg.group_m < 1)
         cfg.group_m = 1;
     cfg.device = cs->device;
-    cfg.no_bulk = fk_env_int("FK_GEMM_BULK", 1) == 0;
-    cfg.lag = fk_env_int("FK_GEMM_LAG", 1);
-    cfg.pdl = fk_env_int("FK_GEMM_PDL", 1) != 0;
+    cfg.no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
+    cfg.lag = fk_tuned(tu->gemm_lag, 1);
+    cfg.pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
     if (cfg.lag < 0 || cfg.lag >= v->stages)
         cfg.lag = 0;
     memcpy(config, &cfg, sizeof cfg);
-    if (fk_env_int("FK_GEMM_VERBOSE", 0))
-        fprintf(stderr, "fp8kit cuda grouped plan: T %lld N %lld K %lld G %lld: bn %d promo %d ab %d stages %d\n",
-                (long long)job->m, (long long)job->n, (long long)job->k, (long long)gj->groups, v->bn, v->promo,
-                v->ab, v->stages);
     return FP8KIT_OK;
 }
 
-extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *gj, const fk_plan *plan,
+static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const fk_plan *plan,
                                               void *stream)
 {
     const fk_gemm_job *job = &gj->gemm;
@@ -197,3 +198,26 @@ extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_
     FK_CUDA_CHECK(ctx, e);
     return FP8KIT_OK;
 }
+
+static fp8kit_status fk_grp_run_job(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
+{
+    return fk_grp_run(ctx, (const fk_grouped_job *)job, plan, stream); /* job is the fk_grouped_job's first member */
+}
+
+static void fk_grp_describe(const fk_plan *plan, char *buf, size_t n)
+{
+    fk_grp_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    if (cfg.variant < 0 || cfg.variant >= fk_sm90_grouped_variant_count) {
+        snprintf(buf, n, "sm90_grouped (bad plan)");
+        return;
+    }
+    const fk_sm90_variant *v = &fk_sm90_grouped_variants[cfg.variant];
+    snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d ab=%d stages=%d group_m=%d lag=%d bulk=%d pdl=%d",
+             cfg.variant, v->bn, v->promo, v->ab, v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk, cfg.pdl);
+}
+
+const fk_gemm_family fk_family_sm90_grouped = {
+    FK_FAM_SM90_GROUPED, "sm90_grouped", FK_FAM_GROUPED, 90, 90, fk_grp_can_implement, fk_grp_plan,
+    fk_grp_run_job, NULL, fk_grp_describe,
+};

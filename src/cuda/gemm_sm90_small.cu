@@ -42,6 +42,7 @@
 #include <string.h>
 #include "cuda/backend.h"
 #include "cuda/epilogue.cuh"
+#include "cuda/family.h"
 #include "cuda/gemm_small.h"
 #include "cuda/ptx/ptx.cuh"
 
@@ -529,7 +530,7 @@ static const fk_small_variant fk_small_variants[] = {
 
 /* The plan's config bytes. */
 struct fk_small_config {
-    int32_t tag; /* FK_SMALL_TAG */
+    int32_t family; /* FK_FAM_SM90_SMALL */
     int32_t variant;
     int32_t device;
     int32_t grid;
@@ -547,7 +548,7 @@ typedef struct fk_small_shape {
 
 /* Cost model, in bytes of B streamed per SM (the slowest CTA bounds the
  * kernel; 1 unit ~ 0.04 ns on the H100), fitted to the H100 sweeps of
- * every decode shape in docs/perf-gemm.md ("Small M, session 10": 42
+ * every decode shape in bench/results/perf-gemm-log-2026-11.md ("Small M, session 10": 42
  * shapes, M = 1..128, N = 576..24576, K = 1536..16384). Per 128-deep K
  * block the largest of
  * - the bytes a CTA streams, R x 128 of B plus 0.11 x A's min(M, NT) x 128
@@ -599,9 +600,9 @@ static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_s
  * MMA-bound bands -: the first found, fewer splits). slots[i]: clusters of
  * 2^i CTAs that fit at once (the model charges a second wave, so splits of
  * 4 are taken only where their clusters run as one). The A multicast only
- * when forced (H100: 2-7% slower on every decode shape, docs/perf-gemm.md
- * "Small M, session 3"). fr / fs / fm / fc: FK_SMALL_R / FK_SMALL_SPLIT /
- * FK_SMALL_MC / FK_SMALL_CS (0 = free; FK_SMALL_CS=-1: off). Returns 0
+ * when forced (H100: 2-7% slower on every decode shape, bench/results/perf-gemm-log-2026-11.md
+ * "Small M, session 3"). fr / fs / fm / fc: the tuning's small_r /
+ * small_split / small_mc (0 = free) and column split (0 free, 1 on, -1 off). Returns 0
  * when nothing fits. */
 static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t slots[4], int fr, int fs, int fm,
                          int fc, fk_small_shape *out)
@@ -638,7 +639,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
     const fp8kit_gemm_desc *dd = &job->desc;
-    /* FK_GEMM_SMALL=0: never, 1: whenever supported, 2: always or fail
+    /* tuning gemm_small=0: never, 1: whenever supported, 2: always or fail
      * (tests); unset: with at least 1 MiB of B, for M <= 64, and for
      * 64 < M <= 128 when the general kernel's 128 x 64 tiles would leave a
      * quarter of the SMs idle or K >= 7168 (H100, session 10, same run:
@@ -647,14 +648,15 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
      * 128x24576x1536 27.6 vs 18.3); and for 32 < M <= 64 not when the
      * general kernel's 128-wide tiles fill the SMs and K <= 2048 (64x24576x1536
      * 17.6 vs 20.8 us, 64x32768x2048 27.9 vs 29.9; but 64x18432x4096 32.9 vs
-     * 32.5, 64x12288x2048 19.8 vs 12.6), unless a general-kernel knob
-     * (FK_GEMM_PROMO, FK_GEMM_BN) is set. */
-    const int force = fk_env_int("FK_GEMM_SMALL", -1);
+     * 32.5, 64x12288x2048 19.8 vs 12.6), unless a general-kernel override
+     * (gemm_promo, gemm_bn) is set. */
+    const fk_tuning *tu = fk_ctx_tuning(ctx);
+    const int force = tu->gemm_small;
 #define FK_SMALL_DECLINE(why)                                                                       \
     do {                                                                                            \
         if (force != 2)                                                                             \
             return 0;                                                                               \
-        *st = fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: small-M path declined (FK_GEMM_SMALL=2): %s", why); \
+        *st = fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: small-M path declined (gemm_small=2): %s", why); \
         return 1;                                                                                   \
     } while (0)
     if (force == 0)
@@ -664,12 +666,12 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     if (dd->scale_a == FP8KIT_SCALE_BLOCK || dd->scale_a == FP8KIT_SCALE_MX ||
         dd->scale_b == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_BLOCK)
         FK_SMALL_DECLINE("block and mx scaling are not implemented on this path");
-    if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || getenv("FK_GEMM_PROMO") || getenv("FK_GEMM_BN") ||
+    if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || tu->gemm_promo != FK_AUTO || tu->gemm_bn != FK_AUTO ||
                       (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3 && job->k < 7168) ||
                       (job->m > 32 && (job->n + 127) / 128 >= (int64_t)cs->sm_count && job->k <= 2048)))
         return 0;
-    /* FK_SMALL_MH=2: M > 64 in two parts of 64 rows of A, each on its own CTAs */
-    const int mh = job->m > 64 && fk_env_int("FK_SMALL_MH", 1) == 2 ? 2 : 1;
+    /* small_mh=2: M > 64 in two parts of 64 rows of A, each on its own CTAs */
+    const int mh = job->m > 64 && fk_tuned(tu->small_mh, 1) == 2 ? 2 : 1;
     const int nt = job->m <= 32 ? 32 : job->m <= 64 || mh == 2 ? 64 : 128;
     const int wab = (job->b_type == FP8KIT_E5M2 ? 2 : 0) + (job->a_type == FP8KIT_E5M2 ? 1 : 0);
     int vi[2] = {-1, -1}; /* without, with column split */
@@ -715,20 +717,16 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     int64_t part_slots[4]; /* each M part has its share of the SMs */
     for (int i = 0; i < 4; i++)
         part_slots[i] = slots[i] / mh;
-    (void)fk_small_pick(job->n, job->m, kb, nt, part_slots, fk_env_int("FK_SMALL_R", 0),
-                        fk_env_int("FK_SMALL_SPLIT", 0), fk_env_int("FK_SMALL_MC", 0),
-                        fk_env_int("FK_SMALL_CS", 0), &c);
+    (void)fk_small_pick(job->n, job->m, kb, nt, part_slots, fk_tuned(tu->small_r, 0),
+                        fk_tuned(tu->small_split, 0), fk_tuned(tu->small_mc, 0),
+                        tu->small_cs == FK_AUTO ? 0 : tu->small_cs ? 1 : -1, &c);
     if (c.r == 0)
-        FK_SMALL_DECLINE("FK_SMALL_R / FK_SMALL_SPLIT / FK_SMALL_MC / FK_SMALL_CS do not fit this shape");
+        FK_SMALL_DECLINE("small_r / small_split / small_mc / small_cs do not fit this shape");
     if (c.cs && vi[1] < 0)
         FK_SMALL_DECLINE("no column-split kernel variant");
-    if (fk_env_int("FK_SMALL_DEBUG", 0))
-        fprintf(stderr, "fk small plan %lldx%lldx%lld: clusters of 1/2/4/8 fit %lld/%lld/%lld/%lld; R %d split %d mc %d cs %d mh %d\n",
-                (long long)job->m, (long long)job->n, (long long)job->k, (long long)slots[0], (long long)slots[1],
-                (long long)slots[2], (long long)slots[3], c.r, c.split, c.mc, c.cs, mh);
     fk_small_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.tag = FK_SMALL_TAG;
+    cfg.family = FK_FAM_SM90_SMALL;
     cfg.variant = vi[c.cs];
     cfg.device = cs->device;
     const int64_t bands = (job->n + c.r - 1) / c.r;
@@ -737,7 +735,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
         FK_SMALL_DECLINE("too many CTAs");
     cfg.grid = (int32_t)grid;
     cfg.smem = smem;
-    cfg.pdl = fk_env_int("FK_SMALL_PDL", 1) != 0;
+    cfg.pdl = fk_tuned(tu->small_pdl, 1) != 0;
     cfg.q.r = c.r;
     cfg.q.bw = c.r > 64 ? 2 : 1;
     cfg.q.w = c.cs ? 2 : cfg.q.bw;
@@ -751,20 +749,19 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
      * prefetch) streamed B slower on the H100 (1x7168x7168: 21.2 us with
      * 8 stages, 21.8 with 16) */
-    const int fst = fk_env_int("FK_SMALL_STAGES", FK_SMALL_DEPTH);
+    const int fst = fk_tuned(tu->small_stages, FK_SMALL_DEPTH);
     if (fst > 0 && fst < stages)
         stages = fst;
     cfg.q.stages = stages > FK_SMALL_MAXST ? FK_SMALL_MAXST : stages;
-    const int fpf = fk_env_int("FK_SMALL_PF", -1);
+    const int fpf = tu->small_pf;
     cfg.q.pf = !cfg.pdl ? 0 : fpf >= 0 ? fpf : cfg.q.stages;
-    cfg.q.flags = (fk_env_int("FK_SMALL_ROT", 0) ? FK_SMALL_ROT : 0) |
-                  (fk_env_int("FK_SMALL_BPOL", 0) ? FK_SMALL_BNOHINT : 0) |
-                  (fk_env_int("FK_SMALL_PP", 1) ? 0 : FK_SMALL_NOPP) |
-                  (fk_env_int("FK_SMALL_PLAIN", 1) ? 0 : FK_SMALL_NOPLAIN) |
-                  (fk_env_int("FK_SMALL_EXITREL", 0) ? FK_SMALL_EXITREL : 0);
+    cfg.q.flags = (fk_tuned(tu->small_rot, 0) ? FK_SMALL_ROT : 0) | (fk_tuned(tu->small_bpol, 0) ? FK_SMALL_BNOHINT : 0) |
+                  (fk_tuned(tu->small_pp, 1) ? 0 : FK_SMALL_NOPP) |
+                  (fk_tuned(tu->small_plain, 1) ? 0 : FK_SMALL_NOPLAIN) |
+                  (fk_tuned(tu->small_exitrel, 0) ? FK_SMALL_EXITREL : 0);
     /* 128-byte L2 promotion of B's rows (the box width): 256 B was 2-3%
      * slower (the second half lands in L2 long before its K block) */
-    const int promo = fk_env_int("FK_SMALL_BPROMO", 2);
+    const int promo = fk_tuned(tu->small_bpromo, 2);
     cfg.bpromo = (int16_t)(promo >= 0 && promo <= 3 ? promo : 2);
     /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
     if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
@@ -808,11 +805,21 @@ static fp8kit_status fk_small_launch(fp8kit_ctx *ctx, int device, int vi, const 
     return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, lc, args, "cuda gemm (small M)");
 }
 
+void fk_small_describe(const fk_plan *plan, char *buf, size_t n)
+{
+    fk_small_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    snprintf(buf, n,
+             "sm90_small variant=%d grid=%d r=%d bw=%d w=%d split=%d mc=%d mh=%d stages=%d pf=%d flags=%d bpromo=%d pdl=%d",
+             cfg.variant, cfg.grid, cfg.q.r, cfg.q.bw, cfg.q.w, cfg.q.split, cfg.q.mc, cfg.q.mh,
+             cfg.q.stages, cfg.q.pf, cfg.q.flags, cfg.bpromo, cfg.pdl);
+}
+
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
 {
     fk_small_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
-    if (cfg.tag != FK_SMALL_TAG || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR || cfg.q.split < 1 ||
+    if (cfg.family != FK_FAM_SM90_SMALL || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR || cfg.q.split < 1 ||
         cfg.q.mc < 1 || cfg.q.split * cfg.q.mc > 8 || cfg.q.stages < 2 || cfg.q.stages > FK_SMALL_MAXST ||
         cfg.q.mh < 1 || cfg.q.mh > 2 || cfg.grid % cfg.q.mh)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
@@ -841,7 +848,7 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
         const uint64_t tkey[11] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
                                    (uint64_t)job->lda, (uint64_t)abox, (uint64_t)(uintptr_t)job->b,
                                    (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r | (uint64_t)cfg.bpromo << 32, FK_GEMM_BK,
-                                   (uint64_t)(int64_t)FK_SMALL_TAG};
+                                   (uint64_t)(int64_t)FK_FAM_SM90_SMALL};
         if (!fk_plan_memo_get(plan, tkey, 11, tmaps, sizeof tmaps)) {
             memset(tmaps, 0, sizeof tmaps);
             CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
@@ -875,3 +882,42 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
         (void)cudaSetDevice(prev);
     return rs;
 }
+
+/* ---------------------------------------------------------------- family */
+/* The sm90 kernels' own needs first (fk_sm90_can_implement: when they
+ * fail, the general family reports why); then no fused row quantization
+ * and not the precise fp32 path. */
+static fp8kit_status fk_small_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
+{
+    if (fk_sm90_can_implement(ctx, job) != FP8KIT_OK)
+        return FK_DECLINED;
+    const fp8kit_out_quant oq = job->desc.out_quant;
+    if (oq == FP8KIT_OUTQ_MX || oq == FP8KIT_OUTQ_BLOCK1X128 || fk_f16_path(job))
+        return FK_DECLINED;
+    return FP8KIT_OK;
+}
+
+/* fk_small_plan's verdict; with autotune on the general family times this
+ * plan among its own candidates, so the job goes on to it. */
+static fp8kit_status fk_small_family_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+{
+    fp8kit_status st = FP8KIT_OK;
+    if (!fk_small_plan(ctx, job, config, &st))
+        return FK_DECLINED;
+    if (st != FP8KIT_OK)
+        return st;
+    return fk_ctx_autotune(ctx) ? FK_DECLINED : FP8KIT_OK;
+}
+
+static size_t fk_small_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan)
+{
+    (void)ctx;
+    (void)job;
+    (void)plan;
+    return 0;
+}
+
+const fk_gemm_family fk_family_sm90_small = {
+    FK_FAM_SM90_SMALL, "sm90_small", FK_FAM_DENSE, 90, 90, fk_small_can_implement, fk_small_family_plan,
+    fk_small_gemm, fk_small_workspace, fk_small_describe,
+};

@@ -7,16 +7,20 @@
 
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include "core/internal.h"
-
-/* First int32 of a small-M plan's config bytes (general plans hold a
- * variant index >= 0 there). */
-#define FK_SMALL_TAG (-3) /* -3: the config layout with multicast and PDL */
+#include "core/backend.h"
 
 /* Returns 1 and sets *st when the small-M kernel takes the job (config
  * filled on FP8KIT_OK), 0 when the general kernel should plan it. Called
  * after gemm.cu validated the job. */
 int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st);
+
+/* What the sm90 kernels need beyond the core's checks (gemm.cu; the general
+ * and small-M families' can_implement). */
+fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job);
+/* Whether the job takes the precise fp32 path (fp16 copies; gemm_f16.cu),
+ * and the workspace of those copies (0 off the path). */
+int fk_f16_path(const fk_gemm_job *job);
+size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
 
 /* Kernel parameters from the job: zeroed, then shape, scale and epilogue
  * fields (gemm.cu; the general, grouped and small-M launches use it). */
@@ -35,6 +39,9 @@ void fk_launch_config(cudaLaunchConfig_t *lc, cudaLaunchAttribute at[2], unsigne
  * *slot (NULL: none), else through the runtime (gemm.cu). */
 fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, const void *fn,
                              const cudaLaunchConfig_t *lc, void **args, const char *what);
+
+/* A plan of fk_small_plan in words (fk_cuda_plan_describe). */
+void fk_small_describe(const fk_plan *plan, char *buf, size_t n);
 
 /* Launches a plan made by fk_small_plan. */
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);

@@ -48,7 +48,7 @@ extern "C" fp8kit_status fk_cuda_gemm_autotune(fp8kit_ctx *ctx, const fk_gemm_jo
                                                const char *signature, void *config)
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
-    char prefix[200], key[sizeof(((fk_tune_entry *)0)->key)];
+    char prefix[200], key[FK_TUNE_KEY_BYTES];
     snprintf(prefix, sizeof prefix, "cuda:%s:%s", signature, cs->name);
     fk_tune_key(job, prefix, key, sizeof key);
     if (fk_tune_find(ctx, key, config))

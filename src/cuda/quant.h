@@ -38,7 +38,7 @@ fp8kit_status fk_cuda_dequant(fp8kit_ctx *ctx, const fk_quant_job *job, cudaStre
 /* cast.cu */
 fp8kit_status fk_cuda_cast_run(fp8kit_ctx *ctx, const fk_cast_job *job, cudaStream_t s);
 
-/* cast.cu: compares the hardware fp8 conversion of the quantization kernels
+/* tests/hooks/selfcheck.cu (test-only library): compares the hardware fp8 conversion of the quantization kernels
  * with the shared codec (format/codec.h) over all 2^32 fp32 bit patterns
  * (NaN excluded), for e4m3 [0] and e5m2 [1]: mismatch counts and the lowest
  * mismatching input bits (0xFFFFFFFF if none). Synchronous. */

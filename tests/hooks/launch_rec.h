@@ -1,5 +1,7 @@
-/* launch_rec.h - internal hook for bench/bench_launch.c (not public API):
- * while armed, the next Hopper GEMM launch of fk_cuda_gemm is recorded
+/* launch_rec.h - launch recorder for bench/bench_launch.c, built into the
+ * test-only library fp8kit_testhooks (never libfp8kit): while armed (it
+ * sets the library's launch hook, fk_cuda_set_launch_hook), the next
+ * Hopper GEMM launch of the general kernel is recorded
  * (kernel, grid, block, shared memory, a copy of every parameter) instead of
  * made, so the bench can time a bare launch of the very same kernel with the
  * very same parameters against the full fp8kit_gemm call. Arming is process
@@ -8,7 +10,7 @@
 #define FK_CUDA_LAUNCH_REC_H
 
 #include <stddef.h>
-#include "core/internal.h"
+#include "cuda/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,10 +32,6 @@ typedef struct fk_launch_rec {
 void fk_launch_rec_arm(fk_launch_rec *rec);
 /* The armed record, or NULL (cheap: one relaxed load). */
 fk_launch_rec *fk_launch_rec_armed(void);
-/* Fills rec from one launch's description and disarms the hook. */
-fp8kit_status fk_launch_rec_take(fk_launch_rec *rec, const void *fn, const unsigned grid[3],
-                                 const unsigned block[3], size_t smem, void *const *args,
-                                 const size_t *sizes, int nargs, int pdl);
 
 #ifdef __cplusplus
 }
