@@ -12,20 +12,19 @@
 #include <string.h>
 #include <time.h>
 #include "cuda/backend.h"
-#include "cuda/epilogue.cuh"
+#include "cuda/gemm_params.h"
 #include "cuda/family.h"
 #include "cuda/gemm_small.h"
-#include "cuda/tma.cuh"
+#include "cuda/driver.h"
 #include <stdio.h>
 
 extern "C" fp8kit_status fk_cuda_gemm_autotune(fp8kit_ctx *ctx, const fk_gemm_job *job,
                                                const unsigned char *cands, int count,
                                                const char *signature, void *config);
 
-/* The precise fp32-output path (gemm_f16.cu). */
-int fk_f16_path(const fk_gemm_job *job);
+/* The precise fp32-output path (gemm_f16.cu; fk_f16_path and
+ * fk_f16_workspace_bytes in gemm_host.h). */
 size_t fk_f16_b_offset(const fk_gemm_job *job);
-size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
 fp8kit_status fk_f16_widen(fp8kit_ctx *ctx, const fk_gemm_job *job, void *ws, cudaStream_t st);
 
 /* The plan's config bytes (FK_PLAN_CONFIG_BYTES = 64). */
@@ -35,12 +34,13 @@ struct fk_sm90_config {
     int32_t grid;
     int32_t group_m;
     int32_t device;
-    int32_t no_bulk; /* FK_GEMM_BULK=0: general epilogue only */
+    int32_t no_bulk; /* tuning gemm_bulk=0: the general store path only */
     int32_t lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 (FK_GEMM_LAG) */
     int32_t sk_parts; /* stream-K tail (fk_sm90_sk_plan): parts per tail tile (0: none) */
     int32_t sk_tail;  /* tail tiles */
     int32_t sk_grid;  /* the grid with the stream-K tail */
-    int32_t pdl;      /* launched with programmatic stream serialization (FK_GEMM_PDL) */
+    int32_t pdl;      /* launched with programmatic stream serialization (tuning gemm_pdl) */
+    int32_t store;    /* the store path (fk_sm90_stores) chosen for the job */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -112,6 +112,54 @@ static int fk_tma_store_kind(const fk_gemm_job *job)
 static int fk_variant_tstore(const fk_sm90_variant *v, const fk_gemm_job *job)
 {
     return v->tma_store && fk_tma_store_ok(job) && v->tma_store == fk_tma_store_kind(job);
+}
+
+/* The epilogue's store paths (p.d_bulk), each with what it supports, in
+ * the planner's order of preference: the plan takes the first that fits the
+ * job (fk_sm90_store_of, at plan time) and a call re-checks it against its
+ * own pointers (a plan made for an aligned D still runs, through the
+ * general path, on one that is not). The epilogue op itself (scales,
+ * alpha, beta * C, bias, activation, output cast or quantization) is the
+ * same on every path (fk_gemm_job_params). */
+enum { FK_STORE_GENERAL = 0, FK_STORE_BULK = 1, FK_STORE_TMA = 2 };
+static int fk_store_tma_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    return fk_variant_tstore(v, job) && job->k > 0; /* TS variants; their maps need K > 0 */
+}
+static int fk_store_bulk_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    return !v->tma_store && fk_d16_copyable(job) && job->n % 8 == 0; /* rows of whole 16-byte units */
+}
+static int fk_store_general_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    (void)v;
+    (void)job;
+    return 1; /* every epilogue op, every output dtype, fused row quantization */
+}
+static const struct {
+    int id;
+    const char *name;
+    int (*fits)(const fk_sm90_variant *v, const fk_gemm_job *job);
+} fk_sm90_stores[] = {
+    {FK_STORE_TMA, "tma", fk_store_tma_fits},
+    {FK_STORE_BULK, "bulk", fk_store_bulk_fits},
+    {FK_STORE_GENERAL, "general", fk_store_general_fits},
+};
+
+static int fk_sm90_store_of(const fk_sm90_variant *v, const fk_gemm_job *job, int general_only)
+{
+    for (size_t i = 0; !general_only && i < sizeof fk_sm90_stores / sizeof fk_sm90_stores[0]; i++)
+        if (fk_sm90_stores[i].fits(v, job))
+            return fk_sm90_stores[i].id;
+    return FK_STORE_GENERAL;
+}
+
+static const char *fk_sm90_store_name(int id)
+{
+    for (size_t i = 0; i < sizeof fk_sm90_stores / sizeof fk_sm90_stores[0]; i++)
+        if (fk_sm90_stores[i].id == id)
+            return fk_sm90_stores[i].name;
+    return "?";
 }
 
 /* Stream-K tail. With tiles = W x slots + tail work items, the last wave
@@ -264,6 +312,7 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     cfg->device = cs->device;
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     cfg->no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
+    cfg->store = fk_sm90_store_of(v, job, cfg->no_bulk);
     /* programmatic dependent launch: the kernels wait (griddepcontrol.wait)
      * before any global access, so they may start while the previous grid
      * drains; and the driver enqueues such a launch ~0.4 us faster (H100,
@@ -629,7 +678,12 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
     /* Tensor maps: encoding one costs about a microsecond of host time, so the
      * plan memoizes the last set, keyed by everything they encode (D's map
      * only for the TMA-store epilogue; zeros otherwise). */
-    const int tstore = fk_variant_tstore(v, job);
+    /* the plan's store path if this call's pointers fit it, else the general one */
+    int store = cfg.store;
+    for (size_t i = 0; i < sizeof fk_sm90_stores / sizeof fk_sm90_stores[0]; i++)
+        if (fk_sm90_stores[i].id == store && !fk_sm90_stores[i].fits(v, job))
+            store = FK_STORE_GENERAL;
+    const int tstore = store == FK_STORE_TMA;
     CUtensorMap tmaps[3];
     if (job->k > 0) {
         const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
@@ -679,13 +733,12 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         p.sa_sm = job->k / 32;
         p.sa_sk = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
     }
-    /* D's path (FK_GEMM_BULK=0 at plan time: the general epilogue): 2 the
-     * TMA-store epilogue (its variants), 1 the bulk-copy one (the others;
-     * rows of whole 16-byte units), 0 the general one */
-    if (!cfg.no_bulk && v->tma_store && tstore && job->k > 0) {
+    /* D's store path (fk_sm90_stores): 2 the TMA-store epilogue, 1 the
+     * bulk-copy one, 0 the general one */
+    if (store == FK_STORE_TMA) {
         p.d_bulk = 2;
         p.td = tmaps[2];
-    } else if (!cfg.no_bulk && !v->tma_store && fk_d16_copyable(job) && job->n % 8 == 0) {
+    } else if (store == FK_STORE_BULK) {
         p.d_bulk = 1;
     }
     p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
@@ -735,9 +788,9 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
     snprintf(buf, n,
              "sm90 variant=%d bn=%d promo=%d block=%d ab=%d cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
-             "lag=%d bulk=%d sk_parts=%d sk_tail=%d pdl=%d",
+             "lag=%d bulk=%d store=%s sk_parts=%d sk_tail=%d pdl=%d",
              cfg.variant, v->bn, v->promo, v->block, v->ab, v->cluster, v->tma_store, v->stages, cfg.grid,
-             cfg.group_m, cfg.lag, !cfg.no_bulk, cfg.sk_parts, cfg.sk_tail, cfg.pdl);
+             cfg.group_m, cfg.lag, !cfg.no_bulk, fk_sm90_store_name(cfg.store), cfg.sk_parts, cfg.sk_tail, cfg.pdl);
 }
 
 /* The workspace of the plan's fastest path: precise fp32 output's fp16

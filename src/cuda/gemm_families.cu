@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cuda/family.h"
-#include "cuda/gemm_small.h"
+#include "cuda/gemm_host.h"
 
 static fp8kit_status fk_sm100_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
 {

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/backend.h"
-#include "cuda/epilogue.cuh"
+#include "cuda/gemm_params.h"
 #include "cuda/family.h"
-#include "cuda/gemm_small.h"
-#include "cuda/tma.cuh"
+#include "cuda/gemm_host.h"
+#include "cuda/driver.h"
 
 struct fk_grp_config {
     int32_t family;  /* FK_FAM_SM90_GROUPED */

@@ -16,7 +16,7 @@
  * fast accumulation: the wgmma accumulators run over the whole K range.
  * After the last K block each consumer warpgroup stages its accumulators in
  * shared memory, 32 columns at a time, and runs the fused epilogue with
- * coalesced stores (epilogue.cuh; its scales and biases were prefetched at
+ * coalesced stores (gemm_epilogue.cuh; its scales and biases were prefetched at
  * the start of the tile) while the producer already loads the next tile.
  * Consumer warpgroup 1 runs p.lag stages behind warpgroup 0, so that one
  * warpgroup's epilogue overlaps the other's multiplications. The _c2 kernels
@@ -26,7 +26,7 @@
  * stub (the host never launches it on a device that is not sm_90). */
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include "cuda/epilogue.cuh"
+#include "cuda/gemm_epilogue.cuh"
 #include "cuda/gemm_mx.cuh"
 #include "cuda/ptx/ptx.cuh"
 #include "cuda/sched.cuh"
@@ -311,7 +311,7 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
 
 /* The tile's epilogue inputs, at its start: copied to the warps' tables
  * (TS variants' TMA-store epilogue with row scales or a bias), else
- * prefetched into registers (epilogue.cuh). */
+ * prefetched into registers (gemm_epilogue.cuh). */
 template <int BN, int TS>
 static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_params &p, float *tab, int m0, int n0,
                                                                int tid, int m_end, int g)

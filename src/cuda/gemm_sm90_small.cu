@@ -21,7 +21,7 @@
  * accumulators go transposed into the (now free) ring as an M x R fp32
  * tile; then the 256 consumer threads - with split > 1 each CTA a 1/split
  * share of the tile, reading every split peer's tile - add the partials
- * and run the fused epilogue (epilogue.cuh's per-element functions:
+ * and run the fused epilogue (gemm_epilogue.cuh's per-element functions:
  * tensor/row scales - A's row scale is per row of D -, alpha, beta*C, bias,
  * activation, output cast, OUTQ_SCALED with amax), 4 adjacent columns of
  * one row of D per thread, coalesced; the common case (bf16 D, no C, bias,
@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/backend.h"
-#include "cuda/epilogue.cuh"
+#include "cuda/gemm_epilogue.cuh"
 #include "cuda/family.h"
 #include "cuda/gemm_small.h"
 #include "cuda/ptx/ptx.cuh"
@@ -66,7 +66,7 @@ extern "C" int fk_small_trace_get(unsigned long long *dst, int ctas)
     do {         \
     } while (0)
 #endif
-#include "cuda/tma.cuh"
+#include "cuda/driver.h"
 
 #define FK_SMALL_MAXST 16       /* ring stages at most */
 #define FK_SMALL_DEPTH 8        /* ring stages by default (FK_SMALL_STAGES) */

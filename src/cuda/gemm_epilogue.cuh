@@ -1,14 +1,13 @@
-/* epilogue.cuh - the Hopper GEMM's kernel parameters (fk_gemm_params, shared
- * by the host code in gemm.cu and the kernels in gemm_sm90.cu) and its fused
- * epilogue: tensor/row scales, alpha, beta*C, column/row bias, activation,
+/* gemm_epilogue.cuh - the Hopper GEMM kernels' fused epilogue (device code;
+ * the kernel parameters are in gemm_params.h): tensor/row scales, alpha, beta*C, column/row bias, activation,
  * and the output cast (bf16/f16/f32, fp8 plain or OUTQ_SCALED with amax, or
  * fused mx / block1x128 quantization of each output row with its scales).
  * Each consumer warpgroup stages its accumulators in shared memory 32
  * columns at a time and stores rows with coalesced vector stores from one
  * compact loop (fused quantization works on the fragment in registers);
  * scales and biases are prefetched at the start of the tile. */
-#ifndef FK_CUDA_EPILOGUE_CUH
-#define FK_CUDA_EPILOGUE_CUH
+#ifndef FK_CUDA_GEMM_EPILOGUE_CUH
+#define FK_CUDA_GEMM_EPILOGUE_CUH
 
 #include <cuda.h>
 #include <stdint.h>
@@ -17,73 +16,7 @@
 #include "format/scale.h"
 #include "fp8kit.h"
 #include "cuda/ptx/ptx.cuh"
-#include "cuda/sched.cuh"
-
-/* Everything a GEMM kernel reads besides the two tensor maps. Scale modes are
- * fp8kit_scale_mode values; dtypes fp8kit_dtype values. */
-struct fk_gemm_params {
-    int m, n, k;
-    int num_kb; /* ceil(k / 128): K blocks of one smem stage */
-    fk_tile_sched sched;
-    int sa_mode, sb_mode;
-    const float *sa, *sb;
-    long long sa_sm, sa_sk; /* BLOCK: A scale (m, kb) at sa[m * sa_sm + kb * sa_sk] */
-    long long sb_ld;        /* BLOCK: B scale (n / 128, kb) at sb[(n / 128) * sb_ld + kb] */
-    float alpha, beta;
-    const void *c;          /* NULL unless beta != 0 */
-    long long ldc;
-    int c_type;
-    const void *bias;       /* NULL unless bias_mode != NONE */
-    int bias_type, bias_mode;
-    int act;
-    void *d;
-    long long ldd;
-    int d_type;
-    int out_quant;          /* fp8kit_out_quant */
-    const float *scale_d;   /* OUTQ_SCALED */
-    unsigned int *amax_bits; /* OUTQ_SCALED, optional: max of |y| as fp32 bits */
-    void *scale_d_out;      /* OUTQ_MX: e8m0 M x N/32; OUTQ_BLOCK1X128: f32 M x ceil(N/128) */
-    int out_hp;             /* OUTQ_MX / BLOCK1X128: y is rounded to this dtype first */
-    int out_rceil;          /* OUTQ_MX: RCEIL scale rounding (else FLOOR) */
-    int out_pow2;           /* OUTQ_BLOCK1X128: power-of-two scales */
-    int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
-    int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm_sm90.cu) */
-    CUtensorMap td;         /* d_bulk 2: D in 16 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
-    /* stream-K tail (general kernel, gemm_sm90.cu): the last sk_tail tiles
-     * are split along K into sk_parts parts each (sk_parts 0 or 1: none) */
-    int sk_parts, sk_tail;
-    float *sk_ws;                 /* the partial sums: sk_tail (sk_parts - 1) slots of 128 x BN fp32 */
-    unsigned long long *sk_flags; /* 2 words per slot (one per consumer warpgroup) */
-    unsigned long long sk_token;  /* this launch's flag value (gemm.cu, fk_sm90_sk_token) */
-    /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
-    const int *grp_offs;    /* G int32 row ends in device memory, read by every CTA */
-    int grp_count;          /* G */
-    int grp_brows;          /* rows of B's 2-D map per expert (its expert stride / ldb) */
-    int grp_tab;            /* byte offset of the table of sched.cuh in dynamic shared memory */
-    int *grp_status;        /* optional: 0 (offsets valid) or FP8KIT_ERR_INVALID_ARGUMENT, by CTA 0 */
-};
-
-/* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
- * between fp32 promotions; 0 = fast accumulation: promote once per tile),
- * block scaling in the main loop, fp8 types (0 e4m3.e4m3, 1 e4m3.e5m2,
- * 2 e5m2.e4m3, 3 e5m2.e5m2), pipeline depth and the kernel itself. */
-typedef void (*fk_sm90_kernel_fn)(const CUtensorMap, const CUtensorMap, const fk_gemm_params);
-struct fk_sm90_variant {
-    int bn, promo, block, ab, stages;
-    int smem_bytes;
-    fk_sm90_kernel_fn fn;
-    int cluster; /* CTAs per cluster along M sharing each B tile through TMA multicast (1 or 2) */
-    int tma_store; /* small epilogue area, one stage more: the TMA-store epilogue for plain epilogues (1) or
-                    * with a column bias and / or an activation (2) */
-};
-extern const fk_sm90_variant fk_sm90_variants[];
-extern const int fk_sm90_variant_count;
-extern const fk_sm90_variant fk_sm90_grouped_variants[]; /* the grouped GEMM's (gemm_grouped.cu) */
-extern const int fk_sm90_grouped_variant_count;
-
-#define FK_GEMM_THREADS 384 /* two consumer warpgroups + one producer warpgroup */
-#define FK_GEMM_BM 128
-#define FK_GEMM_BK 128
+#include "cuda/gemm_params.h"
 
 #ifdef __CUDACC__
 

@@ -1,10 +1,10 @@
-/* tma.cuh - host-side driver-API helpers of the Hopper GEMM: TMA tensor maps
+/* driver.h - host-side driver-API helpers of the Hopper GEMM: TMA tensor maps
  * (cuTensorMapEncodeTiled) and the kernel launch (cuLaunchKernelEx, ~0.3 us
  * cheaper per call than the runtime's launches). Driver functions are reached
  * through cudaGetDriverEntryPointByVersion so the library never links libcuda
  * and loads on machines without a GPU driver. */
-#ifndef FK_CUDA_TMA_CUH
-#define FK_CUDA_TMA_CUH
+#ifndef FK_CUDA_DRIVER_H
+#define FK_CUDA_DRIVER_H
 
 #include <cuda.h> /* types and enums only; no libcuda symbol is referenced */
 #include <cuda_runtime.h>

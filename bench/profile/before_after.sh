@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# before_after.sh - same-run performance guard of a change that must not
+# change speed: builds the tree "before" (a source folder, e.g. from
+# `git archive <commit>`) and this tree ("after"), runs the same benches on
+# both in turn (bench_gemm with the M <= 128 section, bench_grouped,
+# bench_quant), and lists every row where "after" is slower by more than 2%
+# (compare_rows.py). Rows flagged slow are timed again, both trees in turn,
+# and the best of the two runs of each side is compared.
+#
+# usage (repository root, GPU machine): bash bench/profile/before_after.sh BEFORE_SRC [OUT]
+# FK_STEPS: "build bench" (default) or a subset; builds in build-before / build-after.
+set -u
+BEFORE=${1:?usage: before_after.sh BEFORE_SRC [OUT]}
+OUT=${2:-${OUT:-$PWD/before-after-out}}
+# shellcheck source=../gpu_check.sh
+. bench/gpu_check.sh --lib
+steps=${FK_STEPS:-build bench}
+targets="bench_gemm bench_grouped bench_quant"
+gen="-DFP8KIT_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a"
+j=$(( $(nproc) / 2 ))
+
+if [[ " $steps " == *" build "* ]]; then
+    stamp "build before ($BEFORE) and after, in parallel"
+    ( cmake -S "$BEFORE" -B build-before -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_TESTS=OFF "$gen" \
+          >"$OUT/build-before.log" 2>&1 && cmake --build build-before -j "$j" --target $targets >>"$OUT/build-before.log" 2>&1 ) &
+    pb=$!
+    ( cmake -S . -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_TESTS=OFF "$gen" \
+          >"$OUT/build-after.log" 2>&1 && cmake --build build-after -j "$j" --target $targets >>"$OUT/build-after.log" 2>&1 ) &
+    pa=$!
+    wait $pb || { stamp "before: build failed"; tail -30 "$OUT/build-before.log"; exit 1; }
+    wait $pa || { stamp "after: build failed"; tail -30 "$OUT/build-after.log"; exit 1; }
+    stamp "built"
+fi
+
+# run SIDE TAG [bench_gemm shape filter]: one pass of the benches of one tree
+run() {
+    local side=$1 tag=$2 shapes=${3:-}
+    local b=build-$side o="$OUT/$side-$tag"
+    mkdir -p "$o"
+    stamp "$side $tag: bench_gemm${shapes:+ --shapes $shapes}"
+    "$b/bench_gemm" --small --json "$o/gemm.jsonl" ${shapes:+--shapes "$shapes"} >"$o/bench_gemm.log" 2>&1
+    if [ -z "$shapes" ]; then
+        stamp "$side $tag: bench_grouped, bench_quant"
+        "$b/bench_grouped" --json "$o/grouped.jsonl" >"$o/bench_grouped.log" 2>&1
+        "$b/bench_quant" "$o/quant.jsonl" >"$o/bench_quant.log" 2>&1
+    fi
+    cat "$o"/*.jsonl >"$o/all.jsonl" 2>/dev/null
+}
+
+if [[ " $steps " == *" bench "* ]]; then
+    run before 1
+    run after 1
+    python3 bench/profile/compare_rows.py "$OUT/before-1/all.jsonl" "$OUT/after-1/all.jsonl" \
+        --slow-shapes "$OUT/slow-1.txt" >"$OUT/compare-1.txt"
+    tail -1 "$OUT/compare-1.txt"
+    shapes=$(awk '$1 ~ /^gemm/ {print $2}' "$OUT/slow-1.txt" | sort -u | paste -sd, -)
+    if [ -s "$OUT/slow-1.txt" ]; then
+        # the slow rows again, both sides in turn (the GEMM ones by shape; the others whole)
+        run after 2 "${shapes:-none}"
+        run before 2 "${shapes:-none}"
+        if grep -qv '^gemm' "$OUT/slow-1.txt"; then run after 3; run before 3; fi
+    fi
+    bs="$OUT/before-1/all.jsonl" as="$OUT/after-1/all.jsonl"
+    for t in 2 3; do
+        [ -s "$OUT/before-$t/all.jsonl" ] && bs="$bs,$OUT/before-$t/all.jsonl"
+        [ -s "$OUT/after-$t/all.jsonl" ] && as="$as,$OUT/after-$t/all.jsonl"
+    done
+    python3 bench/profile/compare_rows.py "$bs" "$as" >"$OUT/compare.txt"
+    rc=$?
+    grep -E 'SLOWER' "$OUT/compare.txt" | head -40
+    tail -1 "$OUT/compare.txt"
+    stamp "done"
+    exit $rc
+fi
