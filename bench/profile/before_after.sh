@@ -9,6 +9,8 @@
 #
 # usage (repository root, GPU machine): bash bench/profile/before_after.sh BEFORE_SRC [OUT]
 # FK_STEPS: "build bench" (default) or a subset; builds in build-before / build-after.
+# FK_AFTER_ALL=1: build-after gets every target (tests, CLI) too, for a test run
+# on the same build.
 set -u
 BEFORE=${1:?usage: before_after.sh BEFORE_SRC [OUT]}
 OUT=${2:-${OUT:-$PWD/before-after-out}}
@@ -24,8 +26,17 @@ if [[ " $steps " == *" build "* ]]; then
     ( cmake -S "$BEFORE" -B build-before -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_TESTS=OFF "$gen" \
           >"$OUT/build-before.log" 2>&1 && cmake --build build-before -j "$j" --target $targets >>"$OUT/build-before.log" 2>&1 ) &
     pb=$!
-    ( cmake -S . -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_TESTS=OFF "$gen" \
-          >"$OUT/build-after.log" 2>&1 && cmake --build build-after -j "$j" --target $targets >>"$OUT/build-after.log" 2>&1 ) &
+    if [ "${FK_AFTER_ALL:-0}" = 1 ]; then
+        st=ON
+        [ -n "$FK_JANSSON_CMAKE" ] || [ -e /usr/include/jansson.h ] || pkg-config --exists jansson 2>/dev/null || st=OFF
+        # shellcheck disable=SC2086
+        ( cmake -S . -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_SAFETENSORS=$st \
+              $FK_JANSSON_CMAKE "$gen" >"$OUT/build-after.log" 2>&1 &&
+              cmake --build build-after -j "$j" >>"$OUT/build-after.log" 2>&1 ) &
+    else
+        ( cmake -S . -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_TESTS=OFF "$gen" \
+              >"$OUT/build-after.log" 2>&1 && cmake --build build-after -j "$j" --target $targets >>"$OUT/build-after.log" 2>&1 ) &
+    fi
     pa=$!
     wait $pb || { stamp "before: build failed"; tail -30 "$OUT/build-before.log"; exit 1; }
     wait $pa || { stamp "after: build failed"; tail -30 "$OUT/build-after.log"; exit 1; }

@@ -635,21 +635,65 @@ static int fk_small_pick(int64_t n, int64_t m, int64_t kb, int nt, const int64_t
     return best.r > 0;
 }
 
+/* Whether the small-M kernel should take a job it can run, by shape: with
+ * at least 1 MiB of B, for M <= 64, and for 64 < M <= 128 when the general kernel's 128 x 64 tiles would leave a
+ * quarter of the SMs idle or K >= 7168 (H100, session 10, same run:
+ * 128x2112x7168 12.8 vs 16.1 us, 128x7168x7168 22.2 vs 23.1,
+ * 128x7168x16384 45.0 vs 46.9, but 128x7168x2048 10.1 vs 9.2 and
+ * 128x24576x1536 27.6 vs 18.3); and for 32 < M <= 64 not when the
+ * general kernel's 128-wide tiles fill the SMs and K <= 2048 (64x24576x1536
+ * 17.6 vs 20.8 us, 64x32768x2048 27.9 vs 29.9; but 64x18432x4096 32.9 vs
+ * 32.5, 64x12288x2048 19.8 vs 12.6), unless a general-kernel override
+ * (gemm_promo, gemm_bn) is set. */
+static int fk_small_preferred(const fk_gemm_job *job, const fk_tuning *tu, int sm_count)
+{
+    return !(job->n * job->k < ((int64_t)1 << 20) || tu->gemm_promo != FK_AUTO || tu->gemm_bn != FK_AUTO ||
+             (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)sm_count * 3 && job->k < 7168) ||
+             (job->m > 32 && (job->n + 127) / 128 >= (int64_t)sm_count && job->k <= 2048));
+}
+
+/* Raises the shared-memory limit of the small variants vi[0] (and vi[1]
+ * when >= 0) and counts the clusters of 1, 2, 4 and 8 CTAs that fit at once
+ * (1 CTA per SM) into slots. */
+static fp8kit_status fk_small_cluster_slots(fp8kit_ctx *ctx, const fk_cuda_state *cs, const int vi[2], int smem,
+                                            int64_t slots[4])
+{
+    const void *fn = (const void *)fk_small_variants[vi[0]].fn;
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess || (prev != cs->device && cudaSetDevice(cs->device) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cannot select device %d", cs->device);
+    }
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e == cudaSuccess && vi[1] >= 0)
+        e = cudaFuncSetAttribute((const void *)fk_small_variants[vi[1]].fn,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    /* clusters of 2, 4 and 8 that fit at once (1 CTA per SM) */
+    slots[0] = cs->sm_count;
+    slots[1] = slots[2] = slots[3] = 0;
+    for (int i = 1; i < 4 && e == cudaSuccess; i++) {
+        int nc = 0;
+        if (fk_cuda_max_clusters(fn, 1 << i, FK_SMALL_THREADS, (size_t)smem, cs->sm_count, &nc) == cudaSuccess)
+            slots[i] = nc;
+        else
+            (void)cudaGetLastError();
+    }
+    if (prev >= 0 && prev != cs->device)
+        (void)cudaSetDevice(prev);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cudaFuncSetAttribute failed: %s",
+                       cudaGetErrorString(e));
+    }
+    return FP8KIT_OK;
+}
+
 int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st)
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
     const fp8kit_gemm_desc *dd = &job->desc;
     /* tuning gemm_small=0: never, 1: whenever supported, 2: always or fail
-     * (tests); unset: with at least 1 MiB of B, for M <= 64, and for
-     * 64 < M <= 128 when the general kernel's 128 x 64 tiles would leave a
-     * quarter of the SMs idle or K >= 7168 (H100, session 10, same run:
-     * 128x2112x7168 12.8 vs 16.1 us, 128x7168x7168 22.2 vs 23.1,
-     * 128x7168x16384 45.0 vs 46.9, but 128x7168x2048 10.1 vs 9.2 and
-     * 128x24576x1536 27.6 vs 18.3); and for 32 < M <= 64 not when the
-     * general kernel's 128-wide tiles fill the SMs and K <= 2048 (64x24576x1536
-     * 17.6 vs 20.8 us, 64x32768x2048 27.9 vs 29.9; but 64x18432x4096 32.9 vs
-     * 32.5, 64x12288x2048 19.8 vs 12.6), unless a general-kernel override
-     * (gemm_promo, gemm_bn) is set. */
+     * (tests); unset: when fk_small_preferred says so */
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     const int force = tu->gemm_small;
 #define FK_SMALL_DECLINE(why)                                                                       \
@@ -666,9 +710,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     if (dd->scale_a == FP8KIT_SCALE_BLOCK || dd->scale_a == FP8KIT_SCALE_MX ||
         dd->scale_b == FP8KIT_SCALE_MX || dd->scale_b == FP8KIT_SCALE_BLOCK)
         FK_SMALL_DECLINE("block and mx scaling are not implemented on this path");
-    if (force < 0 && (job->n * job->k < ((int64_t)1 << 20) || tu->gemm_promo != FK_AUTO || tu->gemm_bn != FK_AUTO ||
-                      (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)cs->sm_count * 3 && job->k < 7168) ||
-                      (job->m > 32 && (job->n + 127) / 128 >= (int64_t)cs->sm_count && job->k <= 2048)))
+    if (force < 0 && !fk_small_preferred(job, tu, cs->sm_count))
         return 0;
     /* small_mh=2: M > 64 in two parts of 64 rows of A, each on its own CTAs */
     const int mh = job->m > 64 && fk_tuned(tu->small_mh, 1) == 2 ? 2 : 1;
@@ -683,35 +725,10 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     const int smem = FK_SMALL_SMEM;
     if ((size_t)smem > cs->smem_optin)
         FK_SMALL_DECLINE("not enough shared memory");
-    const void *fn = (const void *)fk_small_variants[vi[0]].fn;
     *st = FP8KIT_OK;
-    int prev = -1;
-    if (cudaGetDevice(&prev) != cudaSuccess || (prev != cs->device && cudaSetDevice(cs->device) != cudaSuccess)) {
-        (void)cudaGetLastError();
-        *st = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cannot select device %d", cs->device);
+    int64_t slots[4];
+    if ((*st = fk_small_cluster_slots(ctx, cs, vi, smem, slots)) != FP8KIT_OK)
         return 1;
-    }
-    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (e == cudaSuccess && vi[1] >= 0)
-        e = cudaFuncSetAttribute((const void *)fk_small_variants[vi[1]].fn,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    /* clusters of 2, 4 and 8 that fit at once (1 CTA per SM) */
-    int64_t slots[4] = {cs->sm_count, 0, 0, 0};
-    for (int i = 1; i < 4 && e == cudaSuccess; i++) {
-        int nc = 0;
-        if (fk_cuda_max_clusters(fn, 1 << i, FK_SMALL_THREADS, (size_t)smem, cs->sm_count, &nc) == cudaSuccess)
-            slots[i] = nc;
-        else
-            (void)cudaGetLastError();
-    }
-    if (prev >= 0 && prev != cs->device)
-        (void)cudaSetDevice(prev);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        *st = fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm (small M): cudaFuncSetAttribute failed: %s",
-                      cudaGetErrorString(e));
-        return 1;
-    }
     const int64_t kb = (job->k + FK_GEMM_BK - 1) / FK_GEMM_BK;
     fk_small_shape c;
     int64_t part_slots[4]; /* each M part has its share of the SMs */
