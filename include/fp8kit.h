@@ -233,7 +233,8 @@ FP8KIT_API fp8kit_quant_desc fp8kit_quant_desc_default(fp8kit_scheme scheme);
  * ndim and shape (contiguous strides, data = NULL) that q and scale must have.
  * For the blocked layout the scale shape is (..., Rp, Cp) padded (E experts
  * concatenated); for mn_major it is (..., ceil(C/128), 4*ceil(rows/4)) with
- * rows = R (block1x128) or ceil(R/128) (block128x128). */
+ * rows = R (block1x128) or ceil(R/128) (block128x128). The GEMM's scale
+ * tensors: fp8kit_gemm_scale_shape. */
 FP8KIT_API fp8kit_status fp8kit_quant_shapes(const fp8kit_quant_desc *desc, const fp8kit_tensor *x,
                                              fp8kit_tensor *q, fp8kit_tensor *scale);
 
@@ -346,6 +347,23 @@ typedef struct fp8kit_gemm_args {
     void *workspace;
     size_t workspace_bytes;
 } fp8kit_gemm_args;
+
+/* The scale tensor fp8kit_gemm reads (or writes) for one operand under desc,
+ * without running anything (the GEMM's counterpart of fp8kit_quant_shapes):
+ * operand 0 = scale_a (rows = M, k = K), 1 = scale_b (rows = N, k = K),
+ * 2 = scale_d (rows = M, k = N; desc->out_quant). Fills its dtype (f32, or
+ * e8m0 for mx) and the rows x cols of the stored matrix, padding included:
+ * the tensor passed must be contiguous and hold shape[0] * shape[1] elements
+ * (as fp8kit_scale_mode and docs/spec.md 3 describe; BLOCK's A scales with
+ * the mn_major layout are (ceil(K/128), 4*ceil(M/4)), MX's with the blocked
+ * layout (128*ceil(rows/128), 4*ceil(K/32/4))). A mode without a tensor (NONE,
+ * OUTQ_NONE) gives {0, 0}, a scalar {1, 1}. Statuses as fp8kit_gemm's checks:
+ * desc out of range INVALID_ARGUMENT, a combination it refuses UNSUPPORTED,
+ * K (mx) or N (OUTQ_MX) not a multiple of 32 or a size of 0 INVALID_SHAPE, a
+ * negative size or a count that overflows int64 SIZE_OVERFLOW; operand
+ * outside 0..2 INVALID_ARGUMENT, NULL pointers NULL_POINTER. */
+FP8KIT_API fp8kit_status fp8kit_gemm_scale_shape(const fp8kit_gemm_desc *desc, int operand, int64_t rows,
+                                                 int64_t k, fp8kit_dtype *dtype, int64_t shape[2]);
 
 /* Workspace for the fastest path of this call (0 on the CPU): on the GPU,
  * the stream-K tail of the Hopper GEMM (shapes whose last wave of output

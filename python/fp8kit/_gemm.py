@@ -9,6 +9,7 @@ costs: read the operands' metadata, one dict lookup, copy a template struct,
 set the pointers, one ctypes call.
 """
 import ctypes
+import functools
 import struct
 import sys
 import threading
@@ -16,15 +17,17 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
+from . import _lib
 from ._arrays import (ITEMSIZE, STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr,
                       torch_module)
-from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode
+from ._lib import (Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode,
+                   Status)
 from ._context import Context, on_clear
 from ._outputs import check_disjoint, numpy_writable, raise_overlap, region, shares, torch_writable
 from ._outputs import layout as view_layout
 from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from ._typing import Array, DTypeLike, Stream
-from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
+from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError, raise_status
 
 ACTIVATIONS = {"none": Activation.NONE, "relu": Activation.RELU, "gelu_tanh": Activation.GELU_TANH,
                "gelu": Activation.GELU_ERF, "gelu_erf": Activation.GELU_ERF, "silu": Activation.SILU,
@@ -40,12 +43,40 @@ FN = "fp8kit.scaled_mm"
 OUT_NAME = FN + ": out"  # how a refused out= is named
 
 
-def _cdiv(a, b):
-    return -(-a // b)
-
-
 def _rup(a, b):
-    return _cdiv(a, b) * b
+    return -(-a // b) * b
+
+
+@functools.lru_cache(maxsize=4096)
+def _scale_shape_c(mode, layout, operand, rows, k, out_quant):
+    """fp8kit_gemm_scale_shape (ints in, cached): (status, message, dtype, (rows, cols))."""
+    lib = _lib.load()
+    d = GemmDesc()
+    d.scale_a = d.scale_b = mode
+    d.scale_layout = layout
+    d.out_quant = out_quant
+    d.out_hp = DType.F32
+    dt = _lib._enum_t(0)
+    shape = (ctypes.c_int64 * 2)()
+    st = lib.fp8kit_gemm_scale_shape(ctypes.byref(d), operand, rows, k, ctypes.byref(dt), shape)
+    if st:
+        return st, _lib.decode(lib.fp8kit_last_error(None)), None, None
+    return 0, "", DType(dt.value), (shape[0], shape[1])
+
+
+def _scale_shape(mode, layout, operand, rows, k, out_quant=OutQuant.NONE):
+    """The scale tensor fp8kit_gemm reads for operand 0 (a: rows M), 1 (b: rows N) or writes for 2 (the
+    fused output's scale_d: rows M, k N), as the C library gives it (fp8kit_gemm_scale_shape):
+    (status, message, dtype, (rows, cols) of the stored matrix); status 0 when it accepts the case."""
+    return _scale_shape_c(int(mode), int(layout), operand, int(rows), int(k), int(out_quant))
+
+
+def _scale_shape_or_raise(mode, layout, operand, rows, k, out_quant=OutQuant.NONE):
+    """(dtype, (rows, cols)) of _scale_shape, or the library's error, named as this function's."""
+    st, msg, dt, shp = _scale_shape(mode, layout, operand, rows, k, out_quant)
+    if st:
+        raise_status(st, msg.replace("fp8kit_gemm_scale_shape:", FN + ":", 1))
+    return dt, shp
 
 
 def _dense(v):
@@ -103,14 +134,13 @@ def _mode_candidates(v, rows, K, is_a):
         out.append(ScaleMode.TENSOR)
     if n == rows and shp in ((rows,), (rows, 1), (1, rows)):
         out.append(ScaleMode.ROW)
-    ka = _cdiv(K, 128)
-    if is_a:
-        if shp == (rows, ka) or (len(shp) <= 2 and n == ka * _rup(rows, 4)):
+    _, grid = _scale_shape_or_raise(ScaleMode.BLOCK, ScaleLayout.PLAIN, 0 if is_a else 1, rows, K)
+    if is_a:  # (M, ceil(K/128)), or as many elements as the mn_major buffer holds
+        _, mn = _scale_shape_or_raise(ScaleMode.BLOCK, ScaleLayout.MN_MAJOR, 0, rows, K)
+        if shp == grid or (len(shp) <= 2 and n == mn[0] * mn[1]):
             out.append(ScaleMode.BLOCK)
-    else:
-        nb = _cdiv(rows, 128)
-        if shp in ((nb, ka), (ka, nb)):
-            out.append(ScaleMode.BLOCK)
+    elif shp in (grid, grid[::-1]):  # (ceil(N/128), ceil(K/128)) or its transposed view
+        out.append(ScaleMode.BLOCK)
     return out
 
 
@@ -149,34 +179,32 @@ def _check_scale(v, mode, layout, rows, K, is_a):
     if v is None:
         raise InvalidArgumentError("%s: %s is required for %s scaling" % (FN, name, mode.name.lower()))
     n = _numel(v)
-    ka = _cdiv(K, 128)
+    # what the library reads (mx: K % 32 == 0, else its error)
+    sdt, shp = _scale_shape_or_raise(mode, layout, 0 if is_a else 1, rows, K)
+    want = shp[0] * shp[1]
     if mode == ScaleMode.TENSOR:
-        want, ok = 1, True
+        ok = True
     elif mode == ScaleMode.ROW:
-        want, ok = rows, _dense(v)
+        ok = _dense(v)
     elif mode == ScaleMode.BLOCK:
-        if not is_a:  # B's 128x128 scales have one layout: the (ceil(N/128), ka) grid
-            want = _cdiv(rows, 128) * ka
-            ok = _grid(v, _cdiv(rows, 128), ka)
+        if not is_a:  # B's 128x128 scales have one layout: the (ceil(N/128), ceil(K/128)) grid
+            ok = _grid(v, *shp)
         elif layout == ScaleLayout.MN_MAJOR:
-            want = ka * _rup(rows, 4)
-            if tuple(v.shape) == (rows, ka) and len(v.shape) == 2:  # the (M, ka) view of a (ka, Mp4) buffer
+            ka, ld = shp  # the (ceil(K/128), 4*ceil(M/4)) buffer
+            if tuple(v.shape) == (rows, ka) and len(v.shape) == 2:  # the (M, ka) view of that buffer
                 n = want
-                ok = (v.strides[0] == 1 or rows == 1) and (ka == 1 or v.strides[1] == _rup(rows, 4))
+                ok = (v.strides[0] == 1 or rows == 1) and (ka == 1 or v.strides[1] == ld)
             else:
                 ok = _dense(v)
         else:
-            want, ok = rows * ka, _dense(v)
-    else:
-        if K % 32:
-            raise InvalidShapeError("%s: mx scaling needs K %% 32 == 0 (K = %d)" % (FN, K))
-        if layout == ScaleLayout.BLOCKED:
-            want, ok = _rup(rows, 128) * _rup(K // 32, 4), _dense(v)
-        else:  # B's plain (N, K/32) scales may also come as their transposed view sw.t()
-            want, ok = rows * (K // 32), _dense(v) if is_a else _grid(v, rows, K // 32)
-    if v.dtype != (DType.E8M0 if mode == ScaleMode.MX else DType.F32):
+            ok = _dense(v)
+    elif layout == ScaleLayout.BLOCKED:
+        ok = _dense(v)
+    else:  # B's plain (N, K/32) scales may also come as their transposed view sw.t()
+        ok = _dense(v) if is_a else _grid(v, *shp)
+    if v.dtype != sdt:
         raise InvalidArgumentError("%s: %s has dtype %s; %s scaling needs %s" % (
-            FN, name, v.dtype.name.lower(), mode.name.lower(), "e8m0" if mode == ScaleMode.MX else "float32"))
+            FN, name, v.dtype.name.lower(), mode.name.lower(), "e8m0" if sdt == DType.E8M0 else "float32"))
     if n != want:
         raise InvalidShapeError("%s: %s has shape %s (%d elements); %s scaling%s needs %d" % (
             FN, name, tuple(v.shape), n, mode.name.lower(),
@@ -184,7 +212,6 @@ def _check_scale(v, mode, layout, rows, K, is_a):
     if not ok:
         grid = ""
         if not is_a and (mode == ScaleMode.BLOCK or (mode == ScaleMode.MX and layout == ScaleLayout.PLAIN)):
-            shp = (_cdiv(rows, 128), ka) if mode == ScaleMode.BLOCK else (rows, K // 32)
             grid = ("; scale_b is the %s grid quantize returns, packed row-major, or its transposed view "
                     "sw.t() (torch._scaled_mm's convention), not a transposed copy" % (shp,))
         raise InvalidStrideError("%s: %s (shape %s, strides %s) is not packed in the layout %s scaling reads%s"
@@ -198,18 +225,23 @@ def _infer_layout(va, vb, ma, M, N, K, scale_layout):
     if ma == ScaleMode.BLOCK:
         # A's (M, ka) scales in their own index order: packed -> plain, else the (M, ka) view of an
         # mn_major buffer; a (ka, 4*ceil(M/4)) array that is not also (M, ka) -> that buffer itself
-        ka = _cdiv(K, 128)
+        _, plain = _scale_shape_or_raise(ScaleMode.BLOCK, ScaleLayout.PLAIN, 0, M, K)
+        _, mn = _scale_shape_or_raise(ScaleMode.BLOCK, ScaleLayout.MN_MAJOR, 0, M, K)
         shp = tuple(va.shape)
-        if shp == (M, ka):
+        if shp == plain:
             return ScaleLayout.PLAIN if _dense(va) else ScaleLayout.MN_MAJOR
-        if shp == (ka, _rup(M, 4)):
+        if shp == mn:
             return ScaleLayout.MN_MAJOR
         return ScaleLayout.PLAIN
     if ma == ScaleMode.MX:
-        kc = K // 32
-        plain_n, blocked_n = M * kc, _rup(M, 128) * _rup(kc, 4)
-        plain_nb, blocked_nb = N * kc, _rup(N, 128) * _rup(kc, 4)
-        if tuple(va.shape) == (M, kc) and tuple(vb.shape) in ((N, kc), (kc, N)):
+        shapes = [_scale_shape(ScaleMode.MX, lay, op, rows, K)
+                  for lay in (ScaleLayout.PLAIN, ScaleLayout.BLOCKED) for op, rows in ((0, M), (1, N))]
+        if any(st for st, _, _, _ in shapes):
+            return ScaleLayout.PLAIN  # K % 32 != 0: _check_scale names it
+        (_, _, _, pa), (_, _, _, pb), (_, _, _, ba), (_, _, _, bb) = shapes
+        plain_n, blocked_n = pa[0] * pa[1], ba[0] * ba[1]
+        plain_nb, blocked_nb = pb[0] * pb[1], bb[0] * bb[1]
+        if tuple(va.shape) == pa and tuple(vb.shape) in (pb, pb[::-1]):
             return ScaleLayout.PLAIN
         na, nb = _numel(va), _numel(vb)
         if na == blocked_n and nb == blocked_nb and (na != plain_n or nb != plain_nb):
@@ -939,12 +971,12 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         desc.out_hp = hp
         desc.out_rounding = _enum(ROUNDINGS, out_rounding, "out_rounding", Rounding)
         desc.out_pow2 = 1 if out_pow2 else 0
-        if oq == OutQuant.MX:
-            if N % 32:
-                raise InvalidShapeError("%s: out_quant 'mx' needs N %% 32 == 0 (N = %d)" % (FN, N))
-            plan.sd_shape, plan.sd_dtype = (M, N // 32), DType.E8M0
-        else:
-            plan.sd_shape, plan.sd_dtype = (M, _cdiv(N, 128)), DType.F32
+        st, _, sd_dtype, sd_shape = _scale_shape(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, N, oq)
+        if st == Status.ERR_INVALID_SHAPE:  # mx: N % 32 != 0
+            raise InvalidShapeError("%s: out_quant 'mx' needs N %% 32 == 0 (N = %d)" % (FN, N))
+        if st:
+            _scale_shape_or_raise(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, N, oq)
+        plan.sd_shape, plan.sd_dtype = sd_shape, sd_dtype
 
     args = GemmArgs()
     _set(args.a, None, av.dtype, (M, K), (av.strides[0] if M > 1 else K, 1))

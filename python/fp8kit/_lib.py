@@ -353,6 +353,8 @@ def _declare(lib):
         "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
         "fp8kit_gemm_supported": (_enum_t, [vp, GD, GA]),
         "fp8kit_gemm_describe": (_enum_t, [vp, GD, GA, c.c_char_p, c.c_size_t]),
+        "fp8kit_gemm_scale_shape": (_enum_t, [GD, c.c_int, c.c_int64, c.c_int64, c.POINTER(_enum_t),
+                                              c.POINTER(c.c_int64)]),
         "fp8kit_gemm_call_run": (_enum_t, [vp]),
         "fp8kit_gemm_call_ptrs": (_enum_t, [vp, vp]),
         "fp8kit_plan_cache_size": (c.c_int64, [vp]),
@@ -364,7 +366,8 @@ def _declare(lib):
                                                    c.POINTER(CkptReport)]),
     }
     optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune", "fp8kit_ctx_set_tuning",
-                "fp8kit_ctx_get_tuning", "fp8kit_gemm_supported", "fp8kit_gemm_describe", "fp8kit_gemm_call_run",
+                "fp8kit_ctx_get_tuning", "fp8kit_gemm_supported", "fp8kit_gemm_describe", "fp8kit_gemm_scale_shape",
+                "fp8kit_gemm_call_run",
                 "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm", "fp8kit_ckpt_opts_default",
                 "fp8kit_checkpoint_quantize",
                 "fp8kit_checkpoint_dequantize")  # newer than the first binding: an older library lacks it

@@ -1,9 +1,10 @@
 """_quant.py - quantize, dequantize and cast for numpy arrays, torch tensors
-and DLPack objects, plus the pure-Python shape rules (quant_shapes) that the
-torch fake (meta) kernels also use. Names of options follow docs/spec.md
-section 2.
+and DLPack objects, plus quant_shapes (the C library's fp8kit_quant_shapes,
+which the torch fake (meta) kernels also use; symbolic sizes go through the
+same rules written in Python). Names of options follow docs/spec.md section 2.
 """
 import ctypes
+import functools
 from typing import Optional, Union
 
 from . import _lib
@@ -75,8 +76,31 @@ def _rup(a, b):
 
 
 def quant_shapes(shape, desc):
-    """(q_shape, scale_shape, scale_dtype) for an input of `shape` (pure Python;
-    the same rules as fp8kit_quant_shapes, also valid for symbolic sizes)."""
+    """(q_shape, scale_shape, scale_dtype) for an input of `shape`: the C
+    library's answer (fp8kit_quant_shapes, cached per shape and descriptor)
+    when every size is an int; symbolic sizes (torch fake kernels under
+    dynamic shapes) get quant_shapes_symbolic's."""
+    shape = tuple(shape)
+    nd = len(shape)
+    if nd > 4:
+        raise InvalidShapeError("x has %d dims; fp8kit takes at most 4" % nd)
+    if all(isinstance(n, int) for n in shape):
+        return _c_quant_shapes_cached(shape, int(desc.scheme), int(desc.elem), int(desc.axis),
+                                      int(desc.scale_layout))
+    return quant_shapes_symbolic(shape, desc)
+
+
+@functools.lru_cache(maxsize=4096)
+def _c_quant_shapes_cached(shape, scheme, elem, axis, layout):
+    d = QuantDesc()
+    d.scheme, d.elem, d.axis, d.scale_layout = scheme, elem, axis, layout
+    return c_quant_shapes(shape, d)
+
+
+def quant_shapes_symbolic(shape, desc):
+    """quant_shapes in pure Python, for sizes the C library cannot take
+    (symbolic ones): the rules of fp8kit_quant_shapes (docs/spec.md 2.3,
+    src/format/geometry.h) written again, to be kept in step with them."""
     shape = tuple(shape)
     nd = len(shape)
     if nd > 4:

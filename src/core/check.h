@@ -5,7 +5,25 @@
 #define FK_CHECK_H
 
 #include "core/internal.h"
+#include "format/geometry.h"
 #include "format/scale.h"
+
+/* format/geometry.h takes the public enums' values */
+#define FK_GEO_SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(FK_GEO_SAME(FK_GEO_TENSOR, FP8KIT_SCHEME_TENSOR) && FK_GEO_SAME(FK_GEO_ROW, FP8KIT_SCHEME_ROW) &&
+                   FK_GEO_SAME(FK_GEO_1X128, FP8KIT_SCHEME_BLOCK1X128) &&
+                   FK_GEO_SAME(FK_GEO_128X128, FP8KIT_SCHEME_BLOCK128X128) && FK_GEO_SAME(FK_GEO_MX, FP8KIT_SCHEME_MX),
+               "geometry.h scheme values");
+_Static_assert(FK_GEO_SAME(FK_GEO_PLAIN, FP8KIT_LAYOUT_PLAIN) && FK_GEO_SAME(FK_GEO_BLOCKED, FP8KIT_LAYOUT_BLOCKED) &&
+                   FK_GEO_SAME(FK_GEO_MN_MAJOR, FP8KIT_LAYOUT_MN_MAJOR),
+               "geometry.h layout values");
+_Static_assert(FK_GEO_SAME(FK_GEO_MODE_NONE, FP8KIT_SCALE_NONE) && FK_GEO_SAME(FK_GEO_MODE_TENSOR, FP8KIT_SCALE_TENSOR) &&
+                   FK_GEO_SAME(FK_GEO_MODE_ROW, FP8KIT_SCALE_ROW) && FK_GEO_SAME(FK_GEO_MODE_BLOCK, FP8KIT_SCALE_BLOCK) &&
+                   FK_GEO_SAME(FK_GEO_MODE_MX, FP8KIT_SCALE_MX),
+               "geometry.h scale mode values");
+_Static_assert(FK_GEO_SAME(FK_GEO_OUTQ_NONE, FP8KIT_OUTQ_NONE) && FK_GEO_SAME(FK_GEO_OUTQ_SCALED, FP8KIT_OUTQ_SCALED) &&
+                   FK_GEO_SAME(FK_GEO_OUTQ_MX, FP8KIT_OUTQ_MX) && FK_GEO_SAME(FK_GEO_OUTQ_1X128, FP8KIT_OUTQ_BLOCK1X128),
+               "geometry.h out_quant values");
 
 /* Checks dtype, ndim, shape (>= 1, no overflow of elements or bytes) and
  * strides (unit last stride, row-major nesting) of t. `fn` and `name` name

@@ -1,6 +1,7 @@
 /* gemm_api.c - public scaled-GEMM entry points: validate descriptor and
  * operands (docs/spec.md sections 3 and 4; alignment, no overlapping
- * outputs, D may be exactly C) into an fk_gemm_job, find or build the
+ * outputs, D may be exactly C; scale shapes from format/geometry.h, also
+ * answered by fp8kit_gemm_scale_shape) into an fk_gemm_job, find or build the
  * cached plan (hash + lookup), and dispatch to the backend. A thread repeating
  * its previous call's metadata with new data pointers skips the re-checks. */
 #include <stdio.h>
@@ -32,10 +33,11 @@ fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const char *fn, const fp
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "%s: block and mx scaling must be used on both A and B (got scale_a %d, scale_b %d)", fn,
                        (int)d->scale_a, (int)d->scale_b);
-    if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED && !ma)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: the blocked scale layout is only defined for mx scaling", fn);
-    if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR && !ba)
+    if (!fk_gemm_layout_ok(d->scale_a, d->scale_layout)) {
+        if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED)
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: the blocked scale layout is only defined for mx scaling", fn);
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: the mn_major scale layout is only defined for block scaling", fn);
+    }
     if ((d->out_quant == FP8KIT_OUTQ_MX || d->out_quant == FP8KIT_OUTQ_BLOCK1X128) && !fk_is_hp(d->out_hp))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: desc->out_hp must be f32, f16 or bf16 for fused output quantization", fn);
     return FP8KIT_OK;
@@ -57,11 +59,6 @@ static fp8kit_status fk_check_mat2(const fp8kit_ctx *ctx, const char *name, cons
     return FP8KIT_OK;
 }
 
-/* ceil(a / b) and a rounded up to a multiple of b, for a >= 0 (b > 0) without
- * overflow (K of an fp8 A may be close to INT64_MAX); -1 when it overflows. */
-static int64_t fk_cdiv_safe(int64_t a, int64_t b) { return a / b + (a % b != 0); }
-static int64_t fk_rup_safe(int64_t a, int64_t b) { return fk_mul_ovf(fk_cdiv_safe(a, b), b); }
-
 /* A checked contiguous tensor of dtype `dt` holding exactly `n` elements. */
 static fp8kit_status fk_check_vec(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
                                   int64_t n, const char *what)
@@ -69,39 +66,80 @@ static fp8kit_status fk_check_vec(const fp8kit_ctx *ctx, const char *name, const
     return fk_check_count(ctx, FN, name, t, dt, n, what);
 }
 
-/* Validates one operand's scales. rows = M (A) or N (B). */
+/* The scales of operand 0 (A: rows M, k K), 1 (B: rows N, k K) or 2 (D's output
+ * scales: rows M, k N) under d (format/geometry.h); *what names the role in
+ * messages. The geometry's code: FK_GEO_ERR_SHAPE for K (mx) or N (OUTQ_MX) not
+ * a multiple of 32, FK_GEO_ERR_OVERFLOW with count -1 when a size overflows. */
+static int fk_op_geom(const fp8kit_gemm_desc *d, int operand, int64_t rows, int64_t k, fk_scale_geom *g,
+                      const char **what)
+{
+    if (operand == 2) {
+        static const char *const oq[] = {"no output quantization", "OUTQ_SCALED", "OUTQ_MX", "OUTQ_BLOCK1X128"};
+        *what = (unsigned)d->out_quant <= FP8KIT_OUTQ_BLOCK1X128 ? oq[d->out_quant] : "out_quant";
+        return fk_gemm_out_scale_geom(d->out_quant, rows, k, g);
+    }
+    const fp8kit_scale_mode mode = operand ? d->scale_b : d->scale_a;
+    switch (mode) {
+    case FP8KIT_SCALE_TENSOR: *what = "tensor scaling"; break;
+    case FP8KIT_SCALE_ROW: *what = "row scaling"; break;
+    case FP8KIT_SCALE_BLOCK:
+        *what = operand ? "128x128 block scaling of B"
+                : d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR ? "1x128 block scaling of A (mn_major)"
+                                                            : "1x128 block scaling of A";
+        break;
+    case FP8KIT_SCALE_MX:
+        *what = d->scale_layout == FP8KIT_LAYOUT_BLOCKED ? "mx scaling (blocked layout)" : "mx scaling";
+        break;
+    default: *what = "no scaling"; break;
+    }
+    return fk_gemm_scale_geom(mode, d->scale_layout, operand, rows, k, g);
+}
+
+/* Validates one operand's scales. rows = M (A) or N (B); K % 32 was checked for mx. */
 static fp8kit_status fk_check_op_scale(const fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, int is_a,
                                        const fp8kit_tensor *s, int64_t rows, int64_t k, int64_t *ld)
 {
-    const char *name = is_a ? "scale_a" : "scale_b";
-    fp8kit_scale_mode mode = is_a ? d->scale_a : d->scale_b;
-    int64_t ka = fk_cdiv_safe(k, 128);
-    *ld = 0;
-    switch (mode) {
-    case FP8KIT_SCALE_NONE:
+    const char *name = is_a ? "scale_a" : "scale_b", *what;
+    const fp8kit_scale_mode mode = is_a ? d->scale_a : d->scale_b;
+    fk_scale_geom g;
+    fk_op_geom(d, !is_a, rows, k, &g, &what);
+    *ld = mode == FP8KIT_SCALE_BLOCK ? g.ld : 0; /* the stored row stride of block scales */
+    if (mode == FP8KIT_SCALE_NONE)
         return FP8KIT_OK;
-    case FP8KIT_SCALE_TENSOR:
-        return fk_check_vec(ctx, name, s, FP8KIT_F32, 1, "tensor scaling");
-    case FP8KIT_SCALE_ROW:
-        return fk_check_vec(ctx, name, s, FP8KIT_F32, rows, "row scaling");
-    case FP8KIT_SCALE_BLOCK:
-        if (!is_a) {
-            *ld = ka;
-            return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_mul_ovf(fk_cdiv_safe(rows, 128), ka), "128x128 block scaling of B");
-        }
-        if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR) {
-            *ld = fk_rup_safe(rows, 4);
-            return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_mul_ovf(ka, *ld), "1x128 block scaling of A (mn_major)");
-        }
-        *ld = ka;
-        return fk_check_vec(ctx, name, s, FP8KIT_F32, fk_mul_ovf(rows, ka), "1x128 block scaling of A");
-    case FP8KIT_SCALE_MX:
-        if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED)
-            return fk_check_vec(ctx, name, s, FP8KIT_E8M0,
-                                fk_mul_ovf(fk_rup_safe(rows, 128), fk_rup_safe(k / 32, 4)),
-                                "mx scaling (blocked layout)");
-        return fk_check_vec(ctx, name, s, FP8KIT_E8M0, fk_mul_ovf(rows, k / 32), "mx scaling");
-    }
+    return fk_check_vec(ctx, name, s, g.e8m0 ? FP8KIT_E8M0 : FP8KIT_F32, g.count, what);
+}
+
+fp8kit_status fp8kit_gemm_scale_shape(const fp8kit_gemm_desc *desc, int operand, int64_t rows, int64_t k,
+                                      fp8kit_dtype *dtype, int64_t shape[2])
+{
+    const char *fn = "fp8kit_gemm_scale_shape";
+    if (!desc || !dtype || !shape)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "%s: %s is NULL", fn, !desc ? "desc" : !dtype ? "dtype" : "shape");
+    fp8kit_status st = fk_check_gemm_desc(NULL, fn, desc);
+    if (st)
+        return st;
+    if (operand < 0 || operand > 2)
+        return fk_fail(NULL, FP8KIT_ERR_INVALID_ARGUMENT, "%s: operand %d is not 0 (A), 1 (B) or 2 (D)", fn, operand);
+    const char *rn = operand == 1 ? "N" : "M", *kn = operand == 2 ? "N" : "K";
+    if (rows < 0 || k < 0)
+        return fk_fail(NULL, FP8KIT_ERR_SIZE_OVERFLOW, "%s: %s = %lld is negative", fn, rows < 0 ? rn : kn,
+                       (long long)(rows < 0 ? rows : k));
+    if (rows == 0 || k == 0)
+        return fk_fail(NULL, FP8KIT_ERR_INVALID_SHAPE, "%s: %s is 0 (empty operands are not accepted)", fn,
+                       rows == 0 ? rn : kn);
+    fk_scale_geom g;
+    const char *what;
+    const int gst = fk_op_geom(desc, operand, rows, k, &g, &what);
+    if (gst == FK_GEO_ERR_SHAPE)
+        return fk_fail(NULL, FP8KIT_ERR_INVALID_SHAPE, "%s: %s needs %s %% 32 == 0 (%s = %lld)", fn,
+                       operand == 2 ? "OUTQ_MX" : "mx scaling", kn, kn, (long long)k);
+    if (gst == FK_GEO_ERR_OVERFLOW)
+        return fk_fail(NULL, FP8KIT_ERR_SIZE_OVERFLOW, "%s: the element count for %s overflows int64", fn, what);
+    if (gst)
+        return fk_fail(NULL, FP8KIT_ERR_INTERNAL, "%s: no scale geometry for this descriptor", fn);
+    *dtype = g.e8m0 ? FP8KIT_E8M0 : FP8KIT_F32;
+    shape[0] = g.rows;
+    shape[1] = g.cols;
     return FP8KIT_OK;
 }
 
@@ -189,8 +227,12 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     if (a->b.shape[1] != j->k)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": A is M x K = %lld x %lld but B is N x K = %lld x %lld",
                        (long long)j->m, (long long)j->k, (long long)j->n, (long long)a->b.shape[1]);
-    if ((d->scale_a == FP8KIT_SCALE_MX) && j->k % 32)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": mx scaling needs K %% 32 == 0 (K = %lld)", (long long)j->k);
+    {
+        fk_scale_geom g;
+        const char *what;
+        if (fk_op_geom(d, 0, j->m, j->k, &g, &what) == FK_GEO_ERR_SHAPE) /* mx: K % 32 */
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": mx scaling needs K %% 32 == 0 (K = %lld)", (long long)j->k);
+    }
     j->a_type = a->a.dtype;
     j->b_type = a->b.dtype;
     int64_t ldb_scale; /* B's block-scale row stride is always ceil(K/128) */
@@ -210,23 +252,13 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     if (d->out_quant != FP8KIT_OUTQ_NONE && !fk_is_fp8(j->d_type))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization needs an e4m3/e5m2 D (d is %s)",
                        fp8kit_dtype_name(j->d_type));
-    switch (d->out_quant) {
-    case FP8KIT_OUTQ_NONE:
-        break;
-    case FP8KIT_OUTQ_SCALED:
-        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, 1, "OUTQ_SCALED")))
-            return st;
-        break;
-    case FP8KIT_OUTQ_MX:
-        if (j->n % 32)
+    if (d->out_quant != FP8KIT_OUTQ_NONE) { /* scale_d: SCALED's input scale, MX / BLOCK1X128's output scales */
+        fk_scale_geom g;
+        const char *what;
+        if (fk_op_geom(d, 2, j->m, j->n, &g, &what) == FK_GEO_ERR_SHAPE)
             return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": OUTQ_MX needs N %% 32 == 0 (N = %lld)", (long long)j->n);
-        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_E8M0, fk_mul_ovf(j->m, j->n / 32), "OUTQ_MX")))
+        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, g.e8m0 ? FP8KIT_E8M0 : FP8KIT_F32, g.count, what)))
             return st;
-        break;
-    case FP8KIT_OUTQ_BLOCK1X128:
-        if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, FP8KIT_F32, fk_mul_ovf(j->m, fk_cdiv_safe(j->n, 128)), "OUTQ_BLOCK1X128")))
-            return st;
-        break;
     }
     if (d->out_quant != FP8KIT_OUTQ_SCALED && a->amax_d)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": amax_d is only written with OUTQ_SCALED");

@@ -40,37 +40,14 @@ static fp8kit_status fk_check_desc(const fp8kit_ctx *ctx, const char *fn, const 
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->axis %d must be -1 or -2", fn, (int)d->axis);
     if (d->axis == -2 && d->scheme != FP8KIT_SCHEME_MX)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: axis -2 is only supported by the mx scheme", fn);
-    if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED && d->scheme != FP8KIT_SCHEME_MX)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: the blocked scale layout is only defined for the mx scheme", fn);
-    if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR && d->scheme != FP8KIT_SCHEME_BLOCK1X128 &&
-        d->scheme != FP8KIT_SCHEME_BLOCK128X128)
+    if (!fk_quant_layout_ok(d->scheme, d->scale_layout)) {
+        if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED)
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: the blocked scale layout is only defined for the mx scheme",
+                           fn);
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "%s: the mn_major scale layout is only defined for the block1x128 and block128x128 schemes", fn);
+    }
     return FP8KIT_OK;
-}
-
-/* Scale geometry per expert (stored layout, padding included) for x's (E, R, C). */
-static void fk_scale_geometry(const fp8kit_quant_desc *d, const fk_mat *x, int64_t *rows, int64_t *cols)
-{
-    int64_t R = x->R, C = x->C;
-    switch (d->scheme) {
-    case FP8KIT_SCHEME_TENSOR: *rows = 1; *cols = 1; break;
-    case FP8KIT_SCHEME_ROW: *rows = R; *cols = 1; break;
-    case FP8KIT_SCHEME_BLOCK1X128:
-        if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR) { *rows = fk_ceil_div(C, 128); *cols = fk_round_up(R, 4); }
-        else { *rows = R; *cols = fk_ceil_div(C, 128); }
-        break;
-    case FP8KIT_SCHEME_BLOCK128X128:
-        if (d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR) { *rows = fk_ceil_div(C, 128); *cols = fk_round_up(fk_ceil_div(R, 128), 4); }
-        else { *rows = fk_ceil_div(R, 128); *cols = fk_ceil_div(C, 128); }
-        break;
-    case FP8KIT_SCHEME_MX: {
-        int64_t qr = d->axis == -1 ? R : C, qc = (d->axis == -1 ? C : R) / 32;
-        if (d->scale_layout == FP8KIT_LAYOUT_BLOCKED) { *rows = fk_round_up(qr, 128); *cols = fk_round_up(qc, 4); }
-        else { *rows = qr; *cols = qc; }
-        break;
-    }
-    }
 }
 
 /* Validates desc and the high-precision tensor x (meta only unless need_data),
@@ -92,14 +69,19 @@ static fp8kit_status fk_plan_quant(const fp8kit_ctx *ctx, const char *fn, const 
                        fn, xname, x->ndim);
     if ((st = fk_to_mat(ctx, fn, xname, x, xm)))
         return st;
-    if (d->scheme == FP8KIT_SCHEME_MX) {
-        int64_t len = d->axis == -1 ? xm->C : xm->R;
-        if (len % 32)
-            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
-                           "%s: mx blocks run along axis %d, whose length %lld is not a multiple of 32", fn,
-                           (int)d->axis, (long long)len);
-    }
-    fk_scale_geometry(d, xm, srows, scols);
+    /* the scales of one expert, stored layout and padding included (format/geometry.h) */
+    fk_scale_geom g;
+    const int gst = fk_quant_scale_geom(d->scheme, d->scale_layout, d->axis, xm->R, xm->C, &g);
+    if (gst == FK_GEO_ERR_SHAPE)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                       "%s: mx blocks run along axis %d, whose length %lld is not a multiple of 32", fn,
+                       (int)d->axis, (long long)(d->axis == -1 ? xm->C : xm->R));
+    if (gst == FK_GEO_ERR_OVERFLOW || fk_mul_ovf(xm->E, g.count) < 0)
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: the scale tensor's size overflows int64", fn);
+    if (gst)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "%s: no scale geometry for this descriptor", fn);
+    *srows = g.rows;
+    *scols = g.cols;
     int nd = x->ndim;
     int64_t qshape[FP8KIT_MAX_DIMS];
     for (int i = 0; i < nd; i++)
@@ -117,9 +99,7 @@ static fp8kit_status fk_plan_quant(const fp8kit_ctx *ctx, const char *fn, const 
         sshape[snd++] = *srows;
         sshape[snd++] = *scols;
     }
-    *scale = fp8kit_tensor_make(NULL, d->scheme == FP8KIT_SCHEME_MX ? FP8KIT_E8M0 : FP8KIT_F32, snd, sshape);
-    if (fk_mul_ovf(fk_mul_ovf(xm->E, *srows), *scols) < 0)
-        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, "%s: the scale tensor's size overflows int64", fn);
+    *scale = fp8kit_tensor_make(NULL, g.e8m0 ? FP8KIT_E8M0 : FP8KIT_F32, snd, sshape);
     /* the outputs' byte counts too (an f32 scale per row of 2^62 f16 rows
      * overflows where the input does not): the tensor rule, checked once */
     if ((st = fk_check_tensor(ctx, fn, "q (as planned)", q, 0)) ||

@@ -10,7 +10,7 @@
 
 /* One tile: y rows r0 .. r0+th (th = 32 or 64), columns c0 .. c0+tw (tw <= 64). */
 FK_CPU_CLONES static void k_deq_mx_t_tile(const uint8_t *q0, int64_t q_sr, const uint8_t *s_e,
-                                          int64_t srow0, int64_t scol0, int blocked, int64_t s_cols,
+                                          int64_t srow0, int64_t scol0, const fk_scale_geom *g,
                                           const float *lut, int th, int tw, char *y0, int64_t y_sr,
                                           fp8kit_dtype yt)
 {
@@ -25,7 +25,7 @@ FK_CPU_CLONES static void k_deq_mx_t_tile(const uint8_t *q0, int64_t q_sr, const
     for (int b = 0; b < th / 32; b++) {
         for (int c = 0; c < tw; c++) {
             int64_t sr = srow0 + c, sc = scol0 + b;
-            sf[b][c] = fk_e8m0_to_f32(s_e[blocked ? fk_blocked_offset(sr, sc, s_cols) : sr * s_cols + sc]);
+            sf[b][c] = fk_e8m0_to_f32(s_e[fk_scale_off(g, sr, sc)]);
         }
         for (int c = tw; c < TILE; c++)
             sf[b][c] = 1.0f;
@@ -41,8 +41,8 @@ FK_CPU_CLONES static void k_deq_mx_t_tile(const uint8_t *q0, int64_t q_sr, const
 fp8kit_status fk_cpu_dequant_mx_t(int nt, const fk_quant_job *job)
 {
     const fk_mat *y = &job->x, *qm = &job->q;
-    const int blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
-    const int64_t per = job->scale_rows * job->scale_cols;
+    fk_scale_geom g; /* the grid in q's orientation: C rows of R/32 */
+    fk_quant_scale_geom(job->desc.scheme, job->desc.scale_layout, job->desc.axis, y->R, y->C, &g);
     const int64_t ntr = fk_ceil_div(y->R, TILE), ntc = fk_ceil_div(y->C, TILE);
     const size_t es = fk_dtype_bytes(y->dtype);
     const uint8_t *S = (const uint8_t *)job->scale;
@@ -56,7 +56,7 @@ fp8kit_status fk_cpu_dequant_mx_t(int nt, const fk_quant_job *job)
                 int tw = (int)(y->C - c0 < TILE ? y->C - c0 : TILE);
                 const uint8_t *q0 = (const uint8_t *)qm->data + e * qm->se + c0 * qm->sr + r0;
                 char *y0 = (char *)y->data + (e * y->se + r0 * y->sr + c0) * (int64_t)es;
-                k_deq_mx_t_tile(q0, qm->sr, S + e * per, c0, r0 / 32, blocked, job->scale_cols, lut,
+                k_deq_mx_t_tile(q0, qm->sr, S + e * g.count, c0, r0 / 32, &g, lut,
                                 th, tw, y0, y->sr, y->dtype);
             }
     return FP8KIT_OK;

@@ -4,7 +4,8 @@
  * axis -1 (plain or blocked e8m0 scales, S = 2^(s-127)) schemes. mx axis -2
  * (transposed q) lives in dequant_mx_t.c. An infinite fp32 S marks a NaN
  * group (every element NaN, fk_deq_scale_f32). fp8 decode goes through the
- * 256-entry tables of cast.c; OpenMP over rows. */
+ * 256-entry tables of cast.c; OpenMP over rows. Scale positions come from
+ * src/format/geometry.h. */
 #include <stdint.h>
 #include "cpu/quant_simd.h"
 
@@ -44,32 +45,19 @@ static fp8kit_status deq_tensor(int nt, const fk_quant_job *job, const float *lu
     return FP8KIT_OK;
 }
 
-/* row, block1x128 and block128x128: one k_deq per row with the row's scales. */
+/* row, block1x128 and block128x128: one k_deq per row with the row's scales
+ * (groups of g.gw elements, the scale of group b at se[b * g.sc]). */
 static fp8kit_status deq_fp32_rows(int nt, const fk_quant_job *job, const float *lut)
 {
     const fk_mat *y = &job->x, *qm = &job->q;
     const float *S = (const float *)job->scale;
-    const int64_t per = job->scale_rows * job->scale_cols, ncb = fk_ceil_div(y->C, 128);
-    const int mn = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
-    const fp8kit_scheme sch = job->desc.scheme;
+    fk_scale_geom g;
+    fk_quant_scale_geom(job->desc.scheme, job->desc.scale_layout, job->desc.axis, y->R, y->C, &g);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t row = 0; row < y->E * y->R; row++) {
         int64_t e = row / y->R, r = row % y->R;
-        const float *se = S + e * per;
-        int64_t G = 128, stride = 1;
-        if (sch == FP8KIT_SCHEME_ROW) {
-            se += r;
-            G = INT64_MAX;
-        } else {
-            int64_t gr = sch == FP8KIT_SCHEME_BLOCK1X128 ? r : r / 128; /* scale row */
-            if (mn) {
-                se += gr;
-                stride = job->scale_cols;
-            } else {
-                se += gr * ncb;
-            }
-        }
-        k_deq(fk_cpu_at(qm, e, r, 0), y->C, lut, G, se, stride, y->dtype, fk_cpu_at(y, e, r, 0));
+        const float *se = S + e * g.count + fk_scale_off(&g, r / g.gh, 0);
+        k_deq(fk_cpu_at(qm, e, r, 0), y->C, lut, g.gw, se, g.sc, y->dtype, fk_cpu_at(y, e, r, 0));
     }
     return FP8KIT_OK;
 }
@@ -78,13 +66,13 @@ static fp8kit_status deq_mx_rows(int nt, const fk_quant_job *job, const float *l
 {
     const fk_mat *y = &job->x, *qm = &job->q;
     const uint8_t *S = (const uint8_t *)job->scale;
-    const int blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
-    const int64_t per = job->scale_rows * job->scale_cols, cp = job->scale_cols;
+    fk_scale_geom g;
+    fk_quant_scale_geom(job->desc.scheme, job->desc.scale_layout, job->desc.axis, y->R, y->C, &g);
     const size_t es = fk_dtype_bytes(y->dtype);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t row = 0; row < y->E * y->R; row++) {
         int64_t e = row / y->R, r = row % y->R;
-        const uint8_t *se = S + e * per;
+        const uint8_t *se = S + e * g.count;
         const uint8_t *qr = (const uint8_t *)fk_cpu_at(qm, e, r, 0);
         char *yr = (char *)fk_cpu_at(y, e, r, 0);
         float sf[FK_CPU_CHUNK / 32];
@@ -92,7 +80,7 @@ static fp8kit_status deq_mx_rows(int nt, const fk_quant_job *job, const float *l
             int64_t k = y->C - c0 < FK_CPU_CHUNK ? y->C - c0 : FK_CPU_CHUNK;
             for (int64_t b = 0; b < k / 32; b++) {
                 int64_t cb = c0 / 32 + b;
-                sf[b] = fk_e8m0_to_f32(se[blocked ? fk_blocked_offset(r, cb, cp) : r * cp + cb]);
+                sf[b] = fk_e8m0_to_f32(se[fk_scale_off(&g, r, cb)]);
             }
             k_deq(qr + c0, k, lut, 32, sf, 1, y->dtype, yr + c0 * (int64_t)es);
         }

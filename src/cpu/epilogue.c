@@ -11,6 +11,7 @@
 #include "cpu/gemm_internal.h"
 #include "format/codec.h"
 #include "format/epilogue.h"
+#include "format/geometry.h"
 #include "format/scale.h"
 
 /* y rounded to the high-precision type (RNE) and widened back. */
@@ -76,8 +77,9 @@ static inline __attribute__((always_inline)) void fk_epi_linear(const fk_gemm_ep
         y[x] = (float)yd[x];
 }
 
-/* Fused output quantization of one row (OUTQ_MX / OUTQ_BLOCK1X128), docs/spec.md 2. */
-static inline __attribute__((always_inline)) void fk_epi_quant_row(const fk_gemm_job *j, float *restrict y, int64_t m, int64_t n0, int64_t w,
+/* Fused output quantization of one row (OUTQ_MX / OUTQ_BLOCK1X128), docs/spec.md 2;
+ * gd: D's scales (format/geometry.h). */
+static inline __attribute__((always_inline)) void fk_epi_quant_row(const fk_gemm_job *j, const fk_scale_geom *gd, float *restrict y, int64_t m, int64_t n0, int64_t w,
                              uint8_t *restrict q)
 {
     const int e5m2 = j->d_type == FP8KIT_E5M2;
@@ -87,7 +89,7 @@ static inline __attribute__((always_inline)) void fk_epi_quant_row(const fk_gemm
             y[x] = fk_round_hp(y[x], hp);
     if (j->desc.out_quant == FP8KIT_OUTQ_MX) {
         const int rceil = j->desc.out_rounding == FP8KIT_ROUND_RCEIL;
-        uint8_t *sd = (uint8_t *)j->scale_d_out + m * (j->n / 32) + n0 / 32;
+        uint8_t *sd = (uint8_t *)j->scale_d_out + fk_scale_off_rk(gd, m, n0 / 32);
         for (int64_t g = 0; g < w; g += 32) {
             uint32_t amax = 0;
             for (int x = 0; x < 32; x++)
@@ -100,7 +102,7 @@ static inline __attribute__((always_inline)) void fk_epi_quant_row(const fk_gemm
         }
     } else {
         const int pow2 = j->desc.out_pow2 != 0;
-        float *sd = (float *)j->scale_d_out + m * fk_ceil_div(j->n, 128) + n0 / 128;
+        float *sd = (float *)j->scale_d_out + fk_scale_off_rk(gd, m, n0 / 128);
         for (int64_t g = 0; g < w; g += 128) {
             int64_t gl = w - g < 128 ? w - g : 128;
             uint32_t amax = 0;
@@ -115,7 +117,7 @@ static inline __attribute__((always_inline)) void fk_epi_quant_row(const fk_gemm
 }
 
 /* Step 5: D[m, n0 .. n0 + w) from y. */
-static inline __attribute__((always_inline)) void fk_epi_store(const fk_gemm_job *j, float *restrict y, int64_t m, int64_t n0, int64_t w,
+static inline __attribute__((always_inline)) void fk_epi_store(const fk_gemm_job *j, const fk_scale_geom *gd, float *restrict y, int64_t m, int64_t n0, int64_t w,
                          uint32_t *amax_bits)
 {
     int64_t base = m * j->ldd + n0;
@@ -158,7 +160,7 @@ static inline __attribute__((always_inline)) void fk_epi_store(const fk_gemm_job
         break;
     }
     default:
-        fk_epi_quant_row(j, y, m, n0, w, d);
+        fk_epi_quant_row(j, gd, y, m, n0, w, d);
         break;
     }
 }
@@ -172,12 +174,14 @@ void fk_gemm_epilogue(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, in
     const fk_gemm_job *j = ep->job;
     const int64_t w = n1 - n0;
     const int act = (int)j->desc.act;
+    fk_scale_geom gd; /* D's scales (fused output quantization) */
+    fk_gemm_out_scale_geom(j->desc.out_quant, j->m, j->n, &gd);
     for (int64_t m = m0; m < m1; m++) {
         float *restrict y = buf;
         fk_epi_linear(ep, dbuf, y, acc + (m - m0) * ldacc, m, n0, w);
         if (act != FP8KIT_ACT_NONE)
             for (int64_t x = 0; x < w; x++)
                 y[x] = fk_act(y[x], act);
-        fk_epi_store(j, y, m, n0, w, amax_bits);
+        fk_epi_store(j, &gd, y, m, n0, w, amax_bits);
     }
 }

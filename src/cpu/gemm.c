@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include "cpu/gemm_internal.h"
 #include "format/codec.h"
+#include "format/geometry.h"
 #include "format/scale.h"
 
 _Static_assert(sizeof(fk_cpu_gemm_cfg) <= FK_PLAN_CONFIG_BYTES, "CPU GEMM config must fit the plan");
@@ -121,6 +122,7 @@ typedef struct fk_gemm_run {
     float *as, *bs;          /* packed block scales (scaled modes) */
     float *arng, *brng;      /* per panel: min, max of the finite nonzero |scales| */
     const float *tab_a, *tab_b;
+    fk_scale_geom ga, gb;    /* the operands' scales (format/geometry.h) */
 } fk_gemm_run;
 
 /* Scratch memory. One call needs one block (packed panels, scales,
@@ -247,23 +249,14 @@ static void fk_range_close(float *rng, float mn, float mx)
     rng[1] = mx;
 }
 
-/* Scale of operand row r (of A when is_a) at promotion block kbg, as fp32. */
+/* Scale of operand row r (of A when is_a) at promotion block kbg, as fp32
+ * (block or mx scales, indexed by format/geometry.h). */
 static float fk_op_scale(const fk_gemm_run *s, int is_a, int64_t r, int64_t kbg)
 {
-    const fk_gemm_job *j = s->j;
-    if (s->mode == FK_MODE_MX) {
-        const uint8_t *sc = (const uint8_t *)(is_a ? j->scale_a : j->scale_b);
-        int64_t cols = j->k / 32;
-        int64_t off = j->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED ? fk_blocked_offset(r, kbg, fk_blocked_cols(cols))
-                                                                    : r * cols + kbg;
-        return fk_e8m0_to_f32(sc[off]);
-    }
-    int64_t ka = fk_ceil_div(j->k, 128);
-    if (is_a) {
-        const float *sc = (const float *)j->scale_a;
-        return j->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR ? sc[kbg * j->scale_a_ld + r] : sc[r * j->scale_a_ld + kbg];
-    }
-    return ((const float *)j->scale_b)[(r / 128) * ka + kbg];
+    const fk_scale_geom *g = is_a ? &s->ga : &s->gb;
+    const int64_t off = fk_scale_off_rk(g, r, kbg);
+    const void *sc = is_a ? s->j->scale_a : s->j->scale_b;
+    return g->e8m0 ? fk_e8m0_to_f32(((const uint8_t *)sc)[off]) : ((const float *)sc)[off];
 }
 
 /* Decodes rows [p*w, p*w + w) of an operand (rows total, K-contiguous, ld)
@@ -404,6 +397,8 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     s.tab_a = j->a_type == FP8KIT_E5M2 ? fk_tab_e5m2 : fk_tab_e4m3;
     s.tab_b = j->b_type == FP8KIT_E5M2 ? fk_tab_e5m2 : fk_tab_e4m3;
     s.mode = fk_gemm_mode(j);
+    fk_gemm_scale_geom(j->desc.scale_a, j->desc.scale_layout, 0, M, K, &s.ga);
+    fk_gemm_scale_geom(j->desc.scale_b, j->desc.scale_layout, 1, N, K, &s.gb);
     int nt = fk_ctx_threads(ctx) > 0 ? fk_ctx_threads(ctx) : omp_get_max_threads();
     if (nt < 1 || 2.0 * (double)M * (double)N * (double)K < 0x1p23)
         nt = 1; /* below ~8 MFLOP a fork/join costs more than it saves */

@@ -14,8 +14,7 @@
  * q_e / s_e point at expert e's q matrix and scale buffer. */
 FK_CPU_CLONES static void k_mx_t_tile(const char *x0, int64_t x_sr, fp8kit_dtype t, int th, int tw,
                                       int e5m2, int rceil, uint8_t *q0, int64_t q_sr,
-                                      uint8_t *s_e, int64_t srow0, int64_t scol0, int blocked,
-                                      int64_t s_cols)
+                                      uint8_t *s_e, int64_t srow0, int64_t scol0, const fk_scale_geom *g)
 {
     float f[TR][TC];
     uint8_t qt[TR][TC];
@@ -50,7 +49,7 @@ FK_CPU_CLONES static void k_mx_t_tile(const char *x0, int64_t x_sr, fp8kit_dtype
         /* scale (row srow0 + c, col scol0 + b) of the transposed operand */
         for (int c = 0; c < tw; c++) {
             int64_t sr = srow0 + c, sc = scol0 + b;
-            s_e[blocked ? fk_blocked_offset(sr, sc, s_cols) : sr * s_cols + sc] = sb[c];
+            s_e[fk_scale_off(g, sr, sc)] = sb[c];
         }
     }
     fkv_transpose_bytes(&qt[0][0], TC, q0, q_sr, th, tw);
@@ -59,14 +58,14 @@ FK_CPU_CLONES static void k_mx_t_tile(const char *x0, int64_t x_sr, fp8kit_dtype
 fp8kit_status fk_cpu_quant_mx_t(int nt, const fk_quant_job *job)
 {
     const fk_mat *x = &job->x, *qm = &job->q;
-    const int blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
     const int rceil = job->desc.rounding == FP8KIT_ROUND_RCEIL;
-    const int64_t per = job->scale_rows * job->scale_cols;
+    fk_scale_geom g; /* the grid in q's orientation: C rows of R/32 */
+    fk_quant_scale_geom(job->desc.scheme, job->desc.scale_layout, job->desc.axis, x->R, x->C, &g);
     const int64_t ntr = fk_ceil_div(x->R, TR), ntc = fk_ceil_div(x->C, TC);
     const size_t es = fk_dtype_bytes(x->dtype);
     uint8_t *S = (uint8_t *)job->scale;
-    if (blocked)
-        fk_cpu_blocked_zero_pad(S, x->E, x->C, x->R / 32, job->scale_rows, job->scale_cols, nt);
+    if (g.blocked)
+        fk_cpu_blocked_zero_pad(S, x->E, g.grows, g.gcols, g.rows, g.cols, nt);
 #pragma omp parallel for collapse(3) schedule(static) num_threads(nt)
     for (int64_t e = 0; e < x->E; e++)
         for (int64_t tr = 0; tr < ntr; tr++)
@@ -76,8 +75,8 @@ fp8kit_status fk_cpu_quant_mx_t(int nt, const fk_quant_job *job)
                 int tw = (int)(x->C - c0 < TC ? x->C - c0 : TC);
                 const char *x0 = (const char *)x->data + (e * x->se + r0 * x->sr + c0) * (int64_t)es;
                 uint8_t *q0 = (uint8_t *)qm->data + e * qm->se + c0 * qm->sr + r0;
-                k_mx_t_tile(x0, x->sr, x->dtype, th, tw, job->e5m2, rceil, q0, qm->sr, S + e * per,
-                            c0, r0 / 32, blocked, job->scale_cols);
+                k_mx_t_tile(x0, x->sr, x->dtype, th, tw, job->e5m2, rceil, q0, qm->sr, S + e * g.count,
+                            c0, r0 / 32, &g);
             }
     return FP8KIT_OK;
 }

@@ -3,7 +3,8 @@
  * the last axis (plain or blocked e8m0 scales). mx along axis -2 lives in
  * quant_mx_t.c. Group, scale and element rules come from src/format/scale.h;
  * the loops use the branch-free codecs of quant_simd.h so they vectorize.
- * OpenMP over rows / tiles; padding of stored scale layouts is written as 0. */
+ * OpenMP over rows / tiles; padding of stored scale layouts is written as 0.
+ * Where each scale is stored comes from src/format/geometry.h. */
 #include "cpu/quant_simd.h"
 
 #define ROW_SPLIT 16384 /* tensor scheme: elements per parallel work item */
@@ -127,9 +128,9 @@ FK_CPU_INLINE void mx_blocks(const float *restrict f, int64_t nb, int e5m2, int 
 }
 
 /* One row r of mx along the last axis (C a multiple of 32). Scale bytes go
- * to srow[b] (plain) or sexp[fk_blocked_offset(r, b, cp)] (blocked). */
+ * to sexp[fk_scale_off(g, r, b)] (one expert's buffer; plain: consecutive). */
 FK_CPU_CLONES static void k_row_mx(const void *x, fp8kit_dtype t, int64_t C, int e5m2, int rceil,
-                                   uint8_t *sexp, int64_t r, int blocked, int64_t cp,
+                                   uint8_t *sexp, int64_t r, const fk_scale_geom *g,
                                    uint8_t *restrict q)
 {
     float f[FK_CPU_CHUNK];
@@ -140,11 +141,11 @@ FK_CPU_CLONES static void k_row_mx(const void *x, fp8kit_dtype t, int64_t C, int
         int64_t nb = k / 32, b0 = c0 / 32;
         fkv_widen((const char *)x + c0 * es, t, k, f, NULL);
         mx_blocks(f, nb, e5m2, rceil, sb, q + c0);
-        if (blocked)
+        if (g->blocked)
             for (int64_t b = 0; b < nb; b++)
-                sexp[fk_blocked_offset(r, b0 + b, cp)] = sb[b];
+                sexp[fk_scale_off(g, r, b0 + b)] = sb[b];
         else
-            memcpy(sexp + r * cp + b0, sb, (size_t)nb);
+            memcpy(sexp + fk_scale_off(g, r, b0), sb, (size_t)nb);
     }
 }
 
@@ -164,13 +165,22 @@ void fk_cpu_blocked_zero_pad(uint8_t *scale, int64_t E, int64_t rows, int64_t co
         }
 }
 
-/* mn_major fp32 scales: E buffers of nsc rows x ld, entries [rows, ld) of each row are 0. */
-static void mn_major_zero_pad(float *scale, int64_t E, int64_t nsc, int64_t rows, int64_t ld)
+/* mn_major fp32 scales: E buffers of g->rows x g->ld (the grid transposed);
+ * entries [g->grows, ld) of each stored row are 0. */
+static void mn_major_zero_pad(float *scale, int64_t E, const fk_scale_geom *g)
 {
     for (int64_t e = 0; e < E; e++)
-        for (int64_t i = 0; i < nsc; i++)
-            for (int64_t j = rows; j < ld; j++)
-                scale[(e * nsc + i) * ld + j] = 0.0f;
+        for (int64_t i = 0; i < g->rows; i++)
+            for (int64_t j = g->grows; j < g->ld; j++)
+                scale[e * g->count + i * g->ld + j] = 0.0f;
+}
+
+/* The stored scales of one expert of the job (format/geometry.h). */
+static fk_scale_geom job_geom(const fk_quant_job *job)
+{
+    fk_scale_geom g;
+    fk_quant_scale_geom(job->desc.scheme, job->desc.scale_layout, job->desc.axis, job->x.R, job->x.C, &g);
+    return g;
 }
 
 /* ---------------------------------------------------------------- schemes */
@@ -203,6 +213,7 @@ static fp8kit_status quant_tensor(int nt, const fk_quant_job *job)
 static fp8kit_status quant_row(int nt, const fk_quant_job *job)
 {
     const fk_mat *x = &job->x, *qm = &job->q;
+    const fk_scale_geom g = job_geom(job);
     float *S = (float *)job->scale;
     const int e5m2 = job->e5m2, pow2 = job->desc.pow2;
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -210,7 +221,7 @@ static fp8kit_status quant_row(int nt, const fk_quant_job *job)
         int64_t e = row / x->R, r = row % x->R;
         const void *xr = fk_cpu_at(x, e, r, 0);
         float s = fk_scale_f32(k_amax(xr, x->dtype, x->C), e5m2, pow2);
-        S[row] = s;
+        S[e * g.count + fk_scale_off(&g, r, 0)] = s;
         k_quant_div(xr, x->dtype, x->C, s, e5m2, fk_cpu_at(qm, e, r, 0));
     }
     return FP8KIT_OK;
@@ -219,18 +230,16 @@ static fp8kit_status quant_row(int nt, const fk_quant_job *job)
 static fp8kit_status quant_1x128(int nt, const fk_quant_job *job)
 {
     const fk_mat *x = &job->x, *qm = &job->q;
-    const int64_t nb = fk_ceil_div(x->C, 128), per = job->scale_rows * job->scale_cols;
-    const int mn = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
-    const int64_t ld = mn ? job->scale_cols : nb;
+    const fk_scale_geom g = job_geom(job);
     float *S = (float *)job->scale;
-    if (mn)
-        mn_major_zero_pad(S, x->E, nb, x->R, ld);
+    if (job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR)
+        mn_major_zero_pad(S, x->E, &g);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t row = 0; row < x->E * x->R; row++) {
         int64_t e = row / x->R, r = row % x->R;
-        float *se = S + e * per + (mn ? r : r * nb);
-        k_row_1x128(fk_cpu_at(x, e, r, 0), x->dtype, x->C, job->e5m2, job->desc.pow2, se,
-                    mn ? ld : 1, fk_cpu_at(qm, e, r, 0));
+        float *se = S + e * g.count + fk_scale_off(&g, r, 0); /* block b at se[b * g.sc] */
+        k_row_1x128(fk_cpu_at(x, e, r, 0), x->dtype, x->C, job->e5m2, job->desc.pow2, se, g.sc,
+                    fk_cpu_at(qm, e, r, 0));
     }
     return FP8KIT_OK;
 }
@@ -238,15 +247,13 @@ static fp8kit_status quant_1x128(int nt, const fk_quant_job *job)
 static fp8kit_status quant_128x128(int nt, const fk_quant_job *job)
 {
     const fk_mat *x = &job->x, *qm = &job->q;
-    const int64_t nrb = fk_ceil_div(x->R, 128), ncb = fk_ceil_div(x->C, 128);
+    const fk_scale_geom g = job_geom(job);
+    const int64_t nrb = g.grows, ncb = g.gcols;
     const int64_t ncg = fk_ceil_div(ncb, 8); /* groups of 8 tiles along a row */
-    const int64_t per = job->scale_rows * job->scale_cols;
-    const int mn = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
-    const int64_t ld = mn ? job->scale_cols : ncb;
     const int e5m2 = job->e5m2, pow2 = job->desc.pow2;
     float *S = (float *)job->scale;
-    if (mn)
-        mn_major_zero_pad(S, x->E, ncb, nrb, ld);
+    if (job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR)
+        mn_major_zero_pad(S, x->E, &g);
 #pragma omp parallel for collapse(3) schedule(static) num_threads(nt)
     for (int64_t e = 0; e < x->E; e++)
         for (int64_t rb = 0; rb < nrb; rb++)
@@ -258,7 +265,7 @@ static fp8kit_status quant_128x128(int nt, const fk_quant_job *job)
                 k_tiles_128(fk_cpu_at(x, e, r0, c0), x->sr, x->dtype, h, w, e5m2, pow2,
                             fk_cpu_at(qm, e, r0, c0), qm->sr, s);
                 for (int64_t b = 0, cb = cg * 8; b < fk_ceil_div(w, 128); b++, cb++)
-                    S[e * per + (mn ? cb * ld + rb : rb * ncb + cb)] = s[b];
+                    S[e * g.count + fk_scale_off(&g, rb, cb)] = s[b];
             }
     return FP8KIT_OK;
 }
@@ -266,17 +273,16 @@ static fp8kit_status quant_128x128(int nt, const fk_quant_job *job)
 static fp8kit_status quant_mx_rows(int nt, const fk_quant_job *job)
 {
     const fk_mat *x = &job->x, *qm = &job->q;
-    const int blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
-    const int64_t per = job->scale_rows * job->scale_cols, cp = job->scale_cols;
+    const fk_scale_geom g = job_geom(job);
     const int rceil = job->desc.rounding == FP8KIT_ROUND_RCEIL;
     uint8_t *S = (uint8_t *)job->scale;
-    if (blocked)
-        fk_cpu_blocked_zero_pad(S, x->E, x->R, x->C / 32, job->scale_rows, cp, nt);
+    if (g.blocked)
+        fk_cpu_blocked_zero_pad(S, x->E, g.grows, g.gcols, g.rows, g.cols, nt);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t row = 0; row < x->E * x->R; row++) {
         int64_t e = row / x->R, r = row % x->R;
-        k_row_mx(fk_cpu_at(x, e, r, 0), x->dtype, x->C, job->e5m2, rceil, S + e * per, r, blocked,
-                 cp, fk_cpu_at(qm, e, r, 0));
+        k_row_mx(fk_cpu_at(x, e, r, 0), x->dtype, x->C, job->e5m2, rceil, S + e * g.count, r, &g,
+                 fk_cpu_at(qm, e, r, 0));
     }
     return FP8KIT_OK;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "cuda/backend.h"
+#include "format/geometry.h"
 #include "cuda/gemm_params.h"
 #include "cuda/family.h"
 #include "cuda/gemm_small.h"
@@ -723,15 +724,18 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
     p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM), v->cluster); /* in clusters */
     p.sched.tiles_n = (int)fk_ceil_div(job->n, v->bn);
     p.sched.group_m = cfg.group_m;
-    if (dd->scale_a == FP8KIT_SCALE_BLOCK) {
-        const int mn_major = dd->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
-        p.sa_sm = mn_major ? 1 : job->scale_a_ld;
-        p.sa_sk = mn_major ? job->scale_a_ld : 1;
-        p.sb_ld = fk_ceil_div(job->k, 128);
-    }
-    if (dd->scale_a == FP8KIT_SCALE_MX) { /* e8m0 bytes: row stride K / 32; sa_sk = 1: blocked layout */
-        p.sa_sm = job->k / 32;
-        p.sa_sk = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
+    if (dd->scale_a == FP8KIT_SCALE_BLOCK || dd->scale_a == FP8KIT_SCALE_MX) { /* format/geometry.h */
+        fk_scale_geom ga, gb;
+        fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
+        fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
+        if (dd->scale_a == FP8KIT_SCALE_BLOCK) { /* A (m, kb) at m * sa_sm + kb * sa_sk, B at (n / 128) * sb_ld + kb */
+            p.sa_sm = ga.sr;
+            p.sa_sk = ga.sc;
+            p.sb_ld = gb.sr;
+        } else { /* e8m0 bytes: sa_sm the K / 32 blocks of a row; sa_sk = 1: blocked layout */
+            p.sa_sm = ga.gcols;
+            p.sa_sk = ga.blocked;
+        }
     }
     /* D's store path (fk_sm90_stores): 2 the TMA-store epilogue, 1 the
      * bulk-copy one, 0 the general one */

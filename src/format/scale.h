@@ -2,11 +2,13 @@
  * NaN-propagating amax on magnitude bits, fp32 group scales (with the pow2
  * option), the multiplier dequantization takes from a stored fp32 scale,
  * MX e8m0 scales (FLOOR and RCEIL) and their reciprocals, and the
- * per-element quantize steps. */
+ * per-element quantize steps. Where scales are stored (shapes, layouts,
+ * offsets) is geometry.h. */
 #ifndef FK_SCALE_H
 #define FK_SCALE_H
 
 #include "codec.h"
+#include "geometry.h" /* scale layouts: fk_blocked_offset, ... (included for their users) */
 
 /* amax is kept as the bits of |x|: as unsigned integers, NaN > Inf > finite,
  * so an integer max over (bits & 0x7FFFFFFF) is a NaN-propagating amax. */
@@ -91,14 +93,5 @@ FK_HD float fk_mx_recip(uint8_t s)
 
 /* docs/spec.md 2.2 element step: q = fp8(fl32(x * r)); a NaN r gives canonical NaN. */
 FK_HD uint8_t fk_quant_mx_elem(float x, float r, int e5m2) { return fk_f32_to_fp8(x * r, e5m2); }
-
-/* docs/spec.md 2.3 blocked ("128x4") scale layout: byte offset of (r, c) in one
- * expert's padded buffer of Rp x Cp bytes, Cp = 4 * ceil(C / 4). */
-FK_HD int64_t fk_blocked_offset(int64_t r, int64_t c, int64_t cp)
-{
-    return ((r >> 7) * (cp >> 2) + (c >> 2)) * 512 + (r & 31) * 16 + ((r & 127) >> 5) * 4 + (c & 3);
-}
-FK_HD int64_t fk_blocked_rows(int64_t r) { return fk_round_up(r, 128); }
-FK_HD int64_t fk_blocked_cols(int64_t c) { return fk_round_up(c, 4); }
 
 #endif
