@@ -641,6 +641,75 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
     return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, &lc, args, "cuda gemm");
 }
 
+/* The call's tensor maps (A, B, and D's for the TMA-store path): encoding
+ * one costs about a microsecond of host time, so the plan memoizes the last
+ * set, keyed by everything they encode (zeros for D's unless tstore; all
+ * zeros when K = 0). */
+static fp8kit_status fk_sm90_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
+                                  const fk_sm90_variant *v, int device, const void *opa, const void *opb,
+                                  uint64_t kbytes, uint64_t lda, uint64_t ldb, int tstore, CUtensorMap tmaps[3])
+{
+    enum { FK_SM90_MAPS_BYTES = 3 * sizeof(CUtensorMap) }; /* (tmaps is a pointer here) */
+    if (job->k > 0) {
+        const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
+                                   lda, FK_GEMM_BM, (uint64_t)(uintptr_t)opb,
+                                   (uint64_t)job->n, ldb, (uint64_t)(v->bn / v->cluster), FK_GEMM_BK,
+                                   (uint64_t)tstore, tstore ? (uint64_t)(uintptr_t)job->d : 0,
+                                   tstore ? (uint64_t)job->ldd : 0, tstore ? (uint64_t)job->d_type : 0};
+        static_assert(14 + FK_SM90_MAPS_BYTES / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
+        if (!fk_plan_memo_get(plan, tkey, 14, tmaps, FK_SM90_MAPS_BYTES)) {
+            memset(tmaps, 0, FK_SM90_MAPS_BYTES);
+            CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GEMM_BM);
+            if (r == CUDA_ERROR_INVALID_CONTEXT) {
+                /* the driver call needs a current context, which the runtime makes
+                 * current on a new thread only lazily: cudaSetDevice does it now */
+                FK_CUDA_CHECK(ctx, cudaSetDevice(device));
+                r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GEMM_BM);
+            }
+            if (r == CUDA_SUCCESS)
+                r = fk_tma_map_2d_u8(&tmaps[1], opb, (uint64_t)job->n, kbytes, ldb, FK_GEMM_BK,
+                                     (uint32_t)(v->bn / v->cluster));
+            if (r == CUDA_SUCCESS && tstore)
+                r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
+                                           (uint64_t)job->n, (uint64_t)job->ldd, 32, 16);
+            if (r != CUDA_SUCCESS)
+                return fk_fail(ctx, FP8KIT_ERR_DEVICE,
+                               "cuda gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);
+            fk_plan_memo_put(plan, tkey, 14, tmaps, FK_SM90_MAPS_BYTES);
+        }
+    } else {
+        memset(tmaps, 0, FK_SM90_MAPS_BYTES);
+    }
+    return FP8KIT_OK;
+}
+
+/* The stream-K tail's parameters when the plan has one and the call's
+ * workspace has room for it (else whole tiles: *grid stays the plan's). */
+static fp8kit_status fk_sm90_sk_args(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_sm90_config &cfg,
+                                     cudaStream_t st, fk_gemm_params *p, unsigned *grid)
+{
+    if (!(cfg.sk_parts > 1 && job->workspace && ((uintptr_t)job->workspace & 15u) == 0))
+        return FP8KIT_OK;
+    const size_t off = fk_sm90_sk_offset(job);
+    if (job->workspace_bytes < off + fk_sm90_sk_bytes(&cfg))
+        return FP8KIT_OK;
+    const size_t slots = fk_sm90_sk_slots(cfg.sk_tail, cfg.sk_parts);
+    unsigned char *w = (unsigned char *)job->workspace + off;
+    p->sk_parts = cfg.sk_parts;
+    p->sk_tail = cfg.sk_tail;
+    p->sk_flags = (unsigned long long *)w;
+    p->sk_ws = (float *)(w + fk_sm90_sk_flag_bytes(slots));
+    p->sk_token = fk_sm90_sk_token();
+    *grid = (unsigned)cfg.sk_grid;
+    /* captured into a CUDA graph, the token is replayed with the launch:
+     * clear the flags before each replay */
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    FK_CUDA_CHECK(ctx, cudaStreamIsCapturing(st, &cap));
+    if (cap != cudaStreamCaptureStatusNone)
+        FK_CUDA_CHECK(ctx, cudaMemsetAsync(w, 0, slots * 16, st));
+    return FP8KIT_OK;
+}
+
 static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
 {
     fk_sm90_config cfg;
@@ -676,9 +745,6 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
     if (job->m == 0 || job->n == 0)
         return FP8KIT_OK;
 
-    /* Tensor maps: encoding one costs about a microsecond of host time, so the
-     * plan memoizes the last set, keyed by everything they encode (D's map
-     * only for the TMA-store epilogue; zeros otherwise). */
     /* the plan's store path if this call's pointers fit it, else the general one */
     int store = cfg.store;
     for (size_t i = 0; i < sizeof fk_sm90_stores / sizeof fk_sm90_stores[0]; i++)
@@ -686,36 +752,9 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
             store = FK_STORE_GENERAL;
     const int tstore = store == FK_STORE_TMA;
     CUtensorMap tmaps[3];
-    if (job->k > 0) {
-        const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
-                                   lda, FK_GEMM_BM, (uint64_t)(uintptr_t)opb,
-                                   (uint64_t)job->n, ldb, (uint64_t)(v->bn / v->cluster), FK_GEMM_BK,
-                                   (uint64_t)tstore, tstore ? (uint64_t)(uintptr_t)job->d : 0,
-                                   tstore ? (uint64_t)job->ldd : 0, tstore ? (uint64_t)job->d_type : 0};
-        static_assert(14 + sizeof tmaps / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
-        if (!fk_plan_memo_get(plan, tkey, 14, tmaps, sizeof tmaps)) {
-            memset(tmaps, 0, sizeof tmaps);
-            CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GEMM_BM);
-            if (r == CUDA_ERROR_INVALID_CONTEXT) {
-                /* the driver call needs a current context, which the runtime makes
-                 * current on a new thread only lazily: cudaSetDevice does it now */
-                FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
-                r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GEMM_BM);
-            }
-            if (r == CUDA_SUCCESS)
-                r = fk_tma_map_2d_u8(&tmaps[1], opb, (uint64_t)job->n, kbytes, ldb, FK_GEMM_BK,
-                                     (uint32_t)(v->bn / v->cluster));
-            if (r == CUDA_SUCCESS && tstore)
-                r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
-                                           (uint64_t)job->n, (uint64_t)job->ldd, 32, 16);
-            if (r != CUDA_SUCCESS)
-                return fk_fail(ctx, FP8KIT_ERR_DEVICE,
-                               "cuda gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);
-            fk_plan_memo_put(plan, tkey, 14, tmaps, sizeof tmaps);
-        }
-    } else {
-        memset(tmaps, 0, sizeof tmaps);
-    }
+    fp8kit_status mst = fk_sm90_maps(ctx, job, plan, v, cfg.device, opa, opb, kbytes, lda, ldb, tstore, tmaps);
+    if (mst != FP8KIT_OK)
+        return mst;
     const CUtensorMap &ta = tmaps[0], &tb = tmaps[1];
 
     fk_gemm_params p;
@@ -748,25 +787,9 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
     p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
     /* the stream-K tail when the workspace has room for it, else whole tiles */
     unsigned grid = (unsigned)cfg.grid;
-    if (cfg.sk_parts > 1 && job->workspace && ((uintptr_t)job->workspace & 15u) == 0) {
-        const size_t off = fk_sm90_sk_offset(job);
-        if (job->workspace_bytes >= off + fk_sm90_sk_bytes(&cfg)) {
-            const size_t slots = fk_sm90_sk_slots(cfg.sk_tail, cfg.sk_parts);
-            unsigned char *w = (unsigned char *)job->workspace + off;
-            p.sk_parts = cfg.sk_parts;
-            p.sk_tail = cfg.sk_tail;
-            p.sk_flags = (unsigned long long *)w;
-            p.sk_ws = (float *)(w + fk_sm90_sk_flag_bytes(slots));
-            p.sk_token = fk_sm90_sk_token();
-            grid = (unsigned)cfg.sk_grid;
-            /* captured into a CUDA graph, the token is replayed with the
-             * launch: clear the flags before each replay */
-            cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-            FK_CUDA_CHECK(ctx, cudaStreamIsCapturing(st, &cap));
-            if (cap != cudaStreamCaptureStatusNone)
-                FK_CUDA_CHECK(ctx, cudaMemsetAsync(w, 0, slots * 16, st));
-        }
-    }
+    fp8kit_status kst = fk_sm90_sk_args(ctx, job, cfg, st, &p, &grid);
+    if (kst != FP8KIT_OK)
+        return kst;
     if (f16 && job->k > 0) {
         fp8kit_status wst = fk_f16_widen(ctx, job, job->workspace, st);
         if (wst != FP8KIT_OK)
