@@ -156,23 +156,34 @@ static void test_files(fp8kit_ctx *ctx)
     unsetenv("FP8KIT_AUTOTUNE_CACHE");
 }
 
-static void test_key(void)
+static void test_key(fp8kit_ctx *ctx)
 {
     fk_gemm_job j;
     memset(&j, 0, sizeof j);
     j.m = 3; j.n = 5; j.k = 16; j.lda = 16; j.ldb = 16; j.ldd = 5;
     j.a_type = FP8KIT_E4M3; j.b_type = FP8KIT_E5M2; j.d_type = FP8KIT_BF16;
     char k1[288], k2[288];
-    fk_tune_key(&j, "cuda:sig:NVIDIA H100 80GB", k1, sizeof k1);
+    fk_gemm_key_text(ctx, &j, "cuda:sig:NVIDIA H100 80GB", k1, sizeof k1);
     CHECK(strchr(k1, ' ') == NULL, "key has a space: %s", k1);
     CHECK(strstr(k1, "m3,n5,k16") != NULL, "key: %s", k1);
     j.n = 6;
-    fk_tune_key(&j, "cuda:sig:NVIDIA H100 80GB", k2, sizeof k2);
+    fk_gemm_key_text(ctx, &j, "cuda:sig:NVIDIA H100 80GB", k2, sizeof k2);
     CHECK(strcmp(k1, k2) != 0, "keys of different N agree");
     j.n = 5;
     j.desc.fast_accum = 1;
-    fk_tune_key(&j, "cuda:sig:NVIDIA H100 80GB", k2, sizeof k2);
+    fk_gemm_key_text(ctx, &j, "cuda:sig:NVIDIA H100 80GB", k2, sizeof k2);
     CHECK(strcmp(k1, k2) != 0, "keys of different fast_accum agree");
+    j.desc.fast_accum = 0;
+    /* the plan cache's key: tuning overrides and pointer alignment are in it too */
+    CHECK_STATUS(fp8kit_ctx_set_tuning(ctx, "gemm_bn=128"), FP8KIT_OK);
+    fk_gemm_key_text(ctx, &j, "cuda:sig:NVIDIA H100 80GB", k2, sizeof k2);
+    CHECK(strcmp(k1, k2) != 0, "keys under different tuning overrides agree");
+    CHECK_STATUS(fp8kit_ctx_set_tuning(ctx, NULL), FP8KIT_OK);
+    fk_gemm_key_text(ctx, &j, "cuda:sig:NVIDIA H100 80GB", k2, sizeof k2);
+    CHECK(strcmp(k1, k2) == 0, "the key after the overrides are cleared: %s, was %s", k2, k1);
+    j.a = (const void *)(uintptr_t)0x1008; /* 8-byte, not 16-byte, aligned */
+    fk_gemm_key_text(ctx, &j, "cuda:sig:NVIDIA H100 80GB", k2, sizeof k2);
+    CHECK(strcmp(k1, k2) != 0, "keys of a 16-byte and an 8-byte aligned A agree");
 }
 
 /* A small GEMM on ctx, D as float; returns 1 when it ran. */
@@ -186,7 +197,7 @@ int main(void)
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &ctx), FP8KIT_OK);
     test_args(ctx);
     test_files(ctx);
-    test_key();
+    test_key(ctx);
 
     /* CPU: autotune on changes nothing about the result */
     enum { M = 33, N = 40, K = 64 };

@@ -119,8 +119,11 @@ void fk_plan_memo_put(const fk_plan *p, const uint64_t *key, int nkey, const voi
 int fk_tune_find(const fp8kit_ctx *ctx, const char *key, void *config);
 fp8kit_status fk_tune_add(fp8kit_ctx *ctx, const char *key, const void *config, double us);
 #define FK_TUNE_KEY_BYTES 288 /* an autotune text key, its terminating 0 included */
-/* The text key of a GEMM job: prefix (backend, device) + shape + options. */
-void fk_tune_key(const fk_gemm_job *j, const char *prefix, char *out, size_t n);
+/* The plan key of a GEMM job (the one the plan cache hashes: shape,
+ * strides, dtypes, options, alignment bits, backend, tuning overrides) as
+ * text for the autotune file, after prefix (backend signature + device);
+ * no whitespace (gemm_api.c). */
+void fk_gemm_key_text(const fp8kit_ctx *ctx, const fk_gemm_job *j, const char *prefix, char *out, size_t n);
 /* Memory of a context's backend for code that stages host data through the
  * library itself (the checkpoint converter, src/io/ckpt_api.c). Each op
  * works on ctx's device (binding the calling thread to it first); a failure

@@ -296,7 +296,9 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     return overlap ? fk_gemm_overlaps(ctx, j, rg) : FP8KIT_OK;
 }
 
-/* Plan key: everything a backend may specialise on, never the data. */
+/* Plan key: everything a backend may specialise on, never the data. The one
+ * key of a GEMM plan: the plan cache hashes it (fk_gemm_plan_of) and the
+ * autotune file stores it as text (fk_gemm_key_text). */
 typedef struct fk_gemm_key {
     int32_t backend, scale_a, scale_b, layout, bias, act, out_quant, out_hp, out_rounding, out_pow2, fast_accum;
     int32_t a_type, b_type, c_type, bias_type, d_type, has_c, has_amax, align;
@@ -315,11 +317,29 @@ static void fk_gemm_key_of(const fp8kit_ctx *ctx, const fk_gemm_job *j, fk_gemm_
     key->a_type = j->a_type; key->b_type = j->b_type; key->c_type = j->c ? (int32_t)j->c_type : -1;
     key->bias_type = j->bias ? (int32_t)j->bias_type : -1; key->d_type = j->d_type;
     key->has_c = j->c != NULL; key->has_amax = j->amax_d != NULL;
-    /* 16-byte alignment of each base pointer, one bit each (TMA needs it) */
+    /* 16-byte alignment of each base pointer, one bit each (TMA needs it),
+     * and 4-byte alignment of the bias (the TMA-store path fetches it in 4 bytes) */
     key->align = (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
-                 ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3);
+                 ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3) |
+                 ((((uintptr_t)j->bias & 3) == 0) << 4);
     key->m = j->m; key->n = j->n; key->k = j->k;
     key->lda = j->lda; key->ldb = j->ldb; key->ldc = j->ldc; key->ldd = j->ldd;
+}
+
+void fk_gemm_key_text(const fp8kit_ctx *ctx, const fk_gemm_job *j, const char *prefix, char *out, size_t n)
+{
+    fk_gemm_key k;
+    fk_gemm_key_of(ctx, j, &k);
+    snprintf(out, n,
+             "%s|m%lld,n%lld,k%lld,lda%lld,ldb%lld,ldc%lld,ldd%lld|t%d,%d,%d,%d,%d|s%d,%d,%d|e%d,%d,%d,%d,%d,%d|"
+             "f%d,c%d,x%d,al%d,b%d,tu%016llx",
+             prefix, (long long)k.m, (long long)k.n, (long long)k.k, (long long)k.lda, (long long)k.ldb,
+             (long long)k.ldc, (long long)k.ldd, k.a_type, k.b_type, k.d_type, k.c_type, k.bias_type, k.scale_a,
+             k.scale_b, k.layout, k.bias, k.act, k.out_quant, k.out_hp, k.out_rounding, k.out_pow2, k.has_amax,
+             k.fast_accum, k.has_c, k.align, k.backend, (unsigned long long)k.tuning);
+    for (char *c = out; *c; c++)
+        if (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\n')
+            *c = '_';
 }
 
 const fk_plan *fk_gemm_plan_of(fp8kit_ctx *ctx, const fk_gemm_job *j, fp8kit_status *st)

@@ -215,20 +215,3 @@ fp8kit_status fk_tune_add(fp8kit_ctx *ctx, const char *key, const void *config, 
     return ctx->tune.path[0] ? fk_tune_save(ctx, &ctx->tune, ctx->tune.path) : FP8KIT_OK;
 }
 
-void fk_tune_key(const fk_gemm_job *j, const char *prefix, char *out, size_t n)
-{
-    const fp8kit_gemm_desc *d = &j->desc;
-    snprintf(out, n,
-             "%s|m%lld,n%lld,k%lld,lda%lld,ldb%lld,ldc%lld,ldd%lld|t%d,%d,%d,%d,%d|s%d,%d,%d|"
-             "e%d,%d,%d,%d,%d,%d,%d|f%d,c%d,x%d",
-             prefix, (long long)j->m, (long long)j->n, (long long)j->k, (long long)j->lda,
-             (long long)j->ldb, (long long)(j->c ? j->ldc : 0), (long long)j->ldd, (int)j->a_type,
-             (int)j->b_type, (int)j->d_type, j->c ? (int)j->c_type : -1,
-             j->bias ? (int)j->bias_type : -1, (int)d->scale_a, (int)d->scale_b,
-             (int)d->scale_layout, (int)d->bias, (int)d->act, (int)d->out_quant, (int)d->out_hp,
-             (int)d->out_rounding, d->out_pow2 != 0, j->amax_d != NULL, d->fast_accum != 0,
-             j->c != NULL, j->beta != 0.0f);
-    for (char *c = out; *c; c++)
-        if (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\n')
-            *c = '_';
-}

@@ -50,7 +50,7 @@ extern "C" fp8kit_status fk_cuda_gemm_autotune(fp8kit_ctx *ctx, const fk_gemm_jo
     const fk_cuda_state *cs = fk_cuda(ctx);
     char prefix[200], key[FK_TUNE_KEY_BYTES];
     snprintf(prefix, sizeof prefix, "cuda:%s:%s", signature, cs->name);
-    fk_tune_key(job, prefix, key, sizeof key);
+    fk_gemm_key_text(ctx, job, prefix, key, sizeof key);
     if (fk_tune_find(ctx, key, config))
         return FP8KIT_OK;
     if (count <= 1 || job->m == 0 || job->n == 0) {
