@@ -9,6 +9,7 @@
 #
 # usage (repository root, GPU machine): bash bench/profile/before_after.sh BEFORE_SRC [OUT]
 # FK_STEPS: "build bench" (default) or a subset; builds in build-before / build-after.
+# FK_AFTER_SRC: the new tree's source folder (default: this one).
 # FK_AFTER_ALL=1: build-after gets every target (tests, CLI) too, for a test run
 # on the same build.
 set -u
@@ -30,11 +31,11 @@ if [[ " $steps " == *" build "* ]]; then
         st=ON
         [ -n "$FK_JANSSON_CMAKE" ] || [ -e /usr/include/jansson.h ] || pkg-config --exists jansson 2>/dev/null || st=OFF
         # shellcheck disable=SC2086
-        ( cmake -S . -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_SAFETENSORS=$st \
+        ( cmake -S "${FK_AFTER_SRC:-.}" -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_SAFETENSORS=$st \
               $FK_JANSSON_CMAKE "$gen" >"$OUT/build-after.log" 2>&1 &&
               cmake --build build-after -j "$j" >>"$OUT/build-after.log" 2>&1 ) &
     else
-        ( cmake -S . -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_TESTS=OFF "$gen" \
+        ( cmake -S "${FK_AFTER_SRC:-.}" -B build-after -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DFP8KIT_TESTS=OFF "$gen" \
               >"$OUT/build-after.log" 2>&1 && cmake --build build-after -j "$j" --target $targets >>"$OUT/build-after.log" 2>&1 ) &
     fi
     pa=$!
