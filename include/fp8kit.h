@@ -295,6 +295,21 @@ typedef enum fp8kit_activation {
     FP8KIT_ACT_GELU_ERF = 3,
     FP8KIT_ACT_SILU = 4
 } fp8kit_activation;
+/* The number of fp8kit_activation values: they run from 0 to FP8KIT_ACT_COUNT - 1
+ * (a new activation takes the value FP8KIT_ACT_COUNT and raises it by one). */
+#define FP8KIT_ACT_COUNT 5
+
+/* The canonical name of an activation: "none", "relu", "gelu_tanh", "gelu_erf",
+ * "silu" (docs/spec.md 3), as the CLI and the Python binding print it; NULL
+ * for a value outside the enum. Static storage, never to be freed. */
+FP8KIT_API const char *fp8kit_activation_name(fp8kit_activation a);
+/* The activation a name means: a canonical name (fp8kit_activation_name) or
+ * an alias ("gelu" = gelu_erf, "swish" = silu), compared ignoring ASCII case.
+ * Writes *out and returns FP8KIT_OK; a name that is neither returns
+ * FP8KIT_ERR_INVALID_ARGUMENT, and fp8kit_last_error(NULL) then lists the valid
+ * names; NULL name or out is FP8KIT_ERR_NULL_POINTER. *out is written only on
+ * success. */
+FP8KIT_API fp8kit_status fp8kit_activation_parse(const char *name, fp8kit_activation *out);
 
 typedef enum fp8kit_bias_mode {
     FP8KIT_BIAS_NONE = 0,

@@ -3,7 +3,8 @@
  * host/device memory layer (device memory only through tools/cli_cuda.c, the
  * one file that includes <cuda_runtime.h>), JSON helpers, and the runners of
  * the quantize and GEMM measurements shared by `bench` and `gemm`.
- * Build: part of the fp8kit_cli target in CMakeLists.txt (links fp8kit_static). */
+ * Build: part of the fp8kit_cli target in CMakeLists.txt (links fp8kit_static, and
+ * fp8kit_ref: the fp64 reference GEMM of src/ref/gemm_ref.h that `gemm` checks with). */
 #ifndef FK_CLI_H
 #define FK_CLI_H
 
@@ -53,7 +54,8 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out
 
 /* Names: one table per kind (cli_util.c). The first entry of a value is its
  * canonical name, the entries after it its aliases (the Python binding's and
- * torch's spellings); names compare case-insensitively. */
+ * torch's spellings); names compare case-insensitively. Activations have no
+ * table here: the library names them (fp8kit_activation_name / _parse). */
 typedef struct cli_name {
     const char *name;
     int value;
@@ -62,7 +64,6 @@ extern const cli_name cli_dtype_names[];       /* fp8kit_dtype: bf16 / bfloat16,
 extern const cli_name cli_ckpt_scheme_names[]; /* st_scheme: fp8-tensor / tensor, ..., mxfp8 / mx */
 extern const cli_name cli_ckpt_format_names[]; /* st_format: fp8, compressed-tensors */
 extern const cli_name cli_scale_mode_names[];  /* fp8kit_scale_mode: tensor, row, block, mx (+ Python's) */
-extern const cli_name cli_act_names[];         /* fp8kit_activation */
 extern const cli_name cli_backend_names[];     /* fp8kit_backend */
 extern const cli_name cli_rounding_names[];    /* fp8kit_rounding */
 #define CLI_DTYPE_BIT(t) (1u << (t))
@@ -78,7 +79,10 @@ void cli_print_names(FILE *f, const cli_name *t, unsigned allowed, const char *s
 int cli_parse_dtype(const char *cmd, const char *opt, const char *s, unsigned allowed, fp8kit_dtype *out);
 int cli_parse_backend(const char *cmd, const char *s, fp8kit_backend *out);
 int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out);
+/* --act: fp8kit_activation_parse (canonical names and aliases, any case). */
 int cli_parse_act(const char *cmd, const char *s, fp8kit_activation *out);
+/* The canonical activation names (fp8kit_activation_name), for --help texts. */
+void cli_print_act_names(FILE *f, const char *sep);
 int cli_parse_rounding(const char *cmd, const char *s, fp8kit_rounding *out);
 int cli_parse_ckpt_scheme(const char *cmd, const char *s, int *out); /* an st_scheme */
 
@@ -205,8 +209,6 @@ typedef struct cli_gemm_result {
 
 void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *o,
                       cli_gemm_result *r);
-/* docs/spec.md section 3 bound on rel_err for an output dtype (K <= 16384). */
-double cli_gemm_bound(fp8kit_dtype out);
 /* One GEMM result as a table line or one JSON object on stdout. */
 void cli_gemm_print(const cli_gemm_opts *o, const cli_gemm_result *r, const char *backend,
                     int json);

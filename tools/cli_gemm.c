@@ -1,24 +1,15 @@
 /* cli_gemm.c - `fp8kit gemm`: one scaled FP8 GEMM on fresh random inputs,
  * quantized with fp8kit_quantize in the matching scheme, timed (median after
- * warm-up) and checked against an fp64 reference computed here, independently
- * of the library, from the dequantized operands (docs/spec.md section 3). Also
- * provides cli_gemm_measure(), which `fp8kit bench` reuses. */
+ * warm-up) and checked against the fp64 reference of src/ref/gemm_ref.h (the
+ * oracle the tests use too: independent of the library, from the dequantized
+ * operands, docs/spec.md section 3). Also provides cli_gemm_measure(), which
+ * `fp8kit bench` reuses. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "format/codec.h"
-
-double cli_gemm_bound(fp8kit_dtype out)
-{
-    switch (out) {
-    case FP8KIT_F32: return 1e-5;
-    case FP8KIT_BF16: return 4e-3;
-    case FP8KIT_F16: return 1e-3;
-    default: return 0.0;
-    }
-}
+#include "ref/gemm_ref.h"
 
 /* ------------------------------------------------------ operand preparation */
 typedef struct gemm_operand {
@@ -103,67 +94,6 @@ static void operand_free(const cli_dev *dev, gemm_operand *op)
     memset(op, 0, sizeof *op);
 }
 
-/* Dequantization multiplier of element (r, kk) of an operand, read from the
- * downloaded plain-layout scales (docs/spec.md section 2): tensor, row, 1x128, 128x128, mx. */
-static double operand_scale(const gemm_operand *op, int64_t r, int64_t kk)
-{
-    const float *sf = (const float *)op->s_host;
-    int64_t kb = (op->k + 127) / 128;
-    switch (op->qd.scheme) {
-    case FP8KIT_SCHEME_TENSOR: return sf[0];
-    case FP8KIT_SCHEME_ROW: return sf[r];
-    case FP8KIT_SCHEME_BLOCK1X128: return sf[r * kb + kk / 128];
-    case FP8KIT_SCHEME_BLOCK128X128: return sf[(r / 128) * kb + kk / 128];
-    case FP8KIT_SCHEME_MX:
-        return fk_e8m0_to_f32(((const uint8_t *)op->s_host)[r * (op->k / 32) + kk / 32]);
-    }
-    return NAN;
-}
-
-/* deq(op)[r, :] into out[0..k) in fp64 (exact: 4-bit significand x fp32). */
-static void operand_deq_row(const gemm_operand *op, int64_t r, double *out)
-{
-    const uint8_t *q = op->q_host + r * op->k;
-    for (int64_t kk = 0; kk < op->k; kk++)
-        out[kk] = (double)fk_e4m3_to_f32(q[kk]) * operand_scale(op, r, kk);
-}
-
-static double ref_act(double y, fp8kit_activation a)
-{
-    switch (a) {
-    case FP8KIT_ACT_RELU: return y < 0.0 ? 0.0 : y;
-    case FP8KIT_ACT_GELU_TANH:
-        return 0.5 * y * (1.0 + tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
-    case FP8KIT_ACT_GELU_ERF: return 0.5 * y * (1.0 + erf(y * 0.7071067811865476));
-    case FP8KIT_ACT_SILU: return y / (1.0 + exp(-y));
-    default: return y;
-    }
-}
-
-static double out_value(const void *d, fp8kit_dtype t, int64_t i)
-{
-    switch (t) {
-    case FP8KIT_F32: return ((const float *)d)[i];
-    case FP8KIT_BF16: return fk_bf16_to_f32(((const uint16_t *)d)[i]);
-    case FP8KIT_F16: return fk_f16_to_f32(((const uint16_t *)d)[i]);
-    default: return NAN;
-    }
-}
-
-static double dot4(const double *a, const double *b, int64_t k)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t i = 0;
-    for (; i + 4 <= k; i += 4) {
-        s0 += a[i] * b[i];
-        s1 += a[i + 1] * b[i + 1];
-        s2 += a[i + 2] * b[i + 2];
-        s3 += a[i + 3] * b[i + 3];
-    }
-    for (; i < k; i++) s0 += a[i] * b[i];
-    return (s0 + s1) + (s2 + s3);
-}
-
 /* ------------------------------------------------------------- measurement */
 typedef struct gemm_call {
     fp8kit_ctx *ctx;
@@ -182,16 +112,14 @@ void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *
 {
     memset(r, 0, sizeof *r);
     r->rel_err = NAN;
-    r->bound = cli_gemm_bound(o->out);
-    if (o->out == FP8KIT_F32 && o->k > 16384) /* beyond docs/spec.md's K range: grow as sqrt(K) */
-        r->bound *= sqrt((double)o->k / 16384.0);
+    r->bound = fk_ref_bound(o->out, o->k); /* f32 beyond docs/spec.md's K range: grows as sqrt(K) */
     const int64_t M = o->m, N = o->n, K = o->k;
     gemm_operand A, B;
     memset(&A, 0, sizeof A);
     memset(&B, 0, sizeof B);
     void *d_dev = NULL, *d_host = NULL, *bias_dev = NULL, *ws = NULL;
     float *bias_host = NULL;
-    double *deq_b = NULL, *deq_a = NULL;
+    double *ref = NULL;
     int64_t *rows = NULL;
     size_t d_bytes = (size_t)M * (size_t)N * fp8kit_dtype_size(o->out);
 
@@ -289,39 +217,44 @@ void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *
         goto out;
     }
 
-    /* fp64 reference on all rows, or on ref_rows_max rows spread evenly. */
+    /* fp64 reference on all rows, or on ref_rows_max rows spread evenly: the
+     * same call with the host copies of the operands, in chunks of rows. */
     int64_t nr = (o->ref_rows_max > 0 && o->ref_rows_max < M) ? o->ref_rows_max : M;
+    int64_t chunk = ((int64_t)1 << 22) / N; /* about 32 MiB of reference values at a time */
+    if (chunk < 64) chunk = 64;
+    if (chunk > nr) chunk = nr;
     rows = malloc((size_t)nr * sizeof *rows);
-    deq_b = malloc((size_t)N * (size_t)K * sizeof(double));
-    deq_a = malloc((size_t)nr * (size_t)K * sizeof(double));
-    if (!rows || !deq_b || !deq_a) {
+    ref = malloc((size_t)chunk * (size_t)N * sizeof(double));
+    if (!rows || !ref) {
         r->st = FP8KIT_ERR_OUT_OF_MEMORY;
         snprintf(r->msg, sizeof r->msg, "out of host memory for the fp64 reference");
         goto out;
     }
     for (int64_t i = 0; i < nr; i++) rows[i] = nr > 1 ? i * (M - 1) / (nr - 1) : 0;
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < N; n++) operand_deq_row(&B, n, deq_b + n * K);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nr; i++) operand_deq_row(&A, rows[i], deq_a + i * K);
-    double err2 = 0.0, ref2 = 0.0;
-    int64_t nans = 0;
-#pragma omp parallel for collapse(2) schedule(static) reduction(+ : err2, ref2, nans)
-    for (int64_t i = 0; i < nr; i++) {
-        for (int64_t n = 0; n < N; n++) {
-            double y = dot4(deq_a + i * K, deq_b + n * K, K);
-            if (o->bias) y += (double)bias_host[n];
-            y = ref_act(y, o->act);
-            double d = out_value(d_host, o->out, rows[i] * N + n);
-            if (isnan(d) && !isnan(y)) nans++;
-            else err2 += (d - y) * (d - y);
-            ref2 += y * y;
+    fp8kit_gemm_args host = call.args;
+    host.a.data = A.q_host;
+    host.b.data = B.q_host;
+    host.scale_a.data = A.s_host;
+    host.scale_b.data = B.s_host;
+    host.bias.data = bias_host;
+    fk_ref_norm norm;
+    memset(&norm, 0, sizeof norm);
+    for (int64_t i0 = 0; i0 < nr; i0 += chunk) {
+        int64_t cnt = nr - i0 < chunk ? nr - i0 : chunk;
+        int rst = fk_ref_gemm(&call.desc, &host, rows + i0, cnt, ref);
+        if (rst) {
+            r->st = rst == FK_REF_ERR_NOMEM ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_INTERNAL;
+            snprintf(r->msg, sizeof r->msg, "the fp64 reference refused the call (%d)", rst);
+            goto out;
         }
+        for (int64_t i = 0; i < cnt; i++)
+            for (int64_t n = 0; n < N; n++)
+                fk_ref_norm_add(&norm, fk_ref_decode(d_host, o->out, rows[i0 + i] * N + n), ref[i * N + n]);
     }
     r->ref_rows = nr;
-    r->nan_count = nans;
-    r->rel_err = ref2 > 0.0 ? sqrt(err2) / sqrt(ref2) : sqrt(err2);
-    r->pass = nans == 0 && isfinite(r->rel_err) && r->rel_err <= r->bound;
+    r->nan_count = norm.nan_extra;
+    r->rel_err = fk_ref_norm_rel(&norm);
+    r->pass = fk_ref_norm_ok(&norm, r->bound);
 out:
     operand_free(dev, &A);
     operand_free(dev, &B);
@@ -330,8 +263,7 @@ out:
     cli_free(dev, ws);
     free(d_host);
     free(bias_host);
-    free(deq_a);
-    free(deq_b);
+    free(ref);
     free(rows);
 }
 
@@ -340,7 +272,7 @@ static void gemm_usage(FILE *f)
 {
     fprintf(f,
         "usage: fp8kit gemm [--m M] [--n N] [--k K] [--scale tensor|row|block|mx]\n"
-        "                   [--out bf16|fp16|fp32] [--bias] [--act relu|gelu_tanh|gelu_erf|silu]\n"
+        "                   [--out bf16|fp16|fp32] [--bias] [--act ACTIVATION]\n"
         "                   [--backend auto|cpu|cuda] [--threads T] [--seed S] [--reps R]\n"
         "                   [--ref-rows N] [--fast-accum] [--json]\n"
         "\n"
@@ -360,7 +292,7 @@ static void gemm_usage(FILE *f)
     fprintf(f, "\n  --out    ");
     cli_print_names(f, cli_dtype_names, CLI_HP_DTYPES, ", ");
     fprintf(f, "\n  --act    ");
-    cli_print_names(f, cli_act_names, ~0u, ", ");
+    cli_print_act_names(f, ", ");
     fprintf(f,
         "\n"
         "Options take their value as --opt VALUE or --opt=VALUE.\n"

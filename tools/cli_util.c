@@ -155,12 +155,6 @@ const cli_name cli_scale_mode_names[] = {
     {"mx", FP8KIT_SCALE_MX}, {"mxfp8", FP8KIT_SCALE_MX},
     {NULL, 0}};
 
-const cli_name cli_act_names[] = {
-    {"none", FP8KIT_ACT_NONE}, {"relu", FP8KIT_ACT_RELU}, {"gelu_tanh", FP8KIT_ACT_GELU_TANH},
-    {"gelu_erf", FP8KIT_ACT_GELU_ERF}, {"gelu", FP8KIT_ACT_GELU_ERF},
-    {"silu", FP8KIT_ACT_SILU}, {"swish", FP8KIT_ACT_SILU},
-    {NULL, 0}};
-
 const cli_name cli_backend_names[] = {
     {"auto", FP8KIT_BACKEND_AUTO}, {"cpu", FP8KIT_BACKEND_CPU}, {"cuda", FP8KIT_BACKEND_CUDA},
     {NULL, 0}};
@@ -253,12 +247,29 @@ int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out)
     return 0;
 }
 
+/* Activations: the library names them (fp8kit_activation_name / _parse, one
+ * table in src/core/names.c), so a new one needs nothing here. */
 int cli_parse_act(const char *cmd, const char *s, fp8kit_activation *out)
 {
-    int v;
-    if (cli_parse_name(cmd, "--act", s, cli_act_names, ~0u, &v)) return -1;
-    *out = (fp8kit_activation)v;
-    return 0;
+    fp8kit_activation v;
+    if (fp8kit_activation_parse(s, &v) == FP8KIT_OK) {
+        *out = v;
+        return 0;
+    }
+    char list[256] = "";
+    for (int a = 0; a < FP8KIT_ACT_COUNT; a++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", a == 0 ? "" : a == FP8KIT_ACT_COUNT - 1 ? " or " : ", ",
+                 cli_act_name((fp8kit_activation)a));
+    }
+    cli_usage_error(cmd, "--act expects %s (or an alias the library accepts), got '%s'", list, s);
+    return -1;
+}
+
+void cli_print_act_names(FILE *f, const char *sep)
+{
+    for (int a = 0; a < FP8KIT_ACT_COUNT; a++)
+        fprintf(f, "%s%s", a ? sep : "", cli_act_name((fp8kit_activation)a));
 }
 
 int cli_parse_rounding(const char *cmd, const char *s, fp8kit_rounding *out)
@@ -543,12 +554,6 @@ const char *cli_scale_mode_name(fp8kit_scale_mode m)
 
 const char *cli_act_name(fp8kit_activation a)
 {
-    switch (a) {
-    case FP8KIT_ACT_NONE: return "none";
-    case FP8KIT_ACT_RELU: return "relu";
-    case FP8KIT_ACT_GELU_TANH: return "gelu_tanh";
-    case FP8KIT_ACT_GELU_ERF: return "gelu_erf";
-    case FP8KIT_ACT_SILU: return "silu";
-    }
-    return "?";
+    const char *name = fp8kit_activation_name(a);
+    return name ? name : "?";
 }

@@ -13,6 +13,7 @@ import functools
 import struct
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
@@ -29,9 +30,90 @@ from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError, raise_status
 
-ACTIVATIONS = {"none": Activation.NONE, "relu": Activation.RELU, "gelu_tanh": Activation.GELU_TANH,
-               "gelu": Activation.GELU_ERF, "gelu_erf": Activation.GELU_ERF, "silu": Activation.SILU,
-               "swish": Activation.SILU}
+
+def _activation_value(v):
+    """The Activation of C value v (the int itself for a value the IntEnum mirror lacks)."""
+    try:
+        return Activation(v)
+    except ValueError:
+        return int(v)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_activation(name):
+    """fp8kit_activation_parse(name): (Activation, None), or (None, the library's message)."""
+    lib = _lib.load()
+    parse = getattr(lib, "fp8kit_activation_parse", None)
+    if parse is None:  # a library older than the function: the IntEnum's spellings
+        m = Activation.__members__.get(name.upper())
+        return (m, None) if m is not None else (None, "not one of " + ", ".join(sorted(ACTIVATIONS)))
+    try:
+        raw = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = None
+    if raw is None or b"\0" in raw:
+        return None, "not an activation name"
+    out = _lib._enum_t(-1)
+    if parse(raw, ctypes.byref(out)) != Status.OK:
+        return None, _lib.decode(lib.fp8kit_last_error(None))
+    return _activation_value(out.value), None
+
+
+class _LibraryActivations(Mapping):
+    """ACTIVATIONS: activation names -> Activation, as the C library names them
+    (one table, src/core/names.c), asked on first use: iterating gives the
+    canonical names (fp8kit_activation_name of each value), a lookup takes
+    the aliases too ('gelu', 'swish'), in any case (fp8kit_activation_parse)."""
+
+    _canonical = None
+
+    def _names(self):
+        if self._canonical is None:
+            lib = _lib.load()
+            name_of = getattr(lib, "fp8kit_activation_name", None)
+            if name_of is None:  # a library older than the function
+                names = {m.name.lower(): m for m in Activation}
+            else:
+                names, v = {}, 0
+                while v < 1024:
+                    n = name_of(v)
+                    if n is None:
+                        break
+                    names[_lib.decode(n)] = _activation_value(v)
+                    v += 1
+            self._canonical = names
+        return self._canonical
+
+    def __getitem__(self, name):
+        if isinstance(name, str):
+            act, _ = _parse_activation(name.lower())
+            if act is not None:
+                return act
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self):
+        return len(self._names())
+
+
+ACTIVATIONS = _LibraryActivations()
+
+
+def activation_of(activation):
+    """The desc.act of an activation= argument: None (no activation), an Activation
+    or its value, or a name the C library accepts (ACTIVATIONS)."""
+    if activation is None:
+        return Activation.NONE
+    if isinstance(activation, str):
+        act, msg = _parse_activation(activation.lower())
+        if act is None:
+            raise InvalidArgumentError("activation %r: %s" % (activation, msg))
+        return act
+    return _enum(ACTIVATIONS, activation, "activation", Activation)
+
+
 SCALE_MODES = {"none": ScaleMode.NONE, "tensor": ScaleMode.TENSOR, "tensorwise": ScaleMode.TENSOR,
                "row": ScaleMode.ROW, "rowwise": ScaleMode.ROW, "block": ScaleMode.BLOCK,
                "blockwise": ScaleMode.BLOCK, "mx": ScaleMode.MX, "mxfp8": ScaleMode.MX}
@@ -459,7 +541,9 @@ def scaled_mm(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Opti
         checked on every call, cached plans included.
 
     Keyword arguments:
-      activation: None, 'relu', 'gelu' (erf), 'gelu_tanh', 'silu'.
+      activation: None or an activation name as the C library spells it
+        (fp8kit_activation_parse, any case: 'relu', 'gelu_tanh', 'gelu_erf'
+        or 'gelu', 'silu' or 'swish', ...; ACTIVATIONS), or an Activation.
       alpha, beta, c: y = alpha * acc + beta * c + bias (c: (M, N) float32 /
         float16 / bfloat16, read when beta != 0).
       scale_d: fp8 outputs: the float32 scalar divisor, D = fp8(y / scale_d)
@@ -937,7 +1021,7 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     na = _check_scale(sa, ma, layout, M, K, True)
     nb = _check_scale(sb, mb, layout, N, K, False)
     desc.scale_a, desc.scale_b, desc.scale_layout = ma, mb, layout
-    desc.act = _enum(ACTIVATIONS, activation if activation is not None else "none", "activation", Activation)
+    desc.act = activation_of(activation)
     desc.fast_accum = 1 if use_fast_accum else 0
 
     oq = _enum(OUT_QUANTS, out_quant, "out_quant", OutQuant) if out_quant is not None else None

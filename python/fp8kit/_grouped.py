@@ -16,10 +16,10 @@ import numpy as np
 
 from ._arrays import as_view, dtype_of_name, is_torch_tensor
 from ._context import Context
-from ._gemm import ACTIVATIONS, _numel
-from ._lib import Activation, BiasMode, DType, GemmDesc, ScaleMode, Tensor
+from ._gemm import _numel, activation_of
+from ._lib import BiasMode, DType, GemmDesc, ScaleMode, Tensor
 from ._outputs import check_disjoint, flat_layout, region, torch_writable
-from ._quant import FP8, HP, _enum, check_out, context_for, device_of, empty_like_kind, stream_for
+from ._quant import FP8, HP, check_out, context_for, device_of, empty_like_kind, stream_for
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
@@ -105,7 +105,7 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
       out_dtype: bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy).
 
     Keyword arguments:
-      activation: None, 'relu', 'gelu' (erf), 'gelu_tanh', 'silu'.
+      activation: None, an Activation or a name the C library accepts, as scaled_mm's.
       alpha: the multiplier of the accumulator.
       out: a (T, N) array to write D into instead of a new one (writable, sharing no byte with an input or
         status).
@@ -135,7 +135,7 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
     desc = GemmDesc()
     desc.scale_a = _scale_mode(sav, 1, T, "scale_a")
     desc.scale_b = _scale_mode(sbv, G, G * N, "scale_b")
-    desc.act = _enum(ACTIVATIONS, activation if activation is not None else "none", "activation", Activation)
+    desc.act = activation_of(activation)
     if biasv is not None:
         if biasv.dtype not in HP:
             raise InvalidArgumentError("%s: bias must be float32, float16 or bfloat16" % FN)

@@ -93,6 +93,7 @@ class ScaleMode(enum.IntEnum):
 
 
 class Activation(enum.IntEnum):
+    """fp8kit_activation's values; the names are the C library's (_gemm.ACTIVATIONS)."""
     NONE = 0
     RELU = 1
     GELU_TANH = 2
@@ -330,6 +331,8 @@ def _declare(lib):
         "fp8kit_dtype_size": (c.c_size_t, [_enum_t]),
         "fp8kit_dtype_name": (c.c_char_p, [_enum_t]),
         "fp8kit_backend_name": (c.c_char_p, [_enum_t]),
+        "fp8kit_activation_name": (c.c_char_p, [_enum_t]),
+        "fp8kit_activation_parse": (_enum_t, [c.c_char_p, c.POINTER(_enum_t)]),
         "fp8kit_backend_available": (c.c_int, [_enum_t]),
         "fp8kit_ctx_create": (_enum_t, [_enum_t, c.c_int, c.POINTER(vp)]),
         "fp8kit_ctx_destroy": (_enum_t, [vp]),
@@ -370,7 +373,8 @@ def _declare(lib):
                 "fp8kit_gemm_call_run",
                 "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm", "fp8kit_ckpt_opts_default",
                 "fp8kit_checkpoint_quantize",
-                "fp8kit_checkpoint_dequantize")  # newer than the first binding: an older library lacks it
+                "fp8kit_checkpoint_dequantize", "fp8kit_activation_name",
+                "fp8kit_activation_parse")  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
         if name in optional and not hasattr(lib, name):
             continue
