@@ -607,6 +607,49 @@ static void test_dequant(void)
 }
 
 /* fp8kit_cast both ways, against codec.h element by element. */
+/* The NaN a dequantized value carries (docs/spec.md 2): q's NaN (sign kept)
+ * when q decodes to NaN, else S's, else 0xFFC00000 (Inf * 0); for every
+ * output dtype (f16 / bf16 keep the sign and the quiet bit). */
+static void test_dequant_nan(void)
+{
+    static const struct {
+        uint8_t q;
+        int e5m2;
+        float s;
+        uint32_t want; /* f32 bits */
+    } t[] = {
+        {0xFF, 0, 0.0f, 0xFFC00000u},            /* -NaN code, zero S: the code's NaN */
+        {0xFF, 0, 2.0f, 0xFFC00000u},            /* -NaN code */
+        {0x7F, 0, 2.0f, 0x7FC00000u},            /* +NaN code */
+        {0x40, 0, 0.0f, 0x00000000u},            /* 2 * 0 */
+        {0x7C, 1, 0.0f, 0xFFC00000u},            /* e5m2 +Inf * 0: the default NaN */
+        {0xFC, 1, 0.0f, 0xFFC00000u},            /* -Inf * 0 */
+        {0xFE, 1, 0.0f, 0xFFC00000u},            /* e5m2 -NaN code */
+        {0x7E, 1, 0.0f, 0x7FC00000u},            /* e5m2 +NaN code */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        for (int nans = 0; nans < 2; nans++) {
+            fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_TENSOR);
+            d.elem = t[i].e5m2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
+            /* nans = 1: S is NaN too (the NaN group); the code's NaN still wins when q is NaN */
+            const float s = nans ? fk_t_u2f(0x7FC00001u) : t[i].s;
+            const int qnan = t[i].e5m2 ? (t[i].q & 0x7F) > 0x7C : (t[i].q & 0x7F) == 0x7F;
+            const uint32_t want = nans && !qnan ? 0x7FC00001u : t[i].want;
+            uint8_t q[4] = {t[i].q, t[i].q, t[i].q, t[i].q};
+            geom g = {2, 1, 1, 4, 0, 0};
+            float y32[4];
+            uint16_t y16[4];
+            CHECK_STATUS(lib_dequantize(&d, q, &s, g, FP8KIT_F32, y32), FP8KIT_OK);
+            CHECK(fk_t_f2u(y32[0]) == want, "case %zu nans %d: f32 0x%08x, want 0x%08x", i, nans, fk_t_f2u(y32[0]),
+                  want);
+            CHECK_STATUS(lib_dequantize(&d, q, &s, g, FP8KIT_BF16, y16), FP8KIT_OK);
+            CHECK(y16[0] == fk_f32_to_bf16(fk_t_u2f(want)), "case %zu nans %d: bf16 0x%04x", i, nans, y16[0]);
+            CHECK_STATUS(lib_dequantize(&d, q, &s, g, FP8KIT_F16, y16), FP8KIT_OK);
+            CHECK(y16[0] == fk_f32_to_f16(fk_t_u2f(want)), "case %zu nans %d: f16 0x%04x", i, nans, y16[0]);
+        }
+    }
+}
+
 static void test_cast(void)
 {
     /* hp -> fp8: every bf16 and f16 pattern, f32 patterns with every upper
@@ -748,6 +791,7 @@ int main(void)
     test_strides();
     test_axis2_vs_transpose();
     test_dequant();
+    test_dequant_nan();
     test_cast();
     test_errors_and_threads();
     fp8kit_ctx_destroy(ctx);

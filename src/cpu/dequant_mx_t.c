@@ -33,7 +33,7 @@ FK_CPU_CLONES static void k_deq_mx_t_tile(const uint8_t *q0, int64_t q_sr, const
     for (int i = 0; i < th; i++) {
         const float *s = sf[i / 32];
         for (int c = 0; c < TILE; c++)
-            f[c] = lut[qt[i][c]] * s[c];
+            f[c] = fk_deq_mul(lut[qt[i][c]], s[c]);
         fkv_narrow(f, tw, yt, y0 + i * y_sr * (int64_t)es);
     }
 }

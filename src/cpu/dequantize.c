@@ -24,7 +24,7 @@ FK_CPU_CLONES static void k_deq(const uint8_t *restrict q, int64_t n, const floa
             int64_t end = (g + 1) * G - i0 < k ? (g + 1) * G - i0 : k;
             const float s = fk_deq_scale_f32(S[g * s_stride]); /* an Inf S: a NaN group */
             for (; j < end; j++)
-                f[j] = lut[q[i0 + j]] * s;
+                f[j] = fk_deq_mul(lut[q[i0 + j]], s);
         }
         fkv_narrow(f, k, yt, (char *)y + i0 * (int64_t)es);
     }

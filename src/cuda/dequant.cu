@@ -50,22 +50,10 @@ __device__ __forceinline__ uint2 fk_load_codes8(const uint8_t *p, int n, bool ve
     return make_uint2(w[0], w[1]);
 }
 
-/* decode(q) * S. A NaN product gets the payload an x86 CPU gives it (the CPU
- * backend multiplies lut[q] * S): q's NaN (quieted, sign kept) if q decodes to
- * NaN, else S's NaN (quieted), else the default NaN 0xFFC00000 (Inf * 0). The
- * GPU would otherwise return its canonical 0x7FFFFFFF. docs/spec.md does not fix NaN
- * payloads of dequantized values; this keeps the backends bit-identical. */
-__device__ __forceinline__ float fk_dq_mul(float d, float S)
-{
-    const float p = d * S;
-    if (p == p)
-        return p;
-    if (d != d)
-        return fk_u2f(fk_f2u(d) | 0x00400000u);
-    if (S != S)
-        return fk_u2f(fk_f2u(S) | 0x00400000u);
-    return fk_u2f(0xFFC00000u);
-}
+/* decode(q) * S with the NaN a result carries fixed (fk_deq_mul,
+ * format/scale.h: the CPU backend's rule too; the GPU would otherwise return
+ * its canonical 0x7FFFFFFF). */
+#define fk_dq_mul fk_deq_mul
 
 struct fk_dq_args {
     const uint8_t *q;

@@ -59,6 +59,18 @@ FK_HD float fk_deq_scale_f32(float s)
     return (fk_f2u(s) & 0x7FFFFFFFu) == FK_F32_INF ? fk_u2f(FK_F32_QNAN) : s;
 }
 
+/* docs/spec.md 2: one dequantized element, decode(q) * S in fp32, with the
+ * NaN a result carries fixed (IEEE leaves it open, and an x86 multiply's
+ * choice depends on operand order): q's NaN quieted (sign kept) when q
+ * decodes to NaN, else S's NaN quieted, else 0xFFC00000 (Inf * 0). */
+FK_HD float fk_deq_mul(float d, float s)
+{
+    const float p = d * s;
+    if (p == p)
+        return p;
+    return fk_u2f(d != d ? (fk_f2u(d) | 0x00400000u) : s != s ? (fk_f2u(s) | 0x00400000u) : 0xFFC00000u);
+}
+
 /* docs/spec.md 2.2: e8m0 scale byte of an MX block from its amax bits. */
 FK_HD uint8_t fk_mx_scale(uint32_t amax_bits, int e5m2, int rceil)
 {
