@@ -20,7 +20,7 @@ fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const char *fn, const fp
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->scale_layout is not a fp8kit_scale_layout", fn);
     if ((unsigned)d->bias > FP8KIT_BIAS_ROW)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->bias %d is not a fp8kit_bias_mode", fn, (int)d->bias);
-    if ((unsigned)d->act > FP8KIT_ACT_SILU)
+    if ((unsigned)d->act >= FP8KIT_ACT_COUNT)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->act %d is not a fp8kit_activation", fn, (int)d->act);
     if ((unsigned)d->out_quant > FP8KIT_OUTQ_BLOCK1X128)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: desc->out_quant %d is not a fp8kit_out_quant", fn,
