@@ -4,8 +4,9 @@
 # `git archive <commit>`) and this tree ("after"), runs the same benches on
 # both in turn (bench_gemm with the M <= 128 section, bench_grouped,
 # bench_quant), and lists every row where "after" is slower by more than 2%
-# (compare_rows.py). Rows flagged slow are timed again, both trees in turn,
-# and the best of the two runs of each side is compared.
+# (compare_rows.py). The GEMM shapes of rows flagged slow are timed FK_ROUNDS
+# (default 4) more times on each side, in balanced order, and each row's
+# median over its runs is compared.
 #
 # usage (repository root, GPU machine): bash bench/profile/before_after.sh BEFORE_SRC [OUT]
 # FK_STEPS: "build bench" (default) or a subset; builds in build-before / build-after.
@@ -60,23 +61,24 @@ run() {
 }
 
 if [[ " $steps " == *" bench "* ]]; then
+    # round 1: everything, before then after; then the GEMM shapes of the rows
+    # flagged slow, FK_ROUNDS more times each side in balanced order (after,
+    # before, before, after, ...) so drift in clocks and temperature falls on
+    # both; each row's value is the median of its runs
     run before 1
     run after 1
     python3 bench/profile/compare_rows.py "$OUT/before-1/all.jsonl" "$OUT/after-1/all.jsonl" \
         --slow-shapes "$OUT/slow-1.txt" >"$OUT/compare-1.txt"
     tail -1 "$OUT/compare-1.txt"
     shapes=$(awk '$1 ~ /^gemm/ {print $2}' "$OUT/slow-1.txt" | sort -u | paste -sd, -)
-    if [ -s "$OUT/slow-1.txt" ]; then
-        # the slow rows again, both sides in turn (the GEMM ones by shape; the others whole)
-        run after 2 "${shapes:-none}"
-        run before 2 "${shapes:-none}"
-        if grep -qv '^gemm' "$OUT/slow-1.txt"; then run after 3; run before 3; fi
-    fi
     bs="$OUT/before-1/all.jsonl" as="$OUT/after-1/all.jsonl"
-    for t in 2 3; do
-        [ -s "$OUT/before-$t/all.jsonl" ] && bs="$bs,$OUT/before-$t/all.jsonl"
-        [ -s "$OUT/after-$t/all.jsonl" ] && as="$as,$OUT/after-$t/all.jsonl"
-    done
+    if [ -n "$shapes" ]; then
+        for t in $(seq 2 $((${FK_ROUNDS:-4} + 1))); do
+            if [ $((t % 2)) = 0 ]; then run after "$t" "$shapes"; run before "$t" "$shapes";
+            else run before "$t" "$shapes"; run after "$t" "$shapes"; fi
+            bs="$bs,$OUT/before-$t/all.jsonl" as="$as,$OUT/after-$t/all.jsonl"
+        done
+    fi
     python3 bench/profile/compare_rows.py "$bs" "$as" >"$OUT/compare.txt"
     rc=$?
     grep -E 'SLOWER' "$OUT/compare.txt" | head -40
