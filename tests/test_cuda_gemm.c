@@ -968,14 +968,10 @@ int main(int argc, char **argv)
     const int rc = parse_args(argc, argv);
     if (rc >= 0)
         return rc;
-#ifndef FP8KIT_HAVE_CUDA
-    printf("test_cuda_gemm: built without CUDA, skipped\n");
-    return FK_TEST_SKIP;
-#else
-    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
-        printf("test_cuda_gemm: no usable CUDA device, skipped\n");
-        return FK_TEST_SKIP;
-    }
+    const int skip = fk_test_cuda_skip("test_cuda_gemm");
+    if (skip >= 0)
+        return skip;
+#ifdef FP8KIT_HAVE_CUDA
     rng = fk_rng_seeded("test_cuda_gemm");
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &gctx), FP8KIT_OK);
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
@@ -1297,5 +1293,7 @@ int main(int argc, char **argv)
     fp8kit_ctx_destroy(cctx);
     fp8kit_ctx_destroy(fctx);
     return fk_test_summary("test_cuda_gemm");
+#else
+    return FK_TEST_SKIP; /* (fk_test_cuda_skip said so) */
 #endif
 }

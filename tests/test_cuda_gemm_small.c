@@ -332,28 +332,13 @@ static void f32(scase *g)
 }
 #endif
 
-/* Reads the options into g_small; returns -1 to go on, else the exit code. */
+/* Reads the options; returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv)
 {
-    static const struct option opts[] = {{"small", no_argument, NULL, 's'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int o;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (o == 's') {
-            g_small = 1;
-        } else {
-            fprintf(o == 'h' ? stdout : stderr,
-                    "usage: test_cuda_gemm_small [--small]\n"
-                    "  --small  a few small shapes only (for compute-sanitizer)\n");
-            return o == 'h' ? 0 : 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "test_cuda_gemm_small: unexpected argument '%s' (--help)\n", argv[optind]);
-        return 2;
-    }
-    return -1;
+    const fk_test_flag flags[] = {
+        {"small", &g_small, "a few small shapes only (for compute-sanitizer)"},
+    };
+    return fk_test_flags("test_cuda_gemm_small", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]));
 }
 
 int main(int argc, char **argv)
@@ -361,14 +346,10 @@ int main(int argc, char **argv)
     const int rc = parse_args(argc, argv);
     if (rc >= 0)
         return rc;
-#ifndef FP8KIT_HAVE_CUDA
-    printf("test_cuda_gemm_small: built without CUDA, skipped\n");
-    return FK_TEST_SKIP;
-#else
-    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
-        printf("test_cuda_gemm_small: no usable CUDA device, skipped\n");
-        return FK_TEST_SKIP;
-    }
+    const int skip = fk_test_cuda_skip("test_cuda_gemm_small");
+    if (skip >= 0)
+        return skip;
+#ifdef FP8KIT_HAVE_CUDA
     rng = fk_rng_seeded("test_cuda_gemm_small");
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CPU, 0, &cctx), FP8KIT_OK);
     if (!cctx)
@@ -490,5 +471,7 @@ int main(int argc, char **argv)
     g = base("decode 1x7168x7168 row", 1, 7168, 7168); g.sa = g.sb = FP8KIT_SCALE_ROW; run_case(&g);
     fp8kit_ctx_destroy(cctx);
     return fk_test_summary("test_cuda_gemm_small");
+#else
+    return FK_TEST_SKIP; /* (fk_test_cuda_skip said so) */
 #endif
 }

@@ -381,28 +381,13 @@ static void graph_capture(void)
 }
 #endif
 
-/* Reads the options into g_small; returns -1 to go on, else the exit code. */
+/* Reads the options; returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv)
 {
-    static const struct option opts[] = {{"small", no_argument, NULL, 's'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int o;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (o == 's') {
-            g_small = 1;
-        } else {
-            fprintf(o == 'h' ? stdout : stderr,
-                    "usage: test_cuda_grouped [--small]\n"
-                    "  --small  the small cases only (for compute-sanitizer)\n");
-            return o == 'h' ? 0 : 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "test_cuda_grouped: unexpected argument '%s' (--help)\n", argv[optind]);
-        return 2;
-    }
-    return -1;
+    const fk_test_flag flags[] = {
+        {"small", &g_small, "the small cases only (for compute-sanitizer)"},
+    };
+    return fk_test_flags("test_cuda_grouped", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]));
 }
 
 int main(int argc, char **argv)

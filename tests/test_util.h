@@ -5,12 +5,14 @@
 #ifndef FK_TEST_UTIL_H
 #define FK_TEST_UTIL_H
 
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "fp8kit.h"
 
 static long fk_t_pass, fk_t_fail;
 #define FK_T_MAX_REPORTS 20
@@ -44,6 +46,60 @@ static inline int fk_test_summary(const char *name)
 
 /* Exit code CTest treats as "skipped". */
 #define FK_TEST_SKIP 77
+
+/* A test program's on/off options (--name sets *set to 1) and --help, read
+ * with getopt_long from one table; usage lists each flag's help. Returns -1
+ * to go on, else the exit code (0 after --help, 2 for a bad argument). */
+typedef struct fk_test_flag {
+    const char *name;
+    int *set;
+    const char *help;
+} fk_test_flag;
+static inline int fk_test_flags(const char *prog, int argc, char **argv, const fk_test_flag *flags, int n)
+{
+    struct option opts[16];
+    int k = 0;
+    for (; k < n && k < 14; k++)
+        opts[k] = (struct option){flags[k].name, no_argument, NULL, 'a' + k};
+    opts[k++] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[k] = (struct option){NULL, 0, NULL, 0};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (o >= 'a' && o < 'a' + n) {
+            *flags[o - 'a'].set = 1;
+            continue;
+        }
+        FILE *f = o == 'h' ? stdout : stderr;
+        fprintf(f, "usage: %s", prog);
+        for (int i = 0; i < n; i++)
+            fprintf(f, " [--%s]", flags[i].name);
+        fprintf(f, "\n");
+        for (int i = 0; i < n; i++)
+            fprintf(f, "  --%-8s %s\n", flags[i].name, flags[i].help);
+        return o == 'h' ? 0 : 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s' (--help)\n", prog, argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+/* FK_TEST_SKIP, with a line saying why, when this build or machine has no
+ * usable CUDA device; else -1. */
+static inline int fk_test_cuda_skip(const char *prog)
+{
+#ifndef FP8KIT_HAVE_CUDA
+    printf("%s: built without CUDA, skipped\n", prog);
+    return FK_TEST_SKIP;
+#else
+    if (!fp8kit_backend_available(FP8KIT_BACKEND_CUDA)) {
+        printf("%s: no usable CUDA device, skipped\n", prog);
+        return FK_TEST_SKIP;
+    }
+    return -1;
+#endif
+}
 
 /* xoshiro-style deterministic RNG (splitmix64). */
 typedef struct { uint64_t s; } fk_rng;
