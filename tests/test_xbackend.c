@@ -350,6 +350,21 @@ static void check_exact(const char *name, const xcall *x, const xres *r, const x
     }
 }
 
+/* Runs the call on both sides and compares: the same status, then every
+ * output byte for byte, and nothing written outside the outputs. */
+static void run_exact(const xcall *x, xfn fn, void *c, const char *name, int want)
+{
+    xres r, t;
+    xrun(&g_ref, x, fn, c, name, &r);
+    xrun(&g_test, x, fn, c, name, &t);
+    if (check_status(name, want, &r, &t))
+        check_exact(name, x, &r, &t);
+    check_untouched(name, &g_ref, x, &r);
+    check_untouched(name, &g_test, x, &t);
+    xres_free(x, &r);
+    xres_free(x, &t);
+}
+
 /* Case bookkeeping: numbering (every case of the full table, so --case N
  * and the data of a case do not depend on --small), the per-case seed, the
  * failure line. */
@@ -707,7 +722,6 @@ static void run_qcase(qcase *c)
     const size_t sn = (size_t)fp8kit_tensor_numel(&c->ws), sbytes = sn * fp8kit_dtype_size(c->ws.dtype);
     xcall x;
     memset(&x, 0, sizeof x);
-    xres r, t;
     void *hx = xmalloc(xbytes), *hq = xmalloc(qbytes), *hs = xmalloc(sbytes);
     if (c->op == OP_QUANT) {
         fill_hp(hx, c->xt, xrows, xc, xrs, c->dist);
@@ -741,15 +755,7 @@ static void run_qcase(qcase *c)
         const int iy = xadd(&x, "y", xbytes, NULL, 1, FK_POISON);
         xpad(&x, iy, xrows, xc * (int64_t)es, xrs * (int64_t)es);
     }
-    xfn fn = c->op == OP_QUANT ? quant_call : dequant_call;
-    xrun(&g_ref, &x, fn, c, c->name, &r);
-    xrun(&g_test, &x, fn, c, c->name, &t);
-    if (check_status(c->name, c->want, &r, &t))
-        check_exact(c->name, &x, &r, &t);
-    check_untouched(c->name, &g_ref, &x, &r);
-    check_untouched(c->name, &g_test, &x, &t);
-    xres_free(&x, &r);
-    xres_free(&x, &t);
+    run_exact(&x, c->op == OP_QUANT ? quant_call : dequant_call, c, c->name, c->want);
     free(hx);
     free(hq);
     free(hs);
@@ -889,15 +895,7 @@ static void run_bcase(bcase *c)
         xpad(&x, iq, qrows, qc, qrs);
         xadd(&x, a ? "scale_col" : "scale_row", (size_t)fp8kit_tensor_numel(&c->ws[a]), NULL, 1, FK_POISON);
     }
-    xres r, t;
-    xrun(&g_ref, &x, mxboth_call, c, c->name, &r);
-    xrun(&g_test, &x, mxboth_call, c, c->name, &t);
-    if (check_status(c->name, sh->want, &r, &t))
-        check_exact(c->name, &x, &r, &t);
-    check_untouched(c->name, &g_ref, &x, &r);
-    check_untouched(c->name, &g_test, &x, &t);
-    xres_free(&x, &r);
-    xres_free(&x, &t);
+    run_exact(&x, mxboth_call, c, c->name, sh->want);
     free(hx);
     case_end(OP_MXBOTH, f0, c->name);
 }
@@ -986,15 +984,7 @@ static void run_ccase(ccase *c)
     xadd(&x, "x", xbytes, hx, 0, 0);
     const int iy = xadd(&x, "y", ybytes, NULL, 1, FK_POISON);
     xpad(&x, iy, yrows, cc * (int64_t)ts, yrs * (int64_t)ts);
-    xres r, t;
-    xrun(&g_ref, &x, cast_call, c, c->name, &r);
-    xrun(&g_test, &x, cast_call, c, c->name, &t);
-    if (check_status(c->name, sh->want, &r, &t))
-        check_exact(c->name, &x, &r, &t);
-    check_untouched(c->name, &g_ref, &x, &r);
-    check_untouched(c->name, &g_test, &x, &t);
-    xres_free(&x, &r);
-    xres_free(&x, &t);
+    run_exact(&x, cast_call, c, c->name, sh->want);
     free(hx);
     case_end(OP_CAST, f0, c->name);
 }
