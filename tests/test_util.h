@@ -149,4 +149,28 @@ static inline int fk_is_poisoned(const void *p, size_t n)
 static inline uint32_t fk_t_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fk_t_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
+/* Special and boundary fp32 inputs of the quantizers, by kind: 0, the smallest
+ * normal, e4m3's max and the values around it, FLT_MAX, NaN, +-Inf, the
+ * smallest subnormal, e5m2's max and beyond, -0, else a random subnormal. */
+static inline float fk_t_edge_value(fk_rng *r, int kind)
+{
+    switch (kind) {
+    case 0: return 0.0f;
+    case 1: return fk_t_u2f(0x00800000u); /* 2^-126 */
+    case 2: return 448.0f;
+    case 3: return 480.0f;
+    case 4: return -480.0f;
+    case 5: return fk_t_u2f(0x7F7FFFFFu); /* FLT_MAX */
+    case 6: return fk_t_u2f(0x7FC00000u); /* NaN */
+    case 7: return fk_t_u2f(0x7F800000u); /* Inf */
+    case 8: return fk_t_u2f(0xFF800000u); /* -Inf */
+    case 9: return fk_t_u2f(1u);          /* 2^-149 */
+    case 10: return 464.0f;
+    case 11: return 57344.0f;
+    case 12: return 61440.0f;
+    case 13: return -0.0f;
+    default: return fk_t_u2f(fk_rng_u32(r) & 0x007FFFFFu); /* subnormal */
+    }
+}
+
 #endif

@@ -405,26 +405,7 @@ static float rand_int(int r) { return (float)((int)ru((uint32_t)(2 * r + 1)) - r
 enum { DIST_NORMAL, DIST_HEAVY, DIST_EDGE };
 static const char *const k_dist_name[3] = {"normal", "heavy", "edge"};
 
-static float edge_value(int kind)
-{
-    switch (kind) {
-    case 0: return 0.0f;
-    case 1: return fk_t_u2f(0x00800000u); /* 2^-126 */
-    case 2: return 448.0f;
-    case 3: return 480.0f;
-    case 4: return -480.0f;
-    case 5: return fk_t_u2f(0x7F7FFFFFu); /* FLT_MAX */
-    case 6: return fk_t_u2f(0x7FC00000u); /* NaN */
-    case 7: return fk_t_u2f(0x7F800000u); /* Inf */
-    case 8: return fk_t_u2f(0xFF800000u); /* -Inf */
-    case 9: return fk_t_u2f(1u);          /* 2^-149 */
-    case 10: return 464.0f;
-    case 11: return 57344.0f;
-    case 12: return 61440.0f;
-    case 13: return -0.0f;
-    default: return fk_t_u2f(fk_rng_u32(&rng) & 0x007FFFFFu); /* subnormal */
-    }
-}
+static float edge_value(int kind) { return fk_t_edge_value(&rng, kind); }
 
 /* test_cuda_quant.c's generator: DIST_EDGE mixes specials into runs of 32. */
 static float gen_value(int dist, int64_t i, float mag, uint32_t *edge_state)
