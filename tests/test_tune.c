@@ -186,6 +186,54 @@ static void test_key(fp8kit_ctx *ctx)
     CHECK(strcmp(k1, k2) != 0, "keys of a 16-byte and an 8-byte aligned A agree");
 }
 
+/* fp8kit_gemm_supported / _describe on a CUDA context, with placeholder
+ * pointers (neither reads an operand): the family the planner picks, and
+ * the statuses fp8kit_gemm gives for a call no family runs. */
+static void test_cuda_supported(void)
+{
+    fp8kit_ctx *c = NULL;
+    CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &c), FP8KIT_OK);
+    if (!c)
+        return;
+    float one = 1.0f;
+    fp8kit_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.scale_a = d.scale_b = FP8KIT_SCALE_TENSOR;
+    d.out_hp = FP8KIT_BF16;
+    fp8kit_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.a = fp8kit_tensor_2d((void *)(uintptr_t)0x100000, FP8KIT_E4M3, 4096, 4096, 4096);
+    a.b = fp8kit_tensor_2d((void *)(uintptr_t)0x2000000, FP8KIT_E4M3, 4096, 4096, 4096);
+    a.scale_a = fp8kit_tensor_2d(&one, FP8KIT_F32, 1, 1, 1);
+    a.scale_b = fp8kit_tensor_2d(&one, FP8KIT_F32, 1, 1, 1);
+    a.alpha = 1.0f;
+    a.d = fp8kit_tensor_2d((void *)(uintptr_t)0x4000000, FP8KIT_BF16, 4096, 4096, 4096);
+    char buf[256];
+    const fp8kit_status st = fp8kit_gemm_describe(c, &d, &a, buf, sizeof buf);
+    CHECK(st == FP8KIT_OK || st == FP8KIT_ERR_ARCH_MISMATCH, "describe: %s", fp8kit_last_error(c));
+    if (st == FP8KIT_OK) {
+        CHECK(strncmp(buf, "sm90 ", 5) == 0, "4096^3 planned as '%s'", buf);
+        CHECK_STATUS(fp8kit_gemm_supported(c, &d, &a), FP8KIT_OK);
+        /* M = 64: the small-M family takes it */
+        a.a.shape[0] = 64;
+        a.d.shape[0] = 64;
+        CHECK_STATUS(fp8kit_gemm_describe(c, &d, &a, buf, sizeof buf), FP8KIT_OK);
+        CHECK(strncmp(buf, "sm90_small ", 11) == 0, "64x4096x4096 planned as '%s'", buf);
+        /* K = 4088: TMA needs K % 16 == 0; the same status as fp8kit_gemm */
+        a.a.shape[1] = a.b.shape[1] = 4088;
+        CHECK_STATUS(fp8kit_gemm_supported(c, &d, &a), FP8KIT_ERR_MISALIGNED);
+        CHECK(strstr(fp8kit_last_error(c), "multiple of 16") != NULL, "msg: %s", fp8kit_last_error(c));
+        CHECK_STATUS(fp8kit_gemm(c, &d, &a, NULL), FP8KIT_ERR_MISALIGNED);
+        /* the small-M family forced on a shape it cannot run */
+        a.a.shape[1] = a.b.shape[1] = 4096;
+        a.a.shape[0] = a.d.shape[0] = 300;
+        CHECK_STATUS(fp8kit_ctx_set_tuning(c, "gemm_small=2"), FP8KIT_OK);
+        CHECK_STATUS(fp8kit_gemm_supported(c, &d, &a), FP8KIT_ERR_UNSUPPORTED);
+        CHECK(strstr(fp8kit_last_error(c), "small-M") != NULL, "msg: %s", fp8kit_last_error(c));
+    }
+    fp8kit_ctx_destroy(c);
+}
+
 /* A small GEMM on ctx, D as float; returns 1 when it ran. */
 static int run_gemm(fp8kit_ctx *ctx, int on_gpu, int m, int n, int k, float *out);
 
@@ -247,6 +295,7 @@ int main(void)
         fp8kit_ctx_destroy(b);
         free(g0);
         free(g1);
+        test_cuda_supported();
     } else {
         printf("test_tune: no CUDA device: GPU part skipped\n");
     }

@@ -238,7 +238,7 @@ extern "C" const fk_backend_ops fk_cuda_backend = {
     fk_cuda_ctx_init,
     fk_cuda_ctx_free,
     NULL, /* threads_changed */
-    NULL, /* supports: planning refuses what no family runs */
+    fk_cuda_supports,
     fk_cuda_quantize,
     fk_cuda_quantize_both,
     fk_cuda_dequantize,

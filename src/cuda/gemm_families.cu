@@ -58,7 +58,8 @@ const fk_gemm_family *fk_family_of(const fk_plan *plan)
     return NULL;
 }
 
-/* The planner: families of this kind and architecture in order. */
+/* The planner: families of this kind and architecture in order; config
+ * NULL: only whether one of them can implement the job (no plan made). */
 static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const fk_gemm_job *job, int kind, void *config)
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
@@ -70,6 +71,8 @@ static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const fk_gemm_job *job, i
         if (f->kind != kind || cc < f->cc_min || cc > f->cc_max)
             continue;
         fp8kit_status st = f->can_implement(ctx, job);
+        if (st == FP8KIT_OK && !config)
+            return FP8KIT_OK;
         if (st == FP8KIT_OK) {
             memset(config, 0, FK_PLAN_CONFIG_BYTES);
             st = f->plan(ctx, job, config);
@@ -91,6 +94,20 @@ extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *j
 extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
 {
     return fk_plan_families(ctx, job, FK_FAM_GROUPED, config);
+}
+
+/* ops->supports: GEMMs when a family of the device's architecture can
+ * implement the job (its can_implement: arch, alignment, combinations; no
+ * plan made, nothing run); quantization, dequantization and casts: every
+ * job the core validated (the kernels' index limits, far beyond any tensor
+ * that fits a GPU, are checked when they run). */
+extern "C" fp8kit_status fk_cuda_supports(fp8kit_ctx *ctx, fk_op op, const void *job)
+{
+    if (op == FK_OP_GEMM)
+        return fk_plan_families(ctx, (const fk_gemm_job *)job, FK_FAM_DENSE, NULL);
+    if (op == FK_OP_GROUPED_GEMM)
+        return fk_plan_families(ctx, &((const fk_grouped_job *)job)->gemm, FK_FAM_GROUPED, NULL);
+    return FP8KIT_OK;
 }
 
 extern "C" fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
