@@ -372,6 +372,46 @@ static void fk_widen(float *dst, const void *src, fp8kit_dtype t, int64_t n)
                                    : ((const float *)src)[i];
 }
 
+/* Tiles shrunk until every thread has work, nc kept a multiple of 128. */
+static void fk_shrink_tiles(int64_t M, int64_t N, int nt, int mr, int64_t *mc, int64_t *nc)
+{
+    while (fk_ceil_div(M, *mc) * fk_ceil_div(N, *nc) < 2 * nt) {
+        if (*nc > 128)
+            *nc = fk_round_up(*nc / 2, 128);
+        else if (*mc > mr)
+            *mc = fk_round_up(*mc / 2, mr);
+        else
+            break;
+    }
+}
+
+/* The epilogue's factors, in double: alpha times the tensor / row scales
+ * per row of D (rowf), B's row scales per column (colf, or NULL), and the
+ * bias widened to f32 (or NULL). */
+static void fk_epi_factors(const fk_gemm_job *j, double *rowf, double *colf, float *bias, int64_t blen,
+                           fk_gemm_epi *ep)
+{
+    const double sbt = j->desc.scale_b == FP8KIT_SCALE_TENSOR ? (double)*(const float *)j->scale_b : 1.0;
+    const float *sa = (const float *)j->scale_a;
+    for (int64_t m = 0; m < j->m; m++) {
+        double f = (double)j->alpha * sbt;
+        if (j->desc.scale_a == FP8KIT_SCALE_TENSOR)
+            f *= sa[0];
+        else if (j->desc.scale_a == FP8KIT_SCALE_ROW)
+            f *= sa[m];
+        rowf[m] = f;
+    }
+    if (colf)
+        for (int64_t n = 0; n < j->n; n++)
+            colf[n] = ((const float *)j->scale_b)[n];
+    if (bias)
+        fk_widen(bias, j->bias, j->bias_type, blen);
+    ep->rowf = rowf;
+    ep->colf = colf;
+    ep->bias = bias;
+    ep->bias_row = j->desc.bias == FP8KIT_BIAS_ROW;
+}
+
 fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan)
 {
     const fk_gemm_job *j = job;
@@ -411,16 +451,8 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     s.np = Np;
     s.nkb = s.mode == FK_MODE_PLAIN ? 0 : fk_ceil_div(kch, s.cfg.kblk);
 
-    /* tiles: shrink until every thread has work, keeping nc a multiple of 128 */
     int64_t mc = s.cfg.mc, nc = s.cfg.nc;
-    while (fk_ceil_div(M, mc) * fk_ceil_div(N, nc) < 2 * nt) {
-        if (nc > 128)
-            nc = fk_round_up(nc / 2, 128);
-        else if (mc > mr)
-            mc = fk_round_up(mc / 2, mr);
-        else
-            break;
-    }
+    fk_shrink_tiles(M, N, nt, mr, &mc, &nc);
     const int64_t tm = fk_ceil_div(M, mc), tn = fk_ceil_div(N, nc), ntile = tm * tn;
     const int global_acc = nchunk > 1;
     const int64_t tile_ld = fk_round_up(nc, nr);
@@ -464,28 +496,7 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     float *accbuf = (float *)(scratch + o_acc);
     double *rowbuf = (double *)(scratch + o_row);
 
-    /* epilogue factors: alpha and the tensor/row scales, in double */
-    {
-        double sbt = j->desc.scale_b == FP8KIT_SCALE_TENSOR ? (double)*(const float *)j->scale_b : 1.0;
-        const float *sa = (const float *)j->scale_a;
-        for (int64_t m = 0; m < M; m++) {
-            double f = (double)j->alpha * sbt;
-            if (j->desc.scale_a == FP8KIT_SCALE_TENSOR)
-                f *= sa[0];
-            else if (j->desc.scale_a == FP8KIT_SCALE_ROW)
-                f *= sa[m];
-            rowf[m] = f;
-        }
-        if (colf)
-            for (int64_t n = 0; n < N; n++)
-                colf[n] = ((const float *)j->scale_b)[n];
-        if (bias)
-            fk_widen(bias, j->bias, j->bias_type, blen);
-        ep.rowf = rowf;
-        ep.colf = colf;
-        ep.bias = bias;
-        ep.bias_row = j->desc.bias == FP8KIT_BIAS_ROW;
-    }
+    fk_epi_factors(j, rowf, colf, bias, blen, &ep);
 
     uint32_t amax = 0;
 #pragma omp parallel num_threads(nt) reduction(max : amax)
