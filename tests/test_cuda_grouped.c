@@ -1,16 +1,18 @@
 /* test_cuda_grouped.c - the CUDA grouped GEMM (fp8kit_grouped_gemm with
- * device offsets) against an fp64 reference from the dequantized operands
- * (docs/spec.md section 3 bounds) and against the CPU backend on the same inputs:
- * empty groups, groups shorter than a tile, groups spanning tile
- * boundaries, a last offset < T (rows past it untouched, as are D's padding
- * columns), odd N, e5m2 on either side, every activation, none / tensor /
- * row scales, bias dtypes, bf16 / f16 / f32 (fast) output, every tile width,
- * padded B experts; invalid device offsets (decreasing, past T, negative)
- * leave D unchanged and set the status word; a CUDA graph captured once
- * follows new offsets written to device memory; host-checked bad inputs
- * return their status with D unchanged. Tile widths are forced with
- * fp8kit_ctx_set_tuning (gemm_bn). Exits 77 without an sm_90 device.
- * Option: --small runs the small cases only (for compute-sanitizer). */
+ * device offsets): the checks that the cross-backend harness does not make.
+ * The table of CPU-vs-CUDA grouped cases (empty groups, groups shorter than
+ * a tile or spanning tile boundaries, a last offset < T, odd N, e5m2 on
+ * either side, every activation, none / tensor / row scales, bias dtypes,
+ * bf16 / f16 / f32 (fast) output, every tile width, padded B experts) lives
+ * in tests/test_xbackend.c. What stays here: many tiles and groups (8 and 64
+ * groups over 2048 rows, the planner's own tile width) against an fp64
+ * reference from the dequantized operands (docs/spec.md section 3 bounds)
+ * and against the CPU backend on the same inputs; invalid device offsets
+ * (decreasing, past T, negative) leave D unchanged and set the status word;
+ * host-checked bad inputs return their status with D unchanged; a CUDA graph
+ * captured once follows new offsets written to device memory. Exits 77
+ * without an sm_90 device.
+ * Option: --small skips the many-groups cases (for compute-sanitizer). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,46 +415,7 @@ int main(int argc, char **argv)
     printf("  %s\n", fp8kit_ctx_describe(gctx));
     CHECK_STATUS(fp8kit_ctx_get_tuning(gctx, g_base, sizeof g_base), FP8KIT_OK);
     const int small = g_small;
-    /* empty first group, a group shorter than a tile, one spanning tiles, a 1-row group */
-    static const int32_t mixed[6] = {0, 37, 37, 300, 301, 700};
-    /* last offset < T: rows 400 .. 519 untouched */
-    static const int32_t shortl[3] = {100, 250, 400};
-    static const int32_t one[4] = {0, 0, 0, 256};
-    const gcase cases[] = {
-        {"mixed row bias gelu bf16", 700, 256, 512, 6, mixed, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 0, NULL},
-        {"short last, odd N, tensor relu f16", 520, 131, 256, 3, shortl, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F16,
-         FP8KIT_F32, FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 1, FP8KIT_ACT_RELU, 0, 3, 0, NULL},
-        {"e5m2 x e4m3 none silu f16", 333, 96, 192, 4, NULL, FP8KIT_E5M2, FP8KIT_E4M3, FP8KIT_F16, FP8KIT_F32,
-         FP8KIT_SCALE_NONE, FP8KIT_SCALE_NONE, 1, FP8KIT_ACT_SILU, 0, 0, 0, NULL},
-        {"e4m3 x e5m2 tensor x row erf", 260, 72, 128, 5, NULL, FP8KIT_E4M3, FP8KIT_E5M2, FP8KIT_BF16, FP8KIT_F16,
-         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_ERF, 0, 0, 0, NULL},
-        {"e5m2 x e5m2 row x tensor", 200, 64, 160, 3, NULL, FP8KIT_E5M2, FP8KIT_E5M2, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_NONE, 0, 0, 0, NULL},
-        {"all rows in the last group", 256, 128, 256, 4, one, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 0, FP8KIT_ACT_NONE, 0, 0, 0, NULL},
-        {"padded B experts, fast, f32", 300, 200, 256, 3, NULL, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_NONE, 1, 24, 8, NULL},
-        {"bn 192 precise", 600, 400, 384, 4, NULL, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 0, "192"},
-        {"bn 192 fast", 600, 400, 384, 4, NULL, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, 0, FP8KIT_ACT_NONE, 1, 0, 0, "192"},
-        {"bn 256 fast", 600, 520, 384, 4, NULL, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_F32,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_SILU, 1, 0, 0, "256"},
-        {"bn 128 fast, odd N", 400, 77, 256, 6, NULL, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, 1, FP8KIT_ACT_RELU, 1, 0, 0, "128"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case(&cases[i]);
-    /* every activation, each scale combination */
-    for (int act = 0; act <= 4; act++) {
-        gcase c = {"activation", 270, 136, 128, 3, NULL, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-                   (fp8kit_scale_mode)(act % 3), (fp8kit_scale_mode)((act + 1) % 3), act & 1, act, 0, 0, 0, NULL};
-        char name[40];
-        snprintf(name, sizeof name, "act %d sa %d sb %d bias %d", act, act % 3, (act + 1) % 3, act & 1);
-        c.name = name;
-        run_case(&c);
-    }
+    /* CPU-vs-CUDA cases of every scheme and shape class: tests/test_xbackend.c */
     if (!small) {
         /* many tiles and groups: the planner's own tile width */
         gcase big = {"balanced 8 x 256 (planner)", 2048, 512, 512, 8, NULL, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16,
