@@ -67,6 +67,7 @@
 
 static int g_small, g_cpu_vs_cpu, g_verbose;
 static long g_only = -1;   /* --case N */
+static const char *g_tuning; /* --tuning SPEC: the test side's base overrides */
 static uint64_t g_seed;
 static fk_rng rng;         /* reseeded per case from g_seed and the case number */
 static long g_id;          /* number of the case being built (every case of the full table counts) */
@@ -2237,6 +2238,7 @@ static int parse_args(int argc, char **argv)
                                          {"cpu-vs-cpu", no_argument, NULL, 'c'},
                                          {"case", required_argument, NULL, 'n'},
                                          {"verbose", no_argument, NULL, 'v'},
+                                         {"tuning", required_argument, NULL, 't'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int o;
@@ -2248,17 +2250,21 @@ static int parse_args(int argc, char **argv)
             g_cpu_vs_cpu = 1;
         } else if (o == 'v') {
             g_verbose = 1;
+        } else if (o == 't' && strlen(optarg) < 240) {
+            g_tuning = optarg;
         } else if (o == 'n' && (g_only = strtol(optarg, &end, 10)) >= 0 && end && !*end && end != optarg) {
             continue;
         } else {
             if (o == 'n')
                 fprintf(stderr, "test_xbackend: --case wants a case number, got '%s'\n", optarg);
             fprintf(o == 'h' ? stdout : stderr,
-                    "usage: test_xbackend [--small] [--cpu-vs-cpu] [--case N] [--verbose]\n"
+                    "usage: test_xbackend [--small] [--cpu-vs-cpu] [--case N] [--verbose] [--tuning SPEC]\n"
                     "  --small       a few cases per op (for compute-sanitizer)\n"
                     "  --cpu-vs-cpu  both sides on the CPU backend (thread counts and cpu_isa differ): no GPU needed\n"
                     "  --case N      case N only (the number a failure names; FK_TEST_SEED=n for its data)\n"
-                    "  --verbose     a line per passing case too\n");
+                    "  --verbose     a line per passing case too\n"
+                    "  --tuning SPEC the test side's overrides under every case's own keys (default: FP8KIT_TUNING),\n"
+                    "                e.g. gemm_cluster=2: every GEMM case on the 2-CTA cluster variants\n");
             return o == 'h' ? 0 : 2;
         }
     }
@@ -2320,6 +2326,8 @@ int main(int argc, char **argv)
     /* the overrides each context starts with (FP8KIT_TUNING), kept as the base of every case's keys */
     CHECK_STATUS(fp8kit_ctx_get_tuning(g_ref.ctx, g_ref.base, 256), FP8KIT_OK);
     CHECK_STATUS(fp8kit_ctx_get_tuning(g_test.ctx, g_test.base, 256), FP8KIT_OK);
+    if (g_tuning)
+        snprintf(g_test.base, sizeof g_test.base, "%s", g_tuning);
     if (g_cpu_vs_cpu) /* the other CPU GEMM microkernel on the test side */
         snprintf(g_test.base + strlen(g_test.base), sizeof g_test.base - strlen(g_test.base), "%scpu_isa=generic",
                  g_test.base[0] ? "," : "");
