@@ -372,11 +372,13 @@ static double run_case(const gcase *g)
             den += r * r;
             numc += (v - vc) * (v - vc);
             /* codes one step apart at most where the group scales agree (f32
-             * scales: within 1e-3, so a code moves by one step at most) */
+             * scales: within 1e-3, so a code moves by one step at most) and
+             * |y| >= 0.1 rms (the backends' y differ by up to ~1e-3 rms: a
+             * smaller y may move two codes within the bounds) */
             const double sg = rowq ? group_scale(SDO, g->oq, m, n, N) : 1.0;
             const double sc = rowq ? group_scale(SDOc, g->oq, m, n, N) : 1.0;
             const int same_scale = sg == sc || (g->oq == FP8KIT_OUTQ_BLOCK1X128 && !g->pow2 && fabs(sg - sc) <= 1e-3 * sc);
-            if (fp8out && fabs(r) > 1e-2 * ref_rms && same_scale) {
+            if (fp8out && fabs(r) > 0.1 * ref_rms && same_scale) {
                 uint8_t q = D[m * ldd + n], qc = Dc[m * ldd + n];
                 int dq = (q & 0x80) == (qc & 0x80) ? abs((q & 0x7F) - (qc & 0x7F)) : (q & 0x7F) + (qc & 0x7F);
                 if (dq > 1 && fp8_far++ < 3)
@@ -1122,8 +1124,9 @@ int main(int argc, char **argv)
           want_sk);
 
     /* plan cache: a second call of the same shape reuses the plan */
-    int64_t before = fp8kit_plan_cache_size(gctx);
     g = base_case("tensor bf16 tile-multiple", 256, 256, 512);
+    run_case(&g);
+    int64_t before = fp8kit_plan_cache_size(gctx);
     run_case(&g);
     CHECK(fp8kit_plan_cache_size(gctx) == before, "plan cache grew on a repeated shape");
     test_errors();

@@ -1711,12 +1711,16 @@ static void gemm_compare(const gcase *c, const xres *R, const xres *T, double *r
                     fprintf(stderr, "  code 0x%02x (%s) vs 0x%02x (%s) at (%lld, %lld) [%s]\n", q1, g_test.name, q0,
                             g_ref.name, (long long)m, (long long)n, c->name);
                 /* one code step apart at most where the group scales agree (f32
-                 * block scales within 1e-3: a code moves by one step at most) */
+                 * block scales within 1e-3: a code moves by one step at most)
+                 * and |y| >= 0.1 rms: the backends' y differ by up to ~1e-3 rms
+                 * (accumulation, the fast activations), which is under 1% of
+                 * such a y; a smaller y may move two codes within the bounds
+                 * (H100: 0xa6 vs 0xa8 once, in a gelu + mx output case) */
                 const double s0 = rowq ? group_scale(SD[0], r->oq, m, n, N) : 1.0;
                 const double s1 = rowq ? group_scale(SD[1], r->oq, m, n, N) : 1.0;
                 const int same =
                     s0 == s1 || (r->oq == FP8KIT_OUTQ_BLOCK1X128 && !r->pow2 && fabs(s0 - s1) <= 1e-3 * s0);
-                if (same && fabs(rr) > 1e-2 * rms) {
+                if (same && fabs(rr) > 0.1 * rms) {
                     const int dq =
                         (q0 & 0x80) == (q1 & 0x80) ? abs((q0 & 0x7F) - (q1 & 0x7F)) : (q0 & 0x7F) + (q1 & 0x7F);
                     if (dq > 1 && fp8_far++ < 3)
