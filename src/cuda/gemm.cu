@@ -36,7 +36,7 @@ struct fk_sm90_config {
     int32_t group_m;
     int32_t device;
     int32_t no_bulk; /* tuning gemm_bulk=0: the general store path only */
-    int32_t lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 (FK_GEMM_LAG) */
+    int32_t lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 (tuning gemm_lag) */
     int32_t sk_parts; /* stream-K tail (fk_sm90_sk_plan): parts per tail tile (0: none) */
     int32_t sk_tail;  /* tail tiles */
     int32_t sk_grid;  /* the grid with the stream-K tail */

@@ -25,7 +25,7 @@ struct fk_grp_config {
     int32_t device;
     int32_t no_bulk;
     int32_t lag;
-    int32_t pdl; /* launched with programmatic stream serialization (FK_GEMM_PDL; gemm.cu) */
+    int32_t pdl; /* launched with programmatic stream serialization (tuning gemm_pdl; gemm.cu) */
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 

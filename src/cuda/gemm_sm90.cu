@@ -1210,7 +1210,7 @@ const fk_sm90_variant fk_sm90_variants[] = {
     /* MX (block 2): promotion after every k32 step (promo 1) */
     FK_VMX(128, 0),         FK_VMX(128, 1),         FK_VMX(128, 2),         FK_VMX(128, 3),
     FK_VMX(64, 0),
-    /* clusters of 2 along M with B multicast (FK_GEMM_CLUSTER=2, or autotune): the wide tiles of
+    /* clusters of 2 along M with B multicast (tuning gemm_cluster=2, or autotune): the wide tiles of
      * large shapes. H100, 2026-11-22: within +-2% of the single-CTA kernel at large shapes (L2 is
      * not the limit there), 15-18% slower at 4096-class shapes (no TMA-store epilogue, no
      * stream-K, each stage waits for the slower CTA of the pair), so the heuristic does not pick

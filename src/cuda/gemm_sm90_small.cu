@@ -7,7 +7,7 @@
  * range of a band may be split over the `split` CTAs of a thread-block
  * cluster (1, 2 or 4), whose fp32 partial sums meet in shared memory and are
  * added through distributed shared memory in rank order (deterministic, no
- * workspace). Optionally (FK_SMALL_MC=2) two bands share A's loads by TMA
+ * workspace). Optionally (tuning small_mc=2) two bands share A's loads by TMA
  * multicast inside the cluster.
  *
  * CTA: 384 threads. Warpgroup 2 is the producer (one thread issues the TMA
@@ -69,7 +69,7 @@ extern "C" int fk_small_trace_get(unsigned long long *dst, int ctas)
 #include "cuda/driver.h"
 
 #define FK_SMALL_MAXST 16       /* ring stages at most */
-#define FK_SMALL_DEPTH 8        /* ring stages by default (FK_SMALL_STAGES) */
+#define FK_SMALL_DEPTH 8        /* ring stages by default (tuning small_stages) */
 #define FK_SMALL_SMEM 232448    /* dynamic shared memory requested (227 KB) */
 #define FK_SMALL_THREADS 384
 
