@@ -251,14 +251,16 @@ template <bool ROW> static fk_mxt_fn fk_mxt_pick(fp8kit_dtype t, int e5, size_t 
     }
 }
 
+/* rows x c32 scales of job, stored (padding included) as the core's
+ * geometry gave the job (scale_rows x scale_cols) */
 static void fk_mxt_scale_out(const fk_quant_job *job, int64_t rows, int64_t c32, fk_mx_scale_out *o)
 {
     o->p = (uint8_t *)job->scale;
     o->R = rows;
     o->C32 = c32;
     o->blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
-    o->Rp = o->blocked ? fk_blocked_rows(rows) : rows;
-    o->Cp = o->blocked ? fk_blocked_cols(c32) : c32;
+    o->Rp = job->scale_rows;
+    o->Cp = job->scale_cols;
 }
 
 static bool fk_same_input(const fk_mat &a, const fk_mat &b)

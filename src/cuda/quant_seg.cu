@@ -274,16 +274,18 @@ extern "C" fp8kit_status fk_cuda_quant_seg(fp8kit_ctx *ctx, const fk_quant_job *
         a.mxs.R = job->x.R;
         a.mxs.C32 = job->x.C / 32;
         a.mxs.blocked = job->desc.scale_layout == FP8KIT_LAYOUT_BLOCKED;
-        a.mxs.Rp = a.mxs.blocked ? fk_blocked_rows(a.mxs.R) : a.mxs.R;
-        a.mxs.Cp = a.mxs.blocked ? fk_blocked_cols(a.mxs.C32) : a.mxs.C32;
+        a.mxs.Rp = job->scale_rows; /* stored rows x cols, padding included (the core's geometry) */
+        a.mxs.Cp = job->scale_cols;
         fk_seg_fn k = fk_seg_pick<FK_SEG_MX>(job->x.dtype, job->e5m2, fk_seg_contig(job, 32 / V));
         return fk_seg_launch(ctx, job, a, ncp, k, s);
     }
     a.fs.p = (float *)job->scale;
     a.fs.rows = job->x.R;
-    a.fs.cols = fk_ceil_div(job->x.C, 128);
     a.fs.mn = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
-    a.fs.ld = fk_round_up(job->x.R, 4);
+    /* the grid's ceil(C / 128) columns and mn_major's row stride 4 ceil(R / 4),
+     * from the stored shape the core computed (format/geometry.h) */
+    a.fs.cols = a.fs.mn ? job->scale_rows : job->scale_cols;
+    a.fs.ld = a.fs.mn ? job->scale_cols : fk_round_up(job->x.R, 4);
     fk_seg_fn k = fk_seg_pick<FK_SEG_1X128>(job->x.dtype, job->e5m2, fk_seg_contig(job, 128 / V));
     return fk_seg_launch(ctx, job, a, ncp, k, s);
 }
