@@ -136,6 +136,22 @@ FK_HD void fk_geom_blocked(fk_scale_geom *g, int64_t grows, int64_t gcols)
 
 /* 1 when `layout` is defined for quantization `scheme` (plain: all; blocked: mx;
  * mn_major: block1x128 and block128x128). */
+/* mx scales (e8m0, one per 32 of len along each of rows), plain or blocked;
+ * 0 when len is not a multiple of 32. Shared by quantization and GEMM. */
+FK_HD int fk_geom_mx(fk_scale_geom *g, int64_t rows, int64_t len, int layout)
+{
+    g->e8m0 = 1;
+    if (len % 32)
+        return 0;
+    if (layout == FK_GEO_BLOCKED)
+        fk_geom_blocked(g, rows, len / 32);
+    else
+        fk_geom_plain(g, rows, len / 32);
+    g->gh = 1;
+    g->gw = 32;
+    return 1;
+}
+
 FK_HD int fk_quant_layout_ok(int scheme, int layout)
 {
     return layout == FK_GEO_PLAIN || (layout == FK_GEO_BLOCKED && scheme == FK_GEO_MX) ||
@@ -180,15 +196,8 @@ FK_HD int fk_quant_scale_geom(int scheme, int layout, int axis, int64_t R, int64
     }
     default: { /* mx: blocks of 32 along the axis; the grid in q's orientation */
         const int64_t qr = axis == -1 ? R : C, len = axis == -1 ? C : R;
-        g->e8m0 = 1;
-        if (len % 32)
+        if (!fk_geom_mx(g, qr, len, layout))
             return FK_GEO_ERR_SHAPE;
-        if (layout == FK_GEO_BLOCKED)
-            fk_geom_blocked(g, qr, len / 32);
-        else
-            fk_geom_plain(g, qr, len / 32);
-        g->gh = 1;
-        g->gw = 32;
         break;
     }
     }
@@ -247,15 +256,8 @@ FK_HD int fk_gemm_scale_geom(int mode, int layout, int is_b, int64_t rows, int64
         break;
     }
     default: /* mx */
-        g->e8m0 = 1;
-        if (k % 32)
+        if (!fk_geom_mx(g, rows, k, layout))
             return FK_GEO_ERR_SHAPE;
-        if (layout == FK_GEO_BLOCKED)
-            fk_geom_blocked(g, rows, k / 32);
-        else
-            fk_geom_plain(g, rows, k / 32);
-        g->gh = 1;
-        g->gw = 32;
         break;
     }
     return fk_geom_finish(g);
