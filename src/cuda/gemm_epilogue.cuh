@@ -29,7 +29,7 @@ static __device__ __forceinline__ float fk_epi_load(const void *p, long long i, 
     return fk_f16_to_f32(((const uint16_t *)p)[i]);
 }
 
-/* The activation as a real call: one copy of tanhf/erff/expf in the kernel
+/* The activation as a real call: one copy of exp2f/erff in the kernel
  * instead of one per unrolled element (instruction-cache footprint). */
 static __device__ __noinline__ float fk_epi_act(float y, int act) { return fk_act(y, act); }
 
@@ -233,27 +233,17 @@ static __device__ __forceinline__ float fk_epi_ex2(float x)
 #endif
 }
 
-/* y * sigmoid(-zn) = y / (1 + 2^z) with z = zn log2(e), in 3 instructions
- * and no division (so that many of them interleave): 2^z from ex2, the
- * reciprocal of d = 1 + 2^z from rcp.approx (1 ulp), times y: a few ulp in
- * all, far inside docs/spec.md 3 even for fp32 output (the rounding of z, which an
- * exact exp would not remove, dominates). Where 2^z overflows (z >= 128) d
- * is Inf and its reciprocal 0, so the result is a signed 0 for finite y -
- * the CPU backend's formulas also give 0 there - and NaN for y = -Inf, as
- * on the CPU (Inf * 0); a NaN y gives NaN.
- * gelu_tanh(y) = y * sigmoid(2 u) with u = k0 (y + k1 y^3) (= 0.5 y (1 +
- * tanh u)), so z = y (K0 + K1 y^2) with K0 = -2 k0 log2(e), K1 = -2 k0 k1
- * log2(e); silu(y) = y * sigmoid(y): z = -y log2(e). */
+/* y / (1 + 2^z) of src/format/epilogue.h (gelu_tanh, silu; z from fk_act_z)
+ * in 3 instructions and no division, so that many of them interleave: 2^z
+ * from ex2, the reciprocal of d = 1 + 2^z from rcp.approx (1 ulp), times y:
+ * a few ulp from the CPU's exp2f and division, far inside docs/spec.md 3 even
+ * for fp32 output (the rounding of z, common to both, dominates). Where 2^z
+ * overflows d is Inf and its reciprocal 0: a signed 0 for finite y and NaN
+ * for y = -Inf, as on the CPU. */
 static __device__ __forceinline__ float fk_epi_ysig(float y, float z)
 {
     const float d = 1.0f + fk_epi_ex2(z);
     return y * fk_epi_rcp_est(d);
-}
-
-static __device__ __forceinline__ float fk_epi_gelu_tanh(float y)
-{
-    const float K0 = -2.3022082f, K1 = -0.10294324f;
-    return fk_epi_ysig(y, y * fmaf(y * y, K1, K0));
 }
 
 /* Applies the activation to n values: the branch on act is taken once, so
@@ -263,11 +253,11 @@ template <int N> static __device__ __forceinline__ void fk_epi_act_n(float (&y)[
     if (act == 2) {
 #pragma unroll
         for (int e = 0; e < N; e++)
-            y[e] = fk_epi_gelu_tanh(y[e]);
+            y[e] = fk_epi_ysig(y[e], fk_act_z(y[e], 2));
     } else if (act == 4) {
 #pragma unroll
         for (int e = 0; e < N; e++)
-            y[e] = fk_epi_ysig(y[e], y[e] * -1.442695f);
+            y[e] = fk_epi_ysig(y[e], fk_act_z(y[e], 4));
     } else if (act == 1) {
 #pragma unroll
         for (int e = 0; e < N; e++)
