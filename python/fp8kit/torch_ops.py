@@ -63,7 +63,7 @@ _LIB.define("scaled_mm(Tensor a, Tensor b, Tensor? scale_a, Tensor? scale_b, Ten
             "str activation, float alpha, float beta, Tensor? c, bool use_fast_accum, str scale_mode, "
             "str scale_layout, bool bias_per_row) -> Tensor")
 _LIB.define("grouped_mm(Tensor a, Tensor b, Tensor offs, Tensor? scale_a, Tensor? scale_b, Tensor? bias, "
-            "str out_dtype, str activation, float alpha) -> Tensor")
+            "str out_dtype, str activation, float alpha, str layout=\"contiguous\") -> Tensor")
 
 
 def _quantize_op(x, scheme, dtype, axis, rounding, pow2, scale_layout):
@@ -121,13 +121,17 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, 
     return a.new_empty((a.shape[0], b.shape[1]), dtype=torch_dtype(dt))
 
 
-def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha):
+def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous"):
     return _grouped.grouped_mm(a, b, offs, scale_a, scale_b, bias, _OUT_DTYPES.get(out_dtype, out_dtype or None),
-                               activation=activation or None, alpha=alpha)
+                               activation=activation or None, alpha=alpha, layout=layout)
 
 
-def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha):
+def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous"):
     dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
+    if layout.lower() not in _grouped.LAYOUTS:
+        raise InvalidArgumentError("fp8kit::grouped_mm: layout must be 'contiguous' or 'masked' (got %r)" % layout)
+    if layout.lower() == "masked":  # a (G, M, K) -> (G, M, N)
+        return a.new_empty((a.shape[0], a.shape[1], b.shape[2]), dtype=torch_dtype(dt))
     return a.new_empty((a.shape[0], b.shape[2]), dtype=torch_dtype(dt))
 
 
@@ -181,9 +185,11 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: Optional[torch.Tensor] 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, scale_a: Optional[torch.Tensor] = None,
                scale_b: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
                out_dtype: DTypeLike = torch.bfloat16, *, activation: Optional[str] = None,
-               alpha: float = 1.0) -> torch.Tensor:
+               alpha: float = 1.0, layout: str = "contiguous") -> torch.Tensor:
     """torch.ops.fp8kit.grouped_mm with fp8kit.grouped_mm's arguments: a, b,
     offs (an int32 tensor), scale_a, scale_b, bias, out_dtype and the
-    keywords activation, alpha (see fp8kit.grouped_mm)."""
+    keywords activation, alpha, layout ('contiguous': a (T, K) -> (T, N);
+    'masked': a (G, M, K), offs the valid-row counts -> (G, M, N)); see
+    fp8kit.grouped_mm."""
     return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
-                                       float(alpha))
+                                       float(alpha), layout)
