@@ -22,6 +22,7 @@
 #include "fp8kit.h"
 #include "format/codec.h"
 #include "format/scale.h"
+#include "ref/gemm_ref.h"
 #include "test_util.h"
 
 static int g_small, g_perf; /* --small, --perf */
@@ -175,7 +176,7 @@ static void run_case(const mcase *g)
             if (g->beta != 0.0f) y += (double)g->beta * load_hp(C, m * N + n, g->ct);
             if (g->bias == FP8KIT_BIAS_COL) y += load_hp(BI, n, g->biast);
             if (g->bias == FP8KIT_BIAS_ROW) y += load_hp(BI, m, g->biast);
-            ref[m * N + n] = act_ref(y, g->act);
+            ref[m * N + n] = fk_ref_act(y, g->act);
         }
     }
 

@@ -26,6 +26,7 @@
 #include <string.h>
 #include "fp8kit.h"
 #include "format/codec.h"
+#include "ref/gemm_ref.h"
 #include "test_util.h"
 
 static int g_small; /* --small */
@@ -176,7 +177,7 @@ static void run_case(const scase *g)
             if (g->beta != 0.0f) y += (double)g->beta * load_hp(C, m * N + n, ct);
             if (g->bias == FP8KIT_BIAS_COL) y += load_hp(BI, n, biast);
             if (g->bias == FP8KIT_BIAS_ROW) y += load_hp(BI, m, biast);
-            ref[m * N + n] = act_ref(y, g->act);
+            ref[m * N + n] = fk_ref_act(y, g->act);
         }
     }
 

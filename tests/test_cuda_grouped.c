@@ -19,6 +19,7 @@
 #include <string.h>
 #include "fp8kit.h"
 #include "format/codec.h"
+#include "ref/gemm_ref.h"
 #include "test_util.h"
 
 static int g_small; /* --small */
@@ -195,8 +196,8 @@ static void compare(const gcase *c, const gops *o, const void *gpu, const void *
             const double s_b = c->sb == FP8KIT_SCALE_ROW      ? o->sb[g * o->N + n]
                                : c->sb == FP8KIT_SCALE_TENSOR ? o->sb[g]
                                                                : 1.0;
-            const double y = act_ref(0.75 * acc * s_a * s_b + (c->bias ? load_hp(o->bias, g * o->N + n, c->biast) : 0.0),
-                                     c->act);
+            const double y = fk_ref_act(0.75 * acc * s_a * s_b + (c->bias ? load_hp(o->bias, g * o->N + n, c->biast) : 0.0),
+                                       (fp8kit_activation)c->act);
             const double got = load_hp(gpu, m * o->ldd + n, c->dt), ref = load_hp(cpu, m * o->ldd + n, c->dt);
             nan_bad |= isnan(got) && !isnan(y);
             num += (got - y) * (got - y);

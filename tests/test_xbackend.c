@@ -50,6 +50,7 @@
 #include "fp8kit.h"
 #include "format/codec.h"
 #include "format/scale.h"
+#include "ref/gemm_ref.h"
 #include "test_util.h"
 #include "test_hp.h"
 #ifdef FP8KIT_HAVE_CUDA
@@ -1526,7 +1527,7 @@ static void gdata_make(const gemm_row *r, gdata *g)
             if (r->beta != 0.0f) y += (double)r->beta * load_hp(g->C, m * N + n, r->ct);
             if (r->bias == B_COL) y += load_hp(g->BI, n, r->biast);
             if (r->bias == B_ROW) y += load_hp(g->BI, m, r->biast);
-            g->ref[m * N + n] = act_ref(y, r->act);
+            g->ref[m * N + n] = fk_ref_act(y, r->act);
         }
     free(da);
     free(db);
@@ -2143,8 +2144,8 @@ static void run_grouped_row(const grouped_row *r)
                 acc += pa[k] * pb[k];
             const double s_a = r->sa == S_ROW ? c.sa[m] : r->sa == S_TEN ? c.sa[0] : 1.0;
             const double s_b = r->sb == S_ROW ? c.sb[g * N + n] : r->sb == S_TEN ? c.sb[g] : 1.0;
-            c.ref[m * N + n] = act_ref(0.75 * acc * s_a * s_b + (r->bias ? load_hp(c.bias, g * N + n, r->biast) : 0.0),
-                                       r->act);
+            c.ref[m * N + n] = fk_ref_act(0.75 * acc * s_a * s_b + (r->bias ? load_hp(c.bias, g * N + n, r->biast) : 0.0),
+                                         r->act);
         }
     }
     free(da);

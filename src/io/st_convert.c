@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "format/codec.h"
+#include "format/geometry.h"
 #include "io/st_conv.h"
 #include "io/st_model.h"
 
@@ -82,15 +83,23 @@ static fp8kit_status cv_download(cv *c, void *dst, const void *src, size_t n, co
 }
 
 /* --------------------------------------------------------------- execution */
+/* Rows of one slab: whole scale groups along the rows (format/geometry.h's gh: 128
+ * for 128x128, 1 for row, 1x128 and mx; the tensor scheme's one scale serves every
+ * slab). */
 static int64_t cv_slab_rows(const cv *c, const cv_item *it, size_t row_bytes, int whole)
 {
     if (whole || !row_bytes)
         return it->R;
+    fk_scale_geom g;
+    int64_t gh = 1;
+    if (it->desc.scheme != FP8KIT_SCHEME_TENSOR &&
+        fk_quant_scale_geom((int)it->desc.scheme, (int)it->desc.scale_layout, it->desc.axis, it->R, it->C, &g) ==
+            FK_GEO_OK)
+        gh = g.gh;
     int64_t rs = (int64_t)(c->slab / row_bytes);
-    if (it->desc.scheme == FP8KIT_SCHEME_BLOCK128X128)
-        rs = rs / 128 * 128;
-    if (rs < (it->desc.scheme == FP8KIT_SCHEME_BLOCK128X128 ? 128 : 1))
-        rs = it->desc.scheme == FP8KIT_SCHEME_BLOCK128X128 ? 128 : 1;
+    rs = rs / gh * gh;
+    if (rs < gh)
+        rs = gh;
     return rs < it->R ? rs : it->R;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/geometry.h"
 #include "io/st_conv.h"
 
 fp8kit_status cv_fail(cv *c, fp8kit_status st, const char *fmt, ...)
@@ -212,9 +213,25 @@ static int cv_same_shape(const st_tensor *t, int nd, const int64_t *shape)
     return 1;
 }
 
-/* ceil(x / d) for x >= 0, d > 0, without the overflow of (x + d - 1) / d
- * (a zero-element weight may have a dim near 2^63). */
-static int64_t cv_ceil_div(int64_t x, int64_t d) { return x / d + (x % d != 0); }
+/* The scales of an N x K weight under scheme s as a checkpoint stores them: the
+ * plain layout's matrix of format/geometry.h (exactly the grid, no padding: tensor
+ * 1 x 1, row N x 1, 1x128 N x ceil(K/128), 128x128 ceil(N/128) x ceil(K/128), mx
+ * N x K/32). 0 when the geometry does not define it (mx: K not a multiple of 32). */
+static int cv_scale_grid(fp8kit_scheme s, int64_t N, int64_t K, int64_t shape[2])
+{
+    fk_scale_geom g;
+    if (fk_quant_scale_geom((int)s, FK_GEO_PLAIN, -1, N, K, &g) != FK_GEO_OK)
+        return 0;
+    shape[0] = g.rows, shape[1] = g.cols;
+    return 1;
+}
+
+/* Is sc, 2-D, the scale matrix of the N x K weight under scheme s? */
+static int cv_is_grid(const st_tensor *sc, fp8kit_scheme s, int64_t N, int64_t K)
+{
+    int64_t shape[2];
+    return cv_scale_grid(s, N, K, shape) && cv_same_shape(sc, 2, shape);
+}
 
 static void cv_shape_text(const st_tensor *t, char *buf, size_t n)
 {
@@ -238,20 +255,18 @@ int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_sch
     int one = fscale && n1 == 1 && sc->ndim <= 1;
     if (w->ndim == 2) {
         int64_t N = w->shape[0], K = w->shape[1];
-        int64_t row[2] = {N, 1}, b1[2] = {N, cv_ceil_div(K, 128)},
-                b2[2] = {cv_ceil_div(N, 128), cv_ceil_div(K, 128)}, mx[2] = {N, K / 32};
         *R = N, *C = K;
-        if (fscale && inv && cv_same_shape(sc, 2, b2))
+        if (fscale && inv && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK128X128, N, K))
             return *scheme = FP8KIT_SCHEME_BLOCK128X128, 1;
         if (one)
             return *scheme = FP8KIT_SCHEME_TENSOR, 1;
-        if (fscale && cv_same_shape(sc, 2, row))
+        if (fscale && cv_is_grid(sc, FP8KIT_SCHEME_ROW, N, K))
             return *scheme = FP8KIT_SCHEME_ROW, 1;
-        if (fscale && !inv && cv_same_shape(sc, 2, b1))
+        if (fscale && !inv && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK1X128, N, K))
             return *scheme = FP8KIT_SCHEME_BLOCK1X128, 1;
-        if (fscale && cv_same_shape(sc, 2, b2))
+        if (fscale && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK128X128, N, K))
             return *scheme = FP8KIT_SCHEME_BLOCK128X128, 1;
-        if (escale && K % 32 == 0 && cv_same_shape(sc, 2, mx))
+        if (escale && cv_is_grid(sc, FP8KIT_SCHEME_MX, N, K))
             return *scheme = FP8KIT_SCHEME_MX, 1;
         return 0;
     }
@@ -496,17 +511,15 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
         else if (it->act == CV_QUANT) {
             /* docs/spec.md section 5's table (st_convert.c checks each slab against
              * fp8kit_quant_shapes) */
-            int64_t N = it->R, K = it->C, ss[2] = {0, 0};
+            int64_t ss[2] = {0, 0};
             int snd = 2, ct = c->format == ST_FORMAT_COMPRESSED_TENSORS;
             st_dtype sdt = ST_F32;
-            switch (it->desc.scheme) {
-            case FP8KIT_SCHEME_TENSOR: /* [1]; [] with --format fp8, [1, 1] for its MoE experts */
-                snd = ct ? 1 : cv_is_expert(t->name) ? 2 : 0, ss[0] = ss[1] = 1;
-                break;
-            case FP8KIT_SCHEME_ROW: ss[0] = N, ss[1] = 1; break;
-            case FP8KIT_SCHEME_BLOCK128X128: ss[0] = cv_ceil_div(N, 128), ss[1] = cv_ceil_div(K, 128); break;
-            default: ss[0] = N, ss[1] = K / 32, sdt = ct ? ST_U8 : ST_F8_E8M0; break; /* e8m0 bytes */
-            }
+            if (!cv_scale_grid(it->desc.scheme, it->R, it->C, ss)) /* cv_shape_fits kept the others */
+                return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': no scale geometry for its shape", t->name);
+            if (it->desc.scheme == FP8KIT_SCHEME_TENSOR) /* [1]; [] with --format fp8, [1, 1] for its MoE experts */
+                snd = ct ? 1 : cv_is_expert(t->name) ? 2 : 0;
+            else if (it->desc.scheme == FP8KIT_SCHEME_MX)
+                sdt = ct ? ST_U8 : ST_F8_E8M0; /* e8m0 bytes */
             cv_add_out(c, f, t->name, ST_F8_E4M3, 2, t->shape, &it->out_main);
             cv_add_out(c, f, it->scale_name, sdt, snd, ss, &it->out_scale);
         }
