@@ -16,6 +16,7 @@
 #include "cuda/gemm_params.h"
 #include "cuda/family.h"
 #include "cuda/gemm_small.h"
+#include "cuda/gemm_store.h"
 #include "cuda/driver.h"
 #include <stdio.h>
 
@@ -41,7 +42,7 @@ struct fk_sm90_config {
     int32_t sk_tail;  /* tail tiles */
     int32_t sk_grid;  /* the grid with the stream-K tail */
     int32_t pdl;      /* launched with programmatic stream serialization (tuning gemm_pdl) */
-    int32_t store;    /* the store path (fk_sm90_stores) chosen for the job */
+    int32_t store;    /* the store path (gemm_store.h) chosen for the job */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -73,94 +74,6 @@ static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, in
             return i;
     }
     return -1;
-}
-
-/* 16-bit D that an epilogue may copy out of shared memory in bulk (the
- * bulk-copy and TMA-store paths): no C, no output quantization, base
- * 16-byte aligned, row stride a multiple of 8 elements. Decided per call,
- * so a plan made for an aligned D still runs (through the general
- * epilogue) on one that is not. */
-static int fk_d16_copyable(const fk_gemm_job *job)
-{
-    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
-           job->desc.out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0;
-}
-
-/* Whether D leaves through the TMA-store epilogue in the variants that have
- * it: copyable D, N a multiple of 8, any activation, and no bias or a
- * column bias on a 4-byte boundary with B not row-scaled (the bias takes
- * the per-warp table's column factors' place, fetched with 4-byte
- * cp.async). N: a TMA store clips a row's end only to 16 bytes (H100,
- * 2026-11-22: N = 325 in a row stride of 328 wrote columns 325-327). */
-static int fk_tma_store_ok(const fk_gemm_job *job)
-{
-    const int bias_ok = !job->bias || (job->desc.bias == FP8KIT_BIAS_COL && job->desc.scale_b != FP8KIT_SCALE_ROW &&
-                                       ((uintptr_t)job->bias & 3u) == 0);
-    return fk_d16_copyable(job) && job->n % 8 == 0 && bias_ok;
-}
-
-/* The TMA-store variants' kind for a job: 1 plain epilogue, 2 with a bias
- * or an activation (their own kernels, so the plain ones carry none of
- * that code; H100, 2026-11-22: putting it in the plain kernels cost them
- * 10-14%). */
-static int fk_tma_store_kind(const fk_gemm_job *job)
-{
-    return job->bias || job->desc.act != FP8KIT_ACT_NONE ? 2 : 1;
-}
-
-/* Whether variant v runs this job's D through its TMA-store epilogue (a TS
- * variant of the job's kind, and the job fits that path). */
-static int fk_variant_tstore(const fk_sm90_variant *v, const fk_gemm_job *job)
-{
-    return v->tma_store && fk_tma_store_ok(job) && v->tma_store == fk_tma_store_kind(job);
-}
-
-/* The epilogue's store paths (p.d_bulk), each with what it supports, in
- * the planner's order of preference: the plan takes the first that fits the
- * job (fk_sm90_store_of, at plan time) and a call re-checks it against its
- * own pointers (a plan made for an aligned D still runs, through the
- * general path, on one that is not). The epilogue op itself (scales,
- * alpha, beta * C, bias, activation, output cast or quantization) is the
- * same on every path (fk_gemm_job_params). */
-enum { FK_STORE_GENERAL = 0, FK_STORE_BULK = 1, FK_STORE_TMA = 2 };
-static int fk_store_tma_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
-{
-    return fk_variant_tstore(v, job) && job->k > 0; /* TS variants; their maps need K > 0 */
-}
-static int fk_store_bulk_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
-{
-    return !v->tma_store && fk_d16_copyable(job) && job->n % 8 == 0; /* rows of whole 16-byte units */
-}
-static int fk_store_general_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
-{
-    (void)v;
-    (void)job;
-    return 1; /* every epilogue op, every output dtype, fused row quantization */
-}
-static const struct {
-    int id;
-    const char *name;
-    int (*fits)(const fk_sm90_variant *v, const fk_gemm_job *job);
-} fk_sm90_stores[] = {
-    {FK_STORE_TMA, "tma", fk_store_tma_fits},
-    {FK_STORE_BULK, "bulk", fk_store_bulk_fits},
-    {FK_STORE_GENERAL, "general", fk_store_general_fits},
-};
-
-static int fk_sm90_store_of(const fk_sm90_variant *v, const fk_gemm_job *job, int general_only)
-{
-    for (size_t i = 0; !general_only && i < sizeof fk_sm90_stores / sizeof fk_sm90_stores[0]; i++)
-        if (fk_sm90_stores[i].fits(v, job))
-            return fk_sm90_stores[i].id;
-    return FK_STORE_GENERAL;
-}
-
-static const char *fk_sm90_store_name(int id)
-{
-    for (size_t i = 0; i < sizeof fk_sm90_stores / sizeof fk_sm90_stores[0]; i++)
-        if (fk_sm90_stores[i].id == id)
-            return fk_sm90_stores[i].name;
-    return "?";
 }
 
 /* Stream-K tail. With tiles = W x slots + tail work items, the last wave
@@ -313,7 +226,7 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     cfg->device = cs->device;
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     cfg->no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
-    cfg->store = fk_sm90_store_of(v, job, cfg->no_bulk);
+    cfg->store = fk_store_plan(FK_STORES_SM90, v, job, cfg->no_bulk);
     /* programmatic dependent launch: the kernels wait (griddepcontrol.wait)
      * before any global access, so they may start while the previous grid
      * drains; and the driver enqueues such a launch ~0.4 us faster (H100,
@@ -746,10 +659,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         return FP8KIT_OK;
 
     /* the plan's store path if this call's pointers fit it, else the general one */
-    int store = cfg.store;
-    for (size_t i = 0; i < sizeof fk_sm90_stores / sizeof fk_sm90_stores[0]; i++)
-        if (fk_sm90_stores[i].id == store && !fk_sm90_stores[i].fits(v, job))
-            store = FK_STORE_GENERAL;
+    const int store = fk_store_run(FK_STORES_SM90, cfg.store, v, job);
     const int tstore = store == FK_STORE_TMA;
     CUtensorMap tmaps[3];
     fp8kit_status mst = fk_sm90_maps(ctx, job, plan, v, cfg.device, opa, opb, kbytes, lda, ldb, tstore, tmaps);
@@ -776,7 +686,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
             p.sa_sk = ga.blocked;
         }
     }
-    /* D's store path (fk_sm90_stores): 2 the TMA-store epilogue, 1 the
+    /* D's store path (gemm_store.h): 2 the TMA-store epilogue, 1 the
      * bulk-copy one, 0 the general one */
     if (store == FK_STORE_TMA) {
         p.d_bulk = 2;
@@ -817,7 +727,7 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
              "sm90 variant=%d bn=%d promo=%d block=%d ab=%d cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
              "lag=%d bulk=%d store=%s sk_parts=%d sk_tail=%d pdl=%d",
              cfg.variant, v->bn, v->promo, v->block, v->ab, v->cluster, v->tma_store, v->stages, cfg.grid,
-             cfg.group_m, cfg.lag, !cfg.no_bulk, fk_sm90_store_name(cfg.store), cfg.sk_parts, cfg.sk_tail, cfg.pdl);
+             cfg.group_m, cfg.lag, !cfg.no_bulk, fk_store_name(cfg.store), cfg.sk_parts, cfg.sk_tail, cfg.pdl);
 }
 
 /* The workspace of the plan's fastest path: precise fp32 output's fp16

@@ -8,7 +8,8 @@
  * kernel: with invalid ones every CTA leaves before writing anything, and
  * the optional status word says so. Tuning overrides (core/tuning.h) it
  * reads: gemm_bn (128 / 192 / 256), grouped_gm (tile rows per L2 group),
- * gemm_lag, gemm_bulk, gemm_pdl as in gemm.cu. */
+ * gemm_lag, gemm_bulk, gemm_pdl as in gemm.cu. D leaves through the bulk-copy
+ * or the general store path (gemm_store.h, FK_STORES_GROUPED). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "cuda/gemm_params.h"
 #include "cuda/family.h"
 #include "cuda/gemm_host.h"
+#include "cuda/gemm_store.h"
 #include "cuda/driver.h"
 
 struct fk_grp_config {
@@ -23,9 +25,10 @@ struct fk_grp_config {
     int32_t variant; /* index into fk_sm90_grouped_variants */
     int32_t group_m;
     int32_t device;
-    int32_t no_bulk;
+    int32_t no_bulk; /* tuning gemm_bulk=0: the general store path only */
     int32_t lag;
     int32_t pdl; /* launched with programmatic stream serialization (tuning gemm_pdl; gemm.cu) */
+    int32_t store; /* the store path (gemm_store.h) chosen for the job */
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -110,6 +113,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
         cfg.group_m = 1;
     cfg.device = cs->device;
     cfg.no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
+    cfg.store = fk_store_plan(FK_STORES_GROUPED, NULL, job, cfg.no_bulk);
     cfg.lag = fk_tuned(tu->gemm_lag, 1);
     cfg.pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
     if (cfg.lag < 0 || cfg.lag >= v->stages)
@@ -180,8 +184,8 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     p.grp_brows = (int)gj->b_rows;
     p.grp_tab = v->smem_bytes;
     p.grp_status = gj->status;
-    if (!cfg.no_bulk && (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) &&
-        ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0 && job->n % 8 == 0)
+    /* D's store path: the plan's if this call's pointers fit it, else the general one */
+    if (fk_store_run(FK_STORES_GROUPED, cfg.store, NULL, job) == FK_STORE_BULK)
         p.d_bulk = 1;
     p.lag = cfg.lag;
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
@@ -213,8 +217,9 @@ static void fk_grp_describe(const fk_plan *plan, char *buf, size_t n)
         return;
     }
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[cfg.variant];
-    snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d ab=%d stages=%d group_m=%d lag=%d bulk=%d pdl=%d",
-             cfg.variant, v->bn, v->promo, v->ab, v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk, cfg.pdl);
+    snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d ab=%d stages=%d group_m=%d lag=%d bulk=%d store=%s pdl=%d",
+             cfg.variant, v->bn, v->promo, v->ab, v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk,
+             fk_store_name(cfg.store), cfg.pdl);
 }
 
 const fk_gemm_family fk_family_sm90_grouped = {

@@ -44,6 +44,7 @@
 #include "cuda/gemm_epilogue.cuh"
 #include "cuda/family.h"
 #include "cuda/gemm_small.h"
+#include "cuda/gemm_store.h"
 #include "cuda/ptx/ptx.cuh"
 
 /* FK_SMALL_TRACE (a build flag for experiments, off in every build):
@@ -536,7 +537,8 @@ struct fk_small_config {
     int32_t grid;
     int32_t smem;
     int16_t pdl;    /* launched with programmatic stream serialization */
-    int16_t bpromo; /* B's tensor-map L2 promotion: 0 none, 1 64 B, 2 128 B, 3 256 B */
+    int8_t bpromo;  /* B's tensor-map L2 promotion: 0 none, 1 64 B, 2 128 B, 3 256 B */
+    int8_t store;   /* the store path (gemm_store.h): general, the only one of FK_STORES_SMALL */
     fk_small_params q;
 };
 static_assert(sizeof(fk_small_config) <= FK_PLAN_CONFIG_BYTES, "small plan config too large");
@@ -779,7 +781,9 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     /* 128-byte L2 promotion of B's rows (the box width): 256 B was 2-3%
      * slower (the second half lands in L2 long before its K block) */
     const int promo = fk_tuned(tu->small_bpromo, 2);
-    cfg.bpromo = (int16_t)(promo >= 0 && promo <= 3 ? promo : 2);
+    cfg.bpromo = (int8_t)(promo >= 0 && promo <= 3 ? promo : 2);
+    /* 4 adjacent columns of a row per thread through the general element stores (fk_epi_store4) */
+    cfg.store = (int8_t)fk_store_plan(FK_STORES_SMALL, NULL, job, 0);
     /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
     if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
         FK_SMALL_DECLINE("shared memory layout does not fit");
@@ -827,9 +831,10 @@ void fk_small_describe(const fk_plan *plan, char *buf, size_t n)
     fk_small_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
     snprintf(buf, n,
-             "sm90_small variant=%d grid=%d r=%d bw=%d w=%d split=%d mc=%d mh=%d stages=%d pf=%d flags=%d bpromo=%d pdl=%d",
+             "sm90_small variant=%d grid=%d r=%d bw=%d w=%d split=%d mc=%d mh=%d stages=%d pf=%d flags=%d bpromo=%d pdl=%d "
+             "store=%s",
              cfg.variant, cfg.grid, cfg.q.r, cfg.q.bw, cfg.q.w, cfg.q.split, cfg.q.mc, cfg.q.mh,
-             cfg.q.stages, cfg.q.pf, cfg.q.flags, cfg.bpromo, cfg.pdl);
+             cfg.q.stages, cfg.q.pf, cfg.q.flags, cfg.bpromo, cfg.pdl, fk_store_name(cfg.store));
 }
 
 fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
@@ -838,7 +843,8 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.family != FK_FAM_SM90_SMALL || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR || cfg.q.split < 1 ||
         cfg.q.mc < 1 || cfg.q.split * cfg.q.mc > 8 || cfg.q.stages < 2 || cfg.q.stages > FK_SMALL_MAXST ||
-        cfg.q.mh < 1 || cfg.q.mh > 2 || cfg.grid % cfg.q.mh)
+        cfg.q.mh < 1 || cfg.q.mh > 2 || cfg.grid % cfg.q.mh ||
+        fk_store_run(FK_STORES_SMALL, cfg.store, NULL, job) != cfg.store) /* general: p.d_bulk stays 0 */
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
     const fk_small_variant *v = &fk_small_variants[cfg.variant];
     const fp8kit_gemm_desc *dd = &job->desc;

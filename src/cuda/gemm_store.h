@@ -1,0 +1,131 @@
+/* gemm_store.h - the CUDA GEMM epilogue's D store paths (p.d_bulk): one table shared by the families' host code. */
+#ifndef FK_CUDA_GEMM_STORE_H
+#define FK_CUDA_GEMM_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cuda/backend.h"
+#include "cuda/gemm_params.h"
+
+/* The store paths, each with what it supports, in the planners' order of
+ * preference. A family declares the ids it has (a mask of FK_STORE_BIT);
+ * its planner takes the first of them that fits the job (fk_store_plan)
+ * into its config and a call re-checks it against its own pointers
+ * (fk_store_run: a plan made for an aligned D still runs, through the
+ * general path, on one that is not). The epilogue op itself (scales, alpha,
+ * beta * C, bias, activation, output cast or quantization) is the same on
+ * every path (fk_gemm_job_params). The predicates take the job and the
+ * kernel variant (NULL in families without TMA-store variants). */
+enum { FK_STORE_GENERAL = 0, FK_STORE_BULK = 1, FK_STORE_TMA = 2 };
+#define FK_STORE_BIT(id) (1u << (id))
+#define FK_STORES_SM90 (FK_STORE_BIT(FK_STORE_TMA) | FK_STORE_BIT(FK_STORE_BULK) | FK_STORE_BIT(FK_STORE_GENERAL))
+#define FK_STORES_GROUPED (FK_STORE_BIT(FK_STORE_BULK) | FK_STORE_BIT(FK_STORE_GENERAL))
+#define FK_STORES_SMALL FK_STORE_BIT(FK_STORE_GENERAL)
+
+/* 16-bit D that an epilogue may copy out of shared memory in bulk (the
+ * bulk-copy and TMA-store paths): no C, no output quantization, base
+ * 16-byte aligned, row stride a multiple of 8 elements. */
+static inline int fk_d16_copyable(const fk_gemm_job *job)
+{
+    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
+           job->desc.out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0;
+}
+
+/* Whether D leaves through the TMA-store epilogue in the variants that have
+ * it: copyable D, N a multiple of 8, any activation, and no bias or a
+ * column bias on a 4-byte boundary with B not row-scaled (the bias takes
+ * the per-warp table's column factors' place, fetched with 4-byte
+ * cp.async). N: a TMA store clips a row's end only to 16 bytes (H100,
+ * 2026-11-22: N = 325 in a row stride of 328 wrote columns 325-327). */
+static inline int fk_tma_store_ok(const fk_gemm_job *job)
+{
+    const int bias_ok = !job->bias || (job->desc.bias == FP8KIT_BIAS_COL && job->desc.scale_b != FP8KIT_SCALE_ROW &&
+                                       ((uintptr_t)job->bias & 3u) == 0);
+    return fk_d16_copyable(job) && job->n % 8 == 0 && bias_ok;
+}
+
+/* The TMA-store variants' kind for a job: 1 plain epilogue, 2 with a bias
+ * or an activation (their own kernels, so the plain ones carry none of
+ * that code; H100, 2026-11-22: putting it in the plain kernels cost them
+ * 10-14%). */
+static inline int fk_tma_store_kind(const fk_gemm_job *job)
+{
+    return job->bias || job->desc.act != FP8KIT_ACT_NONE ? 2 : 1;
+}
+
+/* Whether variant v runs this job's D through its TMA-store epilogue (a TS
+ * variant of the job's kind, and the job fits that path). */
+static inline int fk_variant_tstore(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    return v && v->tma_store && fk_tma_store_ok(job) && v->tma_store == fk_tma_store_kind(job);
+}
+
+static inline int fk_store_tma_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    return fk_variant_tstore(v, job) && job->k > 0; /* TS variants; their maps need K > 0 */
+}
+static inline int fk_store_bulk_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    return !(v && v->tma_store) && fk_d16_copyable(job) && job->n % 8 == 0; /* rows of whole 16-byte units */
+}
+static inline int fk_store_general_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    (void)v;
+    (void)job;
+    return 1; /* every epilogue op, every output dtype, fused row quantization */
+}
+
+typedef struct fk_store_path {
+    int id;
+    const char *name;
+    int (*fits)(const fk_sm90_variant *v, const fk_gemm_job *job);
+} fk_store_path;
+
+/* The table, in order of preference; *count its entries. */
+static inline const fk_store_path *fk_store_paths(size_t *count)
+{
+    static const fk_store_path paths[] = {
+        {FK_STORE_TMA, "tma", fk_store_tma_fits},
+        {FK_STORE_BULK, "bulk", fk_store_bulk_fits},
+        {FK_STORE_GENERAL, "general", fk_store_general_fits},
+    };
+    *count = sizeof paths / sizeof paths[0];
+    return paths;
+}
+
+/* Plan time: the first path of the family's ids that fits the job; the
+ * general one when general_only (tuning gemm_bulk=0) or none fits. */
+static inline int fk_store_plan(unsigned ids, const fk_sm90_variant *v, const fk_gemm_job *job, int general_only)
+{
+    size_t count;
+    const fk_store_path *s = fk_store_paths(&count);
+    for (size_t i = 0; !general_only && i < count; i++)
+        if ((ids & FK_STORE_BIT(s[i].id)) && s[i].fits(v, job))
+            return s[i].id;
+    return FK_STORE_GENERAL;
+}
+
+/* Run time: the plan's path if it is one of the family's and this call's
+ * job fits it, else the general one. */
+static inline int fk_store_run(unsigned ids, int store, const fk_sm90_variant *v, const fk_gemm_job *job)
+{
+    size_t count;
+    const fk_store_path *s = fk_store_paths(&count);
+    for (size_t i = 0; i < count; i++)
+        if (s[i].id == store)
+            return (ids & FK_STORE_BIT(store)) && s[i].fits(v, job) ? store : FK_STORE_GENERAL;
+    return FK_STORE_GENERAL;
+}
+
+/* A path's name (describe's store=), "?" for no known id. */
+static inline const char *fk_store_name(int id)
+{
+    size_t count;
+    const fk_store_path *s = fk_store_paths(&count);
+    for (size_t i = 0; i < count; i++)
+        if (s[i].id == id)
+            return s[i].name;
+    return "?";
+}
+
+#endif
