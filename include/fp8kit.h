@@ -425,19 +425,30 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_run(const fp8kit_gemm_call *call);
  * FP8KIT_ERR_NULL_POINTER. */
 FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, const void *ptrs);
 
-/* Grouped GEMM for mixture-of-experts layers (the 2-D x 3-D "contiguous"
- * case of torch._scaled_grouped_mm): G problems sharing K, N, the dtypes and
- * the descriptor. A is (T, K) with its rows grouped by expert: group g owns
- * rows offsets[g-1] .. offsets[g] - 1 (offsets[-1] = 0); offsets holds G
- * int32, valid when non-decreasing, >= 0 and every entry <= T; D rows past
- * offsets[G-1] are not written. B is (G, N, K) (each expert's N x K,
- * K-contiguous, rows and experts strided). D is (T, N). Per group: D_g =
- * act(alpha * deq(A_g) deq(B_g)^T + bias_g) with the rules of fp8kit_gemm.
- * Scales: scale_a over A's T rows as in fp8kit_gemm (tensor: one f32; row:
- * T); scale_b per expert (tensor: G f32; row: G x N). bias (desc->bias ==
- * FP8KIT_BIAS_COL only): G x N, f32/bf16/f16. Supported: scale modes NONE /
- * TENSOR / ROW, every activation, no C and no output quantization (else
- * FP8KIT_ERR_UNSUPPORTED).
+/* Grouped GEMM for mixture-of-experts layers: G problems sharing K, N, the
+ * dtypes and the descriptor, one B per expert. B is (G, N, K) (each expert's
+ * N x K, K-contiguous, rows and experts strided). Two layouts of A and D:
+ * - FP8KIT_GROUPED_CONTIGUOUS (0; the 2-D x 3-D case of
+ *   torch._scaled_grouped_mm): A is (T, K) with its rows grouped by expert:
+ *   group g owns rows offsets[g-1] .. offsets[g] - 1 (offsets[-1] = 0);
+ *   offsets holds G int32 row ends, valid when non-decreasing, >= 0 and
+ *   every entry <= T; D is (T, N); D rows past offsets[G-1] are not written.
+ *   No padding rule: a group may start and end at any row.
+ * - FP8KIT_GROUPED_MASKED (1; the decode layout, DeepGEMM's "masked"): A is
+ *   (G, M, K) and D (G, M, N), expert g's rows being A[g, 0 .. offsets[g]),
+ *   so offsets holds G int32 valid-row COUNTS, valid when 0 <= offsets[g]
+ *   <= M; D rows g, offsets[g] .. M - 1 are not written. A's and D's rows
+ *   must be evenly strided across experts (stride[0] = M * stride[1]), as a
+ *   contiguous (G, M, K) tensor is; T below is then G x M.
+ * Per group: D_g = act(alpha * deq(A_g) deq(B_g)^T + bias_g) with the rules
+ * of fp8kit_gemm. Scales (counts of f32 values, contiguous): scale_a over
+ * A's T rows as in fp8kit_gemm (tensor: 1; row: T; block: T x ceil(K/128),
+ * the 1x128 scales of each row); scale_b per expert (tensor: G; row: G x N;
+ * block: G x ceil(N/128) x ceil(K/128), each expert's 128x128 scales).
+ * Block scales in the plain layout only. bias (desc->bias == FP8KIT_BIAS_COL
+ * only): G x N, f32/bf16/f16. Supported: scale modes NONE / TENSOR / ROW
+ * (mixed freely) and BLOCK (on both), every activation, no C and no output
+ * quantization (else FP8KIT_ERR_UNSUPPORTED).
  * Where offsets and status live, and who checks the offsets:
  * - CPU backend: host memory. Everything, the offsets included, is checked
  *   before any group runs; invalid offsets return FP8KIT_ERR_INVALID_ARGUMENT
@@ -454,19 +465,26 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  *   CUDA backend: an sm_90 device, D bf16 / f16, or f32 with fast_accum (no
  *   precise fp32 path here, unlike fp8kit_gemm), K a multiple of 16, A and B
  *   16-byte aligned with leading dims of multiples of 16 bytes, B's expert
- *   stride a multiple of its row stride, and G small enough for a table of
- *   8 (G + 1) bytes in shared memory (about 3,500 groups on an H100).
+ *   stride a multiple of its row stride, T, N, K and G x N below 2^31, and G
+ *   small enough for a table of 8 (G + 1) bytes in shared memory (about
+ *   3,500 groups on an H100).
  * status (optional, NULL = none): one int32 in the backend's memory, set to
  * 0 after a call that ran with valid offsets, FP8KIT_ERR_INVALID_ARGUMENT
  * when the offsets were invalid. */
+typedef enum fp8kit_grouped_layout {
+    FP8KIT_GROUPED_CONTIGUOUS = 0, /* A (T, K), offsets = G row ends, D (T, N) */
+    FP8KIT_GROUPED_MASKED = 1      /* A (G, M, K), offsets = G valid-row counts, D (G, M, N) */
+} fp8kit_grouped_layout;
+
 typedef struct fp8kit_grouped_gemm_args {
-    fp8kit_tensor a, b;       /* (T, K), (G, N, K) */
+    fp8kit_tensor a, b;       /* (T, K) or (G, M, K); (G, N, K) */
     const int32_t *offsets;   /* G entries (G = b.shape[0]); device memory on the CUDA backend */
     fp8kit_tensor scale_a, scale_b;
     float alpha;
     fp8kit_tensor bias;       /* (G, N) or unused */
-    fp8kit_tensor d;          /* (T, N) */
+    fp8kit_tensor d;          /* (T, N) or (G, M, N) */
     int32_t *status;          /* optional offsets verdict, see above */
+    fp8kit_grouped_layout layout; /* FP8KIT_GROUPED_CONTIGUOUS (0) or FP8KIT_GROUPED_MASKED */
 } fp8kit_grouped_gemm_args;
 
 FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,

@@ -8,7 +8,8 @@
  * groups over 2048 rows, the planner's own tile width) against an fp64
  * reference from the dequantized operands (docs/spec.md section 3 bounds)
  * and against the CPU backend on the same inputs; invalid device offsets
- * (decreasing, past T, negative) leave D unchanged and set the status word;
+ * (decreasing, past T, negative; masked counts above M or negative) leave D
+ * unchanged and set the status word;
  * host-checked bad inputs return their status with D unchanged; a CUDA graph
  * captured once follows new offsets written to device memory. Exits 77
  * without an sm_90 device.
@@ -307,6 +308,33 @@ static void bad_device_offsets(void)
         changed |= back[j] != 0x5A;
     CHECK(!changed, "bad offsets, no status: D changed");
 
+    /* masked layout over the same buffers (4 slabs of M = 75 rows): counts
+     * above M or negative are invalid, checked by the kernel */
+    static const int32_t badm[2][4] = {{0, 76, 3, 3}, {5, 5, -1, 75}};
+    for (int i = 0; i < 2; i++) {
+        h2d(o.doff, badm[i], sizeof badm[i]);
+        CHECK(cudaMemset(o.dd, 0x5A, o.dbytes) == cudaSuccess, "memset");
+        const int32_t junk = 12345;
+        h2d(o.dstatus, &junk, sizeof junk);
+        fp8kit_grouped_gemm_args gm = args_of(&c, &o, 1, o.dd);
+        const int64_t as[3] = {4, 75, o.K}, ds[3] = {4, 75, o.N};
+        gm.a = fp8kit_tensor_make(o.da, c.at, 3, as);
+        gm.d = fp8kit_tensor_make(o.dd, c.dt, 3, ds);
+        gm.d.strides[0] = 75 * o.ldd, gm.d.strides[1] = o.ldd, gm.d.strides[2] = 1;
+        gm.layout = FP8KIT_GROUPED_MASKED;
+        CHECK_STATUS(fp8kit_grouped_gemm(gctx, &d, &gm, NULL), FP8KIT_OK);
+        CHECK(cudaDeviceSynchronize() == cudaSuccess, "bad masked counts %d: kernel failed", i);
+        int32_t status = 0;
+        d2h(&status, o.dstatus, sizeof status);
+        d2h(back, o.dd, o.dbytes);
+        int ch = 0;
+        for (size_t j = 0; j < o.dbytes; j++)
+            ch |= back[j] != 0x5A;
+        CHECK(status == FP8KIT_ERR_INVALID_ARGUMENT, "bad masked counts %d: status %d", i, (int)status);
+        CHECK(!ch, "bad masked counts %d: D changed", i);
+    }
+    h2d(o.doff, good, sizeof good);
+
     /* host-checked bad inputs: their status, D unchanged */
 #define BAD(label, want, ...)                                                                      \
     do {                                                                                           \
@@ -328,7 +356,8 @@ static void bad_device_offsets(void)
     BAD("offsets misaligned", FP8KIT_ERR_MISALIGNED, x.offsets = (const int32_t *)((char *)o.doff + 2));
     BAD("f32 without fast_accum", FP8KIT_ERR_UNSUPPORTED, x.d.dtype = FP8KIT_F32);
     BAD("b expert stride", FP8KIT_ERR_UNSUPPORTED, x.b.strides[0] = o.N * o.K + 16);
-    BAD("block scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK);
+    BAD("block scale_b count", FP8KIT_ERR_INVALID_SHAPE, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK);
+    BAD("mx scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_MX);
     BAD("a misaligned", FP8KIT_ERR_MISALIGNED, x.a.data = (char *)o.da + 1);
     BAD("K not a multiple of 16", FP8KIT_ERR_MISALIGNED, x.a.shape[1] = 120; x.b.shape[2] = 120);
     BAD("bias count", FP8KIT_ERR_INVALID_SHAPE, x.bias = fp8kit_tensor_make(o.dbias, c.biast, 1, &o.N));

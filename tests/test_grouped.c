@@ -2,9 +2,10 @@
  * groupings (empty groups, all rows in one group, rows past the last offset)
  * checked against the fp64 oracle of src/ref/gemm_ref.h (fk_ref_grouped_gemm:
  * each group as a GEMM of the dequantized operands; docs/spec.md section 3
- * bounds), for none / tensor / row scales, bias, every
- * activation, bf16 / f16 / f32 output, e4m3 and e5m2, padded strides; rows
- * past the last offset stay untouched; every bad input returns its status and
+ * bounds), in both layouts (contiguous row ends, masked counts per expert
+ * slab), for none / tensor / row / block (1x128 x 128x128) scales, bias, every
+ * activation, bf16 / f16 / f32 output, e4m3 and e5m2, padded strides; rows no
+ * group owns stay untouched; every bad input returns its status and
  * leaves D unchanged; the optional status word reports the offsets' verdict
  * (0, or FP8KIT_ERR_INVALID_ARGUMENT for bad ones); with a CUDA context
  * (tests/test_cuda_grouped.c covers its kernel) zeroed arguments are refused
@@ -22,42 +23,46 @@ typedef struct gcase {
     fp8kit_dtype at, bt, dt, biast;
     fp8kit_scale_mode sa, sb;
     int bias, act, pad, layout; /* layout: 0 random offsets, 1 all rows in the last group, 2 short last offset */
+    int masked;                 /* FP8KIT_GROUPED_MASKED: t is M, the rows of each expert's slab */
 } gcase;
 
 static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
 {
-    const int64_t T = c->t, N = c->n, K = c->k, G = c->g;
+    const int64_t N = c->n, K = c->k, G = c->g;
+    const int64_t T = c->masked ? G * c->t : c->t; /* rows of A and D in all */
     const int64_t lda = K + c->pad, ldb = K + c->pad, ldd = N + c->pad;
     const int e5a = c->at == FP8KIT_E5M2, e5b = c->bt == FP8KIT_E5M2;
+    const int block = c->sa == FP8KIT_SCALE_BLOCK;
+    const int64_t kb = (K + 127) / 128, nb = (N + 127) / 128;
+    const int64_t sa_n = block ? T * kb : T, sb_n = block ? G * nb * kb : G * N;
     uint8_t *a = malloc((size_t)(T * lda)), *b = malloc((size_t)(G * N * ldb));
     for (int64_t i = 0; i < T * lda; i++)
         a[i] = fk_f32_to_fp8((float)fk_rng_normal(r), e5a);
     for (int64_t i = 0; i < G * N * ldb; i++)
         b[i] = fk_f32_to_fp8((float)(fk_rng_normal(r) * 0.5), e5b);
-    float *sa = malloc(sizeof(float) * (size_t)T), *sb = malloc(sizeof(float) * (size_t)(G * N));
-    for (int64_t i = 0; i < T; i++)
+    float *sa = malloc(sizeof(float) * (size_t)sa_n), *sb = malloc(sizeof(float) * (size_t)sb_n);
+    for (int64_t i = 0; i < sa_n; i++)
         sa[i] = (float)ldexp(1.0 + fk_rng_unif(r), -3 + (int)(fk_rng_u32(r) % 4));
-    for (int64_t i = 0; i < G * N; i++)
+    for (int64_t i = 0; i < sb_n; i++)
         sb[i] = (float)(0.25 + fk_rng_unif(r));
     const size_t bsz = fp8kit_dtype_size(c->biast), dsz = fp8kit_dtype_size(c->dt);
     void *bias = malloc(bsz * (size_t)(G * N));
     for (int64_t i = 0; i < G * N; i++)
         store_hp(bias, i, c->biast, (float)fk_rng_normal(r));
     int32_t *off = malloc(sizeof(int32_t) * (size_t)G);
-    for (int64_t i = 0; i < G; i++) /* random cut points, sorted */
-        off[i] = (int32_t)(fk_rng_u32(r) % (uint32_t)(T + 1));
-    for (int64_t i = 1; i < G; i++)
+    for (int64_t i = 0; i < G; i++) /* random cut points (sorted) or counts */
+        off[i] = (int32_t)(fk_rng_u32(r) % (uint32_t)(c->t + 1));
+    for (int64_t i = 1; i < G && !c->masked; i++)
         for (int64_t j = i; j > 0 && off[j - 1] > off[j]; j--) {
             int32_t x = off[j];
             off[j] = off[j - 1];
             off[j - 1] = x;
         }
-    if (c->layout == 1)
+    if (c->layout == 1) /* contiguous: all rows in the last group; masked: the last slab full, the others empty */
         for (int64_t i = 0; i < G; i++)
-            off[i] = i == G - 1 ? (int32_t)T : 0;
+            off[i] = i == G - 1 ? (int32_t)c->t : 0;
     else if (c->layout != 2)
-        off[G - 1] = (int32_t)T;
-    const int64_t used = off[G - 1];
+        off[G - 1] = (int32_t)c->t;
     void *d = malloc(dsz * (size_t)(T * ldd));
     memset(d, 0x5A, dsz * (size_t)(T * ldd));
 
@@ -69,26 +74,39 @@ static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
     desc.act = (fp8kit_activation)c->act;
     fp8kit_grouped_gemm_args ga;
     memset(&ga, 0, sizeof ga);
-    ga.a = fp8kit_tensor_2d(a, c->at, T, K, lda);
+    if (c->masked) {
+        int64_t as[3] = {G, c->t, K}, ds[3] = {G, c->t, N};
+        ga.a = fp8kit_tensor_make(a, c->at, 3, as);
+        ga.a.strides[0] = c->t * lda, ga.a.strides[1] = lda, ga.a.strides[2] = 1;
+        ga.d = fp8kit_tensor_make(d, c->dt, 3, ds);
+        ga.d.strides[0] = c->t * ldd, ga.d.strides[1] = ldd, ga.d.strides[2] = 1;
+        ga.layout = FP8KIT_GROUPED_MASKED;
+    } else {
+        ga.a = fp8kit_tensor_2d(a, c->at, T, K, lda);
+        ga.d = fp8kit_tensor_2d(d, c->dt, T, N, ldd);
+    }
     int64_t bshape[3] = {G, N, K};
     ga.b = fp8kit_tensor_make(b, c->bt, 3, bshape);
     ga.b.strides[0] = N * ldb;
     ga.b.strides[1] = ldb;
     ga.b.strides[2] = 1;
     ga.offsets = off;
-    int64_t one = 1, gn[2] = {G, N};
+    int64_t one = 1, gn[2] = {G, N}, tk[2] = {T, kb}, gnk[3] = {G, nb, kb};
     if (c->sa == FP8KIT_SCALE_TENSOR)
         ga.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &one);
     else if (c->sa == FP8KIT_SCALE_ROW)
         ga.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &T);
+    else if (block)
+        ga.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 2, tk);
     if (c->sb == FP8KIT_SCALE_TENSOR)
         ga.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 1, &G);
     else if (c->sb == FP8KIT_SCALE_ROW)
         ga.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 2, gn);
+    else if (block)
+        ga.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 3, gnk);
     if (c->bias)
         ga.bias = fp8kit_tensor_make(bias, c->biast, 2, gn);
     ga.alpha = 0.75f;
-    ga.d = fp8kit_tensor_2d(d, c->dt, T, N, ldd);
     fp8kit_status st = fp8kit_grouped_gemm(ctx, &desc, &ga, NULL);
     CHECK(st == FP8KIT_OK, "%s: %s (%s)", c->name, fp8kit_status_string(st), fp8kit_last_error(ctx));
 
@@ -99,10 +117,13 @@ static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
     fk_ref_norm norm;
     memset(&norm, 0, sizeof norm);
     int touched = 0;
+    int64_t used = 0;
     for (int64_t m = 0; m < T; m++) {
+        const int owned = c->masked ? m % c->t < off[m / c->t] : m < off[G - 1];
+        used += owned;
         for (int64_t n = 0; n < N; n++) {
             const unsigned char *cell = (const unsigned char *)d + (size_t)(m * ldd + n) * dsz;
-            if (m >= used) {
+            if (!owned) {
                 for (size_t q = 0; q < dsz; q++)
                     touched |= cell[q] != 0x5A;
                 continue;
@@ -115,7 +136,7 @@ static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
     CHECK(rel <= bound, "%s: rel %.3g > %.3g", c->name, rel, bound);
     CHECK(!norm.nan_extra, "%s: NaN where the reference has none", c->name);
     CHECK(!norm.nan_missing, "%s: a number where the reference is NaN", c->name);
-    CHECK(!touched, "%s: rows past offsets[G-1] = %lld were written", c->name, (long long)used);
+    CHECK(!touched, "%s: rows no group owns were written", c->name);
     printf("  %-28s T %4lld N %4lld K %4lld G %3lld used %4lld  rel %.2e\n", c->name, (long long)T, (long long)N,
            (long long)K, (long long)G, (long long)used, rel);
     free(a); free(b); free(sa); free(sb); free(bias); free(off); free(d); free(ref);
@@ -203,12 +224,50 @@ static void bad_inputs(fp8kit_ctx *ctx)
     BAD("scale_b dtype", FP8KIT_ERR_INVALID_ARGUMENT, x.scale_b.dtype = FP8KIT_BF16);
     BAD("bias count", FP8KIT_ERR_INVALID_SHAPE, x.bias = fp8kit_tensor_make(bias, FP8KIT_F32, 1, &gn[1]));
     BAD("bias fp8", FP8KIT_ERR_INVALID_ARGUMENT, x.bias.dtype = FP8KIT_E4M3);
-    BAD("block scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK);
+    BAD("block scale_a count", FP8KIT_ERR_INVALID_SHAPE, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK;
+        x.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 1, &G); /* right: G x 1 x 1 for N 24, K 32 */
+        x.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &gn[1]));
+    BAD("block scale_b count", FP8KIT_ERR_INVALID_SHAPE, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK;
+        x.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 2, gn));
+    BAD("block mn_major", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK;
+        dx.scale_layout = FP8KIT_LAYOUT_MN_MAJOR; x.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 1, &G));
+    BAD("layout out of enum", FP8KIT_ERR_INVALID_ARGUMENT, x.layout = (fp8kit_grouped_layout)7);
+    BAD("masked with 2-D a", FP8KIT_ERR_INVALID_SHAPE, x.layout = FP8KIT_GROUPED_MASKED);
     BAD("mx scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_MX);
     BAD("output quantization", FP8KIT_ERR_UNSUPPORTED, dx.out_quant = FP8KIT_OUTQ_SCALED);
     BAD("row bias", FP8KIT_ERR_UNSUPPORTED, dx.bias = FP8KIT_BIAS_ROW);
     BAD("act out of enum", FP8KIT_ERR_INVALID_ARGUMENT, dx.act = (fp8kit_activation)99);
     BAD("b stride", FP8KIT_ERR_INVALID_STRIDE, x.b.strides[2] = 2);
+    BAD("a inner stride", FP8KIT_ERR_INVALID_STRIDE, x.a.strides[0] = 2 * K; x.a.strides[1] = 2);
+    {   /* masked: (G, M, K) slabs with counts; M = T / G */
+        int64_t ms[3] = {G, T / G - 1, K}, md[3] = {G, T / G - 1, N};
+        fp8kit_grouped_gemm_args m = ok;
+        m.layout = FP8KIT_GROUPED_MASKED;
+        m.a = fp8kit_tensor_make(a, FP8KIT_E4M3, 3, ms);
+        m.d = fp8kit_tensor_make(d, FP8KIT_BF16, 3, md);
+        int64_t tm = G * ms[1];
+        m.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &tm);
+        int32_t cnt[3] = {0, 12, 12};
+        m.offsets = cnt;
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &m, NULL), FP8KIT_OK);
+        cnt[1] = 13; /* > M = 12 */
+        status = 12345;
+        m.status = &status;
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &m, NULL), FP8KIT_ERR_INVALID_ARGUMENT);
+        CHECK(status == FP8KIT_ERR_INVALID_ARGUMENT, "masked: status word %d after a count > M", (int)status);
+        cnt[1] = -1;
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &m, NULL), FP8KIT_ERR_INVALID_ARGUMENT);
+        cnt[1] = 3;
+        m.a.strides[0] = 13 * K, m.a.strides[1] = K, m.a.strides[2] = 1; /* slabs not M rows apart */
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &m, NULL), FP8KIT_ERR_INVALID_STRIDE);
+        m.a.strides[0] = 0, m.a.strides[1] = 0, m.a.strides[2] = 0;
+        m.d.shape[1] = 11; /* d's M disagrees */
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &m, NULL), FP8KIT_ERR_INVALID_SHAPE);
+        m.d.shape[1] = 12;
+        tm = G * 12 - 1; /* row scales one short of G x M */
+        m.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &tm);
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &m, NULL), FP8KIT_ERR_INVALID_SHAPE);
+    }
     BAD("overflowing shape", FP8KIT_ERR_SIZE_OVERFLOW, x.d.shape[0] = INT64_MAX / 2; x.d.shape[1] = INT64_MAX / 2);
     free(a);
     free(b);
@@ -224,17 +283,29 @@ int main(void)
     }
     const gcase cases[] = {
         {"row row bias gelu bf16", 300, 72, 96, 8, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0},
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 0},
         {"tensor f32 padded", 130, 40, 64, 5, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
-         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_NONE, 16, 0},
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_NONE, 16, 0, 0},
         {"none e5m2 silu f16", 77, 33, 48, 4, FP8KIT_E5M2, FP8KIT_E4M3, FP8KIT_F16, FP8KIT_F32,
-         FP8KIT_SCALE_NONE, FP8KIT_SCALE_NONE, 1, FP8KIT_ACT_SILU, 0, 0},
+         FP8KIT_SCALE_NONE, FP8KIT_SCALE_NONE, 1, FP8KIT_ACT_SILU, 0, 0, 0},
         {"tensor x row relu, one group", 64, 48, 32, 6, FP8KIT_E4M3, FP8KIT_E5M2, FP8KIT_BF16, FP8KIT_F16,
-         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_RELU, 0, 1},
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_RELU, 0, 1, 0},
         {"row x tensor erf, short", 90, 20, 160, 7, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, 1, FP8KIT_ACT_GELU_ERF, 8, 2},
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, 1, FP8KIT_ACT_GELU_ERF, 8, 2, 0},
         {"single expert", 50, 64, 64, 1, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 0, FP8KIT_ACT_NONE, 0, 0},
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 0, FP8KIT_ACT_NONE, 0, 0, 0},
+        {"block bf16, K 300 N 200", 260, 200, 300, 5, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_SILU, 0, 0, 0},
+        {"block e5m2 f32 padded", 140, 136, 256, 3, FP8KIT_E5M2, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 0, FP8KIT_ACT_NONE, 16, 2, 0},
+        {"block, one group", 129, 64, 128, 4, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F16, FP8KIT_F32,
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_GELU_TANH, 0, 1, 0},
+        {"masked row bias gelu", 70, 72, 96, 6, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 1},
+        {"masked block padded", 130, 160, 384, 4, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 0, FP8KIT_ACT_NONE, 16, 2, 1},
+        {"masked tensor, last full", 40, 48, 64, 5, FP8KIT_E4M3, FP8KIT_E5M2, FP8KIT_F32, FP8KIT_F32,
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_RELU, 0, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], &rng, ctx);

@@ -1912,7 +1912,10 @@ static void run_gemm_row(const gemm_row *r)
 
 /* One grouped configuration: D (T, N) = per expert g of G, rows
  * offsets[g-1] .. offsets[g] - 1: act(alpha deq(A_g) deq(B_g)^T + bias_g).
- * offs NULL: random cuts, the last at T. f32 D needs fast (the GPU's rule). */
+ * offs NULL: random cuts, the last at T. f32 D needs fast (the GPU's rule).
+ * masked: A (G, t, K) and D (G, t, N), offs = the valid-row counts of each
+ * slab (NULL: random in 0..t); T is then G x t. Block scales: A's 1x128
+ * (T x ceil(K/128)), B's 128x128 per expert. */
 typedef struct grouped_row {
     const char *cls;
     int64_t t, n, k, g;
@@ -1926,6 +1929,7 @@ typedef struct grouped_row {
     int64_t bpad, dpad; /* extra B rows per expert, extra D columns */
     const char *variants;
     int small;
+    int masked;
 } grouped_row;
 
 static const int32_t k_off_mixed[6] = {0, 37, 37, 300, 301, 700};  /* empty first, 1-row, spanning tiles */
@@ -1933,48 +1937,66 @@ static const int32_t k_off_short[3] = {100, 250, 400};             /* last < T: 
 static const int32_t k_off_last[4] = {0, 0, 0, 256};               /* every row in the last group */
 static const int32_t k_off_none[3] = {0, 0, 0};                    /* every group empty: nothing written */
 static const int32_t k_off_one[3] = {0, 1, 1};                     /* T = 1 */
+static const int32_t k_off_masked[4] = {128, 0, 1, 128};           /* masked counts: full, empty, 1, full */
 
 static const grouped_row k_grouped[] = {
     /* test_cuda_grouped.c's cases (its lines 436-470) */
     {"mixed", 700, 256, 512, 6, k_off_mixed, 0, 0, O_BF16, S_ROW, S_ROW, 1, T_BF16, FP8KIT_ACT_GELU_TANH, 0, 0, 0,
-     ";gemm_bn=128", 1},
+     ";gemm_bn=128", 1, 0},
     {"short last, odd N", 520, 131, 256, 3, k_off_short, 0, 0, O_F16, S_TEN, S_TEN, 1, T_F32, FP8KIT_ACT_RELU, 0, 0,
-     3, NULL, 1},
-    {"random", 333, 96, 192, 4, NULL, 1, 0, O_F16, S_NONE, S_NONE, 1, T_F32, FP8KIT_ACT_SILU, 0, 0, 0, NULL, 0},
-    {"random", 260, 72, 128, 5, NULL, 0, 1, O_BF16, S_TEN, S_ROW, 1, T_F16, FP8KIT_ACT_GELU_ERF, 0, 0, 0, NULL, 0},
-    {"random", 200, 64, 160, 3, NULL, 1, 1, O_BF16, S_ROW, S_TEN, 0, T_BF16, FP8KIT_ACT_NONE, 0, 0, 0, NULL, 0},
+     3, NULL, 1, 0},
+    {"random", 333, 96, 192, 4, NULL, 1, 0, O_F16, S_NONE, S_NONE, 1, T_F32, FP8KIT_ACT_SILU, 0, 0, 0, NULL, 0, 0},
+    {"random", 260, 72, 128, 5, NULL, 0, 1, O_BF16, S_TEN, S_ROW, 1, T_F16, FP8KIT_ACT_GELU_ERF, 0, 0, 0, NULL, 0, 0},
+    {"random", 200, 64, 160, 3, NULL, 1, 1, O_BF16, S_ROW, S_TEN, 0, T_BF16, FP8KIT_ACT_NONE, 0, 0, 0, NULL, 0, 0},
     {"all in the last", 256, 128, 256, 4, k_off_last, 0, 0, O_BF16, S_ROW, S_ROW, 0, T_BF16, FP8KIT_ACT_NONE, 0, 0,
-     0, NULL, 0},
+     0, NULL, 0, 0},
     {"padded B experts", 300, 200, 256, 3, NULL, 0, 0, O_F32, S_ROW, S_ROW, 1, T_F32, FP8KIT_ACT_NONE, 1, 24, 8,
-     ";gemm_bn=256", 0},
+     ";gemm_bn=256", 0, 0},
     {"precise", 600, 400, 384, 4, NULL, 0, 0, O_BF16, S_ROW, S_ROW, 1, T_BF16, FP8KIT_ACT_GELU_TANH, 0, 0, 0,
-     "gemm_bn=192", 0},
+     "gemm_bn=192", 0, 0},
     {"fast", 600, 400, 384, 4, NULL, 0, 0, O_BF16, S_TEN, S_ROW, 0, T_BF16, FP8KIT_ACT_NONE, 1, 0, 0,
-     "gemm_bn=192;gemm_bn=256", 0},
+     "gemm_bn=192;gemm_bn=256", 0, 0},
     {"bias silu fast", 600, 520, 384, 4, NULL, 0, 0, O_BF16, S_ROW, S_ROW, 1, T_F32, FP8KIT_ACT_SILU, 1, 0, 0,
-     "gemm_bn=256", 0},
+     "gemm_bn=256", 0, 0},
     {"fast odd N", 400, 77, 256, 6, NULL, 0, 0, O_BF16, S_ROW, S_TEN, 1, T_BF16, FP8KIT_ACT_RELU, 1, 0, 0,
-     "gemm_bn=128", 0},
+     "gemm_bn=128", 0, 0},
     {"activations", 270, 136, 128, 3, NULL, 0, 0, O_BF16, S_NONE, S_TEN, 0, T_BF16, FP8KIT_ACT_NONE, 0, 0, 0, NULL,
-     0},
+     0, 0},
     {"activations", 270, 136, 128, 3, NULL, 0, 0, O_BF16, S_TEN, S_ROW, 1, T_BF16, FP8KIT_ACT_RELU, 0, 0, 0, NULL,
-     0},
+     0, 0},
     {"activations", 270, 136, 128, 3, NULL, 0, 0, O_BF16, S_ROW, S_NONE, 0, T_BF16, FP8KIT_ACT_GELU_TANH, 0, 0, 0,
-     NULL, 0},
+     NULL, 0, 0},
     {"activations", 270, 136, 128, 3, NULL, 0, 0, O_BF16, S_NONE, S_TEN, 1, T_BF16, FP8KIT_ACT_GELU_ERF, 0, 0, 0,
-     NULL, 0},
+     NULL, 0, 0},
     {"activations", 270, 136, 128, 3, NULL, 0, 0, O_BF16, S_TEN, S_ROW, 0, T_BF16, FP8KIT_ACT_SILU, 0, 0, 0, NULL,
-     0},
+     0, 0},
     {"64 groups", 1024, 256, 256, 64, NULL, 0, 0, O_BF16, S_ROW, S_ROW, 0, T_BF16, FP8KIT_ACT_NONE, 1, 0, 0, NULL,
-     0},
-    {"tiny", 1, 16, 16, 1, NULL, 0, 0, O_BF16, S_TEN, S_TEN, 0, T_F32, FP8KIT_ACT_NONE, 0, 0, 0, NULL, 1},
-    {"tiny", 1, 48, 32, 3, k_off_one, 0, 1, O_F16, S_ROW, S_ROW, 1, T_BF16, FP8KIT_ACT_RELU, 0, 0, 0, NULL, 0},
+     0, 0},
+    {"tiny", 1, 16, 16, 1, NULL, 0, 0, O_BF16, S_TEN, S_TEN, 0, T_F32, FP8KIT_ACT_NONE, 0, 0, 0, NULL, 1, 0},
+    {"tiny", 1, 48, 32, 3, k_off_one, 0, 1, O_F16, S_ROW, S_ROW, 1, T_BF16, FP8KIT_ACT_RELU, 0, 0, 0, NULL, 0, 0},
     {"every group empty", 64, 64, 64, 3, k_off_none, 0, 0, O_BF16, S_ROW, S_ROW, 1, T_F32, FP8KIT_ACT_NONE, 0, 0, 0,
-     NULL, 0},
+     NULL, 0, 0},
     {"decode many groups", 64, 256, 256, 16, NULL, 0, 0, O_BF16, S_ROW, S_ROW, 1, T_BF16, FP8KIT_ACT_SILU, 1, 0, 0,
-     ";grouped_gm=4", 0},
+     ";grouped_gm=4", 0, 0},
     {"balanced", 1024, 256, 256, 8, NULL, 0, 0, O_F16, S_ROW, S_TEN, 1, T_F16, FP8KIT_ACT_GELU_TANH, 0, 0, 0,
-     ";gemm_bn=128", 0},
+     ";gemm_bn=128", 0, 0},
+    /* block scales (1x128 x 128x128) and the masked layout */
+    {"block", 700, 256, 512, 6, k_off_mixed, 0, 0, O_BF16, S_BLK, S_BLK, 1, T_BF16, FP8KIT_ACT_GELU_TANH, 0, 0, 0,
+     NULL, 1, 0},
+    {"block odd N K", 333, 200, 400, 4, NULL, 0, 0, O_BF16, S_BLK, S_BLK, 0, T_BF16, FP8KIT_ACT_NONE, 0, 0, 0, NULL,
+     0, 0},
+    {"block e5m2", 260, 136, 256, 5, NULL, 1, 1, O_F16, S_BLK, S_BLK, 1, T_F32, FP8KIT_ACT_SILU, 0, 16, 8, NULL, 0, 0},
+    {"block f32 fast", 520, 256, 384, 3, k_off_short, 0, 1, O_F32, S_BLK, S_BLK, 0, T_F32, FP8KIT_ACT_NONE, 1, 0, 0,
+     NULL, 0, 0},
+    {"block 32 groups", 1024, 384, 256, 32, NULL, 0, 0, O_BF16, S_BLK, S_BLK, 0, T_BF16, FP8KIT_ACT_NONE, 0, 0, 0,
+     NULL, 0, 0},
+    {"masked", 192, 256, 512, 4, NULL, 0, 0, O_BF16, S_ROW, S_ROW, 1, T_BF16, FP8KIT_ACT_SILU, 0, 0, 0, NULL, 1, 1},
+    {"masked block", 256, 200, 384, 6, NULL, 0, 0, O_BF16, S_BLK, S_BLK, 0, T_BF16, FP8KIT_ACT_NONE, 0, 0, 0, NULL,
+     1, 1},
+    {"masked full/empty", 128, 128, 256, 4, k_off_masked, 0, 1, O_F16, S_BLK, S_BLK, 1, T_F32, FP8KIT_ACT_RELU, 0, 8,
+     4, NULL, 0, 1},
+    {"masked tensor fast", 300, 384, 256, 8, NULL, 0, 0, O_BF16, S_TEN, S_TEN, 0, T_BF16, FP8KIT_ACT_NONE, 1, 0, 0,
+     "gemm_bn=256", 0, 1},
 };
 #define NGROUPED ((int)(sizeof k_grouped / sizeof k_grouped[0]))
 
@@ -1983,6 +2005,9 @@ enum { PB_A = 0, PB_B, PB_SA, PB_SB, PB_BIAS, PB_OFF, PB_D, PB_STATUS };
 typedef struct pcase {
     const grouped_row *r;
     int64_t T, N, K, G, brows, ldd;
+    int64_t M;           /* masked: rows per slab (T = G x M); 0: contiguous */
+    int64_t kb, nb;      /* block scales: ceil(K / 128), ceil(N / 128) */
+    int64_t sa_n, sb_n;  /* scale values of A (all T rows) and of B (all experts) */
     fp8kit_dtype at, bt, dt;
     uint8_t *a, *b;
     float *sa, *sb;
@@ -2006,6 +2031,24 @@ static fp8kit_gemm_desc grouped_desc(const grouped_row *r)
     return d;
 }
 
+/* The group owning row m of the T rows (masked: slab after slab), or -1. */
+static int64_t grp_owner(const pcase *c, const int32_t *off, int64_t m)
+{
+    if (c->M)
+        return m % c->M < off[m / c->M] ? m / c->M : -1;
+    for (int64_t g = 0; g < c->G; g++)
+        if (m < off[g])
+            return g;
+    return -1;
+}
+
+/* Group g's rows [*r0, *r1) of the T rows. */
+static void grp_rows(const pcase *c, const int32_t *off, int64_t g, int64_t *r0, int64_t *r1)
+{
+    *r0 = c->M ? g * c->M : g ? off[g - 1] : 0;
+    *r1 = c->M ? *r0 + off[g] : off[g];
+}
+
 /* the test side: one fp8kit_grouped_gemm (offsets and status in the side's memory) */
 static fp8kit_status grouped_call(void *cv, const side *s, void *const *p)
 {
@@ -2014,7 +2057,16 @@ static fp8kit_status grouped_call(void *cv, const side *s, void *const *p)
     fp8kit_gemm_desc d = grouped_desc(r);
     fp8kit_grouped_gemm_args ga;
     memset(&ga, 0, sizeof ga);
-    ga.a = fp8kit_tensor_2d(p[PB_A], c->at, c->T, c->K, c->K);
+    if (c->M) {
+        const int64_t as[3] = {c->G, c->M, c->K}, ds[3] = {c->G, c->M, c->N};
+        ga.a = fp8kit_tensor_make(p[PB_A], c->at, 3, as);
+        ga.d = fp8kit_tensor_make(p[PB_D], c->dt, 3, ds);
+        ga.d.strides[0] = c->M * c->ldd, ga.d.strides[1] = c->ldd, ga.d.strides[2] = 1;
+        ga.layout = FP8KIT_GROUPED_MASKED;
+    } else {
+        ga.a = fp8kit_tensor_2d(p[PB_A], c->at, c->T, c->K, c->K);
+        ga.d = fp8kit_tensor_2d(p[PB_D], c->dt, c->T, c->N, c->ldd);
+    }
     const int64_t bshape[3] = {c->G, c->N, c->K}, gn[2] = {c->G, c->N}, one = 1;
     ga.b = fp8kit_tensor_make(p[PB_B], c->bt, 3, bshape);
     ga.b.strides[0] = c->brows * c->K;
@@ -2025,9 +2077,10 @@ static fp8kit_status grouped_call(void *cv, const side *s, void *const *p)
     if (r->sa == S_ROW) ga.scale_a = fp8kit_tensor_make(p[PB_SA], FP8KIT_F32, 1, &c->T);
     if (r->sb == S_TEN) ga.scale_b = fp8kit_tensor_make(p[PB_SB], FP8KIT_F32, 1, &c->G);
     if (r->sb == S_ROW) ga.scale_b = fp8kit_tensor_make(p[PB_SB], FP8KIT_F32, 2, gn);
+    if (r->sa == S_BLK) ga.scale_a = fp8kit_tensor_make(p[PB_SA], FP8KIT_F32, 1, &c->sa_n);
+    if (r->sb == S_BLK) ga.scale_b = fp8kit_tensor_make(p[PB_SB], FP8KIT_F32, 1, &c->sb_n);
     if (r->bias) ga.bias = fp8kit_tensor_make(p[PB_BIAS], r->biast, 2, gn);
     ga.alpha = 0.75f;
-    ga.d = fp8kit_tensor_2d(p[PB_D], c->dt, c->T, c->N, c->ldd);
     ga.status = p[PB_STATUS];
     return fp8kit_grouped_gemm(s->ctx, &d, &ga, s->stream);
 }
@@ -2040,19 +2093,23 @@ static fp8kit_status grouped_ref_call(void *cv, const side *s, void *const *p)
     fp8kit_gemm_desc d = grouped_desc(r);
     const int32_t *off = p[PB_OFF];
     const size_t dsz = fp8kit_dtype_size(c->dt), bsz = fp8kit_dtype_size(r->biast);
-    int64_t prev = 0;
     for (int64_t g = 0; g < c->G; g++) {
-        const int64_t r1 = off[g];
+        int64_t prev, r1;
+        grp_rows(c, off, g, &prev, &r1);
         if (r1 > prev) {
             fp8kit_gemm_args v;
             memset(&v, 0, sizeof v);
-            const int64_t rows = r1 - prev, one = 1;
+            const int64_t rows = r1 - prev, one = 1, sa_rows = rows * c->kb, sb_one = c->nb * c->kb;
             v.a = fp8kit_tensor_2d((uint8_t *)p[PB_A] + prev * c->K, c->at, rows, c->K, c->K);
             v.b = fp8kit_tensor_2d((uint8_t *)p[PB_B] + g * c->brows * c->K, c->bt, c->N, c->K, c->K);
             if (r->sa == S_TEN) v.scale_a = fp8kit_tensor_make(p[PB_SA], FP8KIT_F32, 1, &one);
             if (r->sa == S_ROW) v.scale_a = fp8kit_tensor_make((float *)p[PB_SA] + prev, FP8KIT_F32, 1, &rows);
             if (r->sb == S_TEN) v.scale_b = fp8kit_tensor_make((float *)p[PB_SB] + g, FP8KIT_F32, 1, &one);
             if (r->sb == S_ROW) v.scale_b = fp8kit_tensor_make((float *)p[PB_SB] + g * c->N, FP8KIT_F32, 1, &c->N);
+            if (r->sa == S_BLK)
+                v.scale_a = fp8kit_tensor_make((float *)p[PB_SA] + prev * c->kb, FP8KIT_F32, 1, &sa_rows);
+            if (r->sb == S_BLK)
+                v.scale_b = fp8kit_tensor_make((float *)p[PB_SB] + g * sb_one, FP8KIT_F32, 1, &sb_one);
             if (r->bias)
                 v.bias = fp8kit_tensor_make((char *)p[PB_BIAS] + (size_t)(g * c->N) * bsz, r->biast, 1, &c->N);
             v.alpha = 0.75f;
@@ -2061,7 +2118,6 @@ static fp8kit_status grouped_ref_call(void *cv, const side *s, void *const *p)
             if (st)
                 return st;
         }
-        prev = r1;
     }
     return FP8KIT_OK;
 }
@@ -2083,7 +2139,13 @@ static void run_grouped_row(const grouped_row *r)
     pcase c;
     memset(&c, 0, sizeof c);
     c.r = r;
-    c.T = r->t; c.N = r->n; c.K = r->k; c.G = r->g;
+    c.M = r->masked ? r->t : 0;
+    c.T = r->masked ? r->g * r->t : r->t; c.N = r->n; c.K = r->k; c.G = r->g;
+    c.kb = (c.K + 127) / 128;
+    c.nb = (c.N + 127) / 128;
+    const int blk = r->sa == S_BLK;
+    c.sa_n = blk ? c.T * c.kb : c.T;
+    c.sb_n = blk ? c.G * c.nb * c.kb : c.G * c.N;
     c.brows = r->n + r->bpad;
     c.ldd = r->n + r->dpad;
     c.at = r->e5a ? FP8KIT_E5M2 : FP8KIT_E4M3;
@@ -2096,11 +2158,11 @@ static void run_grouped_row(const grouped_row *r)
         c.a[i] = fk_f32_to_fp8((float)fk_rng_normal(&rng), r->e5a);
     for (int64_t i = 0; i < G * c.brows * K; i++)
         c.b[i] = fk_f32_to_fp8((float)(fk_rng_normal(&rng) * 0.5), r->e5b);
-    c.sa = xmalloc(sizeof(float) * (size_t)T);
-    c.sb = xmalloc(sizeof(float) * (size_t)(G * N));
-    for (int64_t i = 0; i < T; i++)
+    c.sa = xmalloc(sizeof(float) * (size_t)c.sa_n);
+    c.sb = xmalloc(sizeof(float) * (size_t)c.sb_n);
+    for (int64_t i = 0; i < c.sa_n; i++)
         c.sa[i] = (float)ldexp(1.0 + fk_rng_unif(&rng), -3 + (int)ru(4));
-    for (int64_t i = 0; i < G * N; i++)
+    for (int64_t i = 0; i < c.sb_n; i++)
         c.sb[i] = (float)(0.25 + fk_rng_unif(&rng));
     c.bias = xmalloc(4 * (size_t)(G * N));
     for (int64_t i = 0; i < G * N; i++)
@@ -2108,6 +2170,10 @@ static void run_grouped_row(const grouped_row *r)
     c.off = xmalloc(sizeof(int32_t) * (size_t)G);
     if (r->offs) {
         memcpy(c.off, r->offs, sizeof(int32_t) * (size_t)G);
+    } else if (c.M) { /* masked: random counts, one slab full */
+        for (int64_t i = 0; i < G; i++)
+            c.off[i] = (int32_t)ru((uint32_t)(c.M + 1));
+        c.off[G - 1] = (int32_t)c.M;
     } else {
         for (int64_t i = 0; i < G; i++)
             c.off[i] = (int32_t)ru((uint32_t)(T + 1));
@@ -2119,7 +2185,9 @@ static void run_grouped_row(const grouped_row *r)
             }
         c.off[G - 1] = (int32_t)T;
     }
-    const int64_t used = c.off[G - 1];
+    int64_t used = 0;
+    for (int64_t m = 0; m < T; m++)
+        used += grp_owner(&c, c.off, m) >= 0;
     /* fp64 reference over the grouped rows */
     c.ref = malloc(sizeof(double) * (size_t)(T * N) + 8);
     double *da = malloc(sizeof(double) * (size_t)(T * K) + 8);
@@ -2133,19 +2201,29 @@ static void run_grouped_row(const grouped_row *r)
     for (int64_t i = 0; i < G * c.brows * K; i++)
         db[i] = fk_fp8_to_f32(c.b[i], r->e5b);
     XB_OMP_FOR
-    for (int64_t m = 0; m < used; m++) {
-        int64_t g = 0;
-        while (g < G && m >= c.off[g])
-            g++;
+    for (int64_t m = 0; m < T; m++) {
+        const int64_t g = grp_owner(&c, c.off, m);
+        if (g < 0)
+            continue;
         for (int64_t n = 0; n < N; n++) {
-            double acc = 0.0;
+            double y = 0.0;
             const double *pa = da + m * K, *pb = db + (g * c.brows + n) * K;
-            for (int64_t k = 0; k < K; k++)
-                acc += pa[k] * pb[k];
-            const double s_a = r->sa == S_ROW ? c.sa[m] : r->sa == S_TEN ? c.sa[0] : 1.0;
-            const double s_b = r->sb == S_ROW ? c.sb[g * N + n] : r->sb == S_TEN ? c.sb[g] : 1.0;
-            c.ref[m * N + n] = fk_ref_act(0.75 * acc * s_a * s_b + (r->bias ? load_hp(c.bias, g * N + n, r->biast) : 0.0),
-                                         r->act);
+            if (blk) { /* per 128 of K: the A scale of (m, kb) times B's of (n / 128, kb) */
+                for (int64_t kb = 0; kb < c.kb; kb++) {
+                    double part = 0.0;
+                    for (int64_t k = kb * 128; k < K && k < kb * 128 + 128; k++)
+                        part += pa[k] * pb[k];
+                    y += part * c.sa[m * c.kb + kb] * c.sb[(g * c.nb + n / 128) * c.kb + kb];
+                }
+            } else {
+                double acc = 0.0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += pa[k] * pb[k];
+                const double s_a = r->sa == S_ROW ? c.sa[m] : r->sa == S_TEN ? c.sa[0] : 1.0;
+                const double s_b = r->sb == S_ROW ? c.sb[g * N + n] : r->sb == S_TEN ? c.sb[g] : 1.0;
+                y = acc * s_a * s_b;
+            }
+            c.ref[m * N + n] = fk_ref_act(0.75 * y + (r->bias ? load_hp(c.bias, g * N + n, r->biast) : 0.0), r->act);
         }
     }
     free(da);
@@ -2156,8 +2234,8 @@ static void run_grouped_row(const grouped_row *r)
     memset(&x, 0, sizeof x);
     xadd(&x, "a", (size_t)(T * K), c.a, 0, 0);
     xadd(&x, "b", (size_t)(G * c.brows * K), c.b, 0, 0);
-    xadd(&x, "scale_a", sizeof(float) * (size_t)T, c.sa, 0, 0);
-    xadd(&x, "scale_b", sizeof(float) * (size_t)(G * N), c.sb, 0, 0);
+    xadd(&x, "scale_a", sizeof(float) * (size_t)c.sa_n, c.sa, 0, 0);
+    xadd(&x, "scale_b", sizeof(float) * (size_t)c.sb_n, c.sb, 0, 0);
     xadd(&x, "bias", fp8kit_dtype_size(r->biast) * (size_t)(G * N), c.bias, 0, 0);
     xadd(&x, "offsets", sizeof(int32_t) * (size_t)G, c.off, 0, 0);
     const int id = xadd(&x, "d", dbytes, NULL, 1, 0x5A);
@@ -2174,9 +2252,9 @@ static void run_grouped_row(const grouped_row *r)
         c.keys = vars[v];
         c.id = ids[v];
         snprintf(c.name, sizeof c.name,
-                 "grouped_gemm #%ld class '%s': T=%lld N=%lld K=%lld G=%lld used=%lld a=%s b=%s d=%s scales=%s/%s "
+                 "grouped_gemm #%ld class '%s': T=%lld N=%lld K=%lld G=%lld masked_m=%lld used=%lld a=%s b=%s d=%s scales=%s/%s "
                  "bias=%d/%s act=%s fast=%d bpad=%lld dpad=%lld tuning='%s'",
-                 c.id, r->cls, (long long)T, (long long)N, (long long)K, (long long)G, (long long)used,
+                 c.id, r->cls, (long long)T, (long long)N, (long long)K, (long long)G, (long long)c.M, (long long)used,
                  fp8kit_dtype_name(c.at), fp8kit_dtype_name(c.bt), fp8kit_dtype_name(c.dt), k_mode_name[r->sa],
                  k_mode_name[r->sb], r->bias, fp8kit_dtype_name(r->biast), k_act_name[r->act], r->fast,
                  (long long)r->bpad, (long long)r->dpad, vars[v]);
@@ -2191,7 +2269,7 @@ static void run_grouped_row(const grouped_row *r)
             long nan_bad[2] = {0, 0}, touched[2] = {0, 0};
             for (int64_t m = 0; m < T; m++)
                 for (int64_t n = 0; n < N; n++) {
-                    if (m >= used) { /* past offsets[G-1]: untouched */
+                    if (grp_owner(&c, c.off, m) < 0) { /* rows no group owns: untouched */
                         for (int s = 0; s < 2; s++)
                             for (size_t q = 0; q < dsz; q++)
                                 touched[s] += D[s][(size_t)(m * c.ldd + n) * dsz + q] != 0x5A;
@@ -2211,7 +2289,7 @@ static void run_grouped_row(const grouped_row *r)
                 rel[s] = den > 0 ? sqrt(num[s] / den) : sqrt(num[s]);
                 CHECK(rel[s] <= bound, "%s: rel error %.3e > %.1e [%s]", sides[s]->name, rel[s], bound, c.name);
                 CHECK(nan_bad[s] == 0, "%s: %ld NaN outputs [%s]", sides[s]->name, nan_bad[s], c.name);
-                CHECK(touched[s] == 0, "%s: %ld bytes written in rows past offsets[G-1] = %lld [%s]", sides[s]->name,
+                CHECK(touched[s] == 0, "%s: %ld bytes written in rows no group owns (%lld owned) [%s]", sides[s]->name,
                       touched[s], (long long)used, c.name);
             }
             relc = den > 0 ? sqrt(numc / den) : sqrt(numc);

@@ -79,16 +79,20 @@ typedef struct fk_gemm_job {
 } fk_gemm_job;
 
 /* A validated grouped GEMM for a backend with its own grouped kernel
- * (grouped.c builds it): gemm
- * is the whole call as one GEMM job - m = T rows of A, scale_a and D; b,
- * scale_b and bias are expert 0's and expert g's start at g * b_rows rows of
- * B (b_rows = B's expert stride / ldb), g (tensor) or g * N (row scales,
- * bias). offsets (G int32) and status live in device memory and are read /
- * written only by the kernel. gemm comes first: the plan's init function
- * receives &job->gemm and casts back. */
+ * (grouped.c builds it): gemm is the whole call as one GEMM job - m = T rows
+ * of A, scale_a and D (masked: G x M, the experts' slabs one after the
+ * other); b, scale_b and bias are expert 0's, and expert g's start at
+ * g * b_stride elements of B, g * sb_stride of scale_b and g * N of the bias.
+ * offsets (G int32: row ends, or valid-row counts when masked_m > 0) and
+ * status live in device memory and are read / written only by the kernel.
+ * gemm comes first: the plan's init function receives &job->gemm and casts
+ * back. */
 typedef struct fk_grouped_job {
     fk_gemm_job gemm;
-    int64_t groups, b_rows;
+    int64_t groups;
+    int64_t b_stride;  /* elements (bytes) from one expert of B to the next */
+    int64_t sb_stride; /* scale_b values per expert (format/geometry.h): 1, N or the 128x128 grid */
+    int64_t masked_m;  /* 0: contiguous layout; else the masked layout's rows per expert (M) */
     const int32_t *offsets;
     int32_t *status;
 } fk_grouped_job;

@@ -1,21 +1,34 @@
-/* grouped.c - fp8kit_grouped_gemm: the mixture-of-experts grouped GEMM
- * (A's rows grouped by expert through int32 offsets, one B per expert). It
- * checks the whole call - descriptor, operands, the alignment of every
- * pointer, that no output (D, status) overlaps another argument, then on the
- * CPU every offset and each group's fp8kit_gemm view - before anything runs.
- * CPU backend: each non-empty group runs as an fp8kit_gemm on views of A, B,
- * the scales, the bias and D (each distinct group row count gets its own
- * cached plan). CUDA backend: the offsets stay in device memory; the whole
- * call is checked as one fp8kit_gemm view over all T rows and runs as one
- * launch of the grouped kernel (gemm_grouped.cu), which checks the offsets
- * itself. */
+/* grouped.c - fp8kit_grouped_gemm: the mixture-of-experts grouped GEMM, one B
+ * per expert, in two layouts: contiguous (A's rows grouped by expert through
+ * int32 row ends) and masked (A as G slabs of M rows, int32 valid-row counts).
+ * Both are seen as one matrix of T rows (masked: T = G x M) in which group g
+ * owns rows [r0, r1). It checks the whole call - descriptor, layout,
+ * operands, the alignment of every pointer, that no output (D, status)
+ * overlaps another argument, then on the CPU every offset and each group's
+ * fp8kit_gemm view - before anything runs. Scale counts and per-row / per-
+ * expert scale offsets come from format/geometry.h.
+ * Backends without a grouped kernel (CPU): each non-empty group runs as an
+ * fp8kit_gemm on views of A, B, the scales, the bias and D (each distinct
+ * group row count gets its own cached plan). Backends with one (CUDA): the
+ * offsets stay in device memory; the call is checked as one fp8kit_gemm view
+ * over all T rows and runs as one grouped job, whose kernel checks the
+ * offsets itself. */
 #include <stdio.h>
 #include <string.h>
 #include "core/check.h"
+#include "format/geometry.h"
 
 #define FN "fp8kit_grouped_gemm"
 
-/* A checked contiguous tensor of dtype dt (of f32 / f16 / bf16 when hp) holding n elements. */
+/* The call as one matrix of rows: A (t, k), D (t, n) with row strides lda,
+ * ldd; g experts; masked_m rows per expert slab (0: contiguous layout); the
+ * scale geometry of A over all t rows (ga) and of one expert's B (gb). */
+typedef struct fk_grp {
+    int64_t t, k, n, g, masked_m, lda, ldd;
+    fk_scale_geom ga, gb;
+} fk_grp;
+
+/* A checked tensor of dtype dt (of f32 / f16 / bf16 when hp) holding n elements. */
 static fp8kit_status fk_check_flat(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
                                    int hp, int64_t n, const char *what)
 {
@@ -39,29 +52,49 @@ static fp8kit_tensor fk_vec(void *data, fp8kit_dtype dt, int ndim, int64_t n)
     return t;
 }
 
-/* The fp8kit_gemm operands of group g: rows r0 .. r1 - 1 of A and D. */
-static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a, int64_t g, int64_t r0,
-                          int64_t r1, fp8kit_gemm_args *o)
+/* The scale view of `count` f32 values at element `first` of s (a scalar when
+ * mode is TENSOR). */
+static fp8kit_tensor fk_scale_view(const fp8kit_tensor *s, fp8kit_scale_mode mode, int64_t first, int64_t count)
 {
-    const int64_t n = a->b.shape[1], k = a->b.shape[2];
-    const int64_t lda = fk_stride(&a->a, 0), ldd = fk_stride(&a->d, 0);
+    if (mode == FP8KIT_SCALE_TENSOR)
+        return fk_vec((float *)s->data + first, FP8KIT_F32, 0, 1);
+    return fk_vec((float *)s->data + first, FP8KIT_F32, 1, count);
+}
+
+/* The fp8kit_gemm operands of group g: rows r0 .. r1 - 1 of A and D. */
+static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a, const fk_grp *s, int64_t g,
+                          int64_t r0, int64_t r1, fp8kit_gemm_args *o)
+{
+    const int64_t n = s->n, k = s->k;
     const int64_t sbg = fk_stride(&a->b, 0), ldb = fk_stride(&a->b, 1);
     memset(o, 0, sizeof *o);
-    o->a = fp8kit_tensor_2d((char *)a->a.data + r0 * lda, a->a.dtype, r1 - r0, k, lda);
+    o->a = fp8kit_tensor_2d((char *)a->a.data + r0 * s->lda, a->a.dtype, r1 - r0, k, s->lda);
     o->b = fp8kit_tensor_2d((char *)a->b.data + g * sbg, a->b.dtype, n, k, ldb);
-    if (d->scale_a == FP8KIT_SCALE_TENSOR)
-        o->scale_a = fk_vec(a->scale_a.data, FP8KIT_F32, 0, 1);
-    else if (d->scale_a == FP8KIT_SCALE_ROW)
-        o->scale_a = fk_vec((float *)a->scale_a.data + r0, FP8KIT_F32, 1, r1 - r0);
-    if (d->scale_b == FP8KIT_SCALE_TENSOR)
-        o->scale_b = fk_vec((float *)a->scale_b.data + g, FP8KIT_F32, 0, 1);
-    else if (d->scale_b == FP8KIT_SCALE_ROW)
-        o->scale_b = fk_vec((float *)a->scale_b.data + g * n, FP8KIT_F32, 1, n);
+    if (d->scale_a) { /* rows r0 .. r1 - 1 of A's scales (tensor: the one scale) */
+        fk_scale_geom v;
+        fk_gemm_scale_geom(d->scale_a, FK_GEO_PLAIN, 0, r1 - r0, k, &v);
+        const int64_t first = d->scale_a == FP8KIT_SCALE_TENSOR ? 0 : fk_scale_off_rk(&s->ga, r0, 0);
+        o->scale_a = fk_scale_view(&a->scale_a, d->scale_a, first, v.count);
+    }
+    if (d->scale_b)
+        o->scale_b = fk_scale_view(&a->scale_b, d->scale_b, g * s->gb.count, s->gb.count);
     if (d->bias == FP8KIT_BIAS_COL)
         o->bias = fk_vec((char *)a->bias.data + g * n * (int64_t)fp8kit_dtype_size(a->bias.dtype), a->bias.dtype, 1, n);
     o->alpha = a->alpha;
-    o->d = fp8kit_tensor_2d((char *)a->d.data + r0 * ldd * (int64_t)fp8kit_dtype_size(a->d.dtype), a->d.dtype,
-                            r1 - r0, n, ldd);
+    o->d = fp8kit_tensor_2d((char *)a->d.data + r0 * s->ldd * (int64_t)fp8kit_dtype_size(a->d.dtype), a->d.dtype,
+                            r1 - r0, n, s->ldd);
+}
+
+/* Group i's rows [*r0, *r1) from host offsets (CPU backend, checked). */
+static void fk_group_rows(const fp8kit_grouped_gemm_args *a, const fk_grp *s, int64_t i, int64_t *r0, int64_t *r1)
+{
+    if (s->masked_m) {
+        *r0 = i * s->masked_m;
+        *r1 = *r0 + a->offsets[i];
+    } else {
+        *r0 = i ? a->offsets[i - 1] : 0;
+        *r1 = a->offsets[i];
+    }
 }
 
 /* Whether the backend runs the whole call in its own grouped kernel (then
@@ -69,52 +102,131 @@ static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_a
  * reads them); else the core runs one fp8kit_gemm per group. */
 static int fk_grouped_on_device(const fp8kit_ctx *ctx) { return ctx->ops->grouped_run != NULL; }
 
-static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a)
+/* Shapes of A, B and D for the layout, into s (rows, strides). */
+static fp8kit_status fk_grouped_shapes(fp8kit_ctx *ctx, const fp8kit_grouped_gemm_args *a, fk_grp *s)
+{
+    fp8kit_status st;
+    if ((st = fk_check_tensor(ctx, FN, "a", &a->a, 1)) || (st = fk_check_tensor(ctx, FN, "b", &a->b, 1)) ||
+        (st = fk_check_tensor(ctx, FN, "d", &a->d, 1)))
+        return st;
+    const int masked = a->layout == FP8KIT_GROUPED_MASKED;
+    const int nd = masked ? 3 : 2;
+    if (a->a.ndim != nd || a->b.ndim != 3 || a->d.ndim != nd)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                       masked ? FN ": masked layout: a must be 3-D (G, M, K), b 3-D (G, N, K), d 3-D (G, M, N) "
+                                   "(ndim %d, %d, %d)"
+                              : FN ": a must be 2-D (T, K), b 3-D (G, N, K), d 2-D (T, N) (ndim %d, %d, %d)",
+                       a->a.ndim, a->b.ndim, a->d.ndim);
+    memset(s, 0, sizeof *s);
+    s->g = a->b.shape[0];
+    s->n = a->b.shape[1];
+    s->k = a->a.shape[nd - 1];
+    const int64_t rows = a->a.shape[nd - 2]; /* T, or M per expert */
+    const int shape_ok = a->b.shape[2] == s->k && a->d.shape[nd - 2] == rows && a->d.shape[nd - 1] == s->n &&
+                         (!masked || (a->a.shape[0] == s->g && a->d.shape[0] == s->g));
+    if (!shape_ok) {
+        if (masked)
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                           FN ": a is %lld x %lld x %lld, b %lld x %lld x %lld, d %lld x %lld x %lld; expected a "
+                              "(G, M, K), b (G, N, K), d (G, M, N)",
+                           (long long)a->a.shape[0], (long long)a->a.shape[1], (long long)a->a.shape[2],
+                           (long long)s->g, (long long)s->n, (long long)a->b.shape[2], (long long)a->d.shape[0],
+                           (long long)a->d.shape[1], (long long)a->d.shape[2]);
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                       FN ": a is %lld x %lld, b %lld x %lld x %lld, d %lld x %lld; expected a (T, K), b (G, N, K), "
+                          "d (T, N)",
+                       (long long)rows, (long long)s->k, (long long)s->g, (long long)s->n, (long long)a->b.shape[2],
+                       (long long)a->d.shape[0], (long long)a->d.shape[1]);
+    }
+    if (s->g > INT32_MAX)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %lld groups; at most 2^31 - 1", (long long)s->g);
+    /* rows are K- (N-) contiguous; masked slabs one row stride apart */
+    if ((s->k > 1 && fk_stride(&a->a, nd - 1) != 1) || (s->k > 1 && fk_stride(&a->b, 2) != 1) ||
+        (s->n > 1 && fk_stride(&a->d, nd - 1) != 1))
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, FN ": a, b and d need unit strides along their last dimension");
+    s->lda = fk_stride(&a->a, nd - 2);
+    s->ldd = fk_stride(&a->d, nd - 2);
+    if (masked) {
+        s->masked_m = rows;
+        if (s->g > 1 && rows > 0 &&
+            (fk_stride(&a->a, 0) != fk_mul_ovf(rows, s->lda) || fk_stride(&a->d, 0) != fk_mul_ovf(rows, s->ldd)))
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE,
+                           FN ": masked layout: a's and d's expert strides must be M times their row strides "
+                              "(a %lld vs %lld x %lld, d %lld vs %lld x %lld)",
+                           (long long)fk_stride(&a->a, 0), (long long)rows, (long long)s->lda,
+                           (long long)fk_stride(&a->d, 0), (long long)rows, (long long)s->ldd);
+        s->t = fk_mul_ovf(s->g, rows);
+        if (s->t < 0 || s->t > INT64_MAX / 2)
+            return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": G x M overflows");
+    } else {
+        s->t = rows;
+    }
+    return FP8KIT_OK;
+}
+
+/* The offsets' rule for the layout, checked on the host (CPU backend). */
+static fp8kit_status fk_grouped_offsets(fp8kit_ctx *ctx, const fp8kit_grouped_gemm_args *a, const fk_grp *s)
+{
+    int64_t prev = 0;
+    for (int64_t i = 0; i < s->g; i++) {
+        const int64_t o = a->offsets[i];
+        const int bad = s->masked_m ? (o < 0 || o > s->masked_m) : (o < prev || o > s->t);
+        if (bad) {
+            if (a->status)
+                *a->status = FP8KIT_ERR_INVALID_ARGUMENT;
+            if (s->masked_m)
+                return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
+                               FN ": offsets[%lld] = %lld; masked counts must be >= 0 and <= M = %lld", (long long)i,
+                               (long long)o, (long long)s->masked_m);
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
+                           FN ": offsets[%lld] = %lld; offsets must be non-decreasing, >= 0 and <= T = %lld",
+                           (long long)i, (long long)o, (long long)s->t);
+        }
+        prev = o;
+    }
+    return FP8KIT_OK;
+}
+
+static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
+                                      fk_grp *s)
 {
     fp8kit_status st = fk_check_gemm_desc(ctx, FN, d);
     if (st)
         return st;
-    if (d->scale_a > FP8KIT_SCALE_ROW || d->scale_b > FP8KIT_SCALE_ROW)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only none, tensor and row scales are supported (got %d, %d)",
-                       (int)d->scale_a, (int)d->scale_b);
+    if ((unsigned)a->layout > FP8KIT_GROUPED_MASKED)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": args->layout %d is not a fp8kit_grouped_layout",
+                       (int)a->layout);
+    if (d->scale_a == FP8KIT_SCALE_MX || d->scale_b == FP8KIT_SCALE_MX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": mx scaling is not supported (none, tensor, row and block scales are)");
+    if (d->scale_a == FP8KIT_SCALE_BLOCK && d->scale_layout != FP8KIT_LAYOUT_PLAIN)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": block scales in the plain layout only");
     if (d->out_quant != FP8KIT_OUTQ_NONE)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization is not supported");
     if (d->bias == FP8KIT_BIAS_ROW)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only a per-column bias (G x N) is supported");
-    if ((st = fk_check_tensor(ctx, FN, "a", &a->a, 1)) || (st = fk_check_tensor(ctx, FN, "b", &a->b, 1)) ||
-        (st = fk_check_tensor(ctx, FN, "d", &a->d, 1)))
+    if ((st = fk_grouped_shapes(ctx, a, s)))
         return st;
-    if (a->a.ndim != 2 || a->b.ndim != 3 || a->d.ndim != 2)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": a must be 2-D (T, K), b 3-D (G, N, K), d 2-D (T, N) "
-                                                      "(ndim %d, %d, %d)",
-                       a->a.ndim, a->b.ndim, a->d.ndim);
-    const int64_t t = a->a.shape[0], k = a->a.shape[1], g = a->b.shape[0], n = a->b.shape[1];
-    if (a->b.shape[2] != k || a->d.shape[0] != t || a->d.shape[1] != n)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
-                       FN ": a is %lld x %lld, b %lld x %lld x %lld, d %lld x %lld; expected a (T, K), b (G, N, K), "
-                          "d (T, N)",
-                       (long long)t, (long long)k, (long long)g, (long long)n, (long long)a->b.shape[2],
-                       (long long)a->d.shape[0], (long long)a->d.shape[1]);
-    if (g > INT32_MAX)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %lld groups; at most 2^31 - 1", (long long)g);
     if (!fk_is_hp(a->d.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d must be f32, f16 or bf16 (got %s)",
                        fp8kit_dtype_name(a->d.dtype));
     if (!fk_is_fp8(a->a.dtype) || !fk_is_fp8(a->b.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": a and b must be e4m3 or e5m2 (got %s and %s)",
                        fp8kit_dtype_name(a->a.dtype), fp8kit_dtype_name(a->b.dtype));
-    if (d->scale_a == FP8KIT_SCALE_TENSOR && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, 1, "tensor scaling")))
+    /* scale counts: A's over all T rows, B's per expert (format/geometry.h) */
+    static const char *const wa[] = {"", "tensor scaling", "row scaling of A (T)", "block scaling of A (T x ceil(K/128))"};
+    static const char *const wb[] = {"", "tensor scaling per expert (G)", "row scaling per expert (G x N)",
+                                     "block scaling per expert (G x ceil(N/128) x ceil(K/128))"};
+    if (fk_gemm_scale_geom(d->scale_a, FK_GEO_PLAIN, 0, s->t, s->k, &s->ga) ||
+        fk_gemm_scale_geom(d->scale_b, FK_GEO_PLAIN, 1, s->n, s->k, &s->gb))
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the scale counts overflow int64");
+    if (d->scale_a && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, s->ga.count, wa[d->scale_a])))
         return st;
-    if (d->scale_a == FP8KIT_SCALE_ROW && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, t, "row scaling of A (T)")))
-        return st;
-    if (d->scale_b == FP8KIT_SCALE_TENSOR &&
-        (st = fk_check_flat(ctx, "scale_b", &a->scale_b, FP8KIT_F32, 0, g, "tensor scaling per expert (G)")))
-        return st;
-    if (d->scale_b == FP8KIT_SCALE_ROW &&
-        (st = fk_check_flat(ctx, "scale_b", &a->scale_b, FP8KIT_F32, 0, fk_mul_ovf(g, n), "row scaling per expert (G x N)")))
+    if (d->scale_b &&
+        (st = fk_check_flat(ctx, "scale_b", &a->scale_b, FP8KIT_F32, 0, fk_mul_ovf(s->g, s->gb.count), wb[d->scale_b])))
         return st;
     if (d->bias == FP8KIT_BIAS_COL &&
-        (st = fk_check_flat(ctx, "bias", &a->bias, FP8KIT_F32, 1, fk_mul_ovf(g, n), "a per-expert column bias (G x N)")))
+        (st = fk_check_flat(ctx, "bias", &a->bias, FP8KIT_F32, 1, fk_mul_ovf(s->g, s->n), "a per-expert column bias (G x N)")))
         return st;
     if (!a->offsets)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": offsets is NULL");
@@ -130,7 +242,7 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     int nr = 0;
     rg[nr++] = fk_region_tensor("a", &a->a, 0);
     rg[nr++] = fk_region_tensor("b", &a->b, 0);
-    rg[nr++] = fk_region_bytes("offsets", a->offsets, (uint64_t)g * 4u, 0);
+    rg[nr++] = fk_region_bytes("offsets", a->offsets, (uint64_t)s->g * 4u, 0);
     if (d->scale_a)
         rg[nr++] = fk_region_tensor("scale_a", &a->scale_a, 0);
     if (d->scale_b)
@@ -139,53 +251,34 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         rg[nr++] = fk_region_tensor("bias", &a->bias, 0);
     rg[nr++] = fk_region_tensor("d", &a->d, 1);
     rg[nr++] = fk_region_bytes("status", a->status, 4, 1);
+    if ((st = fk_check_overlap(ctx, FN, rg, nr))) /* before *status may be written */
+        return st;
     if (fk_grouped_on_device(ctx)) {
         /* offsets are device memory: the kernel checks them. Everything
          * else as fp8kit_gemm sees the call over all T rows with expert 0's
          * B, scales and bias (every expert's have the same shape, dtype and
-         * alignment); B's experts must be whole rows apart (one 2-D map). */
-        const int64_t ldb = fk_stride(&a->b, 1), sbg = fk_stride(&a->b, 0);
-        if (g > 1 && sbg % ldb)
-            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                           FN ": b's expert stride (%lld) must be a multiple of its row stride (%lld) on the %s "
-                              "backend",
-                           (long long)sbg, (long long)ldb, ctx->ops->name);
-        if ((st = fk_check_overlap(ctx, FN, rg, nr)))
-            return st;
-        if (g == 0)
+         * alignment); what the kernel itself needs is its backend's rule. */
+        if (s->g == 0)
             return FP8KIT_OK; /* nothing runs (status, if given, gets 0) */
         fp8kit_gemm_args v;
-        fk_group_view(d, a, 0, 0, t, &v);
+        fk_group_view(d, a, s, 0, 0, s->t, &v);
         return fk_gemm_check(ctx, d, &v);
     }
-    if ((st = fk_check_overlap(ctx, FN, rg, nr))) /* before *status may be written */
+    if ((st = fk_grouped_offsets(ctx, a, s)))
         return st;
-    int64_t prev = 0;
-    for (int64_t i = 0; i < g; i++) {
-        const int64_t o = a->offsets[i];
-        if (o < prev || o > t) {
-            if (a->status)
-                *a->status = FP8KIT_ERR_INVALID_ARGUMENT;
-            return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
-                           FN ": offsets[%lld] = %lld; offsets must be non-decreasing, >= 0 and <= T = %lld",
-                           (long long)i, (long long)o, (long long)t);
-        }
-        prev = o;
-    }
     /* every group as fp8kit_gemm would see it (dtypes, alignment, K rules) */
-    prev = 0;
-    for (int64_t i = 0; i < g; i++) {
-        const int64_t r1 = a->offsets[i];
-        if (r1 > prev) {
+    for (int64_t i = 0; i < s->g; i++) {
+        int64_t r0, r1;
+        fk_group_rows(a, s, i, &r0, &r1);
+        if (r1 > r0) {
             fp8kit_gemm_args v;
-            fk_group_view(d, a, i, prev, r1, &v);
+            fk_group_view(d, a, s, i, r0, r1, &v);
             if ((st = fk_gemm_check(ctx, d, &v))) {
                 char msg[400];
                 snprintf(msg, sizeof msg, "%s", fp8kit_last_error(ctx));
                 return fk_fail(ctx, st, FN ": group %lld: %s", (long long)i, msg);
             }
         }
-        prev = r1;
     }
     return FP8KIT_OK;
 }
@@ -193,37 +286,39 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
 /* Plan key of a backend's grouped kernel: a tag (no fp8kit_gemm key starts
  * with it), the options, the dtypes, the shapes and strides, alignment bits. */
 typedef struct fk_grouped_key {
-    int32_t tag, scale_a, scale_b, bias, act, fast_accum, a_type, b_type, bias_type, d_type, align;
-    int64_t t, n, k, g, lda, ldb, b_rows, ldd, tuning;
+    int32_t tag, scale_a, scale_b, bias, act, fast_accum, a_type, b_type, bias_type, d_type, align, layout;
+    int64_t t, n, k, g, masked_m, lda, ldb, b_stride, ldd, tuning;
 } fk_grouped_key;
 
 static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
-                                     void *stream)
+                                       const fk_grp *s, void *stream)
 {
     fk_grouped_job gj;
     memset(&gj, 0, sizeof gj);
     fk_gemm_job *j = &gj.gemm;
     fp8kit_gemm_args v;
-    fk_group_view(d, a, 0, 0, a->a.shape[0], &v);
+    fk_group_view(d, a, s, 0, 0, s->t, &v);
     j->desc = *d;
-    j->m = a->a.shape[0];
-    j->n = a->b.shape[1];
-    j->k = a->b.shape[2];
-    j->a = v.a.data; j->a_type = v.a.dtype; j->lda = fk_stride(&v.a, 0);
+    j->m = s->t;
+    j->n = s->n;
+    j->k = s->k;
+    j->a = v.a.data; j->a_type = v.a.dtype; j->lda = s->lda;
     j->b = v.b.data; j->b_type = v.b.dtype; j->ldb = fk_stride(&v.b, 0);
     j->scale_a = d->scale_a ? v.scale_a.data : NULL;
     j->scale_b = d->scale_b ? v.scale_b.data : NULL;
     j->alpha = a->alpha;
     j->bias = d->bias != FP8KIT_BIAS_NONE ? v.bias.data : NULL;
     j->bias_type = v.bias.dtype;
-    j->d = v.d.data; j->d_type = v.d.dtype; j->ldd = fk_stride(&v.d, 0);
-    gj.groups = a->b.shape[0];
-    gj.b_rows = gj.groups > 1 ? fk_stride(&a->b, 0) / j->ldb : j->n;
+    j->d = v.d.data; j->d_type = v.d.dtype; j->ldd = s->ldd;
+    gj.groups = s->g;
+    gj.b_stride = s->g > 1 ? fk_stride(&a->b, 0) : s->n * j->ldb;
+    gj.sb_stride = d->scale_b ? s->gb.count : 0;
+    gj.masked_m = s->masked_m;
     gj.offsets = a->offsets;
     gj.status = a->status;
     fk_grouped_key key;
     memset(&key, 0, sizeof key);
-    key.tag = 0x47525031; /* "GRP1" */
+    key.tag = 0x47525032; /* "GRP2" */
     key.tuning = (int64_t)ctx->tuning_key;
     key.scale_a = d->scale_a; key.scale_b = d->scale_b; key.bias = d->bias; key.act = d->act;
     key.fast_accum = d->fast_accum != 0;
@@ -231,8 +326,9 @@ static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     key.d_type = j->d_type;
     key.align = (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
                 ((((uintptr_t)j->d & 15) == 0) << 2);
-    key.t = j->m; key.n = j->n; key.k = j->k; key.g = gj.groups;
-    key.lda = j->lda; key.ldb = j->ldb; key.b_rows = gj.b_rows; key.ldd = j->ldd;
+    key.layout = a->layout;
+    key.t = j->m; key.n = j->n; key.k = j->k; key.g = gj.groups; key.masked_m = gj.masked_m;
+    key.lda = j->lda; key.ldb = j->ldb; key.b_stride = gj.b_stride; key.ldd = j->ldd;
     fp8kit_status st;
     const fk_plan *plan = fk_plan_get(ctx, &key, sizeof key, j, ctx->ops->grouped_plan, &st);
     if (!plan)
@@ -247,21 +343,21 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
         return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, FN ": ctx is NULL");
     if (!desc || !args)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": %s is NULL", !desc ? "desc" : "args");
-    fp8kit_status st = fk_grouped_check(ctx, desc, args);
+    fk_grp s;
+    fp8kit_status st = fk_grouped_check(ctx, desc, args, &s);
     if (st)
         return st;
     if (fk_grouped_on_device(ctx))
-        return fk_grouped_native(ctx, desc, args, stream);
-    int64_t prev = 0;
-    for (int64_t i = 0; i < args->b.shape[0]; i++) {
-        const int64_t r1 = args->offsets[i];
-        if (r1 > prev) {
+        return fk_grouped_native(ctx, desc, args, &s, stream);
+    for (int64_t i = 0; i < s.g; i++) {
+        int64_t r0, r1;
+        fk_group_rows(args, &s, i, &r0, &r1);
+        if (r1 > r0) {
             fp8kit_gemm_args v;
-            fk_group_view(desc, args, i, prev, r1, &v);
+            fk_group_view(desc, args, &s, i, r0, r1, &v);
             if ((st = fp8kit_gemm(ctx, desc, &v, stream)))
                 return st;
         }
-        prev = r1;
     }
     if (args->status)
         *args->status = FP8KIT_OK;

@@ -19,6 +19,7 @@
 #include "cuda/gemm_host.h"
 #include "cuda/gemm_store.h"
 #include "cuda/driver.h"
+#include "format/geometry.h"
 
 struct fk_grp_config {
     int32_t family;  /* FK_FAM_SM90_GROUPED */
@@ -32,14 +33,20 @@ struct fk_grp_config {
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
-static int fk_grp_find_variant(int bn, int promo, int ab)
+static int fk_grp_find_variant(int bn, int promo, int block, int ab)
 {
     for (int i = 0; i < fk_sm90_grouped_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_grouped_variants[i];
-        if (v->bn == bn && v->promo == promo && v->ab == ab)
+        if (v->bn == bn && v->promo == promo && v->block == block && v->ab == ab)
             return i;
     }
     return -1;
+}
+
+/* Rows of B's one 2-D tensor map per expert: its expert stride / its row stride. */
+static int64_t fk_grp_brows(const fk_grouped_job *gj)
+{
+    return gj->groups > 1 ? gj->b_stride / gj->gemm.ldb : gj->gemm.n;
 }
 
 /* What the grouped kernel needs beyond the core's checks. */
@@ -52,7 +59,12 @@ static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *jo
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "cuda grouped gemm: fp32 output needs fast_accum: Hopper fp8 tensor cores reach rel "
                        "~1e-4, not the 1e-5 of docs/spec.md section 3");
-    if (job->m > INT32_MAX || job->n > INT32_MAX || job->k > INT32_MAX || gj->groups * gj->b_rows > INT32_MAX)
+    if (gj->groups > 1 && gj->b_stride % job->ldb)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda grouped gemm: b's expert stride (%lld) must be a multiple of its row stride (%lld): "
+                       "the experts are read through one 2-D tensor map",
+                       (long long)gj->b_stride, (long long)job->ldb);
+    if (job->m > INT32_MAX || job->n > INT32_MAX || job->k > INT32_MAX || gj->groups * fk_grp_brows(gj) > INT32_MAX)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: T, N, K and G x N must be < 2^31");
     if (job->k % 16)
         return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, "cuda grouped gemm: K = %lld must be a multiple of 16",
@@ -71,21 +83,22 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
     const size_t tab = FK_GRP_TAB_BYTES((size_t)gj->groups);
     const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
     /* fp32 output keeps the promotion (as gemm.cu); e5m2 has precise 128-wide variants only */
-    int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == 0 ? 0 : 4;
+    const int block = job->desc.scale_a == FP8KIT_SCALE_BLOCK; /* (promotion every 128 of K, 128 wide) */
+    int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == 0 && !block ? 0 : 4;
     /* tile rows: each group adds at most one partial tile row (half of one on average) */
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2;
     int bn = 128;
-    if (ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
+    if (ab == 0 && !block && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
         bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, 1.15); /* the general planner's rule */
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     bn = fk_tuned(tu->gemm_bn, bn);
-    int vi = fk_grp_find_variant(bn, promo, ab);
+    int vi = fk_grp_find_variant(bn, promo, block, ab);
     if (vi < 0)
-        vi = fk_grp_find_variant(128, promo, ab);
+        vi = fk_grp_find_variant(128, promo, block, ab);
     if (vi < 0)
-        vi = fk_grp_find_variant(128, 4, ab);
+        vi = fk_grp_find_variant(128, 4, block, ab);
     if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
-        vi = fk_grp_find_variant(128, 4, ab); /* the variant with the most room for the group table */
+        vi = fk_grp_find_variant(128, 4, block, ab); /* the variant with the most room for the group table */
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: no kernel variant for this case");
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[vi];
@@ -146,7 +159,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
      * g * b_rows + n of one map ending at the last expert's row N - 1. None
      * when there is nothing to load (the kernel still checks the offsets). */
     const int load = job->m > 0 && job->n > 0 && job->k > 0;
-    const uint64_t brows = (uint64_t)((gj->groups - 1) * gj->b_rows + job->n);
+    const uint64_t brows = (uint64_t)((gj->groups - 1) * fk_grp_brows(gj) + job->n);
     CUtensorMap tmaps[2];
     memset(tmaps, 0, sizeof tmaps);
     if (load) {
@@ -181,7 +194,17 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     p.sched.group_m = cfg.group_m;
     p.grp_offs = gj->offsets;
     p.grp_count = (int)gj->groups;
-    p.grp_brows = (int)gj->b_rows;
+    p.grp_brows = (int)fk_grp_brows(gj);
+    p.grp_masked_m = (int)gj->masked_m;
+    if (job->desc.scale_a == FP8KIT_SCALE_BLOCK) { /* format/geometry.h: A (T, kb) row-major, B (nb, kb) per expert */
+        fk_scale_geom ga, gb;
+        fk_gemm_scale_geom(FP8KIT_SCALE_BLOCK, FP8KIT_LAYOUT_PLAIN, 0, job->m, job->k, &ga);
+        fk_gemm_scale_geom(FP8KIT_SCALE_BLOCK, FP8KIT_LAYOUT_PLAIN, 1, job->n, job->k, &gb);
+        p.sa_sm = ga.sr;
+        p.sa_sk = ga.sc;
+        p.sb_ld = gb.sr;
+        p.sb_g = gj->sb_stride;
+    }
     p.grp_tab = v->smem_bytes;
     p.grp_status = gj->status;
     /* D's store path: the plan's if this call's pointers fit it, else the general one */
@@ -217,8 +240,8 @@ static void fk_grp_describe(const fk_plan *plan, char *buf, size_t n)
         return;
     }
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[cfg.variant];
-    snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d ab=%d stages=%d group_m=%d lag=%d bulk=%d store=%s pdl=%d",
-             cfg.variant, v->bn, v->promo, v->ab, v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk,
+    snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d block=%d ab=%d stages=%d group_m=%d lag=%d bulk=%d store=%s pdl=%d",
+             cfg.variant, v->bn, v->promo, v->block, v->ab, v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk,
              fk_store_name(cfg.store), cfg.pdl);
 }
 

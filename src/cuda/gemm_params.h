@@ -22,6 +22,7 @@ struct fk_gemm_params {
     const float *sa, *sb;
     long long sa_sm, sa_sk; /* BLOCK: A scale (m, kb) at sa[m * sa_sm + kb * sa_sk] */
     long long sb_ld;        /* BLOCK: B scale (n / 128, kb) at sb[(n / 128) * sb_ld + kb] */
+    long long sb_g;         /* BLOCK, grouped: scale values from one expert's B scales to the next */
     float alpha, beta;
     const void *c;          /* NULL unless beta != 0 */
     long long ldc;
@@ -49,8 +50,9 @@ struct fk_gemm_params {
     unsigned long long *sk_flags; /* 2 words per slot (one per consumer warpgroup) */
     unsigned long long sk_token;  /* this launch's flag value (gemm.cu, fk_sm90_sk_token) */
     /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
-    const int *grp_offs;    /* G int32 row ends in device memory, read by every CTA */
+    const int *grp_offs;    /* G int32 in device memory, read by every CTA: row ends, or (masked) counts */
     int grp_count;          /* G */
+    int grp_masked_m;       /* 0: contiguous layout; else rows per expert slab (the masked layout) */
     int grp_brows;          /* rows of B's 2-D map per expert (its expert stride / ldb) */
     int grp_tab;            /* byte offset of the table of sched.cuh in dynamic shared memory */
     int *grp_status;        /* optional: 0 (offsets valid) or FP8KIT_ERR_INVALID_ARGUMENT, by CTA 0 */

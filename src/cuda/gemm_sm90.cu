@@ -382,7 +382,7 @@ template <int CL, bool GR = false> struct fk_sm90_walk {
             s.tiles_m = gtab[2 * G];
             s.tile(t, tm, tn);
             g = fk_grp_find(gtab + G, G, tm);
-            row0 = (g ? gtab[g - 1] : 0) + (tm - gtab[G + g]) * FK_GEMM_BM;
+            row0 = fk_grp_start(gtab, g, p.grp_masked_m) + (tm - gtab[G + g]) * FK_GEMM_BM;
             m_end = gtab[g];
         } else {
             int idx = t;
@@ -553,6 +553,18 @@ static __device__ __forceinline__ bool fk_sm90_sk_finish(const fk_gemm_params &p
 }
 
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
+/* accf += acc times the block scales of a tile spanning two 128-column scale
+ * blocks of B: accumulators below SPLIT (columns below 2 SPLIT) take the
+ * first block's (lo / hi: rows r0 / r0 + 8), the others the second's. */
+template <int SPLIT, int NACC>
+static __device__ __forceinline__ void fk_sm90_promote2(float (&accf)[NACC], const float (&acc)[NACC], float lo,
+                                                        float hi, float lo2, float hi2)
+{
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        accf[i] = fmaf(acc[i], i < SPLIT ? ((i & 2) ? hi : lo) : ((i & 2) ? hi2 : lo2), accf[i]);
+}
+
 template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
@@ -573,7 +585,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
-        const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
+        const int r0 = w.row0 + wg * 64 + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
         const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
         const int nkb = w.kb1 - w.kb0;
         if constexpr (PROMO != 0) {
@@ -582,29 +594,43 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 accf[i] = 0.0f;
         }
         int prev_stage = -1;
-        /* Block scales of rows r0 and r0 + 8 (A) and of this tile's 128
+        /* Block scales of rows r0 and r0 + 8 (A) and of this tile's
          * columns (B), loaded one K block ahead so their latency hides
-         * behind a whole K block of wgmma. */
+         * behind a whole K block of wgmma. Tiles wider than 128 (BN2) span
+         * two 128-column scale blocks of B: columns below bnd take the
+         * first's scale, the others the second's (clamped to the last block
+         * of B: columns past N are never stored). */
         /* (K blocks counted from the item's first, w.kb0) */
+        constexpr bool BN2 = BLOCK && BN > 128;
         const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
         const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
-        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0 : nullptr;
-        float a_lo = 0.0f, a_hi = 0.0f, b_k = 0.0f;
+        const int bj = (tn * BN) >> 7, bnd = 128 - ((tn * BN) & 127);
+        const float *sb_t = BLOCK ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)bj * p.sb_ld + w.kb0 : nullptr;
+        const float *sb_t2 = BN2 ? sb_t + (bj + 1 < ((p.n + 127) >> 7) ? p.sb_ld : 0) : nullptr;
+        float a_lo = 0.0f, a_hi = 0.0f, b_k = 0.0f, b_k2 = 0.0f;
         if (BLOCK && nkb > 0) {
             a_lo = sa_lo[0];
             a_hi = sa_hi[0];
             b_k = sb_t[0];
+            if (BN2)
+                b_k2 = sb_t2[0];
         }
         for (int kb = 0; kb < nkb; kb++) {
-            float s_lo = 1.0f, s_hi = 1.0f;
+            float s_lo = 1.0f, s_hi = 1.0f, s_lo2 = 1.0f, s_hi2 = 1.0f;
             if (BLOCK) {
                 s_lo = a_lo * b_k;
                 s_hi = a_hi * b_k;
+                if (BN2) {
+                    s_lo2 = a_lo * b_k2;
+                    s_hi2 = a_hi * b_k2;
+                }
                 if (kb + 1 < nkb) {
                     const long long o = (long long)(kb + 1) * p.sa_sk;
                     a_lo = sa_lo[o];
                     a_hi = sa_hi[o];
                     b_k = sb_t[kb + 1];
+                    if (BN2)
+                        b_k2 = sb_t2[kb + 1];
                 }
             }
             fk_mbar_wait(full0 + 8 * stage, phase);
@@ -632,7 +658,12 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     if (ks == KSTEPS - 1 && lane == 0)
                         fk_sm90_release<CL>(empty0 + 8 * stage);
                     if constexpr (PROMO != 0) {
-                        if (BLOCK) { /* (fmaf: see fk_sm90_promote) */
+                        if (BN2) { /* acc[i] holds column 8 (i / 4) + ...: block 1 from i = bnd / 2 */
+                            if (bnd == 128)
+                                fk_sm90_promote2<64>(accf, acc, s_lo, s_hi, s_lo2, s_hi2);
+                            else
+                                fk_sm90_promote2<32>(accf, acc, s_lo, s_hi, s_lo2, s_hi2);
+                        } else if (BLOCK) { /* (fmaf: see fk_sm90_promote) */
 #pragma unroll
                             for (int i = 0; i < S::NACC; i++)
                                 accf[i] = fmaf(acc[i], (i & 2) ? s_hi : s_lo, accf[i]);
@@ -745,7 +776,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
-        const int r0 = tm * FK_GEMM_BM + wg * 64 + warp * 16 + (lane >> 2);
+        const int r0 = w.row0 + wg * 64 + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
         const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
         const int nkb = w.kb1 - w.kb0;
 #pragma unroll
@@ -754,7 +785,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         /* (K blocks counted from the item's first, w.kb0) */
         const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
         const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
-        const float *sb_t = BLOCK ? p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0 : nullptr;
+        const float *sb_t = BLOCK ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
+                                  : nullptr;
         /* v = scales of the block promoted next, w = of the one after */
         float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
         if (!BLOCK) {
@@ -876,8 +908,8 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
      * memory access before the previous grid's writes are visible */
     fk_grid_dep_wait();
     if constexpr (GR) {
-        static_assert(CL == 1 && !TS && !BLOCK, "grouped: single CTAs, general epilogues, no block scales");
-        const bool ok = fk_grp_prepare(p.grp_offs, p.grp_count, p.m, (int *)(fk_smem + p.grp_tab));
+        static_assert(CL == 1 && !TS, "grouped: single CTAs, general epilogues");
+        const bool ok = fk_grp_prepare(p.grp_offs, p.grp_count, p.m, p.grp_masked_m, (int *)(fk_smem + p.grp_tab));
         if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
             *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
         if (!ok)
@@ -901,8 +933,10 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * for the f16 variants up to BN 128 (promotion every 64 of K there).
          * (With its opaque-1 multiply, the fp8 BN 128 tiles without block
          * scales compile without C7514 too, but ran 20-30% slower than BN
-         * 192 at 4096-class shapes on H100, 2026-11-22, so they stay here.) */
-        if constexpr (PROMO == 4 && (BLOCK || (AB == 4 && BN <= 128)))
+         * 192 at 4096-class shapes on H100, 2026-11-22, so they stay here.)
+         * Block tiles wider than 128 take the plain consumer: three sets of
+         * BN / 2 accumulators do not fit in the registers. */
+        if constexpr (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128)
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
@@ -1207,6 +1241,8 @@ const fk_sm90_variant fk_sm90_variants[] = {
     /* block scaling with e5m2 on either side (128 wide only: the planner
      * falls back from 64 to 128 for these) */
     FK_V(128, 4, true, 1),  FK_V(128, 4, true, 2),  FK_V(128, 4, true, 3),
+    /* block scaling, 192 wide (two B scale blocks per tile; the plain consumer) */
+    FK_V(192, 4, true, 0),
     /* MX (block 2): promotion after every k32 step (promo 1) */
     FK_VMX(128, 0),         FK_VMX(128, 1),         FK_VMX(128, 2),         FK_VMX(128, 3),
     FK_VMX(64, 0),
@@ -1229,12 +1265,14 @@ const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90
 
 /* The grouped GEMM's variants (gemm_grouped.cu): the general kernel with the
  * group mapping (GR); the group table follows the variant's shared memory. */
-#define FK_VG(BN, PROMO, AB)                                                            \
-    {BN, PROMO, 0, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,             \
-     fk_gemm_sm90_kernel<BN, PROMO, false, AB, false, true>, 1, 0}
+#define FK_VG(BN, PROMO, BLOCK, AB)                                                     \
+    {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
+     fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, false, true>, 1, 0}
 const fk_sm90_variant fk_sm90_grouped_variants[] = {
-    FK_VG(128, 4, 0), FK_VG(128, 4, 1), FK_VG(128, 4, 2), FK_VG(128, 4, 3),
-    FK_VG(128, 0, 0), FK_VG(192, 4, 0), FK_VG(192, 0, 0), FK_VG(256, 0, 0),
+    FK_VG(128, 4, false, 0), FK_VG(128, 4, false, 1), FK_VG(128, 4, false, 2), FK_VG(128, 4, false, 3),
+    FK_VG(128, 0, false, 0), FK_VG(192, 4, false, 0), FK_VG(192, 0, false, 0), FK_VG(256, 0, false, 0),
+    /* block scales (1x128 x 128x128): the dense kernel's block consumer, 128 wide */
+    FK_VG(128, 4, true, 0),  FK_VG(128, 4, true, 1),  FK_VG(128, 4, true, 2),  FK_VG(128, 4, true, 3),
 };
 const int fk_sm90_grouped_variant_count =
     (int)(sizeof fk_sm90_grouped_variants / sizeof fk_sm90_grouped_variants[0]);

@@ -30,24 +30,35 @@ struct fk_tile_sched {
 /* Grouped GEMM (fp8kit_grouped_gemm): the tile rows of all groups form one
  * sequence that the scheduler above walks (tiles_m = its length, known only
  * on the device). A table of 2 G + 2 ints in shared memory, built by every
- * CTA from the G device offsets (row ends) before any work:
- *   tab[0 .. G-1]   the offsets
+ * CTA from the G device offsets before any work:
+ *   tab[0 .. G-1]   end_g, the row after group g's last: the offsets
+ *                   (contiguous layout), g M + counts[g] (masked, M rows per
+ *                   expert slab)
  *   tab[G + g]      cum[g]: tile rows of groups 0 .. g-1 (cum[0] = 0), g <= G
  *   tab[2 G + 1]    1 when the offsets are invalid (then cum is garbage)
  * Group g owns tile rows cum[g] .. cum[g+1] - 1; its tile row i covers rows
- * start_g + 128 i .. of A and D (start_g = offsets[g-1], 0 for g = 0), rows at
- * or past offsets[g] are loaded but never stored. */
+ * start_g + 128 i .. of A and D (start_g: fk_grp_start), rows at or past
+ * end_g are loaded but never stored. */
 #define FK_GRP_TAB_BYTES(G) (8 * ((G) + 1))
 
 #ifdef FK_SM90_DEVICE /* (only the sm_90a kernel calls it; the host emulation test compiles this header as plain C++) */
 /* Fills the table (all threads of the CTA call it; two __syncthreads) and
- * returns whether the offsets are valid: non-decreasing, >= 0 and <= rows.
- * Every CTA reads the same offsets, so all of them agree. */
-static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, int rows, int *tab)
+ * returns whether the offsets are valid: contiguous (masked_m 0): row ends,
+ * non-decreasing, >= 0 and <= rows; masked: counts, 0 <= counts[g] <=
+ * masked_m. Every CTA reads the same offsets, so all of them agree. */
+static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, int rows, int masked_m, int *tab)
 {
-    for (int i = threadIdx.x; i < G; i += blockDim.x)
-        tab[i] = offs[i];
-    __syncthreads();
+    int bad_count = 0;
+    for (int i = threadIdx.x; i < G; i += blockDim.x) {
+        const int o = offs[i];
+        if (masked_m) { /* as row ends; a bad count becomes a decreasing end */
+            bad_count |= o < 0 || o > masked_m;
+            tab[i] = i * masked_m + min(max(o, 0), masked_m);
+        } else {
+            tab[i] = o;
+        }
+    }
+    bad_count = __syncthreads_or(bad_count);
     if (threadIdx.x < 32) {
         const int lane = threadIdx.x;
         int carry = 0, bad = 0;
@@ -55,7 +66,7 @@ static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, in
             const int i = base + lane;
             int n = 0;
             if (i < G) {
-                const int o = tab[i], prev = i ? tab[i - 1] : 0;
+                const int o = tab[i], prev = masked_m ? i * masked_m : i ? tab[i - 1] : 0;
                 if (o < prev || o > rows)
                     bad = 1;
                 else
@@ -74,13 +85,19 @@ static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, in
         bad = __any_sync(0xFFFFFFFFu, bad);
         if (lane == 0) {
             tab[G] = 0;
-            tab[2 * G + 1] = bad;
+            tab[2 * G + 1] = bad | bad_count;
         }
     }
     __syncthreads();
     return tab[2 * G + 1] == 0;
 }
 #endif
+
+/* The first row of group g in A and D. */
+static __device__ __forceinline__ int fk_grp_start(const int *tab, int g, int masked_m)
+{
+    return masked_m ? g * masked_m : g ? tab[g - 1] : 0;
+}
 
 /* The group of tile row vm (< cum[G]): the g with cum[g] <= vm < cum[g+1]
  * (empty groups own no tile row), by binary search. */

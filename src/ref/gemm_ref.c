@@ -282,27 +282,38 @@ static fp8kit_tensor sub_vec(const fp8kit_tensor *t, int64_t first, int64_t coun
 
 int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args, double *out)
 {
-    if (!desc || !args || !out || !args->offsets || args->a.ndim != 2 || args->b.ndim != 3 || args->d.ndim != 2)
+    const int masked = args && args->layout == FP8KIT_GROUPED_MASKED, nd = masked ? 3 : 2;
+    if (!desc || !args || !out || !args->offsets || args->a.ndim != nd || args->b.ndim != 3 || args->d.ndim != nd)
         return FK_REF_ERR_ARG;
-    if (desc->scale_a > FP8KIT_SCALE_ROW || desc->scale_b > FP8KIT_SCALE_ROW || desc->bias == FP8KIT_BIAS_ROW ||
-        desc->out_quant != FP8KIT_OUTQ_NONE)
+    if (desc->scale_a == FP8KIT_SCALE_MX || desc->scale_b == FP8KIT_SCALE_MX || desc->bias == FP8KIT_BIAS_ROW ||
+        desc->out_quant != FP8KIT_OUTQ_NONE || (desc->scale_a == FP8KIT_SCALE_BLOCK && desc->scale_layout))
         return FK_REF_ERR_ARG; /* the grouped GEMM's subset (docs/spec.md 3) */
-    const int64_t T = args->a.shape[0], K = args->a.shape[1], G = args->b.shape[0], N = args->b.shape[1];
-    if (args->b.shape[2] != K)
+    const int64_t G = args->b.shape[0], N = args->b.shape[1], K = args->a.shape[nd - 1];
+    const int64_t M = masked ? args->a.shape[1] : 0, T = masked ? G * M : args->a.shape[0];
+    if (args->b.shape[2] != K || (masked && args->a.shape[0] != G))
         return FK_REF_ERR_ARG;
     for (int64_t g = 0, prev = 0; g < G; prev = args->offsets[g++])
-        if (args->offsets[g] < prev || args->offsets[g] > T)
+        if (masked ? (args->offsets[g] < 0 || args->offsets[g] > M)
+                   : (args->offsets[g] < prev || args->offsets[g] > T))
             return FK_REF_ERR_ARG;
-    const int64_t lda = stride_of(&args->a, 0), sbe = stride_of(&args->b, 0), ldb = stride_of(&args->b, 1);
-    for (int64_t g = 0, r0 = 0; g < G; r0 = args->offsets[g++]) {
-        const int64_t r1 = args->offsets[g];
+    /* scale values per row of A (1x128 blocks: ceil(K / 128)) and per expert of B */
+    fk_scale_geom gb, g1;
+    if (fk_gemm_scale_geom(desc->scale_b, FK_GEO_PLAIN, 1, N, K, &gb) ||
+        fk_gemm_scale_geom(desc->scale_a, FK_GEO_PLAIN, 0, 1, K, &g1))
+        return FK_REF_ERR_ARG;
+    const int64_t sa_row = g1.count; /* row: 1; block: ceil(K / 128) */
+    const int64_t lda = stride_of(&args->a, nd - 2), sbe = stride_of(&args->b, 0), ldb = stride_of(&args->b, 1);
+    for (int64_t g = 0; g < G; g++) {
+        const int64_t r0 = masked ? g * M : (g ? args->offsets[g - 1] : 0);
+        const int64_t r1 = masked ? r0 + args->offsets[g] : args->offsets[g];
         if (r1 == r0)
             continue;
         fp8kit_gemm_args ga;
         memset(&ga, 0, sizeof ga);
-        ga.a = args->a;
         ga.a.data = (uint8_t *)args->a.data + r0 * lda;
-        ga.a.shape[0] = r1 - r0;
+        ga.a.dtype = args->a.dtype;
+        ga.a.ndim = 2;
+        ga.a.shape[0] = r1 - r0, ga.a.shape[1] = K;
         ga.a.strides[0] = lda, ga.a.strides[1] = 1;
         ga.b.data = (uint8_t *)args->b.data + g * sbe;
         ga.b.dtype = args->b.dtype;
@@ -311,12 +322,10 @@ int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_
         ga.b.strides[0] = ldb, ga.b.strides[1] = 1;
         if (desc->scale_a == FP8KIT_SCALE_TENSOR)
             ga.scale_a = sub_vec(&args->scale_a, 0, 1);
-        else if (desc->scale_a == FP8KIT_SCALE_ROW)
-            ga.scale_a = sub_vec(&args->scale_a, r0, r1 - r0);
-        if (desc->scale_b == FP8KIT_SCALE_TENSOR)
-            ga.scale_b = sub_vec(&args->scale_b, g, 1);
-        else if (desc->scale_b == FP8KIT_SCALE_ROW)
-            ga.scale_b = sub_vec(&args->scale_b, g * N, N);
+        else if (desc->scale_a != FP8KIT_SCALE_NONE)
+            ga.scale_a = sub_vec(&args->scale_a, r0 * sa_row, (r1 - r0) * sa_row);
+        if (desc->scale_b != FP8KIT_SCALE_NONE)
+            ga.scale_b = sub_vec(&args->scale_b, g * gb.count, gb.count);
         if (desc->bias == FP8KIT_BIAS_COL)
             ga.bias = sub_vec(&args->bias, g * (args->bias.ndim == 2 ? stride_of(&args->bias, 0) : N), N);
         ga.alpha = args->alpha;

@@ -60,9 +60,11 @@ double fk_ref_epilogue(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *arg
 int fk_ref_gemm(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, const int64_t *rows,
                 int64_t nrows, double *out);
 
-/* fp8kit_grouped_gemm's y (docs/spec.md 3, "Grouped GEMM"): each group g is the GEMM of
- * A's rows offsets[g-1] .. offsets[g] - 1 with expert g's B, scale_b and bias. out is T x N;
- * rows from offsets[G-1] on are not written. FK_REF_ERR_ARG for invalid offsets. */
+/* fp8kit_grouped_gemm's y (docs/spec.md 3, "Grouped GEMM"): each group g is the GEMM of its
+ * rows of A - contiguous layout: rows offsets[g-1] .. offsets[g] - 1; masked: rows
+ * 0 .. offsets[g] - 1 of slab g - with expert g's B, scale_b and bias. out is T x N (masked:
+ * G x M rows, slab after slab); rows no group owns are not written. FK_REF_ERR_ARG for invalid
+ * offsets. */
 int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args, double *out);
 
 /* ------------------------------------------------------------- tolerance */
