@@ -279,6 +279,25 @@ FP8KIT_API fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_d
 FP8KIT_API fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor *y,
                                      void *stream);
 
+/* Whether fp8kit_quantize / fp8kit_dequantize / fp8kit_cast would run this
+ * call on the context's backend (the counterparts of fp8kit_gemm_supported):
+ * the arguments are validated exactly as the call does, then the backend is
+ * asked about its kernels' limits, and the status and message are the ones
+ * the call would give (e.g. FP8KIT_ERR_UNSUPPORTED for a shape beyond a CUDA
+ * kernel's index range or grid, with the limit named). Nothing runs and no
+ * tensor data is read, so the tensors may hold placeholder pointers
+ * (non-NULL and aligned to their element size, as the real ones must be);
+ * the no-overlap rule between outputs and inputs is not checked. The CPU
+ * backend runs every call that validates. For fp8kit_quantize_mx_both ask
+ * fp8kit_quantize_supported about its two jobs (axis -1 and axis -2). */
+FP8KIT_API fp8kit_status fp8kit_quantize_supported(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,
+                                                   const fp8kit_tensor *x, const fp8kit_tensor *q,
+                                                   const fp8kit_tensor *scale);
+FP8KIT_API fp8kit_status fp8kit_dequantize_supported(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc,
+                                                     const fp8kit_tensor *q, const fp8kit_tensor *scale,
+                                                     const fp8kit_tensor *y);
+FP8KIT_API fp8kit_status fp8kit_cast_supported(fp8kit_ctx *ctx, const fp8kit_tensor *x, const fp8kit_tensor *y);
+
 /* -------------------------------------------------------------------- GEMM */
 typedef enum fp8kit_scale_mode {
     FP8KIT_SCALE_NONE = 0,   /* no scale (1.0) */

@@ -9,7 +9,10 @@
  * (fk_cuda_quantize_mx_both, 3-D, every layout pair) against the CPU backend's
  * single-axis results, a caller stream, and one tensor of more than 2^31
  * elements (1 x 46368 x 46368 bf16, mx axis -1 and -2) against the CPU
- * backend when the device has the memory. Outputs are poisoned first.
+ * backend when the device has the memory, and the supports queries
+ * (fp8kit_quantize_supported, ...: OK at each kernel's limits, UNSUPPORTED
+ * with the call's own status and message past them). Outputs are poisoned
+ * first.
  * Exits 77 (skipped) without a usable CUDA device.
  * Options: --small (small shapes, no self-checks, no large case: for
  * compute-sanitizer), --no-large (skip the large case); FK_TEST_SEED=n in the
@@ -312,6 +315,139 @@ static void large_case(void)
     free(hx); free(hq); free(gq);
 }
 
+/* ------------------------------------------------- supports queries */
+/* fp8kit_quantize_supported / _dequantize_supported / _cast_supported on the
+ * CUDA context, with placeholder pointers (far apart, never dereferenced):
+ * OK for ordinary shapes and at each kernel limit, UNSUPPORTED one step past
+ * it with a message naming the limit. Past a limit the call itself is made
+ * on the same placeholders too: it refuses before binding any pointer to a
+ * launch, with the status and message the query gave. */
+static void *ph(int i) { return (void *)(uintptr_t)((uint64_t)(i + 1) << 44); }
+
+static void sup_expect(const char *what, fp8kit_status st, fp8kit_status want, const char *needle, char *msg,
+                       size_t n)
+{
+    snprintf(msg, n, "%s", st ? fp8kit_last_error(gctx) : "");
+    CHECK(st == want, "%s: supported gives %s (%s), want %s", what, fp8kit_status_string(st), msg,
+          fp8kit_status_string(want));
+    if (needle)
+        CHECK(strstr(msg, needle) != NULL, "%s: message '%s' does not name '%s'", what, msg, needle);
+    ncases++;
+}
+
+static void sup_same_call(const char *what, fp8kit_status st, fp8kit_status want, const char *msg)
+{
+    CHECK(st == want, "%s: the call gives %s (%s), want %s", what, fp8kit_status_string(st), fp8kit_last_error(gctx),
+          fp8kit_status_string(want));
+    CHECK(strcmp(fp8kit_last_error(gctx), msg) == 0, "%s: the call says '%s', supported said '%s'", what,
+          fp8kit_last_error(gctx), msg);
+}
+
+/* quantize x (nd, shape) [dq = 0], or dequantize back into x's shape [dq = 1] */
+static void sup_quant(const char *what, fp8kit_scheme scheme, int axis, fp8kit_dtype xt, int nd, const int64_t *shape,
+                      int dq, fp8kit_status want, const char *needle)
+{
+    fp8kit_quant_desc d = fp8kit_quant_desc_default(scheme);
+    d.axis = axis;
+    fp8kit_tensor x = fp8kit_tensor_make(ph(0), xt, nd, shape), q, sc;
+    CHECK_STATUS(fp8kit_quant_shapes(&d, &x, &q, &sc), FP8KIT_OK);
+    q.data = ph(1);
+    sc.data = ph(2);
+    char msg[512], name[160];
+    snprintf(name, sizeof name, "%s %s", what, dq ? "dequantize" : "quantize");
+    if (!dq) {
+        sup_expect(name, fp8kit_quantize_supported(gctx, &d, &x, &q, &sc), want, needle, msg, sizeof msg);
+        if (want != FP8KIT_OK)
+            sup_same_call(name, fp8kit_quantize(gctx, &d, &x, &q, &sc, gstream), want, msg);
+    } else {
+        sup_expect(name, fp8kit_dequantize_supported(gctx, &d, &q, &sc, &x), want, needle, msg, sizeof msg);
+        if (want != FP8KIT_OK)
+            sup_same_call(name, fp8kit_dequantize(gctx, &d, &q, &sc, &x, gstream), want, msg);
+    }
+}
+
+/* both directions, the same answer */
+static void sup_qdq(const char *what, fp8kit_scheme scheme, int axis, fp8kit_dtype xt, int nd, const int64_t *shape,
+                    fp8kit_status want, const char *needle)
+{
+    sup_quant(what, scheme, axis, xt, nd, shape, 0, want, needle);
+    sup_quant(what, scheme, axis, xt, nd, shape, 1, want, needle);
+}
+
+static void sup_cast(const char *what, fp8kit_dtype from, fp8kit_dtype to, int nd, const int64_t *shape,
+                     fp8kit_status want, const char *needle)
+{
+    fp8kit_tensor x = fp8kit_tensor_make(ph(0), from, nd, shape), y = fp8kit_tensor_make(ph(1), to, nd, shape);
+    char msg[512];
+    sup_expect(what, fp8kit_cast_supported(gctx, &x, &y), want, needle, msg, sizeof msg);
+    if (want != FP8KIT_OK)
+        sup_same_call(what, fp8kit_cast(gctx, &x, &y, gstream), want, msg);
+}
+
+static void supports_cases(void)
+{
+    const fp8kit_status OK = FP8KIT_OK, NO = FP8KIT_ERR_UNSUPPORTED;
+    const fp8kit_scheme T = FP8KIT_SCHEME_TENSOR, MX = FP8KIT_SCHEME_MX;
+    const int64_t P29 = (int64_t)1 << 29, P31 = (int64_t)1 << 31, P32 = (int64_t)1 << 32;
+    /* ordinary shapes, every op and scheme */
+    const int64_t m[3] = {2, 256, 512};
+    const fp8kit_scheme schemes[] = {T, FP8KIT_SCHEME_ROW, FP8KIT_SCHEME_BLOCK1X128, FP8KIT_SCHEME_BLOCK128X128, MX};
+    for (int i = 0; i < 5; i++) {
+        sup_qdq("ordinary", schemes[i], -1, FP8KIT_BF16, 3, m, OK, NULL);
+        sup_qdq("ordinary", schemes[i], -1, FP8KIT_F32, 3, m, OK, NULL);
+    }
+    sup_qdq("ordinary mx axis -2", MX, -2, FP8KIT_F16, 3, m, OK, NULL);
+    sup_cast("ordinary cast to fp8", FP8KIT_BF16, FP8KIT_E4M3, 3, m, OK, NULL);
+    sup_cast("ordinary cast from fp8", FP8KIT_E5M2, FP8KIT_F32, 3, m, OK, NULL);
+
+    /* row lengths (a 1-D tensor is one row): 2^29 f16 / bf16, 2^28 f32 */
+    const int64_t n29[1] = {P29}, n29p[1] = {P29 + 8}, n28[1] = {P29 / 2}, n28p[1] = {P29 / 2 + 4};
+    sup_qdq("1-D 2^29 bf16", T, -1, FP8KIT_BF16, 1, n29, OK, NULL);
+    sup_qdq("1-D 2^29 + 8 bf16", T, -1, FP8KIT_BF16, 1, n29p, NO, "2^29 elements per row");
+    sup_quant("1-D 2^28 f32", T, -1, FP8KIT_F32, 1, n28, 0, OK, NULL);
+    sup_quant("1-D 2^28 + 4 f32", T, -1, FP8KIT_F32, 1, n28p, 0, NO, "2^28 elements per row");
+    sup_quant("1-D 2^28 + 4 f32", T, -1, FP8KIT_F32, 1, n28p, 1, OK, NULL); /* chunks of 8 fp8 codes */
+    sup_cast("1-D 2^29 cast", FP8KIT_F32, FP8KIT_E4M3, 1, n29, OK, NULL);
+    sup_cast("1-D 2^29 + 8 cast", FP8KIT_F32, FP8KIT_E4M3, 1, n29p, NO, "2^29 elements per row");
+    const int64_t w29[2] = {2, P29 + 32};
+    sup_qdq("rows of 2^29 + 32", MX, -1, FP8KIT_BF16, 2, w29, NO, "2^29 elements per row");
+    sup_qdq("rows of 2^29 + 32", FP8KIT_SCHEME_BLOCK1X128, -1, FP8KIT_BF16, 2, w29, NO, "2^29 elements per row");
+    sup_quant("rows of 2^29 + 32", FP8KIT_SCHEME_ROW, -1, FP8KIT_BF16, 2, w29, 0, OK, NULL); /* any length */
+    sup_quant("rows of 2^29 + 32", FP8KIT_SCHEME_ROW, -1, FP8KIT_BF16, 2, w29, 1, NO, "2^29 elements per row");
+    sup_quant("rows of 2^29 + 32", FP8KIT_SCHEME_BLOCK128X128, -1, FP8KIT_BF16, 2, w29, 0, OK, NULL);
+
+    /* row counts: 2^32 - 1 (row-group kernels, dequantize, cast), 2^31 - 1 (row) */
+    const int64_t r32[3] = {2, P31, 32}, r32m[3] = {1, P32 - 1, 32};
+    sup_qdq("2^32 rows", MX, -1, FP8KIT_BF16, 3, r32, NO, "2^32 - 1 rows");
+    sup_qdq("2^32 - 1 rows", MX, -1, FP8KIT_BF16, 3, r32m, OK, NULL);
+    sup_qdq("2^32 rows", FP8KIT_SCHEME_BLOCK1X128, -1, FP8KIT_BF16, 3, r32, NO, "2^32 - 1 rows");
+    sup_qdq("2^32 rows", T, -1, FP8KIT_F32, 3, r32, NO, "2^32 - 1 rows");
+    sup_cast("2^32 rows cast", FP8KIT_E4M3, FP8KIT_BF16, 3, r32, NO, "2^32 - 1 rows");
+    sup_cast("2^32 - 1 rows cast", FP8KIT_E4M3, FP8KIT_BF16, 3, r32m, OK, NULL);
+    const int64_t r31[3] = {2, P31 / 2, 1}, r31m[2] = {P31 - 1, 1};
+    sup_quant("2^31 rows", FP8KIT_SCHEME_ROW, -1, FP8KIT_BF16, 3, r31, 0, NO, "2^31 - 1 rows");
+    sup_quant("2^31 rows", FP8KIT_SCHEME_ROW, -1, FP8KIT_BF16, 3, r31, 1, OK, NULL);
+    sup_quant("2^31 - 1 rows", FP8KIT_SCHEME_ROW, -1, FP8KIT_BF16, 2, r31m, 0, OK, NULL);
+
+    /* grids: block128x128 tiles and mx axis -2 strips <= 2^31 - 1 */
+    const int64_t t31[3] = {P31, 1, 1}, t31m[3] = {P31 - 1, 1, 1};
+    sup_quant("2^31 tiles", FP8KIT_SCHEME_BLOCK128X128, -1, FP8KIT_F32, 3, t31, 0, NO, "2^31 - 1 tiles");
+    sup_quant("2^31 - 1 tiles", FP8KIT_SCHEME_BLOCK128X128, -1, FP8KIT_F32, 3, t31m, 0, OK, NULL);
+    const int64_t s31[3] = {P31, 32, 32}, s31m[3] = {P31 - 1, 32, 32};
+    sup_quant("2^31 strips, axis -2", MX, -2, FP8KIT_BF16, 3, s31, 0, NO, "limit of 2^31 - 1");
+    sup_quant("2^31 - 1 strips, axis -2", MX, -2, FP8KIT_BF16, 3, s31m, 0, OK, NULL);
+    /* mx axis -2 dequantize: C <= 65535 * 64, E <= 65535 (the grid's y and z) */
+    const int64_t cy[2] = {32, 65535 * 64}, cyp[2] = {32, 65535 * 64 + 1};
+    sup_qdq("C = 65535 * 64, axis -2", MX, -2, FP8KIT_BF16, 2, cy, OK, NULL);
+    sup_quant("C = 65535 * 64 + 1, axis -2", MX, -2, FP8KIT_BF16, 2, cyp, 0, OK, NULL);
+    sup_quant("C = 65535 * 64 + 1, axis -2", MX, -2, FP8KIT_BF16, 2, cyp, 1, NO, "4194240 columns");
+    const int64_t ez[3] = {65535, 32, 32}, ezp[3] = {65536, 32, 32};
+    sup_qdq("E = 65535, axis -2", MX, -2, FP8KIT_BF16, 3, ez, OK, NULL);
+    sup_quant("E = 65536, axis -2", MX, -2, FP8KIT_BF16, 3, ezp, 0, OK, NULL);
+    sup_quant("E = 65536, axis -2", MX, -2, FP8KIT_BF16, 3, ezp, 1, NO, "65535 leading rows");
+    printf("supports queries: checked\n");
+}
+
 int main(int argc, char **argv)
 {
     int no_large = 0;
@@ -355,6 +491,7 @@ int main(int argc, char **argv)
               first[1]);
         printf("division self-check: bf16 %llu, f16 %llu mismatches over all (amax, x) pairs\n", bad[0], bad[1]);
     }
+    supports_cases();
     spec_table();
     /* CPU-vs-CUDA cases of every scheme and shape class: tests/test_xbackend.c */
     const fp8kit_dtype hps[] = {FP8KIT_F32, FP8KIT_F16, FP8KIT_BF16};

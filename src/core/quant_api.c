@@ -258,9 +258,11 @@ fp8kit_status fp8kit_dequantize(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, 
     return ctx->ops->dequantize(ctx, &job, stream);
 }
 
-fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor *y, void *stream)
+/* Validates a cast x -> y and builds its job (the no-overlap rule is the
+ * caller's). */
+static fp8kit_status fk_build_cast_job(fp8kit_ctx *ctx, const char *fn, const fp8kit_tensor *x,
+                                       const fp8kit_tensor *y, fk_cast_job *job)
 {
-    const char *fn = "fp8kit_cast";
     if (!ctx)
         return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
     fp8kit_status st;
@@ -275,11 +277,51 @@ fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor
         same = x->shape[i] == y->shape[i];
     if (!same)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, "%s: x and y must have the same shape", fn);
+    if ((st = fk_to_mat(ctx, fn, "x", x, &job->src)) || (st = fk_to_mat(ctx, fn, "y", y, &job->dst)))
+        return st;
+    return FP8KIT_OK;
+}
+
+fp8kit_status fp8kit_cast(fp8kit_ctx *ctx, const fp8kit_tensor *x, fp8kit_tensor *y, void *stream)
+{
+    const char *fn = "fp8kit_cast";
     fk_cast_job job;
-    if ((st = fk_to_mat(ctx, fn, "x", x, &job.src)) || (st = fk_to_mat(ctx, fn, "y", y, &job.dst)))
+    fp8kit_status st = fk_build_cast_job(ctx, fn, x, y, &job);
+    if (st)
         return st;
     const fk_region rg[] = {fk_region_tensor("x", x, 0), fk_region_tensor("y", y, 1)};
     if ((st = fk_check_overlap(ctx, fn, rg, 2)))
         return st;
     return ctx->ops->cast(ctx, &job, stream);
+}
+
+/* fp8kit_*_supported: the call validated as it would be (the no-overlap rule
+ * aside: the pointers may be placeholders), then the backend's supports
+ * (a NULL supports: every validated job); nothing runs, nothing is read. */
+static fp8kit_status fk_supports(fp8kit_ctx *ctx, fk_op op, const void *job)
+{
+    return ctx->ops->supports ? ctx->ops->supports(ctx, op, job) : FP8KIT_OK;
+}
+
+fp8kit_status fp8kit_quantize_supported(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, const fp8kit_tensor *x,
+                                        const fp8kit_tensor *q, const fp8kit_tensor *scale)
+{
+    fk_quant_job job;
+    fp8kit_status st = fk_build_job(ctx, "fp8kit_quantize", desc, x, "x", q, scale, &job);
+    return st ? st : fk_supports(ctx, FK_OP_QUANTIZE, &job);
+}
+
+fp8kit_status fp8kit_dequantize_supported(fp8kit_ctx *ctx, const fp8kit_quant_desc *desc, const fp8kit_tensor *q,
+                                          const fp8kit_tensor *scale, const fp8kit_tensor *y)
+{
+    fk_quant_job job;
+    fp8kit_status st = fk_build_job(ctx, "fp8kit_dequantize", desc, y, "y", q, scale, &job);
+    return st ? st : fk_supports(ctx, FK_OP_DEQUANTIZE, &job);
+}
+
+fp8kit_status fp8kit_cast_supported(fp8kit_ctx *ctx, const fp8kit_tensor *x, const fp8kit_tensor *y)
+{
+    fk_cast_job job;
+    fp8kit_status st = fk_build_cast_job(ctx, "fp8kit_cast", x, y, &job);
+    return st ? st : fk_supports(ctx, FK_OP_CAST, &job);
 }

@@ -2,9 +2,10 @@
  * fk_cuda_device_count), the per-context state bound to one device
  * (fk_cuda_ctx_init / fk_cuda_ctx_free), binding the calling thread to the
  * context's device before each call (fk_cuda_bind), device memory for the
- * checkpoint converter (fk_cuda_mem_ops), and the dispatch of
+ * checkpoint converter (fk_cuda_mem_ops), the dispatch of
  * quantize / dequantize / cast jobs to the kernels in quant*.cu, dequant.cu
- * and cast.cu. cudart is linked statically and never prints; with no driver
+ * and cast.cu, and ops->supports (those kernels' can_run rules, the GEMM
+ * families'). cudart is linked statically and never prints; with no driver
  * or no GPU, fk_cuda_available() returns 0 and fk_cuda_unavailable_reason()
  * says which (no driver, no GPU, driver older than the runtime). */
 #include <pthread.h>
@@ -181,6 +182,41 @@ static const fk_mem_ops fk_cuda_mem = {fk_cuda_mem_alloc, fk_cuda_mem_free, fk_c
 
 /* ------------------------------------------------------------- dispatch */
 
+/* The quantize op's kernels (fk_cuda_quantize below): tensor, block1x128 and
+ * mx axis -1 on quant_seg.cu's, row and block128x128 on quant_tile.cu's, mx
+ * axis -2 on quant_colwise.cu's. */
+extern "C" fp8kit_status fk_cuda_quantize_can_run(fp8kit_ctx *ctx, const fk_quant_job *job)
+{
+    switch (job->desc.scheme) {
+    case FP8KIT_SCHEME_TENSOR:
+    case FP8KIT_SCHEME_BLOCK1X128:
+        return fk_cuda_seg_can_run(ctx, job);
+    case FP8KIT_SCHEME_ROW:
+    case FP8KIT_SCHEME_BLOCK128X128:
+        return fk_cuda_tile_can_run(ctx, job);
+    case FP8KIT_SCHEME_MX:
+        return job->desc.axis == -2 ? fk_cuda_mx_both_can_run(ctx, NULL, job) : fk_cuda_seg_can_run(ctx, job);
+    }
+    return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda quantize: unknown scheme %d", (int)job->desc.scheme);
+}
+
+/* ops->supports: quantize, dequantize and cast answer their kernels' can_run
+ * rules (quant.h; the run paths call the same ones), GEMMs the families'
+ * can_implement (fk_cuda_supports, gemm_families.cu). Nothing runs. */
+static fp8kit_status fk_cuda_supports_op(fp8kit_ctx *ctx, fk_op op, const void *job)
+{
+    switch (op) {
+    case FK_OP_QUANTIZE:
+        return fk_cuda_quantize_can_run(ctx, (const fk_quant_job *)job);
+    case FK_OP_DEQUANTIZE:
+        return fk_cuda_dequant_can_run(ctx, (const fk_quant_job *)job);
+    case FK_OP_CAST:
+        return fk_cuda_cast_can_run(ctx, (const fk_cast_job *)job);
+    default:
+        return fk_cuda_supports(ctx, op, job);
+    }
+}
+
 extern "C" fp8kit_status fk_cuda_quantize(fp8kit_ctx *ctx, const fk_quant_job *job, void *stream)
 {
     fp8kit_status st = fk_cuda_bind(ctx);
@@ -238,7 +274,7 @@ extern "C" const fk_backend_ops fk_cuda_backend = {
     fk_cuda_ctx_init,
     fk_cuda_ctx_free,
     NULL, /* threads_changed */
-    fk_cuda_supports,
+    fk_cuda_supports_op,
     fk_cuda_quantize,
     fk_cuda_quantize_both,
     fk_cuda_dequantize,

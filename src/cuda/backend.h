@@ -44,7 +44,9 @@ fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, si
  * time kernels on pointers a size query need not make real) */
 fp8kit_status fk_cuda_gemm_workspace_size(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
 void fk_cuda_plan_describe(const fk_plan *plan, char *buf, size_t n);
-/* ops->supports (gemm_families.cu) */
+/* ops->supports for GEMMs (gemm_families.cu); the table's supports
+ * (backend.cu) sends quantize / dequantize / cast jobs to the kernels'
+ * can_run rules (quant.h) and every other op here */
 fp8kit_status fk_cuda_supports(fp8kit_ctx *ctx, fk_op op, const void *job);
 /* gemm_grouped.cu */
 fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);

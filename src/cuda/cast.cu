@@ -139,15 +139,33 @@ static fk_cast_fn fk_cast_pick(fp8kit_dtype s, fp8kit_dtype d)
 
 static bool fk_is_fp8_t(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
 
-extern "C" fp8kit_status fk_cuda_cast_run(fp8kit_ctx *ctx, const fk_cast_job *job, cudaStream_t s)
+/* The kernels cast between f32 / f16 / bf16 and e4m3 / e5m2 (either way);
+ * rows (e * R + r) and chunks of 8 per row are 32-bit in the kernel and a
+ * launch covers at most 2^30 chunks: rows < 2^32, C <= 2^29 elements. */
+extern "C" fp8kit_status fk_cuda_cast_can_run(fp8kit_ctx *ctx, const fk_cast_job *job)
 {
     const fk_mat &x = job->src, &y = job->dst;
     if (fk_is_fp8_t(x.dtype) == fk_is_fp8_t(y.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda cast: %s -> %s is not a cast to or from fp8",
                        fp8kit_dtype_name(x.dtype), fp8kit_dtype_name(y.dtype));
+    if (x.E * x.R >= ((int64_t)1 << 32))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda cast: %lld rows (the leading dims' product) exceed the kernel's limit of 2^32 - 1 rows",
+                       (long long)(x.E * x.R));
+    if (fk_ceil_div(x.C, 8) > ((int64_t)1 << 26))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda cast: rows of %lld elements exceed the kernel's limit of 2^29 elements per row%s",
+                       (long long)x.C, x.R == 1 && x.E == 1 ? " (a 1-D tensor is one row)" : "");
+    return FP8KIT_OK;
+}
+
+extern "C" fp8kit_status fk_cuda_cast_run(fp8kit_ctx *ctx, const fk_cast_job *job, cudaStream_t s)
+{
+    const fk_mat &x = job->src, &y = job->dst;
+    fp8kit_status st = fk_cuda_cast_can_run(ctx, job);
+    if (st)
+        return st;
     const int64_t ncp = fk_ceil_div(x.C, 8), rows = x.E * x.R;
-    if (rows >= ((int64_t)1 << 32) || ncp > ((int64_t)1 << 26))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda cast: shape exceeds the kernel's index range");
     fk_cast_args a;
     memset(&a, 0, sizeof a);
     a.x = x.data;

@@ -180,11 +180,42 @@ template <int E5> static fk_dq_fn fk_dq_pick(fp8kit_dtype t, bool transposed)
     }
 }
 
+/* mx axis -2 (fk_dqt_kernel): a grid of ceil(R/128) x ceil(C/64) x E
+ * tiles, within the grid's limits (2^31 - 1, 65535, 65535): C <= 65535 * 64
+ * columns and E <= 65535 leading rows. Otherwise (fk_dq_kernel) rows
+ * (e * R + r) and chunks of 8 per row are 32-bit in the kernel and a
+ * launch covers at most 2^30 chunks: rows < 2^32, C <= 2^29 elements. */
+extern "C" fp8kit_status fk_cuda_dequant_can_run(fp8kit_ctx *ctx, const fk_quant_job *job)
+{
+    const fk_mat &y = job->x;
+    if (job->desc.scheme == FP8KIT_SCHEME_MX && job->desc.axis == -2) {
+        const int64_t nrt = fk_ceil_div(y.R, FK_DQT_R), nct = fk_ceil_div(y.C, FK_DQT_C);
+        if (nrt > ((int64_t)1 << 31) - 1 || nct > 65535 || y.E > 65535)
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                           "cuda dequantize mx axis -2: y (%lld, %lld, %lld) exceeds the kernel's grid (at most "
+                           "65535 leading rows, %lld columns and 2^31 - 1 blocks of %d rows)", (long long)y.E,
+                           (long long)y.R, (long long)y.C, (long long)65535 * FK_DQT_C, FK_DQT_R);
+        return FP8KIT_OK;
+    }
+    if (y.E * y.R >= ((int64_t)1 << 32))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda dequantize: %lld rows (the leading dims' product) exceed the kernel's limit of "
+                       "2^32 - 1 rows", (long long)(y.E * y.R));
+    if (fk_ceil_div(y.C, 8) > ((int64_t)1 << 26))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda dequantize: rows of %lld elements exceed the kernel's limit of 2^29 elements per row%s",
+                       (long long)y.C, y.R == 1 && y.E == 1 ? " (a 1-D tensor is one row)" : "");
+    return FP8KIT_OK;
+}
+
 extern "C" fp8kit_status fk_cuda_dequant(fp8kit_ctx *ctx, const fk_quant_job *job, cudaStream_t s)
 {
     const fk_mat &y = job->x, &q = job->q;
     const bool tr = job->desc.scheme == FP8KIT_SCHEME_MX && job->desc.axis == -2;
     const int64_t ys = (int64_t)fk_dtype_bytes(y.dtype);
+    fp8kit_status st = fk_cuda_dequant_can_run(ctx, job);
+    if (st)
+        return st;
     fk_dq_args a;
     memset(&a, 0, sizeof a);
     a.q = (const uint8_t *)q.data;
@@ -205,16 +236,12 @@ extern "C" fp8kit_status fk_cuda_dequant(fp8kit_ctx *ctx, const fk_quant_job *jo
     if (tr) {
         a.vq = fk_aligned(q.data, 16) && q.sr % 16 == 0 && q.se % 16 == 0;
         const int64_t nrt = fk_ceil_div(y.R, FK_DQT_R), nct = fk_ceil_div(y.C, FK_DQT_C);
-        if (nrt >= ((int64_t)1 << 31) || nct > 65535 || y.E > 65535)
-            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda dequantize mx axis -2: shape exceeds the grid");
         k<<<dim3((unsigned)nrt, (unsigned)nct, (unsigned)y.E), FK_THREADS, 0, s>>>(a);
         FK_CUDA_LAUNCH_CHECK(ctx);
         return FP8KIT_OK;
     }
     a.vq = fk_aligned(q.data, 8) && q.sr % 8 == 0 && q.se % 8 == 0;
     const int64_t ncp = fk_ceil_div(y.C, 8), rows = y.E * y.R;
-    if (rows >= ((int64_t)1 << 32) || ncp > ((int64_t)1 << 26))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda dequantize: shape exceeds the kernel's index range");
     a.dncp = fk_divmod_make((uint32_t)ncp);
     a.dR = fk_divmod_make((uint32_t)y.R);
     const int64_t per = ((int64_t)1 << 30) / ncp;

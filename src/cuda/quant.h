@@ -1,6 +1,7 @@
 /* quant.h - host-side entry points of the CUDA quantization kernels, shared by
  * backend.cu (dispatch) and the kernel files quant_*.cu, dequant.cu, cast.cu.
- * Jobs are validated by the core (src/core/quant_api.c); these only launch. */
+ * Jobs are validated by the core (src/core/quant_api.c); these only launch,
+ * after asking their kernel's can_run rule below. */
 #ifndef FK_CUDA_QUANT_H
 #define FK_CUDA_QUANT_H
 
@@ -12,6 +13,30 @@ extern "C" {
 
 /* Binds the calling host thread to the context's device. */
 fp8kit_status fk_cuda_bind(fp8kit_ctx *ctx);
+
+/* ---- what the kernels need beyond the core's validation (index ranges,
+ * grid dimensions, shared memory, the combinations a kernel handles): each
+ * *_can_run answers FP8KIT_OK when its kernel runs the job, else the status
+ * its run path returns (UNSUPPORTED with a message naming the limit, ...),
+ * with that message recorded on ctx. They read no tensor data, bind no
+ * device and launch nothing (placeholder pointers are fine). ops->supports
+ * (backend.cu) asks them; every run path below calls its own first, so each
+ * rule is written once and a call fails exactly as supports said. */
+
+/* The quantize op (backend.cu): the rule of the kernel the job's scheme
+ * runs on (fk_cuda_quantize's dispatch). */
+fp8kit_status fk_cuda_quantize_can_run(fp8kit_ctx *ctx, const fk_quant_job *job);
+/* quant_seg.cu: tensor, block1x128, mx axis -1. */
+fp8kit_status fk_cuda_seg_can_run(fp8kit_ctx *ctx, const fk_quant_job *job);
+/* quant_tile.cu: row, block128x128. */
+fp8kit_status fk_cuda_tile_can_run(fp8kit_ctx *ctx, const fk_quant_job *job);
+/* quant_colwise.cu: the pair fk_cuda_quantize_mx_both takes (rowwise may be
+ * NULL: mx axis -2 alone; colwise NULL: rowwise alone, fk_cuda_seg_can_run). */
+fp8kit_status fk_cuda_mx_both_can_run(fp8kit_ctx *ctx, const fk_quant_job *rowwise, const fk_quant_job *colwise);
+/* dequant.cu: the dequantize op. */
+fp8kit_status fk_cuda_dequant_can_run(fp8kit_ctx *ctx, const fk_quant_job *job);
+/* cast.cu: the cast op. */
+fp8kit_status fk_cuda_cast_can_run(fp8kit_ctx *ctx, const fk_cast_job *job);
 
 /* quant_seg.cu: groups along a row that fit in a warp: mx axis -1 (32) and
  * block1x128 (128); plus the tensor scheme (amax pass + quantize pass). */

@@ -269,13 +269,25 @@ static bool fk_same_input(const fk_mat &a, const fk_mat &b)
            a.sr == b.sr;
 }
 
-extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quant_job *rowwise,
-                                                  const fk_quant_job *colwise, cudaStream_t s)
+static size_t fk_mxt_smem_of(fp8kit_dtype t, bool row)
+{
+    return t == FP8KIT_F32 ? fk_mxt_smem<FP8KIT_F32>(row) : fk_mxt_smem<FP8KIT_BF16>(row); /* f16 = bf16 */
+}
+
+/* The pair's contract (both describe one input x, mx, the same element
+ * format and rounding: the core builds them so), then the kernel's limits:
+ * one CTA per strip, E * ceil(R/128) * ceil(C/(2 TC)) strips <= 2^31 - 1
+ * (TC = 128 f16 / bf16 or 64 f32 columns per tile), and its dynamic shared
+ * memory (two input tiles, the transposed tile, the staged scales: 73 to
+ * 87 KiB) within the device's opt-in limit. Alone (colwise NULL) the
+ * rowwise job runs on quant_seg.cu's kernel. */
+extern "C" fp8kit_status fk_cuda_mx_both_can_run(fp8kit_ctx *ctx, const fk_quant_job *rowwise,
+                                                 const fk_quant_job *colwise)
 {
     if (!colwise) {
         if (!rowwise)
             return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "cuda mx: no job");
-        return fk_cuda_quant_seg(ctx, rowwise, s);
+        return fk_cuda_seg_can_run(ctx, rowwise);
     }
     const fk_quant_job *cj = colwise;
     const fk_mat &x = cj->x;
@@ -291,9 +303,33 @@ extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quan
     }
     const int64_t TC = FK_MXT_BYTES / (int64_t)fk_dtype_bytes(x.dtype);
     const int64_t nbands = fk_ceil_div(x.R, FK_MXT_ROWS), nstrips = fk_ceil_div(fk_ceil_div(x.C, TC), FK_MXT_NT);
-    if (x.E * nbands * nstrips >= ((int64_t)1 << 31))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda mx axis -2: shape (%lld, %lld, %lld) exceeds the grid",
-                       (long long)x.E, (long long)x.R, (long long)x.C);
+    if (x.E * nbands * nstrips > ((int64_t)1 << 31) - 1)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda quantize mx axis -2: shape (%lld, %lld, %lld) needs %lld strips of %d rows x %lld "
+                       "columns, over the kernel's limit of 2^31 - 1", (long long)x.E, (long long)x.R,
+                       (long long)x.C, (long long)(x.E * nbands * nstrips), FK_MXT_ROWS,
+                       (long long)(FK_MXT_NT * TC));
+    const size_t smem = fk_mxt_smem_of(x.dtype, rowwise != NULL);
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    if (cs && smem > cs->smem_optin)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda quantize mx axis -2: the kernel needs %zu bytes of shared memory per block; %s allows "
+                       "%zu", smem, cs->name, cs->smem_optin);
+    return FP8KIT_OK;
+}
+
+extern "C" fp8kit_status fk_cuda_quantize_mx_both(fp8kit_ctx *ctx, const fk_quant_job *rowwise,
+                                                  const fk_quant_job *colwise, cudaStream_t s)
+{
+    fp8kit_status st = fk_cuda_mx_both_can_run(ctx, rowwise, colwise);
+    if (st)
+        return st;
+    if (!colwise)
+        return fk_cuda_quant_seg(ctx, rowwise, s);
+    const fk_quant_job *cj = colwise;
+    const fk_mat &x = cj->x;
+    const int64_t TC = FK_MXT_BYTES / (int64_t)fk_dtype_bytes(x.dtype);
+    const int64_t nbands = fk_ceil_div(x.R, FK_MXT_ROWS), nstrips = fk_ceil_div(fk_ceil_div(x.C, TC), FK_MXT_NT);
     fk_mxt_args a;
     memset(&a, 0, sizeof a);
     a.x = x.data;

@@ -205,16 +205,48 @@ template <int MODE> static fk_seg_fn fk_seg_pick(fp8kit_dtype t, int e5, bool co
     return contig ? fk_seg_pick2<MODE, true>(t, e5) : fk_seg_pick2<MODE, false>(t, e5);
 }
 
-/* Fills the geometry shared by every launch; gl = lanes per group. */
-static fp8kit_status fk_seg_setup(fp8kit_ctx *ctx, const fk_quant_job *job, int gl, fk_seg_args *a,
-                                  int64_t *ncp_out)
+/* Chunk width V (16 bytes of input) and lanes per group of the job's scheme
+ * (mx 32 / V, block1x128 128 / V, tensor 1). */
+static int fk_seg_v(const fk_quant_job *job) { return job->x.dtype == FP8KIT_F32 ? 4 : 8; }
+static int fk_seg_gl(const fk_quant_job *job)
+{
+    const int V = fk_seg_v(job);
+    return job->desc.scheme == FP8KIT_SCHEME_MX ? 32 / V : job->desc.scheme == FP8KIT_SCHEME_BLOCK1X128 ? 128 / V : 1;
+}
+
+/* The kernels index rows (e * R + r) and chunks per row in 32 bits, and a
+ * launch covers at most 2^30 chunks (>= 16 rows): rows < 2^32, and at most
+ * 2^26 chunks of V elements per row (2^28 f32, 2^29 f16 / bf16 elements;
+ * the rows padded to whole groups, 2^26 being a multiple of every group). */
+extern "C" fp8kit_status fk_cuda_seg_can_run(fp8kit_ctx *ctx, const fk_quant_job *job)
+{
+    const fk_mat &x = job->x;
+    const int V = fk_seg_v(job);
+    const char *what = job->desc.scheme == FP8KIT_SCHEME_MX           ? "mx"
+                       : job->desc.scheme == FP8KIT_SCHEME_BLOCK1X128 ? "block1x128"
+                                                                      : "tensor";
+    if (x.E * x.R >= ((int64_t)1 << 32))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda quantize %s: %lld rows (the leading dims' product) exceed the kernel's limit of "
+                       "2^32 - 1 rows", what, (long long)(x.E * x.R));
+    if (fk_ceil_div(x.C, V) > ((int64_t)1 << 26))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda quantize %s: rows of %lld %s elements exceed the kernel's limit of 2^%d elements per "
+                       "row%s", what, (long long)x.C, fp8kit_dtype_name(x.dtype), V == 4 ? 28 : 29,
+                       x.R == 1 && x.E == 1 ? " (a 1-D tensor is one row)" : "");
+    return FP8KIT_OK;
+}
+
+/* Fills the geometry shared by every launch (the job passed
+ * fk_cuda_seg_can_run). */
+static fp8kit_status fk_seg_setup(fp8kit_ctx *ctx, const fk_quant_job *job, fk_seg_args *a, int64_t *ncp_out)
 {
     const fk_mat &x = job->x, &q = job->q;
-    const int V = x.dtype == FP8KIT_F32 ? 4 : 8;
-    int64_t ncp = fk_round_up(fk_ceil_div(x.C, V), gl);
-    if (x.E * x.R >= ((int64_t)1 << 32) || ncp > ((int64_t)1 << 26))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda quantize: %lld rows of %lld elements exceed the kernel's "
-                       "index range (rows < 2^32, row length < 2^29)", (long long)(x.E * x.R), (long long)x.C);
+    const int V = fk_seg_v(job);
+    fp8kit_status st = fk_cuda_seg_can_run(ctx, job);
+    if (st)
+        return st;
+    const int64_t ncp = fk_round_up(fk_ceil_div(x.C, V), fk_seg_gl(job));
     memset(a, 0, sizeof *a);
     a->x = x.data;
     a->xse = x.se;
@@ -263,10 +295,10 @@ static fp8kit_status fk_seg_launch(fp8kit_ctx *ctx, const fk_quant_job *job, fk_
 extern "C" fp8kit_status fk_cuda_quant_seg(fp8kit_ctx *ctx, const fk_quant_job *job, cudaStream_t s)
 {
     const int mx = job->desc.scheme == FP8KIT_SCHEME_MX;
-    const int V = job->x.dtype == FP8KIT_F32 ? 4 : 8;
+    const int V = fk_seg_v(job);
     fk_seg_args a;
     int64_t ncp;
-    fp8kit_status st = fk_seg_setup(ctx, job, (mx ? 32 : 128) / V, &a, &ncp);
+    fp8kit_status st = fk_seg_setup(ctx, job, &a, &ncp);
     if (st)
         return st;
     if (mx) {
@@ -294,7 +326,7 @@ extern "C" fp8kit_status fk_cuda_quant_tensor(fp8kit_ctx *ctx, const fk_quant_jo
 {
     fk_seg_args a;
     int64_t ncp;
-    fp8kit_status st = fk_seg_setup(ctx, job, 1, &a, &ncp);
+    fp8kit_status st = fk_seg_setup(ctx, job, &a, &ncp);
     if (st)
         return st;
     a.slot = (uint32_t *)job->scale;

@@ -191,14 +191,36 @@ template <int TPR> static void (*fk_row_pick(fp8kit_dtype t, int e5))(const fk_r
     }
 }
 
+/* row: one CTA per row at most (the widest rows), so rows (e * R + r, 32-bit
+ * in the kernel) <= 2^31 - 1, the grid's x limit; any row length.
+ * block128x128: one CTA per 128 x 128 tile, E * ceil(R/128) * ceil(C/128)
+ * tiles <= 2^31 - 1. */
+extern "C" fp8kit_status fk_cuda_tile_can_run(fp8kit_ctx *ctx, const fk_quant_job *job)
+{
+    const fk_mat &x = job->x;
+    if (job->desc.scheme == FP8KIT_SCHEME_ROW) {
+        if (x.E * x.R > ((int64_t)1 << 31) - 1)
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                           "cuda quantize row: %lld rows (the leading dims' product) exceed the kernel's limit of "
+                           "2^31 - 1 rows", (long long)(x.E * x.R));
+        return FP8KIT_OK;
+    }
+    const int64_t tiles = x.E * fk_ceil_div(x.R, 128) * fk_ceil_div(x.C, 128);
+    if (tiles > ((int64_t)1 << 31) - 1)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "cuda quantize block128x128: %lld tiles of 128 x 128 exceed the kernel's limit of 2^31 - 1 "
+                       "tiles", (long long)tiles);
+    return FP8KIT_OK;
+}
+
 extern "C" fp8kit_status fk_cuda_quant_row(fp8kit_ctx *ctx, const fk_quant_job *job, cudaStream_t s)
 {
     const fk_mat &x = job->x, &q = job->q;
     const int V = x.dtype == FP8KIT_F32 ? 4 : 8;
     const int64_t rows = x.E * x.R;
-    if (rows >= ((int64_t)1 << 31) - 1)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda quantize row: %lld rows exceed the kernel's range",
-                       (long long)rows);
+    fp8kit_status st = fk_cuda_tile_can_run(ctx, job);
+    if (st)
+        return st;
     fk_row_args a;
     memset(&a, 0, sizeof a);
     a.x = x.data;
@@ -231,9 +253,9 @@ extern "C" fp8kit_status fk_cuda_quant_128x128(fp8kit_ctx *ctx, const fk_quant_j
     const fk_mat &x = job->x, &q = job->q;
     const int V = x.dtype == FP8KIT_F32 ? 4 : 8;
     const int64_t nrb = fk_ceil_div(x.R, 128), ncb = fk_ceil_div(x.C, 128);
-    if (x.E * nrb * ncb >= ((int64_t)1 << 31))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda quantize block128x128: too many tiles (%lld)",
-                       (long long)(x.E * nrb * ncb));
+    fp8kit_status st = fk_cuda_tile_can_run(ctx, job);
+    if (st)
+        return st;
     fk_t128_args a;
     memset(&a, 0, sizeof a);
     a.x = x.data;
