@@ -352,6 +352,9 @@ def _declare(lib):
         "fp8kit_quantize_mx_both": (_enum_t, [vp, QD, T, T, T, T, T, vp]),
         "fp8kit_dequantize": (_enum_t, [vp, QD, T, T, T, vp]),
         "fp8kit_cast": (_enum_t, [vp, T, T, vp]),
+        "fp8kit_quantize_supported": (_enum_t, [vp, QD, T, T, T]),
+        "fp8kit_dequantize_supported": (_enum_t, [vp, QD, T, T, T]),
+        "fp8kit_cast_supported": (_enum_t, [vp, T, T]),
         "fp8kit_gemm_workspace_size": (_enum_t, [vp, GD, GA, c.POINTER(c.c_size_t)]),
         "fp8kit_gemm": (_enum_t, [vp, GD, GA, vp]),
         "fp8kit_gemm_supported": (_enum_t, [vp, GD, GA]),
@@ -374,7 +377,8 @@ def _declare(lib):
                 "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm", "fp8kit_ckpt_opts_default",
                 "fp8kit_checkpoint_quantize",
                 "fp8kit_checkpoint_dequantize", "fp8kit_activation_name",
-                "fp8kit_activation_parse")  # newer than the first binding: an older library lacks it
+                "fp8kit_activation_parse", "fp8kit_quantize_supported", "fp8kit_dequantize_supported",
+                "fp8kit_cast_supported")  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
         if name in optional and not hasattr(lib, name):
             continue
