@@ -1252,6 +1252,8 @@ const fk_sm90_variant fk_sm90_variants[] = {
      * stream-K, each stage waits for the slower CTA of the pair), so the heuristic does not pick
      * them. */
     FK_VC2(192, 4, false, 0), FK_VC2(256, 0, false, 0),
+    /* block scaling in clusters of 2 (B multicast halves B's L2 reads per CTA) */
+    FK_VC2(128, 4, true, 0), FK_VC2(192, 4, true, 0),
     /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
     FK_VTS(256, 0, false, 0), FK_VTS(192, 4, false, 0), FK_VTS(192, 0, false, 0), FK_VTS(128, 4, false, 0),
     FK_VTS(128, 0, false, 0),
