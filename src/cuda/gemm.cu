@@ -65,12 +65,15 @@ int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, doubl
     return bn;
 }
 
-static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, int ts)
+/* 128-row waves per tile of variant v (its tile height / 128). */
+static int fk_waves(const fk_sm90_variant *v) { return v->waves > 1 ? v->waves : 1; }
+
+static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, int ts, int waves)
 {
     for (int i = 0; i < fk_sm90_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_variants[i];
         if (v->bn == bn && v->promo == promo && v->block == block && v->ab == ab && v->cluster == cluster &&
-            v->tma_store == ts)
+            v->tma_store == ts && fk_waves(v) == waves)
             return i;
     }
     return -1;
@@ -119,7 +122,7 @@ static void fk_sm90_sk_plan(int want, const fk_sm90_variant *v, int64_t tiles, i
 {
     cfg->sk_parts = cfg->sk_tail = 0;
     cfg->sk_grid = cfg->grid;
-    if (v->cluster != 1 || v->block == 2)
+    if (v->cluster != 1 || v->block == 2 || fk_waves(v) != 1)
         return;
     int64_t tail = 0;
     const int64_t s = fk_sm90_sk_parts(want, tiles, slots, nkb, &tail);
@@ -205,7 +208,8 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             v->smem_bytes));
     /* work items: tiles, or pairs of tiles along M for 2-CTA clusters */
-    const int64_t tiles = fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM), v->cluster) * fk_ceil_div(job->n, v->bn);
+    const int64_t tiles =
+        fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM * fk_waves(v)), v->cluster) * fk_ceil_div(job->n, v->bn);
     if (tiles > INT32_MAX / 2)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: too many output tiles");
     int64_t slots = cs->sm_count; /* work items running at once */
@@ -393,15 +397,19 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void 
     cluster = fk_tuned(tu->gemm_cluster, cluster);
     /* the TMA-store epilogue's variants (one stage more): plain (1) or with bias / activation (2) */
     const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0;
-    int vi = ts ? fk_find_variant(bn, promo, vblock, vab, 1, fk_tma_store_kind(job)) : -1;
+    /* 256-row tiles (two waves): block scales, tuning gemm_bm=256 */
+    const int waves = fk_tuned(tu->gemm_bm, 128) == 256 ? 2 : 1;
+    int vi = waves > 1 ? fk_find_variant(bn, promo, vblock, vab, cluster, 0, waves) : -1;
+    if (vi < 0 && ts)
+        vi = fk_find_variant(bn, promo, vblock, vab, 1, fk_tma_store_kind(job), 1);
     if (vi < 0)
-        vi = fk_find_variant(bn, promo, vblock, vab, cluster, 0);
+        vi = fk_find_variant(bn, promo, vblock, vab, cluster, 0, 1);
     if (vi < 0)
-        vi = fk_find_variant(bn, promo, vblock, vab, 1, 0);
+        vi = fk_find_variant(bn, promo, vblock, vab, 1, 0, 1);
     if (vi < 0)
-        vi = fk_find_variant(128, promo, vblock, vab, 1, 0);
+        vi = fk_find_variant(128, promo, vblock, vab, 1, 0, 1);
     if (vi < 0)
-        vi = fk_find_variant(128, 4, vblock, vab, 1, 0);
+        vi = fk_find_variant(128, 4, vblock, vab, 1, 0, 1);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
@@ -670,7 +678,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
     fk_gemm_params p;
     fk_gemm_job_params(&p, job);
     p.num_kb = (int)fk_ceil_div((int64_t)kbytes, FK_GEMM_BK); /* stages of 128 bytes of K */
-    p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM), v->cluster); /* in clusters */
+    p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM * fk_waves(v)), v->cluster); /* in clusters */
     p.sched.tiles_n = (int)fk_ceil_div(job->n, v->bn);
     p.sched.group_m = cfg.group_m;
     if (dd->scale_a == FP8KIT_SCALE_BLOCK || dd->scale_a == FP8KIT_SCALE_MX) { /* format/geometry.h */
@@ -724,9 +732,9 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
     }
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
     snprintf(buf, n,
-             "sm90 variant=%d bn=%d promo=%d block=%d ab=%d cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
+             "sm90 variant=%d bn=%d bm=%d promo=%d block=%d ab=%d cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
              "lag=%d bulk=%d store=%s sk_parts=%d sk_tail=%d pdl=%d",
-             cfg.variant, v->bn, v->promo, v->block, v->ab, v->cluster, v->tma_store, v->stages, cfg.grid,
+             cfg.variant, v->bn, FK_GEMM_BM * fk_waves(v), v->promo, v->block, v->ab, v->cluster, v->tma_store, v->stages, cfg.grid,
              cfg.group_m, cfg.lag, !cfg.no_bulk, fk_store_name(cfg.store), cfg.sk_parts, cfg.sk_tail, cfg.pdl);
 }
 

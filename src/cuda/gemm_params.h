@@ -70,6 +70,7 @@ struct fk_sm90_variant {
     int cluster; /* CTAs per cluster along M sharing each B tile through TMA multicast (1 or 2) */
     int tma_store; /* small epilogue area, one stage more: the TMA-store epilogue for plain epilogues (1) or
                     * with a column bias and / or an activation (2) */
+    int waves;     /* 128-row waves per tile (tile height 128 x waves; 0 means 1) */
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;

@@ -44,8 +44,8 @@
  * row scales of the warp's rows, the two tensor scales, padding to a
  * multiple of 4. */
 #define FK_EPI_WTAB(BN) ((BN) + 32)
-template <int BN, bool TS = false> struct fk_sm90_shape {
-    static constexpr int A_BYTES = FK_GEMM_BM * FK_GEMM_BK;
+template <int BN, bool TS = false, int WV = 1> struct fk_sm90_shape {
+    static constexpr int A_BYTES = WV * FK_GEMM_BM * FK_GEMM_BK; /* WV 128-row waves */
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
     static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
     /* TS: no room for the bulk epilogue's staged rows; the TMA-store
@@ -346,7 +346,7 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
  * units of CL), cluster c takes items c, c + gridDim.x / CL, ... and CTA
  * rank r of it the tile row item_row * CL + r (past the last tile row for
  * an odd count: its A loads are zero-filled and its epilogue writes no row). */
-template <int CL, bool GR = false> struct fk_sm90_walk {
+template <int CL, bool GR = false, int WV = 1> struct fk_sm90_walk {
     int t, step, rank;
     int row0, m_end, g; /* of the current tile: first row, row limit, group */
     int kb0, kb1;       /* its K blocks */
@@ -402,7 +402,7 @@ template <int CL, bool GR = false> struct fk_sm90_walk {
             }
             p.sched.tile(idx, tm, tn);
             tm = tm * CL + rank;
-            row0 = tm * FK_GEMM_BM;
+            row0 = tm * FK_GEMM_BM * WV;
             m_end = p.m;
             g = 0;
         }
@@ -426,20 +426,20 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
 /* Producer: one thread streams every (tile, K block) of this CTA into the
  * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
  * multicast to the same stage of every CTA of the cluster (which share B). */
-template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false>
+template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
                                                         uint32_t empty0)
 {
-    typedef fk_sm90_shape<BN> S;
+    typedef fk_sm90_shape<BN, false, WV> S;
     if (p.num_kb > 0) {
         fk_tma_prefetch_desc(ta);
         fk_tma_prefetch_desc(tb);
     }
     int stage = 0;
     uint32_t phase = 0;
-    fk_sm90_walk<CL, GR> w;
+    fk_sm90_walk<CL, GR, WV> w;
     for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
@@ -448,7 +448,10 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
-            fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
+#pragma unroll
+            for (int l = 0; l < WV; l++) /* one 128-row box per wave */
+                fk_tma_load_2d(sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK, ta, full, kb * FK_GEMM_BK,
+                               w.row0 + l * FK_GEMM_BM);
             if (CL == 1)
                 fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, brow + tn * BN);
             else
@@ -871,18 +874,101 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     }
     fk_sm90_lag_end(p, wg, issued);
 }
+/* Consumer of the two-wave block-scaled tile (WV = 2: 256 rows x BN, one B
+ * tile shared by both waves): warpgroup wg owns rows wg * 64 .. of each
+ * 128-row wave. Per K block it runs wave 0's four wgmma into acc, waits,
+ * promotes them into accf0 with that wave's block scales, then the same for
+ * wave 1 into accf1, and releases the stage: one accumulator set and two
+ * promoted sets (3 x BN / 2 registers), the other warpgroup's wgmma
+ * covering this one's promotion. Scales are read one K block ahead. */
+template <int BN, int AB, int CL>
+static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params &p, int wg, uint32_t sa0,
+                                                           uint32_t sb0, uint32_t full0, uint32_t empty0,
+                                                           float *stage_out, float *tab)
+{
+    typedef fk_sm90_shape<BN, false, 2> S;
+    static_assert(BN <= 128, "one B scale block per tile");
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    float acc[S::NACC], accf0[S::NACC], accf1[S::NACC];
+    int stage = 0;
+    uint32_t phase = 0;
+    int issued = 0;
+    fk_sm90_lag_start(p, wg);
+    fk_sm90_walk<CL, false, 2> w;
+    for (; w.more(p); w.t += w.step) {
+        int tm, tn;
+        w.tile(p, tm, tn);
+        const int nkb = w.kb1 - w.kb0;
+#pragma unroll
+        for (int i = 0; i < S::NACC; i++) {
+            accf0[i] = 0.0f;
+            accf1[i] = 0.0f;
+        }
+        /* A scales of rows r, r + 8 of each wave (clamped: rows past M are never stored) */
+        const int r = w.row0 + wg * 64 + warp * 16 + (lane >> 2);
+        const float *sa[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            sa[j] = p.sa + (long long)min(r + (j >> 1) * FK_GEMM_BM + (j & 1) * 8, p.m - 1) * p.sa_sm;
+        const float *sb_t = p.sb + (long long)((tn * BN) >> 7) * p.sb_ld;
+        float va[4], vb = 0.0f;
+        if (nkb > 0) {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                va[j] = sa[j][0];
+            vb = sb_t[0];
+        }
+        for (int kb = 0; kb < nkb; kb++) {
+            float s[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                s[j] = va[j] * vb;
+            if (kb + 1 < nkb) {
+                const long long o = (long long)(kb + 1) * p.sa_sk;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    va[j] = sa[j][o];
+                vb = sb_t[kb + 1];
+            }
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            const uint32_t a_base = sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK;
+            const uint32_t b_base = sb0 + stage * S::B_BYTES;
+            fk_sm90_issue<BN, AB>(acc, a_base, b_base);
+            fk_wgmma_wait<0>();
+            fk_sm90_promote<true>(accf0, acc, s[0], s[1]);
+            fk_sm90_issue<BN, AB>(acc, a_base + FK_GEMM_BM * FK_GEMM_BK, b_base);
+            fk_wgmma_wait<0>();
+            if (lane == 0)
+                fk_sm90_release<CL>(empty0 + 8 * stage);
+            fk_sm90_promote<true>(accf1, acc, s[2], s[3]);
+            fk_sm90_lag_step(p, wg, ++issued);
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+        }
+        fk_epi_pre pre = fk_sm90_epi_start<BN, 0>(p, tab, w.row0 + wg * 64, tn * BN, tid, w.m_end, 0);
+        fk_sm90_epilogue<BN, 0>(p, accf0, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+        pre = fk_sm90_epi_start<BN, 0>(p, tab, w.row0 + FK_GEMM_BM + wg * 64, tn * BN, tid, w.m_end, 0);
+        fk_sm90_epilogue<BN, 0>(p, accf1, stage_out, tab, pre, w.row0 + FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+    }
+    fk_sm90_lag_end(p, wg, issued);
+}
+
 #endif
 
 /* The general kernel's body; CL = CTAs per cluster (1 or 2). GR: the
  * grouped GEMM (gemm_grouped.cu): every CTA first checks the device offsets
  * and builds the group table of sched.cuh; with invalid offsets every CTA
  * leaves before loading or storing anything. */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int WV = 1>
 static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
-    typedef fk_sm90_shape<BN, (TS != 0)> S;
+    typedef fk_sm90_shape<BN, (TS != 0), WV> S;
+    static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
     const uint32_t sa0 = base;
@@ -919,7 +1005,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES, CL, GR>(&ta, &tb, p, sa0, sb0, full0, empty0);
+            fk_sm90_producer<BN, S::STAGES, CL, GR, WV>(&ta, &tb, p, sa0, sb0, full0, empty0);
     } else {
         fk_setmaxnreg_inc<232>();
         /* TS: both staging areas first, so each stays 1024-aligned for the
@@ -936,7 +1022,9 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * 192 at 4096-class shapes on H100, 2026-11-22, so they stay here.)
          * Block tiles wider than 128 take the plain consumer: three sets of
          * BN / 2 accumulators do not fit in the registers. */
-        if constexpr (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128)
+        if constexpr (WV == 2)
+            fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+        else if constexpr (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128)
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
@@ -968,6 +1056,22 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
                            const __grid_constant__ fk_gemm_params p)
 {
     fk_sm90_body<BN, PROMO, BLOCK, AB, 2, false>(ta, tb, p);
+}
+
+/* Two-wave (256-row) block-scaled tiles, single CTAs and clusters of 2 along M. */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_w2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 2>(ta, tb, p);
+}
+template <int BN, int AB>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_w2c2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                             const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 2, 0, false, 2>(ta, tb, p);
 }
 
 /* ---------------------------------------------------------------- MX (e8m0 per 32 of K on A and B)
@@ -1254,6 +1358,11 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_VC2(192, 4, false, 0), FK_VC2(256, 0, false, 0),
     /* block scaling in clusters of 2 (B multicast halves B's L2 reads per CTA) */
     FK_VC2(128, 4, true, 0), FK_VC2(192, 4, true, 0),
+    /* block scaling on 256-row tiles (two waves; tuning gemm_bm=256), alone and in clusters of 2 */
+    {128, 4, true, 0, fk_sm90_shape<128, false, 2>::STAGES, fk_sm90_shape<128, false, 2>::SMEM,
+     fk_gemm_sm90_kernel_w2<128, 0>, 1, 0, 2},
+    {128, 4, true, 0, fk_sm90_shape<128, false, 2>::STAGES, fk_sm90_shape<128, false, 2>::SMEM,
+     fk_gemm_sm90_kernel_w2c2<128, 0>, 2, 0, 2},
     /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
     FK_VTS(256, 0, false, 0), FK_VTS(192, 4, false, 0), FK_VTS(192, 0, false, 0), FK_VTS(128, 4, false, 0),
     FK_VTS(128, 0, false, 0),
