@@ -1048,6 +1048,18 @@ typedef struct gemm_row {
 } gemm_row;
 
 static const gemm_row k_gemm[] = {
+    /* block scales on the 256-row tile (gemm_bm=256: two waves; alone and in 2-CTA clusters): M not a
+     * multiple of 256 or 128, N and K not multiples of 128, epilogues, fp32 and fused-quantized D */
+    {.cls = "block 256", .m = 600, .n = 520, .k = 1000, .sa = S_BLK, .sb = S_BLK, .bias = B_COL, .biast = T_BF16,
+     .act = FP8KIT_ACT_GELU_TANH, .small = 1, .variants = "gemm_bm=256;gemm_bm=256,gemm_cluster=2"},
+    {.cls = "block 256", .m = 1300, .n = 1024, .k = 384, .sa = S_BLK, .sb = S_BLK, .out = O_F32, .fast = 1,
+     .variants = "gemm_bm=256;gemm_bm=256,gemm_cluster=2"},
+    {.cls = "block 256", .m = 257, .n = 200, .k = 272, .sa = S_BLK, .sb = S_BLK, .beta = 0.5f, .ct = T_BF16,
+     .bias = B_ROW, .biast = T_F32, .act = FP8KIT_ACT_SILU, .variants = "gemm_bm=256;gemm_bm=256,gemm_cluster=2"},
+    {.cls = "block 256", .m = 512, .n = 384, .k = 512, .sa = S_BLK, .sb = S_BLK, .out = O_E4M3,
+     .oq = FP8KIT_OUTQ_BLOCK1X128, .hp = T_BF16, .variants = "gemm_bm=256"},
+    {.cls = "block 256", .m = 100, .n = 128, .k = 128, .sa = S_BLK, .sb = S_BLK, .layout = L_MN,
+     .variants = "gemm_bm=256"},
     /* square: the general kernel with forced tile widths, clusters, store paths */
     {.cls = "square", .m = 256, .n = 256, .k = 512, .sa = S_TEN, .sb = S_TEN, .small = 1,
      .variants = ";gemm_bn=128;gemm_bn=192;gemm_bn=256;gemm_cluster=2;gemm_ts=0"}, /* test_cuda_gemm.c 999 */
