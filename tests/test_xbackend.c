@@ -1050,7 +1050,7 @@ typedef struct gemm_row {
 static const gemm_row k_gemm[] = {
     /* block scales on the 256-row tile (gemm_bm=256: two waves; alone and in 2-CTA clusters): M not a
      * multiple of 256 or 128, N and K not multiples of 128, epilogues, fp32 and fused-quantized D */
-    {.cls = "block 256", .m = 600, .n = 520, .k = 1000, .sa = S_BLK, .sb = S_BLK, .bias = B_COL, .biast = T_BF16,
+    {.cls = "block 256", .m = 600, .n = 520, .k = 1008, .sa = S_BLK, .sb = S_BLK, .bias = B_COL, .biast = T_BF16,
      .act = FP8KIT_ACT_GELU_TANH, .small = 1, .variants = "gemm_bm=256;gemm_bm=256,gemm_cluster=2"},
     {.cls = "block 256", .m = 1300, .n = 1024, .k = 384, .sa = S_BLK, .sb = S_BLK, .out = O_F32, .fast = 1,
      .variants = "gemm_bm=256;gemm_bm=256,gemm_cluster=2"},
