@@ -443,29 +443,12 @@ def rel_err(inp, out):
     return math.sqrt(num / den) if den > 0 else float("nan")
 
 
-_flush = None
-
-
 def timed(fn, reps, warmup):
-    """Median of `reps` CUDA-event timings (ms) of fn, L2 flushed before each, after `warmup` calls."""
-    global _flush
-    if _flush is None:
-        _flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for i in range(reps):
-        _flush.fill_(i & 0xFF)
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        ts.append(e0.elapsed_time(e1))
-    ts.sort()
-    return ts[len(ts) // 2]
+    """Median of `reps` CUDA-event timings (ms) of fn, L2 flushed before each, after `warmup` calls
+    (bench/torch_peer_timing.py's median_ms, imported when a GPU is there)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from torch_peer_timing import median_ms
+    return median_ms(fn, reps, warmup)
 
 
 def run_impl(name, maker, inp, args):

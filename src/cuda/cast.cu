@@ -148,14 +148,19 @@ extern "C" fp8kit_status fk_cuda_cast_can_run(fp8kit_ctx *ctx, const fk_cast_job
     if (fk_is_fp8_t(x.dtype) == fk_is_fp8_t(y.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda cast: %s -> %s is not a cast to or from fp8",
                        fp8kit_dtype_name(x.dtype), fp8kit_dtype_name(y.dtype));
-    if (x.E * x.R >= ((int64_t)1 << 32))
+    return fk_cuda_rows_can_run(ctx, "cuda cast", &x);
+}
+
+fp8kit_status fk_cuda_rows_can_run(fp8kit_ctx *ctx, const char *fn, const fk_mat *x)
+{
+    if (x->E * x->R >= ((int64_t)1 << 32))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda cast: %lld rows (the leading dims' product) exceed the kernel's limit of 2^32 - 1 rows",
-                       (long long)(x.E * x.R));
-    if (fk_ceil_div(x.C, 8) > ((int64_t)1 << 26))
+                       "%s: %lld rows (the leading dims' product) exceed the kernel's limit of 2^32 - 1 rows", fn,
+                       (long long)(x->E * x->R));
+    if (fk_ceil_div(x->C, 8) > ((int64_t)1 << 26))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda cast: rows of %lld elements exceed the kernel's limit of 2^29 elements per row%s",
-                       (long long)x.C, x.R == 1 && x.E == 1 ? " (a 1-D tensor is one row)" : "");
+                       "%s: rows of %lld elements exceed the kernel's limit of 2^29 elements per row%s", fn,
+                       (long long)x->C, x->R == 1 && x->E == 1 ? " (a 1-D tensor is one row)" : "");
     return FP8KIT_OK;
 }
 

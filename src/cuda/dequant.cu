@@ -197,15 +197,7 @@ extern "C" fp8kit_status fk_cuda_dequant_can_run(fp8kit_ctx *ctx, const fk_quant
                            (long long)y.R, (long long)y.C, (long long)65535 * FK_DQT_C, FK_DQT_R);
         return FP8KIT_OK;
     }
-    if (y.E * y.R >= ((int64_t)1 << 32))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda dequantize: %lld rows (the leading dims' product) exceed the kernel's limit of "
-                       "2^32 - 1 rows", (long long)(y.E * y.R));
-    if (fk_ceil_div(y.C, 8) > ((int64_t)1 << 26))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "cuda dequantize: rows of %lld elements exceed the kernel's limit of 2^29 elements per row%s",
-                       (long long)y.C, y.R == 1 && y.E == 1 ? " (a 1-D tensor is one row)" : "");
-    return FP8KIT_OK;
+    return fk_cuda_rows_can_run(ctx, "cuda dequantize", &y);
 }
 
 extern "C" fp8kit_status fk_cuda_dequant(fp8kit_ctx *ctx, const fk_quant_job *job, cudaStream_t s)

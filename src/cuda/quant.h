@@ -38,6 +38,11 @@ fp8kit_status fk_cuda_dequant_can_run(fp8kit_ctx *ctx, const fk_quant_job *job);
 /* cast.cu: the cast op. */
 fp8kit_status fk_cuda_cast_can_run(fp8kit_ctx *ctx, const fk_cast_job *job);
 
+/* The rows rule of the elementwise kernels (dequant.cu, cast.cu): one thread
+ * per 8 elements of a row, rows of x (E x R of them) below 2^32 and of at most
+ * 2^29 elements; fn names the op in the message. */
+fp8kit_status fk_cuda_rows_can_run(fp8kit_ctx *ctx, const char *fn, const fk_mat *x);
+
 /* quant_seg.cu: groups along a row that fit in a warp: mx axis -1 (32) and
  * block1x128 (128); plus the tensor scheme (amax pass + quantize pass). */
 fp8kit_status fk_cuda_quant_seg(fp8kit_ctx *ctx, const fk_quant_job *job, cudaStream_t s);
