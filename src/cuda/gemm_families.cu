@@ -96,11 +96,10 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     return fk_plan_families(ctx, job, FK_FAM_GROUPED, config);
 }
 
-/* ops->supports: GEMMs when a family of the device's architecture can
- * implement the job (its can_implement: arch, alignment, combinations; no
- * plan made, nothing run); quantization, dequantization and casts: every
- * job the core validated (the kernels' index limits, far beyond any tensor
- * that fits a GPU, are checked when they run). */
+/* The GEMM half of ops->supports (backend.cu's fk_cuda_supports_op sends
+ * quantize, dequantize and cast to their kernels' can_run rules, quant.h):
+ * whether a family of the device's architecture can implement the job (its
+ * can_implement: arch, alignment, combinations; no plan made, nothing run). */
 extern "C" fp8kit_status fk_cuda_supports(fp8kit_ctx *ctx, fk_op op, const void *job)
 {
     if (op == FK_OP_GEMM)
