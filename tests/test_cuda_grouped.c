@@ -264,6 +264,28 @@ static void run_case(const gcase *c)
         set_tuning("");
 }
 
+/* A call with offsets the kernel must reject: it returns OK (it cannot read
+ * them), the kernel writes nothing to D and sets the status word (when ga
+ * has one) to FP8KIT_ERR_INVALID_ARGUMENT. back: a host buffer of D's bytes. */
+static void check_rejected(const gops *o, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *ga,
+                           unsigned char *back, const char *what)
+{
+    CHECK(cudaMemset(o->dd, 0x5A, o->dbytes) == cudaSuccess, "memset");
+    const int32_t junk = 12345;
+    h2d(o->dstatus, &junk, sizeof junk);
+    CHECK_STATUS(fp8kit_grouped_gemm(gctx, d, ga, NULL), FP8KIT_OK);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess, "%s: kernel failed", what);
+    int32_t status = 0;
+    d2h(&status, o->dstatus, sizeof status);
+    d2h(back, o->dd, o->dbytes);
+    int changed = 0;
+    for (size_t j = 0; j < o->dbytes; j++)
+        changed |= back[j] != 0x5A;
+    if (ga->status)
+        CHECK(status == FP8KIT_ERR_INVALID_ARGUMENT, "%s: status %d", what, (int)status);
+    CHECK(!changed, "%s: D changed", what);
+}
+
 /* Invalid device offsets: the call returns OK (it cannot read them), the
  * kernel writes nothing to D and sets the status word. */
 static void bad_device_offsets(void)
@@ -278,60 +300,31 @@ static void bad_device_offsets(void)
     unsigned char *back = malloc(o.dbytes);
     for (int i = 0; i < 4; i++) {
         h2d(o.doff, bad[i], sizeof bad[i]);
-        CHECK(cudaMemset(o.dd, 0x5A, o.dbytes) == cudaSuccess, "memset");
-        const int32_t junk = 12345;
-        h2d(o.dstatus, &junk, sizeof junk);
         fp8kit_gemm_desc d = desc_of(&c);
         fp8kit_grouped_gemm_args ga = args_of(&c, &o, 1, o.dd);
-        CHECK_STATUS(fp8kit_grouped_gemm(gctx, &d, &ga, NULL), FP8KIT_OK);
-        CHECK(cudaDeviceSynchronize() == cudaSuccess, "bad offsets %s: kernel failed", names[i]);
-        int32_t status = 0;
-        d2h(&status, o.dstatus, sizeof status);
-        d2h(back, o.dd, o.dbytes);
-        int changed = 0;
-        for (size_t j = 0; j < o.dbytes; j++)
-            changed |= back[j] != 0x5A;
-        CHECK(status == FP8KIT_ERR_INVALID_ARGUMENT, "bad offsets %s: status %d", names[i], (int)status);
-        CHECK(!changed, "bad offsets %s: D changed", names[i]);
+        char what[64];
+        snprintf(what, sizeof what, "bad offsets %s", names[i]);
+        check_rejected(&o, &d, &ga, back, what);
     }
     /* without a status word too */
     h2d(o.doff, bad[0], sizeof bad[0]);
-    CHECK(cudaMemset(o.dd, 0x5A, o.dbytes) == cudaSuccess, "memset");
     fp8kit_gemm_desc d = desc_of(&c);
     fp8kit_grouped_gemm_args ga = args_of(&c, &o, 1, o.dd);
     ga.status = NULL;
-    CHECK_STATUS(fp8kit_grouped_gemm(gctx, &d, &ga, NULL), FP8KIT_OK);
-    CHECK(cudaDeviceSynchronize() == cudaSuccess, "bad offsets, no status: kernel failed");
-    d2h(back, o.dd, o.dbytes);
-    int changed = 0;
-    for (size_t j = 0; j < o.dbytes; j++)
-        changed |= back[j] != 0x5A;
-    CHECK(!changed, "bad offsets, no status: D changed");
+    check_rejected(&o, &d, &ga, back, "bad offsets, no status");
 
     /* masked layout over the same buffers (4 slabs of M = 75 rows): counts
      * above M or negative are invalid, checked by the kernel */
     static const int32_t badm[2][4] = {{0, 76, 3, 3}, {5, 5, -1, 75}};
     for (int i = 0; i < 2; i++) {
         h2d(o.doff, badm[i], sizeof badm[i]);
-        CHECK(cudaMemset(o.dd, 0x5A, o.dbytes) == cudaSuccess, "memset");
-        const int32_t junk = 12345;
-        h2d(o.dstatus, &junk, sizeof junk);
         fp8kit_grouped_gemm_args gm = args_of(&c, &o, 1, o.dd);
         const int64_t as[3] = {4, 75, o.K}, ds[3] = {4, 75, o.N};
         gm.a = fp8kit_tensor_make(o.da, c.at, 3, as);
         gm.d = fp8kit_tensor_make(o.dd, c.dt, 3, ds);
         gm.d.strides[0] = 75 * o.ldd, gm.d.strides[1] = o.ldd, gm.d.strides[2] = 1;
         gm.layout = FP8KIT_GROUPED_MASKED;
-        CHECK_STATUS(fp8kit_grouped_gemm(gctx, &d, &gm, NULL), FP8KIT_OK);
-        CHECK(cudaDeviceSynchronize() == cudaSuccess, "bad masked counts %d: kernel failed", i);
-        int32_t status = 0;
-        d2h(&status, o.dstatus, sizeof status);
-        d2h(back, o.dd, o.dbytes);
-        int ch = 0;
-        for (size_t j = 0; j < o.dbytes; j++)
-            ch |= back[j] != 0x5A;
-        CHECK(status == FP8KIT_ERR_INVALID_ARGUMENT, "bad masked counts %d: status %d", i, (int)status);
-        CHECK(!ch, "bad masked counts %d: D changed", i);
+        check_rejected(&o, &d, &gm, back, i ? "bad masked count -1" : "bad masked count M + 1");
     }
     h2d(o.doff, good, sizeof good);
 
