@@ -19,20 +19,27 @@ def tag(codes, fmt=fp8kit.DType.E4M3):
     return v
 
 
+def quant_experts(w, scheme):
+    """Each expert of a float (G, N, K) stack quantized on its own (row or tensor scheme): tagged codes
+    (G, N, K), scales ((G, N) row or (G,) tensor) and the fp64 dequantized experts."""
+    codes, scales, deq_w = [], [], []
+    for g in range(w.shape[0]):
+        q, s = fp8kit.quantize(w[g], scheme=scheme)
+        codes.append(np.asarray(q))
+        scales.append(np.asarray(s, dtype=F32).reshape(-1))
+        deq_w.append(deq64(q, s, scheme))
+    sw = np.stack(scales).reshape(w.shape[:2] if scheme == "row" else w.shape[:1])
+    return tag(np.stack(codes)), sw, deq_w
+
+
 def operands(rng, scheme_a="row", scheme_b="row"):
     """A quantized (T, K), B quantized per expert (G, N, K) with (G, N) row or (G,) tensor scales, and the
     fp64 dequantized operands."""
     a = rng.standard_normal((T, K)).astype(F32)
     w = rng.standard_normal((G, N, K)).astype(F32)
     qa, sa = fp8kit.quantize(a, scheme=scheme_a)
-    codes, scales, deq_w = [], [], []
-    for g in range(G):
-        q, s = fp8kit.quantize(w[g], scheme=scheme_b)
-        codes.append(np.asarray(q))
-        scales.append(np.asarray(s, dtype=F32).reshape(-1))
-        deq_w.append(deq64(q, s, scheme_b))
-    sw = np.stack(scales).reshape(G, N) if scheme_b == "row" else np.stack(scales).reshape(G)
-    return qa, sa, tag(np.stack(codes)), sw, deq64(qa, sa, scheme_a), deq_w
+    qw, sw, deq_w = quant_experts(w, scheme_b)
+    return qa, sa, qw, sw, deq64(qa, sa, scheme_a), deq_w
 
 
 def groups(offs):

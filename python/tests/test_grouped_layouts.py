@@ -11,7 +11,7 @@ import pytest
 
 import fp8kit
 from test_gemm import BOUND, act64, as_f64, deq64, rel_err
-from test_grouped import tag
+from test_grouped import quant_experts, tag
 
 F32 = np.float32
 G, M, K, N = 4, 24, 200, 136  # K and N not multiples of 128: partial blocks on both
@@ -35,14 +35,7 @@ def quant_weights(rng, scheme, n=N, k=K):
         qw, sw = fp8kit.quantize(w, scheme="128x128")
         assert np.shape(sw) == (G, -(-n // 128), -(-k // 128))
         return qw, sw, [deq64(codes(qw, g), np.asarray(sw)[g], scheme) for g in range(G)]
-    cs, ss, dw = [], [], []
-    for g in range(G):
-        q, s = fp8kit.quantize(w[g], scheme=scheme)
-        cs.append(np.asarray(q))
-        ss.append(np.asarray(s, dtype=F32).reshape(-1))
-        dw.append(deq64(q, s, scheme))
-    sw = np.stack(ss).reshape((G, n) if scheme == "row" else (G,))
-    return tag(np.stack(cs)), sw, dw
+    return quant_experts(w, scheme)
 
 
 def quant_masked_a(rng, scheme, k=K):
