@@ -509,6 +509,70 @@ typedef struct fp8kit_grouped_gemm_args {
 FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
                                              const fp8kit_grouped_gemm_args *args, void *stream);
 
+/* K-grouped GEMM: the weight gradient of a mixture-of-experts layer
+ * (DeepGEMM's k_grouped_fp8_gemm_nt_contiguous). G groups share M and N;
+ * group g owns the K range [offsets[g-1], offsets[g]) (offsets[-1] = 0) of
+ * A (M, Ktot) and B (N, Ktot), both e4m3 / e5m2 (any pair), K-contiguous,
+ * row strides >= Ktot. D is (G, M, N) in f32, bf16 or f16 (rows and groups
+ * strided; its dtype is args->d's) and
+ *   D[g] = alpha * deq(A[:, Kg]) deq(B[:, Kg])^T  (+ beta * D[g] when beta != 0)
+ * i.e. with beta != 0 the call accumulates into D in place (C is D itself;
+ * D is not read when beta == 0). An empty group (offsets[g] == offsets[g-1])
+ * is the same formula with an empty sum: D[g] = beta * D[g], zeros when
+ * beta == 0 (for finite alpha and scales). G is d.shape[0] (>= 1).
+ * offsets: G int32 K ends, valid when non-decreasing, every entry a multiple
+ * of 128 (so every group's K size is: no 128-wide scale block straddles two
+ * groups; the same rule in every scale mode) and <= Ktot; K columns past
+ * offsets[G-1] are not read.
+ * Scales (f32, contiguous), chosen by args->scales_1x128:
+ * - 1 (the training layout): both operands carry 1x128 scales along K, per
+ *   row: scale_a (M, ceil(Ktot/128)) and scale_b (N, ceil(Ktot/128)), row-
+ *   major, scale_x[r][kb] applying to K columns kb*128 .. kb*128 + 127 of row
+ *   r (what fp8kit_quantize's block1x128 scheme writes for A and for B).
+ *   desc->scale_a and desc->scale_b must then be FP8KIT_SCALE_NONE (else
+ *   FP8KIT_ERR_INVALID_ARGUMENT). Note that this is not FP8KIT_SCALE_BLOCK,
+ *   whose B scales are 128x128 tiles.
+ * - 0: desc->scale_a / desc->scale_b, each FP8KIT_SCALE_NONE or
+ *   FP8KIT_SCALE_TENSOR (one f32 for the whole operand, all groups); ROW,
+ *   BLOCK and MX are FP8KIT_ERR_UNSUPPORTED.
+ * - any other value: FP8KIT_ERR_INVALID_ARGUMENT.
+ * The descriptor: enum ranges checked as by fp8kit_gemm (out of range:
+ * FP8KIT_ERR_INVALID_ARGUMENT); scale_a / scale_b as above; bias, act and
+ * out_quant must be NONE and scale_layout plain (else
+ * FP8KIT_ERR_UNSUPPORTED); out_hp, out_rounding and out_pow2 are not read;
+ * fast_accum is accepted and ignored (the CPU sums every 128 of K in fp32,
+ * as in fp8kit_gemm).
+ * Numerics (docs/spec.md 3, "K-grouped GEMM"; the bounds of section 3):
+ * each 128-wide block of a group's K is summed in fp32 in k order and added
+ * to an fp32 accumulator times its scales, acc = fmaf(s, sa * sb, acc); then
+ * y = acc * alpha (* tensor scales) + beta * D[g] in double, rounded once to
+ * fp32, then to D's dtype (RNE).
+ * Where offsets and status live: as for fp8kit_grouped_gemm - host memory
+ * on the CPU backend (offsets checked before anything runs; invalid ones
+ * return FP8KIT_ERR_INVALID_ARGUMENT, write nothing to D and set *status
+ * when given), device memory on the CUDA backend, where the host will not
+ * read them. Both: 4-byte aligned (else FP8KIT_ERR_MISALIGNED). No output
+ * (D, status) may overlap an input (offsets and scales included).
+ * status (optional, NULL = none): one int32, 0 after a call that ran,
+ * FP8KIT_ERR_INVALID_ARGUMENT after invalid offsets.
+ * CUDA backend: NOT IMPLEMENTED YET. After the host checks (everything but
+ * the offsets' values) the call returns FP8KIT_ERR_UNSUPPORTED with the
+ * message "cuda k-grouped gemm: not implemented yet"; only the CPU backend
+ * computes it today. */
+typedef struct fp8kit_k_grouped_gemm_args {
+    fp8kit_tensor a, b;       /* (M, Ktot), (N, Ktot): e4m3 / e5m2 */
+    const int32_t *offsets;   /* G K ends (G = d.shape[0]), multiples of 128; device memory on the CUDA backend */
+    int32_t scales_1x128;     /* 1: 1x128 scales on both operands; 0: desc->scale_a / scale_b (NONE / TENSOR) */
+    fp8kit_tensor scale_a;    /* (M, ceil(Ktot/128)), a scalar (TENSOR) or unused */
+    fp8kit_tensor scale_b;    /* (N, ceil(Ktot/128)), a scalar (TENSOR) or unused */
+    float alpha, beta;        /* beta != 0: D[g] += ... in place */
+    fp8kit_tensor d;          /* (G, M, N): f32 / bf16 / f16 */
+    int32_t *status;          /* optional offsets verdict, see above */
+} fp8kit_k_grouped_gemm_args;
+
+FP8KIT_API fp8kit_status fp8kit_k_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                               const fp8kit_k_grouped_gemm_args *args, void *stream);
+
 /* Whether fp8kit_gemm would run this call on the context's backend: the
  * call is validated and planned exactly as fp8kit_gemm does (the plan is
  * cached), and the status and message are the ones fp8kit_gemm would give

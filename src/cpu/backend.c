@@ -43,6 +43,12 @@ static fp8kit_status fk_cpu_gemm_op(fp8kit_ctx *ctx, const fk_gemm_job *job, con
     return fk_cpu_gemm(ctx, job, plan);
 }
 
+static fp8kit_status fk_cpu_k_grouped_op(fp8kit_ctx *ctx, const fk_k_grouped_job *job, void *stream)
+{
+    (void)stream;
+    return fk_cpu_k_grouped(ctx, job);
+}
+
 const fk_backend_ops fk_cpu_backend = {
     .id = FP8KIT_BACKEND_CPU,
     .name = "cpu",
@@ -56,4 +62,5 @@ const fk_backend_ops fk_cpu_backend = {
     .gemm_plan = fk_cpu_gemm_plan,
     .gemm_run = fk_cpu_gemm_op,
     .plan_describe = fk_cpu_plan_describe,
+    .k_grouped = fk_cpu_k_grouped_op,
 };

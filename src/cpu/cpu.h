@@ -12,6 +12,8 @@ fp8kit_status fk_cpu_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *co
 /* plan NULL: a plan made for the job now */
 fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan);
 void fk_cpu_plan_describe(const fk_plan *plan, char *buf, size_t n);
+/* fp8kit_k_grouped_gemm (k_grouped.c): offsets checked by the core */
+fp8kit_status fk_cpu_k_grouped(fp8kit_ctx *ctx, const fk_k_grouped_job *job);
 
 extern const fk_backend_ops fk_cpu_backend;
 

@@ -337,6 +337,71 @@ int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_
     return FK_REF_OK;
 }
 
+int fk_ref_k_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_k_grouped_gemm_args *args, double *out)
+{
+    if (!desc || !args || !out || !args->offsets || args->a.ndim != 2 || args->b.ndim != 2 || args->d.ndim != 3 ||
+        !args->a.data || !args->b.data || !args->d.data || !is_fp8(args->a.dtype) || !is_fp8(args->b.dtype) ||
+        !is_hp(args->d.dtype))
+        return FK_REF_ERR_ARG;
+    const int s128 = args->scales_1x128 != 0;
+    if (desc->bias != FP8KIT_BIAS_NONE || desc->act != FP8KIT_ACT_NONE || desc->out_quant != FP8KIT_OUTQ_NONE ||
+        (s128 && (desc->scale_a != FP8KIT_SCALE_NONE || desc->scale_b != FP8KIT_SCALE_NONE)) ||
+        (unsigned)desc->scale_a > FP8KIT_SCALE_TENSOR || (unsigned)desc->scale_b > FP8KIT_SCALE_TENSOR)
+        return FK_REF_ERR_ARG;
+    const int64_t M = args->a.shape[0], K = args->a.shape[1], N = args->b.shape[0], G = args->d.shape[0];
+    if (args->b.shape[1] != K || args->d.shape[1] != M || args->d.shape[2] != N || M < 1 || N < 1 || G < 1)
+        return FK_REF_ERR_ARG;
+    for (int64_t g = 0, prev = 0; g < G; prev = args->offsets[g++])
+        if (args->offsets[g] < prev || args->offsets[g] > K || args->offsets[g] % 128)
+            return FK_REF_ERR_ARG;
+    const int64_t kb = (K + 127) / 128;
+    const fp8kit_tensor *ta = &args->scale_a, *tb = &args->scale_b;
+    if (s128 && (!ta->data || !tb->data || ta->dtype != FP8KIT_F32 || tb->dtype != FP8KIT_F32 ||
+                 numel(ta) < M * kb || numel(tb) < N * kb))
+        return FK_REF_ERR_ARG;
+    if ((desc->scale_a == FP8KIT_SCALE_TENSOR && (!ta->data || ta->dtype != FP8KIT_F32)) ||
+        (desc->scale_b == FP8KIT_SCALE_TENSOR && (!tb->data || tb->dtype != FP8KIT_F32)))
+        return FK_REF_ERR_ARG;
+    const double sa_t = desc->scale_a == FP8KIT_SCALE_TENSOR ? ((const float *)ta->data)[0] : 1.0;
+    const double sb_t = desc->scale_b == FP8KIT_SCALE_TENSOR ? ((const float *)tb->data)[0] : 1.0;
+    const int64_t lda = stride_of(&args->a, 0), ldb = stride_of(&args->b, 0);
+    const int64_t sdg = stride_of(&args->d, 0), ldd = stride_of(&args->d, 1);
+    const int e5a = args->a.dtype == FP8KIT_E5M2, e5b = args->b.dtype == FP8KIT_E5M2;
+    double *da = (double *)malloc(sizeof(double) * (size_t)(M * K + 1));
+    double *db = (double *)malloc(sizeof(double) * (size_t)(N * K + 1));
+    if (!da || !db) {
+        free(da);
+        free(db);
+        return FK_REF_ERR_NOMEM;
+    }
+    /* every operand element dequantized once (exact: a short significand times an fp32 scale) */
+#pragma omp parallel for schedule(static)
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++)
+            da[m * K + k] = (double)fk_fp8_to_f32(((const uint8_t *)args->a.data)[m * lda + k], e5a) *
+                            (s128 ? (double)((const float *)ta->data)[m * kb + k / 128] : sa_t);
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            db[n * K + k] = (double)fk_fp8_to_f32(((const uint8_t *)args->b.data)[n * ldb + k], e5b) *
+                            (s128 ? (double)((const float *)tb->data)[n * kb + k / 128] : sb_t);
+    const double alpha = args->alpha, beta = args->beta;
+    for (int64_t g = 0; g < G; g++) {
+        const int64_t k0 = g ? args->offsets[g - 1] : 0, kl = args->offsets[g] - k0;
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double y = alpha * dot(da + m * K + k0, db + n * K + k0, kl);
+                if (beta != 0.0)
+                    y += beta * fk_ref_decode(args->d.data, args->d.dtype, g * sdg + m * ldd + n);
+                out[(g * M + m) * N + n] = y;
+            }
+    }
+    free(da);
+    free(db);
+    return FK_REF_OK;
+}
+
 /* ------------------------------------------------------------- tolerance */
 double fk_ref_bound(fp8kit_dtype d, int64_t k)
 {

@@ -67,6 +67,14 @@ int fk_ref_gemm(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, cons
  * offsets. */
 int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args, double *out);
 
+/* fp8kit_k_grouped_gemm's y (docs/spec.md 3, "K-grouped GEMM") in fp64: for each group g, row m
+ * and column n, out[(g * M + m) * N + n] = alpha * sum over k in [offsets[g-1], offsets[g]) of
+ * deq(A)[m, k] * deq(B)[n, k] (+ beta * D[g, m, n] when beta != 0), operands dequantized exactly
+ * (1x128 scales with args->scales_1x128, else desc->scale_a / scale_b NONE or TENSOR), sums in
+ * fp64. D is read when beta != 0: call it before the library overwrites D. out holds G x M x N
+ * doubles (G = d.shape[0]). FK_REF_ERR_ARG for invalid offsets or a call it does not define. */
+int fk_ref_k_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_k_grouped_gemm_args *args, double *out);
+
 /* ------------------------------------------------------------- tolerance */
 /* docs/spec.md 3's bound on rel = ||D - ref||_F / ||ref||_F for output dtype d: f32 1e-5, bf16
  * 4e-3, f16 1e-3 (0 for other types); for f32 beyond K = 16384 (outside the spec's range) it
