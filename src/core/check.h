@@ -73,4 +73,14 @@ int fk_regions_overlap(const fk_region *a, const fk_region *b);
  * with at least one of them an output; FP8KIT_OK when none does. */
 fp8kit_status fk_check_overlap(const fp8kit_ctx *ctx, const char *fn, const fk_region *r, int n);
 
+/* The grouped GEMMs' int32 words: offsets (G entries, read) non-NULL and both
+ * offsets and the optional status word (written) 4-byte aligned. */
+fp8kit_status fk_check_group_words(const fp8kit_ctx *ctx, const char *fn, const int32_t *offsets,
+                                   const int32_t *status);
+/* G host offsets (row or K ends) non-decreasing, >= 0, <= limit and
+ * multiples of align; on a bad one *status (when given) is set to
+ * FP8KIT_ERR_INVALID_ARGUMENT and the message names it. what: "T" or "Ktot". */
+fp8kit_status fk_check_group_ends(const fp8kit_ctx *ctx, const char *fn, const int32_t *offsets, int64_t g,
+                                  int64_t limit, int64_t align, const char *what, int32_t *status);
+
 #endif

@@ -20,6 +20,41 @@
 
 #define FN "fp8kit_grouped_gemm"
 
+/* ------------------------------------------------ checks shared with k_grouped.c (check.h) */
+fp8kit_status fk_check_group_words(const fp8kit_ctx *ctx, const char *fn, const int32_t *offsets,
+                                   const int32_t *status)
+{
+    if (!offsets)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "%s: offsets is NULL", fn);
+    /* int32 words, read (offsets) or written (status) as such: every backend */
+    if ((uintptr_t)offsets & 3u)
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, "%s: offsets (%p) is not 4-byte aligned (int32 entries)", fn,
+                       (const void *)offsets);
+    if ((uintptr_t)status & 3u)
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, "%s: status (%p) is not 4-byte aligned (an int32)", fn,
+                       (const void *)status);
+    return FP8KIT_OK;
+}
+
+fp8kit_status fk_check_group_ends(const fp8kit_ctx *ctx, const char *fn, const int32_t *offsets, int64_t g,
+                                  int64_t limit, int64_t align, const char *what, int32_t *status)
+{
+    int64_t prev = 0;
+    for (int64_t i = 0; i < g; i++) {
+        const int64_t o = offsets[i];
+        if (o < prev || o > limit || o % align) {
+            if (status)
+                *status = FP8KIT_ERR_INVALID_ARGUMENT;
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
+                           "%s: offsets[%lld] = %lld; offsets must be non-decreasing%s, >= 0 and <= %s = %lld", fn,
+                           (long long)i, (long long)o, align > 1 ? " multiples of 128" : "", what,
+                           (long long)limit);
+        }
+        prev = o;
+    }
+    return FP8KIT_OK;
+}
+
 /* The call as one matrix of rows: A (t, k), D (t, n) with row strides lda,
  * ldd; g experts; masked_m rows per expert slab (0: contiguous layout); the
  * scale geometry of A over all t rows (ga) and of one expert's B (gb). */
@@ -167,22 +202,17 @@ static fp8kit_status fk_grouped_shapes(fp8kit_ctx *ctx, const fp8kit_grouped_gem
 /* The offsets' rule for the layout, checked on the host (CPU backend). */
 static fp8kit_status fk_grouped_offsets(fp8kit_ctx *ctx, const fp8kit_grouped_gemm_args *a, const fk_grp *s)
 {
-    int64_t prev = 0;
+    if (!s->masked_m)
+        return fk_check_group_ends(ctx, FN, a->offsets, s->g, s->t, 1, "T", a->status);
     for (int64_t i = 0; i < s->g; i++) {
         const int64_t o = a->offsets[i];
-        const int bad = s->masked_m ? (o < 0 || o > s->masked_m) : (o < prev || o > s->t);
-        if (bad) {
+        if (o < 0 || o > s->masked_m) {
             if (a->status)
                 *a->status = FP8KIT_ERR_INVALID_ARGUMENT;
-            if (s->masked_m)
-                return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
-                               FN ": offsets[%lld] = %lld; masked counts must be >= 0 and <= M = %lld", (long long)i,
-                               (long long)o, (long long)s->masked_m);
             return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
-                           FN ": offsets[%lld] = %lld; offsets must be non-decreasing, >= 0 and <= T = %lld",
-                           (long long)i, (long long)o, (long long)s->t);
+                           FN ": offsets[%lld] = %lld; masked counts must be >= 0 and <= M = %lld", (long long)i,
+                           (long long)o, (long long)s->masked_m);
         }
-        prev = o;
     }
     return FP8KIT_OK;
 }
@@ -228,15 +258,8 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     if (d->bias == FP8KIT_BIAS_COL &&
         (st = fk_check_flat(ctx, "bias", &a->bias, FP8KIT_F32, 1, fk_mul_ovf(s->g, s->n), "a per-expert column bias (G x N)")))
         return st;
-    if (!a->offsets)
-        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": offsets is NULL");
-    /* int32 words, read (offsets) or written (status) as such: both backends */
-    if ((uintptr_t)a->offsets & 3u)
-        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": offsets (%p) is not 4-byte aligned (int32 entries)",
-                       (const void *)a->offsets);
-    if ((uintptr_t)a->status & 3u)
-        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": status (%p) is not 4-byte aligned (an int32)",
-                       (void *)a->status);
+    if ((st = fk_check_group_words(ctx, FN, a->offsets, a->status)))
+        return st;
     /* no output (D, status) overlaps another output or an input, offsets included */
     fk_region rg[8];
     int nr = 0;

@@ -57,24 +57,6 @@ static fp8kit_status fk_kg_desc(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, cons
 }
 
 /* The offsets' rule, checked on the host (backends working in host memory). */
-static fp8kit_status fk_kg_offsets(fp8kit_ctx *ctx, const fp8kit_k_grouped_gemm_args *a, int64_t g, int64_t ktot)
-{
-    int64_t prev = 0;
-    for (int64_t i = 0; i < g; i++) {
-        const int64_t o = a->offsets[i];
-        if (o < prev || o > ktot || o % 128) {
-            if (a->status)
-                *a->status = FP8KIT_ERR_INVALID_ARGUMENT;
-            return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
-                           FN ": offsets[%lld] = %lld (previous %lld); offsets must be non-decreasing multiples of "
-                              "128, >= 0 and <= Ktot = %lld",
-                           (long long)i, (long long)o, (long long)prev, (long long)ktot);
-        }
-        prev = o;
-    }
-    return FP8KIT_OK;
-}
-
 static fp8kit_status fk_kg_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_k_grouped_gemm_args *a,
                                  fk_k_grouped_job *j)
 {
@@ -125,14 +107,8 @@ static fp8kit_status fk_kg_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, con
     }
     const int sa = a->scales_1x128 || d->scale_a == FP8KIT_SCALE_TENSOR;
     const int sb = a->scales_1x128 || d->scale_b == FP8KIT_SCALE_TENSOR;
-    if (!a->offsets)
-        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": offsets is NULL");
-    if ((uintptr_t)a->offsets & 3u)
-        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": offsets (%p) is not 4-byte aligned (int32 entries)",
-                       (const void *)a->offsets);
-    if ((uintptr_t)a->status & 3u)
-        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": status (%p) is not 4-byte aligned (an int32)",
-                       (void *)a->status);
+    if ((st = fk_check_group_words(ctx, FN, a->offsets, a->status)))
+        return st;
     /* no output (D, status) overlaps another output or an input, offsets included */
     fk_region rg[7];
     int nr = 0;
@@ -147,7 +123,7 @@ static fp8kit_status fk_kg_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, con
     rg[nr++] = fk_region_bytes("status", a->status, 4, 1);
     if ((st = fk_check_overlap(ctx, FN, rg, nr))) /* before *status may be written */
         return st;
-    if (fk_kg_host(ctx) && (st = fk_kg_offsets(ctx, a, j->groups, j->ktot)))
+    if (fk_kg_host(ctx) && (st = fk_check_group_ends(ctx, FN, a->offsets, j->groups, j->ktot, 128, "Ktot", a->status)))
         return st;
     j->a = a->a.data; j->a_type = a->a.dtype; j->lda = fk_stride(&a->a, 0);
     j->b = a->b.data; j->b_type = a->b.dtype; j->ldb = fk_stride(&a->b, 0);
