@@ -155,7 +155,7 @@ static void bad_inputs(fp8kit_ctx *ctx)
     int32_t off[G] = {128, 128, 512};
     ok.offsets = off;
     ok.scales_1x128 = 1;
-    int64_t mk[2] = {M, KB}, nk[2] = {N, KB}, gmn[3] = {G, M, N}, one = 1;
+    int64_t mk[2] = {M, KB}, nk[2] = {N, KB}, gmn[3] = {G, M, N};
     ok.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 2, mk);
     ok.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 2, nk);
     ok.alpha = 1.0f;
@@ -239,7 +239,6 @@ static void bad_inputs(fp8kit_ctx *ctx)
     BAD("status inside d", FP8KIT_ERR_INVALID_ARGUMENT, x.status = (int32_t *)(void *)(d + 8));
     BAD("overflowing shape", FP8KIT_ERR_SIZE_OVERFLOW, x.d.shape[0] = INT64_MAX / 4; x.d.strides[0] = 0;
         x.d.strides[1] = 0; x.d.strides[2] = 0);
-    (void)one;
     free(a);
     free(b);
 }
