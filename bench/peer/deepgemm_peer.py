@@ -25,7 +25,9 @@ output, or raises NotAvailable(reason) ("n/a" in the table and JSON). Implementa
                       call (what a caller holding standard layouts pays); JSON peer_sf_in_call_*
   ours                fp8kit (python/ of this repository): scaled_mm (dense, scale_mode
                       "block"), grouped_mm (contiguous; masked with layout="masked"), each
-                      given the standard-layout block scales; n/a where the binding refuses them
+                      given the standard-layout block scales; k_grouped_mm (A and B and their
+                      1x128 scales concatenated along K once, fp32 D += in place, fast_accum);
+                      n/a where the binding refuses them
   cublaslt            torch._scaled_mm with blockwise 1x128 / 128x128 scales (dense only)
 
 Every output is checked against an fp32 torch product of the dequantized operands (TF32
@@ -152,7 +154,8 @@ def _seed(s):
 # --- input builders: standard layouts ---------------------------------------------------------------
 # Each returns a dict: the operands, "flops" (valid rows), "shape", "extra" (JSON fields), "out_rows"
 # (grouped: which output rows are valid), "ref_parts" (a generator of (out_view, ref) pairs for the
-# check), "reset" (k_grouped: restores the accumulator before the checked call).
+# check), "reset" (k_grouped: restores the accumulator before the checked call; a maker whose fn
+# accumulates into its own output gives fn.reset instead, which run_impl calls in its place).
 
 def deq_1x128(q, s):
     """Dequantize (..., R, K) e4m3 with (..., R, ceil(K/128)) scales."""
@@ -368,6 +371,34 @@ def ours_masked(inp):
     return fn
 
 
+def ours_k_grouped(inp):
+    fk = fp8kit_module()
+    # the standard layouts, concatenated along K once (untimed): A (M, Ktot) and B (N, Ktot) K-contiguous, their
+    # 1x128 scales (M, Ktot/128) / (N, Ktot/128) f32 row-major, the G cumulative K ends as an int32 device tensor
+    views = [inp["group_views"](i) for i in range(inp["G"])]
+    a = torch.cat([v[0] for v in views], dim=1).contiguous()
+    sa = torch.cat([v[1] for v in views], dim=1).float().contiguous()
+    b = torch.cat([v[2] for v in views], dim=1).contiguous()
+    sb = torch.cat([v[3] for v in views], dim=1).float().contiguous()
+    ends, k = [], 0
+    for v in views:
+        k += v[0].shape[1]
+        ends.append(k)
+    offs = torch.tensor(ends, dtype=torch.int32, device=a.device)
+    c0 = inp["c0"]
+    d = c0.clone()  # our own fp32 accumulator: D += A_g B_g^T in place (beta = 1), as DeepGEMM's c = d
+
+    def fn():
+        fk.k_grouped_mm(a, b, offs, sa, sb, out=d, beta=1.0, fast_accum=True)
+        return d
+    fn.reset = lambda: d.copy_(c0)  # run_impl restores d before the checked call (fn accumulates)
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - e.g. a backend without the k-grouped GEMM (UNSUPPORTED)
+        raise NotAvailable("fp8kit.k_grouped_mm: %s" % str(e).splitlines()[0][:200])
+    return fn
+
+
 def ours_missing(name):
     def maker(inp):
         fk = fp8kit_module()
@@ -424,7 +455,7 @@ CALLS = {
     "k_grouped": {
         "deepgemm": dg_k_grouped,
         "deepgemm_sf_in_call": lambda inp: dg_k_grouped(inp, True),
-        "ours": ours_missing("k_grouped_mm"),
+        "ours": ours_k_grouped,
         "cublaslt": not_applicable("no k-grouped cuBLASLt path in torch"),
     },
 }
@@ -455,8 +486,9 @@ def run_impl(name, maker, inp, args):
     """-> dict(us, tflops, rel_err, checked, first_s, label) or dict(na=reason)."""
     try:
         fn = maker(inp)
-        if "reset" in inp:
-            inp["reset"]()
+        reset = getattr(fn, "reset", None) or inp.get("reset")  # a maker with its own accumulator resets it
+        if reset:
+            reset()
         torch.cuda.synchronize()
         t0 = time.time()
         out = fn()  # DeepGEMM: the JIT compiles here on a shape's first call

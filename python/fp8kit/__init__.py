@@ -31,6 +31,7 @@ from ._quant import quant_shapes as _quant_shapes
 from ._typing import Array as _Array, DTypeLike as _DTypeLike
 from ._gemm import scaled_mm as _gemm_scaled_mm
 from ._grouped import grouped_mm
+from ._k_grouped import k_grouped_mm
 from ._checkpoint import CheckpointReport, dequantize_checkpoint, quantize_checkpoint
 from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileError, DeviceError, FP8KitError,
                      InternalError, InvalidArgumentError, InvalidShapeError, InvalidStrideError, IOFailedError,
@@ -43,7 +44,8 @@ from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileErro
 __version__ = _lib.package_version()
 
 __all__ = [
-    "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "quant_shapes", "to_float32", "TaggedArray",
+    "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "k_grouped_mm", "quant_shapes", "to_float32",
+    "TaggedArray",
     "quantize_checkpoint", "dequantize_checkpoint", "CheckpointReport",
     "Context", "get_context", "clear_contexts", "parse_device", "version", "library_path", "backend_available",
     "FP8KitError", "LibraryNotFoundError", "LibraryVersionError", "Status", "DType", "Backend", "Scheme",

@@ -47,34 +47,36 @@ class GroupedGemmArgs(ctypes.Structure):
     ]
 
 
-def _offsets(offs, groups, dev):
+def _offsets(offs, groups, dev, fn=FN, name="offs"):
     """(pointer, owner) of offs as G contiguous int32 values on the operands' device (dev = (kind, index)):
-    host memory for the CPU backend, device memory of the same GPU for the CUDA backend."""
+    host memory for the CPU backend, device memory of the same GPU for the CUDA backend. fn names the
+    caller in messages, name the argument."""
     if dev[0] == "cuda":
         import torch
         if not is_torch_tensor(offs) or offs.device.type != "cuda" or offs.device.index != dev[1]:
-            raise InvalidArgumentError("%s: with CUDA operands offs must be an int32 torch tensor on cuda:%d (the "
-                                       "kernel reads it; no host copy)" % (FN, dev[1]))
+            raise InvalidArgumentError("%s: with CUDA operands %s must be an int32 torch tensor on cuda:%d (the "
+                                       "kernel reads it; no host copy)" % (fn, name, dev[1]))
     if is_torch_tensor(offs):
         import torch
         if offs.dtype != torch.int32:
-            raise InvalidArgumentError("%s: offs must be int32 (got %s)" % (FN, offs.dtype))
+            raise InvalidArgumentError("%s: %s must be int32 (got %s)" % (fn, name, offs.dtype))
         if offs.device.type != dev[0]:
-            raise UnsupportedError("%s: offs is on %s but the operands are on %s" % (FN, offs.device.type, dev[0]))
+            raise UnsupportedError("%s: %s is on %s but the operands are on %s" % (fn, name, offs.device.type, dev[0]))
         offs = offs.contiguous()
         if offs.dim() != 1 or offs.numel() != groups:
-            raise InvalidShapeError("%s: offs must hold G = %d values (got shape %s)" % (FN, groups, tuple(offs.shape)))
+            raise InvalidShapeError("%s: %s must hold G = %d values (got shape %s)"
+                                    % (fn, name, groups, tuple(offs.shape)))
         return offs.data_ptr(), offs
     arr = np.asarray(offs)
     # an int32 array, or a sequence of Python ints that fit int32
     is_list = not isinstance(offs, np.ndarray)
     if arr.dtype != np.int32 and not (is_list and arr.dtype.kind in "iu"):
-        raise InvalidArgumentError("%s: offs must be int32 (got %s)" % (FN, arr.dtype))
+        raise InvalidArgumentError("%s: %s must be int32 (got %s)" % (fn, name, arr.dtype))
     if arr.dtype != np.int32 and arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
-        raise InvalidArgumentError("%s: offs holds values outside int32" % FN)
+        raise InvalidArgumentError("%s: %s holds values outside int32" % (fn, name))
     arr = np.ascontiguousarray(arr, dtype=np.int32)
     if arr.ndim != 1 or arr.size != groups:
-        raise InvalidShapeError("%s: offs must hold G = %d values (got shape %s)" % (FN, groups, arr.shape))
+        raise InvalidShapeError("%s: %s must hold G = %d values (got shape %s)" % (fn, name, groups, arr.shape))
     return arr.ctypes.data, arr
 
 

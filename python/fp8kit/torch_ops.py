@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
 
-from . import _gemm, _grouped, _quant
+from . import _gemm, _grouped, _k_grouped, _quant
 from ._arrays import dtype_of_name
 from ._lib import DType
 from ._torch import torch_dtype
@@ -64,6 +64,10 @@ _LIB.define("scaled_mm(Tensor a, Tensor b, Tensor? scale_a, Tensor? scale_b, Ten
             "str scale_layout, bool bias_per_row) -> Tensor")
 _LIB.define("grouped_mm(Tensor a, Tensor b, Tensor offs, Tensor? scale_a, Tensor? scale_b, Tensor? bias, "
             "str out_dtype, str activation, float alpha, str layout=\"contiguous\") -> Tensor")
+# functional: c (G, M, N), read when beta != 0, is copied into the new output (fp8kit.k_grouped_mm's out= and
+# in-place accumulation are the raw path's)
+_LIB.define("k_grouped_mm(Tensor a, Tensor b, Tensor offsets, Tensor? scale_a, Tensor? scale_b, str out_dtype, "
+            "float alpha, float beta, Tensor? c, bool fast_accum, str scale_mode) -> Tensor")
 
 
 def _quantize_op(x, scheme, dtype, axis, rounding, pow2, scale_layout):
@@ -135,10 +139,34 @@ def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, 
     return a.new_empty((a.shape[0], b.shape[2]), dtype=torch_dtype(dt))
 
 
+def _k_grouped_dtype(out_dtype, c):
+    """D's torch dtype: out_dtype, else c's, else bfloat16."""
+    if out_dtype:
+        return torch_dtype(dtype_of_name(out_dtype))
+    return c.dtype if c is not None else torch.bfloat16
+
+
+def _k_grouped_mm_op(a, b, offsets, scale_a, scale_b, out_dtype, alpha, beta, c, fast_accum, scale_mode):
+    dt = _k_grouped_dtype(out_dtype, c)
+    out = None
+    if c is not None:
+        out = c.to(dtype=dt, memory_format=torch.contiguous_format, copy=True)
+    elif beta != 0.0:
+        raise InvalidArgumentError("fp8kit::k_grouped_mm: beta = %g reads c: pass c (G, M, N)" % beta)
+    return _k_grouped.k_grouped_mm(a, b, offsets, scale_a, scale_b, out=out, out_dtype=dt, alpha=alpha, beta=beta,
+                                   scale_mode=scale_mode or None, fast_accum=fast_accum)
+
+
+def _k_grouped_mm_fake(a, b, offsets, scale_a, scale_b, out_dtype, alpha, beta, c, fast_accum, scale_mode):
+    # G from the offsets, M from a (M, Ktot), N from b (N, Ktot)
+    return a.new_empty((offsets.shape[0], a.shape[0], b.shape[0]), dtype=_k_grouped_dtype(out_dtype, c))
+
+
 for _name, _kernel, _fake in (("quantize", _quantize_op, _quantize_fake),
                               ("dequantize", _dequantize_op, _dequantize_fake),
                               ("scaled_mm", _scaled_mm_op, _scaled_mm_fake),
-                              ("grouped_mm", _grouped_mm_op, _grouped_mm_fake)):
+                              ("grouped_mm", _grouped_mm_op, _grouped_mm_fake),
+                              ("k_grouped_mm", _k_grouped_mm_op, _k_grouped_mm_fake)):
     for _key in ("CPU", "CUDA"):
         _LIB.impl(_name, _kernel, _key)
     torch.library.register_fake("fp8kit::" + _name, _fake, lib=_LIB)
@@ -193,3 +221,16 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, scale_a: Op
     fp8kit.grouped_mm."""
     return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
                                        float(alpha), layout)
+
+
+def k_grouped_mm(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, scale_a: Optional[torch.Tensor] = None,
+                 scale_b: Optional[torch.Tensor] = None, out_dtype: Optional[DTypeLike] = None, *,
+                 alpha: float = 1.0, beta: float = 0.0, c: Optional[torch.Tensor] = None, fast_accum: bool = False,
+                 scale_mode: Optional[str] = None) -> torch.Tensor:
+    """torch.ops.fp8kit.k_grouped_mm with fp8kit.k_grouped_mm's arguments: a (M, Ktot), b (N, Ktot),
+    offsets (the G int32 K ends), scale_a, scale_b, out_dtype (default: c's dtype, else bfloat16) and the
+    keywords alpha, beta, fast_accum, scale_mode; returns a new (G, M, N) tensor. Functional: instead of
+    out= it takes c (G, M, N), copied into the result, which beta != 0 then accumulates into
+    (D = alpha * A_g B_g^T + beta * c); see fp8kit.k_grouped_mm."""
+    return torch.ops.fp8kit.k_grouped_mm(a, b, offsets, scale_a, scale_b, _dtype_str(out_dtype), float(alpha),
+                                         float(beta), c, bool(fast_accum), scale_mode or "")

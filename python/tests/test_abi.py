@@ -11,12 +11,13 @@ import subprocess
 import pytest
 
 import fp8kit
-from fp8kit import _grouped, _lib
+from fp8kit import _grouped, _k_grouped, _lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STRUCTS = {"fp8kit_tensor": _lib.Tensor, "fp8kit_quant_desc": _lib.QuantDesc,
            "fp8kit_gemm_desc": _lib.GemmDesc, "fp8kit_gemm_args": _lib.GemmArgs, "fp8kit_gemm_call": _lib.GemmCall,
-           "fp8kit_grouped_gemm_args": _grouped.GroupedGemmArgs}
+           "fp8kit_grouped_gemm_args": _grouped.GroupedGemmArgs,
+           "fp8kit_k_grouped_gemm_args": _k_grouped.KGroupedGemmArgs}
 ENUMS = {  # IntEnum -> C prefix of its constants
     _lib.Status: "FP8KIT_", _lib.DType: "FP8KIT_", _lib.Backend: "FP8KIT_BACKEND_",
     _lib.Scheme: "FP8KIT_SCHEME_", _lib.Rounding: "FP8KIT_ROUND_", _lib.ScaleLayout: "FP8KIT_LAYOUT_",

@@ -20,9 +20,9 @@ PKG = os.path.dirname(fp8kit.__file__)
 SCALED_MM_KEYWORDS = ["activation", "alpha", "beta", "c", "scale_d", "out_quant", "out_hp", "out_rounding",
                       "out_pow2", "return_amax", "use_fast_accum", "fast_accum", "scale_mode", "scale_layout",
                       "bias_per_row", "a_dtype", "b_dtype", "out", "ctx", "stream"]
-ANNOTATED = ["quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "quant_shapes", "to_float32", "version",
-             "library_path", "backend_available", "get_context", "clear_contexts", "parse_device", "dtype_of_name",
-             "quantize_checkpoint", "dequantize_checkpoint"]
+ANNOTATED = ["quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "k_grouped_mm", "quant_shapes", "to_float32",
+             "version", "library_path", "backend_available", "get_context", "clear_contexts", "parse_device",
+             "dtype_of_name", "quantize_checkpoint", "dequantize_checkpoint"]
 
 
 def _public_functions():
@@ -44,7 +44,7 @@ def _public_functions():
     except ImportError:
         return out
     from fp8kit import torch_ops
-    for name in ("quantize", "dequantize", "scaled_mm", "grouped_mm"):
+    for name in ("quantize", "dequantize", "scaled_mm", "grouped_mm", "k_grouped_mm"):
         out.append(("torch_ops." + name, getattr(torch_ops, name), getattr(torch_ops, name).__doc__ or ""))
     return out
 
