@@ -540,8 +540,8 @@ FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_
  * FP8KIT_ERR_INVALID_ARGUMENT); scale_a / scale_b as above; bias, act and
  * out_quant must be NONE and scale_layout plain (else
  * FP8KIT_ERR_UNSUPPORTED); out_hp, out_rounding and out_pow2 are not read;
- * fast_accum is accepted and ignored (the CPU sums every 128 of K in fp32,
- * as in fp8kit_gemm).
+ * fast_accum: ignored by the CPU (it sums every 128 of K in fp32, as in
+ * fp8kit_gemm); the CUDA backend needs it for f32 D (see below).
  * Numerics (docs/spec.md 3, "K-grouped GEMM"; the bounds of section 3):
  * each 128-wide block of a group's K is summed in fp32 in k order and added
  * to an fp32 accumulator times its scales, acc = fmaf(s, sa * sb, acc); then
@@ -555,10 +555,15 @@ FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_
  * (D, status) may overlap an input (offsets and scales included).
  * status (optional, NULL = none): one int32, 0 after a call that ran,
  * FP8KIT_ERR_INVALID_ARGUMENT after invalid offsets.
- * CUDA backend: NOT IMPLEMENTED YET. After the host checks (everything but
- * the offsets' values) the call returns FP8KIT_ERR_UNSUPPORTED with the
- * message "cuda k-grouped gemm: not implemented yet"; only the CPU backend
- * computes it today. */
+ * CUDA backend (sm_90): one kernel launch, no host sync, no allocation
+ * (capturable in a CUDA graph); the kernel checks the offsets and, when
+ * they are invalid, writes nothing to D and sets *status. Its fp8 tensor
+ * cores sum each 128 of K before the fp32 promotion, so f32 D needs
+ * desc->fast_accum = 1 (rel ~1e-4; else FP8KIT_ERR_UNSUPPORTED), as the
+ * block-scaled fp8kit_gemm. A and B need 16-byte aligned bases and row
+ * strides that are multiples of 16 bytes (else FP8KIT_ERR_MISALIGNED); D's
+ * group stride must be a multiple of its row stride, at least M rows (else
+ * FP8KIT_ERR_UNSUPPORTED); M, N, Ktot < 2^31. */
 typedef struct fp8kit_k_grouped_gemm_args {
     fp8kit_tensor a, b;       /* (M, Ktot), (N, Ktot): e4m3 / e5m2 */
     const int32_t *offsets;   /* G K ends (G = d.shape[0]), multiples of 128; device memory on the CUDA backend */

@@ -116,6 +116,7 @@ typedef struct fk_k_grouped_job {
     float alpha, beta;
     void *d; fp8kit_dtype d_type; int64_t ldd, sdg;
     int32_t *status;
+    int fast_accum; /* desc->fast_accum (the CUDA backend's f32 output needs it) */
 } fk_k_grouped_job;
 
 /* A resolved GEMM configuration, cached per key. Backends own `config`.

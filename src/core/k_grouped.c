@@ -7,8 +7,8 @@
  * every pointer, that no output (D, status) overlaps another argument, and on
  * backends working in host memory the offsets (non-decreasing multiples of
  * 128, <= Ktot) - before anything runs, then hands one fk_k_grouped_job to
- * the backend's k_grouped op (the CPU's: src/cpu/k_grouped.c). A backend
- * without one (CUDA, for now) answers FP8KIT_ERR_UNSUPPORTED. */
+ * the backend's k_grouped op (src/cpu/k_grouped.c, src/cuda/gemm_k_grouped.cu).
+ * A backend without one answers FP8KIT_ERR_UNSUPPORTED. */
 #include <string.h>
 #include "core/check.h"
 
@@ -134,6 +134,7 @@ static fp8kit_status fk_kg_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, con
     j->beta = a->beta;
     j->d = a->d.data; j->d_type = a->d.dtype; j->sdg = fk_stride(&a->d, 0); j->ldd = fk_stride(&a->d, 1);
     j->status = a->status;
+    j->fast_accum = d->fast_accum != 0;
     return FP8KIT_OK;
 }
 

@@ -51,6 +51,13 @@ fp8kit_status fk_cuda_supports(fp8kit_ctx *ctx, fk_op op, const void *job);
 /* gemm_grouped.cu */
 fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, const fk_plan *plan, void *stream);
+/* mx_norm.cu: the MX chunk normalization (format/mx_norm.h) of one GEMM
+ * operand (rows x k codes, row stride ldx; e8m0 scales s, plain or blocked)
+ * into y (row stride ldy) and plain scales sy, on the stream */
+fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked, int64_t rows,
+                              int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *stream);
+/* gemm_k_grouped.cu: fp8kit_k_grouped_gemm (offsets in device memory, checked by the kernel) */
+fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *job, void *stream);
 #ifdef __cplusplus
 }
 #endif

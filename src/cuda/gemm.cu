@@ -140,15 +140,43 @@ static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
     return fk_sm90_sk_bytes_of(cfg->sk_tail, cfg->sk_parts, fk_sm90_variants[cfg->variant].bn);
 }
 
-/* Where the stream-K area starts in the workspace: after the fp16 copies
- * of the precise fp32 path, 256-byte aligned. */
-static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_f16_workspace_bytes(job) + 255) / 256 * 256; }
+/* The MX GEMM's normalized operand copies (mx_norm.cu; format/mx_norm.h) in
+ * the workspace: A and B codes (row stride K rounded up to 16 bytes), then
+ * their plain scale bytes, each 256-byte aligned, at offsets o[0 .. 3].
+ * Returns the bytes (0: not an MX job, or nothing to multiply). A call with
+ * less workspace runs on the operands as given (every stage whose scales
+ * differ inside its 128 of K then promotes every 32). */
+static size_t fk_mx_copies(const fk_gemm_job *job, size_t o[4])
+{
+    if (job->desc.scale_a != FP8KIT_SCALE_MX || job->m <= 0 || job->n <= 0 || job->k <= 0)
+        return 0;
+    const size_t ld = (size_t)fk_round_up(job->k, 16), kbs = (size_t)job->k / 32;
+    const size_t m = (size_t)job->m, n = (size_t)job->n;
+    o[0] = 0;
+    o[1] = (m * ld + 255) / 256 * 256;
+    o[2] = o[1] + (n * ld + 255) / 256 * 256;
+    o[3] = o[2] + (m * kbs + 255) / 256 * 256;
+    return o[3] + n * kbs;
+}
 
-/* The whole workspace with a stream-K area of sk bytes (none: the fp16
- * copies alone). */
+/* The operand copies a plan's fastest path reads from the workspace: the
+ * precise fp32 path's fp16 copies or the MX GEMM's normalized ones. */
+static size_t fk_sm90_copies_bytes(const fk_gemm_job *job)
+{
+    size_t o[4];
+    const size_t mx = fk_mx_copies(job, o);
+    return mx ? mx : fk_f16_workspace_bytes(job);
+}
+
+/* Where the stream-K area starts in the workspace: after the operand
+ * copies, 256-byte aligned. */
+static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_sm90_copies_bytes(job) + 255) / 256 * 256; }
+
+/* The whole workspace with a stream-K area of sk bytes (none: the copies
+ * alone). */
 static size_t fk_sm90_ws_bytes(const fk_gemm_job *job, size_t sk)
 {
-    return sk ? fk_sm90_sk_offset(job) + sk : fk_f16_workspace_bytes(job);
+    return sk ? fk_sm90_sk_offset(job) + sk : fk_sm90_copies_bytes(job);
 }
 
 /* A stream-K flag value no earlier launch of this process used: a
@@ -659,6 +687,17 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         opb = (const unsigned char *)job->workspace + fk_f16_b_offset(job);
         kbytes = lda = ldb = 2 * (uint64_t)job->k;
     }
+    /* MX with room for the normalized copies: the GEMM reads those */
+    size_t mo[4];
+    const size_t mxb = fk_mx_copies(job, mo);
+    unsigned char *mxw = mxb && job->workspace && job->workspace_bytes >= mxb && ((uintptr_t)job->workspace & 15u) == 0
+                             ? (unsigned char *)job->workspace
+                             : NULL;
+    if (mxw) {
+        opa = mxw + mo[0];
+        opb = mxw + mo[1];
+        lda = ldb = (uint64_t)fk_round_up(job->k, 16);
+    }
     fk_device_guard g(cfg.device);
     FK_CUDA_CHECK(ctx, g.err);
     if (dd->out_quant == FP8KIT_OUTQ_SCALED && job->amax_d)
@@ -694,6 +733,12 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
             p.sa_sk = ga.blocked;
         }
     }
+    if (mxw) { /* the copies' scales, plain */
+        p.sa = (const float *)(mxw + mo[2]);
+        p.sb = (const float *)(mxw + mo[3]);
+        p.sa_sm = job->k / 32;
+        p.sa_sk = 0;
+    }
     /* D's store path (gemm_store.h): 2 the TMA-store epilogue, 1 the
      * bulk-copy one, 0 the general one */
     if (store == FK_STORE_TMA) {
@@ -718,6 +763,17 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         const unsigned grid3[3] = {grid, 1, 1}, block[3] = {FK_GEMM_THREADS, 1, 1};
         const size_t sizes[3] = {sizeof ta, sizeof tb, sizeof p};
         return hook((const void *)v->fn, grid3, block, (size_t)v->smem_bytes, args, sizes, 3, cfg.pdl);
+    }
+    if (mxw) {
+        const int blocked = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
+        const int64_t ld = fk_round_up(job->k, 16);
+        fp8kit_status nst = fk_cuda_mx_norm(ctx, job->a, job->lda, job->scale_a, blocked, job->m, job->k,
+                                            job->a_type == FP8KIT_E5M2, mxw + mo[0], ld, mxw + mo[2], (void *)st);
+        if (nst == FP8KIT_OK)
+            nst = fk_cuda_mx_norm(ctx, job->b, job->ldb, job->scale_b, blocked, job->n, job->k,
+                                  job->b_type == FP8KIT_E5M2, mxw + mo[1], ld, mxw + mo[3], (void *)st);
+        if (nst != FP8KIT_OK)
+            return nst;
     }
     return fk_sm90_launch(ctx, cfg.device, cfg.variant, grid, cfg.pdl, args, st);
 }

@@ -40,12 +40,14 @@ static inline unsigned int __float_as_uint(float f)
 
 /* One stage's scale area for tile width BN: A's table [k32 step][128 rows],
  * B's [k32 step][BN columns] (fp32; 0 for rows past the operand and blocks
- * past K), then 4 ints: min / max finite exponent byte of A, then of B. */
+ * past K), then 8 ints: min / max finite exponent byte of A, then of B;
+ * whether every row of A's tile, then of B's, has one scale for all four
+ * k32 steps (then the stage is promoted once: fk_mx_uniform); 2 unused. */
 template <int BN> struct fk_mx_area {
     static constexpr int SA_FLOATS = 4 * 128;
     static constexpr int SB_FLOATS = 4 * BN;
-    static constexpr int MM = SA_FLOATS + SB_FLOATS; /* float offset of the 4 ints */
-    static constexpr int BYTES = MM * 4 + 16;
+    static constexpr int MM = SA_FLOATS + SB_FLOATS; /* float offset of the 8 ints */
+    static constexpr int BYTES = MM * 4 + 32;
 };
 
 /* p[0], p[1] (p 8-byte aligned) */
@@ -104,15 +106,17 @@ FK_MX_FN void fk_mx_load(const unsigned char *s, bool blocked, int nkb, int kbs,
 }
 
 /* One lane's part of a table (ROWS rows): decodes w (from fk_mx_load) into
- * tab[kk * ROWS + lane + 32 i] (0 where masked) and folds the finite exponent
- * bytes into emin / emax. */
+ * tab[kk * ROWS + lane + 32 i] (0 where masked), folds the finite exponent
+ * bytes into emin / emax and clears `uniform` unless each of the lane's rows
+ * has the same scale byte in all its blocks inside K. */
 template <int ROWS, int NW>
 FK_MX_FN void fk_mx_decode(const unsigned int (&w)[NW], int row0, int nrows, int kc0, int kbs, int lane, float *tab,
-                           int &emin, int &emax)
+                           int &emin, int &emax, bool &uniform)
 {
 #pragma unroll
     for (int i = 0; i < NW; i++) {
         const bool rv = row0 + lane + 32 * i < nrows;
+        const unsigned int e0 = w[i] & 255u;
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
             const unsigned int e = (w[i] >> (8 * kk)) & 255u;
@@ -122,8 +126,19 @@ FK_MX_FN void fk_mx_decode(const unsigned int (&w)[NW], int row0, int nrows, int
                 emin = min(emin, (int)e);
                 emax = max(emax, (int)e);
             }
+            if (v && e != e0)
+                uniform = false;
         }
     }
+}
+
+/* Whether every row of both tiles of a stage has one scale over the
+ * stage's 128 of K (the helper warps' flags): then the four k32 products
+ * can be summed by the tensor cores and promoted once with step 0's table. */
+template <int BN> FK_MX_FN bool fk_mx_uniform(const float *area)
+{
+    const int *mm = (const int *)(area + fk_mx_area<BN>::MM);
+    return (mm[4] & mm[5]) != 0;
 }
 
 /* Unbiased exponent of a decoded scale (2^-127 is the subnormal 0x00400000;

@@ -56,6 +56,10 @@ struct fk_gemm_params {
     int grp_brows;          /* rows of B's 2-D map per expert (its expert stride / ldb) */
     int grp_tab;            /* byte offset of the table of sched.cuh in dynamic shared memory */
     int *grp_status;        /* optional: 0 (offsets valid) or FP8KIT_ERR_INVALID_ARGUMENT, by CTA 0 */
+    /* the K-grouped kernel (gemm_kg.cuh) reuses grp_offs (K ends), grp_count, grp_tab and grp_status */
+    /* (there m is the rows of D viewed as one matrix: (G - 1) kg_drows + kg_m) */
+    int kg_drows;           /* rows of D from one group to the next (its group stride / ldd) */
+    int kg_m;               /* M: rows of A and of each group's D */
 };
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
@@ -76,6 +80,8 @@ extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;
 extern const fk_sm90_variant fk_sm90_grouped_variants[]; /* the grouped GEMM's (gemm_grouped.cu) */
 extern const int fk_sm90_grouped_variant_count;
+extern const fk_sm90_variant fk_sm90_kg_variants[]; /* the K-grouped GEMM's (gemm_k_grouped.cu), one per fp8 pair */
+extern const int fk_sm90_kg_variant_count;
 
 #define FK_GEMM_THREADS 384 /* two consumer warpgroups + one producer warpgroup */
 #define FK_GEMM_BM 128

@@ -426,7 +426,8 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
 /* Producer: one thread streams every (tile, K block) of this CTA into the
  * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
  * multicast to the same stage of every CTA of the cluster (which share B). */
-template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1>
+template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
+          class W = fk_sm90_walk<CL, GR, WV>>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
@@ -439,7 +440,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
     }
     int stage = 0;
     uint32_t phase = 0;
-    fk_sm90_walk<CL, GR, WV> w;
+    W w; /* (the K-grouped kernel walks its own sequence: gemm_kg.cuh) */
     for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
@@ -1148,13 +1149,16 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
         float *area = (float *)(sc0 + stage * S::SC_BYTES);
         float *tab = area + (IS_B ? S::SA_FLOATS : 0);
         int emin = 1024, emax = -1024;
-        fk_mx_decode<ROWS>(w, row0, nrows, kb * 4, kbs, lane, tab, emin, emax);
+        bool uniform = true;
+        fk_mx_decode<ROWS>(w, row0, nrows, kb * 4, kbs, lane, tab, emin, emax, uniform);
         emin = __reduce_min_sync(0xffffffffu, emin);
         emax = __reduce_max_sync(0xffffffffu, emax);
+        uniform = __all_sync(0xffffffffu, uniform);
         if (lane == 0) {
-            int *mm = (int *)(area + fk_mx_area<BN>::MM) + (IS_B ? 2 : 0);
-            mm[0] = emin;
-            mm[1] = emax;
+            int *mm = (int *)(area + fk_mx_area<BN>::MM);
+            mm[IS_B ? 2 : 0] = emin;
+            mm[IS_B ? 3 : 1] = emax;
+            mm[IS_B ? 5 : 4] = uniform;
         }
         fk_mbar_arrive(full0 + 8 * stage); /* release: this lane's writes */
         if (++stage == S::STAGES) {
@@ -1184,33 +1188,61 @@ static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint32_t 
     fk_wgmma_commit();
 }
 
-/* Steps 1 .. 3 of a stage (wgmma operands at a, b; scale tables in area):
- * step 0 is in flight in acc0 on entry, step 3 in acc1 on return; each
- * step's group runs while the previous step is promoted. */
+/* One stage of the MX consumer. NEW / OLD are the two wgmma accumulator
+ * sets; on entry a promotion may be pending (pstage >= 0: a uniform
+ * stage's group in flight in OLD, its scale area at sc0 + pstage areas).
+ * A uniform stage (fk_mx_uniform: every row of both tiles has one scale
+ * over the stage's 128 of K, as the workspace copies of fk_mx_norm mostly
+ * are, and no scale product leaves fp32's exact range) runs its four k32
+ * steps as one group into NEW and leaves it pending; meanwhile the pending
+ * one is promoted and its stage released. Any other stage promotes each k32
+ * step with its own scales (the two sets alternating, each step's group
+ * running while the previous one is promoted) and leaves nothing pending. */
 template <int BN, int AB, int NACC>
-static __device__ __forceinline__ void fk_mx_steps123(float (&acc0)[NACC], float (&acc1)[NACC], float (&accf)[NACC],
-                                                      uint32_t a, uint32_t b, const float *area, bool slow, int rl,
-                                                      int cq)
+static __device__ __forceinline__ void fk_mx_stage(float (&nw)[NACC], float (&od)[NACC], float (&accf)[NACC],
+                                                   uint32_t a, uint32_t b, const unsigned char *sc0, int stage,
+                                                   int &pstage, uint32_t empty0, int rl, int cq, int lane)
 {
-    fk_mx_issue<BN, AB>(acc1, a + 32, b + 32);
+    typedef fk_sm90_mx_shape<BN> S;
+    const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
+    const bool slow = fk_mx_slow<BN>(area);
+    const bool one = fk_mx_uniform<BN>(area) && !slow;
+    if (one)
+        fk_sm90_issue<BN, AB>(nw, a, b);
+    else
+        fk_mx_issue<BN, AB>(nw, a, b);
     fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, acc0, area, slow, 0, rl, cq);
-    fk_mx_issue<BN, AB>(acc0, a + 64, b + 64);
+    if (pstage >= 0) {
+        fk_mx_promote<BN>(accf, od, (const float *)(sc0 + pstage * S::SC_BYTES), false, 0, rl, cq);
+        __syncwarp();
+        if (lane == 0)
+            fk_mbar_arrive(empty0 + 8 * pstage);
+    }
+    if (one) {
+        pstage = stage;
+        return;
+    }
+    fk_mx_issue<BN, AB>(od, a + 32, b + 32);
     fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, acc1, area, slow, 1, rl, cq);
-    fk_mx_issue<BN, AB>(acc1, a + 96, b + 96);
+    fk_mx_promote<BN>(accf, nw, area, slow, 0, rl, cq);
+    fk_mx_issue<BN, AB>(nw, a + 64, b + 64);
     fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, acc0, area, slow, 2, rl, cq);
+    fk_mx_promote<BN>(accf, od, area, slow, 1, rl, cq);
+    fk_mx_issue<BN, AB>(od, a + 96, b + 96);
+    fk_wgmma_wait<1>();
+    fk_mx_promote<BN>(accf, nw, area, slow, 2, rl, cq);
+    fk_wgmma_wait<0>();
+    fk_mx_promote<BN>(accf, od, area, slow, 3, rl, cq);
+    __syncwarp();
+    if (lane == 0)
+        fk_mbar_arrive(empty0 + 8 * stage);
+    pstage = -1;
 }
 
-/* MX consumer warpgroup wg: one wgmma group per k32 step, alternating
- * between two accumulator sets, so that each step's group runs while the
- * previous step is promoted; a stage's last step is promoted while the next
- * stage's first group runs, and the stage is released after that promotion
- * (it reads the stage's scale tables). The if / else around the next
- * stage's first group costs one wait that ptxas injects at its join (C7517);
- * the alternatives tried here (a peeled first or last stage, a dummy group
- * after the last stage) made ptxas serialize every group (C7514). */
+/* MX consumer warpgroup wg: stages in pairs (acc0 then acc1 as the new
+ * set: fk_mx_stage), so that a pending group is always in the set the next
+ * stage does not issue into; the last pending group is promoted after the
+ * tile's last stage. */
 template <int BN, int AB>
 static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
                                                            const unsigned char *sc0, uint32_t full0, uint32_t empty0,
@@ -1234,32 +1266,38 @@ static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params 
 #pragma unroll
         for (int i = 0; i < G::NACC; i++)
             accf[i] = 0.0f;
-        if (nkb > 0) {
-            fk_mbar_wait(full0 + 8 * stage, phase);
-            fk_mx_issue<BN, AB>(acc0, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);
-            for (int kb = 0; kb < nkb; kb++) {
-                const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
-                const bool slow = fk_mx_slow<BN>(area); /* read once per stage */
-                fk_mx_steps123<BN, AB>(acc0, acc1, accf, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES, area,
-                                       slow, rl, cq);
-                const int cur = stage;
-                if (++stage == S::STAGES) {
-                    stage = 0;
-                    phase ^= 1u;
-                }
-                if (kb + 1 < nkb) {
-                    fk_mbar_wait(full0 + 8 * stage, phase);
-                    fk_mx_issue<BN, AB>(acc0, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);
-                    fk_wgmma_wait<1>();
-                } else {
-                    fk_wgmma_wait<0>();
-                }
-                fk_mx_promote<BN>(accf, acc1, area, slow, 3, rl, cq);
-                __syncwarp();
-                if (lane == 0)
-                    fk_mbar_arrive(empty0 + 8 * cur);
+        int pstage = -1; /* the stage whose group awaits its promotion (fk_mx_stage) */
+#define FK_MX_STAGE(NEW, OLD)                                                                                     \
+    {                                                                                                         \
+        fk_mbar_wait(full0 + 8 * stage, phase);                                                               \
+        fk_mx_stage<BN, AB>(NEW, OLD, accf, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES, sc0, stage,    \
+                            pstage, empty0, rl, cq, lane);                                                    \
+        if (++stage == S::STAGES) {                                                                           \
+            stage = 0;                                                                                        \
+            phase ^= 1u;                                                                                      \
+        }                                                                                                     \
+    }
+/* the pending group, in set ACC, promoted after the tile's last stage */
+#define FK_MX_DRAIN(ACC)                                                                                          \
+    if (pstage >= 0) {                                                                                        \
+        fk_wgmma_wait<0>();                                                                                   \
+        fk_mx_promote<BN>(accf, ACC, (const float *)(sc0 + pstage * S::SC_BYTES), false, 0, rl, cq);          \
+        __syncwarp();                                                                                         \
+        if (lane == 0)                                                                                        \
+            fk_mbar_arrive(empty0 + 8 * pstage);                                                              \
+        pstage = -1;                                                                                          \
+    }
+        for (int kb = 0; kb < nkb; kb += 2) {
+            FK_MX_STAGE(acc0, acc1)
+            if (kb + 1 < nkb) {
+                FK_MX_STAGE(acc1, acc0)
+            } else {
+                FK_MX_DRAIN(acc0)
             }
         }
+        FK_MX_DRAIN(acc1)
+#undef FK_MX_STAGE
+#undef FK_MX_DRAIN
         fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
     }
 }
@@ -1314,6 +1352,8 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     }
 #endif
 }
+
+#include "cuda/gemm_kg.cuh" /* the K-grouped kernel (it reuses the producer and epilogues above) */
 
 #define FK_V(BN, PROMO, BLOCK, AB)                                                      \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \

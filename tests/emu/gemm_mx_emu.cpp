@@ -44,7 +44,8 @@ struct ecase {
     const char *name;
     int m, n, k, bn;
     bool blocked;
-    int scales; /* 0 realistic, 1 edge, 2 NaN, 3 tiny (subnormal results), 4 huge (products past 2^127) */
+    int scales; /* 0 realistic, 1 edge, 2 NaN, 3 tiny (subnormal results), 4 huge (products past 2^127),
+                 * 5 one scale per 128 of K per row (uniform stages: one promotion each) */
     int off;    /* byte offset of the scale arrays (misaligned: byte loads) */
     bool e5a, e5b;
 };
@@ -70,28 +71,34 @@ static void emulate(const ecase &c, const std::vector<uint8_t> &A, const std::ve
                 int *mm = (int *)(area.data() + T::MM);
                 for (int op = 0; op < 2; op++) {
                     int emin = 1024, emax = -1024;
+                    bool uni = true;
                     for (int lane = 0; lane < 32; lane++) {
                         int lo = 1024, hi = -1024;
                         if (op == 0) {
                             unsigned int w[4];
                             fk_mx_load<4>(sa, c.blocked, nkb, kbs, word, tm * 128, M, kb * 4, lane, w);
-                            fk_mx_decode<128>(w, tm * 128, M, kb * 4, kbs, lane, area.data(), lo, hi);
+                            fk_mx_decode<128>(w, tm * 128, M, kb * 4, kbs, lane, area.data(), lo, hi, uni);
                         } else {
                             unsigned int w[BN / 32];
                             fk_mx_load<BN / 32>(sb, c.blocked, nkb, kbs, word, tn * BN, N, kb * 4, lane, w);
-                            fk_mx_decode<BN>(w, tn * BN, N, kb * 4, kbs, lane, area.data() + T::SA_FLOATS, lo, hi);
+                            fk_mx_decode<BN>(w, tn * BN, N, kb * 4, kbs, lane, area.data() + T::SA_FLOATS, lo, hi, uni);
                         }
                         emin = std::min(emin, lo);
                         emax = std::max(emax, hi);
                     }
                     mm[2 * op] = emin;
                     mm[2 * op + 1] = emax;
+                    mm[4 + op] = uni;
                 }
+                mm[6] = mm[7] = 0;
+                /* a uniform stage: the kernel sums its four k32 steps on the tensor cores and promotes
+                 * once with step 0's table */
+                const bool one = fk_mx_uniform<BN>(area.data());
                 for (int i = 0; i < T::MM; i++)
                     if (area[i] == -12345.0f && fails++ < 5)
                         printf("  %s: scale area entry %d not written\n", c.name, i);
-                for (int ks = 0; ks < 4; ks++) {
-                    const int k0 = kb * 128 + ks * 32;
+                for (int ks = 0; ks < (one ? 1 : 4); ks++) {
+                    const int k0 = kb * 128 + ks * 32, k1 = one ? k0 + 128 : k0 + 32;
                     for (int wg = 0; wg < 2; wg++)
                         for (int tid = 0; tid < 128; tid++) {
                             const int warp = tid >> 5, lane = tid & 31;
@@ -102,7 +109,7 @@ static void emulate(const ecase &c, const std::vector<uint8_t> &A, const std::ve
                                     const int row = tm * 128 + rl + 8 * (x >> 1), col = tn * BN + 8 * j + cq + (x & 1);
                                     double s = 0.0;
                                     if (row < M && col < N)
-                                        for (int k = k0; k < k0 + 32 && k < K; k++)
+                                        for (int k = k0; k < k1 && k < K; k++)
                                             s += (double)fk_fp8_to_f32(A[(size_t)row * K + k], c.e5a) *
                                                  fk_fp8_to_f32(B[(size_t)col * K + k], c.e5b);
                                     acc[4 * j + x] = (float)s;
@@ -145,13 +152,23 @@ static void run(const ecase &c)
             eb[(size_t)n * kbs + kb] = (uint8_t)(kind == 1 ? rnd(0, 8) : kind == 2 ? rnd(250, 254) : kind == 3 ? rnd(1, 2)
                                                  : c.scales == 1 ? rnd(127, 131) : rnd(116, 126));
     }
-    if (c.scales >= 3) /* every product 2^-156 .. 2^-152 (tiny) or 2^128 .. 2^131 (huge) */
+    if (c.scales == 3 || c.scales == 4) /* every product 2^-156 .. 2^-152 (tiny) or 2^128 .. 2^131 (huge) */
         for (int kb = 0; kb < kbs; kb++) {
             for (int m = 0; m < M; m++)
                 ea[(size_t)m * kbs + kb] = (uint8_t)(c.scales == 3 ? rnd(0, 1) : rnd(253, 254));
             for (int n = 0; n < N; n++)
                 eb[(size_t)n * kbs + kb] = (uint8_t)(c.scales == 3 ? rnd(99, 101) : rnd(129, 131));
         }
+    if (c.scales == 5) /* one scale per 128 of K in every row (after fk_mx_norm): uniform stages */
+        for (int kb = 0; kb < kbs; kb++) {
+            for (int m = 0; m < M; m++)
+                ea[(size_t)m * kbs + kb] = ea[(size_t)m * kbs + kb / 4 * 4];
+            for (int n = 0; n < N; n++)
+                eb[(size_t)n * kbs + kb] = eb[(size_t)n * kbs + kb / 4 * 4];
+        }
+    if (c.scales == 5 && M > 3) /* but not every stage: one row of A breaks its chunk 1 */
+        if (kbs > 5)
+            ea[(size_t)3 * kbs + 5] = (uint8_t)(ea[(size_t)3 * kbs + 5] + 1);
     if (c.scales == 2) {
         ea[(size_t)(M / 2) * kbs + kbs - 1] = 255;
         eb[(size_t)(N / 3) * kbs] = 255;
@@ -294,6 +311,8 @@ int main(void)
         {"e4m3 x e5m2 blocked", 192, 136, 288, 128, true, 0, 0, false, true},
         {"e5m2 x e4m3 plain", 192, 136, 320, 128, false, 0, 0, true, false},
         {"e5m2 x e5m2 edge", 130, 130, 640, 128, false, 1, 0, true, true},
+        {"uniform chunks plain", 200, 136, 544, 128, false, 5, 0, false, false},
+        {"uniform chunks blocked bn64", 130, 96, 288, 64, true, 5, 0, true, false},
     };
     for (const ecase &c : cases)
         run(c);

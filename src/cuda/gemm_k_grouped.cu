@@ -1,0 +1,149 @@
+/* gemm_k_grouped.cu - host side of the CUDA K-grouped GEMM
+ * (fp8kit_k_grouped_gemm; the kernel is gemm_kg.cuh): what the kernel
+ * needs beyond the core's checks, tensor maps of A (M, Ktot) and B (N, Ktot),
+ * the parameters (D as one (G x drows, N) view, beta * D read in place) and
+ * the launch. The offsets stay in device memory: the kernel checks them and
+ * writes nothing when they are invalid (the optional status word says so);
+ * no host sync, no allocation. */
+#include <stdio.h>
+#include <string.h>
+#include "cuda/backend.h"
+#include "cuda/driver.h"
+#include "cuda/gemm_host.h"
+#include "cuda/gemm_params.h"
+
+#define FN "cuda k-grouped gemm"
+
+static fp8kit_status fk_kg_can_run(fp8kit_ctx *ctx, const fk_k_grouped_job *j, const fk_sm90_variant *v)
+{
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    if (!cs)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, FN ": context has no CUDA state");
+    if (cs->cc_major != 9 || cs->cc_minor != 0)
+        return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH, FN ": needs an sm_90 device (this one is sm_%d%d)",
+                       cs->cc_major, cs->cc_minor);
+    if (j->d_type == FP8KIT_F32 && !j->fast_accum)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": f32 output needs desc->fast_accum: Hopper fp8 tensor cores promoted every 128 of K "
+                          "reach rel ~1e-4, not the 1e-5 of docs/spec.md section 3");
+    if (j->m > INT32_MAX || j->n > INT32_MAX || j->ktot > INT32_MAX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": M, N and Ktot must be < 2^31");
+    if (j->groups > 1 && j->sdg % j->ldd)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": d's group stride (%lld) must be a multiple of its row stride (%lld)",
+                       (long long)j->sdg, (long long)j->ldd);
+    const int64_t drows = j->groups > 1 ? j->sdg / j->ldd : j->m;
+    if (drows < j->m)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d's groups overlap (group stride %lld < M x row stride)",
+                       (long long)j->sdg);
+    const int64_t tiles = fk_ceil_div(j->m, FK_GEMM_BM) * fk_ceil_div(j->n, v->bn);
+    if (j->groups * drows > INT32_MAX || j->groups * tiles > INT32_MAX)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": G x M rows and G x output tiles must be < 2^31");
+    if (((uintptr_t)j->a & 15u) || ((uintptr_t)j->b & 15u) || (j->lda % 16) || (j->ldb % 16))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
+                       FN ": A and B need 16-byte aligned bases and row strides that are multiples of 16 bytes "
+                          "(TMA; lda %lld, ldb %lld)",
+                       (long long)j->lda, (long long)j->ldb);
+    if ((size_t)v->smem_bytes + 4 * (size_t)j->groups > cs->smem_optin)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": %lld groups need a %lld-byte table that does not fit in shared memory next to the "
+                          "kernel's %d bytes (device allows %zu)",
+                       (long long)j->groups, 4 * (long long)j->groups, v->smem_bytes, cs->smem_optin);
+    return FP8KIT_OK;
+}
+
+fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j, void *stream)
+{
+    const int ab = (j->a_type == FP8KIT_E5M2 ? 2 : 0) + (j->b_type == FP8KIT_E5M2 ? 1 : 0);
+    const fk_sm90_variant *v = NULL;
+    for (int i = 0; i < fk_sm90_kg_variant_count; i++)
+        if (fk_sm90_kg_variants[i].ab == ab)
+            v = &fk_sm90_kg_variants[i];
+    if (!v)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, FN ": no kernel for fp8 pair %d", ab);
+    fp8kit_status st = fk_kg_can_run(ctx, j, v);
+    if (st)
+        return st;
+    const fk_cuda_state *cs = fk_cuda(ctx);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (j->groups == 0) { /* nothing to check or compute */
+        if (j->status)
+            FK_CUDA_CHECK(ctx, cudaMemsetAsync(j->status, 0, sizeof(int32_t), s));
+        return FP8KIT_OK;
+    }
+    int prev = -1;
+    FK_CUDA_CHECK(ctx, cudaGetDevice(&prev));
+    if (prev != cs->device)
+        FK_CUDA_CHECK(ctx, cudaSetDevice(cs->device));
+    /* Tensor maps; none when there is nothing to load (the kernel still
+     * checks the offsets and writes beta * D). */
+    const int load = j->m > 0 && j->n > 0 && j->ktot > 0;
+    CUtensorMap tmaps[2];
+    memset(tmaps, 0, sizeof tmaps);
+    if (load) {
+        CUresult r = fk_tma_map_2d_u8(&tmaps[0], j->a, (uint64_t)j->m, (uint64_t)j->ktot, (uint64_t)j->lda,
+                                      FK_GEMM_BK, FK_GEMM_BM);
+        if (r == CUDA_SUCCESS)
+            r = fk_tma_map_2d_u8(&tmaps[1], j->b, (uint64_t)j->n, (uint64_t)j->ktot, (uint64_t)j->ldb, FK_GEMM_BK,
+                                 (uint32_t)v->bn);
+        if (r != CUDA_SUCCESS) {
+            if (prev != cs->device)
+                (void)cudaSetDevice(prev);
+            return fk_fail(ctx, FP8KIT_ERR_DEVICE, FN ": cuTensorMapEncodeTiled failed (%d)", (int)r);
+        }
+    }
+    fk_gemm_params p;
+    memset(&p, 0, sizeof p);
+    const int64_t drows = j->groups > 1 ? j->sdg / j->ldd : j->m;
+    p.m = (int)((j->groups - 1) * drows + j->m); /* D as one matrix (the epilogue's row bound) */
+    p.kg_m = (int)j->m;
+    p.kg_drows = (int)drows;
+    p.n = (int)j->n;
+    p.k = (int)j->ktot;
+    p.num_kb = load ? (int)fk_ceil_div(j->ktot, FK_GEMM_BK) : 0;
+    p.sched.tiles_m = (int)fk_ceil_div(j->m, FK_GEMM_BM);
+    p.sched.tiles_n = (int)fk_ceil_div(j->n, v->bn);
+    p.sched.group_m = 8;
+    if (j->scales_1x128) { /* per-row scales along K, read by the kernel's helper warps */
+        p.sa_mode = p.sb_mode = FP8KIT_SCALE_BLOCK;
+        p.sa_sm = p.sb_ld = j->kb;
+    } else { /* tensor scales (or none) in the epilogue */
+        p.sa_mode = j->scale_a ? FP8KIT_SCALE_TENSOR : FP8KIT_SCALE_NONE;
+        p.sb_mode = j->scale_b ? FP8KIT_SCALE_TENSOR : FP8KIT_SCALE_NONE;
+    }
+    p.sa = j->scale_a;
+    p.sb = j->scale_b;
+    p.alpha = j->alpha;
+    p.beta = j->beta;
+    p.d = j->d;
+    p.ldd = j->ldd;
+    p.d_type = j->d_type;
+    if (j->beta != 0.0f) { /* C is D itself: each element is read, then written, by one thread */
+        p.c = j->d;
+        p.ldc = j->ldd;
+        p.c_type = j->d_type;
+    }
+    p.bias_mode = FP8KIT_BIAS_NONE;
+    p.act = FP8KIT_ACT_NONE;
+    p.out_quant = FP8KIT_OUTQ_NONE;
+    p.grp_offs = j->offsets;
+    p.grp_count = (int)j->groups;
+    p.grp_tab = v->smem_bytes;
+    p.grp_status = j->status;
+    const int64_t tiles = j->groups * (int64_t)p.sched.count();
+    const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
+    const size_t smem = (size_t)v->smem_bytes + 4 * (size_t)j->groups;
+    cudaError_t e = cudaFuncSetAttribute((const void *)v->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)cs->smem_optin);
+    if (e == cudaSuccess) {
+        void *args[3] = {(void *)&tmaps[0], (void *)&tmaps[1], &p};
+        cudaLaunchConfig_t lc;
+        cudaLaunchAttribute at[2];
+        fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, s, 1, 1);
+        e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
+    }
+    if (prev != cs->device)
+        (void)cudaSetDevice(prev);
+    FK_CUDA_CHECK(ctx, e);
+    return FP8KIT_OK;
+}

@@ -1,0 +1,289 @@
+/* gemm_kg.cuh - the K-grouped Hopper GEMM kernel (fp8kit_k_grouped_gemm, the
+ * MoE weight gradient; host side in gemm_k_grouped.cu). Included at the end
+ * of gemm_sm90.cu: it reuses that kernel's producer, stage ring and
+ * epilogues.
+ *
+ * Work items are (group, output tile) pairs, group-major, each group's
+ * tiles in the general kernel's raster order; an item runs the K blocks of
+ * its group's K range only, which a table in shared memory holds (built by
+ * every CTA from the device offsets, which it also checks: with invalid
+ * offsets every CTA leaves before writing anything). A and B carry 1x128
+ * scales along K on every row (or one tensor scale each), so the fp32
+ * promotion after each 128-wide K block multiplies row scale by column
+ * scale: two helper warps of the producer warpgroup copy each stage's 128
+ * A scales and BN B scales into a small table next to the stage (1.0 without
+ * 1x128 scales: the tensor scales then go to the epilogue), and the
+ * consumers promote the block in flight's predecessor while the next block's
+ * wgmma run (two accumulator sets, as fk_sm90_consumer_pipe). Group g's D is
+ * rows g * kg_drows .. g * kg_drows + M - 1 of one ((G - 1) kg_drows + M, N)
+ * view (p.m), so the dense epilogues (alpha, beta * D in place, the output
+ * cast) serve unchanged; A's rows are p.kg_m. */
+
+/* Scale table of one stage: A's 128 rows then B's BN columns (fp32). */
+template <int BN> struct fk_sm90_kg_shape {
+    typedef fk_sm90_shape<BN> G;
+    static constexpr int SC_FLOATS = FK_GEMM_BM + BN;
+    static constexpr int SC_BYTES = SC_FLOATS * 4;
+    static constexpr int FIXED = G::FIXED + 16;
+    static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (G::A_BYTES + G::B_BYTES + SC_BYTES);
+    static constexpr int STAGES = FIT < 8 ? FIT : 8;
+    static constexpr int SMEM = STAGES * (G::A_BYTES + G::B_BYTES + SC_BYTES) + FIXED; /* then the K table */
+    static_assert(STAGES >= 3, "stage ring too shallow");
+    static_assert(SC_BYTES % 16 == 0, "scale tables must stay 16-byte aligned");
+};
+
+#ifdef FK_SM90_DEVICE
+/* The K table (G ints at p.grp_tab): the end of group g's K range in
+ * 128-wide blocks. */
+static __device__ __forceinline__ const int *fk_kg_table(const fk_gemm_params &p)
+{
+    extern __shared__ __align__(1024) unsigned char fk_smem[];
+    return (const int *)(fk_smem + p.grp_tab);
+}
+
+/* The work sequence of a CTA (the producer's walk interface): items
+ * blockIdx.x, + gridDim.x, ... < G x tiles; item t is group t / tiles. */
+struct fk_kg_walk {
+    int t, step, rank;
+    int row0, m_end, g;
+    int kb0, kb1;
+    int part, slot; /* (no stream-K here) */
+    __device__ __forceinline__ fk_kg_walk() : t((int)blockIdx.x), step((int)gridDim.x), rank(0) {}
+    __device__ __forceinline__ bool more(const fk_gemm_params &p) const { return t < p.grp_count * p.sched.count(); }
+    __device__ __forceinline__ void tile(const fk_gemm_params &p, int &tm, int &tn)
+    {
+        const int per = p.sched.count();
+        g = t / per;
+        p.sched.tile(t - g * per, tm, tn);
+        row0 = tm * FK_GEMM_BM;
+        m_end = p.kg_m;
+        const int *kt = fk_kg_table(p);
+        kb0 = g ? kt[g - 1] : 0;
+        kb1 = kt[g];
+        part = -1;
+        slot = 0;
+    }
+};
+
+/* Fills the K table from the G device offsets (all threads; one
+ * __syncthreads) and returns whether they are valid: multiples of 128,
+ * non-decreasing from 0, <= K. Every CTA reads the same offsets. */
+static __device__ __forceinline__ bool fk_kg_prepare(const int *offs, int G, int k, int *tab)
+{
+    int bad = 0;
+    for (int i = threadIdx.x; i < G; i += blockDim.x) {
+        const int o = offs[i], prev = i ? offs[i - 1] : 0;
+        bad |= (o & 127) != 0 || o < prev || o > k;
+        tab[i] = o >> 7;
+    }
+    return __syncthreads_or(bad) == 0;
+}
+
+/* Helper warp of one operand (B when IS_B): for every (item, K block) of
+ * this CTA, in the producer's order, it copies the block's scales of the
+ * tile's rows (A) or columns (B) into the stage's table (0 past the
+ * operand; 1.0 without 1x128 scales) and arrives on the stage's full
+ * barrier with all 32 lanes. */
+template <int BN, bool IS_B>
+static __device__ __forceinline__ void fk_kg_scales(const fk_gemm_params &p, unsigned char *sc0, uint32_t full0,
+                                                    uint32_t empty0, int lane)
+{
+    typedef fk_sm90_kg_shape<BN> S;
+    constexpr int ROWS = IS_B ? BN : FK_GEMM_BM, NW = ROWS / 32;
+    const float *src = IS_B ? p.sb : p.sa;
+    const long long ld = IS_B ? p.sb_ld : p.sa_sm;
+    const int nrows = IS_B ? p.n : p.kg_m;
+    const bool scaled = p.sa_mode == FP8KIT_SCALE_BLOCK;
+    int stage = 0;
+    uint32_t phase = 0;
+    fk_kg_walk w;
+    for (; w.more(p); w.t += w.step) {
+        int tm, tn;
+        w.tile(p, tm, tn);
+        const int r0 = IS_B ? tn * BN : w.row0;
+        for (int kb = w.kb0; kb < w.kb1; kb++) {
+            float v[NW];
+#pragma unroll
+            for (int i = 0; i < NW; i++) {
+                const int r = r0 + lane + 32 * i;
+                v[i] = !scaled ? 1.0f : r < nrows ? __ldg(src + (long long)r * ld + kb) : 0.0f;
+            }
+            fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
+            float *tab = (float *)(sc0 + stage * S::SC_BYTES) + (IS_B ? FK_GEMM_BM : 0);
+#pragma unroll
+            for (int i = 0; i < NW; i++)
+                tab[lane + 32 * i] = v[i];
+            fk_mbar_arrive(full0 + 8 * stage); /* release: this lane's writes */
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+        }
+    }
+}
+
+/* accf += acc * (sa[row] * sb[col]) from a stage's scale table: acc / accf
+ * are one thread's m64nBN fragment (rows rl / rl + 8 of the tile, columns
+ * 8 j + cq + {0, 1} at [4 j + {0, 1}] / [4 j + {2, 3}]); the scale product
+ * rounded to fp32, then one fused multiply-add (as the CPU backend). */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_kg_promote(float (&accf)[NACC], float (&acc)[NACC], const float *tab, int rl,
+                                                     int cq)
+{
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(acc[i]);
+    const float a_lo = tab[rl], a_hi = tab[rl + 8];
+    const float *tb = tab + FK_GEMM_BM + cq;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const float2 b = *(const float2 *)(tb + 8 * j);
+        accf[4 * j + 0] = fmaf(acc[4 * j + 0], a_lo * b.x, accf[4 * j + 0]);
+        accf[4 * j + 1] = fmaf(acc[4 * j + 1], a_lo * b.y, accf[4 * j + 1]);
+        accf[4 * j + 2] = fmaf(acc[4 * j + 2], a_hi * b.x, accf[4 * j + 2]);
+        accf[4 * j + 3] = fmaf(acc[4 * j + 3], a_hi * b.y, accf[4 * j + 3]);
+    }
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(accf[i]);
+}
+
+/* Consumer warpgroup wg of the K-grouped kernel: rows wg * 64 .. of each
+ * tile. Per K block: wait for the stage, issue its 4 wgmma into one set,
+ * wait for the previous block's group, promote it with its stage's scale
+ * table and release that stage (after the promotion, which reads the
+ * table). */
+template <int BN, int AB>
+static __device__ __forceinline__ void fk_sm90_consumer_kg(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
+                                                           const unsigned char *sc0, uint32_t full0, uint32_t empty0,
+                                                           float *stage_out, float *tab)
+{
+    typedef fk_sm90_kg_shape<BN> S;
+    typedef fk_sm90_shape<BN> G;
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int rl = wg * 64 + warp * 16 + (lane >> 2), cq = 2 * (lane & 3);
+    const uint32_t wa = sa0 + wg * 64 * FK_GEMM_BK;
+    float acc0[G::NACC], acc1[G::NACC], accf[G::NACC];
+    int stage = 0;
+    uint32_t phase = 0;
+    fk_kg_walk w;
+    for (; w.more(p); w.t += w.step) {
+        int tm, tn;
+        w.tile(p, tm, tn);
+        const int d0 = w.g * p.kg_drows; /* group g's first row in the D view */
+        const int m0 = d0 + w.row0 + wg * 64, n0 = tn * BN;
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, m0, n0, tid, d0 + p.kg_m, 0);
+        const int nkb = w.kb1 - w.kb0;
+#pragma unroll
+        for (int i = 0; i < G::NACC; i++)
+            accf[i] = 0.0f;
+        if (nkb > 0) {
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            fk_sm90_issue<BN, AB>(acc0, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);
+            int pstage = stage; /* the stage of the group in flight */
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+#define FK_KG_STEP(NEW, OLD)                                                                         \
+    {                                                                                                \
+        fk_mbar_wait(full0 + 8 * stage, phase);                                                      \
+        fk_sm90_issue<BN, AB>(NEW, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);               \
+        fk_wgmma_wait<1>();                                                                          \
+        fk_kg_promote<BN>(accf, OLD, (const float *)(sc0 + pstage * S::SC_BYTES), rl, cq);           \
+        __syncwarp();                                                                                \
+        if (lane == 0)                                                                               \
+            fk_mbar_arrive(empty0 + 8 * pstage);                                                     \
+        pstage = stage;                                                                              \
+        if (++stage == S::STAGES) {                                                                  \
+            stage = 0;                                                                               \
+            phase ^= 1u;                                                                             \
+        }                                                                                            \
+        kb++;                                                                                        \
+    }
+            /* invariant at the loop head: the group of kb - 1 is in acc0 */
+            int kb = 1;
+            for (; kb + 1 < nkb;) {
+                FK_KG_STEP(acc1, acc0)
+                FK_KG_STEP(acc0, acc1)
+            }
+            if (kb < nkb) {
+                FK_KG_STEP(acc1, acc0)
+                fk_wgmma_wait<0>();
+                fk_kg_promote<BN>(accf, acc1, (const float *)(sc0 + pstage * S::SC_BYTES), rl, cq);
+            } else {
+                fk_wgmma_wait<0>();
+                fk_kg_promote<BN>(accf, acc0, (const float *)(sc0 + pstage * S::SC_BYTES), rl, cq);
+            }
+#undef FK_KG_STEP
+            __syncwarp();
+            if (lane == 0)
+                fk_mbar_arrive(empty0 + 8 * pstage);
+        }
+        fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, m0, n0, tid, 1 + wg);
+    }
+}
+#endif
+
+/* The K-grouped kernel: the MX kernel's layout (a scale table per stage
+ * after the barriers), then the K table. */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kg_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+#ifdef FK_SM90_DEVICE
+    typedef fk_sm90_kg_shape<BN> S;
+    typedef fk_sm90_shape<BN> G;
+    extern __shared__ __align__(1024) unsigned char fk_smem[];
+    const uint32_t sbase = fk_smem_addr(fk_smem);
+    const uint32_t base = (sbase + 1023u) & ~1023u;
+    const uint32_t sa0 = base;
+    const uint32_t sb0 = sa0 + S::STAGES * G::A_BYTES;
+    const uint32_t out0 = sb0 + S::STAGES * G::B_BYTES;
+    const uint32_t full0 = out0 + G::EPI_BYTES;
+    const uint32_t empty0 = full0 + 8 * S::STAGES;
+    const uint32_t scs = (full0 + 2 * 8 * 8 + 15u) & ~15u;
+    unsigned char *sc0 = fk_smem + (scs - sbase);
+    if (threadIdx.x == 0) {
+        fk_grid_dep_launch();
+        for (int s = 0; s < S::STAGES; s++) {
+            fk_mbar_init(full0 + 8 * s, 1 + 64); /* the TMA thread + the two helper warps */
+            fk_mbar_init(empty0 + 8 * s, 8);     /* one arrival per consumer warp */
+        }
+        fk_fence_mbar_init();
+    }
+    __syncthreads();
+    fk_grid_dep_wait(); /* as in fk_sm90_body */
+    const bool ok = fk_kg_prepare(p.grp_offs, p.grp_count, p.k, (int *)(fk_smem + p.grp_tab));
+    if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
+        *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
+    if (!ok)
+        return;
+    const int wg = threadIdx.x >> 7;
+    if (wg == 2) {
+        fk_setmaxnreg_dec<40>();
+        const int pw = (threadIdx.x >> 5) & 3;
+        if (threadIdx.x == 256)
+            fk_sm90_producer<BN, S::STAGES, 1, false, 1, fk_kg_walk>(&ta, &tb, p, sa0, sb0, full0, empty0);
+        else if (pw == 1)
+            fk_kg_scales<BN, false>(p, sc0, full0, empty0, threadIdx.x & 31);
+        else if (pw == 2)
+            fk_kg_scales<BN, true>(p, sc0, full0, empty0, threadIdx.x & 31);
+    } else {
+        fk_setmaxnreg_inc<232>();
+        float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
+        fk_sm90_consumer_kg<BN, AB>(p, wg, sa0, sb0, sc0, full0, empty0, epi, epi + G::STAGE_OUT_FLOATS);
+        if (p.d_bulk)
+            fk_bulk_wait<0>();
+    }
+#endif
+}
+
+#define FK_VKG(BN, AB)                                                                               \
+    {BN, 4, 3, AB, fk_sm90_kg_shape<BN>::STAGES, fk_sm90_kg_shape<BN>::SMEM, fk_gemm_sm90_kg_kernel<BN, AB>, 1, 0}
+
+/* The K-grouped kernels (block 3: row x column scales per 128 of K), one per fp8 type pair. */
+const fk_sm90_variant fk_sm90_kg_variants[] = {FK_VKG(128, 0), FK_VKG(128, 1), FK_VKG(128, 2), FK_VKG(128, 3)};
+const int fk_sm90_kg_variant_count = (int)(sizeof fk_sm90_kg_variants / sizeof fk_sm90_kg_variants[0]);
