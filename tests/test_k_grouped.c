@@ -5,8 +5,7 @@
  * place), f32 / bf16 / f16 D, e4m3 / e5m2, padded strides; checked against
  * the fp64 oracle (fk_ref_k_grouped_gemm, docs/spec.md 3 bounds), with empty
  * groups exactly beta * D (zeros, or D unchanged); every bad input returns its
- * status and leaves D unchanged; a CUDA context (when one can be created)
- * answers UNSUPPORTED. */
+ * status and leaves D unchanged. The CUDA backend: tests/test_cuda_k_grouped.c. */
 #include <math.h>
 #include "fp8kit.h"
 #include "format/codec.h"
@@ -266,31 +265,5 @@ int main(void)
         run_case(&cases[i], &rng, ctx);
     bad_inputs(ctx);
     fp8kit_ctx_destroy(ctx);
-
-    /* a CUDA context (when one can be made) refuses valid arguments: not implemented yet */
-    fp8kit_ctx *cu = NULL;
-    if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &cu) == FP8KIT_OK) {
-        uint8_t a[8 * 128], b[8 * 128];
-        uint16_t d[8 * 8];
-        int32_t off[1] = {128};
-        memset(a, 0, sizeof a);
-        memset(b, 0, sizeof b);
-        fp8kit_gemm_desc desc;
-        memset(&desc, 0, sizeof desc);
-        fp8kit_k_grouped_gemm_args ka;
-        memset(&ka, 0, sizeof ka);
-        ka.a = fp8kit_tensor_2d(a, FP8KIT_E4M3, 8, 128, 128);
-        ka.b = fp8kit_tensor_2d(b, FP8KIT_E4M3, 8, 128, 128);
-        int64_t ds[3] = {1, 8, 8};
-        ka.d = fp8kit_tensor_make(d, FP8KIT_BF16, 3, ds);
-        ka.offsets = off;
-        ka.alpha = 1.0f;
-        CHECK_STATUS(fp8kit_k_grouped_gemm(cu, &desc, &ka, NULL), FP8KIT_ERR_UNSUPPORTED);
-        CHECK(strstr(fp8kit_last_error(cu), "cuda k-grouped gemm: not implemented yet") != NULL,
-              "cuda message: %s", fp8kit_last_error(cu));
-        fp8kit_ctx_destroy(cu);
-    } else {
-        printf("  (no CUDA context: the UNSUPPORTED check is skipped)\n");
-    }
     return fk_test_summary("test_k_grouped");
 }
