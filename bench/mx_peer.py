@@ -58,6 +58,8 @@ def main():
     ap.add_argument("--shapes", default=None)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--tuning", action="append", default=[],
+                    help="also time ours on a context with these tuning overrides (docs/tuning.md), e.g. gemm_bn=192")
     args = ap.parse_args()
     shapes = SHAPES
     if args.shapes:
@@ -90,17 +92,26 @@ def main():
 
         err = rel(ours(), peer())
         us = timed(ours, args.reps, args.warmup)
+        tuned = {}
+        for spec in args.tuning:
+            cx = fp8kit.Context("cuda")
+            cx.set_tuning(spec)
+            tuned[spec] = timed(lambda cx=cx: fp8kit.scaled_mm(qa, qb.t(), sa, sb, out_dtype=torch.bfloat16, out=d,
+                                                                scale_mode="mx", ctx=cx), args.reps, args.warmup)
         pus = timed(peer, args.reps, args.warmup)
         tus = timed(tensor, args.reps, args.warmup)
         flops = 2.0 * m * n * k
         line = ("gemm_mx %5dx%5dx%5d  ours %8.1f us (%6.1f TFLOP/s)  dequant+bf16 %8.1f us  ratio %.3f  "
                 "tensor-scaled %8.1f us (mx/tensor %.3f)  rel vs peer %.2e" %
                 (m, n, k, us, flops / us * 1e-6, pus, pus / us, tus, tus / us, err))
+        for spec, t in tuned.items():
+            line += "\n        tuning %s: %8.1f us (%6.1f TFLOP/s, ratio %.3f)" % (spec, t, flops / t * 1e-6, pus / t)
         print(line, flush=True)
         rows.append(dict(op="gemm_mx", case="%dx%dx%d" % (m, n, k), shape=[m, n, k], ours=round(us, 2),
                          peer=round(pus, 2), peer_name="dequant+bf16", ratio=round(pus / us, 4),
                          tensor_us=round(tus, 2), tensor_ratio=round(tus / us, 4),
                          tflops=round(flops / us * 1e-6, 1), rel_vs_peer=err, unit="us", device=dev,
+                         tuned_us={k: round(v, 2) for k, v in tuned.items()},
                          date=datetime.date.today().isoformat(), commit=commit))
         del x, w, qa, sa, qb, sb, d, ta, tb, dt
         torch.cuda.empty_cache()

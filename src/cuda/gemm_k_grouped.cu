@@ -11,6 +11,7 @@
 #include "cuda/driver.h"
 #include "cuda/gemm_host.h"
 #include "cuda/gemm_params.h"
+#include "core/tuning.h"
 
 #define FN "cuda k-grouped gemm"
 
@@ -55,9 +56,11 @@ static fp8kit_status fk_kg_can_run(fp8kit_ctx *ctx, const fk_k_grouped_job *j, c
 fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j, void *stream)
 {
     const int ab = (j->a_type == FP8KIT_E5M2 ? 2 : 0) + (j->b_type == FP8KIT_E5M2 ? 1 : 0);
+    /* the tile width: 128, or what tuning gemm_bn asks for where that kernel exists */
+    const int bn = fk_tuned(fk_ctx_tuning(ctx)->gemm_bn, 128);
     const fk_sm90_variant *v = NULL;
     for (int i = 0; i < fk_sm90_kg_variant_count; i++)
-        if (fk_sm90_kg_variants[i].ab == ab)
+        if (fk_sm90_kg_variants[i].ab == ab && (fk_sm90_kg_variants[i].bn == bn || (!v && fk_sm90_kg_variants[i].bn == 128)))
             v = &fk_sm90_kg_variants[i];
     if (!v)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, FN ": no kernel for fp8 pair %d", ab);

@@ -13,8 +13,8 @@
  * scale: two helper warps of the producer warpgroup copy each stage's 128
  * A scales and BN B scales into a small table next to the stage (1.0 without
  * 1x128 scales: the tensor scales then go to the epilogue), and the
- * consumers promote the block in flight's predecessor while the next block's
- * wgmma run (two accumulator sets, as fk_sm90_consumer_pipe). Group g's D is
+ * consumers (fk_sm90_consumer_rc in gemm_sm90.cu, shared with the MX kernel)
+ * promote each stage once with them. Group g's D is
  * rows g * kg_drows .. g * kg_drows + M - 1 of one ((G - 1) kg_drows + M, N)
  * view (p.m), so the dense epilogues (alpha, beta * D in place, the output
  * cast) serve unchanged; A's rows are p.kg_m. */
@@ -81,9 +81,11 @@ static __device__ __forceinline__ bool fk_kg_prepare(const int *offs, int G, int
 
 /* Helper warp of one operand (B when IS_B): for every (item, K block) of
  * this CTA, in the producer's order, it copies the block's scales of the
- * tile's rows (A) or columns (B) into the stage's table (0 past the
- * operand; 1.0 without 1x128 scales) and arrives on the stage's full
- * barrier with all 32 lanes. */
+ * tile's rows (A) or columns (B) into the stage's table with cp.async (rows
+ * past the operand read its last row: their products are 0) and has each
+ * lane's copies arrive on the stage's full barrier when they land, so the
+ * warp runs ahead by as many stages as the ring has free; without 1x128
+ * scales it stores 1.0 and arrives itself. */
 template <int BN, bool IS_B>
 static __device__ __forceinline__ void fk_kg_scales(const fk_gemm_params &p, unsigned char *sc0, uint32_t full0,
                                                     uint32_t empty0, int lane)
@@ -102,128 +104,28 @@ static __device__ __forceinline__ void fk_kg_scales(const fk_gemm_params &p, uns
         w.tile(p, tm, tn);
         const int r0 = IS_B ? tn * BN : w.row0;
         for (int kb = w.kb0; kb < w.kb1; kb++) {
-            float v[NW];
-#pragma unroll
-            for (int i = 0; i < NW; i++) {
-                const int r = r0 + lane + 32 * i;
-                v[i] = !scaled ? 1.0f : r < nrows ? __ldg(src + (long long)r * ld + kb) : 0.0f;
-            }
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             float *tab = (float *)(sc0 + stage * S::SC_BYTES) + (IS_B ? FK_GEMM_BM : 0);
+            if (scaled) {
 #pragma unroll
-            for (int i = 0; i < NW; i++)
-                tab[lane + 32 * i] = v[i];
-            fk_mbar_arrive(full0 + 8 * stage); /* release: this lane's writes */
-            if (++stage == S::STAGES) {
-                stage = 0;
-                phase ^= 1u;
-            }
-        }
-    }
-}
-
-/* accf += acc * (sa[row] * sb[col]) from a stage's scale table: acc / accf
- * are one thread's m64nBN fragment (rows rl / rl + 8 of the tile, columns
- * 8 j + cq + {0, 1} at [4 j + {0, 1}] / [4 j + {2, 3}]); the scale product
- * rounded to fp32, then one fused multiply-add (as the CPU backend). */
-template <int BN, int NACC>
-static __device__ __forceinline__ void fk_kg_promote(float (&accf)[NACC], float (&acc)[NACC], const float *tab, int rl,
-                                                     int cq)
-{
-#pragma unroll
-    for (int i = 0; i < NACC; i++)
-        fk_reg_fence(acc[i]);
-    const float a_lo = tab[rl], a_hi = tab[rl + 8];
-    const float *tb = tab + FK_GEMM_BM + cq;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-        const float2 b = *(const float2 *)(tb + 8 * j);
-        accf[4 * j + 0] = fmaf(acc[4 * j + 0], a_lo * b.x, accf[4 * j + 0]);
-        accf[4 * j + 1] = fmaf(acc[4 * j + 1], a_lo * b.y, accf[4 * j + 1]);
-        accf[4 * j + 2] = fmaf(acc[4 * j + 2], a_hi * b.x, accf[4 * j + 2]);
-        accf[4 * j + 3] = fmaf(acc[4 * j + 3], a_hi * b.y, accf[4 * j + 3]);
-    }
-#pragma unroll
-    for (int i = 0; i < NACC; i++)
-        fk_reg_fence(accf[i]);
-}
-
-/* Consumer warpgroup wg of the K-grouped kernel: rows wg * 64 .. of each
- * tile. Per K block: wait for the stage, issue its 4 wgmma into one set,
- * wait for the previous block's group, promote it with its stage's scale
- * table and release that stage (after the promotion, which reads the
- * table). */
-template <int BN, int AB>
-static __device__ __forceinline__ void fk_sm90_consumer_kg(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
-                                                           const unsigned char *sc0, uint32_t full0, uint32_t empty0,
-                                                           float *stage_out, float *tab)
-{
-    typedef fk_sm90_kg_shape<BN> S;
-    typedef fk_sm90_shape<BN> G;
-    const int tid = threadIdx.x & 127;
-    const int warp = tid >> 5, lane = tid & 31;
-    const int rl = wg * 64 + warp * 16 + (lane >> 2), cq = 2 * (lane & 3);
-    const uint32_t wa = sa0 + wg * 64 * FK_GEMM_BK;
-    float acc0[G::NACC], acc1[G::NACC], accf[G::NACC];
-    int stage = 0;
-    uint32_t phase = 0;
-    fk_kg_walk w;
-    for (; w.more(p); w.t += w.step) {
-        int tm, tn;
-        w.tile(p, tm, tn);
-        const int d0 = w.g * p.kg_drows; /* group g's first row in the D view */
-        const int m0 = d0 + w.row0 + wg * 64, n0 = tn * BN;
-        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, m0, n0, tid, d0 + p.kg_m, 0);
-        const int nkb = w.kb1 - w.kb0;
-#pragma unroll
-        for (int i = 0; i < G::NACC; i++)
-            accf[i] = 0.0f;
-        if (nkb > 0) {
-            fk_mbar_wait(full0 + 8 * stage, phase);
-            fk_sm90_issue<BN, AB>(acc0, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);
-            int pstage = stage; /* the stage of the group in flight */
-            if (++stage == S::STAGES) {
-                stage = 0;
-                phase ^= 1u;
-            }
-#define FK_KG_STEP(NEW, OLD)                                                                         \
-    {                                                                                                \
-        fk_mbar_wait(full0 + 8 * stage, phase);                                                      \
-        fk_sm90_issue<BN, AB>(NEW, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES);               \
-        fk_wgmma_wait<1>();                                                                          \
-        fk_kg_promote<BN>(accf, OLD, (const float *)(sc0 + pstage * S::SC_BYTES), rl, cq);           \
-        __syncwarp();                                                                                \
-        if (lane == 0)                                                                               \
-            fk_mbar_arrive(empty0 + 8 * pstage);                                                     \
-        pstage = stage;                                                                              \
-        if (++stage == S::STAGES) {                                                                  \
-            stage = 0;                                                                               \
-            phase ^= 1u;                                                                             \
-        }                                                                                            \
-        kb++;                                                                                        \
-    }
-            /* invariant at the loop head: the group of kb - 1 is in acc0 */
-            int kb = 1;
-            for (; kb + 1 < nkb;) {
-                FK_KG_STEP(acc1, acc0)
-                FK_KG_STEP(acc0, acc1)
-            }
-            if (kb < nkb) {
-                FK_KG_STEP(acc1, acc0)
-                fk_wgmma_wait<0>();
-                fk_kg_promote<BN>(accf, acc1, (const float *)(sc0 + pstage * S::SC_BYTES), rl, cq);
+                for (int i = 0; i < NW; i++)
+                    fk_cp_async4(fk_smem_addr(tab + lane + 32 * i),
+                                 src + (long long)min(r0 + lane + 32 * i, nrows - 1) * ld + kb);
+                fk_cp_async_mbar_arrive(full0 + 8 * stage);
             } else {
-                fk_wgmma_wait<0>();
-                fk_kg_promote<BN>(accf, acc0, (const float *)(sc0 + pstage * S::SC_BYTES), rl, cq);
+#pragma unroll
+                for (int i = 0; i < NW; i++)
+                    tab[lane + 32 * i] = 1.0f;
+                fk_mbar_arrive(full0 + 8 * stage); /* release: this lane's writes */
             }
-#undef FK_KG_STEP
-            __syncwarp();
-            if (lane == 0)
-                fk_mbar_arrive(empty0 + 8 * pstage);
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
         }
-        fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, m0, n0, tid, 1 + wg);
     }
 }
+
 #endif
 
 /* The K-grouped kernel: the MX kernel's layout (a scale table per stage
@@ -274,7 +176,8 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     } else {
         fk_setmaxnreg_inc<232>();
         float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
-        fk_sm90_consumer_kg<BN, AB>(p, wg, sa0, sb0, sc0, full0, empty0, epi, epi + G::STAGE_OUT_FLOATS);
+        fk_sm90_consumer_rc<BN, AB, true, S, fk_kg_walk>(p, wg, sa0, sb0, sc0, full0, empty0, epi,
+                                                         epi + G::STAGE_OUT_FLOATS);
         if (p.d_bulk)
             fk_bulk_wait<0>();
     }
@@ -284,6 +187,8 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
 #define FK_VKG(BN, AB)                                                                               \
     {BN, 4, 3, AB, fk_sm90_kg_shape<BN>::STAGES, fk_sm90_kg_shape<BN>::SMEM, fk_gemm_sm90_kg_kernel<BN, AB>, 1, 0}
 
-/* The K-grouped kernels (block 3: row x column scales per 128 of K), one per fp8 type pair. */
-const fk_sm90_variant fk_sm90_kg_variants[] = {FK_VKG(128, 0), FK_VKG(128, 1), FK_VKG(128, 2), FK_VKG(128, 3)};
+/* The K-grouped kernels (block 3: row x column scales per 128 of K), 128 wide for every fp8
+ * type pair, 192 wide for e4m3 x e4m3 (the planner's choice when it exists, gemm_k_grouped.cu). */
+const fk_sm90_variant fk_sm90_kg_variants[] = {FK_VKG(128, 0), FK_VKG(128, 1), FK_VKG(128, 2), FK_VKG(128, 3),
+                                               FK_VKG(192, 0)};
 const int fk_sm90_kg_variant_count = (int)(sizeof fk_sm90_kg_variants / sizeof fk_sm90_kg_variants[0]);

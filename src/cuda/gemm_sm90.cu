@@ -1188,117 +1188,100 @@ static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint32_t 
     fk_wgmma_commit();
 }
 
-/* One stage of the MX consumer. NEW / OLD are the two wgmma accumulator
- * sets; on entry a promotion may be pending (pstage >= 0: a uniform
- * stage's group in flight in OLD, its scale area at sc0 + pstage areas).
- * A uniform stage (fk_mx_uniform: every row of both tiles has one scale
- * over the stage's 128 of K, as the workspace copies of fk_mx_norm mostly
- * are, and no scale product leaves fp32's exact range) runs its four k32
- * steps as one group into NEW and leaves it pending; meanwhile the pending
- * one is promoted and its stage released. Any other stage promotes each k32
- * step with its own scales (the two sets alternating, each step's group
- * running while the previous one is promoted) and leaves nothing pending. */
-template <int BN, int AB, int NACC>
-static __device__ __forceinline__ void fk_mx_stage(float (&nw)[NACC], float (&od)[NACC], float (&accf)[NACC],
-                                                   uint32_t a, uint32_t b, const unsigned char *sc0, int stage,
-                                                   int &pstage, uint32_t empty0, int rl, int cq, int lane)
+/* accf += acc * (ta[row] * tb[col]) (scale product rounded to fp32, then
+ * one fused multiply-add, as the CPU backend): acc / accf are one thread's
+ * m64nBN fragment (rows rl / rl + 8 of the tile, columns 8 j + cq + {0, 1}
+ * at [4 j + {0, 1}] / [4 j + {2, 3}]); ta / tb are a stage's row and column
+ * scale tables in shared memory. */
+template <int BN, int NACC>
+static __device__ __forceinline__ void fk_rc_promote(float (&accf)[NACC], float (&acc)[NACC], const float *ta,
+                                                     const float *tb, int rl, int cq)
 {
-    typedef fk_sm90_mx_shape<BN> S;
-    const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
-    const bool slow = fk_mx_slow<BN>(area);
-    const bool one = fk_mx_uniform<BN>(area) && !slow;
-    if (one)
-        fk_sm90_issue<BN, AB>(nw, a, b);
-    else
-        fk_mx_issue<BN, AB>(nw, a, b);
-    fk_wgmma_wait<1>();
-    if (pstage >= 0) {
-        fk_mx_promote<BN>(accf, od, (const float *)(sc0 + pstage * S::SC_BYTES), false, 0, rl, cq);
-        __syncwarp();
-        if (lane == 0)
-            fk_mbar_arrive(empty0 + 8 * pstage);
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(acc[i]);
+    const float a_lo = ta[rl], a_hi = ta[rl + 8];
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const float2 b = *(const float2 *)(tb + 8 * j + cq);
+        accf[4 * j + 0] = fmaf(acc[4 * j + 0], a_lo * b.x, accf[4 * j + 0]);
+        accf[4 * j + 1] = fmaf(acc[4 * j + 1], a_lo * b.y, accf[4 * j + 1]);
+        accf[4 * j + 2] = fmaf(acc[4 * j + 2], a_hi * b.x, accf[4 * j + 2]);
+        accf[4 * j + 3] = fmaf(acc[4 * j + 3], a_hi * b.y, accf[4 * j + 3]);
     }
-    if (one) {
-        pstage = stage;
-        return;
-    }
-    fk_mx_issue<BN, AB>(od, a + 32, b + 32);
-    fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, nw, area, slow, 0, rl, cq);
-    fk_mx_issue<BN, AB>(nw, a + 64, b + 64);
-    fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, od, area, slow, 1, rl, cq);
-    fk_mx_issue<BN, AB>(od, a + 96, b + 96);
-    fk_wgmma_wait<1>();
-    fk_mx_promote<BN>(accf, nw, area, slow, 2, rl, cq);
-    fk_wgmma_wait<0>();
-    fk_mx_promote<BN>(accf, od, area, slow, 3, rl, cq);
-    __syncwarp();
-    if (lane == 0)
-        fk_mbar_arrive(empty0 + 8 * stage);
-    pstage = -1;
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        fk_reg_fence(accf[i]);
 }
 
-/* MX consumer warpgroup wg: stages in pairs (acc0 then acc1 as the new
- * set: fk_mx_stage), so that a pending group is always in the set the next
- * stage does not issue into; the last pending group is promoted after the
- * tile's last stage. */
-template <int BN, int AB>
-static __device__ __forceinline__ void fk_sm90_consumer_mx(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
+/* Consumer warpgroup wg of the kernels whose promotion multiplies a row
+ * scale by a column scale, both from tables the helper warps put next to
+ * each stage: the MX kernel (KG false; tables per k32 step, fk_mx_area) and
+ * the K-grouped kernel (KG true, gemm_kg.cuh; one table pair per stage).
+ * One accumulator set and the promoted set: per stage, either its four k32
+ * steps as one wgmma group, then one promotion (every K-grouped stage; an MX
+ * stage whose rows all have one scale over its 128 of K and no scale
+ * product outside fp32's exact range: fk_mx_uniform, as the workspace
+ * copies of fk_mx_norm mostly are), or (other MX stages) each k32 step as
+ * its own group promoted with its own scales (fk_mx_promote, with its exact
+ * path for extreme exponents). The stage is released after its last
+ * promotion, which reads its tables. The two consumer warpgroups keep the
+ * tensor cores busy in turn while the other promotes. W: the work walk
+ * (fk_sm90_walk, or fk_kg_walk with group g's D at rows g * kg_drows). */
+template <int BN, int AB, bool KG, class S, class W>
+static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
                                                            const unsigned char *sc0, uint32_t full0, uint32_t empty0,
                                                            float *stage_out, float *tab)
 {
-    typedef fk_sm90_mx_shape<BN> S;
     typedef fk_sm90_shape<BN> G;
+    constexpr int TB = KG ? FK_GEMM_BM : fk_mx_area<BN>::SA_FLOATS; /* float offset of the column table */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
     const int rl = wg * 64 + warp * 16 + (lane >> 2), cq = 2 * (lane & 3);
     const uint32_t wa = sa0 + wg * 64 * FK_GEMM_BK; /* this warpgroup's 64 rows of A */
-    float acc0[G::NACC], acc1[G::NACC], accf[G::NACC];
+    float acc[G::NACC], accf[G::NACC];
     int stage = 0;
     uint32_t phase = 0;
-    const int ntiles = p.sched.count();
-    const int nkb = p.num_kb;
-    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    W w;
+    for (; w.more(p); w.t += w.step) {
         int tm, tn;
-        p.sched.tile(t, tm, tn);
-        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, tm * FK_GEMM_BM + wg * 64, tn * BN, tid);
+        w.tile(p, tm, tn);
+        const int d0 = KG ? w.g * p.kg_drows : 0; /* the item's first row of D */
+        const int m0 = d0 + w.row0 + wg * 64, n0 = tn * BN;
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, m0, n0, tid, KG ? d0 + p.kg_m : p.m, 0);
 #pragma unroll
         for (int i = 0; i < G::NACC; i++)
             accf[i] = 0.0f;
-        int pstage = -1; /* the stage whose group awaits its promotion (fk_mx_stage) */
-#define FK_MX_STAGE(NEW, OLD)                                                                                     \
-    {                                                                                                         \
-        fk_mbar_wait(full0 + 8 * stage, phase);                                                               \
-        fk_mx_stage<BN, AB>(NEW, OLD, accf, wa + stage * G::A_BYTES, sb0 + stage * G::B_BYTES, sc0, stage,    \
-                            pstage, empty0, rl, cq, lane);                                                    \
-        if (++stage == S::STAGES) {                                                                           \
-            stage = 0;                                                                                        \
-            phase ^= 1u;                                                                                      \
-        }                                                                                                     \
-    }
-/* the pending group, in set ACC, promoted after the tile's last stage */
-#define FK_MX_DRAIN(ACC)                                                                                          \
-    if (pstage >= 0) {                                                                                        \
-        fk_wgmma_wait<0>();                                                                                   \
-        fk_mx_promote<BN>(accf, ACC, (const float *)(sc0 + pstage * S::SC_BYTES), false, 0, rl, cq);          \
-        __syncwarp();                                                                                         \
-        if (lane == 0)                                                                                        \
-            fk_mbar_arrive(empty0 + 8 * pstage);                                                              \
-        pstage = -1;                                                                                          \
-    }
-        for (int kb = 0; kb < nkb; kb += 2) {
-            FK_MX_STAGE(acc0, acc1)
-            if (kb + 1 < nkb) {
-                FK_MX_STAGE(acc1, acc0)
+        for (int kb = w.kb0; kb < w.kb1; kb++) {
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
+            const uint32_t a = wa + stage * G::A_BYTES, b = sb0 + stage * G::B_BYTES;
+            bool one = true, slow = false;
+            if (!KG) {
+                slow = fk_mx_slow<BN>(area);
+                one = fk_mx_uniform<BN>(area) && !slow;
+            }
+            if (one) {
+                fk_sm90_issue<BN, AB>(acc, a, b);
+                fk_wgmma_wait<0>();
+                fk_rc_promote<BN>(accf, acc, area, area + TB, rl, cq);
             } else {
-                FK_MX_DRAIN(acc0)
+#pragma unroll 1
+                for (int ks = 0; ks < 4; ks++) {
+                    fk_mx_issue<BN, AB>(acc, a + 32 * ks, b + 32 * ks);
+                    fk_wgmma_wait<0>();
+                    fk_mx_promote<BN>(accf, acc, area, slow, ks, rl, cq);
+                }
+            }
+            __syncwarp();
+            if (lane == 0)
+                fk_mbar_arrive(empty0 + 8 * stage);
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
             }
         }
-        FK_MX_DRAIN(acc1)
-#undef FK_MX_STAGE
-#undef FK_MX_DRAIN
-        fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, tm * FK_GEMM_BM + wg * 64, tn * BN, tid, 1 + wg);
+        fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, m0, n0, tid, 1 + wg);
     }
 }
 #endif
@@ -1346,7 +1329,8 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     } else {
         fk_setmaxnreg_inc<232>();
         float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
-        fk_sm90_consumer_mx<BN, AB>(p, wg, sa0, sb0, sc0, full0, empty0, epi, epi + G::STAGE_OUT_FLOATS);
+        fk_sm90_consumer_rc<BN, AB, false, S, fk_sm90_walk<1>>(p, wg, sa0, sb0, sc0, full0, empty0, epi,
+                                                               epi + G::STAGE_OUT_FLOATS);
         if (p.d_bulk && (threadIdx.x & 127) < 64)
             fk_bulk_wait<0>();
     }
@@ -1389,7 +1373,7 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_V(192, 4, true, 0),
     /* MX (block 2): promotion after every k32 step (promo 1) */
     FK_VMX(128, 0),         FK_VMX(128, 1),         FK_VMX(128, 2),         FK_VMX(128, 3),
-    FK_VMX(64, 0),
+    FK_VMX(64, 0),          FK_VMX(192, 0),
     /* clusters of 2 along M with B multicast (tuning gemm_cluster=2, or autotune): the wide tiles of
      * large shapes. H100, 2026-11-22: within +-2% of the single-CTA kernel at large shapes (L2 is
      * not the limit there), 15-18% slower at 4096-class shapes (no TMA-store epilogue, no

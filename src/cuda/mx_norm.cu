@@ -21,6 +21,34 @@ struct fk_mx_norm_args {
     int vec; /* x, y, ldx and ldy 16-byte aligned: 16-byte loads and stores */
 };
 
+/* fk_mx_norm_code on 16 codes: on sm_89+ through the hardware's exact fp8
+ * -> f16 widening, an exact f16 multiply by 2^-d (d <= 4 keeps every value
+ * in f16's range) and its nearest-even f16 -> fp8 conversion, NaN and Inf
+ * codes put back (tests/test_cuda_gemm_mx.c compares every byte with the
+ * rule); elsewhere the rule itself. */
+static __device__ __forceinline__ void fk_mx_norm_16(unsigned char *v, int d, int e5m2)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    const uint32_t h = (uint32_t)(15 - d) << 10, s2 = h | (h << 16); /* 2^-d, twice */
+    const unsigned char special = e5m2 ? 0x7C : 0x7F; /* exponent bits all ones: Inf / NaN */
+#pragma unroll
+    for (int k = 0; k < 16; k += 2) {
+        const uint16_t in = (uint16_t)(v[k] | (v[k + 1] << 8));
+        uint16_t out;
+        if (e5m2)
+            out = fk_cvt_fp8x2_f16x2<1>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<1>(in), s2));
+        else
+            out = fk_cvt_fp8x2_f16x2<0>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<0>(in), s2));
+        v[k] = (v[k] & special) == special ? v[k] : (unsigned char)out;
+        v[k + 1] = (v[k + 1] & special) == special ? v[k + 1] : (unsigned char)(out >> 8);
+    }
+#else
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        v[k] = fk_mx_norm_code(v[k], d, e5m2);
+#endif
+}
+
 /* Eight consecutive lanes per chunk, 16 codes each (half a block): each
  * lane loads its codes and the chunk's scale bytes, the eight exchange
  * their halves' largest magnitudes (shuffles), all decide by the shared
@@ -69,11 +97,8 @@ __global__ void fk_mx_norm_kernel(const fk_mx_norm_args a)
             sc[j] = j < nb ? a.s[fk_mx_off(a.blocked != 0, a.nkb, a.kbs, r, j0 + j)] : 0;
         const int e = fk_mx_norm_pick(sc, amax, nb, a.e5m2);
         const int d = e < 0 ? 0 : e - sc[jq];
-        if (d) {
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                v[k] = fk_mx_norm_code(v[k], d, a.e5m2);
-        }
+        if (d)
+            fk_mx_norm_16(v, d, a.e5m2);
         unsigned char *dst = a.y + r * a.ldy + col;
         if (a.vec) {
             *(uint4 *)dst = vv;

@@ -56,6 +56,50 @@ template <int E5> FK_DEV uint32_t fk_cvt2(float lo, float hi)
 #endif
 }
 
+/* Two fp8 codes (lo in the low byte) widened to f16x2 (exact), sm_89+. */
+template <int E5> FK_DEV uint32_t fk_cvt_f16x2_fp8x2(uint16_t v)
+{
+    uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (E5)
+        asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(r) : "h"((unsigned short)v));
+    else
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"((unsigned short)v));
+#else
+    (void)v;
+#endif
+    return r;
+}
+
+/* f16x2 -> two fp8 codes (lo in the low byte), nearest-even, finite values
+ * saturated, sm_89+. */
+template <int E5> FK_DEV uint16_t fk_cvt_fp8x2_f16x2(uint32_t v)
+{
+    unsigned short r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (E5)
+        asm("cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;" : "=h"(r) : "r"(v));
+    else
+        asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(r) : "r"(v));
+#else
+    (void)v;
+#endif
+    return r;
+}
+
+/* f16x2 product, nearest-even. */
+FK_DEV uint32_t fk_mul_f16x2(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#else
+    (void)a;
+    (void)b;
+#endif
+    return r;
+}
+
 /* f16 bits -> fp32 (exact). */
 FK_DEV float fk_cvt_f32_f16(uint16_t h)
 {

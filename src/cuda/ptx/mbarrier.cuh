@@ -1,4 +1,4 @@
-/* ptx/mbarrier.cuh - shared-memory mbarriers: init and its fence, arrive (local, expect-tx, remote), wait. */
+/* ptx/mbarrier.cuh - shared-memory mbarriers: init and its fence, arrive (local, expect-tx, remote, after cp.async), wait. */
 #ifndef FK_CUDA_PTX_MBARRIER_CUH
 #define FK_CUDA_PTX_MBARRIER_CUH
 
@@ -44,6 +44,15 @@ FK_DEV void fk_mbar_arrive_cta(uint32_t bar, uint32_t rank)
 #ifdef FK_SM90_DEVICE
     const uint32_t remote = fk_mapa(bar, rank);
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+#endif
+}
+
+/* Arrives on the barrier once every cp.async this thread issued before has
+ * landed (.noinc: the arrival counts against the barrier's expected count). */
+FK_DEV void fk_cp_async_mbar_arrive(uint32_t bar)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 #endif
 }
 

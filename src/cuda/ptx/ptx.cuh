@@ -5,7 +5,7 @@
 #include "cuda/ptx/common.cuh"   /* FK_SM90_DEVICE, FK_DEV, fk_smem_addr */
 #include "cuda/ptx/cluster.cuh"  /* mapa, ld.shared::cluster, barrier.cluster */
 #include "cuda/ptx/compiler.cuh" /* empty statements: register fences, keeping values live */
-#include "cuda/ptx/cvt.cuh"      /* cvt: bf16x2, f16x2, fp8x2, f16 -> f32 */
+#include "cuda/ptx/cvt.cuh"      /* cvt: bf16x2, f16x2, fp8x2, fp8x2 <-> f16x2, f16 -> f32; f16x2 mul */
 #include "cuda/ptx/math.cuh"     /* rcp / ex2 estimates, prmt, opaque mov / add */
 #include "cuda/ptx/mbarrier.cuh" /* mbarrier */
 #include "cuda/ptx/mem.cuh"      /* st.shared, release / acquire, cp.async */
