@@ -49,9 +49,12 @@ static int g_small, g_perf; /* --small, --perf */
 /* src/cuda/mx_norm.cu (C linkage; declared for the library in
  * src/cuda/backend.h): the MX chunk normalization of one GEMM operand, rows x
  * k codes at x (row stride ldx) with e8m0 scales s (plain, or blocked when
- * `blocked`), into codes y (row stride ldy) and plain scales sy. */
+ * `blocked`), into codes y (row stride ldy) and plain scales sy; with tab /
+ * flags also the GEMM's stage tables (fp32 [k/128][4][rows up to band]) and
+ * per (K block, band) {min, max finite byte, one scale per row, 0}. */
 fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked, int64_t rows,
-                              int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *stream);
+                              int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *tab, void *flags, int band,
+                              void *stream);
 
 static fk_rng rng;
 static fp8kit_ctx *gctx, *cctx;
@@ -651,8 +654,14 @@ static void test_mx_norm(void)
                     h2d(ds + so, blocked ? eblk : e, (size_t)ns);
                     CHECK(cudaMemset(dy, 0xA5, ybytes) == cudaSuccess, "memset");
                     CHECK(cudaMemset(dsy, 0xA5, sybytes) == cudaSuccess, "memset");
-                    const fp8kit_status st =
-                        fk_cuda_mx_norm(gctx, dx + xo, ldx, ds + so, blocked, rows, K, e5, dy + yo, ldy, dsy, NULL);
+                    /* the stage tables and band flags too (bands of 64 rows: 130 rows make 3, the last partial) */
+                    const int band = 64;
+                    const int64_t nkb = (K + 127) / 128, rp = (rows + band - 1) / band * band, nbd = rp / band;
+                    float *dtab = dmalloc((size_t)(nkb * 4 * rp) * 4);
+                    uint32_t *dfl = dmalloc((size_t)(nkb * nbd) * 16);
+                    CHECK(cudaMemset(dtab, 0xA5, (size_t)(nkb * 4 * rp) * 4) == cudaSuccess, "memset");
+                    const fp8kit_status st = fk_cuda_mx_norm(gctx, dx + xo, ldx, ds + so, blocked, rows, K, e5, dy + yo,
+                                                             ldy, dsy, dtab, dfl, band, NULL);
                     const cudaError_t ce = cudaDeviceSynchronize();
                     char what[96];
                     snprintf(what, sizeof what, "mx_norm %s K=%lld %s %s", e5 ? "e5m2" : "e4m3", (long long)K,
@@ -690,6 +699,49 @@ static void test_mx_norm(void)
                                     (long long)(i % kbs), sy[i], syh[i]);
                     for (size_t i = (size_t)(rows * kbs); i < sybytes; i++)
                         stray += sy[i] != 0xA5;
+                    { /* tables: the final scale bytes decoded (0 in the padding rows); flags: their folds */
+                        float *tab = malloc((size_t)(nkb * 4 * rp) * 4);
+                        uint32_t *fl = malloc((size_t)(nkb * nbd) * 16);
+                        d2h(tab, dtab, (size_t)(nkb * 4 * rp) * 4);
+                        d2h(fl, dfl, (size_t)(nkb * nbd) * 16);
+                        long tbad = 0, fbad = 0;
+                        for (int64_t kb = 0; kb < nkb; kb++) {
+                            for (int64_t j = 0; j < 4; j++)
+                                for (int64_t r = 0; r < rp; r++) {
+                                    const int64_t blk = kb * 4 + j;
+                                    const float want = r < rows && blk < kbs ? fk_e8m0_to_f32(syh[r * kbs + blk]) : 0.0f;
+                                    const float got = tab[(kb * 4 + j) * rp + r];
+                                    if (!(got == want || (isnan(got) && isnan(want))) && tbad++ < 4)
+                                        fprintf(stderr, "  %s: table (kb %lld, step %lld, row %lld) = %g, want %g\n",
+                                                what, (long long)kb, (long long)j, (long long)r, got, want);
+                                }
+                            for (int64_t bd = 0; bd < nbd; bd++) {
+                                uint32_t lo = 255, hi = 0, one = 1;
+                                for (int64_t r = bd * band; r < rows && r < (bd + 1) * band; r++) {
+                                    const int64_t nb = kbs - kb * 4 < 4 ? kbs - kb * 4 : 4;
+                                    const uint8_t *b = syh + r * kbs + kb * 4;
+                                    for (int64_t j = 0; j < nb; j++) {
+                                        if (b[j] != 255) {
+                                            lo = b[j] < lo ? b[j] : lo;
+                                            hi = b[j] > hi ? b[j] : hi;
+                                        }
+                                        one &= b[j] == b[0];
+                                    }
+                                }
+                                const uint32_t *f = fl + (kb * nbd + bd) * 4;
+                                if ((f[0] != lo || f[1] != hi || f[2] != one) && fbad++ < 4)
+                                    fprintf(stderr, "  %s: flags (kb %lld, band %lld) = {%u, %u, %u}, want {%u, %u, %u}\n",
+                                            what, (long long)kb, (long long)bd, f[0], f[1], f[2], lo, hi, one);
+                            }
+                        }
+                        CHECK(tbad == 0, "%s: %ld stage-table entries differ", what, tbad);
+                        CHECK(fbad == 0, "%s: %ld band flag records differ", what, fbad);
+                        mism += tbad + fbad;
+                        free(tab);
+                        free(fl);
+                        cudaFree(dtab);
+                        cudaFree(dfl);
+                    }
                     CHECK(mism == 0, "%s: %ld bytes differ from the host rule", what, mism);
                     CHECK(stray == 0, "%s: %ld bytes written outside y's rows x K and sy", what, stray);
                     runs++;

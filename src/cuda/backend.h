@@ -53,9 +53,14 @@ fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void
 fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, const fk_plan *plan, void *stream);
 /* mx_norm.cu: the MX chunk normalization (format/mx_norm.h) of one GEMM
  * operand (rows x k codes, row stride ldx; e8m0 scales s, plain or blocked)
- * into y (row stride ldy) and plain scales sy, on the stream */
+ * into y (row stride ldy) and plain scales sy; optional (NULL: none) the MX
+ * kernel's stage tables of the result (tab: fp32 [k / 128][4][rows rounded
+ * up to band]) and per (K block, band of `band` rows) 4 int32 (flags: min
+ * and max finite scale byte, whether every row has one scale byte over the
+ * block, unused), on the stream */
 fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked, int64_t rows,
-                              int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *stream);
+                              int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *tab, void *flags, int band,
+                              void *stream);
 /* gemm_k_grouped.cu: fp8kit_k_grouped_gemm (offsets in device memory, checked by the kernel) */
 fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *job, void *stream);
 #ifdef __cplusplus

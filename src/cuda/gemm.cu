@@ -140,43 +140,65 @@ static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
     return fk_sm90_sk_bytes_of(cfg->sk_tail, cfg->sk_parts, fk_sm90_variants[cfg->variant].bn);
 }
 
-/* The MX GEMM's normalized operand copies (mx_norm.cu; format/mx_norm.h) in
- * the workspace: A and B codes (row stride K rounded up to 16 bytes), then
- * their plain scale bytes, each 256-byte aligned, at offsets o[0 .. 3].
- * Returns the bytes (0: not an MX job, or nothing to multiply). A call with
- * less workspace runs on the operands as given (every stage whose scales
- * differ inside its 128 of K then promotes every 32). */
-static size_t fk_mx_copies(const fk_gemm_job *job, size_t o[4])
+/* The MX GEMM's normalized operands (mx_norm.cu; format/mx_norm.h) in the
+ * workspace, each region 256-byte aligned, at offsets o[0 .. 7]: A and B
+ * codes (row stride K rounded up to 16 bytes), their plain scale bytes,
+ * their scales as the kernel's stage tables want them (fp32, [K block][k32
+ * step][row], rows padded to the tile: 128 for A, bn for B) and per (K
+ * block, tile row band) the finite exponent min / max and whether every row
+ * has one scale (4 int32; fk_mx_norm_args). Returns the bytes (0: not an MX
+ * job, or nothing to multiply). bn 0: the most any tile width needs. A call
+ * with less workspace runs on the operands as given (every stage whose
+ * scales differ inside its 128 of K then promotes every 32). */
+static size_t fk_mx_copies(const fk_gemm_job *job, int bn, size_t o[8])
 {
     if (job->desc.scale_a != FP8KIT_SCALE_MX || job->m <= 0 || job->n <= 0 || job->k <= 0)
         return 0;
+    if (bn == 0) {
+        static const int bns[3] = {64, 128, 192};
+        size_t most = 0, t[8];
+        for (int i = 0; i < 3; i++) {
+            const size_t b = fk_mx_copies(job, bns[i], t);
+            most = b > most ? b : most;
+        }
+        return most;
+    }
     const size_t ld = (size_t)fk_round_up(job->k, 16), kbs = (size_t)job->k / 32;
+    const size_t kb = (size_t)fk_ceil_div(job->k, 128);
     const size_t m = (size_t)job->m, n = (size_t)job->n;
-    o[0] = 0;
-    o[1] = (m * ld + 255) / 256 * 256;
-    o[2] = o[1] + (n * ld + 255) / 256 * 256;
-    o[3] = o[2] + (m * kbs + 255) / 256 * 256;
-    return o[3] + n * kbs;
+    const size_t mp = (size_t)fk_round_up(job->m, FK_GEMM_BM), np = (size_t)fk_round_up(job->n, bn);
+    const size_t len[8] = {m * ld, n * ld, m * kbs, n * kbs, kb * 4 * mp * 4, kb * 4 * np * 4,
+                           kb * (mp / FK_GEMM_BM) * 16, kb * (np / bn) * 16};
+    size_t at = 0;
+    for (int i = 0; i < 8; i++) {
+        o[i] = at;
+        at += (len[i] + 255) / 256 * 256;
+    }
+    return at;
 }
 
 /* The operand copies a plan's fastest path reads from the workspace: the
- * precise fp32 path's fp16 copies or the MX GEMM's normalized ones. */
-static size_t fk_sm90_copies_bytes(const fk_gemm_job *job)
+ * precise fp32 path's fp16 copies or the MX GEMM's normalized ones (bn: the
+ * plan's tile width, 0 for a bound over all). */
+static size_t fk_sm90_copies_bytes(const fk_gemm_job *job, int bn)
 {
-    size_t o[4];
-    const size_t mx = fk_mx_copies(job, o);
+    size_t o[8];
+    const size_t mx = fk_mx_copies(job, bn, o);
     return mx ? mx : fk_f16_workspace_bytes(job);
 }
 
 /* Where the stream-K area starts in the workspace: after the operand
  * copies, 256-byte aligned. */
-static size_t fk_sm90_sk_offset(const fk_gemm_job *job) { return (fk_sm90_copies_bytes(job) + 255) / 256 * 256; }
+static size_t fk_sm90_sk_offset(const fk_gemm_job *job, int bn)
+{
+    return (fk_sm90_copies_bytes(job, bn) + 255) / 256 * 256;
+}
 
 /* The whole workspace with a stream-K area of sk bytes (none: the copies
  * alone). */
-static size_t fk_sm90_ws_bytes(const fk_gemm_job *job, size_t sk)
+static size_t fk_sm90_ws_bytes(const fk_gemm_job *job, int bn, size_t sk)
 {
-    return sk ? fk_sm90_sk_offset(job) + sk : fk_sm90_copies_bytes(job);
+    return sk ? fk_sm90_sk_offset(job, bn) + sk : fk_sm90_copies_bytes(job, bn);
 }
 
 /* A stream-K flag value no earlier launch of this process used: a
@@ -639,7 +661,7 @@ static fp8kit_status fk_sm90_sk_args(fp8kit_ctx *ctx, const fk_gemm_job *job, co
 {
     if (!(cfg.sk_parts > 1 && job->workspace && ((uintptr_t)job->workspace & 15u) == 0))
         return FP8KIT_OK;
-    const size_t off = fk_sm90_sk_offset(job);
+    const size_t off = fk_sm90_sk_offset(job, fk_sm90_variants[cfg.variant].bn);
     if (job->workspace_bytes < off + fk_sm90_sk_bytes(&cfg))
         return FP8KIT_OK;
     const size_t slots = fk_sm90_sk_slots(cfg.sk_tail, cfg.sk_parts);
@@ -688,8 +710,8 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         kbytes = lda = ldb = 2 * (uint64_t)job->k;
     }
     /* MX with room for the normalized copies: the GEMM reads those */
-    size_t mo[4];
-    const size_t mxb = fk_mx_copies(job, mo);
+    size_t mo[8];
+    const size_t mxb = fk_mx_copies(job, v->bn, mo);
     unsigned char *mxw = mxb && job->workspace && job->workspace_bytes >= mxb && ((uintptr_t)job->workspace & 15u) == 0
                              ? (unsigned char *)job->workspace
                              : NULL;
@@ -733,11 +755,17 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
             p.sa_sk = ga.blocked;
         }
     }
-    if (mxw) { /* the copies' scales, plain */
+    if (mxw) { /* the copies' scales: the helper warps copy the stage tables and band flags */
         p.sa = (const float *)(mxw + mo[2]);
         p.sb = (const float *)(mxw + mo[3]);
         p.sa_sm = job->k / 32;
         p.sa_sk = 0;
+        p.mx_ta = (const float *)(mxw + mo[4]);
+        p.mx_tb = (const float *)(mxw + mo[5]);
+        p.mx_fa = (const int *)(mxw + mo[6]);
+        p.mx_fb = (const int *)(mxw + mo[7]);
+        p.mx_rpa = (int)fk_round_up(job->m, FK_GEMM_BM);
+        p.mx_rpb = (int)fk_round_up(job->n, v->bn);
     }
     /* D's store path (gemm_store.h): 2 the TMA-store epilogue, 1 the
      * bulk-copy one, 0 the general one */
@@ -768,10 +796,12 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         const int blocked = dd->scale_layout == FP8KIT_LAYOUT_BLOCKED;
         const int64_t ld = fk_round_up(job->k, 16);
         fp8kit_status nst = fk_cuda_mx_norm(ctx, job->a, job->lda, job->scale_a, blocked, job->m, job->k,
-                                            job->a_type == FP8KIT_E5M2, mxw + mo[0], ld, mxw + mo[2], (void *)st);
+                                            job->a_type == FP8KIT_E5M2, mxw + mo[0], ld, mxw + mo[2], mxw + mo[4],
+                                            mxw + mo[6], FK_GEMM_BM, (void *)st);
         if (nst == FP8KIT_OK)
             nst = fk_cuda_mx_norm(ctx, job->b, job->ldb, job->scale_b, blocked, job->n, job->k,
-                                  job->b_type == FP8KIT_E5M2, mxw + mo[1], ld, mxw + mo[3], (void *)st);
+                                  job->b_type == FP8KIT_E5M2, mxw + mo[1], ld, mxw + mo[3], mxw + mo[5], mxw + mo[7],
+                                  v->bn, (void *)st);
         if (nst != FP8KIT_OK)
             return nst;
     }
@@ -805,7 +835,7 @@ static size_t fk_sm90_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, const f
     if (plan) {
         fk_sm90_config cfg;
         memcpy(&cfg, plan->config, sizeof cfg);
-        return fk_sm90_ws_bytes(job, fk_sm90_sk_bytes(&cfg));
+        return fk_sm90_ws_bytes(job, fk_sm90_variants[cfg.variant].bn, fk_sm90_sk_bytes(&cfg));
     }
     const fk_cuda_state *cs = fk_cuda(ctx);
     size_t sk = 0;
@@ -820,7 +850,7 @@ static size_t fk_sm90_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, const f
             sk = b > sk ? b : sk;
         }
     }
-    return fk_sm90_ws_bytes(job, sk);
+    return fk_sm90_ws_bytes(job, 0, sk);
 }
 
 const fk_gemm_family fk_family_sm90 = {

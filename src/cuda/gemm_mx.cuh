@@ -40,9 +40,9 @@ static inline unsigned int __float_as_uint(float f)
 
 /* One stage's scale area for tile width BN: A's table [k32 step][128 rows],
  * B's [k32 step][BN columns] (fp32; 0 for rows past the operand and blocks
- * past K), then 8 ints: min / max finite exponent byte of A, then of B;
- * whether every row of A's tile, then of B's, has one scale for all four
- * k32 steps (then the stage is promoted once: fk_mx_uniform); 2 unused. */
+ * past K), then 8 ints: for A, then for B, the min and max finite exponent
+ * byte, whether every row of the tile has one scale for all four k32 steps
+ * (then the stage is promoted once: fk_mx_uniform), one unused. */
 template <int BN> struct fk_mx_area {
     static constexpr int SA_FLOATS = 4 * 128;
     static constexpr int SB_FLOATS = 4 * BN;
@@ -138,7 +138,7 @@ FK_MX_FN void fk_mx_decode(const unsigned int (&w)[NW], int row0, int nrows, int
 template <int BN> FK_MX_FN bool fk_mx_uniform(const float *area)
 {
     const int *mm = (const int *)(area + fk_mx_area<BN>::MM);
-    return (mm[4] & mm[5]) != 0;
+    return (mm[2] & mm[6]) != 0;
 }
 
 /* Unbiased exponent of a decoded scale (2^-127 is the subnormal 0x00400000;
@@ -169,7 +169,7 @@ FK_MX_FN float fk_mx_scale_exact(float x, float a, int ea, float b, int eb)
 template <int BN> FK_MX_FN bool fk_mx_slow(const float *area)
 {
     const int *mm = (const int *)(area + fk_mx_area<BN>::MM);
-    return mm[0] + mm[2] < 105 || mm[1] + mm[3] > 381;
+    return mm[0] + mm[4] < 105 || mm[1] + mm[5] > 381;
 }
 
 /* accf += acc * (sa * sb) for k32 step ks of the stage whose scale area is

@@ -49,6 +49,12 @@ struct fk_gemm_params {
     float *sk_ws;                 /* the partial sums: sk_tail (sk_parts - 1) slots of 128 x BN fp32 */
     unsigned long long *sk_flags; /* 2 words per slot (one per consumer warpgroup) */
     unsigned long long sk_token;  /* this launch's flag value (gemm.cu, fk_sm90_sk_token) */
+    /* MX kernel on the workspace copies (gemm.cu, mx_norm.cu; NULL otherwise):
+     * stage tables [K block][k32 step][mx_rpa / mx_rpb rows] and per (K block,
+     * tile band) flags {min, max finite scale byte, one scale per row, 0} */
+    const float *mx_ta, *mx_tb;
+    const int *mx_fa, *mx_fb;
+    int mx_rpa, mx_rpb;
     /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
     const int *grp_offs;    /* G int32 in device memory, read by every CTA: row ends, or (masked) counts */
     int grp_count;          /* G */

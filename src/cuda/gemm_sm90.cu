@@ -1105,7 +1105,10 @@ template <int BN> struct fk_sm90_mx_shape {
  * (0 for rows past the operand and blocks past K: their wgmma sums are 0,
  * TMA fills zeros), stores the min / max of the finite exponents next to the
  * tables and arrives on the stage's full barrier with all 32 lanes. The next
- * item's bytes are loaded before waiting for the stage to be free. */
+ * item's bytes are loaded before waiting for the stage to be free. On the
+ * workspace copies (p.mx_ta / mx_tb) the tables and flags exist already
+ * (fk_mx_norm): the warp copies them with cp.async and has them arrive when
+ * they land, running ahead by as many stages as are free. */
 template <int BN, bool IS_B>
 static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p, unsigned char *sc0, uint32_t full0,
                                                          uint32_t empty0, int lane)
@@ -1118,6 +1121,38 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
     const bool blocked = p.sa_sk != 0;
     const bool word =
         ((uintptr_t)p.sa % 4 == 0) && ((uintptr_t)p.sb % 4 == 0) && (p.sa_sk || kbs % 4 == 0);
+    if (IS_B ? p.mx_tb : p.mx_ta) { /* the workspace copies: tables and flags made by fk_mx_norm */
+        const float *tsrc = IS_B ? p.mx_tb : p.mx_ta;
+        const int *fsrc = IS_B ? p.mx_fb : p.mx_fa;
+        const int rp = IS_B ? p.mx_rpb : p.mx_rpa, bands = rp / ROWS;
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            int tm, tn;
+            p.sched.tile(t, tm, tn);
+            const int band = IS_B ? tn : tm;
+            for (int kb = 0; kb < nkb; kb++) {
+                fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
+                float *area = (float *)(sc0 + stage * S::SC_BYTES);
+                float *tab = area + (IS_B ? S::SA_FLOATS : 0);
+#pragma unroll
+                for (int i = lane; i < ROWS; i += 32) { /* ROWS 16-byte units: 4 k32 steps x ROWS / 4 */
+                    const int ks = i / (ROWS / 4), u = i - ks * (ROWS / 4);
+                    fk_cp_async16(tab + ks * ROWS + 4 * u, tsrc + ((long long)(kb * 4 + ks) * rp + band * ROWS + 4 * u),
+                                  16);
+                }
+                if (lane == 0)
+                    fk_cp_async16((int *)(area + fk_mx_area<BN>::MM) + (IS_B ? 4 : 0),
+                                  fsrc + ((long long)kb * bands + band) * 4, 16);
+                fk_cp_async_mbar_arrive(full0 + 8 * stage);
+                if (++stage == S::STAGES) {
+                    stage = 0;
+                    phase ^= 1u;
+                }
+            }
+        }
+        return;
+    }
     int t = blockIdx.x, kb = 0, row0 = 0;
     if (nkb == 0 || t >= ntiles)
         return;
@@ -1155,10 +1190,10 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
         emax = __reduce_max_sync(0xffffffffu, emax);
         uniform = __all_sync(0xffffffffu, uniform);
         if (lane == 0) {
-            int *mm = (int *)(area + fk_mx_area<BN>::MM);
-            mm[IS_B ? 2 : 0] = emin;
-            mm[IS_B ? 3 : 1] = emax;
-            mm[IS_B ? 5 : 4] = uniform;
+            int *mm = (int *)(area + fk_mx_area<BN>::MM) + (IS_B ? 4 : 0);
+            mm[0] = emin;
+            mm[1] = emax;
+            mm[2] = uniform;
         }
         fk_mbar_arrive(full0 + 8 * stage); /* release: this lane's writes */
         if (++stage == S::STAGES) {

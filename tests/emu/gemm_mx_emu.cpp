@@ -86,11 +86,11 @@ static void emulate(const ecase &c, const std::vector<uint8_t> &A, const std::ve
                         emin = std::min(emin, lo);
                         emax = std::max(emax, hi);
                     }
-                    mm[2 * op] = emin;
-                    mm[2 * op + 1] = emax;
-                    mm[4 + op] = uni;
+                    mm[4 * op] = emin;
+                    mm[4 * op + 1] = emax;
+                    mm[4 * op + 2] = uni;
+                    mm[4 * op + 3] = 0;
                 }
-                mm[6] = mm[7] = 0;
                 /* a uniform stage: the kernel sums its four k32 steps on the tensor cores and promotes
                  * once with step 0's table */
                 const bool one = fk_mx_uniform<BN>(area.data());
