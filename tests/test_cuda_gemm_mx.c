@@ -473,7 +473,9 @@ static void run_case(const mcase *g)
 
     double bound = g->bound;
     if (bound == 0.0)
-        bound = g->dt == FP8KIT_F32 ? 2e-4 : g->dt == FP8KIT_BF16 ? 4e-3 : 1e-3;
+        /* f32 (fast_accum): the tensor cores sum 32 (128 on uniform stages) products before each
+         * promotion: rel ~1e-4, up to 2.1e-4 seen (H100, 2026-11-26) */
+        bound = g->dt == FP8KIT_F32 ? 3e-4 : g->dt == FP8KIT_BF16 ? 4e-3 : 1e-3;
     const ostat o = compare_out(g, "", D, Dc, ref);
     ostat ow, own;
     memset(&ow, 0, sizeof ow);
@@ -970,6 +972,10 @@ int main(int argc, char **argv)
     g = base("multi-tile bn128 K=96 plain", 1300, 2000, 96, P); g.bn = "128"; run_case(&g);
     g = base("multi-tile bn64 gelu f16", 1999, 1000, 160, BL); g.bn = "64"; g.dt = FP8KIT_F16;
     g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; run_case(&g);
+    /* 192-wide tiles (the planner's choice for e4m3 when every SM has a tile; B tables of 192 rows) */
+    g = base("multi-tile bn192 narrow", 1100, 2000, 640, P); g.scales = SC_NARROW; g.bn = "192"; run_case(&g);
+    g = base("multi-tile bn192 blocked bias", 1300, 1000, 288, BL); g.bn = "192"; g.bias = FP8KIT_BIAS_COL;
+    run_case(&g);
 
     /* the workspace path: SC_NARROW (nearly every chunk normalized, most
      * stages promoted once), SC_ADV (2^-20 .. 2^20 mixed inside every chunk:

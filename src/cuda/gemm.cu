@@ -439,6 +439,10 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void 
          * 4096^3 452 vs 416 TFLOP/s, 8192^3 534 vs 554). */
         bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, f16 ? 1.03 : 1.15);
     }
+    /* MX e4m3 x e4m3 with every SM busy: 192 wide (H100, 2026-11-26, eed5265, bench/mx_peer.py:
+     * 8192^3 1680 vs 1786 us, 4096x7168x16384 1771 vs 1928, 2048x14336x4096 614 vs 626) */
+    if (mx && ab == 0 && tiles128 >= cs->sm_count)
+        bn = 192;
     bn = fk_tuned(tu->gemm_bn, bn);
     if (dd->out_quant == FP8KIT_OUTQ_BLOCK1X128 && bn % 128)
         bn = 128; /* a 1x128 group must not span two tiles */
