@@ -779,7 +779,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
     } else if (store == FK_STORE_BULK) {
         p.d_bulk = 1;
     }
-    p.lag = v->block == 2 ? 0 : cfg.lag; /* not in the MX kernel */
+    p.lag = cfg.lag;
     /* the stream-K tail when the workspace has room for it, else whole tiles */
     unsigned grid = (unsigned)cfg.grid;
     fp8kit_status kst = fk_sm90_sk_args(ctx, job, cfg, st, &p, &grid);

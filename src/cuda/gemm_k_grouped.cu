@@ -134,6 +134,7 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j,
     p.grp_count = (int)j->groups;
     p.grp_tab = v->smem_bytes;
     p.grp_status = j->status;
+    p.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 1); /* consumer warpgroup 1 a stage behind (gemm_sm90.cu) */
     const int64_t tiles = j->groups * (int64_t)p.sched.count();
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     const size_t smem = (size_t)v->smem_bytes + 4 * (size_t)j->groups;

@@ -1261,7 +1261,9 @@ static __device__ __forceinline__ void fk_rc_promote(float (&accf)[NACC], float 
  * its own group promoted with its own scales (fk_mx_promote, with its exact
  * path for extreme exponents). The stage is released after its last
  * promotion, which reads its tables. The two consumer warpgroups keep the
- * tensor cores busy in turn while the other promotes. W: the work walk
+ * tensor cores busy in turn while the other promotes; with p.lag warpgroup
+ * 1 runs that many stages behind, so that the warpgroups' epilogues do not
+ * coincide (fk_sm90_lag_start). W: the work walk
  * (fk_sm90_walk, or fk_kg_walk with group g's D at rows g * kg_drows). */
 template <int BN, int AB, bool KG, class S, class W>
 static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
@@ -1277,6 +1279,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
     float acc[G::NACC], accf[G::NACC];
     int stage = 0;
     uint32_t phase = 0;
+    int issued = 0; /* stages this warpgroup has finished (for the lag: warpgroup 1 runs p.lag behind) */
+    fk_sm90_lag_start(p, wg);
     W w;
     for (; w.more(p); w.t += w.step) {
         int tm, tn;
@@ -1311,6 +1315,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
             __syncwarp();
             if (lane == 0)
                 fk_mbar_arrive(empty0 + 8 * stage);
+            fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
                 stage = 0;
                 phase ^= 1u;
@@ -1318,6 +1323,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
         }
         fk_sm90_epilogue<BN>(p, accf, stage_out, tab, pre, m0, n0, tid, 1 + wg);
     }
+    fk_sm90_lag_end(p, wg, issued);
 }
 #endif
 

@@ -17,38 +17,39 @@ struct fk_mx_norm_args {
     unsigned char *y; /* copy of the codes, row stride ldy bytes */
     long long ldy;
     unsigned char *sy; /* its scales, plain */
-    float *tab;        /* optional: fp32 scales [nkb][4][rp] */
-    unsigned int *flags; /* with tab: per (K block, band) {min, max finite byte, one scale per row, 0} */
-    int rp, band;      /* rows rounded up to the band; rows per band */
     int rows, e5m2;
-    int vec; /* x, y, ldx and ldy 16-byte aligned: 16-byte loads and stores */
+    int vec;  /* x, y, ldx and ldy 16-byte aligned: 16-byte loads and stores */
+    int word; /* a chunk's 4 scale bytes 4-byte aligned (blocked layout, or plain with kbs % 4 == 0) */
 };
 
-/* fk_mx_norm_code on 16 codes: on sm_89+ through the hardware's exact fp8
- * -> f16 widening, an exact f16 multiply by 2^-d (d <= 4 keeps every value
- * in f16's range) and its nearest-even f16 -> fp8 conversion, NaN and Inf
- * codes put back (tests/test_cuda_gemm_mx.c compares every byte with the
- * rule); elsewhere the rule itself. */
-static __device__ __forceinline__ void fk_mx_norm_16(unsigned char *v, int d, int e5m2)
+/* fk_mx_norm_code on the 4 codes of w (little-endian bytes): on sm_89+
+ * through the hardware's exact fp8 -> f16 widening, an exact f16 multiply by
+ * 2^-d (d <= 4 keeps every value in f16's range) and its nearest-even f16
+ * -> fp8 conversion, NaN and Inf codes put back (tests/test_cuda_gemm_mx.c
+ * compares every byte with the rule); elsewhere the rule itself. Words, not
+ * byte arrays, so that nothing goes through local memory. */
+static __device__ __forceinline__ uint32_t fk_mx_norm_4(uint32_t w, int d, int e5m2)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     const uint32_t h = (uint32_t)(15 - d) << 10, s2 = h | (h << 16); /* 2^-d, twice */
-    const unsigned char special = e5m2 ? 0x7C : 0x7F; /* exponent bits all ones: Inf / NaN */
-#pragma unroll
-    for (int k = 0; k < 16; k += 2) {
-        const uint16_t in = (uint16_t)(v[k] | (v[k + 1] << 8));
-        uint16_t out;
-        if (e5m2)
-            out = fk_cvt_fp8x2_f16x2<1>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<1>(in), s2));
-        else
-            out = fk_cvt_fp8x2_f16x2<0>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<0>(in), s2));
-        v[k] = (v[k] & special) == special ? v[k] : (unsigned char)out;
-        v[k + 1] = (v[k + 1] & special) == special ? v[k + 1] : (unsigned char)(out >> 8);
+    uint32_t lo, hi;
+    if (e5m2) {
+        lo = fk_cvt_fp8x2_f16x2<1>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<1>((uint16_t)w), s2));
+        hi = fk_cvt_fp8x2_f16x2<1>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<1>((uint16_t)(w >> 16)), s2));
+    } else {
+        lo = fk_cvt_fp8x2_f16x2<0>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<0>((uint16_t)w), s2));
+        hi = fk_cvt_fp8x2_f16x2<0>(fk_mul_f16x2(fk_cvt_f16x2_fp8x2<0>((uint16_t)(w >> 16)), s2));
     }
+    const uint32_t out = (lo & 0xFFFFu) | (hi << 16);
+    const uint32_t sp = e5m2 ? 0x7C7C7C7Cu : 0x7F7F7F7Fu; /* exponent bits all ones: Inf / NaN */
+    const uint32_t keep = __vcmpeq4(w & sp, sp);         /* 0xFF per such byte */
+    return (out & ~keep) | (w & keep);
 #else
+    uint32_t r = 0;
 #pragma unroll
-    for (int k = 0; k < 16; k++)
-        v[k] = fk_mx_norm_code(v[k], d, e5m2);
+    for (int k = 0; k < 4; k++)
+        r |= (uint32_t)fk_mx_norm_code((uint8_t)(w >> (8 * k)), d, e5m2) << (8 * k);
+    return r;
 #endif
 }
 
@@ -70,23 +71,15 @@ static __device__ __forceinline__ float fk_mx_norm_amax16(const uint4 &w, int e5
     return fk_fp8_to_f32((uint8_t)m, e5m2);
 }
 
-/* Sets n flag records to {255, 0, 1, 0}: the identities of the folds. */
-__global__ void fk_mx_norm_flags_init(unsigned int *f, long long n)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        *(uint4 *)(f + 4 * i) = make_uint4(255u, 0u, 1u, 0u);
-}
-
 /* Eight consecutive lanes per (row, chunk), chunk-major (a warp's four are
  * four rows of one chunk, mostly), 16 codes each (half a block): each lane
  * loads its codes and the chunk's scale bytes, the eight exchange their
  * halves' largest magnitudes (shuffles), all decide by the shared rule and
  * each rewrites its codes; the first lane of each block writes the block's
- * new scale (and its fp32 table entry); the first lane of the chunk folds
- * the row's final scale bytes into its band's flags. Warps step through the
- * items together (the shuffles need every lane); total is a multiple of 8,
- * so the lanes of one (row, chunk) are all in range or all out. */
+ * new scale byte. Warps step through the items together (the shuffles need
+ * every lane); total is a multiple of 8, so the lanes of one (row, chunk)
+ * are all in range or all out. The chunk's scale bytes come as one 32-bit
+ * load where they are aligned (a.word). */
 __global__ void fk_mx_norm_kernel(const fk_mx_norm_args a)
 {
     const long long chunks = (a.kbs + 3) / 4;
@@ -105,13 +98,14 @@ __global__ void fk_mx_norm_kernel(const fk_mx_norm_args a)
         const long long col = 128LL * c + 16 * q;
         const unsigned char *src = a.x + r * a.ldx + col;
         uint4 vv = make_uint4(0, 0, 0, 0);
-        unsigned char *v = (unsigned char *)&vv;
         if (mine && a.vec) {
             vv = *(const uint4 *)src;
         } else if (mine) {
+            uint32_t b[4] = {0, 0, 0, 0};
 #pragma unroll
             for (int k = 0; k < 16; k++)
-                v[k] = src[k];
+                b[k / 4] |= (uint32_t)src[k] << (8 * (k % 4));
+            vv = make_uint4(b[0], b[1], b[2], b[3]);
         }
         /* the block's largest finite magnitude: this half's, then the pair's */
         float am = mine ? fk_mx_norm_amax16(vv, a.e5m2) : 0.0f;
@@ -123,24 +117,41 @@ __global__ void fk_mx_norm_kernel(const fk_mx_norm_args a)
         if (!mine)
             continue;
         unsigned char sc[4];
+        if (a.word && nb == 4) {
+            const uint32_t w4 = *(const uint32_t *)(a.s + fk_mx_off(a.blocked != 0, a.nkb, a.kbs, r, j0));
 #pragma unroll
-        for (int j = 0; j < 4; j++)
-            sc[j] = j < nb ? a.s[fk_mx_off(a.blocked != 0, a.nkb, a.kbs, r, j0 + j)] : 0;
-        const int e = fk_mx_norm_pick(sc, amax, nb, a.e5m2);
+            for (int j = 0; j < 4; j++)
+                sc[j] = (unsigned char)(w4 >> (8 * j));
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                sc[j] = j < nb ? a.s[fk_mx_off(a.blocked != 0, a.nkb, a.kbs, r, j0 + j)] : 0;
+#pragma unroll
+            for (int j = 1; j < 4; j++) /* blocks past K: block 0's byte and amax 0 change nothing */
+                if (j >= nb)
+                    sc[j] = sc[0];
+        }
+        /* (four blocks, a constant count: the arrays stay in registers) */
+        const int e = fk_mx_norm_pick(sc, amax, 4, a.e5m2);
         int d = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++)
             if (j == jq && e >= 0)
                 d = e - sc[j];
-        if (d)
-            fk_mx_norm_16(v, d, a.e5m2);
+        if (d) {
+            vv.x = fk_mx_norm_4(vv.x, d, a.e5m2);
+            vv.y = fk_mx_norm_4(vv.y, d, a.e5m2);
+            vv.z = fk_mx_norm_4(vv.z, d, a.e5m2);
+            vv.w = fk_mx_norm_4(vv.w, d, a.e5m2);
+        }
         unsigned char *dst = a.y + r * a.ldy + col;
         if (a.vec) {
             *(uint4 *)dst = vv;
         } else {
+            const uint32_t b[4] = {vv.x, vv.y, vv.z, vv.w};
 #pragma unroll
             for (int k = 0; k < 16; k++)
-                dst[k] = v[k];
+                dst[k] = (unsigned char)(b[k / 4] >> (8 * (k % 4)));
         }
         if ((q & 1) == 0) {
             unsigned char mys = 0;
@@ -148,32 +159,55 @@ __global__ void fk_mx_norm_kernel(const fk_mx_norm_args a)
             for (int j = 0; j < 4; j++)
                 if (j == jq)
                     mys = sc[j];
-            const unsigned char out = (unsigned char)(e < 0 ? mys : e);
-            a.sy[r * a.kbs + j0 + jq] = out;
-            if (a.tab)
-                a.tab[((long long)c * 4 + jq) * a.rp + r] = fk_mx_e8m0(out);
-        }
-        if (a.tab && q == 0) { /* the row's bytes after the rule, folded into its band's flags */
-            unsigned int lo = 255u, hi = 0u;
-            bool one = true;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                if (j < nb) {
-                    const unsigned int b = e < 0 ? sc[j] : (unsigned int)e;
-                    if (b != 255u) {
-                        lo = min(lo, b);
-                        hi = max(hi, b);
-                    }
-                    one = one && b == (e < 0 ? sc[0] : (unsigned int)e);
-                }
-            }
-            unsigned int *f = a.flags + ((long long)c * (a.rp / a.band) + r / a.band) * 4;
-            atomicMin(f, lo);
-            atomicMax(f + 1, hi);
-            if (!one)
-                atomicAnd(f + 2, 0u);
+            a.sy[r * a.kbs + j0 + jq] = (unsigned char)(e < 0 ? mys : e);
         }
     }
+}
+
+/* The MX kernel's stage tables and band flags from the normalized scale
+ * bytes sy (rows x kbs, plain): one warp per (K block, band of `band`
+ * rows); lane l takes rows l, l + 32, ... of the band: tab[(kb * 4 + j) * rp
+ * + r] = the decoded byte of block 4 kb + j (0 for rows past the operand and
+ * blocks past K), and the band's record {min, max finite byte, whether every
+ * row has one byte over the block, 0} (min 255 and max 0 when none is
+ * finite). */
+__global__ void fk_mx_tables_kernel(const unsigned char *sy, int rows, int kbs, int band, int rp, float *tab,
+                                    unsigned int *flags)
+{
+    const int lane = threadIdx.x & 31;
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int bands = rp / band, nkb = (kbs + 3) / 4;
+    if (w >= (long long)nkb * bands)
+        return;
+    const int kb = (int)(w / bands), bd = (int)(w - (long long)kb * bands);
+    const int nb = min(4, kbs - 4 * kb);
+    unsigned int lo = 255u, hi = 0u, one = 1u;
+    for (int r = bd * band + lane; r < (bd + 1) * band; r += 32) {
+        unsigned int b[4] = {0u, 0u, 0u, 0u};
+        if (r < rows) {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (j < nb)
+                    b[j] = sy[(long long)r * kbs + 4 * kb + j];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                if (j < nb && b[j] != 255u) {
+                    lo = min(lo, b[j]);
+                    hi = max(hi, b[j]);
+                }
+                if (j < nb && b[j] != b[0])
+                    one = 0u;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            tab[((long long)kb * 4 + j) * rp + r] = r < rows && j < nb ? fk_mx_e8m0(b[j]) : 0.0f;
+    }
+    lo = __reduce_min_sync(0xFFFFFFFFu, lo);
+    hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    one = __reduce_and_sync(0xFFFFFFFFu, one);
+    if (lane == 0)
+        *(uint4 *)(flags + w * 4) = make_uint4(lo, hi, one, 0u);
 }
 
 extern "C" fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked,
@@ -193,23 +227,22 @@ extern "C" fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t
     a.y = (unsigned char *)y;
     a.ldy = ldy;
     a.sy = (unsigned char *)sy;
-    a.tab = (float *)tab;
-    a.flags = (unsigned int *)flags;
-    a.band = band > 0 ? band : 128;
-    a.rp = (int)((rows + a.band - 1) / a.band * a.band);
     a.rows = (int)rows;
     a.e5m2 = e5m2;
     a.vec = ((uintptr_t)x % 16 == 0) && ((uintptr_t)y % 16 == 0) && ldx % 16 == 0 && ldy % 16 == 0;
-    if (a.tab) { /* padding rows of the tables 0; flags {255 (as the unsigned max), 0, 1, 0} before the folds */
-        const size_t tb = (size_t)a.nkb * 4 * a.rp * 4, fb = (size_t)a.nkb * (a.rp / a.band) * 16;
-        FK_CUDA_CHECK(ctx, cudaMemsetAsync(a.tab, 0, tb, st));
-        fk_mx_norm_flags_init<<<(unsigned)((fb / 16 + 255) / 256), 256, 0, st>>>(a.flags, (long long)(fb / 16));
-        FK_CUDA_LAUNCH_CHECK(ctx);
-    }
+    a.word = (uintptr_t)s % 4 == 0 && (blocked || a.kbs % 4 == 0);
     const long long total = rows * ((a.kbs + 3) / 4) * 8;
     const long long blocks = (total + 255) / 256;
     const unsigned grid = (unsigned)(blocks < 65536 ? blocks : 65536);
     fk_mx_norm_kernel<<<grid, 256, 0, st>>>(a);
     FK_CUDA_LAUNCH_CHECK(ctx);
+    if (tab) {
+        const int b = band > 0 ? band : 128;
+        const int rp = (int)((rows + b - 1) / b * b);
+        const long long warps = (long long)a.nkb * (rp / b);
+        fk_mx_tables_kernel<<<(unsigned)((warps * 32 + 255) / 256), 256, 0, st>>>(a.sy, a.rows, a.kbs, b, rp,
+                                                                                (float *)tab, (unsigned int *)flags);
+        FK_CUDA_LAUNCH_CHECK(ctx);
+    }
     return FP8KIT_OK;
 }
