@@ -292,7 +292,9 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
      * and 0 there (bias_gelu 900 vs 983 / 965 us, same run; +4.3% over plain
      * in a later run, where 3 stages and the TMA-store path gave no more) */
     const int heavy = job->bias || job->desc.act != FP8KIT_ACT_NONE;
-    cfg->lag = fk_tuned(tu->gemm_lag, heavy ? 2 : 1);
+    /* the MX kernel (block 2): no lag (H100, 2026-11-26, 6b8c9ec, bench/mx_peer.py: 4096x7168x16384
+     * 1547 vs 1786 us, 2048x14336x4096 523 vs 553, 8192^3 1487 vs 1486) */
+    cfg->lag = fk_tuned(tu->gemm_lag, v->block == 2 ? 0 : heavy ? 2 : 1);
     if (cfg->lag < 0 || cfg->lag >= v->stages)
         cfg->lag = 0;
     const int64_t kbytes = v->ab == 4 ? 2 * job->k : job->k; /* f16 variants: fp16 K */
