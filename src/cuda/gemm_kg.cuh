@@ -1,7 +1,9 @@
-/* gemm_kg.cuh - the K-grouped Hopper GEMM kernel (fp8kit_k_grouped_gemm, the
- * MoE weight gradient; host side in gemm_k_grouped.cu). Included at the end
- * of gemm_sm90.cu: it reuses that kernel's producer, stage ring and
- * epilogues.
+/* gemm_kg.cuh - the pieces of the K-grouped Hopper GEMM kernel
+ * (fp8kit_k_grouped_gemm, the MoE weight gradient; host side in
+ * gemm_k_grouped.cu): its stage shape, work walk, offsets check and scale
+ * helper warps. gemm_sm90.cu includes it and builds the kernel from these
+ * and its own producer, row x column consumer and epilogues (fk_sm90_rc_body,
+ * shared with the MX kernel).
  *
  * Work items are (group, output tile) pairs, group-major, each group's
  * tiles in the general kernel's raster order; an item runs the K blocks of
@@ -128,67 +130,3 @@ static __device__ __forceinline__ void fk_kg_scales(const fk_gemm_params &p, uns
 
 #endif
 
-/* The K-grouped kernel: the MX kernel's layout (a scale table per stage
- * after the barriers), then the K table. */
-template <int BN, int AB>
-__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
-    fk_gemm_sm90_kg_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-                           const __grid_constant__ fk_gemm_params p)
-{
-#ifdef FK_SM90_DEVICE
-    typedef fk_sm90_kg_shape<BN> S;
-    typedef fk_sm90_shape<BN> G;
-    extern __shared__ __align__(1024) unsigned char fk_smem[];
-    const uint32_t sbase = fk_smem_addr(fk_smem);
-    const uint32_t base = (sbase + 1023u) & ~1023u;
-    const uint32_t sa0 = base;
-    const uint32_t sb0 = sa0 + S::STAGES * G::A_BYTES;
-    const uint32_t out0 = sb0 + S::STAGES * G::B_BYTES;
-    const uint32_t full0 = out0 + G::EPI_BYTES;
-    const uint32_t empty0 = full0 + 8 * S::STAGES;
-    const uint32_t scs = (full0 + 2 * 8 * 8 + 15u) & ~15u;
-    unsigned char *sc0 = fk_smem + (scs - sbase);
-    if (threadIdx.x == 0) {
-        fk_grid_dep_launch();
-        for (int s = 0; s < S::STAGES; s++) {
-            fk_mbar_init(full0 + 8 * s, 1 + 64); /* the TMA thread + the two helper warps */
-            fk_mbar_init(empty0 + 8 * s, 8);     /* one arrival per consumer warp */
-        }
-        fk_fence_mbar_init();
-    }
-    __syncthreads();
-    fk_grid_dep_wait(); /* as in fk_sm90_body */
-    const bool ok = fk_kg_prepare(p.grp_offs, p.grp_count, p.k, (int *)(fk_smem + p.grp_tab));
-    if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
-        *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
-    if (!ok)
-        return;
-    const int wg = threadIdx.x >> 7;
-    if (wg == 2) {
-        fk_setmaxnreg_dec<40>();
-        const int pw = (threadIdx.x >> 5) & 3;
-        if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES, 1, false, 1, fk_kg_walk>(&ta, &tb, p, sa0, sb0, full0, empty0);
-        else if (pw == 1)
-            fk_kg_scales<BN, false>(p, sc0, full0, empty0, threadIdx.x & 31);
-        else if (pw == 2)
-            fk_kg_scales<BN, true>(p, sc0, full0, empty0, threadIdx.x & 31);
-    } else {
-        fk_setmaxnreg_inc<232>();
-        float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
-        fk_sm90_consumer_rc<BN, AB, true, S, fk_kg_walk>(p, wg, sa0, sb0, sc0, full0, empty0, epi,
-                                                         epi + G::STAGE_OUT_FLOATS);
-        if (p.d_bulk)
-            fk_bulk_wait<0>();
-    }
-#endif
-}
-
-#define FK_VKG(BN, AB)                                                                               \
-    {BN, 4, 3, AB, fk_sm90_kg_shape<BN>::STAGES, fk_sm90_kg_shape<BN>::SMEM, fk_gemm_sm90_kg_kernel<BN, AB>, 1, 0}
-
-/* The K-grouped kernels (block 3: row x column scales per 128 of K), 128 wide for every fp8
- * type pair, 192 wide for e4m3 x e4m3 (the planner's choice when it exists, gemm_k_grouped.cu). */
-const fk_sm90_variant fk_sm90_kg_variants[] = {FK_VKG(128, 0), FK_VKG(128, 1), FK_VKG(128, 2), FK_VKG(128, 3),
-                                               FK_VKG(192, 0)};
-const int fk_sm90_kg_variant_count = (int)(sizeof fk_sm90_kg_variants / sizeof fk_sm90_kg_variants[0]);

@@ -1,5 +1,6 @@
 /* gemm_sm90.cu - the Hopper (sm_90a) FP8 GEMM kernel and its compiled variants
- * (the MX-scaled kernel is at the end of the file).
+ * (the MX-scaled and K-grouped kernels, which promote with row x column
+ * scales, are at the end of the file).
  *
  * Persistent and warp-specialized: 384 threads per CTA, one CTA per SM.
  * Warpgroup 2 is the producer: after giving registers back (setmaxnreg), one
@@ -26,6 +27,7 @@
  * stub (the host never launches it on a device that is not sm_90). */
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <type_traits>
 #include "cuda/gemm_epilogue.cuh"
 #include "cuda/gemm_mx.cuh"
 #include "cuda/ptx/ptx.cuh"
@@ -1327,15 +1329,21 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
 }
 #endif
 
-/* The MX kernel: the general kernel's layout with a scale area per stage
- * after the barriers. */
-template <int BN, int AB>
-__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
-    fk_gemm_sm90_mx_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-                           const __grid_constant__ fk_gemm_params p)
+#include "cuda/gemm_kg.cuh" /* the K-grouped kernel's shape, walk and helper warps */
+
+/* The body of the kernels with row x column scales per stage (the MX and
+ * K-grouped kernels): the general kernel's shared-memory layout with a scale
+ * area per stage after the barriers (shape S), then (KG) the K table; the
+ * producer thread, two helper warps that fill each stage's scale area (their
+ * lanes arrive on its full barrier too) and the two consumer warpgroups of
+ * fk_sm90_consumer_rc. KG: every CTA first checks the device offsets
+ * (fk_kg_prepare) and leaves when they are invalid. */
+template <int BN, int AB, bool KG>
+static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, const CUtensorMap &tb,
+                                                       const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
-    typedef fk_sm90_mx_shape<BN> S;
+    typedef typename std::conditional<KG, fk_sm90_kg_shape<BN>, fk_sm90_mx_shape<BN>>::type S;
     typedef fk_sm90_shape<BN> G;
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t sbase = fk_smem_addr(fk_smem);
@@ -1357,28 +1365,60 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     }
     __syncthreads();
     fk_grid_dep_wait(); /* as in fk_sm90_body */
+    if constexpr (KG) {
+        const bool ok = fk_kg_prepare(p.grp_offs, p.grp_count, p.k, (int *)(fk_smem + p.grp_tab));
+        if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
+            *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
+        if (!ok)
+            return;
+    }
     const int wg = threadIdx.x >> 7;
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
-        const int pw = (threadIdx.x >> 5) & 3;
-        if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES>(&ta, &tb, p, sa0, sb0, full0, empty0);
-        else if (pw == 1)
-            fk_sm90_mx_scales<BN, false>(p, sc0, full0, empty0, threadIdx.x & 31);
-        else if (pw == 2)
-            fk_sm90_mx_scales<BN, true>(p, sc0, full0, empty0, threadIdx.x & 31);
+        const int pw = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+        if constexpr (KG) {
+            if (threadIdx.x == 256)
+                fk_sm90_producer<BN, S::STAGES, 1, false, 1, fk_kg_walk>(&ta, &tb, p, sa0, sb0, full0, empty0);
+            else if (pw == 1)
+                fk_kg_scales<BN, false>(p, sc0, full0, empty0, lane);
+            else if (pw == 2)
+                fk_kg_scales<BN, true>(p, sc0, full0, empty0, lane);
+        } else {
+            if (threadIdx.x == 256)
+                fk_sm90_producer<BN, S::STAGES>(&ta, &tb, p, sa0, sb0, full0, empty0);
+            else if (pw == 1)
+                fk_sm90_mx_scales<BN, false>(p, sc0, full0, empty0, lane);
+            else if (pw == 2)
+                fk_sm90_mx_scales<BN, true>(p, sc0, full0, empty0, lane);
+        }
     } else {
         fk_setmaxnreg_inc<232>();
         float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
-        fk_sm90_consumer_rc<BN, AB, false, S, fk_sm90_walk<1>>(p, wg, sa0, sb0, sc0, full0, empty0, epi,
-                                                               epi + G::STAGE_OUT_FLOATS);
-        if (p.d_bulk && (threadIdx.x & 127) < 64)
+        typedef typename std::conditional<KG, fk_kg_walk, fk_sm90_walk<1>>::type W;
+        fk_sm90_consumer_rc<BN, AB, KG, S, W>(p, wg, sa0, sb0, sc0, full0, empty0, epi, epi + G::STAGE_OUT_FLOATS);
+        if (p.d_bulk) /* (threads that issued no bulk copy return at once) */
             fk_bulk_wait<0>();
     }
 #endif
 }
 
-#include "cuda/gemm_kg.cuh" /* the K-grouped kernel (it reuses the producer and epilogues above) */
+/* The MX kernel (e8m0 per 32 of K on A and B). */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_mx_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_rc_body<BN, AB, false>(ta, tb, p);
+}
+
+/* The K-grouped kernel (fp8kit_k_grouped_gemm). */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kg_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_rc_body<BN, AB, true>(ta, tb, p);
+}
 
 #define FK_V(BN, PROMO, BLOCK, AB)                                                      \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
@@ -1452,3 +1492,12 @@ const fk_sm90_variant fk_sm90_grouped_variants[] = {
 };
 const int fk_sm90_grouped_variant_count =
     (int)(sizeof fk_sm90_grouped_variants / sizeof fk_sm90_grouped_variants[0]);
+
+#define FK_VKG(BN, AB)                                                                               \
+    {BN, 4, 3, AB, fk_sm90_kg_shape<BN>::STAGES, fk_sm90_kg_shape<BN>::SMEM, fk_gemm_sm90_kg_kernel<BN, AB>, 1, 0}
+
+/* The K-grouped kernels (block 3: row x column scales per 128 of K), 128 wide for every fp8
+ * type pair, 192 wide for e4m3 x e4m3 (the planner's choice when it exists, gemm_k_grouped.cu). */
+const fk_sm90_variant fk_sm90_kg_variants[] = {FK_VKG(128, 0), FK_VKG(128, 1), FK_VKG(128, 2), FK_VKG(128, 3),
+                                               FK_VKG(192, 0)};
+const int fk_sm90_kg_variant_count = (int)(sizeof fk_sm90_kg_variants / sizeof fk_sm90_kg_variants[0]);
