@@ -1078,16 +1078,19 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
 }
 
 /* ---------------------------------------------------------------- MX (e8m0 per 32 of K on A and B)
- * Hopper has no block-scaled MMA, so the MX consumer promotes after every
- * wgmma k32 step: accf[r][c] += acc[r][c] * (sa[r][kb] * sb[c][kb]). Two
- * producer warps (one for A, one for B) decode each stage's e8m0 bytes
- * (A: 128 rows x 4 k32 blocks, B: BN columns x 4; plain or blocked layout,
- * plain loads issued one stage ahead) into fp32 tables in the stage's scale
- * area, with the min / max exponent next to them (the consumers take a slower
- * exact path for stages where a scale product could leave fp32's exact
- * range); all their lanes arrive on the stage's full barrier, whose count is
- * 1 (the TMA thread) + 64. The arithmetic (scale area, decoding, promotion)
- * is in gemm_mx.cuh. */
+ * Hopper has no block-scaled MMA, so the MX consumer promotes with
+ * accf[r][c] += acc[r][c] * (sa[r][kb] * sb[c][kb]): once per stage where
+ * every row of both tiles has one scale over the stage's 128 of K, else
+ * after every wgmma k32 step (fk_sm90_consumer_rc). Two producer warps (one
+ * for A, one for B) fill each stage's scale area: fp32 tables (A: 128 rows x
+ * 4 k32 blocks, B: BN columns x 4), the min / max exponent (the consumers
+ * take a slower exact path for stages where a scale product could leave
+ * fp32's exact range) and the one-scale flags - decoded from the e8m0 bytes
+ * (plain or blocked layout, loads issued one stage ahead), or on the
+ * workspace copies copied from the tables fk_mx_norm wrote (mx_norm.cu); all
+ * their lanes arrive on the stage's full barrier, whose count is 1 (the TMA
+ * thread) + 64. The arithmetic (scale area, decoding, promotion) is in
+ * gemm_mx.cuh. */
 template <int BN> struct fk_sm90_mx_shape {
     typedef fk_sm90_shape<BN> G;
     typedef fk_mx_area<BN> T;
