@@ -1,5 +1,6 @@
 /* gemm_k_grouped.cu - host side of the CUDA K-grouped GEMM
- * (fp8kit_k_grouped_gemm; the kernel is gemm_kg.cuh): what the kernel
+ * (fp8kit_k_grouped_gemm; the kernel: gemm_sm90.cu's fk_gemm_sm90_kg_kernel,
+ * from the pieces in gemm_kg.cuh): what the kernel
  * needs beyond the core's checks, tensor maps of A (M, Ktot) and B (N, Ktot),
  * the parameters (D as one (G x drows, N) view, beta * D read in place) and
  * the launch. The offsets stay in device memory: the kernel checks them and
