@@ -145,7 +145,8 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j,
         void *args[3] = {(void *)&tmaps[0], (void *)&tmaps[1], &p};
         cudaLaunchConfig_t lc;
         cudaLaunchAttribute at[2];
-        fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, s, 1, 1);
+        /* programmatic dependent launch as the other GEMMs (tuning gemm_pdl=0: off) */
+        fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, s, 1, fk_tuned(fk_ctx_tuning(ctx)->gemm_pdl, 1) != 0);
         e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
     }
     if (prev != cs->device)
