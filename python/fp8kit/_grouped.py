@@ -47,6 +47,20 @@ class GroupedGemmArgs(ctypes.Structure):
     ]
 
 
+def _status_ptr(status, dev, fn=FN):
+    """Device pointer of the optional status word (0 when None): a contiguous int32 torch tensor of one
+    element on the operands' device, writable. fn names the caller in messages."""
+    if status is None:
+        return 0
+    import torch
+    if (not is_torch_tensor(status) or status.dtype != torch.int32 or status.numel() != 1 or
+            status.device.type != dev[0] or not status.is_contiguous()):
+        raise InvalidArgumentError("%s: status must be a contiguous int32 torch tensor of one element on the "
+                                   "operands' device" % fn)
+    torch_writable(status, "%s: status" % fn)
+    return status.data_ptr()
+
+
 def _offsets(offs, groups, dev, fn=FN, name="offs"):
     """(pointer, owner) of offs as G contiguous int32 values on the operands' device (dev = (kind, index)):
     host memory for the CPU backend, device memory of the same GPU for the CUDA backend. fn names the
@@ -227,15 +241,7 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
     if ddt not in HP:
         raise UnsupportedError("%s: out_dtype must be float32, float16 or bfloat16 (got %s)" % (FN, ddt.name.lower()))
     optr, owner = _offsets(offs, G, dev)
-    sptr = 0
-    if status is not None:
-        import torch
-        if (not is_torch_tensor(status) or status.dtype != torch.int32 or status.numel() != 1 or
-                status.device.type != dev[0] or not status.is_contiguous()):
-            raise InvalidArgumentError("%s: status must be a contiguous int32 torch tensor of one element on the "
-                                       "operands' device" % FN)
-        torch_writable(status, "%s: status" % FN)
-        sptr = status.data_ptr()
+    sptr = _status_ptr(status, dev)
     if out is None:
         d, dv = empty_like_kind(av, rows + (N,), ddt)
     else:

@@ -22,9 +22,9 @@ import numpy as np
 from ._arrays import as_view, dtype_of_name, is_torch_tensor
 from ._context import Context
 from ._gemm import _numel
-from ._grouped import _cdiv, _offsets
+from ._grouped import _cdiv, _offsets, _status_ptr
 from ._lib import DType, GemmDesc, ScaleMode, Tensor
-from ._outputs import check_disjoint, flat_layout, region, torch_writable
+from ._outputs import check_disjoint, flat_layout, region
 from ._quant import FP8, HP, check_out, context_for, device_of, empty_like_kind, stream_for
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
@@ -178,15 +178,7 @@ def k_grouped_mm(a: Array, b: Array, offsets: Array, scale_a: Optional[Array] = 
     if ddt not in HP:
         raise UnsupportedError("%s: D must be float32, float16 or bfloat16 (got %s)" % (FN, ddt.name.lower()))
     optr, owner = _offsets(offsets, G, dev, FN, "offsets")
-    sptr = 0
-    if status is not None:
-        import torch
-        if (not is_torch_tensor(status) or status.dtype != torch.int32 or status.numel() != 1 or
-                status.device.type != dev[0] or not status.is_contiguous()):
-            raise InvalidArgumentError("%s: status must be a contiguous int32 torch tensor of one element on the "
-                                       "operands' device" % FN)
-        torch_writable(status, "%s: status" % FN)
-        sptr = status.data_ptr()
+    sptr = _status_ptr(status, dev, FN)
     if out is None:
         d, dv = empty_like_kind(av, (G, M, N), ddt)
     else:
