@@ -47,9 +47,8 @@ static __device__ __forceinline__ const int *fk_kg_table(const fk_gemm_params &p
  * blockIdx.x, + gridDim.x, ... < G x tiles; item t is group t / tiles. */
 struct fk_kg_walk {
     int t, step, rank;
-    int row0, m_end, g;
+    int row0, g;
     int kb0, kb1;
-    int part, slot; /* (no stream-K here) */
     __device__ __forceinline__ fk_kg_walk() : t((int)blockIdx.x), step((int)gridDim.x), rank(0) {}
     __device__ __forceinline__ bool more(const fk_gemm_params &p) const { return t < p.grp_count * p.sched.count(); }
     __device__ __forceinline__ void tile(const fk_gemm_params &p, int &tm, int &tn)
@@ -58,12 +57,9 @@ struct fk_kg_walk {
         g = t / per;
         p.sched.tile(t - g * per, tm, tn);
         row0 = tm * FK_GEMM_BM;
-        m_end = p.kg_m;
         const int *kt = fk_kg_table(p);
         kb0 = g ? kt[g - 1] : 0;
         kb1 = kt[g];
-        part = -1;
-        slot = 0;
     }
 };
 
