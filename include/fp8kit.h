@@ -464,10 +464,18 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  * A's T rows as in fp8kit_gemm (tensor: 1; row: T; block: T x ceil(K/128),
  * the 1x128 scales of each row); scale_b per expert (tensor: G; row: G x N;
  * block: G x ceil(N/128) x ceil(K/128), each expert's 128x128 scales).
- * Block scales in the plain layout only. bias (desc->bias == FP8KIT_BIAS_COL
- * only): G x N, f32/bf16/f16. Supported: scale modes NONE / TENSOR / ROW
- * (mixed freely) and BLOCK (on both), every activation, no C and no output
- * quantization (else FP8KIT_ERR_UNSUPPORTED).
+ * Block scales in the plain layout only. MX (FP8KIT_SCALE_MX on both; the
+ * MXFP8 case, contiguous and masked): e8m0 bytes in the plain layout, K a
+ * multiple of 32; scale_a holds T x K/32 (each row of A, as fp8kit_gemm's),
+ * scale_b G x N x K/32 (each expert's N x K/32, experts one after another).
+ * bias (desc->bias == FP8KIT_BIAS_COL only): G x N, f32/bf16/f16. Supported:
+ * scale modes NONE / TENSOR / ROW (mixed freely), BLOCK and MX (each on
+ * both), every activation, no C and no output quantization (else
+ * FP8KIT_ERR_UNSUPPORTED).
+ * workspace (optional): as fp8kit_gemm's; fp8kit_grouped_gemm_workspace_size
+ * gives the size of the fastest path (0 on the CPU; on the GPU the
+ * normalized MX copies of A and B, docs/spec.md 3 "the MX accuracy
+ * contract"). A call given less still runs, on the operands as given.
  * Where offsets and status live, and who checks the offsets:
  * - CPU backend: host memory. Everything, the offsets included, is checked
  *   before any group runs; invalid offsets return FP8KIT_ERR_INVALID_ARGUMENT
@@ -504,7 +512,16 @@ typedef struct fp8kit_grouped_gemm_args {
     fp8kit_tensor d;          /* (T, N) or (G, M, N) */
     int32_t *status;          /* optional offsets verdict, see above */
     fp8kit_grouped_layout layout; /* FP8KIT_GROUPED_CONTIGUOUS (0) or FP8KIT_GROUPED_MASKED */
+    void *workspace;          /* optional, 16-byte aligned (fp8kit_grouped_gemm_workspace_size) */
+    size_t workspace_bytes;
 } fp8kit_grouped_gemm_args;
+
+/* Workspace for the fastest path of this grouped call (0 when none helps):
+ * checks the call as fp8kit_grouped_gemm does, except that the pointers may
+ * be placeholders (non-NULL and aligned; no operand, offset or workspace is
+ * read and the no-overlap rule is not applied). */
+FP8KIT_API fp8kit_status fp8kit_grouped_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                                            const fp8kit_grouped_gemm_args *args, size_t *bytes);
 
 FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
                                              const fp8kit_grouped_gemm_args *args, void *stream);

@@ -87,10 +87,12 @@ static fp8kit_tensor fk_vec(void *data, fp8kit_dtype dt, int ndim, int64_t n)
     return t;
 }
 
-/* The scale view of `count` f32 values at element `first` of s (a scalar when
- * mode is TENSOR). */
+/* The scale view of `count` values at element `first` of s: f32 (a scalar
+ * when mode is TENSOR), or e8m0 bytes for MX. */
 static fp8kit_tensor fk_scale_view(const fp8kit_tensor *s, fp8kit_scale_mode mode, int64_t first, int64_t count)
 {
+    if (mode == FP8KIT_SCALE_MX)
+        return fk_vec((unsigned char *)s->data + first, FP8KIT_E8M0, 1, count);
     if (mode == FP8KIT_SCALE_TENSOR)
         return fk_vec((float *)s->data + first, FP8KIT_F32, 0, 1);
     return fk_vec((float *)s->data + first, FP8KIT_F32, 1, count);
@@ -118,6 +120,8 @@ static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_a
     o->alpha = a->alpha;
     o->d = fp8kit_tensor_2d((char *)a->d.data + r0 * s->ldd * (int64_t)fp8kit_dtype_size(a->d.dtype), a->d.dtype,
                             r1 - r0, n, s->ldd);
+    o->workspace = a->workspace;
+    o->workspace_bytes = a->workspace ? a->workspace_bytes : 0;
 }
 
 /* Group i's rows [*r0, *r1) from host offsets (CPU backend, checked). */
@@ -217,8 +221,10 @@ static fp8kit_status fk_grouped_offsets(fp8kit_ctx *ctx, const fp8kit_grouped_ge
     return FP8KIT_OK;
 }
 
+/* query: a workspace-size query (placeholder pointers: no overlap rule, no
+ * host offsets read). */
 static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
-                                      fk_grp *s)
+                                      fk_grp *s, int query)
 {
     fp8kit_status st = fk_check_gemm_desc(ctx, FN, d);
     if (st)
@@ -226,17 +232,19 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     if ((unsigned)a->layout > FP8KIT_GROUPED_MASKED)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": args->layout %d is not a fp8kit_grouped_layout",
                        (int)a->layout);
-    if (d->scale_a == FP8KIT_SCALE_MX || d->scale_b == FP8KIT_SCALE_MX)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       FN ": mx scaling is not supported (none, tensor, row and block scales are)");
-    if (d->scale_a == FP8KIT_SCALE_BLOCK && d->scale_layout != FP8KIT_LAYOUT_PLAIN)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": block scales in the plain layout only");
+    const int mx = d->scale_a == FP8KIT_SCALE_MX; /* (on both: fk_check_gemm_desc) */
+    if ((d->scale_a == FP8KIT_SCALE_BLOCK || mx) && d->scale_layout != FP8KIT_LAYOUT_PLAIN)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": %s scales in the plain layout only", mx ? "mx" : "block");
     if (d->out_quant != FP8KIT_OUTQ_NONE)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization is not supported");
     if (d->bias == FP8KIT_BIAS_ROW)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only a per-column bias (G x N) is supported");
     if ((st = fk_grouped_shapes(ctx, a, s)))
         return st;
+    if (mx && s->k % 32)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": mx scaling needs K %% 32 == 0 (K = %lld)", (long long)s->k);
+    if (a->workspace && ((uintptr_t)a->workspace & 15u))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": workspace (%p) is not 16-byte aligned", a->workspace);
     if (!fk_is_hp(a->d.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d must be f32, f16 or bf16 (got %s)",
                        fp8kit_dtype_name(a->d.dtype));
@@ -244,24 +252,27 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": a and b must be e4m3 or e5m2 (got %s and %s)",
                        fp8kit_dtype_name(a->a.dtype), fp8kit_dtype_name(a->b.dtype));
     /* scale counts: A's over all T rows, B's per expert (format/geometry.h) */
-    static const char *const wa[] = {"", "tensor scaling", "row scaling of A (T)", "block scaling of A (T x ceil(K/128))"};
+    static const char *const wa[] = {"", "tensor scaling", "row scaling of A (T)", "block scaling of A (T x ceil(K/128))",
+                                     "mx scaling of A (T x K/32)"};
     static const char *const wb[] = {"", "tensor scaling per expert (G)", "row scaling per expert (G x N)",
-                                     "block scaling per expert (G x ceil(N/128) x ceil(K/128))"};
+                                     "block scaling per expert (G x ceil(N/128) x ceil(K/128))",
+                                     "mx scaling per expert (G x N x K/32)"};
+    const fp8kit_dtype sdt = mx ? FP8KIT_E8M0 : FP8KIT_F32;
     if (fk_gemm_scale_geom(d->scale_a, FK_GEO_PLAIN, 0, s->t, s->k, &s->ga) ||
         fk_gemm_scale_geom(d->scale_b, FK_GEO_PLAIN, 1, s->n, s->k, &s->gb))
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the scale counts overflow int64");
-    if (d->scale_a && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, FP8KIT_F32, 0, s->ga.count, wa[d->scale_a])))
+    if (d->scale_a && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, sdt, 0, s->ga.count, wa[d->scale_a])))
         return st;
     if (d->scale_b &&
-        (st = fk_check_flat(ctx, "scale_b", &a->scale_b, FP8KIT_F32, 0, fk_mul_ovf(s->g, s->gb.count), wb[d->scale_b])))
+        (st = fk_check_flat(ctx, "scale_b", &a->scale_b, sdt, 0, fk_mul_ovf(s->g, s->gb.count), wb[d->scale_b])))
         return st;
     if (d->bias == FP8KIT_BIAS_COL &&
         (st = fk_check_flat(ctx, "bias", &a->bias, FP8KIT_F32, 1, fk_mul_ovf(s->g, s->n), "a per-expert column bias (G x N)")))
         return st;
     if ((st = fk_check_group_words(ctx, FN, a->offsets, a->status)))
         return st;
-    /* no output (D, status) overlaps another output or an input, offsets included */
-    fk_region rg[8];
+    /* no output (D, status, workspace) overlaps another output or an input, offsets included */
+    fk_region rg[9];
     int nr = 0;
     rg[nr++] = fk_region_tensor("a", &a->a, 0);
     rg[nr++] = fk_region_tensor("b", &a->b, 0);
@@ -274,7 +285,9 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         rg[nr++] = fk_region_tensor("bias", &a->bias, 0);
     rg[nr++] = fk_region_tensor("d", &a->d, 1);
     rg[nr++] = fk_region_bytes("status", a->status, 4, 1);
-    if ((st = fk_check_overlap(ctx, FN, rg, nr))) /* before *status may be written */
+    if (a->workspace)
+        rg[nr++] = fk_region_bytes("workspace", a->workspace, (uint64_t)a->workspace_bytes, 1);
+    if (!query && (st = fk_check_overlap(ctx, FN, rg, nr))) /* before *status may be written */
         return st;
     if (fk_grouped_on_device(ctx)) {
         /* offsets are device memory: the kernel checks them. Everything
@@ -287,6 +300,8 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         fk_group_view(d, a, s, 0, 0, s->t, &v);
         return fk_gemm_check(ctx, d, &v);
     }
+    if (query) /* placeholder pointers: the host offsets are not read */
+        return FP8KIT_OK;
     if ((st = fk_grouped_offsets(ctx, a, s)))
         return st;
     /* every group as fp8kit_gemm would see it (dtypes, alignment, K rules) */
@@ -313,8 +328,9 @@ typedef struct fk_grouped_key {
     int64_t t, n, k, g, masked_m, lda, ldb, b_stride, ldd, tuning;
 } fk_grouped_key;
 
-static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
-                                       const fk_grp *s, void *stream)
+/* The call as one grouped job of a backend with its own grouped kernel. */
+static void fk_grouped_job_of(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a, const fk_grp *s,
+                              fk_grouped_job *out)
 {
     fk_grouped_job gj;
     memset(&gj, 0, sizeof gj);
@@ -339,6 +355,17 @@ static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     gj.masked_m = s->masked_m;
     gj.offsets = a->offsets;
     gj.status = a->status;
+    j->workspace = a->workspace;
+    j->workspace_bytes = a->workspace ? a->workspace_bytes : 0;
+    *out = gj;
+}
+
+static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
+                                       const fk_grp *s, void *stream)
+{
+    fk_grouped_job gj;
+    fk_grouped_job_of(d, a, s, &gj);
+    const fk_gemm_job *j = &gj.gemm;
     fk_grouped_key key;
     memset(&key, 0, sizeof key);
     key.tag = 0x47525032; /* "GRP2" */
@@ -367,7 +394,7 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
     if (!desc || !args)
         return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, FN ": %s is NULL", !desc ? "desc" : "args");
     fk_grp s;
-    fp8kit_status st = fk_grouped_check(ctx, desc, args, &s);
+    fp8kit_status st = fk_grouped_check(ctx, desc, args, &s, 0);
     if (st)
         return st;
     if (fk_grouped_on_device(ctx))
@@ -384,5 +411,28 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
     }
     if (args->status)
         *args->status = FP8KIT_OK;
+    return FP8KIT_OK;
+}
+
+fp8kit_status fp8kit_grouped_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                                 const fp8kit_grouped_gemm_args *args, size_t *bytes)
+{
+    if (!ctx)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "fp8kit_grouped_gemm_workspace_size: ctx is NULL");
+    if (!desc || !args || !bytes)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "fp8kit_grouped_gemm_workspace_size: %s is NULL",
+                       !desc ? "desc" : !args ? "args" : "bytes");
+    fk_grp s;
+    fp8kit_status st = fk_grouped_check(ctx, desc, args, &s, 1);
+    if (st)
+        return st;
+    size_t b = 0;
+    if (fk_grouped_on_device(ctx) && ctx->ops->grouped_workspace && s.g > 0) {
+        fk_grouped_job gj;
+        fk_grouped_job_of(desc, args, &s, &gj);
+        if ((st = ctx->ops->grouped_workspace(ctx, &gj, &b)))
+            return st;
+    }
+    *bytes = b;
     return FP8KIT_OK;
 }

@@ -288,4 +288,5 @@ extern "C" const fk_backend_ops fk_cuda_backend = {
     &fk_cuda_mem,
     fk_cuda_plan_describe,
     fk_cuda_k_grouped_gemm,
+    fk_cuda_grouped_workspace,
 };

@@ -61,6 +61,8 @@ fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, c
 fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked, int64_t rows,
                               int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *tab, void *flags, int band,
                               void *stream);
+/* gemm_grouped.cu: the workspace of a grouped job's fastest path (the MX copies) */
+fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_grouped_job *job, size_t *bytes);
 /* gemm_k_grouped.cu: fp8kit_k_grouped_gemm (offsets in device memory, checked by the kernel) */
 fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *job, void *stream);
 #ifdef __cplusplus

@@ -9,7 +9,11 @@
  * the optional status word says so. Tuning overrides (core/tuning.h) it
  * reads: gemm_bn (128 / 192 / 256), grouped_gm (tile rows per L2 group),
  * gemm_lag, gemm_bulk, gemm_pdl as in gemm.cu. D leaves through the bulk-copy
- * or the general store path (gemm_store.h, FK_STORES_GROUPED). */
+ * or the general store path (gemm_store.h, FK_STORES_GROUPED). MX scales run
+ * the grouped MX kernel (the MX kernel's consumers and helper warps with the
+ * same tile walk); given the workspace fk_cuda_grouped_workspace reports, A
+ * and B are first normalized into it (mx_norm.cu, as for fp8kit_gemm) and the
+ * kernel reads those copies. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,35 @@ static int64_t fk_grp_brows(const fk_grouped_job *gj)
     return gj->groups > 1 ? gj->b_stride / gj->gemm.ldb : gj->gemm.n;
 }
 
+/* The grouped MX GEMM's normalized copies in the workspace, each region
+ * 256-byte aligned, at offsets o[0 .. 3]: A's codes (T rows, row stride K
+ * rounded up to 16 bytes), B's (G x N rows, the experts one after another),
+ * then their plain scale bytes (T x K / 32, G x N x K / 32). Returns the
+ * bytes (0: not MX, or nothing to multiply). */
+static size_t fk_grp_mx_copies(const fk_grouped_job *gj, size_t o[4])
+{
+    const fk_gemm_job *job = &gj->gemm;
+    if (job->desc.scale_a != FP8KIT_SCALE_MX || job->m <= 0 || job->n <= 0 || job->k <= 0 || gj->groups <= 0)
+        return 0;
+    const size_t ld = (size_t)fk_round_up(job->k, 16), kbs = (size_t)job->k / 32;
+    const size_t t = (size_t)job->m, gn = (size_t)gj->groups * (size_t)job->n;
+    const size_t len[4] = {t * ld, gn * ld, t * kbs, gn * kbs};
+    size_t at = 0;
+    for (int i = 0; i < 4; i++) {
+        o[i] = at;
+        at += (len[i] + 255) / 256 * 256;
+    }
+    return at;
+}
+
+extern "C" fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_grouped_job *job, size_t *bytes)
+{
+    (void)ctx;
+    size_t o[4];
+    *bytes = fk_grp_mx_copies(job, o);
+    return FP8KIT_OK;
+}
+
 /* What the grouped kernel needs beyond the core's checks. */
 static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
 {
@@ -83,22 +116,26 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
     const size_t tab = FK_GRP_TAB_BYTES((size_t)gj->groups);
     const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
     /* fp32 output keeps the promotion (as gemm.cu); e5m2 has precise 128-wide variants only */
-    const int block = job->desc.scale_a == FP8KIT_SCALE_BLOCK; /* (promotion every 128 of K, 128 wide) */
-    int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == 0 && !block ? 0 : 4;
+    const int mx = job->desc.scale_a == FP8KIT_SCALE_MX; /* the MX kernel: block 2, promo 1 */
+    const int block = mx ? 2 : job->desc.scale_a == FP8KIT_SCALE_BLOCK; /* (promotion every 128 of K, 128 wide) */
+    const int precise = mx ? 1 : 4; /* the promotion every variant of the kind has */
+    int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == 0 && !block ? 0 : precise;
     /* tile rows: each group adds at most one partial tile row (half of one on average) */
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2;
     int bn = 128;
     if (ab == 0 && !block && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
         bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, 1.15); /* the general planner's rule */
+    if (mx && ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
+        bn = 192; /* as the dense MX plan (gemm.cu) */
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     bn = fk_tuned(tu->gemm_bn, bn);
     int vi = fk_grp_find_variant(bn, promo, block, ab);
     if (vi < 0)
         vi = fk_grp_find_variant(128, promo, block, ab);
     if (vi < 0)
-        vi = fk_grp_find_variant(128, 4, block, ab);
+        vi = fk_grp_find_variant(128, precise, block, ab);
     if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
-        vi = fk_grp_find_variant(128, 4, block, ab); /* the variant with the most room for the group table */
+        vi = fk_grp_find_variant(128, precise, block, ab); /* the variant with the most room for the group table */
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: no kernel variant for this case");
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[vi];
@@ -127,7 +164,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
     cfg.device = cs->device;
     cfg.no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
     cfg.store = fk_store_plan(FK_STORES_GROUPED, NULL, job, cfg.no_bulk);
-    cfg.lag = fk_tuned(tu->gemm_lag, 1);
+    cfg.lag = fk_tuned(tu->gemm_lag, mx ? 0 : 1); /* MX: no lag, as the dense MX plan */
     cfg.pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
     if (cfg.lag < 0 || cfg.lag >= v->stages)
         cfg.lag = 0;
@@ -155,27 +192,36 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
             FK_CUDA_CHECK(ctx, cudaMemsetAsync(gj->status, 0, sizeof(int32_t), st));
         return FP8KIT_OK;
     }
+    /* MX with room for the normalized copies: the kernel reads those */
+    size_t mo[4];
+    const size_t mxb = fk_grp_mx_copies(gj, mo);
+    unsigned char *mxw = mxb && job->workspace && job->workspace_bytes >= mxb && ((uintptr_t)job->workspace & 15u) == 0
+                             ? (unsigned char *)job->workspace
+                             : NULL;
+    const void *opa = mxw ? (const void *)(mxw + mo[0]) : job->a, *opb = mxw ? (const void *)(mxw + mo[1]) : job->b;
+    const int64_t lda = mxw ? fk_round_up(job->k, 16) : job->lda, ldb = mxw ? lda : job->ldb;
+    const int64_t b_rows = mxw ? job->n : fk_grp_brows(gj); /* rows from one expert of B to the next */
     /* Tensor maps (memoized per plan): A (T, K); B's experts as rows
      * g * b_rows + n of one map ending at the last expert's row N - 1. None
      * when there is nothing to load (the kernel still checks the offsets). */
     const int load = job->m > 0 && job->n > 0 && job->k > 0;
-    const uint64_t brows = (uint64_t)((gj->groups - 1) * fk_grp_brows(gj) + job->n);
+    const uint64_t brows = (uint64_t)((gj->groups - 1) * b_rows + job->n);
     CUtensorMap tmaps[2];
     memset(tmaps, 0, sizeof tmaps);
     if (load) {
-        const uint64_t tkey[9] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m,  (uint64_t)job->k,
-                                  (uint64_t)job->lda,         (uint64_t)(uintptr_t)job->b, brows,
-                                  (uint64_t)job->ldb,         (uint64_t)v->bn,    0x475250u};
+        const uint64_t tkey[9] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m,  (uint64_t)job->k,
+                                  (uint64_t)lda,              (uint64_t)(uintptr_t)opb, brows,
+                                  (uint64_t)ldb,              (uint64_t)v->bn,    0x475250u};
         if (!fk_plan_memo_get(plan, tkey, 9, tmaps, sizeof tmaps)) {
-            CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k,
-                                          (uint64_t)job->lda, FK_GEMM_BK, FK_GEMM_BM);
+            CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)lda,
+                                          FK_GEMM_BK, FK_GEMM_BM);
             if (r == CUDA_ERROR_INVALID_CONTEXT) { /* a new thread: make the primary context current */
                 FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
-                r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)job->lda,
-                                     FK_GEMM_BK, FK_GEMM_BM);
+                r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)lda, FK_GEMM_BK,
+                                     FK_GEMM_BM);
             }
             if (r == CUDA_SUCCESS)
-                r = fk_tma_map_2d_u8(&tmaps[1], job->b, brows, (uint64_t)job->k, (uint64_t)job->ldb, FK_GEMM_BK,
+                r = fk_tma_map_2d_u8(&tmaps[1], opb, brows, (uint64_t)job->k, (uint64_t)ldb, FK_GEMM_BK,
                                      (uint32_t)v->bn);
             if (r != CUDA_SUCCESS)
                 return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: cuTensorMapEncodeTiled failed (%d)",
@@ -194,7 +240,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     p.sched.group_m = cfg.group_m;
     p.grp_offs = gj->offsets;
     p.grp_count = (int)gj->groups;
-    p.grp_brows = (int)fk_grp_brows(gj);
+    p.grp_brows = (int)b_rows;
     p.grp_masked_m = (int)gj->masked_m;
     if (job->desc.scale_a == FP8KIT_SCALE_BLOCK) { /* format/geometry.h: A (T, kb) row-major, B (nb, kb) per expert */
         fk_scale_geom ga, gb;
@@ -204,6 +250,13 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
         p.sa_sk = ga.sc;
         p.sb_ld = gb.sr;
         p.sb_g = gj->sb_stride;
+    } else if (job->desc.scale_a == FP8KIT_SCALE_MX) { /* e8m0 bytes, plain: A (T, K / 32), B (G x N, K / 32) */
+        p.sa_sm = job->k / 32;
+        p.sa_sk = 0;
+        if (mxw) {
+            p.sa = (const float *)(mxw + mo[2]);
+            p.sb = (const float *)(mxw + mo[3]);
+        }
     }
     p.grp_tab = v->smem_bytes;
     p.grp_status = gj->status;
@@ -219,6 +272,29 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute at[2];
     fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, st, 1, cfg.pdl);
+    if (mxw && load) { /* the normalized copies (mx_norm.cu): A over all T rows, B over every expert's N */
+        const int64_t ld = lda;
+        int64_t n = job->n, g = gj->groups;
+        fp8kit_status nst = fk_cuda_mx_norm(ctx, job->a, job->lda, job->scale_a, 0, job->m, job->k,
+                                            job->a_type == FP8KIT_E5M2, mxw + mo[0], ld, mxw + mo[2], NULL, NULL, 0,
+                                            (void *)st);
+        const int64_t kbs = job->k / 32;
+        if (g == 1 || gj->b_stride == n * job->ldb) /* the experts as one (G x N, K) matrix */
+        {
+            g = 1;
+            n *= gj->groups;
+        }
+        for (int64_t e = 0; e < g && nst == FP8KIT_OK; e++)
+            nst = fk_cuda_mx_norm(ctx, (const unsigned char *)job->b + e * gj->b_stride, job->ldb,
+                                  (const unsigned char *)job->scale_b + e * n * kbs, 0, n, job->k,
+                                  job->b_type == FP8KIT_E5M2, mxw + mo[1] + e * n * ld, ld, mxw + mo[3] + e * n * kbs,
+                                  NULL, NULL, 0, (void *)st);
+        if (nst != FP8KIT_OK) {
+            if (prev != cfg.device)
+                (void)cudaSetDevice(prev);
+            return nst;
+        }
+    }
     cudaError_t e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
     if (prev != cfg.device)
         (void)cudaSetDevice(prev);

@@ -1114,19 +1114,36 @@ template <int BN> struct fk_sm90_mx_shape {
  * workspace copies (p.mx_ta / mx_tb) the tables and flags exist already
  * (fk_mx_norm): the warp copies them with cp.async and has them arrive when
  * they land, running ahead by as many stages as are free. */
-template <int BN, bool IS_B>
+/* The first scale row of the current tile of walk w (A: its first row; B:
+ * its first column, as row e x N + column of the scale bytes of expert e)
+ * and the row limit past which scales read as 0 (A: all rows; B: expert e's
+ * last column + 1). */
+template <int BN, bool IS_B, class W>
+static __device__ __forceinline__ void fk_mx_rows(const fk_gemm_params &p, W &w, int &row0, int &lim)
+{
+    int tm, tn;
+    w.tile(p, tm, tn);
+    if (IS_B) {
+        row0 = w.g * p.n + tn * BN;
+        lim = (w.g + 1) * p.n;
+    } else {
+        row0 = w.row0;
+        lim = p.m;
+    }
+}
+
+template <int BN, bool IS_B, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p, unsigned char *sc0, uint32_t full0,
                                                          uint32_t empty0, int lane)
 {
     typedef fk_sm90_mx_shape<BN> S;
     constexpr int ROWS = IS_B ? BN : FK_GEMM_BM, NW = ROWS / 32;
     const unsigned char *src = (const unsigned char *)(IS_B ? p.sb : p.sa);
-    const int nrows = IS_B ? p.n : p.m;
     const int kbs = p.k / 32, nkb = p.num_kb, ntiles = p.sched.count();
     const bool blocked = p.sa_sk != 0;
     const bool word =
         ((uintptr_t)p.sa % 4 == 0) && ((uintptr_t)p.sb % 4 == 0) && (p.sa_sk || kbs % 4 == 0);
-    if (IS_B ? p.mx_tb : p.mx_ta) { /* the workspace copies: tables and flags made by fk_mx_norm */
+    if (!GR && (IS_B ? p.mx_tb : p.mx_ta)) { /* the workspace copies: tables and flags made by fk_mx_norm */
         const float *tsrc = IS_B ? p.mx_tb : p.mx_ta;
         const int *fsrc = IS_B ? p.mx_fb : p.mx_fa;
         const int rp = IS_B ? p.mx_rpb : p.mx_rpa, bands = rp / ROWS;
@@ -1158,39 +1175,36 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
         }
         return;
     }
-    int t = blockIdx.x, kb = 0, row0 = 0;
-    if (nkb == 0 || t >= ntiles)
+    /* the operands as given (or, grouped, the normalized copies' bytes):
+     * decoded here, the next item's bytes loaded one stage ahead */
+    fk_sm90_walk<1, GR> w;
+    if (nkb == 0 || !w.more(p))
         return;
-    {
-        int tm, tn;
-        p.sched.tile(t, tm, tn);
-        row0 = IS_B ? tn * BN : tm * FK_GEMM_BM;
-    }
-    unsigned int w[NW];
-    fk_mx_load<NW>(src, blocked, nkb, kbs, word, row0, nrows, 0, lane, w);
+    int kb = 0, row0, lim;
+    fk_mx_rows<BN, IS_B>(p, w, row0, lim);
+    unsigned int wv[NW];
+    fk_mx_load<NW>(src, blocked, nkb, kbs, word, row0, lim, 0, lane, wv);
     int stage = 0;
     uint32_t phase = 0;
     for (;;) {
-        int nt = t, nk = kb + 1, nrow0 = row0;
+        fk_sm90_walk<1, GR> wn = w;
+        int nk = kb + 1, nrow0 = row0, nlim = lim;
         if (nk == nkb) {
             nk = 0;
-            nt = t + gridDim.x;
-            if (nt < ntiles) {
-                int tm, tn;
-                p.sched.tile(nt, tm, tn);
-                nrow0 = IS_B ? tn * BN : tm * FK_GEMM_BM;
-            }
+            wn.t += wn.step;
+            if (wn.more(p))
+                fk_mx_rows<BN, IS_B>(p, wn, nrow0, nlim);
         }
-        const bool more = nt < ntiles;
-        unsigned int wn[NW];
+        const bool more = wn.more(p);
+        unsigned int wx[NW];
         if (more)
-            fk_mx_load<NW>(src, blocked, nkb, kbs, word, nrow0, nrows, nk * 4, lane, wn);
+            fk_mx_load<NW>(src, blocked, nkb, kbs, word, nrow0, nlim, nk * 4, lane, wx);
         fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
         float *area = (float *)(sc0 + stage * S::SC_BYTES);
         float *tab = area + (IS_B ? S::SA_FLOATS : 0);
         int emin = 1024, emax = -1024;
         bool uniform = true;
-        fk_mx_decode<ROWS>(w, row0, nrows, kb * 4, kbs, lane, tab, emin, emax, uniform);
+        fk_mx_decode<ROWS>(wv, row0, lim, kb * 4, kbs, lane, tab, emin, emax, uniform);
         emin = __reduce_min_sync(0xffffffffu, emin);
         emax = __reduce_max_sync(0xffffffffu, emax);
         uniform = __all_sync(0xffffffffu, uniform);
@@ -1207,12 +1221,13 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
         }
         if (!more)
             break;
-        t = nt;
+        w = wn;
         kb = nk;
         row0 = nrow0;
+        lim = nlim;
 #pragma unroll
         for (int i = 0; i < NW; i++)
-            w[i] = wn[i];
+            wv[i] = wx[i];
     }
 }
 
@@ -1292,7 +1307,15 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
         w.tile(p, tm, tn);
         const int d0 = KG ? w.g * p.kg_drows : 0; /* the item's first row of D */
         const int m0 = d0 + w.row0 + wg * 64, n0 = tn * BN;
-        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, m0, n0, tid, KG ? d0 + p.kg_m : p.m, 0);
+        int m_end, eg; /* rows past m_end are not stored; eg: the expert of the B scales and bias */
+        if constexpr (KG) {
+            m_end = d0 + p.kg_m;
+            eg = 0;
+        } else {
+            m_end = w.m_end; /* (p.m, or grouped: the group's end) */
+            eg = w.g;
+        }
+        const fk_epi_pre pre = fk_epi_prefetch<BN>(p, m0, n0, tid, m_end, eg);
 #pragma unroll
         for (int i = 0; i < G::NACC; i++)
             accf[i] = 0.0f;
@@ -1341,7 +1364,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
  * lanes arrive on its full barrier too) and the two consumer warpgroups of
  * fk_sm90_consumer_rc. KG: every CTA first checks the device offsets
  * (fk_kg_prepare) and leaves when they are invalid. */
-template <int BN, int AB, bool KG>
+template <int BN, int AB, bool KG, bool GR = false>
 static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                        const fk_gemm_params &p)
 {
@@ -1375,6 +1398,13 @@ static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, co
         if (!ok)
             return;
     }
+    if constexpr (GR) { /* the grouped MX kernel: the group table from the device offsets, as fk_sm90_body */
+        const bool ok = fk_grp_prepare(p.grp_offs, p.grp_count, p.m, p.grp_masked_m, (int *)(fk_smem + p.grp_tab));
+        if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
+            *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
+        if (!ok)
+            return;
+    }
     const int wg = threadIdx.x >> 7;
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
@@ -1388,16 +1418,16 @@ static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, co
                 fk_kg_scales<BN, true>(p, sc0, full0, empty0, lane);
         } else {
             if (threadIdx.x == 256)
-                fk_sm90_producer<BN, S::STAGES>(&ta, &tb, p, sa0, sb0, full0, empty0);
+                fk_sm90_producer<BN, S::STAGES, 1, GR>(&ta, &tb, p, sa0, sb0, full0, empty0);
             else if (pw == 1)
-                fk_sm90_mx_scales<BN, false>(p, sc0, full0, empty0, lane);
+                fk_sm90_mx_scales<BN, false, GR>(p, sc0, full0, empty0, lane);
             else if (pw == 2)
-                fk_sm90_mx_scales<BN, true>(p, sc0, full0, empty0, lane);
+                fk_sm90_mx_scales<BN, true, GR>(p, sc0, full0, empty0, lane);
         }
     } else {
         fk_setmaxnreg_inc<232>();
         float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
-        typedef typename std::conditional<KG, fk_kg_walk, fk_sm90_walk<1>>::type W;
+        typedef typename std::conditional<KG, fk_kg_walk, fk_sm90_walk<1, GR>>::type W;
         fk_sm90_consumer_rc<BN, AB, KG, S, W>(p, wg, sa0, sb0, sc0, full0, empty0, epi, epi + G::STAGE_OUT_FLOATS);
         if (p.d_bulk) /* (threads that issued no bulk copy return at once) */
             fk_bulk_wait<0>();
@@ -1412,6 +1442,16 @@ __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
                            const __grid_constant__ fk_gemm_params p)
 {
     fk_sm90_rc_body<BN, AB, false>(ta, tb, p);
+}
+
+/* The grouped MX kernel (fp8kit_grouped_gemm with MX scales): the MX kernel
+ * with the grouped GEMM's tile walk (group table after the shared memory). */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_mxg_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                            const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_rc_body<BN, AB, false, true>(ta, tb, p);
 }
 
 /* The K-grouped kernel (fp8kit_k_grouped_gemm). */
@@ -1487,11 +1527,16 @@ const int fk_sm90_variant_count = (int)(sizeof fk_sm90_variants / sizeof fk_sm90
 #define FK_VG(BN, PROMO, BLOCK, AB)                                                     \
     {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
      fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, false, true>, 1, 0}
+#define FK_VMXG(BN, AB)                                                                  \
+    {BN, 1, 2, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM, fk_gemm_sm90_mxg_kernel<BN, AB>, 1, 0}
 const fk_sm90_variant fk_sm90_grouped_variants[] = {
     FK_VG(128, 4, false, 0), FK_VG(128, 4, false, 1), FK_VG(128, 4, false, 2), FK_VG(128, 4, false, 3),
     FK_VG(128, 0, false, 0), FK_VG(192, 4, false, 0), FK_VG(192, 0, false, 0), FK_VG(256, 0, false, 0),
     /* block scales (1x128 x 128x128): the dense kernel's block consumer, 128 wide */
     FK_VG(128, 4, true, 0),  FK_VG(128, 4, true, 1),  FK_VG(128, 4, true, 2),  FK_VG(128, 4, true, 3),
+    /* MX (block 2): the MX kernel's consumers and helper warps (promo 1: every k32 step unless
+     * a stage's rows have one scale each) */
+    FK_VMXG(128, 0), FK_VMXG(128, 1), FK_VMXG(128, 2), FK_VMXG(128, 3), FK_VMXG(192, 0),
 };
 const int fk_sm90_grouped_variant_count =
     (int)(sizeof fk_sm90_grouped_variants / sizeof fk_sm90_grouped_variants[0]);
