@@ -163,7 +163,8 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
         cfg.group_m = 1;
     cfg.device = cs->device;
     cfg.no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
-    cfg.store = fk_store_plan(FK_STORES_GROUPED, NULL, job, cfg.no_bulk);
+    /* the MX kernel's epilogue area has room for the general path only (fk_sm90_mx_shape) */
+    cfg.store = fk_store_plan(FK_STORES_GROUPED, NULL, job, cfg.no_bulk || mx);
     cfg.lag = fk_tuned(tu->gemm_lag, mx ? 0 : 1); /* MX: no lag, as the dense MX plan */
     cfg.pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
     if (cfg.lag < 0 || cfg.lag >= v->stages)
@@ -261,7 +262,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     p.grp_tab = v->smem_bytes;
     p.grp_status = gj->status;
     /* D's store path: the plan's if this call's pointers fit it, else the general one */
-    if (fk_store_run(FK_STORES_GROUPED, cfg.store, NULL, job) == FK_STORE_BULK)
+    if (v->block != 2 && fk_store_run(FK_STORES_GROUPED, cfg.store, NULL, job) == FK_STORE_BULK)
         p.d_bulk = 1;
     p.lag = cfg.lag;
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);

@@ -1092,7 +1092,10 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
  * thread) + 64. The arithmetic (scale area, decoding, promotion) is in
  * gemm_mx.cuh. */
 template <int BN> struct fk_sm90_mx_shape {
-    typedef fk_sm90_shape<BN> G;
+    /* The epilogue area of the general store path only (no bulk-copy rows:
+     * the MX kernels store D through the general path, gemm.cu and
+     * gemm_grouped.cu), so that at BN 192 the ring holds 4 stages, not 3. */
+    typedef fk_sm90_shape<BN, true> G;
     typedef fk_mx_area<BN> T;
     static constexpr int SA_FLOATS = T::SA_FLOATS;
     static constexpr int SC_BYTES = T::BYTES; /* one stage's scale area */
@@ -1290,7 +1293,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
                                                            const unsigned char *sc0, uint32_t full0, uint32_t empty0,
                                                            float *stage_out, float *tab)
 {
-    typedef fk_sm90_shape<BN> G;
+    typedef typename S::G G;
     constexpr int TB = KG ? FK_GEMM_BM : fk_mx_area<BN>::SA_FLOATS; /* float offset of the column table */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
@@ -1370,7 +1373,7 @@ static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, co
 {
 #ifdef FK_SM90_DEVICE
     typedef typename std::conditional<KG, fk_sm90_kg_shape<BN>, fk_sm90_mx_shape<BN>>::type S;
-    typedef fk_sm90_shape<BN> G;
+    typedef typename S::G G;
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t sbase = fk_smem_addr(fk_smem);
     const uint32_t base = (sbase + 1023u) & ~1023u;
