@@ -4,25 +4,32 @@ with its rows grouped by expert, b is the (G, K, N) view of a (G, N, K)
 K-contiguous weight stack (w.transpose(-2, -1)), offs holds the G cumulative
 row ends as int32. layout="masked" (DeepGEMM's decode layout) takes a as
 (G, M, K) slabs instead, offs as the G valid-row counts, and writes (G, M, N).
-Scales: tensor / row (counts, as before) or block (a's 1x128 scales and each
+Scales: tensor / row (counts, as before), block (a's 1x128 scales and each
 expert's 128x128 ones, in the shapes fp8kit.quantize gives; chosen by a 3-D
-scale_b). CPU backend: numpy arrays, torch CPU tensors, offs on the
+float32 scale_b) or mx (e8m0 scales, or uint8 as the dense scaled_mm reads
+them: a's per 32 of K and each expert's (N, K/32), fp8kit.quantize's "mx"
+shapes; chosen by the scales' dtype). The call gets the workspace the library
+asks for (fp8kit_grouped_gemm_workspace_size: 0 on the CPU, the normalized MX
+copies on the GPU), allocated per call unless `workspace=` gives one.
+CPU backend: numpy arrays, torch CPU tensors, offs on the
 host (checked before anything runs). CUDA backend: torch CUDA tensors with
 offs an int32 CUDA tensor on the same device, read by the kernel (no host
 sync, graph-capturable); invalid offs leave out unwritten, and the optional
 `status` (an int32 CUDA tensor of one element) receives 0 or
-FP8KIT_ERR_INVALID_ARGUMENT (2). No hot path yet: each call builds its structs.
+FP8KIT_ERR_INVALID_ARGUMENT (2). No hot path yet: each call builds its structs
+(the workspace size is asked once per shape and cached).
 """
 import ctypes
-from typing import Optional
+import threading
+from typing import Any, Dict, Optional
 
 import numpy as np
 
-from ._arrays import as_view, dtype_of_name, is_torch_tensor
-from ._context import Context
-from ._gemm import _numel, activation_of
-from ._lib import BiasMode, DType, GemmDesc, ScaleMode, Tensor
-from ._outputs import check_disjoint, flat_layout, region, torch_writable
+from ._arrays import ITEMSIZE, as_view, dtype_of_name, is_torch_tensor, torch_module
+from ._context import Context, on_clear
+from ._gemm import _numel, _rup, _scale_shape, _set, _tensor_layout, activation_of
+from ._lib import Backend, BiasMode, DType, GemmDesc, ScaleLayout, ScaleMode, Tensor
+from ._outputs import check_disjoint, check_writable, flat_layout, region, torch_writable
 from ._quant import FP8, HP, check_out, context_for, device_of, empty_like_kind, stream_for
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
@@ -44,6 +51,8 @@ class GroupedGemmArgs(ctypes.Structure):
         ("d", Tensor),
         ("status", ctypes.c_void_p),
         ("layout", ctypes.c_int),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
     ]
 
 
@@ -98,7 +107,8 @@ def _scale_mode(v, n_tensor, n_row, name):
     if v is None:
         return ScaleMode.NONE
     if v.dtype != DType.F32:
-        raise InvalidArgumentError("%s: %s must be float32 (got %s)" % (FN, name, v.dtype.name.lower()))
+        raise InvalidArgumentError("%s: %s must be float32, or e8m0 for mx scaling (got %s)"
+                                   % (FN, name, v.dtype.name.lower()))
     n = _numel(v)
     if n == n_tensor:
         return ScaleMode.TENSOR
@@ -127,14 +137,91 @@ def _block_scale(v, want, name, what):
                                  % (FN, name, tuple(v.strides)))
 
 
+def _packed(shape, strides):
+    """True when (shape, strides) are packed row-major (size-1 dims ignored)."""
+    s = 1
+    for n, st in zip(reversed(tuple(shape)), reversed(tuple(strides))):
+        if n != 1 and st != s:
+            return False
+        s *= n
+    return True
+
+
+def _mx_blocked_count(op, rows, K):
+    """Elements of the blocked (swizzled) mx layout fp8kit.quantize(..., scale_layout="blocked") writes for
+    `rows` rows (op 0: a, 1: b), or None."""
+    st, _, _, shp = _scale_shape(ScaleMode.MX, ScaleLayout.BLOCKED, op, rows, K)
+    return None if st else shp[0] * shp[1]
+
+
+def _mx_scales(sav, sbv, a_shape, G, N, K):
+    """Checks mx (e8m0) scales (the library then reads them as the packed grids). scale_a: a_shape[:-1] +
+    (K/32,) packed row-major (T x K/32, masked G x M x K/32); scale_b: (G, N, K/32), fp8kit.quantize(w, "mx")
+    of the (G, N, K) stack, packed, or its (G, K/32, N) transposed view (as b is the (G, K, N) view of the
+    stack; a transposed copy is refused). The blocked (swizzled) layout is refused (UnsupportedError: the
+    grouped GEMM reads the plain one only), told from its padded element count where that is not the plain
+    one's (where they are equal the scales are read as plain, as scaled_mm does)."""
+    if sav is None or sbv is None or sav.dtype != DType.E8M0 or sbv.dtype != DType.E8M0:
+        raise UnsupportedError("%s: mx scaling must be used on both a and b: e8m0 scales for both (got %s and %s)"
+                               % (FN, *("none" if v is None else v.dtype.name.lower() for v in (sav, sbv))))
+    if K % 32:
+        raise InvalidShapeError("%s: mx scaling needs K %% 32 == 0 (K = %d)" % (FN, K))
+    kb = K // 32
+    masked = len(a_shape) == 3
+    want_a, want_b = tuple(a_shape[:-1]) + (kb,), (G, N, kb)
+    blocked_a = _mx_blocked_count(0, a_shape[-2], K)
+    blocked_b = _mx_blocked_count(1, N, K)
+    if blocked_a is not None and masked:
+        blocked_a *= G  # quantize's blocked scales of a (G, M, K) stack: each slab's own
+    if blocked_b is not None:
+        blocked_b *= G
+    for v, want, blocked, name in ((sav, want_a, blocked_a, "scale_a"), (sbv, want_b, blocked_b, "scale_b")):
+        n = _numel(v)
+        if tuple(v.shape) != want and n == blocked and n != _numel_of(want):
+            raise UnsupportedError("%s: %s (shape %s) holds the blocked (swizzled) mx scale layout; the grouped "
+                                   "GEMM reads mx scales in the plain layout only (fp8kit.quantize(..., 'mx') with "
+                                   "scale_layout='plain', the default): %s %s" % (FN, name, tuple(v.shape), name,
+                                                                                 want))
+    what_a = "(%s, K/32)" % ("G, M" if masked else "T")
+    if tuple(sav.shape) != want_a:
+        raise InvalidShapeError("%s: mx scaling needs scale_a as the e8m0 scales of every row of a per 32 of K, "
+                                "%s = %s; got shape %s" % (FN, what_a, want_a, tuple(sav.shape)))
+    if not _packed(sav.shape, sav.strides):
+        raise InvalidStrideError("%s: mx scale_a %s must be packed row-major (strides %s)"
+                                 % (FN, want_a, tuple(sav.strides)))
+    shp, st = tuple(sbv.shape), tuple(sbv.strides)
+    if shp == want_b and _packed(shp, st):
+        return
+    if shp == (G, kb, N) and _packed((G, N, kb), (st[0], st[2], st[1])):  # the transposed view of the grid
+        return
+    if shp in (want_b, (G, kb, N)):
+        raise InvalidStrideError("%s: mx scale_b must be each expert's packed (N, K/32) grid, (G, N, K/32) = %s as "
+                                 "fp8kit.quantize(w, 'mx') returns it for the (G, N, K) weight stack, or its "
+                                 "transposed view (G, K/32, N); not a transposed copy (shape %s, strides %s)"
+                                 % (FN, want_b, shp, st))
+    raise InvalidShapeError("%s: mx scaling needs scale_b as each expert's e8m0 (N, K/32) scales, (G, N, K/32) = "
+                            "%s; got shape %s" % (FN, want_b, shp))
+
+
+def _numel_of(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _scale_modes(sav, sbv, a_shape, G, N, K):
-    """(mode of scale_a, mode of scale_b). A 3-D scale_b means block scaling (then scale_a must be the 1x128
+    """(mode of scale_a, mode of scale_b). e8m0 scales (either of them) mean mx scaling (see _mx_scales).
+    A 3-D float32 scale_b means block scaling (then scale_a must be the 1x128
     scales of a, a_shape[:-1] + (ceil(K/128),), and scale_b each expert's 128x128 ones, (G, ceil(N/128),
     ceil(K/128))): decided by ndim, never by counts, since for K <= 128 a (T, 1) 1x128 scale has a row scale's
     count. Else tensor / row by count, as before: scale_a 1 or T values (T = every row of a), scale_b G or G x N."""
     T = 1
     for n in a_shape[:-1]:
         T *= n
+    if (sav is not None and sav.dtype == DType.E8M0) or (sbv is not None and sbv.dtype == DType.E8M0):
+        _mx_scales(sav, sbv, a_shape, G, N, K)
+        return ScaleMode.MX, ScaleMode.MX
     if sbv is not None and len(sbv.shape) == 3:
         kb, nb = _cdiv(K, 128), _cdiv(N, 128)
         if sav is None:
@@ -153,47 +240,15 @@ def _scale_modes(sav, sbv, a_shape, G, N, K):
         raise
 
 
-def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
-               bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
-               activation: Optional[str] = None, alpha: float = 1.0, out: Optional[Array] = None,
-               ctx: Optional[Context] = None, stream: Optional[Stream] = None, status: Optional[Array] = None,
-               layout: str = "contiguous") -> Array:
-    """D[rows of group g] = act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g]) for the G groups of rows that
-    offs delimits.
+class _Call:
+    """One grouped call's checked views and structs (everything but the output, offsets, status, workspace)."""
+    __slots__ = ("av", "bv", "sav", "sbv", "biasv", "dev", "cx", "desc", "args", "rows", "G", "N", "K", "ddt",
+                 "lay")
 
-    layout="contiguous" (default; torch._scaled_grouped_mm's 2-D x 3-D case): a is (T, K), group g owns rows
-    offs[g-1] <= row < offs[g] (offs[-1] = 0), D is (T, N), rows past offs[G-1] are not written.
-    layout="masked" (the decode layout, DeepGEMM's "masked"): a is (G, M, K), expert g's rows are
-    a[g, :offs[g]] (offs = the G valid-row counts, 0 <= offs[g] <= M), D is (G, M, N), D[g, offs[g]:] is not
-    written. Below, T is the number of rows of a: T, or G x M when masked.
 
-    Arguments:
-      a: (T, K), or (G, M, K) when masked (its expert stride M times its row stride), e4m3 / e5m2.
-      b: (G, K, N) with K contiguous (the transposed view of a (G, N, K) weight stack, as
-        torch._scaled_grouped_mm takes it).
-      offs: the G cumulative row ends (masked: the G valid-row counts), int32 (CPU: on the host, checked
-        before anything runs; CUDA: an int32 CUDA tensor on the operands' device, checked by the kernel:
-        invalid offs write nothing).
-      scale_a, scale_b: float32; the scale mode follows from their shapes:
-        - block (scale_b 3-D): scale_a the 1x128 scales of every row of a, a.shape[:-1] + (ceil(K/128),)
-          ((T, ceil(K/128)) or (G, M, ceil(K/128))), scale_b each expert's 128x128 scales
-          (G, ceil(N/128), ceil(K/128)) - the shapes fp8kit.quantize gives for scheme "1x128" on a and
-          "128x128" on the (G, N, K) weight stack; plain row-major contiguous layout only.
-        - else by count: scale_a a scalar (tensor) or T values ((T,) / (T, 1); masked (G, M) / (G, M, 1)),
-          scale_b (G,) per expert or (G, N) per expert and column.
-      bias: (G, N).
-      out_dtype: bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy).
-
-    Keyword arguments:
-      activation: None, an Activation or a name the C library accepts, as scaled_mm's.
-      alpha: the multiplier of the accumulator.
-      out: a (T, N) array ((G, M, N) when masked) to write D into instead of a new one (writable, sharing
-        no byte with an input or status).
-      ctx: a Context (default: the cached one of the operands' device).
-      stream: a cudaStream_t int or torch stream (default: torch's current one).
-      status: optional int32 tensor of one element on the operands' device that receives 0 or 2
-        (invalid offs); writable, sharing no byte with out or an input.
-      layout: "contiguous" or "masked" (see above)."""
+def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout):
+    """Checks a call's operands and options; returns a _Call whose args hold a, b (as the library's (G, N,
+    K)), the scales, the bias, alpha and the layout (no pointers yet for d, offsets, status or workspace)."""
     lay = LAYOUTS.get(layout.lower()) if isinstance(layout, str) else None
     if lay is None:
         raise InvalidArgumentError("%s: layout must be 'contiguous' or 'masked' (got %r)" % (FN, layout))
@@ -222,13 +277,14 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
     if K > 1 and N > 1 and bv.strides[1] != 1:
         raise InvalidStrideError("%s: b must be K-contiguous, the (G, K, N) view w.transpose(-2, -1) of a "
                                  "(G, N, K) weight stack (b strides are %s)" % (FN, tuple(bv.strides)))
-    sav = as_view(scale_a, "scale_a") if scale_a is not None else None
-    sbv = as_view(scale_b, "scale_b") if scale_b is not None else None
+    # untagged uint8 scales are e8m0 (mx), as scaled_mm reads them
+    sav = as_view(scale_a, "scale_a", DType.E8M0) if scale_a is not None else None
+    sbv = as_view(scale_b, "scale_b", DType.E8M0) if scale_b is not None else None
     biasv = as_view(bias, "bias") if bias is not None else None
     dev = device_of([av, bv, sav, sbv, biasv], FN)
     cx = context_for(dev, ctx, FN)
     desc = GemmDesc()
-    desc.scale_a, desc.scale_b = _scale_modes(sav, sbv, tuple(av.shape), G, N, K)  # block: plain layout (0)
+    desc.scale_a, desc.scale_b = _scale_modes(sav, sbv, tuple(av.shape), G, N, K)  # block / mx: plain layout (0)
     desc.act = activation_of(activation)
     if biasv is not None:
         if biasv.dtype not in HP:
@@ -240,18 +296,6 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         ddt = dtype_of_name(out_dtype, "out_dtype")
     if ddt not in HP:
         raise UnsupportedError("%s: out_dtype must be float32, float16 or bfloat16 (got %s)" % (FN, ddt.name.lower()))
-    optr, owner = _offsets(offs, G, dev)
-    sptr = _status_ptr(status, dev)
-    if out is None:
-        d, dv = empty_like_kind(av, rows + (N,), ddt)
-    else:
-        dv = check_out(out, "out", rows + (N,), ddt, dev, fn=FN)
-        d = out
-    if out is not None or sptr:  # what the caller gives to be written shares no byte with the rest
-        check_disjoint(FN, [region("out", dv) if out is not None else None,
-                            ("status", sptr, flat_layout(4, 4)) if sptr else None],
-                       [region("a", av), region("b", bv), region("scale_a", sav), region("scale_b", sbv),
-                        region("bias", biasv), ("offs", optr, flat_layout(4 * G, 4))])
     args = GroupedGemmArgs()
     av.fill(args.a)
     # b as the library's (G, N, K): swap the last two dims of the (G, K, N) view
@@ -259,21 +303,186 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
     args.b.shape[1], args.b.shape[2] = N, K
     ldb = bv.strides[2] if N > 1 else K
     args.b.strides[0], args.b.strides[1], args.b.strides[2] = (bv.strides[0] if G > 1 else N * ldb), ldb, 1
-    args.offsets = optr
     args.layout = lay
-    args.status = sptr or None
-    if sav is not None:  # tensor / row: any shape, the library checks the count and contiguity; block: checked above
-        sav.fill(args.scale_a)
-    if sbv is not None:
-        sbv.fill(args.scale_b)
+    if desc.scale_a == ScaleMode.MX:  # both checked by _mx_scales: the packed (T, K/32) and (G, N, K/32) grids
+        kb = K // 32
+        _set(args.scale_a, sav.ptr, DType.E8M0, rows + (kb,), (rows[-1] * kb, kb, 1)[-len(rows) - 1:])
+        _set(args.scale_b, sbv.ptr, DType.E8M0, (G, N, kb), (N * kb, kb, 1))
+    else:  # tensor / row: any shape, the library checks the count and contiguity; block: checked above
+        if sav is not None:
+            sav.fill(args.scale_a)
+        if sbv is not None:
+            sbv.fill(args.scale_b)
     if biasv is not None:
         biasv.fill(args.bias)
     args.alpha = float(alpha)
+    c = _Call()
+    c.av, c.bv, c.sav, c.sbv, c.biasv, c.dev, c.cx, c.desc, c.args = av, bv, sav, sbv, biasv, dev, cx, desc, args
+    c.rows, c.G, c.N, c.K, c.ddt, c.lay = rows, G, N, K, ddt, lay
+    return c
+
+
+_ws_sizes: Dict[Any, int] = {}  # (device, handle, desc bytes, probe args bytes) -> workspace bytes
+_ws_lock = threading.Lock()
+
+
+def _clear_ws_sizes():
+    with _ws_lock:
+        _ws_sizes.clear()
+
+
+on_clear(_clear_ws_sizes)  # the sizes are keyed by context handles, which clear_contexts frees
+
+
+def _workspace_bytes(c):
+    """fp8kit_grouped_gemm_workspace_size of the call c describes (cached per context, descriptor, shapes,
+    strides and dtypes). The library checks the call as fp8kit_grouped_gemm does but reads nothing: the
+    probe's pointers are made-up, non-NULL, 256-byte aligned addresses, each past the last one's bytes
+    (disjoint, as the CUDA query checks the call as one fp8kit_gemm view, whose overlap rule applies)."""
+    fn = getattr(c.cx._lib, "fp8kit_grouped_gemm_workspace_size", None)
+    if fn is None:  # an older library: no workspace, the call runs on the operands as given
+        return 0
+    probe = GroupedGemmArgs.from_buffer_copy(c.args)
+    _set(probe.d, 1, c.ddt, c.rows + (c.N,), (c.rows[-1] * c.N, c.N, 1)[-len(c.rows) - 1:])
+    addr = 1 << 20
+    for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.bias, probe.d):
+        if t.data:  # every operand given (a real pointer would also defeat the cache key)
+            t.data = addr
+            addr += _rup(_tensor_layout(t)[0], 256)
+    probe.offsets = addr
+    probe.alpha = 1.0  # not part of the size
+    probe.status = None
+    probe.workspace = None
+    probe.workspace_bytes = 0
+    key = (c.dev, c.cx.handle, bytes(c.desc), bytes(probe))
+    n = _ws_sizes.get(key)
+    if n is None:
+        nbytes = ctypes.c_size_t(0)
+        c.cx.check(fn(c.cx.handle, ctypes.byref(c.desc), ctypes.byref(probe), ctypes.byref(nbytes)))
+        n = int(nbytes.value)
+        with _ws_lock:
+            if len(_ws_sizes) > 4096:
+                _ws_sizes.clear()
+            _ws_sizes[key] = n
+    return n
+
+
+def grouped_mm_workspace_size(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
+                              bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
+                              activation: Optional[str] = None, ctx: Optional[Context] = None,
+                              layout: str = "contiguous") -> int:
+    """The bytes of workspace fp8kit.grouped_mm asks the library for with these operands
+    (fp8kit_grouped_gemm_workspace_size: 0 on the CPU and where none helps; on the GPU with mx scales, the
+    normalized MX copies of a and b). Allocate it once (a uint8 tensor of this many bytes on the operands'
+    device) and pass it as grouped_mm(..., workspace=) to keep the allocation out of a loop. Only shapes,
+    strides and dtypes matter: nothing is read.
+
+    Arguments: a, b, scale_a, scale_b, bias, out_dtype and the keywords activation, ctx, layout as
+    fp8kit.grouped_mm takes them (no offs: the size does not depend on them)."""
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout)
+    return _workspace_bytes(c)
+
+
+def _workspace(workspace, dev):
+    """(pointer, bytes) of a caller-given workspace: a packed array on the operands' device, writable."""
+    wv = as_view(workspace, "workspace", DType.E4M3)
+    if (wv.device, wv.index if wv.device == "cuda" else 0) != dev:
+        raise UnsupportedError("%s: workspace is on %s:%d; the operands are on %s:%d"
+                               % (FN, wv.device, wv.index, dev[0], dev[1]))
+    if not _packed(wv.shape, wv.strides):
+        raise InvalidStrideError("%s: workspace must be a packed (contiguous) array" % FN)
+    check_writable(workspace, wv, "workspace", FN)
+    return wv.ptr, _numel(wv) * ITEMSIZE[wv.dtype]
+
+
+def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
+               bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
+               activation: Optional[str] = None, alpha: float = 1.0, out: Optional[Array] = None,
+               ctx: Optional[Context] = None, stream: Optional[Stream] = None, status: Optional[Array] = None,
+               layout: str = "contiguous", workspace: Optional[Array] = None) -> Array:
+    """D[rows of group g] = act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g]) for the G groups of rows that
+    offs delimits.
+
+    layout="contiguous" (default; torch._scaled_grouped_mm's 2-D x 3-D case): a is (T, K), group g owns rows
+    offs[g-1] <= row < offs[g] (offs[-1] = 0), D is (T, N), rows past offs[G-1] are not written.
+    layout="masked" (the decode layout, DeepGEMM's "masked"): a is (G, M, K), expert g's rows are
+    a[g, :offs[g]] (offs = the G valid-row counts, 0 <= offs[g] <= M), D is (G, M, N), D[g, offs[g]:] is not
+    written. Below, T is the number of rows of a: T, or G x M when masked.
+
+    Arguments:
+      a: (T, K), or (G, M, K) when masked (its expert stride M times its row stride), e4m3 / e5m2.
+      b: (G, K, N) with K contiguous (the transposed view of a (G, N, K) weight stack, as
+        torch._scaled_grouped_mm takes it).
+      offs: the G cumulative row ends (masked: the G valid-row counts), int32 (CPU: on the host, checked
+        before anything runs; CUDA: an int32 CUDA tensor on the operands' device, checked by the kernel:
+        invalid offs write nothing).
+      scale_a, scale_b: the scale mode follows from their dtypes and shapes:
+        - mx (e8m0 scales: torch.float8_e8m0fnu, a tagged e8m0 array, or uint8 as scaled_mm reads them; both
+          or neither): K a multiple of 32; scale_a the e8m0 scales of every row of a per 32 of K,
+          a.shape[:-1] + (K/32,) ((T, K/32) or (G, M, K/32)), scale_b each expert's (N, K/32) scales,
+          (G, N, K/32) (or its transposed view (G, K/32, N)) - what fp8kit.quantize(..., "mx") gives for a
+          and for the (G, N, K) weight stack; the plain scale layout only (blocked scales are refused).
+        - block (float32, scale_b 3-D): scale_a the 1x128 scales of every row of a, a.shape[:-1] +
+          (ceil(K/128),) ((T, ceil(K/128)) or (G, M, ceil(K/128))), scale_b each expert's 128x128 scales
+          (G, ceil(N/128), ceil(K/128)) - the shapes fp8kit.quantize gives for scheme "1x128" on a and
+          "128x128" on the (G, N, K) weight stack; plain row-major contiguous layout only.
+        - else by count (float32): scale_a a scalar (tensor) or T values ((T,) / (T, 1); masked (G, M) /
+          (G, M, 1)), scale_b (G,) per expert or (G, N) per expert and column.
+      bias: (G, N).
+      out_dtype: bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy).
+
+    Keyword arguments:
+      activation: None, an Activation or a name the C library accepts, as scaled_mm's.
+      alpha: the multiplier of the accumulator.
+      out: a (T, N) array ((G, M, N) when masked) to write D into instead of a new one (writable, sharing
+        no byte with an input or status).
+      ctx: a Context (default: the cached one of the operands' device).
+      stream: a cudaStream_t int or torch stream (default: torch's current one).
+      status: optional int32 tensor of one element on the operands' device that receives 0 or 2
+        (invalid offs); writable, sharing no byte with out or an input.
+      layout: "contiguous" or "masked" (see above).
+      workspace: optional scratch memory for the library (a packed, writable array on the operands'
+        device, 16-byte aligned, e.g. torch.empty(n, dtype=torch.uint8, device="cuda") with n from
+        fp8kit._grouped.grouped_mm_workspace_size), sharing no byte with another argument. None: the call
+        asks the library for the size its fastest path needs (0 on the CPU; on the GPU with mx scales the
+        normalized MX copies of a and b) and allocates it, as scaled_mm does. One smaller than that size
+        still works: the call then runs on the operands as given."""
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout)
+    av, bv, sav, sbv, biasv, dev, G, N = c.av, c.bv, c.sav, c.sbv, c.biasv, c.dev, c.G, c.N
+    optr, owner = _offsets(offs, G, dev)
+    sptr = _status_ptr(status, dev)
+    if out is None:
+        d, dv = empty_like_kind(av, c.rows + (N,), c.ddt)
+    else:
+        dv = check_out(out, "out", c.rows + (N,), c.ddt, dev, fn=FN)
+        d = out
+    wptr = wbytes = 0
+    ws = None
+    if workspace is not None:
+        wptr, wbytes = _workspace(workspace, dev)
+    elif c.cx.backend == Backend.CUDA:  # the CPU needs none (size 0): no query there
+        wbytes = _workspace_bytes(c)
+        if wbytes:
+            # a uint8 tensor on the device (raw bytes; freed in stream order by torch's allocator)
+            ws = torch_module().torch.empty((wbytes,), dtype=torch_module().torch.uint8,
+                                            device="cuda:%d" % dev[1])
+            wptr = ws.data_ptr()
+    if out is not None or sptr or workspace is not None:  # what the caller gives to be written shares no byte
+        check_disjoint(FN, [region("out", dv) if out is not None else None,
+                            ("status", sptr, flat_layout(4, 4)) if sptr else None,
+                            ("workspace", wptr, flat_layout(wbytes)) if workspace is not None and wbytes else None],
+                       [region("a", av), region("b", bv), region("scale_a", sav), region("scale_b", sbv),
+                        region("bias", biasv), ("offs", optr, flat_layout(4 * G, 4))])
+    args = c.args
+    args.offsets = optr
+    args.status = sptr or None
+    args.workspace = wptr or None
+    args.workspace_bytes = wbytes if wptr else 0
     dv.fill(args.d)
-    fn = getattr(cx._lib, "fp8kit_grouped_gemm", None)
+    fn = getattr(c.cx._lib, "fp8kit_grouped_gemm", None)
     if fn is None:
         raise UnsupportedError("%s: this libfp8kit has no fp8kit_grouped_gemm (rebuild it)" % FN)
-    st = fn(cx.handle, ctypes.byref(desc), ctypes.byref(args), stream_for(av, stream))
-    cx.check(st)
-    del owner
+    st = fn(c.cx.handle, ctypes.byref(c.desc), ctypes.byref(args), stream_for(av, stream))
+    c.cx.check(st)
+    del owner, ws
     return d

@@ -131,6 +131,8 @@ def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, al
 
 
 def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous"):
+    # the output depends on a, b, out_dtype and layout only (tensor / row / block / mx scales alike; the mx
+    # workspace is the eager kernel's own allocation, not an output)
     dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
     if layout.lower() not in _grouped.LAYOUTS:
         raise InvalidArgumentError("fp8kit::grouped_mm: layout must be 'contiguous' or 'masked' (got %r)" % layout)
@@ -218,7 +220,11 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, scale_a: Op
     offs (an int32 tensor), scale_a, scale_b, bias, out_dtype and the
     keywords activation, alpha, layout ('contiguous': a (T, K) -> (T, N);
     'masked': a (G, M, K), offs the valid-row counts -> (G, M, N)); see
-    fp8kit.grouped_mm."""
+    fp8kit.grouped_mm. The scales may be float32 (tensor / row / block) or
+    e8m0 (torch.float8_e8m0fnu or uint8: mx, a's (T, K/32) or (G, M, K/32)
+    and each expert's (G, N, K/32), as fp8kit.quantize(..., "mx") gives
+    them); the op asks the library for its workspace and allocates it on
+    each call (no workspace argument: the op is functional)."""
     return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
                                        float(alpha), layout)
 
