@@ -61,6 +61,11 @@ fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, c
 fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked, int64_t rows,
                               int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *tab, void *flags, int band,
                               void *stream);
+/* mx_norm.cu: the stage tables and band flags of normalized scale bytes sy
+ * (rows x K / 32), rows taken as groups of gn, each padded to rpg (a
+ * multiple of band) in the tables (fk_mx_tables_kernel) */
+fp8kit_status fk_cuda_mx_tables(fp8kit_ctx *ctx, const void *sy, int64_t rows, int64_t k, int band, int64_t gn,
+                                int64_t rpg, void *tab, void *flags, void *stream);
 /* gemm_grouped.cu: the workspace of a grouped job's fastest path (the MX copies) */
 fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_grouped_job *job, size_t *bytes);
 /* gemm_k_grouped.cu: fp8kit_k_grouped_gemm (offsets in device memory, checked by the kernel) */

@@ -773,6 +773,8 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         p.mx_fb = (const int *)(mxw + mo[7]);
         p.mx_rpa = (int)fk_round_up(job->m, FK_GEMM_BM);
         p.mx_rpb = (int)fk_round_up(job->n, v->bn);
+        p.mx_bda = FK_GEMM_BM;
+        p.mx_rgb = p.mx_rpb;
     }
     /* D's store path (gemm_store.h): 2 the TMA-store epilogue, 1 the
      * bulk-copy one, 0 the general one */

@@ -54,20 +54,32 @@ static int64_t fk_grp_brows(const fk_grouped_job *gj)
 }
 
 /* The grouped MX GEMM's normalized copies in the workspace, each region
- * 256-byte aligned, at offsets o[0 .. 3]: A's codes (T rows, row stride K
+ * 256-byte aligned, at offsets o[0 .. 7]: A's codes (T rows, row stride K
  * rounded up to 16 bytes), B's (G x N rows, the experts one after another),
- * then their plain scale bytes (T x K / 32, G x N x K / 32). Returns the
- * bytes (0: not MX, or nothing to multiply). */
-static size_t fk_grp_mx_copies(const fk_grouped_job *gj, size_t o[4])
+ * their plain scale bytes (T x K / 32, G x N x K / 32), then the kernel's
+ * stage tables (fp32 [K block][k32 step][row]: A's T rows padded to 128 and
+ * 128 more, since a tile may start at any row; B's N columns of each expert
+ * padded to the tile width bn) and flags (mx_norm.cu, fk_mx_tables: A per
+ * band of 32 rows, B per tile). Returns the bytes (0: not MX, or nothing to
+ * multiply); bn 0: the most any grouped MX tile width needs. */
+#define FK_GRP_MX_BAND 32
+static size_t fk_grp_mx_copies(const fk_grouped_job *gj, int bn, size_t o[8])
 {
     const fk_gemm_job *job = &gj->gemm;
     if (job->desc.scale_a != FP8KIT_SCALE_MX || job->m <= 0 || job->n <= 0 || job->k <= 0 || gj->groups <= 0)
         return 0;
-    const size_t ld = (size_t)fk_round_up(job->k, 16), kbs = (size_t)job->k / 32;
-    const size_t t = (size_t)job->m, gn = (size_t)gj->groups * (size_t)job->n;
-    const size_t len[4] = {t * ld, gn * ld, t * kbs, gn * kbs};
+    if (bn == 0) {
+        const size_t a = fk_grp_mx_copies(gj, 128, o), b = fk_grp_mx_copies(gj, 192, o);
+        return a > b ? a : b;
+    }
+    const size_t ld = (size_t)fk_round_up(job->k, 16), kbs = (size_t)job->k / 32, g = (size_t)gj->groups;
+    const size_t kb = (size_t)fk_ceil_div(job->k, 128);
+    const size_t t = (size_t)job->m, gn = g * (size_t)job->n;
+    const size_t rpa = (size_t)fk_round_up(job->m, FK_GEMM_BM) + FK_GEMM_BM, rpb = g * (size_t)fk_round_up(job->n, bn);
+    const size_t len[8] = {t * ld,          gn * ld,          t * kbs, gn * kbs, kb * 4 * rpa * 4, kb * 4 * rpb * 4,
+                           kb * (rpa / FK_GRP_MX_BAND) * 16, kb * (rpb / (size_t)bn) * 16};
     size_t at = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 8; i++) {
         o[i] = at;
         at += (len[i] + 255) / 256 * 256;
     }
@@ -77,8 +89,8 @@ static size_t fk_grp_mx_copies(const fk_grouped_job *gj, size_t o[4])
 extern "C" fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_grouped_job *job, size_t *bytes)
 {
     (void)ctx;
-    size_t o[4];
-    *bytes = fk_grp_mx_copies(job, o);
+    size_t o[8];
+    *bytes = fk_grp_mx_copies(job, 0, o);
     return FP8KIT_OK;
 }
 
@@ -194,8 +206,8 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
         return FP8KIT_OK;
     }
     /* MX with room for the normalized copies: the kernel reads those */
-    size_t mo[4];
-    const size_t mxb = fk_grp_mx_copies(gj, mo);
+    size_t mo[8];
+    const size_t mxb = fk_grp_mx_copies(gj, v->bn, mo);
     unsigned char *mxw = mxb && job->workspace && job->workspace_bytes >= mxb && ((uintptr_t)job->workspace & 15u) == 0
                              ? (unsigned char *)job->workspace
                              : NULL;
@@ -254,9 +266,17 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     } else if (job->desc.scale_a == FP8KIT_SCALE_MX) { /* e8m0 bytes, plain: A (T, K / 32), B (G x N, K / 32) */
         p.sa_sm = job->k / 32;
         p.sa_sk = 0;
-        if (mxw) {
+        if (mxw) { /* the copies' scales: the helper warps copy the stage tables and flags */
             p.sa = (const float *)(mxw + mo[2]);
             p.sb = (const float *)(mxw + mo[3]);
+            p.mx_ta = (const float *)(mxw + mo[4]);
+            p.mx_tb = (const float *)(mxw + mo[5]);
+            p.mx_fa = (const int *)(mxw + mo[6]);
+            p.mx_fb = (const int *)(mxw + mo[7]);
+            p.mx_rpa = (int)fk_round_up(job->m, FK_GEMM_BM) + FK_GEMM_BM;
+            p.mx_rgb = (int)fk_round_up(job->n, v->bn);
+            p.mx_rpb = (int)(gj->groups * p.mx_rgb);
+            p.mx_bda = FK_GRP_MX_BAND;
         }
     }
     p.grp_tab = v->smem_bytes;
@@ -290,6 +310,12 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
                                   (const unsigned char *)job->scale_b + e * n * kbs, 0, n, job->k,
                                   job->b_type == FP8KIT_E5M2, mxw + mo[1] + e * n * ld, ld, mxw + mo[3] + e * n * kbs,
                                   NULL, NULL, 0, (void *)st);
+        if (nst == FP8KIT_OK) /* A: one group of T rows; B: G experts of N, each padded to the tile */
+            nst = fk_cuda_mx_tables(ctx, mxw + mo[2], job->m, job->k, FK_GRP_MX_BAND, job->m, p.mx_rpa, mxw + mo[4],
+                                    mxw + mo[6], (void *)st);
+        if (nst == FP8KIT_OK)
+            nst = fk_cuda_mx_tables(ctx, mxw + mo[3], gj->groups * job->n, job->k, v->bn, job->n, p.mx_rgb,
+                                    mxw + mo[5], mxw + mo[7], (void *)st);
         if (nst != FP8KIT_OK) {
             if (prev != cfg.device)
                 (void)cudaSetDevice(prev);

@@ -40,15 +40,20 @@ static inline unsigned int __float_as_uint(float f)
 
 /* One stage's scale area for tile width BN: A's table [k32 step][128 rows],
  * B's [k32 step][BN columns] (fp32; 0 for rows past the operand and blocks
- * past K), then 8 ints: for A, then for B, the min and max finite exponent
- * byte, whether every row of the tile has one scale for all four k32 steps
- * (then the stage is promoted once: fk_mx_uniform), one unused. */
+ * past K), then 24 ints, six records of 4: A's, B's, then four more of A's
+ * (the grouped kernel's tiles start at any row, so their rows come from up
+ * to five 32-row bands of A's flags; the others leave them unread). A
+ * record: the min and max finite exponent byte, whether every row has one
+ * scale for all four k32 steps (then the stage is promoted once:
+ * fk_mx_uniform), one unused. */
 template <int BN> struct fk_mx_area {
     static constexpr int SA_FLOATS = 4 * 128;
     static constexpr int SB_FLOATS = 4 * BN;
-    static constexpr int MM = SA_FLOATS + SB_FLOATS; /* float offset of the 8 ints */
-    static constexpr int BYTES = MM * 4 + 32;
+    static constexpr int MM = SA_FLOATS + SB_FLOATS; /* float offset of the 24 ints */
+    static constexpr int BYTES = MM * 4 + 96;
 };
+/* The int offset of A's record q (0 .. 4) in the 24 ints (B's is at 4). */
+FK_MX_FN int fk_mx_rec_a(int q) { return q == 0 ? 0 : 4 + 4 * q; }
 
 /* p[0], p[1] (p 8-byte aligned) */
 FK_MX_FN void fk_mx_ld2(const float *p, float &x, float &y)
@@ -135,10 +140,13 @@ FK_MX_FN void fk_mx_decode(const unsigned int (&w)[NW], int row0, int nrows, int
 /* Whether every row of both tiles of a stage has one scale over the
  * stage's 128 of K (the helper warps' flags): then the four k32 products
  * can be summed by the tensor cores and promoted once with step 0's table. */
-template <int BN> FK_MX_FN bool fk_mx_uniform(const float *area)
+template <int BN, int NQ = 1> FK_MX_FN bool fk_mx_uniform(const float *area)
 {
     const int *mm = (const int *)(area + fk_mx_area<BN>::MM);
-    return (mm[2] & mm[6]) != 0;
+    int one = mm[2] & mm[6];
+    for (int q = 1; q < NQ; q++) /* (NQ: A's records in use) */
+        one &= mm[fk_mx_rec_a(q) + 2];
+    return one != 0;
 }
 
 /* Unbiased exponent of a decoded scale (2^-127 is the subnormal 0x00400000;
@@ -166,10 +174,15 @@ FK_MX_FN float fk_mx_scale_exact(float x, float a, int ea, float b, int eb)
 /* Whether a stage (its scale area) could give a scale product outside fp32's
  * exact range: exponent bytes ea + eb outside [105, 381] (the products
  * 2^(ea + eb - 254) are exact fp32 values down to the subnormal 2^-149). */
-template <int BN> FK_MX_FN bool fk_mx_slow(const float *area)
+template <int BN, int NQ = 1> FK_MX_FN bool fk_mx_slow(const float *area)
 {
     const int *mm = (const int *)(area + fk_mx_area<BN>::MM);
-    return mm[0] + mm[4] < 105 || mm[1] + mm[5] > 381;
+    int lo = mm[0], hi = mm[1];
+    for (int q = 1; q < NQ; q++) { /* (NQ: A's records in use) */
+        lo = min(lo, mm[fk_mx_rec_a(q)]);
+        hi = max(hi, mm[fk_mx_rec_a(q) + 1]);
+    }
+    return lo + mm[4] < 105 || hi + mm[5] > 381;
 }
 
 /* accf += acc * (sa * sb) for k32 step ks of the stage whose scale area is

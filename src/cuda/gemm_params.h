@@ -55,6 +55,8 @@ struct fk_gemm_params {
     const float *mx_ta, *mx_tb;
     const int *mx_fa, *mx_fb;
     int mx_rpa, mx_rpb;
+    int mx_bda; /* rows of A's flag bands (128; grouped 32: a tile starts at any row) */
+    int mx_rgb; /* B's table rows per expert (grouped: N padded to the tile; else mx_rpb) */
     /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
     const int *grp_offs;    /* G int32 in device memory, read by every CTA: row ends, or (masked) counts */
     int grp_count;          /* G */

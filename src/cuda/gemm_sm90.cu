@@ -1142,33 +1142,49 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
     typedef fk_sm90_mx_shape<BN> S;
     constexpr int ROWS = IS_B ? BN : FK_GEMM_BM, NW = ROWS / 32;
     const unsigned char *src = (const unsigned char *)(IS_B ? p.sb : p.sa);
-    const int kbs = p.k / 32, nkb = p.num_kb, ntiles = p.sched.count();
+    const int kbs = p.k / 32, nkb = p.num_kb;
     const bool blocked = p.sa_sk != 0;
     const bool word =
         ((uintptr_t)p.sa % 4 == 0) && ((uintptr_t)p.sb % 4 == 0) && (p.sa_sk || kbs % 4 == 0);
-    if (!GR && (IS_B ? p.mx_tb : p.mx_ta)) { /* the workspace copies: tables and flags made by fk_mx_norm */
+    if (IS_B ? p.mx_tb : p.mx_ta) { /* the workspace copies: tables and flags made by fk_mx_tables */
         const float *tsrc = IS_B ? p.mx_tb : p.mx_ta;
         const int *fsrc = IS_B ? p.mx_fb : p.mx_fa;
-        const int rp = IS_B ? p.mx_rpb : p.mx_rpa, bands = rp / ROWS;
+        const int rp = IS_B ? p.mx_rpb : p.mx_rpa, bands = rp / (IS_B ? BN : p.mx_bda);
         int stage = 0;
         uint32_t phase = 0;
-        for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        fk_sm90_walk<1, GR> w;
+        for (; w.more(p); w.t += w.step) {
             int tm, tn;
-            p.sched.tile(t, tm, tn);
-            const int band = IS_B ? tn : tm;
+            w.tile(p, tm, tn);
+            /* the tile's first table row and its first flag band (B: expert g's
+             * columns padded to mx_rgb; A: any row, bands of mx_bda rows) */
+            const int r0 = IS_B ? w.g * p.mx_rgb + tn * BN : w.row0;
+            const int b0 = IS_B ? r0 / BN : r0 / p.mx_bda;
             for (int kb = 0; kb < nkb; kb++) {
                 fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
                 float *area = (float *)(sc0 + stage * S::SC_BYTES);
                 float *tab = area + (IS_B ? S::SA_FLOATS : 0);
+                if (r0 % 4 == 0) {
 #pragma unroll
-                for (int i = lane; i < ROWS; i += 32) { /* ROWS 16-byte units: 4 k32 steps x ROWS / 4 */
-                    const int ks = i / (ROWS / 4), u = i - ks * (ROWS / 4);
-                    fk_cp_async16(tab + ks * ROWS + 4 * u, tsrc + ((long long)(kb * 4 + ks) * rp + band * ROWS + 4 * u),
-                                  16);
+                    for (int i = lane; i < ROWS; i += 32) { /* ROWS 16-byte units: 4 k32 steps x ROWS / 4 */
+                        const int ks = i / (ROWS / 4), u = i - ks * (ROWS / 4);
+                        fk_cp_async16(tab + ks * ROWS + 4 * u, tsrc + ((long long)(kb * 4 + ks) * rp + r0 + 4 * u), 16);
+                    }
+                } else { /* (grouped A: a group starting off a 4-row boundary) */
+#pragma unroll 4
+                    for (int i = lane; i < 4 * ROWS; i += 32) {
+                        const int ks = i / ROWS, u = i - ks * ROWS;
+                        fk_cp_async4(fk_smem_addr(tab + i), tsrc + ((long long)(kb * 4 + ks) * rp + r0 + u));
+                    }
                 }
-                if (lane == 0)
-                    fk_cp_async16((int *)(area + fk_mx_area<BN>::MM) + (IS_B ? 4 : 0),
-                                  fsrc + ((long long)kb * bands + band) * 4, 16);
+                int *mm = (int *)(area + fk_mx_area<BN>::MM);
+                if (IS_B) {
+                    if (lane == 0)
+                        fk_cp_async16(mm + 4, fsrc + ((long long)kb * bands + b0) * 4, 16);
+                } else if (lane < (GR ? 5 : 1)) { /* the bands the tile's 128 rows touch (clamped: repeats are harmless) */
+                    const int b = min(b0 + lane, bands - 1);
+                    fk_cp_async16(mm + fk_mx_rec_a(lane), fsrc + ((long long)kb * bands + b) * 4, 16);
+                }
                 fk_cp_async_mbar_arrive(full0 + 8 * stage);
                 if (++stage == S::STAGES) {
                     stage = 0;
@@ -1211,8 +1227,8 @@ static __device__ __forceinline__ void fk_sm90_mx_scales(const fk_gemm_params &p
         emin = __reduce_min_sync(0xffffffffu, emin);
         emax = __reduce_max_sync(0xffffffffu, emax);
         uniform = __all_sync(0xffffffffu, uniform);
-        if (lane == 0) {
-            int *mm = (int *)(area + fk_mx_area<BN>::MM) + (IS_B ? 4 : 0);
+        if (lane < (!IS_B && GR ? 5 : 1)) { /* (grouped: A's five records, all the same here) */
+            int *mm = (int *)(area + fk_mx_area<BN>::MM) + (IS_B ? 4 : fk_mx_rec_a(lane));
             mm[0] = emin;
             mm[1] = emax;
             mm[2] = uniform;
@@ -1288,7 +1304,7 @@ static __device__ __forceinline__ void fk_rc_promote(float (&accf)[NACC], float 
  * 1 runs that many stages behind, so that the warpgroups' epilogues do not
  * coincide (fk_sm90_lag_start). W: the work walk
  * (fk_sm90_walk, or fk_kg_walk with group g's D at rows g * kg_drows). */
-template <int BN, int AB, bool KG, class S, class W>
+template <int BN, int AB, bool KG, class S, class W, int NQ = 1>
 static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
                                                            const unsigned char *sc0, uint32_t full0, uint32_t empty0,
                                                            float *stage_out, float *tab)
@@ -1328,8 +1344,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
             const uint32_t a = wa + stage * G::A_BYTES, b = sb0 + stage * G::B_BYTES;
             bool one = true, slow = false;
             if (!KG) {
-                slow = fk_mx_slow<BN>(area);
-                one = fk_mx_uniform<BN>(area) && !slow;
+                slow = fk_mx_slow<BN, NQ>(area);
+                one = fk_mx_uniform<BN, NQ>(area) && !slow;
             }
             if (one) {
                 fk_sm90_issue<BN, AB>(acc, a, b);
@@ -1431,7 +1447,8 @@ static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, co
         fk_setmaxnreg_inc<232>();
         float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
         typedef typename std::conditional<KG, fk_kg_walk, fk_sm90_walk<1, GR>>::type W;
-        fk_sm90_consumer_rc<BN, AB, KG, S, W>(p, wg, sa0, sb0, sc0, full0, empty0, epi, epi + G::STAGE_OUT_FLOATS);
+        fk_sm90_consumer_rc<BN, AB, KG, S, W, GR ? 5 : 1>(p, wg, sa0, sb0, sc0, full0, empty0, epi,
+                                                         epi + G::STAGE_OUT_FLOATS);
         if (p.d_bulk) /* (threads that issued no bulk copy return at once) */
             fk_bulk_wait<0>();
     }

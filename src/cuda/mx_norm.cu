@@ -165,30 +165,37 @@ __global__ void fk_mx_norm_kernel(const fk_mx_norm_args a)
 }
 
 /* The MX kernel's stage tables and band flags from the normalized scale
- * bytes sy (rows x kbs, plain): one warp per (K block, band of `band`
- * rows); lane l takes rows l, l + 32, ... of the band: tab[(kb * 4 + j) * rp
- * + r] = the decoded byte of block 4 kb + j (0 for rows past the operand and
- * blocks past K), and the band's record {min, max finite byte, whether every
- * row has one byte over the block, 0} (min 255 and max 0 when none is
- * finite). */
-__global__ void fk_mx_tables_kernel(const unsigned char *sy, int rows, int kbs, int band, int rp, float *tab,
-                                    unsigned int *flags)
+ * bytes sy (rows x kbs, plain), the rows taken as groups of gn (the grouped
+ * GEMM's experts; gn = rows: one group), each group's rows padded to rpg (a
+ * multiple of band) in the tables: one warp per (K block, band of `band`
+ * rows of a group); lane l takes rows l, l + 32, ... of the band:
+ * tab[(kb * 4 + j) * rp + e * rpg + r] (rp = groups x rpg) = the decoded
+ * byte of block 4 kb + j of row r of group e (0 for rows past the group or
+ * the operand and blocks past K), and the band's record {min, max finite
+ * byte, whether every row has one byte over the block, 0} (min 255 and max
+ * 0 when none is finite) at flags[(kb * bands + e * rpg / band + bd) * 4]. */
+__global__ void fk_mx_tables_kernel(const unsigned char *sy, int rows, int kbs, int band, int gn, int rpg, int groups,
+                                    float *tab, unsigned int *flags)
 {
     const int lane = threadIdx.x & 31;
     const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int bands = rp / band, nkb = (kbs + 3) / 4;
+    const int bpg = rpg / band, bands = groups * bpg, nkb = (kbs + 3) / 4;
+    const long long rp = (long long)groups * rpg;
     if (w >= (long long)nkb * bands)
         return;
-    const int kb = (int)(w / bands), bd = (int)(w - (long long)kb * bands);
+    const int kb = (int)(w / bands), bb = (int)(w - (long long)kb * bands);
+    const int e = bb / bpg, bd = bb - e * bpg;
     const int nb = min(4, kbs - 4 * kb);
     unsigned int lo = 255u, hi = 0u, one = 1u;
     for (int r = bd * band + lane; r < (bd + 1) * band; r += 32) {
+        const long long gr = (long long)e * gn + r; /* the row of sy */
+        const bool in = r < gn && gr < rows;
         unsigned int b[4] = {0u, 0u, 0u, 0u};
-        if (r < rows) {
+        if (in) {
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 if (j < nb)
-                    b[j] = sy[(long long)r * kbs + 4 * kb + j];
+                    b[j] = sy[gr * kbs + 4 * kb + j];
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 if (j < nb && b[j] != 255u) {
@@ -201,13 +208,28 @@ __global__ void fk_mx_tables_kernel(const unsigned char *sy, int rows, int kbs, 
         }
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            tab[((long long)kb * 4 + j) * rp + r] = r < rows && j < nb ? fk_mx_e8m0(b[j]) : 0.0f;
+            tab[((long long)kb * 4 + j) * rp + (long long)e * rpg + r] = in && j < nb ? fk_mx_e8m0(b[j]) : 0.0f;
     }
     lo = __reduce_min_sync(0xFFFFFFFFu, lo);
     hi = __reduce_max_sync(0xFFFFFFFFu, hi);
     one = __reduce_and_sync(0xFFFFFFFFu, one);
     if (lane == 0)
         *(uint4 *)(flags + w * 4) = make_uint4(lo, hi, one, 0u);
+}
+
+extern "C" fp8kit_status fk_cuda_mx_tables(fp8kit_ctx *ctx, const void *sy, int64_t rows, int64_t k, int band,
+                                          int64_t gn, int64_t rpg, void *tab, void *flags, void *stream)
+{
+    if (rows <= 0 || k <= 0)
+        return FP8KIT_OK;
+    const int kbs = (int)(k / 32), nkb = (int)((k + 127) / 128);
+    const int64_t groups = (rows + gn - 1) / gn;
+    const long long warps = (long long)nkb * groups * (rpg / band);
+    fk_mx_tables_kernel<<<(unsigned)((warps * 32 + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+        (const unsigned char *)sy, (int)rows, kbs, band, (int)gn, (int)rpg, (int)groups, (float *)tab,
+        (unsigned int *)flags);
+    FK_CUDA_LAUNCH_CHECK(ctx);
+    return FP8KIT_OK;
 }
 
 extern "C" fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked,
@@ -236,13 +258,9 @@ extern "C" fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t
     const unsigned grid = (unsigned)(blocks < 65536 ? blocks : 65536);
     fk_mx_norm_kernel<<<grid, 256, 0, st>>>(a);
     FK_CUDA_LAUNCH_CHECK(ctx);
-    if (tab) {
+    if (tab) { /* one group of all rows, padded to the band */
         const int b = band > 0 ? band : 128;
-        const int rp = (int)((rows + b - 1) / b * b);
-        const long long warps = (long long)a.nkb * (rp / b);
-        fk_mx_tables_kernel<<<(unsigned)((warps * 32 + 255) / 256), 256, 0, st>>>(a.sy, a.rows, a.kbs, b, rp,
-                                                                                (float *)tab, (unsigned int *)flags);
-        FK_CUDA_LAUNCH_CHECK(ctx);
+        return fk_cuda_mx_tables(ctx, sy, rows, k, b, rows, (rows + b - 1) / b * b, tab, flags, stream);
     }
     return FP8KIT_OK;
 }
