@@ -516,10 +516,10 @@ fp8kit_status fp8kit_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc
     return FP8KIT_OK;
 }
 
-fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args)
+fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, int overlap)
 {
     fk_gemm_job j;
-    return fk_build_gemm_job(ctx, desc, args, &j, NULL, 1);
+    return fk_build_gemm_job(ctx, desc, args, &j, NULL, overlap);
 }
 
 int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx)

@@ -298,7 +298,7 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
             return FP8KIT_OK; /* nothing runs (status, if given, gets 0) */
         fp8kit_gemm_args v;
         fk_group_view(d, a, s, 0, 0, s->t, &v);
-        return fk_gemm_check(ctx, d, &v);
+        return fk_gemm_check(ctx, d, &v, !query);
     }
     if (query) /* placeholder pointers: the host offsets are not read */
         return FP8KIT_OK;
@@ -311,7 +311,7 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         if (r1 > r0) {
             fp8kit_gemm_args v;
             fk_group_view(d, a, s, i, r0, r1, &v);
-            if ((st = fk_gemm_check(ctx, d, &v))) {
+            if ((st = fk_gemm_check(ctx, d, &v, 1))) {
                 char msg[400];
                 snprintf(msg, sizeof msg, "%s", fp8kit_last_error(ctx));
                 return fk_fail(ctx, st, FN ": group %lld: %s", (long long)i, msg);

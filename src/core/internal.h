@@ -18,8 +18,10 @@ extern "C" {
 fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const char *fn, const fp8kit_gemm_desc *d);
 
 /* Validates a call exactly as fp8kit_gemm does (same statuses and messages)
- * without planning or running it (gemm_api.c; used by fp8kit_grouped_gemm). */
-fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args);
+ * without planning or running it (gemm_api.c; used by fp8kit_grouped_gemm);
+ * overlap 0: the no-overlap rule is not applied (placeholder pointers). */
+fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args,
+                            int overlap);
 
 /* GEMM autotune table (tune.c): chosen plan configs by text key. */
 #define FK_TUNE_PATH_MAX 1024

@@ -280,8 +280,7 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     cfg->device = cs->device;
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     cfg->no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
-    /* the MX kernel's epilogue area has room for the general path only (fk_sm90_mx_shape) */
-    cfg->store = fk_store_plan(FK_STORES_SM90, v, job, cfg->no_bulk || v->block == 2);
+    cfg->store = fk_store_plan(FK_STORES_SM90, v, job, cfg->no_bulk);
     /* programmatic dependent launch: the kernels wait (griddepcontrol.wait)
      * before any global access, so they may start while the previous grid
      * drains; and the driver enqueues such a launch ~0.4 us faster (H100,
@@ -735,7 +734,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         return FP8KIT_OK;
 
     /* the plan's store path if this call's pointers fit it, else the general one */
-    const int store = v->block == 2 ? FK_STORE_GENERAL : fk_store_run(FK_STORES_SM90, cfg.store, v, job);
+    const int store = fk_store_run(FK_STORES_SM90, cfg.store, v, job);
     const int tstore = store == FK_STORE_TMA;
     CUtensorMap tmaps[3];
     fp8kit_status mst = fk_sm90_maps(ctx, job, plan, v, cfg.device, opa, opb, kbytes, lda, ldb, tstore, tmaps);

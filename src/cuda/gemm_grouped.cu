@@ -175,8 +175,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
         cfg.group_m = 1;
     cfg.device = cs->device;
     cfg.no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
-    /* the MX kernel's epilogue area has room for the general path only (fk_sm90_mx_shape) */
-    cfg.store = fk_store_plan(FK_STORES_GROUPED, NULL, job, cfg.no_bulk || mx);
+    cfg.store = fk_store_plan(FK_STORES_GROUPED, NULL, job, cfg.no_bulk);
     cfg.lag = fk_tuned(tu->gemm_lag, mx ? 0 : 1); /* MX: no lag, as the dense MX plan */
     cfg.pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
     if (cfg.lag < 0 || cfg.lag >= v->stages)
@@ -206,8 +205,11 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
         return FP8KIT_OK;
     }
     /* MX with room for the normalized copies: the kernel reads those */
+    /* (the size fk_cuda_grouped_workspace reports, for every plan: with less
+     * the call runs as without) */
     size_t mo[8];
-    const size_t mxb = fk_grp_mx_copies(gj, v->bn, mo);
+    const size_t mxb = fk_grp_mx_copies(gj, 0, mo);
+    fk_grp_mx_copies(gj, v->bn, mo);
     unsigned char *mxw = mxb && job->workspace && job->workspace_bytes >= mxb && ((uintptr_t)job->workspace & 15u) == 0
                              ? (unsigned char *)job->workspace
                              : NULL;
@@ -282,7 +284,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     p.grp_tab = v->smem_bytes;
     p.grp_status = gj->status;
     /* D's store path: the plan's if this call's pointers fit it, else the general one */
-    if (v->block != 2 && fk_store_run(FK_STORES_GROUPED, cfg.store, NULL, job) == FK_STORE_BULK)
+    if (fk_store_run(FK_STORES_GROUPED, cfg.store, NULL, job) == FK_STORE_BULK)
         p.d_bulk = 1;
     p.lag = cfg.lag;
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);

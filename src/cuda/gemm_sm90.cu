@@ -1092,10 +1092,10 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
  * thread) + 64. The arithmetic (scale area, decoding, promotion) is in
  * gemm_mx.cuh. */
 template <int BN> struct fk_sm90_mx_shape {
-    /* The epilogue area of the general store path only (no bulk-copy rows:
-     * the MX kernels store D through the general path, gemm.cu and
-     * gemm_grouped.cu), so that at BN 192 the ring holds 4 stages, not 3. */
-    typedef fk_sm90_shape<BN, true> G;
+    /* (H100, 2026-11-26, dd9ac6e: the general store path's smaller epilogue
+     * area gave BN 192 a 4th stage but cost more than it gained: 8192^3 1568
+     * against 1483 us, 2048x14336x4096 584 against 532) */
+    typedef fk_sm90_shape<BN> G;
     typedef fk_mx_area<BN> T;
     static constexpr int SA_FLOATS = T::SA_FLOATS;
     static constexpr int SC_BYTES = T::BYTES; /* one stage's scale area */
