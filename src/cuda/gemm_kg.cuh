@@ -26,7 +26,7 @@ template <int BN> struct fk_sm90_kg_shape {
     typedef fk_sm90_shape<BN> G;
     static constexpr int SC_FLOATS = FK_GEMM_BM + BN;
     static constexpr int SC_BYTES = SC_FLOATS * 4;
-    static constexpr int FIXED = G::FIXED + 16;
+    static constexpr int FIXED = G::FIXED + 64 + 16; /* + the scale tables' empty barriers, alignment */
     static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (G::A_BYTES + G::B_BYTES + SC_BYTES);
     static constexpr int STAGES = FIT < 8 ? FIT : 8;
     static constexpr int SMEM = STAGES * (G::A_BYTES + G::B_BYTES + SC_BYTES) + FIXED; /* then the K table */
@@ -83,7 +83,8 @@ static __device__ __forceinline__ bool fk_kg_prepare(const int *offs, int G, int
  * past the operand read its last row: their products are 0) and has each
  * lane's copies arrive on the stage's full barrier when they land, so the
  * warp runs ahead by as many stages as the ring has free; without 1x128
- * scales it stores 1.0 and arrives itself. */
+ * scales it stores 1.0 and arrives itself. empty0: the scale tables'
+ * empty barriers (released after the consumers' promotion). */
 template <int BN, bool IS_B>
 static __device__ __forceinline__ void fk_kg_scales(const fk_gemm_params &p, unsigned char *sc0, uint32_t full0,
                                                     uint32_t empty0, int lane)

@@ -1099,7 +1099,7 @@ template <int BN> struct fk_sm90_mx_shape {
     typedef fk_mx_area<BN> T;
     static constexpr int SA_FLOATS = T::SA_FLOATS;
     static constexpr int SC_BYTES = T::BYTES; /* one stage's scale area */
-    static constexpr int FIXED = G::FIXED + 16;
+    static constexpr int FIXED = G::FIXED + 64 + 16; /* + the scale areas' empty barriers, alignment */
     static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (G::A_BYTES + G::B_BYTES + SC_BYTES);
     static constexpr int STAGES = FIT < 8 ? FIT : 8;
     static constexpr int SMEM = STAGES * (G::A_BYTES + G::B_BYTES + SC_BYTES) + FIXED;
@@ -1113,7 +1113,8 @@ template <int BN> struct fk_sm90_mx_shape {
  * (0 for rows past the operand and blocks past K: their wgmma sums are 0,
  * TMA fills zeros), stores the min / max of the finite exponents next to the
  * tables and arrives on the stage's full barrier with all 32 lanes. The next
- * item's bytes are loaded before waiting for the stage to be free. On the
+ * item's bytes are loaded before waiting for the stage's scale area to be
+ * free (empty0 here: the scale areas' empty barriers). On the
  * workspace copies (p.mx_ta / mx_tb) the tables and flags exist already
  * (fk_mx_norm): the warp copies them with cp.async and has them arrive when
  * they land, running ahead by as many stages as are free. */
@@ -1298,8 +1299,10 @@ static __device__ __forceinline__ void fk_rc_promote(float (&accf)[NACC], float 
  * product outside fp32's exact range: fk_mx_uniform, as the workspace
  * copies of fk_mx_norm mostly are), or (other MX stages) each k32 step as
  * its own group promoted with its own scales (fk_mx_promote, with its exact
- * path for extreme exponents). The stage is released after its last
- * promotion, which reads its tables. The two consumer warpgroups keep the
+ * path for extreme exponents). A stage's A and B tiles are released when
+ * its last wgmma group is done (the producer refills them during the
+ * promotion), its scale area after the last promotion, which reads its
+ * tables (sempty0: the helper warps wait on those barriers). The two consumer warpgroups keep the
  * tensor cores busy in turn while the other promotes; with p.lag warpgroup
  * 1 runs that many stages behind, so that the warpgroups' epilogues do not
  * coincide (fk_sm90_lag_start). W: the work walk
@@ -1307,7 +1310,7 @@ static __device__ __forceinline__ void fk_rc_promote(float (&accf)[NACC], float 
 template <int BN, int AB, bool KG, class S, class W, int NQ = 1>
 static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
                                                            const unsigned char *sc0, uint32_t full0, uint32_t empty0,
-                                                           float *stage_out, float *tab)
+                                                           uint32_t sempty0, float *stage_out, float *tab)
 {
     typedef typename S::G G;
     constexpr int TB = KG ? FK_GEMM_BM : fk_mx_area<BN>::SA_FLOATS; /* float offset of the column table */
@@ -1347,21 +1350,28 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
                 slow = fk_mx_slow<BN, NQ>(area);
                 one = fk_mx_uniform<BN, NQ>(area) && !slow;
             }
+            /* the stage's A and B tiles are released as soon as its last
+             * wgmma group is done, before the promotion; its scale area
+             * (read by the promotion) after it */
             if (one) {
                 fk_sm90_issue<BN, AB>(acc, a, b);
                 fk_wgmma_wait<0>();
+                if (lane == 0)
+                    fk_mbar_arrive(empty0 + 8 * stage);
                 fk_rc_promote<BN>(accf, acc, area, area + TB, rl, cq);
             } else {
 #pragma unroll 1
                 for (int ks = 0; ks < 4; ks++) {
                     fk_mx_issue<BN, AB>(acc, a + 32 * ks, b + 32 * ks);
                     fk_wgmma_wait<0>();
+                    if (ks == 3 && lane == 0)
+                        fk_mbar_arrive(empty0 + 8 * stage);
                     fk_mx_promote<BN>(accf, acc, area, slow, ks, rl, cq);
                 }
             }
             __syncwarp();
             if (lane == 0)
-                fk_mbar_arrive(empty0 + 8 * stage);
+                fk_mbar_arrive(sempty0 + 8 * stage);
             fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
                 stage = 0;
@@ -1398,13 +1408,15 @@ static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, co
     const uint32_t out0 = sb0 + S::STAGES * G::B_BYTES;
     const uint32_t full0 = out0 + G::EPI_BYTES;
     const uint32_t empty0 = full0 + 8 * S::STAGES;
-    const uint32_t scs = (full0 + 2 * 8 * 8 + 15u) & ~15u;
+    const uint32_t sempty0 = full0 + 2 * 8 * 8; /* the scale areas' empty barriers */
+    const uint32_t scs = (full0 + 3 * 8 * 8 + 15u) & ~15u;
     unsigned char *sc0 = fk_smem + (scs - sbase);
     if (threadIdx.x == 0) {
         fk_grid_dep_launch();
         for (int s = 0; s < S::STAGES; s++) {
             fk_mbar_init(full0 + 8 * s, 1 + 64); /* the TMA thread + the two helper warps */
-            fk_mbar_init(empty0 + 8 * s, 8);     /* one arrival per consumer warp */
+            fk_mbar_init(empty0 + 8 * s, 8);     /* A and B tiles: one arrival per consumer warp */
+            fk_mbar_init(sempty0 + 8 * s, 8);    /* the scale area: the same, after the promotion */
         }
         fk_fence_mbar_init();
     }
@@ -1432,22 +1444,22 @@ static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, co
             if (threadIdx.x == 256)
                 fk_sm90_producer<BN, S::STAGES, 1, false, 1, fk_kg_walk>(&ta, &tb, p, sa0, sb0, full0, empty0);
             else if (pw == 1)
-                fk_kg_scales<BN, false>(p, sc0, full0, empty0, lane);
+                fk_kg_scales<BN, false>(p, sc0, full0, sempty0, lane);
             else if (pw == 2)
-                fk_kg_scales<BN, true>(p, sc0, full0, empty0, lane);
+                fk_kg_scales<BN, true>(p, sc0, full0, sempty0, lane);
         } else {
             if (threadIdx.x == 256)
                 fk_sm90_producer<BN, S::STAGES, 1, GR>(&ta, &tb, p, sa0, sb0, full0, empty0);
             else if (pw == 1)
-                fk_sm90_mx_scales<BN, false, GR>(p, sc0, full0, empty0, lane);
+                fk_sm90_mx_scales<BN, false, GR>(p, sc0, full0, sempty0, lane);
             else if (pw == 2)
-                fk_sm90_mx_scales<BN, true, GR>(p, sc0, full0, empty0, lane);
+                fk_sm90_mx_scales<BN, true, GR>(p, sc0, full0, sempty0, lane);
         }
     } else {
         fk_setmaxnreg_inc<232>();
         float *epi = (float *)(fk_smem + (out0 - sbase)) + wg * (G::STAGE_OUT_FLOATS + G::TAB_FLOATS);
         typedef typename std::conditional<KG, fk_kg_walk, fk_sm90_walk<1, GR>>::type W;
-        fk_sm90_consumer_rc<BN, AB, KG, S, W, GR ? 5 : 1>(p, wg, sa0, sb0, sc0, full0, empty0, epi,
+        fk_sm90_consumer_rc<BN, AB, KG, S, W, GR ? 5 : 1>(p, wg, sa0, sb0, sc0, full0, empty0, sempty0, epi,
                                                          epi + G::STAGE_OUT_FLOATS);
         if (p.d_bulk) /* (threads that issued no bulk copy return at once) */
             fk_bulk_wait<0>();
