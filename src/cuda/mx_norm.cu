@@ -71,8 +71,11 @@ static __device__ __forceinline__ float fk_mx_norm_amax16(const uint4 &w, int e5
     return fk_fp8_to_f32((uint8_t)m, e5m2);
 }
 
-/* Eight consecutive lanes per (row, chunk), chunk-major (a warp's four are
- * four rows of one chunk, mostly), 16 codes each (half a block): each lane
+/* Eight consecutive lanes per (row, chunk), row-major (a warp's four are
+ * four consecutive chunks of one row, mostly: 512 contiguous bytes, and
+ * consecutive warps continue along the row; H100, 2026-11-26: chunk-major,
+ * one 128-byte line per row and warp, ran at ~1.9 TB/s), 16 codes each
+ * (half a block): each lane
  * loads its codes and the chunk's scale bytes, the eight exchange their
  * halves' largest magnitudes (shuffles), all decide by the shared rule and
  * each rewrites its codes; the first lane of each block writes the block's
@@ -91,8 +94,8 @@ __global__ void fk_mx_norm_kernel(const fk_mx_norm_args a)
         const bool in = i < total;
         const int q = (int)(i & 7);
         const long long cr = i >> 3;
-        const int c = in ? (int)(cr / a.rows) : 0;
-        const long long r = in ? cr - (long long)c * a.rows : 0;
+        const long long r = in ? cr / chunks : 0;
+        const int c = in ? (int)(cr - r * chunks) : 0;
         const int j0 = 4 * c, nb = in ? min(4, a.kbs - j0) : 0, jq = q >> 1;
         const bool mine = in && jq < nb; /* this lane's 16 codes exist */
         const long long col = 128LL * c + 16 * q;
