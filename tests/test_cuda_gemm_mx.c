@@ -44,6 +44,7 @@ static int g_small, g_perf; /* --small, --perf */
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
 #include "format/mx_norm.h"
+#include "mx_norm_host.h"
 #include "test_cuda_util.h"
 
 /* src/cuda/mx_norm.cu (C linkage; declared for the library in
@@ -176,43 +177,6 @@ static uint8_t *layout_scales(const mcase *g, const uint8_t *e, int64_t rows, in
             s[g->sc_off + (blocked ? fk_blocked_offset(r, c, fk_blocked_cols(kbs)) : r * kbs + c)] = e[r * kbs + c];
     *count = n;
     return s;
-}
-
-/* The host rule of format/mx_norm.h over one operand, as fk_cuda_mx_norm
- * applies it: rows x k codes x (row stride ldx) with scale bytes s (plain
- * rows x k/32, or blocked) into codes y (row stride ldy; columns k .. ldy - 1
- * not written) and plain scales sy. Each 128-wide chunk of a row (fewer
- * blocks at the end of K) takes fk_mx_norm_scale's common scale E, its codes
- * fk_mx_norm_code(c, E - e), or stays as it is. Returns how many codes
- * changed value (x 2^(scale - 127)): those the rule rounded. */
-static int64_t host_norm(const uint8_t *x, int64_t ldx, const uint8_t *s, int blocked, int64_t rows, int64_t k,
-                         int e5m2, uint8_t *y, int64_t ldy, uint8_t *sy)
-{
-    const int64_t kbs = k / 32, cp = fk_blocked_cols(kbs);
-    int64_t changed = 0;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c0 = 0; c0 < kbs; c0 += 4) {
-            const int nb = (int)(kbs - c0 < 4 ? kbs - c0 : 4);
-            uint8_t sc[4] = {0, 0, 0, 0};
-            for (int j = 0; j < nb; j++)
-                sc[j] = s[blocked ? fk_blocked_offset(r, c0 + j, cp) : r * kbs + c0 + j];
-            const int E = fk_mx_norm_scale(sc, x + r * ldx + c0 * 32, nb, e5m2);
-            for (int j = 0; j < nb; j++) {
-                const int d = E < 0 ? 0 : E - sc[j];
-                for (int64_t t = 0; t < 32; t++) {
-                    const int64_t col = (c0 + j) * 32 + t;
-                    const uint8_t in = x[r * ldx + col], out = fk_mx_norm_code(in, d, e5m2);
-                    y[r * ldy + col] = out;
-                    if (d) {
-                        const double vi = ldexp(fk_fp8_to_f32(in, e5m2), sc[j] - 127);
-                        const double vo = ldexp(fk_fp8_to_f32(out, e5m2), E - 127);
-                        changed += !(vi == vo || (isnan(vi) && isnan(vo)));
-                    }
-                }
-                sy[r * kbs + c0 + j] = (uint8_t)(E < 0 ? sc[j] : E);
-            }
-        }
-    return changed;
 }
 
 /* gctx, or for a case with a tile width a fresh context given gemm_bn after

@@ -47,6 +47,7 @@ static int g_small; /* --small */
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
 #include "format/mx_norm.h"
+#include "mx_norm_host.h"
 #include "test_cuda_util.h"
 
 static fk_rng rng;
@@ -664,38 +665,6 @@ static fp8kit_grouped_gemm_args mx_args(const xcase *c, const xops *o, int dev, 
     return ga;
 }
 
-/* The host rule of format/mx_norm.h over rows x k codes x (row stride ldx)
- * with plain scale bytes s, into codes y (same stride) and scales sy, as the
- * workspace path applies it (tests/test_cuda_gemm_mx.c's host_norm). Returns
- * how many codes changed value (those the rule rounded). */
-static int64_t host_norm(const uint8_t *x, int64_t ldx, const uint8_t *s, int64_t rows, int64_t k, int e5m2,
-                         uint8_t *y, uint8_t *sy)
-{
-    const int64_t kbs = k / 32;
-    int64_t changed = 0;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c0 = 0; c0 < kbs; c0 += 4) {
-            const int nb = (int)(kbs - c0 < 4 ? kbs - c0 : 4);
-            const uint8_t *sc = s + r * kbs + c0;
-            const int E = fk_mx_norm_scale(sc, x + r * ldx + c0 * 32, nb, e5m2);
-            for (int j = 0; j < nb; j++) {
-                const int d = E < 0 ? 0 : E - sc[j];
-                for (int64_t t = 0; t < 32; t++) {
-                    const int64_t col = (c0 + j) * 32 + t;
-                    const uint8_t in = x[r * ldx + col], out = fk_mx_norm_code(in, d, e5m2);
-                    y[r * ldx + col] = out;
-                    if (d) {
-                        const double vi = ldexp(fk_fp8_to_f32(in, e5m2), sc[j] - 127);
-                        const double vo = ldexp(fk_fp8_to_f32(out, e5m2), E - 127);
-                        changed += !(vi == vo || (isnan(vi) && isnan(vo)));
-                    }
-                }
-                sy[r * kbs + c0 + j] = (uint8_t)(E < 0 ? sc[j] : E);
-            }
-        }
-    return changed;
-}
-
 /* The fp64 reference of the owned rows from codes A, B (o's layouts) and
  * plain scale bytes ea, eb: act(alpha * sum of the dequantized products +
  * bias) into ref (T x N; rows no group owns are not written). */
@@ -870,9 +839,9 @@ static void run_mx_case(const xcase *c)
     uint8_t *an = malloc((size_t)(T * K)), *bn = malloc((size_t)(G * o.brows * K));
     uint8_t *ean = malloc((size_t)(T * kbs)), *ebn = malloc((size_t)(G * N * kbs));
     memcpy(bn, o.b, (size_t)(G * o.brows * K));
-    int64_t rounded = host_norm(o.a, K, o.ea, T, K, e5a, an, ean);
+    int64_t rounded = host_norm(o.a, K, o.ea, 0, T, K, e5a, an, K, ean);
     for (int64_t e = 0; e < G; e++)
-        rounded += host_norm(o.b + e * o.brows * K, K, o.eb + e * N * kbs, N, K, e5b, bn + e * o.brows * K,
+        rounded += host_norm(o.b + e * o.brows * K, K, o.eb + e * N * kbs, 0, N, K, e5b, bn + e * o.brows * K, K,
                              ebn + e * N * kbs);
     if (rounded) {
         refn = malloc(sizeof(double) * (size_t)(T * N));
