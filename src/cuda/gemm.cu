@@ -163,12 +163,16 @@ static size_t fk_mx_copies(const fk_gemm_job *job, int bn, size_t o[8])
         }
         return most;
     }
-    const size_t ld = (size_t)fk_round_up(job->k, 16), kbs = (size_t)job->k / 32;
-    const size_t kb = (size_t)fk_ceil_div(job->k, 128);
-    const size_t m = (size_t)job->m, n = (size_t)job->n;
-    const size_t mp = (size_t)fk_round_up(job->m, FK_GEMM_BM), np = (size_t)fk_round_up(job->n, bn);
-    const size_t len[8] = {m * ld, n * ld, m * kbs, n * kbs, kb * 4 * mp * 4, kb * 4 * np * 4,
-                           kb * (mp / FK_GEMM_BM) * 16, kb * (np / bn) * 16};
+    return fk_mx_regions(job->k, job->m, fk_round_up(job->m, FK_GEMM_BM), FK_GEMM_BM, job->n,
+                         fk_round_up(job->n, bn), bn, o);
+}
+
+size_t fk_mx_regions(int64_t k, int64_t ra, int64_t rpa, int band_a, int64_t rb, int64_t rpb, int bn, size_t o[8])
+{
+    const size_t ld = (size_t)fk_round_up(k, 16), kbs = (size_t)k / 32, kb = (size_t)fk_ceil_div(k, 128);
+    const size_t len[8] = {(size_t)ra * ld,          (size_t)rb * ld,          (size_t)ra * kbs,
+                           (size_t)rb * kbs,         kb * 4 * (size_t)rpa * 4, kb * 4 * (size_t)rpb * 4,
+                           kb * (size_t)(rpa / band_a) * 16, kb * (size_t)(rpb / bn) * 16};
     size_t at = 0;
     for (int i = 0; i < 8; i++) {
         o[i] = at;

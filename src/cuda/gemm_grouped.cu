@@ -72,18 +72,8 @@ static size_t fk_grp_mx_copies(const fk_grouped_job *gj, int bn, size_t o[8])
         const size_t a = fk_grp_mx_copies(gj, 128, o), b = fk_grp_mx_copies(gj, 192, o);
         return a > b ? a : b;
     }
-    const size_t ld = (size_t)fk_round_up(job->k, 16), kbs = (size_t)job->k / 32, g = (size_t)gj->groups;
-    const size_t kb = (size_t)fk_ceil_div(job->k, 128);
-    const size_t t = (size_t)job->m, gn = g * (size_t)job->n;
-    const size_t rpa = (size_t)fk_round_up(job->m, FK_GEMM_BM) + FK_GEMM_BM, rpb = g * (size_t)fk_round_up(job->n, bn);
-    const size_t len[8] = {t * ld,          gn * ld,          t * kbs, gn * kbs, kb * 4 * rpa * 4, kb * 4 * rpb * 4,
-                           kb * (rpa / FK_GRP_MX_BAND) * 16, kb * (rpb / (size_t)bn) * 16};
-    size_t at = 0;
-    for (int i = 0; i < 8; i++) {
-        o[i] = at;
-        at += (len[i] + 255) / 256 * 256;
-    }
-    return at;
+    return fk_mx_regions(job->k, job->m, fk_round_up(job->m, FK_GEMM_BM) + FK_GEMM_BM, FK_GRP_MX_BAND,
+                         gj->groups * job->n, gj->groups * fk_round_up(job->n, bn), bn, o);
 }
 
 extern "C" fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_grouped_job *job, size_t *bytes)
@@ -204,9 +194,9 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
             FK_CUDA_CHECK(ctx, cudaMemsetAsync(gj->status, 0, sizeof(int32_t), st));
         return FP8KIT_OK;
     }
-    /* MX with room for the normalized copies: the kernel reads those */
-    /* (the size fk_cuda_grouped_workspace reports, for every plan: with less
-     * the call runs as without) */
+    /* MX with room for the normalized copies (the size fk_cuda_grouped_workspace
+     * reports, for every plan; with less the call runs as without): the kernel
+     * reads those */
     size_t mo[8];
     const size_t mxb = fk_grp_mx_copies(gj, 0, mo);
     fk_grp_mx_copies(gj, v->bn, mo);

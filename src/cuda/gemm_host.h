@@ -16,6 +16,14 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job);
 int fk_f16_path(const fk_gemm_job *job);
 size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
 
+/* The MX GEMMs' workspace regions (gemm.cu, gemm_grouped.cu), each 256-byte
+ * aligned, at offsets o[0 .. 7]: A's and B's normalized codes (ra, rb rows,
+ * row stride K rounded up to 16 bytes), their plain scale bytes (K / 32 per
+ * row), their stage tables (fp32 [K block][k32 step][row], rpa / rpb rows)
+ * and flags (4 int32 per K block and band of band_a rows / of bn rows).
+ * Returns the bytes. */
+size_t fk_mx_regions(int64_t k, int64_t ra, int64_t rpa, int band_a, int64_t rb, int64_t rpb, int bn, size_t o[8]);
+
 /* Kernel parameters from the job: zeroed, then shape, scale and epilogue
  * fields (gemm.cu; the general, grouped and small-M launches use it). */
 struct fk_gemm_params;
