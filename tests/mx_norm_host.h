@@ -1,4 +1,4 @@
-/* mx_norm_host.h - the MX chunk normalization (format/mx_norm.h) applied on
+/* mx_norm_host.h - the MX chunk normalization (format/mx_norm_rule.h) applied on
  * the host to a whole operand, as the CUDA MX GEMMs' workspace path does:
  * the reference the GPU tests compare fk_cuda_mx_norm's copies and the
  * normalized GEMM with. */
@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include "format/codec.h"
 #include "format/geometry.h"
-#include "format/mx_norm.h"
+#include "format/mx_norm_rule.h"
 
-/* The host rule of format/mx_norm.h over one operand, as fk_cuda_mx_norm
+/* The host rule of format/mx_norm_rule.h over one operand, as fk_cuda_mx_norm
  * applies it: rows x k codes x (row stride ldx) with scale bytes s (plain
  * rows x k/32, or blocked) into codes y (row stride ldy; columns k .. ldy - 1
  * not written) and plain scales sy. Each 128-wide chunk of a row (fewer

@@ -16,7 +16,7 @@
  * whose scales differ inside their 128 of K promote every 32) and with the
  * workspace fp8kit_gemm_workspace_size reports (the GEMM first rewrites each
  * 128-wide K chunk of a row whose scales span at most FK_MX_NORM_SPREAD
- * binades to one common scale, format/mx_norm.h, into copies in the
+ * binades to one common scale, format/mx_norm_rule.h, into copies in the
  * workspace, and promotes uniform stages once per 128). Both results meet the
  * same bounds; the one with the workspace is also held to an fp64 reference
  * of the host rule's normalized operands (the pipeline does what the rule
@@ -43,12 +43,12 @@ static int g_small, g_perf; /* --small, --perf */
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
-#include "format/mx_norm.h"
+#include "format/mx_norm_rule.h"
 #include "mx_norm_host.h"
 #include "test_cuda_util.h"
 
-/* src/cuda/mx_norm.cu (C linkage; declared for the library in
- * src/cuda/backend.h): the MX chunk normalization of one GEMM operand, rows x
+/* src/cuda/mx_norm_kernel.cu (C linkage; declared for the library in
+ * src/cuda/cuda_state.h): the MX chunk normalization of one GEMM operand, rows x
  * k codes at x (row stride ldx) with e8m0 scales s (plain, or blocked when
  * `blocked`), into codes y (row stride ldy) and plain scales sy; with tab /
  * flags also the GEMM's stage tables (fp32 [k/128][4][rows up to band]) and
@@ -503,7 +503,7 @@ static mcase base(const char *name, int64_t m, int64_t n, int64_t k, fp8kit_scal
     return g;
 }
 
-/* The host rule itself (format/mx_norm.h) against its definition, for every
+/* The host rule itself (format/mx_norm_rule.h) against its definition, for every
  * code and shift 0 .. FK_MX_NORM_SPREAD + 2: NaN / Inf codes unchanged, else
  * the fp8 code nearest to decode(c) * 2^-d with its sign (ties to the even
  * code, i.e. the even mantissa; a result of zero keeps the sign). */
@@ -566,7 +566,7 @@ static void test_mx_norm(void)
             for (int64_t i = 0; i < rows * K; i++)
                 x[i] = (fk_rng_u32(&rng) & 7) == 0 ? special[rnd(0, nspecial - 1)] : (uint8_t)fk_rng_u32(&rng);
             /* one block in 6 of small codes only (magnitudes up to 2^-9 .. 2^3 for e4m3), so that
-             * the rule's amax condition (format/mx_norm.h) both holds and fails */
+             * the rule's amax condition (format/mx_norm_rule.h) both holds and fails */
             for (int64_t b = 0; b < rows * kbs; b++)
                 if (rnd(0, 5) == 0) {
                     const int top = rnd(1, 0x48);

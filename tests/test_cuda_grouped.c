@@ -46,7 +46,7 @@ static int g_small; /* --small */
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
-#include "format/mx_norm.h"
+#include "format/mx_norm_rule.h"
 #include "mx_norm_host.h"
 #include "test_cuda_util.h"
 

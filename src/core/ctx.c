@@ -1,5 +1,5 @@
 /* ctx.c - context lifetime, backend selection through the registered ops
- * tables (core/backend.h), the services backends get from a context, and
+ * tables (core/backend_ops.h), the services backends get from a context, and
  * the per-thread, per-context last-error messages (fk_fail). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +155,7 @@ const char *fp8kit_ctx_describe(const fp8kit_ctx *ctx) { return ctx ? ctx->descr
 
 const fk_mem_ops *fk_ctx_mem_ops(fp8kit_ctx *ctx) { return ctx ? ctx->ops->mem : NULL; }
 
-/* ---- services for backends (core/backend.h) */
+/* ---- services for backends (core/backend_ops.h) */
 int fk_ctx_device(const fp8kit_ctx *ctx) { return ctx->device; }
 int fk_ctx_threads(const fp8kit_ctx *ctx) { return ctx ? ctx->nthreads : 0; }
 void *fk_ctx_state(const fp8kit_ctx *ctx) { return ctx->state; }

@@ -1,13 +1,13 @@
 /* internal.h - the core's own types: the context, its plan cache and
  * autotune table, and the core-only helpers. Backends include
- * core/backend.h (the contract) instead. Nothing here is public API. */
+ * core/backend_ops.h (the contract) instead. Nothing here is public API. */
 #ifndef FK_INTERNAL_H
 #define FK_INTERNAL_H
 
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
-#include "core/backend.h"
+#include "core/backend_ops.h"
 
 #ifdef __cplusplus
 extern "C" {

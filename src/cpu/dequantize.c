@@ -4,7 +4,7 @@
  * axis -1 (plain or blocked e8m0 scales, S = 2^(s-127)) schemes. mx axis -2
  * (transposed q) lives in dequant_mx_t.c. An infinite fp32 S marks a NaN
  * group (every element NaN, fk_deq_scale_f32). fp8 decode goes through the
- * 256-entry tables of cast.c; OpenMP over rows. Scale positions come from
+ * 256-entry tables of cpu_cast.c; OpenMP over rows. Scale positions come from
  * src/format/geometry.h. */
 #include <stdint.h>
 #include "cpu/quant_simd.h"

@@ -1,7 +1,7 @@
 /* gemm_internal.h - private interface between the three files of the CPU
- * scaled GEMM: gemm.c (plan, fp8 decode + panel packing, tiling, OpenMP
+ * scaled GEMM: cpu_gemm.c (plan, fp8 decode + panel packing, tiling, OpenMP
  * driver), gemm_kernel.c (fp32 register-blocked microkernels, one per ISA,
- * chosen at run time) and epilogue.c (scales, beta*C, bias, activation,
+ * chosen at run time) and cpu_epilogue.c (scales, beta*C, bias, activation,
  * output cast and fused output quantization of finished accumulator rows). */
 #ifndef FK_CPU_GEMM_INTERNAL_H
 #define FK_CPU_GEMM_INTERNAL_H

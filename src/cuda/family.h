@@ -8,7 +8,7 @@
 #ifndef FK_CUDA_FAMILY_H
 #define FK_CUDA_FAMILY_H
 
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 
 /* Family ids: the first int32 of every plan config made by a family. */
 enum { FK_FAM_SM90 = 1, FK_FAM_SM90_SMALL = 2, FK_FAM_SM90_GROUPED = 3, FK_FAM_SM100 = 4 };

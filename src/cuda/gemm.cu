@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 #include "format/geometry.h"
 #include "cuda/gemm_params.h"
 #include "cuda/family.h"
@@ -140,7 +140,7 @@ static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
     return fk_sm90_sk_bytes_of(cfg->sk_tail, cfg->sk_parts, fk_sm90_variants[cfg->variant].bn);
 }
 
-/* The MX GEMM's normalized operands (mx_norm.cu; format/mx_norm.h) in the
+/* The MX GEMM's normalized operands (mx_norm_kernel.cu; format/mx_norm_rule.h) in the
  * workspace, each region 256-byte aligned, at offsets o[0 .. 7]: A and B
  * codes (row stride K rounded up to 16 bytes), their plain scale bytes,
  * their scales as the kernel's stage tables want them (fp32, [K block][k32

@@ -12,7 +12,7 @@
 #include <cuda.h>
 #include <stdint.h>
 #include "format/codec.h"
-#include "format/epilogue.h"
+#include "format/epilogue_math.h"
 #include "format/scale.h"
 #include "fp8kit.h"
 #include "cuda/ptx/ptx.cuh"
@@ -233,7 +233,7 @@ static __device__ __forceinline__ float fk_epi_ex2(float x)
 #endif
 }
 
-/* y / (1 + 2^z) of src/format/epilogue.h (gelu_tanh, silu; z from fk_act_z)
+/* y / (1 + 2^z) of src/format/epilogue_math.h (gelu_tanh, silu; z from fk_act_z)
  * in 3 instructions and no division, so that many of them interleave: 2^z
  * from ex2, the reciprocal of d = 1 + 2^z from rcp.approx (1 ulp), times y:
  * a few ulp from the CPU's exp2f and division, far inside docs/spec.md 3 even

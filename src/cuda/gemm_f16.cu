@@ -7,7 +7,7 @@
  * which jobs take the path, the workspace it needs, and the widening kernel. */
 #include <cuda_fp8.h>
 #include <stdint.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 
 /* Whether the job runs on fp16 copies: fp32 output without fast_accum. */
 int fk_f16_path(const fk_gemm_job *job)

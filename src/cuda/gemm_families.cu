@@ -96,7 +96,7 @@ extern "C" fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job
     return fk_plan_families(ctx, job, FK_FAM_GROUPED, config);
 }
 
-/* The GEMM half of ops->supports (backend.cu's fk_cuda_supports_op sends
+/* The GEMM half of ops->supports (cuda_ops.cu's fk_cuda_supports_op sends
  * quantize, dequantize and cast to their kernels' can_run rules, quant.h):
  * whether a family of the device's architecture can implement the job (its
  * can_implement: arch, alignment, combinations; no plan made, nothing run). */

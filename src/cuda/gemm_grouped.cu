@@ -12,12 +12,12 @@
  * or the general store path (gemm_store.h, FK_STORES_GROUPED). MX scales run
  * the grouped MX kernel (the MX kernel's consumers and helper warps with the
  * same tile walk); given the workspace fk_cuda_grouped_workspace reports, A
- * and B are first normalized into it (mx_norm.cu, as for fp8kit_gemm) and the
+ * and B are first normalized into it (mx_norm_kernel.cu, as for fp8kit_gemm) and the
  * kernel reads those copies. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 #include "cuda/gemm_params.h"
 #include "cuda/family.h"
 #include "cuda/gemm_host.h"
@@ -59,7 +59,7 @@ static int64_t fk_grp_brows(const fk_grouped_job *gj)
  * their plain scale bytes (T x K / 32, G x N x K / 32), then the kernel's
  * stage tables (fp32 [K block][k32 step][row]: A's T rows padded to 128 and
  * 128 more, since a tile may start at any row; B's N columns of each expert
- * padded to the tile width bn) and flags (mx_norm.cu, fk_mx_tables: A per
+ * padded to the tile width bn) and flags (mx_norm_kernel.cu, fk_mx_tables: A per
  * band of 32 rows, B per tile). Returns the bytes (0: not MX, or nothing to
  * multiply); bn 0: the most any grouped MX tile width needs. */
 #define FK_GRP_MX_BAND 32
@@ -285,7 +285,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute at[2];
     fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, st, 1, cfg.pdl);
-    if (mxw && load) { /* the normalized copies (mx_norm.cu): A over all T rows, B over every expert's N */
+    if (mxw && load) { /* the normalized copies (mx_norm_kernel.cu): A over all T rows, B over every expert's N */
         const int64_t ld = lda;
         int64_t n = job->n, g = gj->groups;
         fp8kit_status nst = fk_cuda_mx_norm(ctx, job->a, job->lda, job->scale_a, 0, job->m, job->k,

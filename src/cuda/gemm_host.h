@@ -6,7 +6,7 @@
 
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 
 /* What the sm90 kernels need beyond the core's checks (gemm.cu; the general
  * and small-M families' can_implement). */

@@ -8,7 +8,7 @@
  * no host sync, no allocation. */
 #include <stdio.h>
 #include <string.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 #include "cuda/driver.h"
 #include "cuda/gemm_host.h"
 #include "cuda/gemm_params.h"

@@ -49,7 +49,7 @@ struct fk_gemm_params {
     float *sk_ws;                 /* the partial sums: sk_tail (sk_parts - 1) slots of 128 x BN fp32 */
     unsigned long long *sk_flags; /* 2 words per slot (one per consumer warpgroup) */
     unsigned long long sk_token;  /* this launch's flag value (gemm.cu, fk_sm90_sk_token) */
-    /* MX kernel on the workspace copies (gemm.cu, mx_norm.cu; NULL otherwise):
+    /* MX kernel on the workspace copies (gemm.cu, mx_norm_kernel.cu; NULL otherwise):
      * stage tables [K block][k32 step][mx_rpa / mx_rpb rows] and per (K block,
      * tile band) flags {min, max finite scale byte, one scale per row, 0} */
     const float *mx_ta, *mx_tb;

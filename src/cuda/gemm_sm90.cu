@@ -1087,7 +1087,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
  * take a slower exact path for stages where a scale product could leave
  * fp32's exact range) and the one-scale flags - decoded from the e8m0 bytes
  * (plain or blocked layout, loads issued one stage ahead), or on the
- * workspace copies copied from the tables fk_mx_norm wrote (mx_norm.cu); all
+ * workspace copies copied from the tables fk_mx_norm wrote (mx_norm_kernel.cu); all
  * their lanes arrive on the stage's full barrier, whose count is 1 (the TMA
  * thread) + 64. The arithmetic (scale area, decoding, promotion) is in
  * gemm_mx.cuh. */

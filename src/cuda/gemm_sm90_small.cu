@@ -40,7 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 #include "cuda/gemm_epilogue.cuh"
 #include "cuda/family.h"
 #include "cuda/gemm_small.h"

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 #include "cuda/gemm_params.h"
 
 /* The store paths, each with what it supports, in the planners' order of

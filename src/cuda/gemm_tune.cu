@@ -5,7 +5,7 @@
  * plan creation, under the context's plan lock. */
 #include <stdio.h>
 #include <string.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 
 /* Average microseconds per launch of one config over a batch, or < 0 when the
  * config does not run on this job. */

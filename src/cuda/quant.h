@@ -1,11 +1,11 @@
 /* quant.h - host-side entry points of the CUDA quantization kernels, shared by
- * backend.cu (dispatch) and the kernel files quant_*.cu, dequant.cu, cast.cu.
+ * cuda_ops.cu (dispatch) and the kernel files quant_*.cu, dequant.cu, cast.cu.
  * Jobs are validated by the core (src/core/quant_api.c); these only launch,
  * after asking their kernel's can_run rule below. */
 #ifndef FK_CUDA_QUANT_H
 #define FK_CUDA_QUANT_H
 
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,10 +20,10 @@ fp8kit_status fk_cuda_bind(fp8kit_ctx *ctx);
  * its run path returns (UNSUPPORTED with a message naming the limit, ...),
  * with that message recorded on ctx. They read no tensor data, bind no
  * device and launch nothing (placeholder pointers are fine). ops->supports
- * (backend.cu) asks them; every run path below calls its own first, so each
+ * (cuda_ops.cu) asks them; every run path below calls its own first, so each
  * rule is written once and a call fails exactly as supports said. */
 
-/* The quantize op (backend.cu): the rule of the kernel the job's scheme
+/* The quantize op (cuda_ops.cu): the rule of the kernel the job's scheme
  * runs on (fk_cuda_quantize's dispatch). */
 fp8kit_status fk_cuda_quantize_can_run(fp8kit_ctx *ctx, const fk_quant_job *job);
 /* quant_seg.cu: tensor, block1x128, mx axis -1. */

@@ -2,7 +2,7 @@
  * part of libfp8kit: operands dequantized exactly in fp64 (codes through src/format/codec.h,
  * scales found through src/format/geometry.h's fk_gemm_scale_geom, the one scale-geometry
  * source), the sum over K in fp64, and alpha, beta * C, bias and the activation in fp64 with
- * its own formulas (never src/format/epilogue.h's fp32 ones). Used by the CLI's check and by
+ * its own formulas (never src/format/epilogue_math.h's fp32 ones). Used by the CLI's check and by
  * the CPU tests; see gemm_ref.h. */
 #include "ref/gemm_ref.h"
 

@@ -6,7 +6,7 @@
  * (src/format/codec.h, exact) and scale geometry (src/format/geometry.h, fk_gemm_scale_geom);
  * the arithmetic is its own: operands dequantized exactly in fp64, the sum over K in fp64,
  * alpha, beta * C, bias and the activation in fp64 (its own formulas, not
- * src/format/epilogue.h's fp32 ones).
+ * src/format/epilogue_math.h's fp32 ones).
  *
  * Arguments are the public API's descriptor and arguments with HOST pointers. Functions that
  * return int give 0 on success and FK_REF_ERR_* when the oracle cannot read the call (a

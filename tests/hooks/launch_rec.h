@@ -10,7 +10,7 @@
 #define FK_CUDA_LAUNCH_REC_H
 
 #include <stddef.h>
-#include "cuda/backend.h"
+#include "cuda/cuda_state.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,9 +1,9 @@
-/* backend.h - the contract between the core and a backend: the validated
+/* backend_ops.h - the contract between the core and a backend: the validated
  * jobs a backend receives, the cached plan it fills, its ops table, and the
  * few context services it may use. Backends include this header, never
  * core/internal.h (the context's internals: plan cache, tune table). */
-#ifndef FK_BACKEND_H
-#define FK_BACKEND_H
+#ifndef FK_BACKEND_OPS_H
+#define FK_BACKEND_OPS_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -244,7 +244,7 @@ typedef struct fk_backend_ops {
     void (*plan_describe)(const fk_plan *plan, char *buf, size_t n);
     /* fp8kit_k_grouped_gemm (NULL: the call returns FP8KIT_ERR_UNSUPPORTED,
      * "<name> k-grouped gemm: not implemented yet"). Last, so that tables
-     * written positionally (src/cuda/backend.cu) leave it NULL. */
+     * written positionally (src/cuda/cuda_ops.cu) leave it NULL. */
     fp8kit_status (*k_grouped)(fp8kit_ctx *ctx, const fk_k_grouped_job *job, void *stream);
     /* the workspace fp8kit_grouped_gemm_workspace_size reports for a
      * validated grouped job (NULL: none) */

@@ -1,4 +1,4 @@
-/* k_grouped.c - the CPU backend's K-grouped GEMM (fp8kit_k_grouped_gemm; the
+/* cpu_k_grouped.c - the CPU backend's K-grouped GEMM (fp8kit_k_grouped_gemm; the
  * job is validated by src/core/k_grouped.c, offsets included). OpenMP over the
  * G x M output rows; each row decodes its group's slice of A once to fp32
  * (exact), B's codes go through a 256-entry fp32 table (exact, the codecs of

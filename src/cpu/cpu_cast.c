@@ -1,4 +1,4 @@
-/* cast.c - CPU element-wise cast (fp8kit_cast): any of f32/f16/bf16/e4m3/e5m2
+/* cpu_cast.c - CPU element-wise cast (fp8kit_cast): any of f32/f16/bf16/e4m3/e5m2
  * to any other, through an exact widening to fp32 and a rounding step (RNE;
  * fp8 satfinite with canonical NaN, docs/spec.md section 1), with no scaling. Also owns
  * the 256-entry fp8 decode tables shared by the CPU dequantize code. */

@@ -1,4 +1,4 @@
-/* gemm.c - CPU backend of the scaled FP8 GEMM (docs/spec.md section 3): the plan
+/* cpu_gemm.c - CPU backend of the scaled FP8 GEMM (docs/spec.md section 3): the plan
  * (microkernel ISA and blocking per shape) and the OpenMP driver.
  *
  * For each chunk of K (all of K unless the packed panels would be huge) the
@@ -10,7 +10,7 @@
  * over its micro-tiles, which sums every promotion block (128 of K, 32 for mx)
  * in fp32 from zero and adds it, times the block's scale, to fp32
  * accumulators; when K is done the tile goes through the epilogue
- * (epilogue.c) straight from cache. When a block's combined scale would
+ * (cpu_epilogue.c) straight from cache. When a block's combined scale would
  * overflow or underflow in fp32 although the product need not, that
  * micro-tile is promoted in double instead (slow path: the scale product is
  * exact in double, one rounding to fp32 per block). Scratch memory comes

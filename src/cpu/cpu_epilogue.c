@@ -1,4 +1,4 @@
-/* epilogue.c - epilogue of the CPU scaled GEMM (docs/spec.md section 3), applied to
+/* cpu_epilogue.c - epilogue of the CPU scaled GEMM (docs/spec.md section 3), applied to
  * finished fp32 accumulator rows:
  *   y = alpha * sa[m] * sb[n] * acc + beta * C[m,n] + bias;  y = act(y);  D = out(y)
  * (the linear part in double, rounded once to fp32; tensor/row scales of A and B are applied here, block and mx scales were
@@ -10,7 +10,7 @@
 #include <string.h>
 #include "cpu/gemm_internal.h"
 #include "format/codec.h"
-#include "format/epilogue.h"
+#include "format/epilogue_math.h"
 #include "format/geometry.h"
 #include "format/scale.h"
 

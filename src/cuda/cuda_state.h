@@ -1,11 +1,11 @@
-/* backend.h - CUDA backend state shared by the backend plumbing (backend.cu)
+/* cuda_state.h - CUDA backend state shared by the backend plumbing (cuda_ops.cu)
  * and the kernels' host code: device properties read once per context, and
  * the error-check macro that maps a CUDA error to a status with file:line. */
-#ifndef FK_CUDA_BACKEND_H
-#define FK_CUDA_BACKEND_H
+#ifndef FK_CUDA_STATE_H
+#define FK_CUDA_STATE_H
 
 #include <cuda_runtime.h>
-#include "core/backend.h"
+#include "core/backend_ops.h"
 
 typedef struct fk_cuda_state {
     int device;
@@ -18,7 +18,7 @@ typedef struct fk_cuda_state {
 
 static inline fk_cuda_state *fk_cuda(const fp8kit_ctx *ctx) { return (fk_cuda_state *)fk_ctx_state(ctx); }
 
-/* The backend's entry points (its ops table is in backend.cu). */
+/* The backend's entry points (its ops table is in cuda_ops.cu). */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,13 +45,13 @@ fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, si
 fp8kit_status fk_cuda_gemm_workspace_size(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
 void fk_cuda_plan_describe(const fk_plan *plan, char *buf, size_t n);
 /* ops->supports for GEMMs (gemm_families.cu); the table's supports
- * (backend.cu) sends quantize / dequantize / cast jobs to the kernels'
+ * (cuda_ops.cu) sends quantize / dequantize / cast jobs to the kernels'
  * can_run rules (quant.h) and every other op here */
 fp8kit_status fk_cuda_supports(fp8kit_ctx *ctx, fk_op op, const void *job);
 /* gemm_grouped.cu */
 fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, const fk_plan *plan, void *stream);
-/* mx_norm.cu: the MX chunk normalization (format/mx_norm.h) of one GEMM
+/* mx_norm_kernel.cu: the MX chunk normalization (format/mx_norm_rule.h) of one GEMM
  * operand (rows x k codes, row stride ldx; e8m0 scales s, plain or blocked)
  * into y (row stride ldy) and plain scales sy; optional (NULL: none) the MX
  * kernel's stage tables of the result (tab: fp32 [k / 128][4][rows rounded
@@ -61,7 +61,7 @@ fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, c
 fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const void *s, int blocked, int64_t rows,
                               int64_t k, int e5m2, void *y, int64_t ldy, void *sy, void *tab, void *flags, int band,
                               void *stream);
-/* mx_norm.cu: the stage tables and band flags of normalized scale bytes sy
+/* mx_norm_kernel.cu: the stage tables and band flags of normalized scale bytes sy
  * (rows x K / 32), rows taken as groups of gn, each padded to rpg (a
  * multiple of band) in the tables (fk_mx_tables_kernel) */
 fp8kit_status fk_cuda_mx_tables(fp8kit_ctx *ctx, const void *sy, int64_t rows, int64_t k, int band, int64_t gn,

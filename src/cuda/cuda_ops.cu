@@ -1,4 +1,4 @@
-/* backend.cu - CUDA backend plumbing: device discovery (fk_cuda_available,
+/* cuda_ops.cu - CUDA backend plumbing: device discovery (fk_cuda_available,
  * fk_cuda_device_count), the per-context state bound to one device
  * (fk_cuda_ctx_init / fk_cuda_ctx_free), binding the calling thread to the
  * context's device before each call (fk_cuda_bind), device memory for the

@@ -1,7 +1,7 @@
-/* epilogue.h - GEMM epilogue math of docs/spec.md section 3 shared by CPU and CUDA:
+/* epilogue_math.h - GEMM epilogue math of docs/spec.md section 3 shared by CPU and CUDA:
  * the activations, on fp32 values. */
-#ifndef FK_EPILOGUE_H
-#define FK_EPILOGUE_H
+#ifndef FK_EPILOGUE_MATH_H
+#define FK_EPILOGUE_MATH_H
 
 #include <math.h>
 #include "codec.h"

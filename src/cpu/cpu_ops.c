@@ -1,4 +1,4 @@
-/* backend.c - the CPU backend's ops table (core/backend.h): host memory,
+/* cpu_ops.c - the CPU backend's ops table (core/backend_ops.h): host memory,
  * OpenMP threads, every op; the portable reference the CUDA backend is
  * checked against. */
 #include <omp.h>

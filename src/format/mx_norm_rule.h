@@ -1,8 +1,8 @@
-/* mx_norm.h - the MX chunk normalization (docs/spec.md 3, "MX GEMM on
+/* mx_norm_rule.h - the MX chunk normalization (docs/spec.md 3, "MX GEMM on
  * Hopper"): the rule that rewrites the (up to) four 32-blocks of one
  * 128-wide K chunk of a row to one common e8m0 scale, so that a GEMM can
  * promote once per 128 of K instead of once per 32. Used by the CUDA MX GEMM
- * (src/cuda/mx_norm.cu, on copies in the workspace) and by the tests (the
+ * (src/cuda/mx_norm_kernel.cu, on copies in the workspace) and by the tests (the
  * host build of the same functions).
  *
  * A chunk is rewritten when its scale bytes are finite (not 0xFF), span at
@@ -20,8 +20,8 @@
  * Real MX data (fp8kit_quantize, OCP: each block's amax lands in the
  * format's top binades) meets the amax condition; blocks that are nearly
  * zero except for tiny values do not, and keep their exact path. */
-#ifndef FK_FORMAT_MX_NORM_H
-#define FK_FORMAT_MX_NORM_H
+#ifndef FK_FORMAT_MX_NORM_RULE_H
+#define FK_FORMAT_MX_NORM_RULE_H
 
 #include <stdint.h>
 #include "format/codec.h"
