@@ -1,5 +1,5 @@
 /* test_cuda_gemm_small.c - the small-M (decode) CUDA GEMM path
- * (src/cuda/gemm_sm90_small.cu) with its plan forced: the checks that the
+ * (src/cuda/gemm/sm90/small.cu) with its plan forced: the checks that the
  * cross-backend harness does not make. The table of CPU-vs-CUDA cases of the
  * small-M family at the planner's choice (every M class 1..128, every fp8
  * type pair, the epilogue options and output dtypes, K of 1 and 2 blocks)
@@ -86,7 +86,7 @@ static int plan_field(const char *plan, const char *key)
     return p ? atoi(p + strlen(pat)) : -1;
 }
 
-/* The flags field's bits (src/cuda/gemm_sm90_small.cu) */
+/* The flags field's bits (src/cuda/gemm/sm90/small.cu) */
 #define PLAN_ROT 1
 #define PLAN_BNOHINT 2
 #define PLAN_NOPP 4

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_epilogue_emu.sh - CTest test (no GPU needed): builds tests/emu/epilogue_emu.cpp,
-# which compiles the Hopper GEMM epilogue (src/cuda/gemm_epilogue.cuh) as host C++ and
+# which compiles the Hopper GEMM epilogue (src/cuda/gemm/sm90/store_general.cuh and the headers it includes) as host C++ and
 # runs it on 128 emulated threads per warpgroup, and checks D and the fused
 # OUTQ_MX / OUTQ_BLOCK1X128 scales byte for byte against the CPU backend (the
 # shared library next to the CLI). Run by hand as: tests/test_epilogue_emu.sh build/fp8kit

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_gemm_mx_emu.sh - CTest test (no GPU needed): builds tests/emu/gemm_mx_emu.cpp,
-# which compiles the MX arithmetic of the Hopper GEMM (src/cuda/gemm_mx.cuh: scale
+# which compiles the MX arithmetic of the Hopper GEMM (src/cuda/gemm/sm90/mx_math.cuh: scale
 # loads, decoding into the stage's scale area, promotion of wgmma fragments) as host
 # C++, runs it over whole problems and checks the result against the CPU backend
 # (the shared library next to the CLI) and an fp64 reference.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # NOTE: needs porting to the tuning API: --slots4 comes from FK_SMALL_DEBUG, an environment knob removed from the library.
 """fit_small_model.py - checks the small-M planner's cost model (fk_small_cost in
-src/cuda/gemm_sm90_small.cu, written out again below) against the launch-shape
+gemm/sm90/small.cu, written out again below) against the launch-shape
 sweeps that `bench_gemm --small-sweep` prints: for every swept shape, the launch
 shape the model picks, its measured time, and the best measured one.
 

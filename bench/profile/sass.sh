@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sass.sh - SASS facts of the CUDA kernels of a built tree, read with cuobjdump
-# (no GPU needed): for the GEMM object (gemm_sm90.cu.o) the counts of QGMMA
+# (no GPU needed): for the GEMM object (src/cuda/gemm/sm90/kernels_dense.cu.o) the counts of QGMMA
 # (wgmma), LDL / STL (local memory, i.e. spills) and UTMALDG (TMA loads), and for
 # a few quantization kernels their instruction mix (top 25 opcodes). Output to
 # stdout and the full GEMM SASS to $OUT/sass-gemm.txt.gz.
@@ -14,14 +14,14 @@ OUT=${OUT:-$PWD/profile-out}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 command -v cuobjdump >/dev/null || { echo "cuobjdump not on PATH"; exit 1; }
-obj=$(find "$B" -name 'gemm_sm90.cu.o' | head -1)
+obj=$(find "$B" -path '*src/cuda/gemm/sm90/kernels_dense.cu.o' | head -1)
 if [ -n "$obj" ]; then
     cuobjdump --dump-sass "$obj" >"$OUT/sass-gemm.txt" 2>&1
     echo "GEMM ($obj): QGMMA $(grep -c QGMMA "$OUT/sass-gemm.txt"), LDL $(grep -c 'LDL' "$OUT/sass-gemm.txt")," \
         "STL $(grep -c 'STL' "$OUT/sass-gemm.txt"), UTMALDG $(grep -c UTMALDG "$OUT/sass-gemm.txt")"
     gzip -f "$OUT/sass-gemm.txt"
 else
-    echo "no gemm_sm90.cu.o under $B"
+    echo "no src/cuda/gemm/sm90/kernels_dense.cu.o under $B"
 fi
 bin=$B/bench_quant
 [ -x "$bin" ] || { echo "no $bin: instruction mix skipped"; exit 0; }

@@ -4,7 +4,7 @@
  * the L2 flushed before (TRACE_NOFLUSH=1: not), the same for cuBLASLt and for
  * nothing, and prints the medians: stamp to stamp for each, and from the
  * small-M kernel's own per-CTA stamps (library built with -DFK_SMALL_TRACE,
- * see gemm_sm90_small.cu) the median time from a CTA's entry to each phase.
+ * see src/cuda/gemm/sm90/small.cu) the median time from a CTA's entry to each phase.
  * Build and run on the device: bash bench/profile/trace_small.sh M N K [M N K ...] */
 #include <cuda_runtime.h>
 #include <cublasLt.h>

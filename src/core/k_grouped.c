@@ -7,7 +7,7 @@
  * every pointer, that no output (D, status) overlaps another argument, and on
  * backends working in host memory the offsets (non-decreasing multiples of
  * 128, <= Ktot) - before anything runs, then hands one fk_k_grouped_job to
- * the backend's k_grouped op (src/cpu/cpu_k_grouped.c, src/cuda/gemm_k_grouped.cu).
+ * the backend's k_grouped op (src/cpu/cpu_k_grouped.c, src/cuda/gemm/sm90/k_grouped_host.cu).
  * A backend without one answers FP8KIT_ERR_UNSUPPORTED. */
 #include <string.h>
 #include "core/check.h"

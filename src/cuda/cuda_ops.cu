@@ -202,7 +202,7 @@ extern "C" fp8kit_status fk_cuda_quantize_can_run(fp8kit_ctx *ctx, const fk_quan
 
 /* ops->supports: quantize, dequantize and cast answer their kernels' can_run
  * rules (quant.h; the run paths call the same ones), GEMMs the families'
- * can_implement (fk_cuda_supports, gemm_families.cu). Nothing runs. */
+ * can_implement (fk_cuda_supports, gemm/families.cu). Nothing runs. */
 static fp8kit_status fk_cuda_supports_op(fp8kit_ctx *ctx, fk_op op, const void *job)
 {
     switch (op) {

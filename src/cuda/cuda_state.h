@@ -34,7 +34,7 @@ fp8kit_status fk_cuda_dequantize(fp8kit_ctx *ctx, const fk_quant_job *job, void 
 fp8kit_status fk_cuda_quantize_both(fp8kit_ctx *ctx, const fk_quant_job *rowwise, const fk_quant_job *colwise,
                                     void *stream);
 fp8kit_status fk_cuda_cast(fp8kit_ctx *ctx, const fk_cast_job *job, void *stream);
-/* gemm.cu: plan (the families' loop), run, workspace */
+/* gemm/families.cu and gemm/sm90/dense_host.cu: plan (the families' loop), run, workspace */
 fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
 /* the workspace a call must have (precise fp32 output's fp16 copies) */
@@ -44,11 +44,11 @@ fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, si
  * time kernels on pointers a size query need not make real) */
 fp8kit_status fk_cuda_gemm_workspace_size(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes);
 void fk_cuda_plan_describe(const fk_plan *plan, char *buf, size_t n);
-/* ops->supports for GEMMs (gemm_families.cu); the table's supports
+/* ops->supports for GEMMs (gemm/families.cu); the table's supports
  * (cuda_ops.cu) sends quantize / dequantize / cast jobs to the kernels'
  * can_run rules (quant.h) and every other op here */
 fp8kit_status fk_cuda_supports(fp8kit_ctx *ctx, fk_op op, const void *job);
-/* gemm_grouped.cu */
+/* gemm/sm90/grouped_host.cu */
 fp8kit_status fk_cuda_grouped_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config);
 fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_job *job, const fk_plan *plan, void *stream);
 /* mx_norm_kernel.cu: the MX chunk normalization (format/mx_norm_rule.h) of one GEMM
@@ -66,9 +66,9 @@ fp8kit_status fk_cuda_mx_norm(fp8kit_ctx *ctx, const void *x, int64_t ldx, const
  * multiple of band) in the tables (fk_mx_tables_kernel) */
 fp8kit_status fk_cuda_mx_tables(fp8kit_ctx *ctx, const void *sy, int64_t rows, int64_t k, int band, int64_t gn,
                                 int64_t rpg, void *tab, void *flags, void *stream);
-/* gemm_grouped.cu: the workspace of a grouped job's fastest path (the MX copies) */
+/* gemm/sm90/grouped_host.cu: the workspace of a grouped job's fastest path (the MX copies) */
 fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_grouped_job *job, size_t *bytes);
-/* gemm_k_grouped.cu: fp8kit_k_grouped_gemm (offsets in device memory, checked by the kernel) */
+/* gemm/sm90/k_grouped_host.cu: fp8kit_k_grouped_gemm (offsets in device memory, checked by the kernel) */
 fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *job, void *stream);
 #ifdef __cplusplus
 }
@@ -89,10 +89,10 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *jo
     } while (0)
 
 /* How many clusters of `cluster` CTAs (threads each, smem dynamic shared
- * bytes, one CTA per SM) of kernel fn fit on the device at once (gemm.cu). */
+ * bytes, one CTA per SM) of kernel fn fit on the device at once (gemm/launch.cu). */
 cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count);
 
-/* The general kernel's tile width when every SM has work (gemm.cu): of 256
+/* The general kernel's tile width when every SM has work (gemm/sm90/dense_host.cu): of 256
  * (fast accumulation only), 192 and 128, the lowest waves x width x
  * per-column weight over tile_rows x N tiles, w128 the weight of 128 (192
  * weighs 1, 256 0.98); ties go wider. */

@@ -2,11 +2,11 @@
  * one MX GEMM operand (rows x K e4m3 / e5m2 codes, e8m0 scales per 32 of K,
  * plain or blocked layout) into the workspace with every 128-wide K chunk of
  * a row that the rule accepts rewritten to one common scale; scales are
- * written in the plain layout. The MX GEMM (gemm.cu) runs on these copies
- * and promotes such chunks once per 128 of K (gemm_sm90.cu, fk_mx_stage). */
+ * written in the plain layout. The MX GEMM (gemm/sm90/dense_host.cu) runs on these copies
+ * and promotes such chunks once per 128 of K (gemm/sm90/kernels_dense.cu, fk_mx_stage). */
 #include <cuda_runtime.h>
 #include "cuda/cuda_state.h"
-#include "cuda/gemm_mx.cuh"
+#include "cuda/gemm/sm90/mx_math.cuh"
 #include "format/mx_norm_rule.h"
 
 struct fk_mx_norm_args {

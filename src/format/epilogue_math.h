@@ -12,7 +12,7 @@
  *   silu:      z = -y log2(e).
  * fk_act_z gives z; every backend evaluates y / (1 + 2^z) from it, the CPU with
  * exp2f and a division (fk_act), the CUDA kernels with the hardware's 2^x and
- * 1 / x estimates (src/cuda/gemm_epilogue.cuh): the formula is this one. Where
+ * 1 / x estimates (src/cuda/gemm/sm90/epilogue_op.cuh): the formula is this one. Where
  * 2^z overflows the result is a signed 0 for finite y (the exact value is
  * below 2^-126 |y| there); y = -Inf gives NaN (Inf / Inf), y = +Inf gives +Inf,
  * a NaN y gives NaN. */

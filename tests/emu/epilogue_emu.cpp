@@ -1,5 +1,5 @@
 /* epilogue_emu.cpp - host emulation of the Hopper GEMM epilogue
- * (src/cuda/gemm_epilogue.cuh compiled as host C++, no GPU needed): for every
+ * (src/cuda/gemm/sm90/store_general.cuh and the headers it includes compiled as host C++, no GPU needed): for every
  * output tile and consumer warpgroup, 128 std::threads each build their wgmma
  * m64nBN accumulator fragment (rows warp*16 + lane/4 + {0, 8}, columns
  * 8j + 2(lane%4) + {0, 1}) from an exact fp32 product and run fk_epi_prefetch
@@ -22,7 +22,7 @@
 #define __device__
 #define __forceinline__ inline
 #define __noinline__
-#include "cuda/gemm_epilogue.cuh"
+#include "cuda/gemm/sm90/store_general.cuh"
 #include "format/codec.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* gemm_mx_emu.cpp - host emulation of the MX arithmetic of the Hopper GEMM
- * (src/cuda/gemm_mx.cuh compiled as host C++, no GPU needed): for every
+ * (src/cuda/gemm/sm90/mx_math.cuh compiled as host C++, no GPU needed): for every
  * output tile and K block, the two helper warps' lanes load and decode the
  * stage's scale bytes into the scale area (fk_mx_load / fk_mx_decode, with
  * the warp min / max), then for each k32 step every consumer thread builds
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vector>
-#include "cuda/gemm_mx.cuh"
+#include "cuda/gemm/sm90/mx_math.cuh"
 #include "fp8kit.h"
 #include "format/codec.h"
 #include "format/scale.h"

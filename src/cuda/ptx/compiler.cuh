@@ -10,7 +10,7 @@ FK_DEV void fk_reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
 
 /* Makes the compiler materialize the given values (e.g. issue their loads)
  * here, without using them: one empty statement taking them all in
- * registers. The operand list is that of gemm_sm90_small.cu's fk_small_warm:
+ * registers. The operand list is that of gemm/sm90/small.cu's fk_small_warm:
  * two 64-bit values, four 32-bit integers, two floats. */
 FK_DEV void fk_keep_live(const void *a0, long long a1, int b0, int b1, int b2, int b3, float c0, float c1)
 {

@@ -11,7 +11,7 @@ FK_DEV void fk_st_shared_u32(uint32_t addr, uint32_t v)
 #endif
 }
 
-/* Stream-K hand-off (gemm_sm90.cu): a 64-bit store with release and a
+/* Stream-K hand-off (gemm/sm90/kernels_dense.cu): a 64-bit store with release and a
  * load with acquire semantics at GPU scope. */
 FK_DEV void fk_st_release_u64(unsigned long long *p, uint64_t v)
 {

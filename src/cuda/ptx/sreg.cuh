@@ -14,7 +14,7 @@ FK_DEV uint32_t fk_cluster_ctarank(void)
     return r;
 }
 
-/* The global nanosecond timer (FK_SMALL_TRACE stamps in gemm_sm90_small.cu). */
+/* The global nanosecond timer (FK_SMALL_TRACE stamps in gemm/sm90/small.cu). */
 FK_DEV unsigned long long fk_globaltimer(void)
 {
     unsigned long long t = 0;

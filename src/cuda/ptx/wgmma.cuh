@@ -47,7 +47,7 @@ FK_DEV uint64_t fk_wgmma_desc_sw128(uint32_t smem_addr)
                  "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 
 /* The N = 32 form: 16 accumulators, %16/%17 descriptors, %18 scale-d (the
- * small-M kernel, gemm_sm90_small.cu). */
+ * small-M kernel, gemm/sm90/small.cu). */
 #ifdef FK_SM90_DEVICE
 #define FK_WGMMA_BODY_16(KTY, TAIL)                                                                     \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                   \
@@ -137,7 +137,7 @@ FK_DEV uint64_t fk_wgmma_desc_sw128(uint32_t smem_addr)
 /* AB: 0 = e4m3 x e4m3, 1 = e4m3 x e5m2, 2 = e5m2 x e4m3, 3 = e5m2 x e5m2
  * (m64nNk32); 4 = f16 x f16 (m64nNk16, both K-major: transpose immediates 0),
  * the precise fp32-output path on fp16 copies of the fp8 operands
- * (gemm_f16.cu): a k16 step of f16 spans the same 32 bytes of a swizzled
+ * (gemm/sm90/f16_widen.cu): a k16 step of f16 spans the same 32 bytes of a swizzled
  * row as a k32 step of fp8, so the descriptors advance alike. */
 template <int N, int AB> struct fk_wgmma;
 

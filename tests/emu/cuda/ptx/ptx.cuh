@@ -1,5 +1,5 @@
 /* ptx/ptx.cuh (host emulation stand-in, tests/emu only) - shadows the umbrella
- * src/cuda/ptx/ptx.cuh when epilogue_emu.cpp compiles src/cuda/gemm_epilogue.cuh as
+ * src/cuda/ptx/ptx.cuh when epilogue_emu.cpp compiles src/cuda/gemm/sm90/store_general.cuh and the headers it includes as
  * host C++: the warpgroup's named barrier and warp shuffles become a
  * std::barrier over the 128 emulated threads and a shared exchange array; the
  * fp8 pair conversion is the shared codec (as src/cuda/ptx/cvt.cuh's own host

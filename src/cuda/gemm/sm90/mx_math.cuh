@@ -1,7 +1,7 @@
-/* gemm_mx.cuh - the MX (e8m0 per 32 of K) pieces of the Hopper GEMM that are
+/* mx_math.cuh - the MX (e8m0 per 32 of K) pieces of the Hopper GEMM that are
  * plain arithmetic: the per-stage scale area (fp32 tables decoded from the
  * scale bytes, plain or blocked layout) and the promotion of one wgmma k32
- * fragment with the row x column scale products. gemm_sm90.cu uses them in
+ * fragment with the row x column scale products. gemm/sm90/kernels_dense.cu uses them in
  * its MX kernel; tests/emu/gemm_mx_emu.cpp compiles this header as host C++
  * (no __CUDACC__) and checks them against the CPU backend. */
 #ifndef FK_CUDA_GEMM_MX_CUH

@@ -1,8 +1,8 @@
-/* family.h - CUDA GEMM families: each family is one kernel design (its
+/* gemm/family.h - CUDA GEMM families: each family is one kernel design (its
  * kernels, variant table and host code) for a range of architectures. It
  * declares what it can run, plans (candidate configs + cost model, with a
  * typed config), runs a plan, and sizes its workspace. The planner
- * (gemm_families.cu) is a loop over fk_gemm_families: the first family of
+ * (gemm/families.cu) is a loop over fk_gemm_families: the first family of
  * the device's architecture that neither refuses nor declines the job
  * plans it. Every family's config begins with its id (fk_family_config). */
 #ifndef FK_CUDA_FAMILY_H
@@ -42,11 +42,11 @@ typedef struct fk_gemm_family {
     void (*describe)(const fk_plan *plan, char *buf, size_t n);
 } fk_gemm_family;
 
-/* The families, in the planner's order (gemm_families.cu). */
-extern const fk_gemm_family fk_family_sm90_small; /* gemm_sm90_small.cu */
-extern const fk_gemm_family fk_family_sm90;       /* gemm.cu */
-extern const fk_gemm_family fk_family_sm90_grouped; /* gemm_grouped.cu */
-extern const fk_gemm_family fk_family_sm100;      /* gemm_families.cu: declared, no kernels yet */
+/* The families, in the planner's order (gemm/families.cu). */
+extern const fk_gemm_family fk_family_sm90_small; /* gemm/sm90/small.cu */
+extern const fk_gemm_family fk_family_sm90;       /* gemm/sm90/dense_host.cu */
+extern const fk_gemm_family fk_family_sm90_grouped; /* gemm/sm90/grouped_host.cu */
+extern const fk_gemm_family fk_family_sm100;      /* gemm/families.cu: declared, no kernels yet */
 
 /* The family that made a plan, or NULL (a config of no known family). */
 const fk_gemm_family *fk_family_of(const fk_plan *plan);

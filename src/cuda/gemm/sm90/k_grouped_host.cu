@@ -1,6 +1,6 @@
-/* gemm_k_grouped.cu - host side of the CUDA K-grouped GEMM
- * (fp8kit_k_grouped_gemm; the kernel: gemm_sm90.cu's fk_gemm_sm90_kg_kernel,
- * from the pieces in gemm_kg.cuh): what the kernel
+/* gemm/sm90/k_grouped_host.cu - host side of the CUDA K-grouped GEMM
+ * (fp8kit_k_grouped_gemm; the kernel: gemm/sm90/kernels_dense.cu's fk_gemm_sm90_kg_kernel,
+ * from the pieces in gemm/sm90/kg.cuh): what the kernel
  * needs beyond the core's checks, tensor maps of A (M, Ktot) and B (N, Ktot),
  * the parameters (D as one (G x drows, N) view, beta * D read in place) and
  * the launch. The offsets stay in device memory: the kernel checks them and
@@ -10,8 +10,8 @@
 #include <string.h>
 #include "cuda/cuda_state.h"
 #include "cuda/driver.h"
-#include "cuda/gemm_host.h"
-#include "cuda/gemm_params.h"
+#include "cuda/gemm/host.h"
+#include "cuda/gemm/params.h"
 #include "core/tuning.h"
 
 #define FN "cuda k-grouped gemm"
@@ -135,7 +135,7 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j,
     p.grp_count = (int)j->groups;
     p.grp_tab = v->smem_bytes;
     p.grp_status = j->status;
-    p.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 1); /* consumer warpgroup 1 a stage behind (gemm_sm90.cu) */
+    p.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 1); /* consumer warpgroup 1 a stage behind (gemm/sm90/kernels_dense.cu) */
     const int64_t tiles = j->groups * (int64_t)p.sched.count();
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     const size_t smem = (size_t)v->smem_bytes + 4 * (size_t)j->groups;

@@ -1,16 +1,16 @@
-/* gemm_small.h - the small-M (decode) family's host entry points in
- * gemm_sm90_small.cu: its plan (takes the job or declines it), the plan in
+/* gemm/sm90/small.h - the small-M (decode) family's host entry points in
+ * gemm/sm90/small.cu: its plan (takes the job or declines it), the plan in
  * words, and the launch of a plan it made. */
 #ifndef FK_CUDA_GEMM_SMALL_H
 #define FK_CUDA_GEMM_SMALL_H
 
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include "cuda/gemm_host.h"
+#include "cuda/gemm/host.h"
 
 /* Returns 1 and sets *st when the small-M kernel takes the job (config
  * filled on FP8KIT_OK), 0 when the general kernel should plan it. Called
- * after gemm.cu validated the job. */
+ * after gemm/sm90/dense_host.cu validated the job. */
 int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_status *st);
 
 /* A plan of fk_small_plan in words (fk_cuda_plan_describe). */

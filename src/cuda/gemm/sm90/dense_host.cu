@@ -1,9 +1,9 @@
-/* gemm.cu - host side of the CUDA scaled GEMM: fk_cuda_gemm_plan (checks
+/* dense_host.cu - host side of the dense Hopper GEMM (the sm90 family): fk_cuda_gemm_plan (checks
  * what the Hopper kernel needs - sm_90, alignment, supported combinations -
  * and picks a kernel variant and grid, cached by the core as the plan),
  * fk_cuda_gemm (fills the kernel parameters - the two TMA tensor maps are
  * memoized per plan - and launches; no allocation) and fk_cuda_gemm_workspace
- * (only precise fp32 output needs one: fp16 copies of A and B, gemm_f16.cu).
+ * (only precise fp32 output needs one: fp16 copies of A and B, gemm/sm90/f16_widen.cu).
  * The planner's choices can be forced per context through the tuning
  * overrides (core/tuning.h: gemm_small, gemm_bn, gemm_promo, gemm_cluster,
  * gemm_ts, gemm_bulk, gemm_lag, gemm_sk, gemm_pdl); fp8kit_gemm_describe
@@ -13,10 +13,10 @@
 #include <time.h>
 #include "cuda/cuda_state.h"
 #include "format/geometry.h"
-#include "cuda/gemm_params.h"
-#include "cuda/family.h"
-#include "cuda/gemm_small.h"
-#include "cuda/gemm_store.h"
+#include "cuda/gemm/params.h"
+#include "cuda/gemm/family.h"
+#include "cuda/gemm/sm90/small.h"
+#include "cuda/gemm/store.h"
 #include "cuda/driver.h"
 #include <stdio.h>
 
@@ -24,8 +24,8 @@ extern "C" fp8kit_status fk_cuda_gemm_autotune(fp8kit_ctx *ctx, const fk_gemm_jo
                                                const unsigned char *cands, int count,
                                                const char *signature, void *config);
 
-/* The precise fp32-output path (gemm_f16.cu; fk_f16_path and
- * fk_f16_workspace_bytes in gemm_host.h). */
+/* The precise fp32-output path (gemm/sm90/f16_widen.cu; fk_f16_path and
+ * fk_f16_workspace_bytes in gemm/host.h). */
 size_t fk_f16_b_offset(const fk_gemm_job *job);
 fp8kit_status fk_f16_widen(fp8kit_ctx *ctx, const fk_gemm_job *job, void *ws, cudaStream_t st);
 
@@ -42,7 +42,7 @@ struct fk_sm90_config {
     int32_t sk_tail;  /* tail tiles */
     int32_t sk_grid;  /* the grid with the stream-K tail */
     int32_t pdl;      /* launched with programmatic stream serialization (tuning gemm_pdl) */
-    int32_t store;    /* the store path (gemm_store.h) chosen for the job */
+    int32_t store;    /* the store path (gemm/store.h) chosen for the job */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -83,7 +83,7 @@ static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, in
  * keeps only `tail` of the `slots` SMs busy (4096^3 with 128 x 192 tiles:
  * 704 = 5 x 132 + 44, so 6 waves of time for 5.33 of work). Each tail tile
  * is split along K into s parts on s CTAs, the last item of each
- * (gemm_sm90.cu); the price is s - 1 partial tiles written to and read back
+ * (gemm/sm90/kernels_dense.cu); the price is s - 1 partial tiles written to and read back
  * from the workspace through L2, so s = min(slots / tail, K blocks / 8, 4)
  * and no split below 2 (H100, 2026-11-22, tensor and row scales, same-run
  * interleaved timing against whole tiles: 4096^3 -3 to -3.5%,
@@ -331,7 +331,7 @@ static const char *fk_sm90_signature(void)
 /* Autotune (fp8kit_ctx_set_autotune): candidates are the heuristic's choice
  * (already in config), the small-M kernel's plan when it took the job, and
  * every general variant of the job's promotion / block / type class with
- * L2 groups of 8 and 16 tile rows; gemm_tune.cu keeps the fastest. */
+ * L2 groups of 8 and 16 tile rows; gemm/autotune.cu keeps the fastest. */
 static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int promo, int block,
                                   int ab, const unsigned char *small_cfg, void *config)
 {
@@ -377,7 +377,7 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
      * inside each k32 instruction: measured on an H200 (K = 16384, normal
      * data) 1.3e-4 with promotion every 128 of K and 4.6e-5 even after every
      * instruction. So precise fp32 output runs on fp16 copies of A and B
-     * (exact) through the f16 wgmma variants (ab 4, gemm_f16.cu), with a
+     * (exact) through the f16 wgmma variants (ab 4, gemm/sm90/f16_widen.cu), with a
      * workspace; fast_accum keeps the fp8 kernel. Tensor and row scales only. */
     if (fk_f16_path(job) && (block || mx))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
@@ -481,128 +481,6 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void 
         return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
 }
-
-void fk_launch_config(cudaLaunchConfig_t *lc, cudaLaunchAttribute at[2], unsigned grid, unsigned block, size_t smem,
-                      cudaStream_t st, unsigned cluster, int pdl)
-{
-    memset(lc, 0, sizeof *lc);
-    memset(at, 0, 2 * sizeof at[0]);
-    unsigned na = 0;
-    if (cluster > 1) {
-        at[na].id = cudaLaunchAttributeClusterDimension;
-        at[na].val.clusterDim.x = cluster;
-        at[na].val.clusterDim.y = 1;
-        at[na].val.clusterDim.z = 1;
-        na++;
-    }
-    if (pdl) {
-        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[na].val.programmaticStreamSerializationAllowed = 1;
-        na++;
-    }
-    lc->gridDim = dim3(grid);
-    lc->blockDim = dim3(block);
-    lc->dynamicSmemBytes = smem;
-    lc->stream = st;
-    lc->attrs = at;
-    lc->numAttrs = na;
-}
-
-cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count)
-{
-    cudaLaunchConfig_t lc;
-    cudaLaunchAttribute at[2];
-    fk_launch_config(&lc, at, (unsigned)(cluster * (sm_count / cluster)), (unsigned)threads, smem, 0,
-                     (unsigned)cluster, 0);
-    *count = 0;
-    return cudaOccupancyMaxActiveClusters(count, fn, &lc);
-}
-
-/* Kernel parameters from the job: all zero, then the shape and the scale and
- * epilogue fields (shared by the general, grouped and small-M kernels, which
- * add their own schedule fields). */
-void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job)
-{
-    const fp8kit_gemm_desc *dd = &job->desc;
-    memset(p, 0, sizeof *p);
-    p->m = (int)job->m;
-    p->n = (int)job->n;
-    p->k = (int)job->k;
-    p->sa_mode = dd->scale_a;
-    p->sb_mode = dd->scale_b;
-    p->sa = (const float *)job->scale_a;
-    p->sb = (const float *)job->scale_b;
-    p->alpha = job->alpha;
-    p->beta = job->beta;
-    p->c = job->c;
-    p->ldc = job->ldc;
-    p->c_type = job->c_type;
-    p->bias = job->bias;
-    p->bias_type = job->bias_type;
-    p->bias_mode = job->bias ? dd->bias : FP8KIT_BIAS_NONE;
-    p->act = dd->act;
-    p->d = job->d;
-    p->ldd = job->ldd;
-    p->d_type = job->d_type;
-    p->out_quant = dd->out_quant;
-    p->scale_d = job->scale_d_in;
-    p->amax_bits = (unsigned int *)job->amax_d;
-    p->scale_d_out = job->scale_d_out;
-    p->out_hp = dd->out_hp;
-    p->out_rceil = dd->out_rounding == FP8KIT_ROUND_RCEIL;
-    p->out_pow2 = dd->out_pow2 != 0;
-}
-
-/* Launches kernel fn (a host stub) as lc describes through the driver's
- * cuLaunchKernelEx and fn's CUfunction, resolved once into *slot (NULL: no
- * cache, the runtime's launch), which costs ~0.3 us less host time than
- * the runtime's launch (bench_launch); falls back to cudaLaunchKernelExC
- * when the driver entry point or the handle is missing. The runtime's and
- * the driver's launch attributes share ids and layout. what: the failing
- * path's name in the message. */
-fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, const void *fn,
-                             const cudaLaunchConfig_t *lc, void **args, const char *what)
-{
-    static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute layout");
-    static_assert((int)cudaLaunchAttributeClusterDimension == (int)CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION &&
-                      (int)cudaLaunchAttributeProgrammaticStreamSerialization ==
-                          (int)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-                  "launch attribute ids");
-    fk_cu_launch_ex_fn launch = fk_cu_launch_ex_fn_get();
-    CUfunction f = launch && slot ? fk_cufn_get(slot, fn) : NULL;
-    if (f) {
-        CUlaunchConfig dc;
-        memset(&dc, 0, sizeof dc);
-        dc.gridDimX = lc->gridDim.x;
-        dc.gridDimY = dc.gridDimZ = 1;
-        dc.blockDimX = lc->blockDim.x;
-        dc.blockDimY = dc.blockDimZ = 1;
-        dc.sharedMemBytes = (unsigned)lc->dynamicSmemBytes;
-        dc.hStream = (CUstream)lc->stream;
-        dc.attrs = (CUlaunchAttribute *)lc->attrs;
-        dc.numAttrs = lc->numAttrs;
-        CUresult r = launch(&dc, f, args, NULL);
-        if (r == CUDA_ERROR_INVALID_CONTEXT) {
-            /* a new thread: the runtime makes the primary context current lazily */
-            FK_CUDA_CHECK(ctx, cudaSetDevice(device));
-            r = launch(&dc, f, args, NULL);
-        }
-        if (r != CUDA_SUCCESS)
-            return fk_fail(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FP8KIT_ERR_OUT_OF_MEMORY : FP8KIT_ERR_DEVICE,
-                           "%s: cuLaunchKernelEx failed (CUresult %d)", what, (int)r);
-        return FP8KIT_OK;
-    }
-    cudaError_t e = cudaLaunchKernelExC(lc, fn, args);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return fk_fail(ctx, FP8KIT_ERR_DEVICE, "%s: launch failed: %s", what, cudaGetErrorString(e));
-    }
-    return FP8KIT_OK;
-}
-
-static fk_launch_hook_fn fk_launch_hook;
-extern "C" void fk_cuda_set_launch_hook(fk_launch_hook_fn hook) { __atomic_store_n(&fk_launch_hook, hook, __ATOMIC_RELEASE); }
-extern "C" fk_launch_hook_fn fk_cuda_launch_hook(void) { return __atomic_load_n(&fk_launch_hook, __ATOMIC_ACQUIRE); }
 
 /* Launches general variant vi (pdl: with programmatic stream serialization). */
 #define FK_MAX_DEVICES 64
@@ -779,7 +657,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
         p.mx_bda = FK_GEMM_BM;
         p.mx_rgb = p.mx_rpb;
     }
-    /* D's store path (gemm_store.h): 2 the TMA-store epilogue, 1 the
+    /* D's store path (gemm/store.h): 2 the TMA-store epilogue, 1 the
      * bulk-copy one, 0 the general one */
     if (store == FK_STORE_TMA) {
         p.d_bulk = 2;

@@ -1,4 +1,4 @@
-/* gemm_f16.cu - the precise fp32-output path of the CUDA GEMM (docs/spec.md 3: rel <=
+/* gemm/sm90/f16_widen.cu - the precise fp32-output path of the CUDA GEMM (docs/spec.md 3: rel <=
  * 1e-5 up to K = 16384), which Hopper's fp8 wgmma cannot reach (its internal
  * sums keep ~14 bits; bench/results/perf-gemm-log-2026-11.md). e4m3 and e5m2 values are exactly
  * representable in fp16, so A and B are widened into the caller's workspace

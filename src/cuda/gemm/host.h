@@ -1,5 +1,5 @@
-/* gemm_host.h - host helpers the CUDA GEMM families share (gemm.cu,
- * gemm_f16.cu): what the sm90 kernels need, the precise fp32 path, kernel
+/* gemm/host.h - host helpers the CUDA GEMM families share (gemm/sm90/dense_host.cu,
+ * gemm/sm90/f16_widen.cu): what the sm90 kernels need, the precise fp32 path, kernel
  * parameters from a job, launch configuration and the launch itself. */
 #ifndef FK_CUDA_GEMM_HOST_H
 #define FK_CUDA_GEMM_HOST_H
@@ -8,15 +8,15 @@
 #include <cuda_runtime.h>
 #include "cuda/cuda_state.h"
 
-/* What the sm90 kernels need beyond the core's checks (gemm.cu; the general
+/* What the sm90 kernels need beyond the core's checks (gemm/sm90/dense_host.cu; the general
  * and small-M families' can_implement). */
 fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job);
-/* Whether the job takes the precise fp32 path (fp16 copies; gemm_f16.cu),
+/* Whether the job takes the precise fp32 path (fp16 copies; gemm/sm90/f16_widen.cu),
  * and the workspace of those copies (0 off the path). */
 int fk_f16_path(const fk_gemm_job *job);
 size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
 
-/* The MX GEMMs' workspace regions (gemm.cu, gemm_grouped.cu), each 256-byte
+/* The MX GEMMs' workspace regions (gemm/sm90/dense_host.cu, gemm/sm90/grouped_host.cu), each 256-byte
  * aligned, at offsets o[0 .. 7]: A's and B's normalized codes (ra, rb rows,
  * row stride K rounded up to 16 bytes), their plain scale bytes (K / 32 per
  * row), their stage tables (fp32 [K block][k32 step][row], rpa / rpb rows)
@@ -25,20 +25,20 @@ size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
 size_t fk_mx_regions(int64_t k, int64_t ra, int64_t rpa, int band_a, int64_t rb, int64_t rpb, int bn, size_t o[8]);
 
 /* Kernel parameters from the job: zeroed, then shape, scale and epilogue
- * fields (gemm.cu; the general, grouped and small-M launches use it). */
+ * fields (gemm/sm90/dense_host.cu; the general, grouped and small-M launches use it). */
 struct fk_gemm_params;
 void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job);
 
 /* Fills *lc for a 1-D launch of grid x block threads with smem bytes of
  * dynamic shared memory on stream st, and its attributes in at: a cluster of
  * `cluster` CTAs along x when cluster > 1, then programmatic stream
- * serialization when pdl (gemm.cu; every GEMM launch and the cluster
+ * serialization when pdl (gemm/sm90/dense_host.cu; every GEMM launch and the cluster
  * occupancy query use it). */
 void fk_launch_config(cudaLaunchConfig_t *lc, cudaLaunchAttribute at[2], unsigned grid, unsigned block, size_t smem,
                       cudaStream_t st, unsigned cluster, int pdl);
 
 /* Launches kernel fn through cuLaunchKernelEx with its CUfunction cached in
- * *slot (NULL: none), else through the runtime (gemm.cu). */
+ * *slot (NULL: none), else through the runtime (gemm/sm90/dense_host.cu). */
 fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, const void *fn,
                              const cudaLaunchConfig_t *lc, void **args, const char *what);
 

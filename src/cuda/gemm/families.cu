@@ -1,5 +1,5 @@
-/* gemm_families.cu - the CUDA backend's GEMM planner: a loop over the
- * families (family.h) in order - sm90 small-M, sm90 general, sm90 grouped,
+/* gemm/families.cu - the CUDA backend's GEMM planner: a loop over the
+ * families (gemm/family.h) in order - sm90 small-M, sm90 general, sm90 grouped,
  * sm100 - where the first family of the device's architecture that neither
  * refuses nor declines the job plans it; and the entry points that follow a
  * plan to its family (run, workspace, describe). The sm100 family is
@@ -7,8 +7,8 @@
  * Blackwell device gets a clear UNSUPPORTED rather than a Hopper kernel. */
 #include <stdio.h>
 #include <string.h>
-#include "cuda/family.h"
-#include "cuda/gemm_host.h"
+#include "cuda/gemm/family.h"
+#include "cuda/gemm/host.h"
 
 static fp8kit_status fk_sm100_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
 {
@@ -136,7 +136,7 @@ extern "C" void fk_cuda_plan_describe(const fk_plan *plan, char *buf, size_t n)
 }
 
 /* The workspace a call must have: precise fp32 output's fp16 copies of A
- * and B (gemm_f16.cu); nothing otherwise. Decided from the job alone. */
+ * and B (gemm/sm90/f16_widen.cu); nothing otherwise. Decided from the job alone. */
 extern "C" fp8kit_status fk_cuda_gemm_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, size_t *bytes)
 {
     (void)ctx;

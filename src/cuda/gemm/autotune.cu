@@ -1,4 +1,4 @@
-/* gemm_tune.cu - the CUDA GEMM autotuner (fp8kit_ctx_set_autotune): given the
+/* gemm/autotune.cu - the CUDA GEMM autotuner (fp8kit_ctx_set_autotune): given the
  * candidate plan configs of a job, returns a choice remembered under the job's
  * text key, or times every candidate once on a scratch output and remembers
  * the fastest (core/tune.c keeps the table and the cache file). Runs inside

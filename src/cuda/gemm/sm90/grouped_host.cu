@@ -1,15 +1,15 @@
-/* gemm_grouped.cu - host side of the CUDA grouped GEMM (fp8kit_grouped_gemm):
- * the sm90 grouped family (family.h): fk_grp_plan picks a grouped variant of the general Hopper kernel
- * (gemm_sm90.cu, GR = true: the same producer, consumers and epilogues, with
+/* gemm/sm90/grouped_host.cu - host side of the CUDA grouped GEMM (fp8kit_grouped_gemm):
+ * the sm90 grouped family (gemm/family.h): fk_grp_plan picks a grouped variant of the general Hopper kernel
+ * (gemm/sm90/kernels_dense.cu, GR = true: the same producer, consumers and epilogues, with
  * tiles mapped to groups through a table every CTA builds from the device
- * offsets; sched.cuh) and fk_grp_run launches it: A as one (T, K)
+ * offsets; gemm/sm90/sched.cuh) and fk_grp_run launches it: A as one (T, K)
  * TMA map, B as one 2-D map over the experts' rows, no host sync and no
  * allocation (usable in CUDA graph capture). The offsets are checked by the
  * kernel: with invalid ones every CTA leaves before writing anything, and
  * the optional status word says so. Tuning overrides (core/tuning.h) it
  * reads: gemm_bn (128 / 192 / 256), grouped_gm (tile rows per L2 group),
- * gemm_lag, gemm_bulk, gemm_pdl as in gemm.cu. D leaves through the bulk-copy
- * or the general store path (gemm_store.h, FK_STORES_GROUPED). MX scales run
+ * gemm_lag, gemm_bulk, gemm_pdl as in gemm/sm90/dense_host.cu. D leaves through the bulk-copy
+ * or the general store path (gemm/store.h, FK_STORES_GROUPED). MX scales run
  * the grouped MX kernel (the MX kernel's consumers and helper warps with the
  * same tile walk); given the workspace fk_cuda_grouped_workspace reports, A
  * and B are first normalized into it (mx_norm_kernel.cu, as for fp8kit_gemm) and the
@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/cuda_state.h"
-#include "cuda/gemm_params.h"
-#include "cuda/family.h"
-#include "cuda/gemm_host.h"
-#include "cuda/gemm_store.h"
+#include "cuda/gemm/params.h"
+#include "cuda/gemm/family.h"
+#include "cuda/gemm/host.h"
+#include "cuda/gemm/store.h"
 #include "cuda/driver.h"
 #include "format/geometry.h"
 
@@ -32,8 +32,8 @@ struct fk_grp_config {
     int32_t device;
     int32_t no_bulk; /* tuning gemm_bulk=0: the general store path only */
     int32_t lag;
-    int32_t pdl; /* launched with programmatic stream serialization (tuning gemm_pdl; gemm.cu) */
-    int32_t store; /* the store path (gemm_store.h) chosen for the job */
+    int32_t pdl; /* launched with programmatic stream serialization (tuning gemm_pdl; gemm/sm90/dense_host.cu) */
+    int32_t store; /* the store path (gemm/store.h) chosen for the job */
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -117,7 +117,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
     const fk_cuda_state *cs = fk_cuda(ctx);
     const size_t tab = FK_GRP_TAB_BYTES((size_t)gj->groups);
     const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
-    /* fp32 output keeps the promotion (as gemm.cu); e5m2 has precise 128-wide variants only */
+    /* fp32 output keeps the promotion (as gemm/sm90/dense_host.cu); e5m2 has precise 128-wide variants only */
     const int mx = job->desc.scale_a == FP8KIT_SCALE_MX; /* the MX kernel: block 2, promo 1 */
     const int block = mx ? 2 : job->desc.scale_a == FP8KIT_SCALE_BLOCK; /* (promotion every 128 of K, 128 wide) */
     const int precise = mx ? 1 : 4; /* the promotion every variant of the kind has */
@@ -128,7 +128,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *
     if (ab == 0 && !block && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
         bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, 1.15); /* the general planner's rule */
     if (mx && ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
-        bn = 192; /* as the dense MX plan (gemm.cu) */
+        bn = 192; /* as the dense MX plan (gemm/sm90/dense_host.cu) */
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     bn = fk_tuned(tu->gemm_bn, bn);
     int vi = fk_grp_find_variant(bn, promo, block, ab);
@@ -280,7 +280,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     const size_t smem = (size_t)v->smem_bytes + FK_GRP_TAB_BYTES((size_t)gj->groups);
     void *args[3] = {(void *)&tmaps[0], (void *)&tmaps[1], &p};
-    /* programmatic dependent launch as in gemm.cu: the kernel waits before
+    /* programmatic dependent launch as in gemm/sm90/dense_host.cu: the kernel waits before
      * any global access (the offsets included) */
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute at[2];

@@ -1,7 +1,7 @@
-/* gemm_kg.cuh - the pieces of the K-grouped Hopper GEMM kernel
+/* kg.cuh - the pieces of the K-grouped Hopper GEMM kernel
  * (fp8kit_k_grouped_gemm, the MoE weight gradient; host side in
- * gemm_k_grouped.cu): its stage shape, work walk, offsets check and scale
- * helper warps. gemm_sm90.cu includes it and builds the kernel from these
+ * gemm/sm90/k_grouped_host.cu): its stage shape, work walk, offsets check and scale
+ * helper warps. body_rc.cuh builds the kernel from these
  * and its own producer, row x column consumer and epilogues (fk_sm90_rc_body,
  * shared with the MX kernel).
  *
@@ -15,11 +15,16 @@
  * scale: two helper warps of the producer warpgroup copy each stage's 128
  * A scales and BN B scales into a small table next to the stage (1.0 without
  * 1x128 scales: the tensor scales then go to the epilogue), and the
- * consumers (fk_sm90_consumer_rc in gemm_sm90.cu, shared with the MX kernel)
+ * consumers (fk_sm90_consumer_rc in consumer_rc.cuh, shared with the MX kernel)
  * promote each stage once with them. Group g's D is
  * rows g * kg_drows .. g * kg_drows + M - 1 of one ((G - 1) kg_drows + M, N)
  * view (p.m), so the dense epilogues (alpha, beta * D in place, the output
  * cast) serve unchanged; A's rows are p.kg_m. */
+#ifndef FK_SM90_KG_CUH
+#define FK_SM90_KG_CUH
+
+#include "cuda/gemm/sm90/pipeline.cuh"
+
 
 /* Scale table of one stage: A's 128 rows then B's BN columns (fp32). */
 template <int BN> struct fk_sm90_kg_shape {
@@ -126,4 +131,4 @@ static __device__ __forceinline__ void fk_kg_scales(const fk_gemm_params &p, uns
 }
 
 #endif
-
+#endif

@@ -1,6 +1,6 @@
-/* gemm_params.h - what the Hopper GEMM kernels receive besides their tensor
+/* gemm/params.h - what the Hopper GEMM kernels receive besides their tensor
  * maps (fk_gemm_params: shape, scales, the epilogue op, the store path and
- * the schedule), filled on the host (gemm.cu, fk_gemm_job_params, and each
+ * the schedule), filled on the host (gemm/launch.cu, fk_gemm_job_params, and each
  * family's run) and read by the kernels; and the compiled-variant table
  * entry (fk_sm90_variant). Host and device. */
 #ifndef FK_CUDA_GEMM_PARAMS_H
@@ -9,7 +9,7 @@
 #include <cuda.h>
 #include <stdint.h>
 #include "fp8kit.h"
-#include "cuda/sched.cuh"
+#include "cuda/gemm/sm90/sched.cuh"
 #include "format/fk_hd.h"
 
 /* Everything a GEMM kernel reads besides the two tensor maps. Scale modes are
@@ -41,15 +41,15 @@ struct fk_gemm_params {
     int out_rceil;          /* OUTQ_MX: RCEIL scale rounding (else FLOOR) */
     int out_pow2;           /* OUTQ_BLOCK1X128: power-of-two scales */
     int d_bulk;             /* 1: bf16/f16 D rows leave through bulk copies (fk_epilogue_bulk) */
-    int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm_sm90.cu) */
+    int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm/sm90/kernels_dense.cu) */
     CUtensorMap td;         /* d_bulk 2: D in 16 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
-    /* stream-K tail (general kernel, gemm_sm90.cu): the last sk_tail tiles
+    /* stream-K tail (general kernel, gemm/sm90/kernels_dense.cu): the last sk_tail tiles
      * are split along K into sk_parts parts each (sk_parts 0 or 1: none) */
     int sk_parts, sk_tail;
     float *sk_ws;                 /* the partial sums: sk_tail (sk_parts - 1) slots of 128 x BN fp32 */
     unsigned long long *sk_flags; /* 2 words per slot (one per consumer warpgroup) */
-    unsigned long long sk_token;  /* this launch's flag value (gemm.cu, fk_sm90_sk_token) */
-    /* MX kernel on the workspace copies (gemm.cu, mx_norm_kernel.cu; NULL otherwise):
+    unsigned long long sk_token;  /* this launch's flag value (gemm/sm90/dense_host.cu, fk_sm90_sk_token) */
+    /* MX kernel on the workspace copies (gemm/sm90/dense_host.cu, mx_norm_kernel.cu; NULL otherwise):
      * stage tables [K block][k32 step][mx_rpa / mx_rpb rows] and per (K block,
      * tile band) flags {min, max finite scale byte, one scale per row, 0} */
     const float *mx_ta, *mx_tb;
@@ -57,14 +57,14 @@ struct fk_gemm_params {
     int mx_rpa, mx_rpb;
     int mx_bda; /* rows of A's flag bands (128; grouped 32: a tile starts at any row) */
     int mx_rgb; /* B's table rows per expert (grouped: N padded to the tile; else mx_rpb) */
-    /* grouped kernels only (gemm_grouped.cu; m = T rows of A and D): */
+    /* grouped kernels only (gemm/sm90/grouped_host.cu; m = T rows of A and D): */
     const int *grp_offs;    /* G int32 in device memory, read by every CTA: row ends, or (masked) counts */
     int grp_count;          /* G */
     int grp_masked_m;       /* 0: contiguous layout; else rows per expert slab (the masked layout) */
     int grp_brows;          /* rows of B's 2-D map per expert (its expert stride / ldb) */
-    int grp_tab;            /* byte offset of the table of sched.cuh in dynamic shared memory */
+    int grp_tab;            /* byte offset of the table of gemm/sm90/sched.cuh in dynamic shared memory */
     int *grp_status;        /* optional: 0 (offsets valid) or FP8KIT_ERR_INVALID_ARGUMENT, by CTA 0 */
-    /* the K-grouped kernel (gemm_kg.cuh) reuses grp_offs (K ends), grp_count, grp_tab and grp_status */
+    /* the K-grouped kernel (gemm/sm90/kg.cuh) reuses grp_offs (K ends), grp_count, grp_tab and grp_status */
     /* (there m is the rows of D viewed as one matrix: (G - 1) kg_drows + kg_m) */
     int kg_drows;           /* rows of D from one group to the next (its group stride / ldd) */
     int kg_m;               /* M: rows of A and of each group's D */
@@ -86,9 +86,9 @@ struct fk_sm90_variant {
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;
-extern const fk_sm90_variant fk_sm90_grouped_variants[]; /* the grouped GEMM's (gemm_grouped.cu) */
+extern const fk_sm90_variant fk_sm90_grouped_variants[]; /* the grouped GEMM's (gemm/sm90/grouped_host.cu) */
 extern const int fk_sm90_grouped_variant_count;
-extern const fk_sm90_variant fk_sm90_kg_variants[]; /* the K-grouped GEMM's (gemm_k_grouped.cu), one per fp8 pair */
+extern const fk_sm90_variant fk_sm90_kg_variants[]; /* the K-grouped GEMM's (gemm/sm90/k_grouped_host.cu), one per fp8 pair */
 extern const int fk_sm90_kg_variant_count;
 
 #define FK_GEMM_THREADS 384 /* two consumer warpgroups + one producer warpgroup */

@@ -1,4 +1,4 @@
-/* sched.cuh - output-tile scheduler of the persistent Hopper GEMM: maps a
+/* gemm/sm90/sched.cuh - output-tile scheduler of the persistent Hopper GEMM: maps a
  * linear work index to a (tile row, tile column) in grouped raster order, so
  * the CTAs working at the same time share A row panels and B column panels
  * in L2. Every role of a CTA (producer, consumers) walks the same sequence:

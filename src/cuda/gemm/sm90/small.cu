@@ -1,4 +1,4 @@
-/* gemm_sm90_small.cu - the small-M (decode, M <= 128) Hopper fp8 GEMM.
+/* gemm/sm90/small.cu - the small-M (decode, M <= 128) Hopper fp8 GEMM.
  *
  * A and B are swapped: rows of B fill the 64-row side of wgmma, the M rows of
  * A its N side (NT = 32, 64 or 128 rows of A per stage, zero-filled past M by
@@ -21,7 +21,7 @@
  * accumulators go transposed into the (now free) ring as an M x R fp32
  * tile; then the 256 consumer threads - with split > 1 each CTA a 1/split
  * share of the tile, reading every split peer's tile - add the partials
- * and run the fused epilogue (gemm_epilogue.cuh's per-element functions:
+ * and run the fused epilogue (gemm/sm90/epilogue_op.cuh's per-element functions:
  * tensor/row scales - A's row scale is per row of D -, alpha, beta*C, bias,
  * activation, output cast, OUTQ_SCALED with amax), 4 adjacent columns of
  * one row of D per thread, coalesced; the common case (bf16 D, no C, bias,
@@ -41,10 +41,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/cuda_state.h"
-#include "cuda/gemm_epilogue.cuh"
-#include "cuda/family.h"
-#include "cuda/gemm_small.h"
-#include "cuda/gemm_store.h"
+#include "cuda/gemm/sm90/epilogue_op.cuh"
+#include "cuda/gemm/family.h"
+#include "cuda/gemm/sm90/small.h"
+#include "cuda/gemm/store.h"
 #include "cuda/ptx/ptx.cuh"
 
 /* FK_SMALL_TRACE (a build flag for experiments, off in every build):
@@ -538,7 +538,7 @@ struct fk_small_config {
     int32_t smem;
     int16_t pdl;    /* launched with programmatic stream serialization */
     int8_t bpromo;  /* B's tensor-map L2 promotion: 0 none, 1 64 B, 2 128 B, 3 256 B */
-    int8_t store;   /* the store path (gemm_store.h): general, the only one of FK_STORES_SMALL */
+    int8_t store;   /* the store path (gemm/store.h): general, the only one of FK_STORES_SMALL */
     fk_small_params q;
 };
 static_assert(sizeof(fk_small_config) <= FK_PLAN_CONFIG_BYTES, "small plan config too large");

@@ -1,11 +1,11 @@
-/* gemm_store.h - the CUDA GEMM epilogue's D store paths (p.d_bulk): one table shared by the families' host code. */
+/* gemm/store.h - the CUDA GEMM epilogue's D store paths (p.d_bulk): one table shared by the families' host code. */
 #ifndef FK_CUDA_GEMM_STORE_H
 #define FK_CUDA_GEMM_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "cuda/cuda_state.h"
-#include "cuda/gemm_params.h"
+#include "cuda/gemm/params.h"
 
 /* The store paths, each with what it supports, in the planners' order of
  * preference. A family declares the ids it has (a mask of FK_STORE_BIT);

@@ -1,0 +1,130 @@
+/* body.cuh - the body of the general Hopper GEMM kernel and its kernels: shared
+ * memory, barriers, the grouped offsets check, the producer warp and the
+ * two consumer warpgroups (which consumer runs is a compile-time choice).
+ * The body exists only in the sm_90a pass; other passes get an empty stub
+ * (the host never launches it on a device that is not sm_90). */
+#ifndef FK_SM90_BODY_CUH
+#define FK_SM90_BODY_CUH
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include "cuda/gemm/sm90/consumer.cuh"
+#include "cuda/gemm/sm90/consumer_pipe.cuh"
+#include "cuda/gemm/sm90/consumer_2w.cuh"
+
+/* The general kernel's body; CL = CTAs per cluster (1 or 2). GR: the
+ * grouped GEMM (gemm/sm90/grouped_host.cu): every CTA first checks the device offsets
+ * and builds the group table of gemm/sm90/sched.cuh; with invalid offsets every CTA
+ * leaves before loading or storing anything. */
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int WV = 1>
+static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
+                                                    const fk_gemm_params &p)
+{
+#ifdef FK_SM90_DEVICE
+    typedef fk_sm90_shape<BN, (TS != 0), WV> S;
+    static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
+    extern __shared__ __align__(1024) unsigned char fk_smem[];
+    const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
+    const uint32_t sa0 = base;
+    const uint32_t sb0 = sa0 + S::STAGES * S::A_BYTES;
+    const uint32_t out0 = sb0 + S::STAGES * S::B_BYTES;
+    const uint32_t full0 = out0 + S::EPI_BYTES;
+    const uint32_t empty0 = full0 + 8 * S::STAGES;
+    if (threadIdx.x == 0) {
+        fk_grid_dep_launch(); /* the next grid may take SMs as ours leave */
+        for (int s = 0; s < S::STAGES; s++) {
+            fk_mbar_init(full0 + 8 * s, 1);
+            fk_mbar_init(empty0 + 8 * s, 8 * CL); /* one arrival per consumer warp of the cluster */
+        }
+        fk_fence_mbar_init();
+    }
+    /* with clusters, no peer may multicast into this CTA or arrive on its
+     * barriers before they are initialised */
+    if (CL > 1)
+        fk_cluster_barrier();
+    else
+        __syncthreads();
+    /* launched with programmatic dependent launch (gemm/sm90/dense_host.cu): no global
+     * memory access before the previous grid's writes are visible */
+    fk_grid_dep_wait();
+    if constexpr (GR) {
+        static_assert(CL == 1 && !TS, "grouped: single CTAs, general epilogues");
+        const bool ok = fk_grp_prepare(p.grp_offs, p.grp_count, p.m, p.grp_masked_m, (int *)(fk_smem + p.grp_tab));
+        if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
+            *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
+        if (!ok)
+            return;
+    }
+    const int wg = threadIdx.x >> 7;
+    if (wg == 2) {
+        fk_setmaxnreg_dec<40>();
+        if (threadIdx.x == 256)
+            fk_sm90_producer<BN, S::STAGES, CL, GR, WV>(&ta, &tb, p, sa0, sb0, full0, empty0);
+    } else {
+        fk_setmaxnreg_inc<232>();
+        /* TS: both staging areas first, so each stays 1024-aligned for the
+         * swizzled TMA stores; then the two tables */
+        float *out = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem)));
+        float *stage_out = out + wg * (S::STAGE_OUT_FLOATS + (TS ? 0 : S::TAB_FLOATS));
+        float *tab = TS ? out + 2 * S::STAGE_OUT_FLOATS + wg * S::TAB_FLOATS : stage_out + S::STAGE_OUT_FLOATS;
+        /* The pipelined consumer only where ptxas keeps the wgmma groups
+         * asynchronous (block variants; for the others it serializes them,
+         * warning C7514, because of accumulator copies at loop joins), and
+         * for the f16 variants up to BN 128 (promotion every 64 of K there).
+         * (With its opaque-1 multiply, the fp8 BN 128 tiles without block
+         * scales compile without C7514 too, but ran 20-30% slower than BN
+         * 192 at 4096-class shapes on H100, 2026-11-22, so they stay here.)
+         * Block tiles wider than 128 take the plain consumer: three sets of
+         * BN / 2 accumulators do not fit in the registers. */
+        if constexpr (WV == 2)
+            fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+        else if constexpr (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128)
+            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+        else
+            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+        /* the last bulk copies / TMA stores must be done before the CTA's
+         * memory goes (threads that issued none return at once) */
+        if (p.d_bulk)
+            fk_bulk_wait<0>();
+    }
+    /* no CTA leaves while a peer may still arrive on its empty barriers */
+    if (CL > 1) {
+        __syncwarp();
+        fk_cluster_barrier();
+    }
+#endif
+}
+
+template <int BN, int PROMO, bool BLOCK, int AB, int TS = 0, bool GR = false>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                        const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, PROMO, BLOCK, AB, 1, TS, GR>(ta, tb, p);
+}
+
+/* The same in clusters of 2 CTAs along M (B tiles multicast). */
+template <int BN, int PROMO, bool BLOCK, int AB>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_c2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, PROMO, BLOCK, AB, 2, false>(ta, tb, p);
+}
+
+/* Two-wave (256-row) block-scaled tiles, single CTAs and clusters of 2 along M. */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_w2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 2>(ta, tb, p);
+}
+template <int BN, int AB>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_w2c2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                             const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 2, 0, false, 2>(ta, tb, p);
+}
+#endif

@@ -1,0 +1,132 @@
+/* consumer_pipe.cuh - the pipelined consumer of the Hopper GEMM kernel: promotion every
+ * 128 of K with two wgmma accumulator sets, so that one stage's promotion
+ * overlaps the next stage's wgmma (block scales up to 128 wide, the f16
+ * path). */
+#ifndef FK_SM90_CONSUMER_PIPE_CUH
+#define FK_SM90_CONSUMER_PIPE_CUH
+
+#include "cuda/gemm/sm90/pipeline.cuh"
+#include "cuda/gemm/sm90/streamk.cuh"
+#include "cuda/gemm/sm90/mma.cuh"
+
+#ifdef FK_SM90_DEVICE
+/* Consumer with promotion every stage (128 of K), pipelined: two wgmma
+ * accumulator sets; the group of K block kb runs on the tensor cores while
+ * the finished group of kb - 1 is promoted (and its stage released), so the
+ * promotion is off the MMA critical path. Block scales are loaded two K
+ * blocks ahead of their use. */
+template <int BN, bool BLOCK, int AB, int CL, int TS, bool GR = false>
+static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
+                                                             uint32_t sa0, uint32_t sb0,
+                                                             uint32_t full0, uint32_t empty0,
+                                                             float *stage_out, float *tab)
+{
+    typedef fk_sm90_shape<BN, (TS != 0)> S;
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
+    int stage = 0;
+    uint32_t phase = 0;
+    int issued = 0; /* stages this warpgroup has issued (for the lag) */
+    fk_sm90_lag_start(p, wg);
+    fk_sm90_walk<CL, GR> w;
+    for (; w.more(p); w.t += w.step) {
+        int tm, tn;
+        w.tile(p, tm, tn);
+        const int r0 = w.row0 + wg * 64 + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
+        const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
+        const int nkb = w.kb1 - w.kb0;
+#pragma unroll
+        for (int i = 0; i < S::NACC; i++)
+            accf[i] = 0.0f;
+        /* (K blocks counted from the item's first, w.kb0) */
+        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sb_t = BLOCK ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
+                                  : nullptr;
+        /* v = scales of the block promoted next, w = of the one after */
+        float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
+        if (!BLOCK) {
+            /* (the f16 variants) an opaque 1: promoting through the block
+             * variants' multiply-add keeps ptxas from serializing the wgmma
+             * groups (C7514), which it does for a plain add; acc * 1 is exact */
+            v_lo = fk_opaque_f32<0x3f800000u>();
+            v_hi = v_lo;
+            v_b = v_lo;
+        }
+        if (BLOCK && nkb > 0) {
+            v_lo = sa_lo[0];
+            v_hi = sa_hi[0];
+            v_b = sb_t[0];
+            if (nkb > 1) {
+                w_lo = sa_lo[p.sa_sk];
+                w_hi = sa_hi[p.sa_sk];
+                w_b = sb_t[1];
+            }
+        }
+        if (nkb > 0) {
+            fk_mbar_wait(full0 + 8 * stage, phase);
+            fk_sm90_issue<BN, AB>(acc0, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,
+                                  sb0 + stage * S::B_BYTES);
+            int pstage = stage; /* stage of the group in flight */
+            fk_sm90_lag_step(p, wg, ++issued);
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+            /* Step kb: issue kb into one set, wait for kb - 1 in the other,
+             * promote it, release its stage, shift the scale registers. */
+#define FK_PIPE_STEP(NEW, OLD)                                                                   \
+    {                                                                                            \
+        fk_mbar_wait(full0 + 8 * stage, phase);                                                  \
+        fk_sm90_issue<BN, AB>(NEW, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,              \
+                              sb0 + stage * S::B_BYTES);                                         \
+        fk_wgmma_wait<1>();                                                                      \
+        if (lane == 0)                                                                           \
+            fk_sm90_release<CL>(empty0 + 8 * pstage);                                            \
+        fk_sm90_promote<true>(accf, OLD, v_lo * v_b, v_hi * v_b);                                \
+        pstage = stage;                                                                          \
+        fk_sm90_lag_step(p, wg, ++issued);                                                       \
+        if (++stage == S::STAGES) {                                                              \
+            stage = 0;                                                                           \
+            phase ^= 1u;                                                                         \
+        }                                                                                        \
+        if (BLOCK) {                                                                             \
+            v_lo = w_lo;                                                                         \
+            v_hi = w_hi;                                                                         \
+            v_b = w_b;                                                                           \
+            if (kb + 1 < nkb) {                                                                  \
+                w_lo = sa_lo[(long long)(kb + 1) * p.sa_sk];                                     \
+                w_hi = sa_hi[(long long)(kb + 1) * p.sa_sk];                                     \
+                w_b = sb_t[kb + 1];                                                              \
+            }                                                                                    \
+        }                                                                                        \
+        kb++;                                                                                    \
+    }
+            /* invariant at the loop head: the group of kb - 1 is in acc0 */
+            int kb = 1;
+            for (; kb + 1 < nkb;) {
+                FK_PIPE_STEP(acc1, acc0)
+                FK_PIPE_STEP(acc0, acc1)
+            }
+            if (kb < nkb) {
+                FK_PIPE_STEP(acc1, acc0)
+                fk_wgmma_wait<0>();
+                if (lane == 0)
+                    fk_sm90_release<CL>(empty0 + 8 * pstage);
+                fk_sm90_promote<true>(accf, acc1, v_lo * v_b, v_hi * v_b);
+            } else {
+                fk_wgmma_wait<0>();
+                if (lane == 0)
+                    fk_sm90_release<CL>(empty0 + 8 * pstage);
+                fk_sm90_promote<true>(accf, acc0, v_lo * v_b, v_hi * v_b);
+            }
+#undef FK_PIPE_STEP
+        }
+        if (fk_sm90_sk_finish(p, w, accf, wg, tid))
+            fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+    }
+    fk_sm90_lag_end(p, wg, issued);
+}
+#endif /* FK_SM90_DEVICE */
+#endif

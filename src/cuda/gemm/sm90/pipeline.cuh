@@ -1,0 +1,92 @@
+/* pipeline.cuh - the Hopper GEMM pipeline: the TMA producer that streams A and B
+ * tiles into the stage ring, the stage release, and the consumer lag. */
+#ifndef FK_SM90_PIPELINE_CUH
+#define FK_SM90_PIPELINE_CUH
+
+#include "cuda/gemm/sm90/shape.cuh"
+#include "cuda/gemm/sm90/walk.cuh"
+
+#ifdef FK_SM90_DEVICE
+/* Releases a stage: one arrival per consumer warp on the stage's empty
+ * barrier in every CTA of the cluster (with multicast, each CTA's producer
+ * writes part of every CTA's stage). */
+template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_t bar)
+{
+    if (CL == 1) {
+        fk_mbar_arrive(bar);
+    } else {
+#pragma unroll
+        for (int r = 0; r < CL; r++)
+            fk_mbar_arrive_cta(bar, (uint32_t)r);
+    }
+}
+
+/* Producer: one thread streams every (tile, K block) of this CTA into the
+ * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
+ * multicast to the same stage of every CTA of the cluster (which share B). */
+template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
+          class W = fk_sm90_walk<CL, GR, WV>>
+static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
+                                                        const fk_gemm_params &p, uint32_t sa0,
+                                                        uint32_t sb0, uint32_t full0,
+                                                        uint32_t empty0)
+{
+    typedef fk_sm90_shape<BN, false, WV> S;
+    if (p.num_kb > 0) {
+        fk_tma_prefetch_desc(ta);
+        fk_tma_prefetch_desc(tb);
+    }
+    int stage = 0;
+    uint32_t phase = 0;
+    W w; /* (the K-grouped kernel walks its own sequence: gemm/sm90/kg.cuh) */
+    for (; w.more(p); w.t += w.step) {
+        int tm, tn;
+        w.tile(p, tm, tn);
+        const int brow = GR ? w.g * p.grp_brows : 0; /* grouped: expert g's rows of B */
+        for (int kb = w.kb0; kb < w.kb1; kb++) {
+            fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
+            const uint32_t full = full0 + 8 * stage;
+            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
+#pragma unroll
+            for (int l = 0; l < WV; l++) /* one 128-row box per wave */
+                fk_tma_load_2d(sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK, ta, full, kb * FK_GEMM_BK,
+                               w.row0 + l * FK_GEMM_BM);
+            if (CL == 1)
+                fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, brow + tn * BN);
+            else
+                fk_tma_load_2d_mc(sb0 + stage * S::B_BYTES + w.rank * (S::B_BYTES / CL), tb, full, kb * FK_GEMM_BK,
+                                  tn * BN + w.rank * (BN / CL), (uint16_t)((1u << CL) - 1u));
+            if (++stage == STAGES) {
+                stage = 0;
+                phase ^= 1u;
+            }
+        }
+    }
+}
+
+/* Lag (p.lag = d > 0): warpgroup 1 starts only once warpgroup 0 has issued
+ * its first d stages, and stays about d stages behind: the ring holds the
+ * stages of both, and within a tile both progress at the tensor cores' pace.
+ * At the end of a tile warpgroup 0 runs its epilogue while warpgroup 1
+ * still multiplies its last d stages, and warpgroup 1's epilogue overlaps
+ * warpgroup 0's first stages of the next tile, instead of both running the
+ * epilogue together while the tensor cores idle. Named barrier 3 (1 and 2
+ * are the epilogue's); warpgroup 0 arrives exactly once. */
+#define FK_LAG_BAR 3
+static __device__ __forceinline__ void fk_sm90_lag_start(const fk_gemm_params &p, int wg)
+{
+    if (p.lag > 0 && wg == 1)
+        fk_named_bar_sync(FK_LAG_BAR, 256);
+}
+static __device__ __forceinline__ void fk_sm90_lag_step(const fk_gemm_params &p, int wg, int issued)
+{
+    if (wg == 0 && issued == p.lag)
+        fk_named_bar_arrive(FK_LAG_BAR, 256);
+}
+static __device__ __forceinline__ void fk_sm90_lag_end(const fk_gemm_params &p, int wg, int issued)
+{
+    if (p.lag > 0 && wg == 0 && issued < p.lag)
+        fk_named_bar_arrive(FK_LAG_BAR, 256);
+}
+#endif /* FK_SM90_DEVICE */
+#endif
