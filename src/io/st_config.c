@@ -1,91 +1,23 @@
-/* st_config.c - config.json of a model directory for the checkpoint
- * converter: read (integers beyond 64 bits kept, as Python's json keeps them)
- * and written back with quantization_config set or removed, in the text
- * Python's json.dump(indent=2) gives (shortest reals, ASCII escapes), into the
- * temporary output tree. */
+/* st_config.c - config.json of a model directory for the checkpoint converter:
+ * read as Python's json reads it (st_pyjson.c), and written into the temporary
+ * output tree as the same bytes with only the top-level quantization_config
+ * member set or removed (st_config.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/st_model.h"
+#include "io/st_config.h"
 
-/* Integers beyond 64 bits (Python's json reads and writes them, jansson does
- * not): each such literal is replaced by the string "\x02<k>\x02" before
- * parsing, and its text kept under FK_BIGINTS_KEY so st_config_write puts it
- * back. Returns the rewritten text (malloc'd) or NULL. */
-#define FK_BIGINTS_KEY "\x02" "bigints"
-static char *st_protect_bigints(const char *src, size_t n, json_t *texts)
-{
-    char *out = malloc(2 * n + 32), tok[40];
-    size_t o = 0;
-    int in_str = 0;
-    for (size_t i = 0; out && i < n;) {
-        char ch = src[i];
-        if (in_str) {
-            out[o++] = src[i++];
-            if (ch == '\\' && i < n)
-                out[o++] = src[i++];
-            else if (ch == '"')
-                in_str = 0;
-            continue;
-        }
-        if (ch == '"') {
-            in_str = 1;
-            out[o++] = src[i++];
-            continue;
-        }
-        if (ch == '-' || (ch >= '0' && ch <= '9')) {
-            size_t e = i + (ch == '-');
-            while (e < n && src[e] >= '0' && src[e] <= '9')
-                e++;
-            size_t digits = e - i - (ch == '-');
-            int integer = e >= n || !strchr(".eE", src[e]);
-            if (integer && digits > 18) {
-                char *lit = strndup(src + i, e - i);
-                errno = 0;
-                (void)strtoll(lit ? lit : "0", NULL, 10);
-                if (lit && errno == ERANGE) {
-                    snprintf(tok, sizeof tok, "\"\\u0002%zu\\u0002\"", json_array_size(texts));
-                    json_array_append_new(texts, json_string(lit));
-                    size_t l = strlen(tok);
-                    if (l > e - i) { /* the token is longer than a short literal: grow */
-                        char *g = realloc(out, 2 * n + 32 + 40 * json_array_size(texts));
-                        if (!g) {
-                            free(lit);
-                            free(out);
-                            return NULL;
-                        }
-                        out = g;
-                    }
-                    memcpy(out + o, tok, l);
-                    o += l;
-                    i = e;
-                    free(lit);
-                    continue;
-                }
-                free(lit);
-            }
-            memcpy(out + o, src + i, e - i);
-            o += e - i;
-            i = e;
-            continue;
-        }
-        out[o++] = src[i++];
-    }
-    if (out)
-        out[o] = '\0';
-    return out;
-}
+#define ST_CONFIG_MAX ((size_t)64 << 20)
 
-fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t errlen)
+fp8kit_status st_config_load(const char *dir, st_config *c, char *err, size_t errlen)
 {
-    *config = NULL;
+    memset(c, 0, sizeof *c);
     char *p = st_path_join(dir, ST_CONFIG_NAME);
     if (!p)
         return st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -100,20 +32,19 @@ fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t
         return FP8KIT_OK; /* no config.json: nothing to read or rewrite */
     }
     fp8kit_status st = FP8KIT_OK;
-    json_t *j = NULL, *big = json_array();
-    char *text = NULL, *prot = NULL;
+    char *text = NULL;
     /* O_NONBLOCK: a FIFO swapped in after the check must not block the open */
     int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat sb;
     memset(&sb, 0, sizeof sb);
-    if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size > (64 << 20)) {
+    if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > ST_CONFIG_MAX) {
         st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s%s", p,
                     fd < 0 ? strerror(errno) : !S_ISREG(sb.st_mode) ? "not a regular file: " : "larger than 64 MB",
                     fd >= 0 && !S_ISREG(sb.st_mode) ? st_file_kind(sb.st_mode) : "");
         goto out;
     }
     size_t n = (size_t)sb.st_size, got = 0;
-    if (!(text = malloc(n + 1)) || !big) {
+    if (!(text = malloc(n + 1))) {
         st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
@@ -127,180 +58,241 @@ fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t
         }
         got += (size_t)r;
     }
-    if (!(prot = st_protect_bigints(text, n, big))) {
-        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+    text[n] = '\0';
+    st_pj_error je;
+    json_t *values = NULL;
+    if (st_pj_parse(text, n, ST_QCFG_KEY, &c->doc, &values, &je)) {
+        if (je.out_of_memory)
+            st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "%s: out of memory", p);
+        else
+            st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: invalid JSON (line %zu, column %zu): %s", p,
+                        je.line, je.column, je.reason);
         goto out;
     }
-    json_error_t je;
-    j = json_loads(prot, JSON_REJECT_DUPLICATES, &je);
-    if (!j) {
-        char why[160];
-        st_json_reason(je.text, why, sizeof why);
-        st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: invalid JSON (line %d, column %d): %s", p, je.line,
-                    je.column, why);
-    } else if (!json_is_object(j)) {
+    if (!json_is_object(values)) {
         st = st_err(err, errlen, FP8KIT_ERR_CORRUPT_FILE, "%s: not a JSON object", p);
-        json_decref(j);
-        j = NULL;
-    } else if (json_array_size(big)) {
-        json_object_set(j, FK_BIGINTS_KEY, big);
+        json_decref(values);
+        st_pj_doc_free(&c->doc);
+        goto out;
     }
+    c->values = values;
+    c->text = text;
+    c->len = n;
+    text = NULL;
 out:
     if (fd >= 0)
         close(fd);
     free(text);
-    free(prot);
-    json_decref(big);
     free(p);
-    *config = j;
     return st;
 }
 
-/* A real as Python's json writes it: the shortest text that reads back to the
- * same double, with ".0" when it would otherwise read as an integer. */
-static void st_real_text(double v, char *buf, size_t n)
+void st_config_free(st_config *c)
 {
-    int p = 1;
-    for (; p < 17; p++) { /* fewest significant digits that read back */
-        snprintf(buf, n, "%.*e", p - 1, v);
-        if (strtod(buf, NULL) == v)
-            break;
+    json_decref(c->values);
+    st_pj_doc_free(&c->doc);
+    free(c->text);
+    memset(c, 0, sizeof *c);
+}
+
+/* How the document lays out its top-level members, for the one written. */
+typedef struct st_layout {
+    const char *between; /* from one member's value to the next one's key (",\n  ") */
+    size_t betweenlen;
+    const char *sep; /* between a key and its value (": ") */
+    size_t seplen;
+    const char *lead; /* indented: a member's indentation */
+    size_t leadlen;
+    int indented, crlf;
+} st_layout;
+
+static void st_layout_of(const st_config *c, st_layout *l)
+{
+    static const char comma_space[] = ", ";
+    const st_pj_doc *d = &c->doc;
+    memset(l, 0, sizeof *l);
+    l->sep = ": ";
+    l->seplen = 2;
+    if (!d->nmembers)
+        return; /* an empty object: the member on one line */
+    l->sep = c->text + d->first_key_end;
+    l->seplen = d->first_value - d->first_key_end;
+    /* the whitespace before a member's key: as between the first two members,
+     * else as before the first one (with a space after the comma when there
+     * is none there but there is one after the colon) */
+    const char *ws = c->text + d->open + 1;
+    size_t wslen = d->first_key - d->open - 1;
+    if (d->nmembers > 1) {
+        l->between = c->text + d->first_end;
+        l->betweenlen = d->second_key - d->first_end;
+        ws = (const char *)memchr(l->between, ',', l->betweenlen) + 1;
+        wslen = (size_t)(l->between + l->betweenlen - ws);
+    } else if (!wslen && memchr(l->sep, ' ', l->seplen)) {
+        l->between = comma_space;
+        l->betweenlen = 2;
     }
-    snprintf(buf, n, "%.*e", p - 1, v);
-    const char *e = strchr(buf, 'e');
-    int x = e ? atoi(e + 1) : 0;
-    if (isfinite(v) && x >= -4 && x < 16) /* fixed notation, as Python's repr */
-        snprintf(buf, n, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
-    if (!strpbrk(buf, ".eEn"))
-        strncat(buf, ".0", n - strlen(buf) - 1);
-}
-
-/* Replaces every real in j by a placeholder string "\x01<k>\x01" and appends
- * its text to texts (jansson prints reals with 17 digits: 1e-05 would become
- * 1.0000000000000001e-05). */
-static json_t *st_real_token(json_t *v, json_t *texts)
-{
-    char tok[32], num[40];
-    st_real_text(json_real_value(v), num, sizeof num);
-    snprintf(tok, sizeof tok, "\x01%zu\x01", json_array_size(texts));
-    json_array_append_new(texts, json_string(num));
-    return json_string(tok);
-}
-
-static void st_reals_out(json_t *j, json_t *texts)
-{
-    const char *key;
-    json_t *v;
-    size_t i;
-    if (json_is_object(j)) {
-        json_object_foreach(j, key, v) {
-            if (json_is_real(v))
-                json_object_set_new(j, key, st_real_token(v, texts));
-            else
-                st_reals_out(v, texts);
-        }
-    } else if (json_is_array(j)) {
-        json_array_foreach(j, i, v) {
-            if (json_is_real(v))
-                json_array_set_new(j, i, st_real_token(v, texts));
-            else
-                st_reals_out(v, texts);
-        }
+    const char *nl = memrchr(ws, '\n', wslen);
+    if (nl) {
+        l->indented = 1;
+        l->crlf = nl > ws && nl[-1] == '\r';
+        l->lead = nl + 1;
+        l->leadlen = (size_t)(ws + wslen - l->lead);
     }
 }
 
-/* At p, a placeholder string "\u000<tag><k>\u000<tag>" (quotes included) of
- * one of texts' entries: its length, and the text in *num; else 0. */
-static size_t st_placeholder(const char *p, char tag, const json_t *texts, const char **num)
+typedef struct st_buf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} st_buf;
+
+static void st_put(st_buf *b, const char *s, size_t k)
 {
-    char open[8], fmt[24];
-    unsigned long k;
-    int used = 0;
-    snprintf(open, sizeof open, "\"\\u000%c", tag);
-    snprintf(fmt, sizeof fmt, "%%lu\\u000%c\"%%n", tag);
-    if (!texts || strncmp(p, open, 7) || sscanf(p + 7, fmt, &k, &used) != 1 || !used ||
-        k >= json_array_size(texts))
-        return 0;
-    *num = json_string_value(json_array_get(texts, k));
-    return 7 + (size_t)used;
+    if (b->oom || !k)
+        return;
+    if (b->n + k + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + k + 1)
+            cap *= 2;
+        char *g = realloc(b->p, cap);
+        if (!g) {
+            b->oom = 1;
+            return;
+        }
+        b->p = g;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, k);
+    b->n += k;
+    b->p[b->n] = '\0';
 }
 
-/* JSON text of j, indented by 2 as Python's json.dump(indent=2) writes it. */
-static char *st_json_text(json_t *j)
+/* v's JSON text in the document's layout: indented like its members (one more
+ * level per level, the first member's indentation as the unit) or on one line,
+ * with the separators the document uses; ASCII only, \u escapes in lower-case
+ * hex, as Python's json.dump writes them. */
+static char *st_value_text(const json_t *v, const st_layout *l)
 {
-    json_t *texts = json_array(), *big = json_incref(json_object_get(j, FK_BIGINTS_KEY));
-    if (!texts)
+    size_t flags = JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER;
+    if (l->indented)
+        flags |= JSON_INDENT(1);
+    else if (!memchr(l->sep, ' ', l->seplen))
+        flags |= JSON_COMPACT;
+    char *raw = json_dumps(v, flags);
+    if (!raw)
         return NULL;
-    json_object_del(j, FK_BIGINTS_KEY);
-    st_reals_out(j, texts);
-    /* ASCII only, as Python's json.dump (ensure_ascii): \u escapes with
-     * lower-case hex, DEL escaped too */
-    char *raw = json_dumps(j, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-    if (!raw) {
-        json_decref(texts);
-        return NULL;
-    }
-    size_t cap = 6 * strlen(raw) + 40 * json_array_size(texts) + 1, o = 0;
-    for (size_t i = 0; i < json_array_size(big); i++)
-        cap += strlen(json_string_value(json_array_get(big, i)));
-    char *out = malloc(cap);
-    for (const char *p = raw; out && *p;) {
-        if (p[0] == '\\' && p[1] == 'u' && p[2] && p[3] && p[4] && p[5] && strncmp(p, "\\u0001", 6) &&
-            strncmp(p, "\\u0002", 6)) {
-            for (int k = 0; k < 6; k++)
-                out[o++] = (char)(k >= 2 && p[k] >= 'A' && p[k] <= 'F' ? p[k] - 'A' + 'a' : p[k]);
-            p += 6;
-            continue;
-        }
-        if (p[0] == '\\' && p[1]) { /* any other escape: copied as a pair */
-            out[o++] = *p++;
-            out[o++] = *p++;
-            continue;
-        }
-        if (*p == 0x7F) {
-            memcpy(out + o, "\\u007f", 6);
-            o += 6;
-            p++;
-            continue;
-        }
-        /* reals (tag 1) and integers beyond 64 bits (tag 2) put back */
-        const char *num = NULL;
-        size_t used = st_placeholder(p, '1', texts, &num);
-        if (!used)
-            used = st_placeholder(p, '2', big, &num);
-        if (used) {
-            size_t l = strlen(num);
-            memcpy(out + o, num, l);
-            o += l;
-            p += used;
+    const char *unit = l->leadlen ? l->lead : "  ";
+    size_t unitlen = l->leadlen ? l->leadlen : 2;
+    st_buf b = {0};
+    int in_str = 0;
+    for (const char *q = raw; *q && !b.oom;) {
+        if (in_str && q[0] == '\\' && q[1] == 'u') {
+            char esc[6];
+            for (int k = 0; k < 6 && q[k]; k++)
+                esc[k] = (char)(q[k] >= 'A' && q[k] <= 'F' ? q[k] - 'A' + 'a' : q[k]);
+            st_put(&b, esc, 6);
+            q += 6;
+        } else if (in_str && q[0] == '\\') {
+            st_put(&b, q, 2);
+            q += 2;
+        } else if (in_str && *q == 0x7F) {
+            st_put(&b, "\\u007f", 6);
+            q++;
+        } else if (!in_str && *q == '\n') { /* a new line at k levels: the document's indentation + k units */
+            st_put(&b, l->crlf ? "\r\n" : "\n", l->crlf ? 2 : 1);
+            st_put(&b, l->lead, l->leadlen);
+            for (q++; *q == ' '; q++)
+                st_put(&b, unit, unitlen);
         } else {
-            out[o++] = *p++;
+            in_str ^= *q == '"';
+            st_put(&b, q++, 1);
         }
     }
-    if (out)
-        out[o] = '\0';
     free(raw);
-    json_decref(texts);
-    json_decref(big);
-    return out;
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p ? b.p : strdup("");
 }
 
-fp8kit_status st_config_write(st_tmp_tree *t, const json_t *config, json_t *qcfg, int no_fsync, uint64_t *bytes,
+typedef struct st_edit {
+    size_t from, to;  /* the bytes replaced */
+    const char *with; /* by these (NULL: removed) */
+    size_t withlen;
+} st_edit;
+
+int st_config_text(const st_config *c, const json_t *qcfg, char **out, size_t *outlen)
+{
+    const st_pj_doc *d = &c->doc;
+    st_layout l;
+    st_layout_of(c, &l);
+    char *val = NULL;
+    st_buf ins = {0};
+    st_edit *ed = calloc(d->nnamed + 1, sizeof *ed);
+    size_t ne = 0;
+    if (!ed)
+        return -1;
+    if (qcfg && !(val = st_value_text(qcfg, &l))) {
+        free(ed);
+        return -1;
+    }
+    /* members removed: all of them, or all but the last when it is replaced */
+    size_t nremoved = qcfg && d->nnamed ? d->nnamed - 1 : d->nnamed;
+    int all_removed = nremoved == d->nmembers;
+    for (size_t j = 0; j < nremoved; j++) {
+        const st_pj_member *m = &d->named[j];
+        /* after a member that stays (or when none does): with the separator
+         * before it; at the start: up to the next member's key */
+        if (m->index > j || all_removed)
+            ed[ne++] = (st_edit){m->prev, m->end, NULL, 0};
+        else
+            ed[ne++] = (st_edit){m->key, m->next, NULL, 0};
+    }
+    if (qcfg && d->nnamed) { /* the last one's value replaced */
+        const st_pj_member *m = &d->named[d->nnamed - 1];
+        ed[ne++] = (st_edit){m->value, m->end, val, strlen(val)};
+    } else if (qcfg) { /* a new last member, laid out as the first one */
+        if (d->nmembers && l.between) {
+            st_put(&ins, l.between, l.betweenlen);
+        } else if (d->nmembers) {
+            st_put(&ins, ",", 1);
+            st_put(&ins, c->text + d->open + 1, d->first_key - d->open - 1);
+        }
+        st_put(&ins, "\"" ST_QCFG_KEY "\"", strlen(ST_QCFG_KEY) + 2);
+        st_put(&ins, l.sep, l.seplen);
+        st_put(&ins, val, strlen(val));
+        size_t at = d->nmembers ? d->last_end : d->open + 1;
+        ed[ne++] = (st_edit){at, at, ins.p, ins.n};
+    }
+    st_buf o = {0};
+    size_t at = 0;
+    for (size_t k = 0; k < ne; k++) {
+        st_put(&o, c->text + at, ed[k].from - at);
+        st_put(&o, ed[k].with, ed[k].withlen);
+        at = ed[k].to;
+    }
+    st_put(&o, c->text + at, c->len - at);
+    int oom = o.oom || ins.oom;
+    free(val);
+    free(ins.p);
+    free(ed);
+    if (oom || !o.p) {
+        free(o.p);
+        return -1;
+    }
+    *out = o.p;
+    *outlen = o.n;
+    return 0;
+}
+
+fp8kit_status st_config_write(st_tmp_tree *t, const st_config *c, const json_t *qcfg, int no_fsync, uint64_t *bytes,
                               char *err, size_t errlen)
 {
-    json_t *c = json_deep_copy(config);
     char *p = st_path_join(t->root, ST_CONFIG_NAME), *text = NULL;
+    size_t len = 0;
     fp8kit_status st = FP8KIT_OK;
-    if (!c || !p) {
-        st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
-        goto out;
-    }
-    if (qcfg)
-        json_object_set(c, "quantization_config", qcfg);
-    else
-        json_object_del(c, "quantization_config");
-    text = st_json_text(c);
-    if (!text) {
+    if (!p || st_config_text(c, qcfg, &text, &len)) {
         st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (config.json)");
         goto out;
     }
@@ -311,9 +303,8 @@ fp8kit_status st_config_write(st_tmp_tree *t, const json_t *config, json_t *qcfg
         st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", p, strerror(errno));
         goto out;
     }
-    size_t len = strlen(text);
-    for (size_t o = 0; o < len + 1 && !st;) {
-        ssize_t w = o < len ? write(fd, text + o, len - o) : write(fd, "\n", 1);
+    for (size_t o = 0; o < len && !st;) {
+        ssize_t w = write(fd, text + o, len - o);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -326,11 +317,9 @@ fp8kit_status st_config_write(st_tmp_tree *t, const json_t *config, json_t *qcfg
     if (close(fd) && !st)
         st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: close failed: %s", p, strerror(errno));
     if (!st)
-        *bytes += len + 1;
+        *bytes += len;
 out:
-    json_decref(c);
     free(p);
     free(text);
     return st;
 }
-

@@ -18,6 +18,7 @@
 
 #include "format/codec.h"
 #include "format/geometry.h"
+#include "io/st_config.h"
 #include "io/st_conv.h"
 #include "io/st_model.h"
 
@@ -509,7 +510,9 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     st = sharded ? st_index_open(inp.dir, &ix, err, errlen) : st_open(inp.file, &single, err, errlen);
     size_t nfiles = sharded ? ix.nshards : 1;
     cv_file *files = NULL;
-    json_t *names = NULL, *config = NULL, *qcfg = NULL;
+    json_t *names = NULL, *config = NULL, *qcfg = NULL; /* config: cfg.values, for reading */
+    st_config cfg;
+    memset(&cfg, 0, sizeof cfg);
     st_tmp_tree tree;
     memset(&tree, 0, sizeof tree);
     const char **skip = NULL;
@@ -565,8 +568,9 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         }
     }
     /* config.json: read (and, quantizing, refused when already quantized) */
-    if (model_dir && (st = st_config_load(inp.dir, &config, err, errlen)))
+    if (model_dir && (st = st_config_load(inp.dir, &cfg, err, errlen)))
         goto done;
+    config = cfg.values;
     if (config && !o->dequantize && json_object_get(config, "quantization_config")) {
         json_t *qm = json_object_get(json_object_get(config, "quantization_config"), "quant_method");
         st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT,
@@ -669,7 +673,7 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         if ((st = st_copy_model_files(&tree, inp.dir, skip, nskip, o->no_fsync, &stats->out_bytes,
                                       &stats->other_files, err, errlen)))
             goto done;
-        if (config && (st = st_config_write(&tree, config, o->dequantize ? NULL : qcfg, o->no_fsync,
+        if (config && (st = st_config_write(&tree, &cfg, o->dequantize ? NULL : qcfg, o->no_fsync,
                                             &stats->out_bytes, err, errlen)))
             goto done;
         stats->other_files += config != NULL;
@@ -700,7 +704,7 @@ done:
         cv_file_free(&files[i]);
     free(files);
     json_decref(names);
-    json_decref(config);
+    st_config_free(&cfg);
     json_decref(qcfg);
     st_close(&single);
     st_index_close(&ix);

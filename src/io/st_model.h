@@ -1,7 +1,7 @@
 /* st_model.h - model directories for the checkpoint converter (st_model.c,
- * config.json in st_config.c):
+ * config.json in st_config.h):
  * input kinds, the temporary output tree, copying a model's other files,
- * config.json, and putting the finished directory in place. Internal to src/io. */
+ * and putting the finished directory in place. Internal to src/io. */
 #ifndef FK_ST_MODEL_H
 #define FK_ST_MODEL_H
 
@@ -65,12 +65,6 @@ fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *er
  * adds the bytes and the number of files copied to *bytes and *nfiles. */
 fp8kit_status st_copy_model_files(st_tmp_tree *t, const char *src, const char *const *skip, size_t nskip,
                                   int no_fsync, uint64_t *bytes, int64_t *nfiles, char *err, size_t errlen);
-/* dir/config.json parsed (*config NULL when there is none). */
-fp8kit_status st_config_load(const char *dir, json_t **config, char *err, size_t errlen);
-/* config.json written into the tree: config with quantization_config set to
- * qcfg, or removed when qcfg is NULL. */
-fp8kit_status st_config_write(st_tmp_tree *t, const json_t *config, json_t *qcfg, int no_fsync, uint64_t *bytes,
-                              char *err, size_t errlen);
 /* Puts the finished tree at out: a rename when out does not exist; when it
  * does and replace is set (and it is a directory, not a link), an atomic
  * exchange (or, where the file system has none, rename aside + rename in +
