@@ -15,6 +15,8 @@
  *        [--shapes MxNxK,...] (also filters the small-M section)
  *        [--small-shapes MxNxK,...] (the small-M section on these shapes, M <= 128)
  *        [--modes tensor,tensor_fast,row,block,bias_gelu] [--tag T]
+ *        [--tuning SPEC]: fp8kit_ctx_set_tuning overrides (docs/tuning.md) for
+ *        every context; the small-M section's forced keys come after them
  * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +33,20 @@
 typedef struct shape { int64_t m, n, k; } shape;
 enum { MODE_TENSOR, MODE_TENSOR_FAST, MODE_ROW, MODE_BLOCK, MODE_BIAS_GELU, MODE_COUNT };
 static const char *mode_name[MODE_COUNT] = {"tensor", "tensor_fast", "row", "block", "bias_gelu"};
+
+/* --tuning: overrides for every context ("" for none) */
+static const char *g_tuning = "";
+
+/* Sets c's overrides to --tuning's followed by keys: of two equal keys the
+ * later wins, so the keys a section forces replace --tuning's. */
+static fp8kit_status set_tuning(fp8kit_ctx *c, const char *keys)
+{
+    char spec[1024];
+    const int n = snprintf(spec, sizeof spec, "%s%s%s", g_tuning, *g_tuning && *keys ? "," : "", keys);
+    if (n < 0 || (size_t)n >= sizeof spec)
+        return FP8KIT_ERR_INVALID_ARGUMENT;
+    return fp8kit_ctx_set_tuning(c, spec);
+}
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -470,7 +486,7 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
             float t[2][2] = {{-1.0f, -1.0f}, {-1.0f, -1.0f}};
             for (int g = 1; g >= 0; g--) {
                 if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) != FP8KIT_OK) continue;
-                if (fp8kit_ctx_set_tuning(fc.ctx, g ? "gemm_small=1" : "gemm_small=0") != FP8KIT_OK) {
+                if (set_tuning(fc.ctx, g ? "gemm_small=1" : "gemm_small=0") != FP8KIT_OK) {
                     fp8kit_ctx_destroy(fc.ctx);
                     continue;
                 }
@@ -545,7 +561,7 @@ static void small_m_section(bench_env *be, const struct cudaDeviceProp *prop, FI
                         float tt = -1.0f;
                         fc.ctx = NULL;
                         if (fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &fc.ctx) == FP8KIT_OK &&
-                            fp8kit_ctx_set_tuning(fc.ctx, spec) == FP8KIT_OK) {
+                            set_tuning(fc.ctx, spec) == FP8KIT_OK) {
                             (void)fk_give_workspace(&fc);
                             rot_arg ra = {&fc, NULL, bcopy, nrot};
                             tt = graph_time(be, st, &ra, calls);
@@ -582,6 +598,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--small-only")) small_m = 2;
         else if (!strcmp(argv[i], "--small-sweep")) small_m = 3;
         else if (!strcmp(argv[i], "--small-shapes") && i + 1 < argc) small_shapes = argv[++i];
+        else if (!strcmp(argv[i], "--tuning") && i + 1 < argc) g_tuning = argv[++i];
+        else {
+            fprintf(stderr, "bench_gemm: unknown or incomplete argument '%s' (see the top of bench/bench_gemm.c)\n",
+                    argv[i]);
+            return 2;
+        }
     }
     if (!commit) commit = "unknown";
     if (reps < 20) reps = 20;
@@ -591,6 +613,10 @@ int main(int argc, char **argv)
     const int rc = fk_bench_open("bench_gemm", json, &ctx, &prop, &jf);
     if (rc >= 0)
         return rc;
+    if (*g_tuning && set_tuning(ctx, "") != FP8KIT_OK) {
+        fprintf(stderr, "bench_gemm: --tuning '%s': %s\n", g_tuning, fp8kit_last_error(ctx));
+        return 2;
+    }
     static const shape all[] = {{64, 7168, 7168},    {128, 2112, 7168},   {128, 7168, 16384}, {4096, 7168, 2048},
                                 {4096, 4096, 4096},  {4096, 4096, 7168},  {4096, 7168, 16384}, {4096, 24576, 1536},
                                 {8192, 8192, 8192},  {16384, 8192, 8192}};
@@ -662,7 +688,7 @@ int main(int argc, char **argv)
         for (int mode = 0; mode < MODE_COUNT; mode++) {
             if (only_modes && !list_has(only_modes, mode_name[mode]))
                 continue;
-            /* bias + gelu_tanh + bf16 output: the 8192^3 case of issue 5 only */
+            /* bias + gelu_tanh + bf16 output: the 8192^3 case only */
             if (mode == MODE_BIAS_GELU && !(s.m == 8192 && s.n == 8192 && s.k == 8192))
                 continue;
             fk_call fc;

@@ -11,7 +11,7 @@
  * and fp8kit_gemm / a bare launch on the legacy default stream (torch's). 128x128x128 e4m3 x e4m3 -> bf16, rowwise scales. Host time =
  * wall time of a batch of back-to-back calls / batch (short enough that the
  * launch queue never fills; the stream is synchronized between batches),
- * median over interleaved rounds. The issue-5 target: fp8kit_gemm minus the
+ * median over interleaved rounds. The target: fp8kit_gemm minus the
  * bare launch it makes <= 0.5 us. Before timing, the bare launch's output is checked
  * to equal fp8kit_gemm's bit for bit.
  * Usage: bench_launch [--size S] [--batch N] [--rounds R] [--json FILE]

@@ -22,9 +22,6 @@
 
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
-#include "core/internal.h"
-#include "cuda/quant.h"
-#include "format/scale.h"
 
 #define CK(call)                                                                                    \
     do {                                                                                            \
@@ -54,7 +51,7 @@ typedef struct op {
     fp8kit_ctx *ctx;
     fp8kit_quant_desc d;
     fp8kit_tensor x, q, s;
-    fk_quant_job jr, jc; /* fused */
+    fp8kit_tensor q2, s2; /* fused: the columnwise (axis -2) outputs */
     void *dst, *src;
     size_t bytes;
 } op;
@@ -71,7 +68,7 @@ static int run_op(op *o)
         return 0;
     }
     case 1: {
-        fp8kit_status st = fk_cuda_quantize_mx_both(o->ctx, &o->jr, &o->jc, NULL);
+        fp8kit_status st = fp8kit_quantize_mx_both(o->ctx, &o->d, &o->x, &o->q, &o->s, &o->q2, &o->s2, NULL);
         if (st) {
             fprintf(stderr, "fused failed: %s\n", fp8kit_last_error(o->ctx));
             return 1;
@@ -187,19 +184,23 @@ static void fill_bf16(uint16_t *h, int64_t rows, int64_t cols, uint64_t seed)
     }
 }
 
-static void set_job(fk_quant_job *j, int axis, int blocked, void *x, int64_t E, int64_t R, int64_t C, void *q,
-                    void *s)
+/* The q / scale tensors fp8kit_quant_shapes gives for o->d and o->x, on the
+ * buffers q and s; returns the scale bytes. */
+static size_t set_outputs(op *o, fp8kit_tensor *q, fp8kit_tensor *sc, void *qbuf, void *sbuf, size_t sbytes,
+                          const char *name)
 {
-    memset(j, 0, sizeof *j);
-    j->desc = fp8kit_quant_desc_default(FP8KIT_SCHEME_MX);
-    j->desc.axis = axis;
-    j->desc.scale_layout = blocked ? FP8KIT_LAYOUT_BLOCKED : FP8KIT_LAYOUT_PLAIN;
-    j->x = (fk_mat){x, FP8KIT_BF16, E, R, C, R * C, C};
-    const int64_t qr = axis == -1 ? R : C, qc = axis == -1 ? C : R;
-    j->q = (fk_mat){q, FP8KIT_E4M3, E, qr, qc, qr * qc, qc};
-    j->scale = s;
-    j->scale_rows = blocked ? fk_blocked_rows(qr) : qr;
-    j->scale_cols = blocked ? fk_blocked_cols(qc / 32) : qc / 32;
+    if (fp8kit_quant_shapes(&o->d, &o->x, q, sc)) {
+        fprintf(stderr, "quant_shapes failed for %s\n", name);
+        exit(1);
+    }
+    q->data = qbuf;
+    sc->data = sbuf;
+    const size_t sb = (size_t)fp8kit_tensor_numel(sc) * fp8kit_dtype_size(sc->dtype);
+    if (sb > sbytes) {
+        fprintf(stderr, "scale buffer too small for %s\n", name);
+        exit(1);
+    }
+    return sb;
 }
 
 typedef struct bcase {
@@ -256,30 +257,19 @@ static void bench_shape(fp8kit_ctx *ctx, int64_t E, int64_t R, int64_t C, const 
             o.q = o.x;
             o.q.data = dq;
             o.q.dtype = FP8KIT_E4M3;
-        } else if (c->fused) {
-            o.kind = 1;
-            set_job(&o.jr, -1, c->blocked, dx, E, R, C, dq, ds);
-            set_job(&o.jc, -2, c->blocked, dx, E, R, C, dq2, ds2);
-            bytes += (double)n + (double)(E * (o.jr.scale_rows * o.jr.scale_cols + o.jc.scale_rows * o.jc.scale_cols));
         } else {
-            o.kind = 0;
+            o.kind = c->fused ? 1 : 0;
             o.d = fp8kit_quant_desc_default(c->scheme);
             o.d.axis = c->axis;
             o.d.rounding = c->rceil ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
             o.d.scale_layout = c->blocked ? FP8KIT_LAYOUT_BLOCKED : FP8KIT_LAYOUT_PLAIN;
             o.x = E > 1 ? fp8kit_tensor_make(dx, FP8KIT_BF16, 3, shp) : fp8kit_tensor_make(dx, FP8KIT_BF16, 2, shp + 1);
-            if (fp8kit_quant_shapes(&o.d, &o.x, &o.q, &o.s)) {
-                fprintf(stderr, "quant_shapes failed for %s\n", c->name);
-                exit(1);
+            bytes += (double)set_outputs(&o, &o.q, &o.s, dq, ds, sbytes, c->name);
+            if (c->fused) { /* the columnwise copy: another q and its scales */
+                o.d.axis = -2;
+                bytes += (double)n + (double)set_outputs(&o, &o.q2, &o.s2, dq2, ds2, sbytes, c->name);
+                o.d.axis = c->axis;
             }
-            o.q.data = dq;
-            o.s.data = ds;
-            size_t sb = (size_t)fp8kit_tensor_numel(&o.s) * fp8kit_dtype_size(o.s.dtype);
-            if (sb > sbytes) {
-                fprintf(stderr, "scale buffer too small for %s\n", c->name);
-                exit(1);
-            }
-            bytes += (double)sb;
             if (c->scheme == FP8KIT_SCHEME_TENSOR)
                 moved = bytes + (double)n * 2.0; /* the quantize pass reads x again */
         }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_tests.sh - quick start, command 2 of 2 (and what CI runs): installs what
-# is missing (scripts/bootstrap.sh), then builds fp8kit with its tests (Release)
+# is missing (scripts/bootstrap.sh), then builds fp8kit with its tests (Release,
+# compiler warnings as errors: FP8KIT_WERROR)
 # and runs CTest in every configuration this machine can build:
 #   cuda    - the CUDA backend compiled (when a CUDA compiler is found), into build/
 #   nocuda  - the CUDA compiler hidden (CUDACXX pointing nowhere, nvcc off PATH),
@@ -65,7 +66,7 @@ run_config() {
         mkdir -p "$dir"
         log="$dir/run_tests-configure.log"
         cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA="$cuda" \
-            -DFP8KIT_SANITIZE="${FP8KIT_SANITIZE:-OFF}" -DFP8KIT_TESTS=ON >"$log" 2>&1 ||
+            -DFP8KIT_SANITIZE="${FP8KIT_SANITIZE:-OFF}" -DFP8KIT_TESTS=ON -DFP8KIT_WERROR=ON >"$log" 2>&1 ||
             { cat "$log"; exit 1; }
         grep -E "fp8kit: CUDA backend" "$log"
         if [ "$hide" = 1 ] && ! grep -q "fp8kit: CUDA backend OFF" "$log"; then

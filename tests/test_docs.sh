@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# test_docs.sh - the repository documents itself (issue 19): no file points
-# to the team's ../shared folder (or to SPEC.md / PERF.md / DESIGN.md outside
-# docs/), every relative link in README.md, docs/*.md and python/README.md
-# names a file or directory that exists, and LICENSE is there.
+# test_docs.sh - the repository documents itself: no file points to the
+# team's ../shared folder (or to SPEC.md / PERF.md / DESIGN.md outside docs/),
+# every relative link in README.md, docs/*.md and python/README.md names a
+# file or directory that exists, the docs cite no issue numbers ("issue 21",
+# "issue-6", "#23") or branches, every repository path they name (src/...,
+# tests/..., `python/tests/test_abi.py`) exists, and LICENSE is there.
 # Usage: tests/test_docs.sh [ignored: CTest passes the CLI's path]
 set -u
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -41,6 +43,36 @@ if [ -s /tmp/fk_links.$$ ]; then
     while read -r l; do bad "$l"; done </tmp/fk_links.$$
 fi
 rm -f /tmp/fk_links.$$
+
+# The docs stand alone: a clone has no issue tracker or development branches,
+# so a target or a change is described, not cited by number or branch.
+mds=(README.md docs/*.md python/README.md tests/consumers/FORMATS.md)
+for md in "${mds[@]}"; do
+    [ -f "$md" ] || continue
+    grep -nE -i '(^|[^a-z])issues?[ -]?#?[0-9]+|(^|[[:space:]([])#[0-9]+([^-0-9a-z]|$)|\(branch([[:space:]]|$)|\bon branch\b' \
+        "$md" | head -5 | while read -r l; do echo "$md:$l"; done
+done >/tmp/fk_cite.$$
+if [ -s /tmp/fk_cite.$$ ]; then
+    while read -r l; do bad "cites an issue or branch: $l"; done </tmp/fk_cite.$$
+fi
+rm -f /tmp/fk_cite.$$
+
+# Repository paths named in the docs (src/..., tests/..., in backticks or not;
+# patterns with * { < are skipped) exist. A path inside a longer one (a link's
+# ../bench/..., a URL) is left to the link check.
+for md in "${mds[@]}"; do
+    [ -f "$md" ] || continue
+    grep -oE '(^|[^A-Za-z0-9_./-])(src|tests|docs|bench|python|scripts|tools|include|examples)/[A-Za-z0-9_./*{}<>-]*' \
+        "$md" | sed -E 's/^[^a-z]//' | while read -r p; do
+        p=${p%.}
+        case "$p" in *'*'* | *'{'* | *'<'*) continue ;; esac
+        [ -e "$p" ] || echo "$md: '$p' does not exist"
+    done
+done | sort -u >/tmp/fk_paths.$$
+if [ -s /tmp/fk_paths.$$ ]; then
+    while read -r l; do bad "$l"; done </tmp/fk_paths.$$
+fi
+rm -f /tmp/fk_paths.$$
 
 echo "test_docs: $fail failed"
 [ "$fail" = 0 ]

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-# NOTE: needs porting to the tuning API: --slots4 comes from FK_SMALL_DEBUG, an environment knob removed from the library.
 """fit_small_model.py - checks the small-M planner's cost model (fk_small_cost in
 gemm/sm90/small.cu, written out again below) against the launch-shape
 sweeps that `bench_gemm --small-sweep` prints: for every swept shape, the launch
 shape the model picks, its measured time, and the best measured one.
 
 Usage: python3 bench/profile/fit_small_model.py SWEEP.log... [--slots4 N] [--grid]
-  --slots4: clusters of 4 CTAs that fit at once (FK_SMALL_DEBUG=1 prints it;
-            30 on the lent H100).
+  --slots4: clusters of 4 CTAs of the small-M kernel that fit on the GPU at
+            once (what the planner counts in fk_small_cluster_slots; 30 on
+            an H100 SXM, the default).
   --grid:   also search the model's constants for the lowest mean regret
             (measured time of the pick / best), with no shape slower than
             under the constants in the C code by more than 3%.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# ncu_targets.sh - the bottleneck behind each issue-5 target that is not met,
+# ncu_targets.sh - the bottleneck behind each GEMM speed target that is not met,
 # with Nsight Compute: for every case (shape + bench_gemm modes) profiles our
 # kernels and cuBLASLt's from one bench_gemm run (SpeedOfLight, compute and
 # memory workload, warp states, scheduler) and prints per kernel: time, SM

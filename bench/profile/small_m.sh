@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# NOTE: needs porting to the tuning API: it sets FK_SMALL_DEBUG and the FK_SMALL_* knobs of FK_SMALL_EXTRA, removed from the library.
 # small_m.sh - one device call for the small-M (decode) GEMM work: builds
 # test_cuda_gemm_small and bench_gemm (Release, sm_90a, -j16, build dir
 # outside the tree), runs the small-M bench section on the decode shapes
 # (JSON lines to $OUT/small.jsonl), the test, compute-sanitizer memcheck on
 # its reduced set, then optional experiments.
 # Usage (repo root or worktree, on the device): bash bench/profile/small_m.sh COMMIT
-# Env: FK_SMALL_EXTRA="label:ENV=V ENV2=V:bench flags;..." extra bench runs,
-#      FK_SKIP_TEST=1, FK_NCU="bench flags" (ncu on the first small kernel).
+# Env: FK_EXTRA_RUNS="label:TUNING:bench flags;..." extra bench runs, each
+#      with bench_gemm --tuning TUNING (docs/tuning.md, e.g.
+#      small_stages=6,small_pf=2; the small-M section's gemm_small and sweep
+#      keys are applied after it), FK_SKIP_TEST=1, FK_NCU="bench flags" (ncu
+#      on the first small kernel).
 set -u
 commit=${1:-unknown}
 . "$(dirname "$0")/../gpu_check.sh" --lib
@@ -19,7 +21,7 @@ cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON \
     cmake --build $B -j16 --target test_cuda_gemm_small bench_gemm >>"$OUT/build.log" 2>&1 ||
     { stamp "build failed"; tail -40 "$OUT/build.log"; exit 1; }
 stamp "bench"
-FK_SMALL_DEBUG=1 timeout 120 $B/bench_gemm --small-only --shapes $SHAPES --date 2026-11-22 --commit "$commit" \
+timeout 120 $B/bench_gemm --small-only --shapes $SHAPES --date 2026-11-22 --commit "$commit" \
     --json "$OUT/small.jsonl" >"$OUT/bench.log" 2>&1
 echo "bench exit $?"
 sed -n '/small M:/,$p' "$OUT/bench.log"
@@ -33,11 +35,11 @@ if [ -z "${FK_SKIP_TEST:-}" ]; then
         >"$OUT/memcheck.log" 2>&1
     echo "memcheck exit $? : $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
 fi
-IFS=';' read -ra runs <<<"${FK_SMALL_EXTRA:-}"
+IFS=';' read -ra runs <<<"${FK_EXTRA_RUNS:-}"
 for r in "${runs[@]}"; do
-    label=${r%%:*}; rest=${r#*:}; envs=${rest%%:*}; flags=${rest#*:}
-    stamp "extra $label ($envs) $flags"
-    env $envs timeout 120 $B/bench_gemm --small-only --date 2026-11-22 --commit "$commit" --tag "$label" \
+    label=${r%%:*}; rest=${r#*:}; spec=${rest%%:*}; flags=${rest#*:}
+    stamp "extra $label (--tuning $spec) $flags"
+    timeout 120 $B/bench_gemm --tuning "$spec" --small-only --date 2026-11-22 --commit "$commit" --tag "$label" \
         --json "$OUT/extra_$label.jsonl" $flags >"$OUT/extra_$label.log" 2>&1
     sed -n '/small M:/,$p' "$OUT/extra_$label.log" | grep -v "^graph\|^small M"
 done
@@ -53,6 +55,5 @@ if [ -n "${FK_NCU:-}" ]; then
         grep -E "^  [a-z_0-9]+<|^  [A-Za-z_].*\(|sm__|gpu__|dram__|lts__" "$OUT/ncu_${k%%|*}.log" | head -12
     done
 fi
-grep -h "fk small plan" "$OUT"/*.log 2>/dev/null | sort -u | head -20
 (cd "$OUT" && tar czf logs.tgz --remove-files *.log extra_*.jsonl 2>/dev/null)
 stamp "done"

@@ -104,7 +104,6 @@ extern "C" fp8kit_status fk_cuda_ctx_init(fp8kit_ctx *ctx)
     s->cc_minor = p.minor;
     s->sm_count = p.multiProcessorCount;
     s->smem_optin = p.sharedMemPerBlockOptin;
-    s->l2_bytes = (size_t)p.l2CacheSize;
     snprintf(s->name, sizeof s->name, "%s", p.name);
     fk_ctx_set_state(ctx, s);
     double gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);

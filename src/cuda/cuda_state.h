@@ -12,7 +12,6 @@ typedef struct fk_cuda_state {
     int cc_major, cc_minor;
     int sm_count;
     size_t smem_optin;   /* max dynamic shared memory per block after opt-in */
-    size_t l2_bytes;
     char name[256];
 } fk_cuda_state;
 

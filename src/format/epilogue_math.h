@@ -20,9 +20,6 @@
 #define FK_ACT_K1 (-0.10294324f) /* -2 * 0.7978845608 * 0.044715 * log2(e) */
 #define FK_ACT_NLOG2E (-1.442695f)
 
-/* Whether act is evaluated as y / (1 + 2^z) (gelu_tanh, silu). */
-FK_HD int fk_act_is_sig(int act) { return act == 2 || act == 4; }
-
 /* z of y / (1 + 2^z) for gelu_tanh (2) and silu (4). */
 FK_HD float fk_act_z(float y, int act)
 {

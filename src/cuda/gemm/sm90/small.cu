@@ -125,7 +125,6 @@ static __device__ __forceinline__ void fk_small_out4(const fk_gemm_params &p, fl
     }
     fk_epi_store4(p, m, n, y, nv, amax);
 }
-#endif
 
 /* The epilogue without C, bias, activation or output quantization, to bf16
  * (fk_small_out4 restricted to that case, bit for bit). */
@@ -156,6 +155,7 @@ static __device__ __forceinline__ void fk_small_out4_plain(const fk_gemm_params 
             d[e] = h[e];
     }
 }
+#endif
 
 /* Run by an idle producer warp while the main loop streams B: the scales go
  * into shared memory - sc[0], sc[1] the tensor scales (1 for other modes),
@@ -167,6 +167,7 @@ static __device__ __forceinline__ void fk_small_out4_plain(const fk_gemm_params 
 #define FK_SMALL_SC_A 4
 #define FK_SMALL_SC_B (FK_SMALL_SC_A + 128)
 #define FK_SMALL_WARM_FLOATS (FK_SMALL_SC_B + 128)
+#ifdef FK_SM90_DEVICE
 static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, float *sc, int lane, int m0,
                                                      int rows, int n0, int cols)
 {
@@ -182,6 +183,7 @@ static __device__ __forceinline__ void fk_small_warm(const fk_gemm_params &p, fl
         for (int i = lane; i < cols; i += 32)
             sc[FK_SMALL_SC_B + i] = p.sb[n0 + i];
 }
+#endif
 
 /* NW: wgmma N of one warpgroup; CS: the two warpgroups split A's rows (2 NW
  * of them) over one 64-row group of B, instead of taking one 64-row group
