@@ -6,12 +6,19 @@
 #
 # The venv lives OUTSIDE the clone:
 #   ${FP8KIT_CONSUMERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/fp8kit/consumers-venv}
-# and is reused as long as its stamp (pins + python version + recipe) matches;
-# otherwise it is rebuilt from scratch.
+# (about 5.6 GB: torch, transformers and their dependencies) and is reused as
+# long as its key matches and it imports the loaders: the key is the pins, the
+# recipe and the interpreter's Python major.minor (a patch release of python3
+# keeps the venv; a new minor release has another ABI, so other wheels).
+# Otherwise it is rebuilt from scratch.
 #
-# stdout: the venv's python path, one line, nothing else (logs go to stderr).
+# Usage: scripts/consumers_venv.sh         make or reuse the venv
+#        scripts/consumers_venv.sh --key   print the key the venv is made under
+#                                          for FP8KIT_PYTHON, and do nothing else
+# stdout: the venv's python path (or the key), one line, nothing else (logs go
+# to stderr).
 # exit 0: ready; 77: skipped (no network / no way to make a venv: reason on
-# stderr and stdout stays empty); 1: a real failure.
+# stderr and stdout stays empty); 1: a real failure; 2: unknown argument.
 #
 # Environment:
 #   FP8KIT_CONSUMERS_VENV   venv directory (default above)
@@ -32,8 +39,8 @@ skip() {
 }
 
 # ---- pins (newest versions that work together on CPU, checked 2026-11) ----
-# transformers 5.24.0 + compressed-tensors 0.20.0 are the versions issue 20
-# was reproduced with.
+# transformers 5.24.0 + compressed-tensors 0.20.0 are the loader versions the
+# consumer tests were written against.
 PIN_TORCH="torch==2.15.0"
 PINS=(
     "transformers==5.24.0"
@@ -49,17 +56,35 @@ PY="${FP8KIT_PYTHON:-python3}"
 VENV="${FP8KIT_CONSUMERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/fp8kit/consumers-venv}"
 TORCH_INDEX="${FP8KIT_TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
 
+mode=make
+case "${1:-}" in
+"") ;;
+--key) mode=key ;;
+*)
+    say "unknown argument '$1' (usage: consumers_venv.sh [--key])"
+    exit 2 ;;
+esac
+
 command -v "$PY" >/dev/null 2>&1 || skip "no $PY"
 pyver="$("$PY" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
-stamp_text="recipe=$RECIPE python=$pyver $PIN_TORCH ${PINS[*]}"
+pyminor="${pyver%.*}"
+stamp_text="recipe=$RECIPE python=$pyminor $PIN_TORCH ${PINS[*]}"
+if [ "$mode" = key ]; then
+    printf '%s\n' "$stamp_text"
+    exit 0
+fi
 stamp_file="$VENV/.fp8kit-consumers-stamp"
 vpy="$VENV/bin/python"
 
 # ---- reuse ----
+# (a stamp written before the key dropped the patch release, "python=3.11.7",
+# is the same key)
+stamp_key() { sed -E 's/ python=([0-9]+\.[0-9]+)\.[0-9]+ / python=\1 /' "$stamp_file"; }
 if [ "${FP8KIT_CONSUMERS_FORCE:-0}" != 1 ] && [ -x "$vpy" ] && [ -f "$stamp_file" ] &&
-    [ "$(cat "$stamp_file")" = "$stamp_text" ] &&
+    [ "$(stamp_key)" = "$stamp_text" ] &&
     "$vpy" -c 'import torch, transformers, compressed_tensors, safetensors, numpy, pytest' >/dev/null 2>&1; then
     say "reusing $VENV"
+    [ "$(cat "$stamp_file")" = "$stamp_text" ] || printf '%s\n' "$stamp_text" >"$stamp_file"
     printf '%s\n' "$vpy"
     exit 0
 fi
@@ -103,7 +128,7 @@ fi
 # interrupted build is never taken for a ready venv ----
 mkdir -p "$(dirname "$VENV")"
 rm -rf "$VENV"
-say "creating $VENV ($PY $pyver)"
+say "creating $VENV ($PY $pyver; about 5.6 GB, downloaded once)"
 "$PY" -m venv "$VENV" >&2
 tpy="$vpy"
 pipi() { "$tpy" -m pip install --disable-pip-version-check -q "$@" >&2; }

@@ -6,8 +6,9 @@ compares sizes, offsets and enum values with the C compiler's). The library is
 found, in this order, at:
   1. $FP8KIT_LIBRARY (a file, or a directory holding libfp8kit.so*; when set,
      nothing else is tried),
-  2. the package directory (a library copied in by `pip install ./python`),
-  3. ../build*/ of the source tree this package sits in (newest first),
+  2. the package directory (where the wheel built by `pip install .` puts it),
+  3. in a source checkout: build/, then the other build*/ folders (newest
+     first; _builds.py),
   4. ctypes.util.find_library("fp8kit") (system paths, LD_LIBRARY_PATH).
 A candidate whose fp8kit_version_string() is not this package's version
 (package_version()) is passed over like one that fails to load; when no
@@ -17,12 +18,11 @@ each library's path.
 import ctypes
 import ctypes.util
 import enum
-import glob
 import os
 import sys
 import threading
 
-from ._builds import loadable_build
+from ._builds import libs_in, package_and_build_libs
 from ._header import header_version
 
 # ------------------------------------------------------------------ enums
@@ -238,39 +238,14 @@ class CkptReport(ctypes.Structure):
 
 
 # --------------------------------------------------------------- discovery
-_LIB_GLOBS = ("libfp8kit.so", "libfp8kit.so.*", "libfp8kit.dylib", "fp8kit.dll")
-
-
-def _libs_in(directory):
-    found = []
-    for pat in _LIB_GLOBS:
-        found.extend(glob.glob(os.path.join(directory, pat)))
-    # prefer the unversioned name, then the shortest (libfp8kit.so.0 over .so.0.1.0)
-    return sorted(set(found), key=lambda p: (len(os.path.basename(p)), p))
-
-
 def candidate_paths():
     """The library paths discovery would try, in order (for messages and tests).
     $FP8KIT_LIBRARY, when set, is the only candidate: an explicit choice that
     fails to load is an error, not a reason to pick another library."""
     env = os.environ.get("FP8KIT_LIBRARY")
     if env:
-        return _libs_in(env) if os.path.isdir(env) else [env]
-    out = []
-    pkg = os.path.dirname(os.path.abspath(__file__))
-    out.extend(_libs_in(pkg))
-    repo = os.path.dirname(os.path.dirname(pkg))  # python/fp8kit -> repo root
-    if os.path.isfile(os.path.join(repo, "include", "fp8kit.h")):
-        builds = []
-        for d in glob.glob(os.path.join(repo, "build*")):
-            if not loadable_build(d):
-                continue
-            for lib in _libs_in(d):
-                try:
-                    builds.append((os.path.getmtime(lib), lib))
-                except OSError:
-                    pass
-        out.extend(lib for _, lib in sorted(builds, reverse=True))
+        return libs_in(env) if os.path.isdir(env) else [env]
+    out = package_and_build_libs(os.path.dirname(os.path.abspath(__file__)))
     found = ctypes.util.find_library("fp8kit")
     if found:
         out.append(found)
@@ -296,7 +271,7 @@ _package_version = None
 
 def package_version():
     """This package's version (fp8kit.__version__): the _version.py that
-    setup.py's build step writes into the built package, else (running from
+    the wheel build writes into the built package, else (running from
     the source tree) the FP8KIT_VERSION_* lines of the repository's
     include/fp8kit.h, the one definition of the version."""
     global _package_version
@@ -310,7 +285,7 @@ def package_version():
                 v = header_version(header)
             except (OSError, ValueError) as e:
                 raise ImportError("fp8kit: cannot tell the package's version: no fp8kit/_version.py (written when "
-                                  "the package is built: pip install ./python) and %s" % e) from None
+                                  "the package is built: pip install .) and %s" % e) from None
         _package_version = v
     return _package_version
 

@@ -1,14 +1,13 @@
 """test_version.py - one version number: include/fp8kit.h's FP8KIT_VERSION_*
 lines. fp8kit.__version__ and the library's fp8kit_version_string() equal
-it, pyproject.toml and the package hard-code none (setup.py reads the header
-and its build step writes fp8kit/_version.py into the built package only),
-and loading a library of another version raises LibraryVersionError naming
-both versions and the library's path. Also the license metadata setup.py
-writes (MIT, with its classifier)."""
+it, pyproject.toml and the package hard-code none (the wheel build reads the
+header through pyproject.toml's regex and writes fp8kit/_version.py into the
+built package only), and loading a library of another version raises
+LibraryVersionError naming both versions and the library's path. Also the
+license metadata (an SPDX expression, MIT). tests/test_wheel.sh builds and
+installs the wheel itself."""
 import os
 import re
-import shutil
-import subprocess
 import sys
 import types
 
@@ -21,7 +20,8 @@ PKG = os.path.dirname(os.path.abspath(fp8kit.__file__))
 PYDIR = os.path.dirname(PKG)
 REPO = os.path.dirname(PYDIR)
 HEADER = os.path.join(REPO, "include", "fp8kit.h")
-in_source_tree = pytest.mark.skipif(not os.path.isfile(HEADER) or not os.path.isfile(os.path.join(PYDIR, "setup.py")),
+PYPROJECT = os.path.join(REPO, "pyproject.toml")
+in_source_tree = pytest.mark.skipif(not os.path.isfile(HEADER) or not os.path.isfile(PYPROJECT),
                                     reason="not running from the source tree")
 
 
@@ -40,7 +40,7 @@ def test_versions_agree_with_the_header():
 
 @in_source_tree
 def test_no_hard_coded_version():
-    pyproject = open(os.path.join(PYDIR, "pyproject.toml")).read()
+    pyproject = open(PYPROJECT).read()
     project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
     assert not re.search(r"^\s*version\s*=", project, re.M)
     assert re.search(r'^dynamic\s*=\s*\[[^\]]*"version"', project, re.M)
@@ -85,45 +85,37 @@ def test_library_of_another_version_is_refused(monkeypatch):
     assert _lib._lib is None  # nothing was kept
 
 
-def _scratch_copy(tmp_path):
-    """python/ (without tests) and include/fp8kit.h copied into tmp_path, so setup.py writes nothing here."""
-    shutil.copytree(PYDIR, tmp_path / "python", ignore=shutil.ignore_patterns("tests", "__pycache__", "build",
-                                                                              "*.egg-info", "libfp8kit*"))
-    (tmp_path / "include").mkdir()
-    shutil.copy(HEADER, tmp_path / "include" / "fp8kit.h")
-    return tmp_path / "python"
-
-
-def _setup(cwd, *args):
-    env = dict(os.environ, FP8KIT_NO_BUILD="1", FP8KIT_LIBRARY=str(cwd / "no-library-here"))
-    r = subprocess.run([sys.executable, "setup.py", "-q"] + list(args), cwd=str(cwd), env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return r.stdout
+def _pyproject():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    with open(PYPROJECT, "rb") as f:
+        return tomllib.load(f)
 
 
 @in_source_tree
-def test_setup_reads_the_header_and_writes_version_py_into_the_build(tmp_path):
-    pytest.importorskip("setuptools")
-    py = _scratch_copy(tmp_path)
-    hdr = tmp_path / "include" / "fp8kit.h"
-    hdr.write_text(re.sub(r"FP8KIT_VERSION_MINOR \d+", "FP8KIT_VERSION_MINOR 42", hdr.read_text()))
-    want = re.sub(r"^(\d+)\.\d+\.", r"\g<1>.42.", header_version_by_hand())
-    assert _setup(py, "--version").strip().splitlines()[-1] == want
-    _setup(py, "egg_info", "--egg-base", str(tmp_path), "build_py", "--build-lib", str(tmp_path / "lib"))
-    text = (tmp_path / "lib" / "fp8kit" / "_version.py").read_text()
-    assert re.search(r"""^__version__ = ["']%s["']$""" % re.escape(want), text, re.M)
-    assert (tmp_path / "lib" / "fp8kit" / "py.typed").exists()
-    assert not (py / "fp8kit" / "_version.py").exists()
-    info = (tmp_path / "fp8kit.egg-info" / "PKG-INFO").read_text()
-    assert re.search(r"^Version: %s$" % re.escape(want), info, re.M)
+def test_wheel_version_comes_from_the_header(tmp_path):
+    """pyproject.toml's version regex (scikit-build-core's regex provider:
+    re.search with re.MULTILINE, then `result` formatted with the groups) reads
+    the header's three lines, and nothing else."""
+    cfg = _pyproject()["tool"]["scikit-build"]["metadata"]["version"]
+    assert cfg["provider"] == "scikit_build_core.metadata.regex" and cfg["input"] == "include/fp8kit.h"
+
+    def version_of(text):
+        m = re.search(cfg["regex"], text, re.MULTILINE)
+        return cfg["result"].format(*m.groups(), **m.groupdict()) if m else None
+
+    assert version_of(open(HEADER).read()) == header_version_by_hand()
+    text = re.sub(r"FP8KIT_VERSION_MINOR \d+", "FP8KIT_VERSION_MINOR 42", open(HEADER).read())
+    assert version_of(text) == re.sub(r"^(\d+)\.\d+\.", r"\g<1>.42.", header_version_by_hand())
+    assert version_of("#define FP8KIT_VERSION_MAJOR 1\n#define FP8KIT_VERSION_MINOR 2\n") is None
+    gen = [g for g in _pyproject()["tool"]["scikit-build"]["generate"] if g["path"] == "fp8kit/_version.py"]
+    assert len(gen) == 1 and gen[0].get("location", "install") == "install"  # into the wheel, never the source tree
+    assert re.search(r'^__version__ = "\$\{version\}"$', gen[0]["template"], re.M)
 
 
 @in_source_tree
-def test_license_metadata(tmp_path):
-    pytest.importorskip("setuptools")
-    py = _scratch_copy(tmp_path)
-    _setup(py, "egg_info", "--egg-base", str(tmp_path))
-    info = (tmp_path / "fp8kit.egg-info" / "PKG-INFO").read_text()
-    assert re.search(r"^License(-Expression)?: MIT$", info, re.M), info[:2000]
-    assert re.search(r"^Classifier: License :: OSI Approved :: MIT License$", info, re.M)
+def test_license_metadata():
+    project = _pyproject()["project"]
+    assert project["license"] == "MIT"  # an SPDX expression (no license table, no License classifier)
+    assert project["license-files"] == ["LICENSE"]
+    assert not any(c.startswith("License ::") for c in project.get("classifiers", []))
+    assert "MIT License" in open(os.path.join(REPO, "LICENSE")).read()
