@@ -127,9 +127,12 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
                     fk_mx_promote<BN>(accf, acc, area, slow, ks, rl, cq);
                 }
             }
-            __syncwarp();
-            if (lane == 0)
-                fk_mbar_arrive(sempty0 + 8 * stage);
+            /* every lane arrives on its own: each lane's table reads are
+             * ordered before the helper warps' next writes by its own
+             * release (with one arrival per warp after __syncwarp the
+             * order holds too, but compute-sanitizer's racecheck does not
+             * follow it and reports the cp.async refill as a WAR hazard) */
+            fk_mbar_arrive(sempty0 + 8 * stage);
             fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
                 stage = 0;
