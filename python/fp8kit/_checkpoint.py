@@ -13,6 +13,7 @@ from typing import Iterable, List, Optional, Tuple, Union
 from . import _lib
 from ._arrays import dtype_of_name
 from ._context import DeviceLike, get_context
+from ._cstr import c_path, c_text
 from ._typing import DTypeLike
 from ._lib import CkptFormat, CkptKeptFn, CkptOpts, CkptReport, CkptWarnFn, Rounding, Scheme
 from .errors import InvalidArgumentError, UnsupportedError
@@ -87,11 +88,7 @@ def _name(table, value, what, enum_type):
 
 
 def _path(p, what):
-    try:
-        return os.fsencode(os.fspath(p))
-    except TypeError:
-        raise InvalidArgumentError("%s must be a str, bytes or os.PathLike path, not %s"
-                                   % (what, type(p).__name__)) from None
+    return c_path(p, what)
 
 
 def _globs(globs, what):
@@ -111,7 +108,7 @@ def _globs(globs, what):
             raise InvalidArgumentError("%s: %r is not a str" % (what, g))
     if not items:
         return None, 0, None
-    arr = (ctypes.c_char_p * len(items))(*[g.encode("utf-8") for g in items])
+    arr = (ctypes.c_char_p * len(items))(*[c_text(g, what + " glob") for g in items])
     return ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)), len(items), arr
 
 

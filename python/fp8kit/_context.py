@@ -13,6 +13,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from . import _lib
+from ._cstr import c_path, c_text
 from ._lib import Backend
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
 
@@ -116,7 +117,7 @@ class Context:
         fn = getattr(self._lib, "fp8kit_ctx_set_tuning", None)
         if fn is None:
             raise UnsupportedError("this libfp8kit has no fp8kit_ctx_set_tuning (rebuild it)")
-        self.check(fn(self.handle, None if spec is None else str(spec).encode()))
+        self.check(fn(self.handle, None if spec is None else c_text(str(spec), "tuning spec")))
 
     @property
     def tuning(self) -> str:
@@ -136,7 +137,7 @@ class Context:
         fn = getattr(self._lib, "fp8kit_ctx_set_autotune", None)
         if fn is None:
             raise UnsupportedError("this libfp8kit has no fp8kit_ctx_set_autotune (rebuild it)")
-        path = None if cache_file is None else os.fsencode(cache_file)
+        path = None if cache_file is None else c_path(cache_file, "cache_file")
         self.check(fn(self.handle, int(mode), path))
 
     def plan_cache_size(self) -> int:
