@@ -29,7 +29,7 @@ from ._arrays import ITEMSIZE, as_view, dtype_of_name, is_torch_tensor, torch_mo
 from ._context import Context, on_clear
 from ._gemm import _numel, _rup, _scale_shape, _set, _tensor_layout, activation_of
 from ._lib import Backend, BiasMode, DType, GemmDesc, ScaleLayout, ScaleMode, Tensor
-from ._outputs import check_disjoint, check_writable, flat_layout, region, torch_writable
+from ._outputs import check_disjoint, check_writable, flat_layout, numpy_writable, region, torch_writable
 from ._quant import FP8, HP, check_out, context_for, device_of, empty_like_kind, stream_for
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
@@ -57,17 +57,31 @@ class GroupedGemmArgs(ctypes.Structure):
 
 
 def _status_ptr(status, dev, fn=FN):
-    """Device pointer of the optional status word (0 when None): a contiguous int32 torch tensor of one
-    element on the operands' device, writable. fn names the caller in messages."""
+    """Pointer of the optional status word (0 when None): one int32 element in the backend's memory, packed
+    and writable - a numpy array with CPU operands, a torch tensor on the operands' device (CPU or CUDA).
+    fn names the caller in messages."""
     if status is None:
         return 0
-    import torch
-    if (not is_torch_tensor(status) or status.dtype != torch.int32 or status.numel() != 1 or
-            status.device.type != dev[0] or not status.is_contiguous()):
-        raise InvalidArgumentError("%s: status must be a contiguous int32 torch tensor of one element on the "
-                                   "operands' device" % fn)
-    torch_writable(status, "%s: status" % fn)
-    return status.data_ptr()
+    what = "%s: status" % fn
+    want = ("%s must be an int32 array of one element on the operands' device (a numpy array or a torch "
+            "tensor with CPU operands, a torch tensor on cuda:%d with CUDA ones)" % (what, dev[1]))
+    if isinstance(status, np.ndarray):
+        if dev[0] != "cpu":
+            raise InvalidArgumentError("%s; got a numpy array (host memory, which the kernel does not read)"
+                                       % want)
+        if status.dtype != np.int32 or status.size != 1 or not status.flags.aligned:
+            raise InvalidArgumentError("%s; got %s %s" % (want, status.dtype, status.shape))
+        numpy_writable(status, what)
+        return status.ctypes.data
+    if is_torch_tensor(status):
+        torch = torch_module().torch
+        if (status.dtype != torch.int32 or status.numel() != 1 or status.device.type != dev[0] or
+                (dev[0] == "cuda" and status.device.index != dev[1])):
+            raise InvalidArgumentError("%s; got %s %s on %s" % (want, status.dtype, tuple(status.shape),
+                                                                status.device))
+        torch_writable(status, what)
+        return status.data_ptr()
+    raise InvalidArgumentError("%s; got a %s" % (want, type(status).__name__))
 
 
 def _offsets(offs, groups, dev, fn=FN, name="offs"):
@@ -438,8 +452,9 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         no byte with an input or status).
       ctx: a Context (default: the cached one of the operands' device).
       stream: a cudaStream_t int or torch stream (default: torch's current one).
-      status: optional int32 tensor of one element on the operands' device that receives 0 or 2
-        (invalid offs); writable, sharing no byte with out or an input.
+      status: optional int32 array of one element on the operands' device (a numpy array or torch tensor
+        with CPU operands, a torch tensor with CUDA ones) that receives 0 or 2 (invalid offs); writable,
+        sharing no byte with out or an input.
       layout: "contiguous" or "masked" (see above).
       workspace: optional scratch memory for the library (a packed, writable array on the operands'
         device, 16-byte aligned, e.g. torch.empty(n, dtype=torch.uint8, device="cuda") with n from

@@ -141,8 +141,9 @@ def k_grouped_mm(a: Array, b: Array, offsets: Array, scale_a: Optional[Array] = 
       beta: D[g] = ... + beta * D[g] (reads out; 0: out is only written).
       scale_mode: None (inferred, above), 'none', 'tensor' or '1x128' ('block1x128' / 'block').
       fast_accum: CUDA: allow fewer fp32 promotions (f32 out on CUDA needs it); the CPU ignores it.
-      status: optional int32 tensor of one element on the operands' device that receives 0 or 2 (invalid
-        offsets); writable, sharing no byte with out or an input.
+      status: optional int32 array of one element on the operands' device (a numpy array or torch tensor
+        with CPU operands, a torch tensor with CUDA ones) that receives 0 or 2 (invalid offsets); writable,
+        sharing no byte with out or an input.
       ctx: a Context (default: the cached one of the operands' device).
       stream: a cudaStream_t int or torch stream (default: torch's current one)."""
     av, bv = as_view(a, "a"), as_view(b, "b")
