@@ -93,7 +93,7 @@ class ScaleMode(enum.IntEnum):
 
 
 class Activation(enum.IntEnum):
-    """fp8kit_activation's values; the names are the C library's (_gemm.ACTIVATIONS)."""
+    """fp8kit_activation's values; the names are the C library's (_names.ACTIVATIONS)."""
     NONE = 0
     RELU = 1
     GELU_TANH = 2

@@ -19,8 +19,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 
 from . import _gemm, _grouped, _k_grouped, _quant
-from ._arrays import dtype_of_name
-from ._lib import DType
+from ._lib import DType, Scheme
+from ._names import SCHEMES, dtype_of_name
 from ._torch import torch_dtype
 from ._typing import DTypeLike
 from .errors import InvalidArgumentError
@@ -87,7 +87,7 @@ def _dequantize_op(q, scale, scheme, axis, scale_layout, out_dtype):
 
 def _dequantize_fake(q, scale, scheme, axis, scale_layout, out_dtype):
     shape = tuple(q.shape)
-    if _quant.SCHEMES[scheme.lower()] == _quant.Scheme.MX and axis == -2:
+    if SCHEMES[scheme.lower()] == Scheme.MX and axis == -2:
         shape = shape[:-2] + (shape[-1], shape[-2])
     return q.new_empty(shape, dtype=torch_dtype(dtype_of_name(out_dtype)))
 
@@ -240,3 +240,7 @@ def k_grouped_mm(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, scale_
     (D = alpha * A_g B_g^T + beta * c); see fp8kit.k_grouped_mm."""
     return torch.ops.fp8kit.k_grouped_mm(a, b, offsets, scale_a, scale_b, _dtype_str(out_dtype), float(alpha),
                                          float(beta), c, bool(fast_accum), scale_mode or "")
+
+
+# fp8kit.scaled_mm routes torch tensors here while torch.compile traces
+_gemm.trace_with(scaled_mm)
