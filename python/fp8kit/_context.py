@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from . import _lib
 from ._cstr import c_path, c_text
 from ._lib import Backend
+from ._names import BACKENDS
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
 
 # what Context / get_context take as a device (Any: a torch.device, read by duck typing)
@@ -40,7 +41,7 @@ def parse_device(backend: DeviceLike, device: Optional[int] = None) -> Tuple[Bac
                     index = int(idx)
         else:  # torch.device
             name, index = getattr(backend, "type"), getattr(backend, "index")
-        parsed = {"cpu": Backend.CPU, "cuda": Backend.CUDA, "auto": Backend.AUTO}.get(name)
+        parsed = BACKENDS.get(name)
         if parsed is None or (index is not None and parsed == Backend.AUTO):
             raise InvalidArgumentError("device %r is not one of the accepted forms: %s"
                                        % (backend, ", ".join(DEVICE_FORMS)))

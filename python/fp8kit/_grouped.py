@@ -27,15 +27,14 @@ from ._arrays import as_view, torch_module
 from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, gemm_scale_shape,
                       group_offsets, numel, packed, prod, rup, set_tensor, status_pointer, stream_for, tensor_layout)
 from ._context import Context, on_clear
-from ._lib import Backend, BiasMode, DType, GemmDesc, ScaleLayout, ScaleMode, Tensor
-from ._names import activation_of, dtype_of_name
+from ._lib import Backend, BiasMode, DType, GemmDesc, GroupedLayout, ScaleLayout, ScaleMode, Tensor
+from ._names import GROUPED_LAYOUTS, activation_of, dtype_of_name, enum_of
 from ._outputs import check_disjoint, check_writable, flat_layout, region
 from ._typing import Array, DTypeLike, Stream
 from ._view import ITEMSIZE
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 FN = "fp8kit.grouped_mm"
-LAYOUTS = {"contiguous": 0, "masked": 1}  # fp8kit_grouped_layout
 
 
 class GroupedGemmArgs(ctypes.Structure):
@@ -181,10 +180,11 @@ class _Call:
 def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout):
     """Checks a call's operands and options; returns a _Call whose args hold a, b (as the library's (G, N,
     K)), the scales, the bias, alpha and the layout (no pointers yet for d, offsets, status or workspace)."""
-    lay = LAYOUTS.get(layout.lower()) if isinstance(layout, str) else None
-    if lay is None:
-        raise InvalidArgumentError("%s: layout must be 'contiguous' or 'masked' (got %r)" % (FN, layout))
-    masked = lay == LAYOUTS["masked"]
+    if not isinstance(layout, (str, GroupedLayout)):
+        raise InvalidArgumentError("%s: layout must be %s (got %r)"
+                                   % (FN, " or ".join(repr(n) for n in GROUPED_LAYOUTS), layout))
+    lay = enum_of(GROUPED_LAYOUTS, layout, FN + ": layout", GroupedLayout)
+    masked = lay == GroupedLayout.MASKED
     av, bv = as_view(a, "a"), as_view(b, "b")
     if av.dtype not in FP8 or bv.dtype not in FP8:
         raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"

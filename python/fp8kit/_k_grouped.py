@@ -23,16 +23,24 @@ from ._arrays import as_view, is_torch_tensor
 from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, group_offsets, numel,
                       status_pointer, stream_for)
 from ._context import Context
-from ._lib import DType, GemmDesc, ScaleMode, Tensor
-from ._names import dtype_of_name
+from ._lib import DType, GemmDesc, ScaleMode, Scheme, Tensor
+from ._names import SCALE_MODES, SCHEMES, dtype_of_name
 from ._outputs import check_disjoint, flat_layout, region
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 FN = "fp8kit.k_grouped_mm"
-# scale_mode= spellings -> "none" / "tensor" / "1x128"
-SCALE_MODES = {"none": "none", "tensor": "tensor", "tensorwise": "tensor", "1x128": "1x128",
-               "block1x128": "1x128", "block": "1x128", "blockwise": "1x128"}
+
+
+def _mode_of(name):
+    """'none', 'tensor' or '1x128' for a scale_mode= name: a GEMM scale mode's name (the block mode being
+    1x128 here) or the 1x128 scheme's; None for anything else."""
+    if not isinstance(name, str):
+        return None
+    mode = SCALE_MODES.get(name)
+    if mode is not None:
+        return {ScaleMode.NONE: "none", ScaleMode.TENSOR: "tensor", ScaleMode.BLOCK: "1x128"}.get(mode)
+    return "1x128" if SCHEMES.get(name) == Scheme.BLOCK1X128 else None
 
 
 class KGroupedGemmArgs(ctypes.Structure):
@@ -90,7 +98,7 @@ def _scale_modes(sav, sbv, M, N, Ktot, scale_mode):
     scale holds more than one value (then both must be the 1x128 grids), else a one-value scale is a tensor
     scale and None no scale."""
     if scale_mode is not None:
-        mode = SCALE_MODES.get(scale_mode.lower()) if isinstance(scale_mode, str) else None
+        mode = _mode_of(scale_mode)
         if mode is None:
             raise InvalidArgumentError("%s: scale_mode must be None, 'none', 'tensor' or '1x128' (got %r)"
                                        % (FN, scale_mode))

@@ -1,9 +1,11 @@
-"""_names.py - the names the binding takes for the library's enums, in any
-case: dtypes, quantization schemes (and the checkpoint converter's scheme
-names), GEMM scale modes, scale layouts, MX roundings, output quantization and
-activations; and the functions that turn an argument (a name, an IntEnum or
-its value, for dtypes also a numpy or torch dtype) into the enum: enum_of,
-dtype_of_name, activation_of. Every module that takes a name reads it here.
+"""_names.py - the names the binding takes for the library's enums, asked of
+the C library, which keeps one table per enum (src/core/names.c;
+fp8kit_<enum>_name / _parse / _alias): dtypes, quantization schemes and the
+checkpoint converter's scheme names, MX roundings, scale layouts, GEMM scale
+modes, activations, output quantization and grouped layouts. Nothing here
+lists a name. Also the functions that turn an argument (a name in any case,
+an IntEnum or its value; for dtypes also a numpy or torch dtype) into the
+enum: enum_of, dtype_of_name, activation_of.
 """
 import ctypes
 import functools
@@ -13,146 +15,78 @@ from typing import Any
 import numpy as np
 
 from . import _lib
-from ._lib import Activation, DType, OutQuant, Rounding, ScaleLayout, ScaleMode, Scheme, Status
+from ._cstr import c_text
+from ._lib import Activation, Backend, DType, GroupedLayout, OutQuant, Rounding, ScaleLayout, ScaleMode, Scheme
 from .errors import InvalidArgumentError, UnsupportedError
 
-DTYPES = {
-    "f32": DType.F32, "float32": DType.F32, "float": DType.F32, "fp32": DType.F32,
-    "f16": DType.F16, "float16": DType.F16, "half": DType.F16, "fp16": DType.F16,
-    "bf16": DType.BF16, "bfloat16": DType.BF16,
-    "e4m3": DType.E4M3, "float8_e4m3fn": DType.E4M3, "e4m3fn": DType.E4M3, "fp8_e4m3": DType.E4M3,
-    "e5m2": DType.E5M2, "float8_e5m2": DType.E5M2, "fp8_e5m2": DType.E5M2,
-    "e8m0": DType.E8M0, "float8_e8m0fnu": DType.E8M0, "e8m0fnu": DType.E8M0,
-}
+
+_MAX_VALUES = 32  # every named enum has fewer values (the CLI keeps them in 32-bit masks too)
 
 
-def dtype_of_name(x: Any, what: str = "dtype") -> DType:
-    """An fp8kit DType from x: a DType, a string ('e4m3', 'float8_e4m3fn', 'bf16', ...),
-    a numpy/ml_dtypes dtype or a torch dtype. `what` names the argument in errors."""
-    if isinstance(x, DType):
-        return x
-    if isinstance(x, str):
-        key = x.lower()
-        if key.startswith("torch."):
-            key = key[6:]
-        if key in DTYPES:
-            return DTYPES[key]
-        raise InvalidArgumentError("%s %r is not a known dtype name (one of %s)" % (what, x, ", ".join(sorted(DTYPES))))
-    if type(x).__module__ == "torch" or type(x).__name__ == "dtype" and hasattr(x, "is_floating_point"):
-        return dtype_of_name(str(x), what)
-    try:
-        nd = np.dtype(x)
-    except TypeError:
-        raise InvalidArgumentError("%s %r is not a dtype" % (what, x)) from None
-    if nd.name in DTYPES:
-        return DTYPES[nd.name]
-    raise UnsupportedError("%s %s has no fp8kit equivalent" % (what, nd.name))
+class LibraryNames(Mapping):
+    """Names -> members of enum_type, as the C library names `enum` (one of
+    _lib.NAMED_ENUMS): iterating gives the canonical names in value order
+    (fp8kit_<enum>_name of each value that has one), a
+    lookup takes the aliases too, in any ASCII case (fp8kit_<enum>_parse);
+    aliases(member) lists a member's other spellings (fp8kit_<enum>_alias).
+    A value the IntEnum mirror lacks comes back as the int itself."""
 
+    def __init__(self, enum, enum_type):
+        self.enum, self.enum_type = enum, enum_type
+        self._canonical = None
+        self._parse = functools.lru_cache(maxsize=256)(self._parse_uncached)
 
+    def _fn(self, kind):
+        return getattr(_lib.load(), "fp8kit_%s_%s" % (self.enum, kind))
 
-SCHEMES = {
-    "tensor": Scheme.TENSOR, "tensorwise": Scheme.TENSOR, "per_tensor": Scheme.TENSOR,
-    "row": Scheme.ROW, "rowwise": Scheme.ROW, "per_row": Scheme.ROW,
-    "block1x128": Scheme.BLOCK1X128, "1x128": Scheme.BLOCK1X128,
-    "block128x128": Scheme.BLOCK128X128, "128x128": Scheme.BLOCK128X128,
-    "mx": Scheme.MX, "mxfp8": Scheme.MX,
-}
-ROUNDINGS = {"floor": Rounding.FLOOR, "rceil": Rounding.RCEIL}
-SCALE_LAYOUTS = {"plain": ScaleLayout.PLAIN, "blocked": ScaleLayout.BLOCKED, "swizzled": ScaleLayout.BLOCKED,
-                 "mn_major": ScaleLayout.MN_MAJOR}
-# the checkpoint converter's scheme names (docs/spec.md section 5, `fp8kit quantize --scheme`) first, then
-# the scheme names of the same scaling
-CKPT_SCHEMES = {
-    "fp8-tensor": Scheme.TENSOR, "tensor": Scheme.TENSOR, "tensorwise": Scheme.TENSOR, "per_tensor": Scheme.TENSOR,
-    "fp8-row": Scheme.ROW, "row": Scheme.ROW, "rowwise": Scheme.ROW, "per_row": Scheme.ROW,
-    "fp8-block": Scheme.BLOCK128X128, "block": Scheme.BLOCK128X128, "block128x128": Scheme.BLOCK128X128,
-    "128x128": Scheme.BLOCK128X128,
-    "mxfp8": Scheme.MX, "mx": Scheme.MX,
-    # accepted here so that the C library says why it is refused (an activation scheme)
-    "block1x128": Scheme.BLOCK1X128, "1x128": Scheme.BLOCK1X128,
-}
-CKPT_SCHEME_NAMES = {Scheme.TENSOR: "fp8-tensor", Scheme.ROW: "fp8-row", Scheme.BLOCK128X128: "fp8-block",
-                     Scheme.MX: "mxfp8", Scheme.BLOCK1X128: "block1x128"}
-SCALE_MODES = {"none": ScaleMode.NONE, "tensor": ScaleMode.TENSOR, "tensorwise": ScaleMode.TENSOR,
-               "row": ScaleMode.ROW, "rowwise": ScaleMode.ROW, "block": ScaleMode.BLOCK,
-               "blockwise": ScaleMode.BLOCK, "mx": ScaleMode.MX, "mxfp8": ScaleMode.MX}
-OUT_QUANTS = {"none": OutQuant.NONE, "scaled": OutQuant.SCALED, "mx": OutQuant.MX,
-              "block1x128": OutQuant.BLOCK1X128}
-
-
-def enum_of(table, value, what, enum_type):
-    """The enum_type member `value` names: a member, a name of `table` (any
-    case) or the member's int value; else InvalidArgumentError naming `what`."""
-    if isinstance(value, enum_type):
-        return value
-    if isinstance(value, str) and value.lower() in table:
-        return table[value.lower()]
-    if isinstance(value, int) and not isinstance(value, bool):
+    def _member(self, v):
         try:
-            return enum_type(value)
+            return self.enum_type(v)
         except ValueError:
-            pass
-    raise InvalidArgumentError("%s %r is not one of %s" % (what, value, ", ".join(sorted(table))))
-
-
-def _activation_value(v):
-    """The Activation of C value v (the int itself for a value the IntEnum mirror lacks)."""
-    try:
-        return Activation(v)
-    except ValueError:
-        return int(v)
-
-
-@functools.lru_cache(maxsize=64)
-def _parse_activation(name):
-    """fp8kit_activation_parse(name): (Activation, None), or (None, the library's message)."""
-    lib = _lib.load()
-    parse = getattr(lib, "fp8kit_activation_parse", None)
-    if parse is None:  # a library older than the function: the IntEnum's spellings
-        m = Activation.__members__.get(name.upper())
-        return (m, None) if m is not None else (None, "not one of " + ", ".join(sorted(ACTIVATIONS)))
-    try:
-        raw = name.encode("utf-8")
-    except UnicodeEncodeError:
-        raw = None
-    if raw is None or b"\0" in raw:
-        return None, "not an activation name"
-    out = _lib._enum_t(-1)
-    if parse(raw, ctypes.byref(out)) != Status.OK:
-        return None, _lib.decode(lib.fp8kit_last_error(None))
-    return _activation_value(out.value), None
-
-
-class _LibraryActivations(Mapping):
-    """ACTIVATIONS: activation names -> Activation, as the C library names them
-    (one table, src/core/names.c), asked on first use: iterating gives the
-    canonical names (fp8kit_activation_name of each value), a lookup takes
-    the aliases too ('gelu', 'swish'), in any case (fp8kit_activation_parse)."""
-
-    _canonical = None
+            return int(v)
 
     def _names(self):
         if self._canonical is None:
-            lib = _lib.load()
-            name_of = getattr(lib, "fp8kit_activation_name", None)
-            if name_of is None:  # a library older than the function
-                names = {m.name.lower(): m for m in Activation}
-            else:
-                names, v = {}, 0
-                while v < 1024:
-                    n = name_of(v)
-                    if n is None:
-                        break
-                    names[_lib.decode(n)] = _activation_value(v)
-                    v += 1
+            name_of, names = self._fn("name"), {}
+            for v in range(_MAX_VALUES):
+                n = name_of(v)
+                if n is not None and n != b"invalid":  # dtypes and backends say "invalid" outside the enum
+                    names[_lib.decode(n)] = self._member(v)
             self._canonical = names
         return self._canonical
 
+    def _parse_uncached(self, name, what):
+        out = _lib._enum_t(-1)
+        if self._fn("parse")(c_text(name, what), ctypes.byref(out)) != 0:
+            return None, _lib.decode(_lib.load().fp8kit_last_error(None))
+        return self._member(out.value), None
+
+    def parse(self, name, what):
+        """(member, None) for the str `name`, or (None, the library's message
+        listing every name); InvalidArgumentError for a name C cannot take
+        (a NUL character). `what` names the argument."""
+        return self._parse(name, what)
+
+    def name_of(self, member):
+        """The canonical name of member, None where it has none."""
+        n = self._fn("name")(int(member))
+        return None if n is None or n == b"invalid" else _lib.decode(n)
+
+    def aliases(self, member):
+        """The other spellings of member, in the library's order."""
+        alias, out, i = self._fn("alias"), [], 0
+        while True:
+            n = alias(int(member), i)
+            if n is None:
+                return out
+            out.append(_lib.decode(n))
+            i += 1
+
     def __getitem__(self, name):
-        if isinstance(name, str):
-            act, _ = _parse_activation(name.lower())
-            if act is not None:
-                return act
+        if isinstance(name, str) and "\0" not in name:
+            member, _ = self._parse(name, "name")
+            if member is not None:
+                return member
         raise KeyError(name)
 
     def __iter__(self):
@@ -162,7 +96,95 @@ class _LibraryActivations(Mapping):
         return len(self._names())
 
 
-ACTIVATIONS = _LibraryActivations()
+class CheckpointSchemes(LibraryNames):
+    """The checkpoint converter's scheme names (fp8kit_ckpt_scheme_*): a
+    lookup that is no checkpoint scheme name but a quantization scheme name
+    (block1x128, 1x128) gives that scheme, so that the converter says why it
+    refuses it (checkpoints quantize weights)."""
+
+    def _parse_uncached(self, name, what):
+        member, msg = super()._parse_uncached(name, what)
+        if member is None:
+            other, _ = SCHEMES._parse_uncached(name, what)
+            if other is not None:
+                return other, None
+        return member, msg
+
+
+class CanonicalNames(Mapping):
+    """member -> canonical name of a LibraryNames (members without one left out)."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def __getitem__(self, member):
+        n = self.names.name_of(member) if isinstance(member, int) else None
+        if n is None:
+            raise KeyError(member)
+        return n
+
+    def __iter__(self):
+        return iter(self.names.values())
+
+    def __len__(self):
+        return len(self.names)
+
+
+DTYPES = LibraryNames("dtype", DType)
+BACKENDS = LibraryNames("backend", Backend)
+SCHEMES = LibraryNames("scheme", Scheme)
+CKPT_SCHEMES = CheckpointSchemes("ckpt_scheme", Scheme)
+CKPT_SCHEME_NAMES = CanonicalNames(CKPT_SCHEMES)
+ROUNDINGS = LibraryNames("rounding", Rounding)
+SCALE_LAYOUTS = LibraryNames("scale_layout", ScaleLayout)
+SCALE_MODES = LibraryNames("scale_mode", ScaleMode)
+ACTIVATIONS = LibraryNames("activation", Activation)
+OUT_QUANTS = LibraryNames("out_quant", OutQuant)
+GROUPED_LAYOUTS = LibraryNames("grouped_layout", GroupedLayout)
+
+
+def enum_of(table, value, what, enum_type):
+    """The enum_type member `value` names: a member, a name of `table` (a
+    LibraryNames: any case, aliases too) or the member's int value; else
+    InvalidArgumentError naming `what` with the library's list of names."""
+    if isinstance(value, enum_type):
+        return value
+    if isinstance(value, str):
+        member, msg = table.parse(value, what)
+        if member is None:
+            raise InvalidArgumentError("%s %r: %s" % (what, value, msg))
+        return member
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return enum_type(value)
+        except ValueError:
+            pass
+    raise InvalidArgumentError("%s %r is not one of %s" % (what, value, ", ".join(table)))
+
+
+def dtype_of_name(x: Any, what: str = "dtype") -> DType:
+    """An fp8kit DType from x: a DType, a name the library takes ('e4m3',
+    'float8_e4m3fn', 'bf16', ..., any case, a 'torch.' prefix allowed), a
+    numpy / ml_dtypes dtype or a torch dtype. `what` names the argument in
+    errors."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        key = x[6:] if x[:6].lower() == "torch." else x
+        member, msg = DTYPES.parse(key, what)
+        if member is None:
+            raise InvalidArgumentError("%s %r: %s" % (what, x, msg))
+        return member
+    if type(x).__module__ == "torch" or type(x).__name__ == "dtype" and hasattr(x, "is_floating_point"):
+        return dtype_of_name(str(x), what)
+    try:
+        nd = np.dtype(x)
+    except TypeError:
+        raise InvalidArgumentError("%s %r is not a dtype" % (what, x)) from None
+    member = DTYPES.get(nd.name)
+    if member is None:
+        raise UnsupportedError("%s %s has no fp8kit equivalent" % (what, nd.name))
+    return member
 
 
 def activation_of(activation):
@@ -170,11 +192,4 @@ def activation_of(activation):
     or its value, or a name the C library accepts (ACTIVATIONS)."""
     if activation is None:
         return Activation.NONE
-    if isinstance(activation, str):
-        act, msg = _parse_activation(activation.lower())
-        if act is None:
-            raise InvalidArgumentError("activation %r: %s" % (activation, msg))
-        return act
     return enum_of(ACTIVATIONS, activation, "activation", Activation)
-
-
