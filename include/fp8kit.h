@@ -107,7 +107,8 @@ typedef enum fp8kit_dtype {
 } fp8kit_dtype;
 
 FP8KIT_API size_t fp8kit_dtype_size(fp8kit_dtype t); /* bytes per element, 0 if invalid */
-FP8KIT_API const char *fp8kit_dtype_name(fp8kit_dtype t); /* "f32", "bf16", "e4m3", ... */
+/* "f32", "bf16", "e4m3", ...; "invalid" outside the enum (other spellings: the names section) */
+FP8KIT_API const char *fp8kit_dtype_name(fp8kit_dtype t);
 
 /* --------------------------------------------------------------- backends */
 typedef enum fp8kit_backend {
@@ -116,7 +117,7 @@ typedef enum fp8kit_backend {
     FP8KIT_BACKEND_CUDA = 2
 } fp8kit_backend;
 
-FP8KIT_API const char *fp8kit_backend_name(fp8kit_backend b);
+FP8KIT_API const char *fp8kit_backend_name(fp8kit_backend b); /* "auto", "cpu", "cuda"; "invalid" outside */
 /* 1 if the backend is compiled in and usable on this machine (CUDA: a device
  * is present and the driver loads). */
 FP8KIT_API int fp8kit_backend_available(fp8kit_backend b);
@@ -318,17 +319,7 @@ typedef enum fp8kit_activation {
  * (a new activation takes the value FP8KIT_ACT_COUNT and raises it by one). */
 #define FP8KIT_ACT_COUNT 5
 
-/* The canonical name of an activation: "none", "relu", "gelu_tanh", "gelu_erf",
- * "silu" (docs/spec.md 3), as the CLI and the Python binding print it; NULL
- * for a value outside the enum. Static storage, never to be freed. */
-FP8KIT_API const char *fp8kit_activation_name(fp8kit_activation a);
-/* The activation a name means: a canonical name (fp8kit_activation_name) or
- * an alias ("gelu" = gelu_erf, "swish" = silu), compared ignoring ASCII case.
- * Writes *out and returns FP8KIT_OK; a name that is neither returns
- * FP8KIT_ERR_INVALID_ARGUMENT, and fp8kit_last_error(NULL) then lists the valid
- * names; NULL name or out is FP8KIT_ERR_NULL_POINTER. *out is written only on
- * success. */
-FP8KIT_API fp8kit_status fp8kit_activation_parse(const char *name, fp8kit_activation *out);
+/* Names: fp8kit_activation_name / _parse / _alias (the names section). */
 
 typedef enum fp8kit_bias_mode {
     FP8KIT_BIAS_NONE = 0,
@@ -614,6 +605,67 @@ FP8KIT_API fp8kit_status fp8kit_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm
 
 /* Number of distinct plans cached in the context (for tests and tools). */
 FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);
+
+/* ------------------------------------------------------------------- names */
+/* One name table per enum (docs/spec.md, "Names and spellings"), which the
+ * CLI and the Python binding read instead of keeping their own. For each enum
+ * E (its values run from 0 and stay below 32):
+ *   fp8kit_E_name(v)     the canonical name of v, NULL outside the enum and
+ *                        for a value without a name (but fp8kit_dtype_name /
+ *                        fp8kit_backend_name, declared with their enums, give
+ *                        "invalid" there);
+ *   fp8kit_E_alias(v, i) the i-th other spelling of v (i from 0), NULL past
+ *                        the last one or outside the enum;
+ *   fp8kit_E_parse(s, &v) the value a canonical name or an alias means,
+ *                        compared ignoring ASCII case: writes *out and returns
+ *                        FP8KIT_OK; a name that is neither returns
+ *                        FP8KIT_ERR_INVALID_ARGUMENT and fp8kit_last_error(NULL)
+ *                        then lists every name ("...; aliases gelu (= gelu_erf),
+ *                        ..."); NULL s or out is FP8KIT_ERR_NULL_POINTER; *out
+ *                        is written only on success.
+ * Names are static storage, never to be freed.
+ *   dtype:          f32, f16, bf16, e4m3, e5m2, e8m0 (fp32, float32, bfloat16,
+ *                   float8_e4m3fn, ...: torch's and numpy's names)
+ *   backend:        auto, cpu, cuda
+ *   scheme:         tensor, row, block1x128, block128x128, mx (tensorwise, 1x128, mxfp8, ...)
+ *   ckpt_scheme:    fp8kit_scheme values by the checkpoint converter's names,
+ *                   fp8-tensor, fp8-row, fp8-block, mxfp8 (the scheme names
+ *                   of the same scaling and "block" as aliases); block1x128
+ *                   has none (NULL): checkpoints quantize weights
+ *   rounding:       floor, rceil
+ *   scale_layout:   plain, blocked, mn_major (swizzled)
+ *   scale_mode:     none, tensor, row, block, mx (tensorwise, rowwise, ...)
+ *   activation:     none, relu, gelu_tanh, gelu_erf, silu (gelu, swish)
+ *   out_quant:      none, scaled, mx, block1x128
+ *   grouped_layout: contiguous, masked */
+FP8KIT_API fp8kit_status fp8kit_dtype_parse(const char *name, fp8kit_dtype *out);
+FP8KIT_API const char *fp8kit_dtype_alias(fp8kit_dtype t, int i);
+FP8KIT_API fp8kit_status fp8kit_backend_parse(const char *name, fp8kit_backend *out);
+FP8KIT_API const char *fp8kit_backend_alias(fp8kit_backend b, int i);
+FP8KIT_API const char *fp8kit_scheme_name(fp8kit_scheme s);
+FP8KIT_API fp8kit_status fp8kit_scheme_parse(const char *name, fp8kit_scheme *out);
+FP8KIT_API const char *fp8kit_scheme_alias(fp8kit_scheme s, int i);
+FP8KIT_API const char *fp8kit_ckpt_scheme_name(fp8kit_scheme s);
+FP8KIT_API fp8kit_status fp8kit_ckpt_scheme_parse(const char *name, fp8kit_scheme *out);
+FP8KIT_API const char *fp8kit_ckpt_scheme_alias(fp8kit_scheme s, int i);
+FP8KIT_API const char *fp8kit_rounding_name(fp8kit_rounding r);
+FP8KIT_API fp8kit_status fp8kit_rounding_parse(const char *name, fp8kit_rounding *out);
+FP8KIT_API const char *fp8kit_rounding_alias(fp8kit_rounding r, int i);
+FP8KIT_API const char *fp8kit_scale_layout_name(fp8kit_scale_layout l);
+FP8KIT_API fp8kit_status fp8kit_scale_layout_parse(const char *name, fp8kit_scale_layout *out);
+FP8KIT_API const char *fp8kit_scale_layout_alias(fp8kit_scale_layout l, int i);
+FP8KIT_API const char *fp8kit_scale_mode_name(fp8kit_scale_mode m);
+FP8KIT_API fp8kit_status fp8kit_scale_mode_parse(const char *name, fp8kit_scale_mode *out);
+FP8KIT_API const char *fp8kit_scale_mode_alias(fp8kit_scale_mode m, int i);
+FP8KIT_API const char *fp8kit_activation_name(fp8kit_activation a);
+FP8KIT_API fp8kit_status fp8kit_activation_parse(const char *name, fp8kit_activation *out);
+FP8KIT_API const char *fp8kit_activation_alias(fp8kit_activation a, int i);
+FP8KIT_API const char *fp8kit_out_quant_name(fp8kit_out_quant q);
+FP8KIT_API fp8kit_status fp8kit_out_quant_parse(const char *name, fp8kit_out_quant *out);
+FP8KIT_API const char *fp8kit_out_quant_alias(fp8kit_out_quant q, int i);
+FP8KIT_API const char *fp8kit_grouped_layout_name(fp8kit_grouped_layout l);
+FP8KIT_API fp8kit_status fp8kit_grouped_layout_parse(const char *name, fp8kit_grouped_layout *out);
+FP8KIT_API const char *fp8kit_grouped_layout_alias(fp8kit_grouped_layout l, int i);
 
 /* ------------------------------------------------------------- checkpoints */
 /* safetensors checkpoint conversion (docs/spec.md section 5): the converter

@@ -141,9 +141,9 @@ done
 for pair in gelu:gelu_erf gelu_erf:gelu_erf gelu_tanh:gelu_tanh swish:silu silu:silu relu:relu none:none; do
     gemm_name --act "${pair%%:*}" act "${pair##*:}"
 done
-# every spelling --help lists (side by side: "fp32 (= f32, float32, float)") is accepted
+# every spelling --help lists (side by side: "f32 (= fp32, float32, float)") is accepted
 "$cli" gemm --help >"$tmp/gh.txt" 2>&1
-if grep -q '^  --out .*fp32 (= f32, float32' "$tmp/gh.txt" && grep -q '^  --scale .*tensor (= tensorwise)' "$tmp/gh.txt"
+if grep -q '^  --out .*f32 (= fp32, float32' "$tmp/gh.txt" && grep -q '^  --scale .*tensor (= tensorwise)' "$tmp/gh.txt"
 then ok; else bad "gemm --help lists the names side by side"; cat "$tmp/gh.txt" >&2; fi
 for opt in scale out act; do
     for name in $(sed -n "s/^  --$opt  *//p" "$tmp/gh.txt" | tr -d '=(),'); do

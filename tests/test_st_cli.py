@@ -940,7 +940,7 @@ def test_names_and_args(tmp, src_path, blk_path):
     for opt in ("--format", "--include", "--quantize-all", "--exclude"):
         check(opt in h.stdout, "quantize --help documents %s" % opt)
     d = run("dequantize", "--help")
-    check(d.returncode == 0 and "fp32 (= f32, float32" in d.stdout and "bf16 (= bfloat16" in d.stdout,
+    check(d.returncode == 0 and "f32 (= fp32, float32" in d.stdout and "bf16 (= bfloat16" in d.stdout,
           "dequantize --help lists dtype aliases")
     for r in (h, d, run("inspect", "--help")):
         check("SPEC" not in r.stdout and "PERF" not in r.stdout and "shared/" not in r.stdout,
@@ -968,7 +968,7 @@ def test_names_and_args(tmp, src_path, blk_path):
              (["dequantize", src_path, o, "--format", "fp8"], "unknown option '--format'"),
              (["dequantize", src_path, o, "--quantize-all"], "unknown option '--quantize-all'"),
              (["dequantize", src_path, o, "--dtype", "e4m3"], "not accepted here"),
-             (["dequantize", src_path, o, "--dtype", "f64"], "--dtype expects bf16, fp16 or fp32"),
+             (["dequantize", src_path, o, "--dtype", "f64"], "--dtype expects f32, f16 or bf16"),
              (["dequantize", src_path, o, "--scheme", "row"], "unknown option '--scheme'"),
              (["dequantize", src_path, o, "--threads=x"], "--threads expects an integer"),
              (["inspect"], "expects a FILE or DIR"),

@@ -52,22 +52,25 @@ int cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t lo, i
                   int64_t *out);
 int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
 
-/* Names: one table per kind (cli_util.c). The first entry of a value is its
- * canonical name, the entries after it its aliases (the Python binding's and
- * torch's spellings); names compare case-insensitively. Activations have no
- * table here: the library names them (fp8kit_activation_name / _parse). */
+/* Names: a table per kind, a value's canonical name first, then its aliases
+ * (the Python binding's and torch's spellings); names compare
+ * case-insensitively. The enums' tables are the library's own
+ * (fp8kit_<enum>_name / _alias, src/core/names.c), gathered on first use;
+ * only the CLI's own vocabularies (--format, bench --only) are written here. */
 typedef struct cli_name {
     const char *name;
     int value;
 } cli_name;
-extern const cli_name cli_dtype_names[];       /* fp8kit_dtype: bf16 / bfloat16, fp32 / f32 / float32, ... */
-extern const cli_name cli_ckpt_scheme_names[]; /* st_scheme: fp8-tensor / tensor, ..., mxfp8 / mx */
+const cli_name *cli_dtype_names(void);       /* fp8kit_dtype: f32 (= fp32, float32, float), ... */
+const cli_name *cli_ckpt_scheme_names(void); /* fp8kit_scheme by the converter's names: fp8-tensor (= tensor, ...) */
 extern const cli_name cli_ckpt_format_names[]; /* st_format: fp8, compressed-tensors */
-extern const cli_name cli_scale_mode_names[];  /* fp8kit_scale_mode: tensor, row, block, mx (+ Python's) */
-extern const cli_name cli_backend_names[];     /* fp8kit_backend */
-extern const cli_name cli_rounding_names[];    /* fp8kit_rounding */
+const cli_name *cli_scale_mode_names(void);  /* fp8kit_scale_mode: none, tensor (= tensorwise), ... */
+const cli_name *cli_backend_names(void);     /* fp8kit_backend */
+const cli_name *cli_rounding_names(void);    /* fp8kit_rounding */
+const cli_name *cli_act_names(void);         /* fp8kit_activation: none, relu, ..., gelu_erf (= gelu), ... */
 #define CLI_DTYPE_BIT(t) (1u << (t))
 #define CLI_HP_DTYPES (CLI_DTYPE_BIT(FP8KIT_BF16) | CLI_DTYPE_BIT(FP8KIT_F16) | CLI_DTYPE_BIT(FP8KIT_F32))
+#define CLI_SCALE_MODES (~(1u << FP8KIT_SCALE_NONE)) /* gemm --scale: every mode that scales */
 
 /* Value of name s in table t if its value is in the bit mask allowed (~0u:
  * any); else -1 after a usage error naming opt and the accepted names. */
@@ -79,12 +82,11 @@ void cli_print_names(FILE *f, const cli_name *t, unsigned allowed, const char *s
 int cli_parse_dtype(const char *cmd, const char *opt, const char *s, unsigned allowed, fp8kit_dtype *out);
 int cli_parse_backend(const char *cmd, const char *s, fp8kit_backend *out);
 int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out);
-/* --act: fp8kit_activation_parse (canonical names and aliases, any case). */
 int cli_parse_act(const char *cmd, const char *s, fp8kit_activation *out);
-/* The canonical activation names (fp8kit_activation_name), for --help texts. */
+/* The activation names with their aliases (cli_print_names), for --help texts. */
 void cli_print_act_names(FILE *f, const char *sep);
 int cli_parse_rounding(const char *cmd, const char *s, fp8kit_rounding *out);
-int cli_parse_ckpt_scheme(const char *cmd, const char *s, int *out); /* an st_scheme */
+int cli_parse_ckpt_scheme(const char *cmd, const char *s, int *out); /* the st_scheme of a cli_ckpt_scheme_names name */
 
 /* ---------------------------------------------------------------- contexts */
 /* fp8kit_ctx_create(backend, device 0) and, when threads > 0, the CPU thread
@@ -161,6 +163,8 @@ void cli_json_str(FILE *f, const char *s);
 void cli_json_num(FILE *f, double v);
 
 /* ------------------------------------------------------- shared measurements */
+/* The library's names (fp8kit_<enum>_name), "?" for a value without one. */
+const char *cli_or_q(const char *name);
 const char *cli_scheme_name(fp8kit_scheme s);
 const char *cli_scale_mode_name(fp8kit_scale_mode m);
 const char *cli_act_name(fp8kit_activation a);

@@ -288,9 +288,9 @@ static void gemm_usage(FILE *f)
         "\n"
         "Names (the Python binding's spellings are accepted too, in any case):\n"
         "  --scale  ");
-    cli_print_names(f, cli_scale_mode_names, ~0u, ", ");
+    cli_print_names(f, cli_scale_mode_names(), CLI_SCALE_MODES, ", ");
     fprintf(f, "\n  --out    ");
-    cli_print_names(f, cli_dtype_names, CLI_HP_DTYPES, ", ");
+    cli_print_names(f, cli_dtype_names(), CLI_HP_DTYPES, ", ");
     fprintf(f, "\n  --act    ");
     cli_print_act_names(f, ", ");
     fprintf(f,

@@ -170,7 +170,7 @@ void cli_quant_print(const fp8kit_quant_desc *desc, int64_t rows, int64_t cols,
 {
     char name[64];
     if (desc->scheme == FP8KIT_SCHEME_MX)
-        snprintf(name, sizeof name, "mx %s axis %d%s", desc->rounding ? "rceil" : "floor", desc->axis,
+        snprintf(name, sizeof name, "mx %s axis %d%s", cli_or_q(fp8kit_rounding_name(desc->rounding)), desc->axis,
                  desc->scale_layout == FP8KIT_LAYOUT_BLOCKED ? " blocked" : "");
     else
         snprintf(name, sizeof name, "%s%s", cli_scheme_name(desc->scheme), desc->pow2 ? " pow2" : "");
@@ -181,9 +181,8 @@ void cli_quant_print(const fp8kit_quant_desc *desc, int64_t rows, int64_t cols,
         printf(",\"shape\":[%lld,%lld],\"dtype\":\"bf16\",\"elem\":\"%s\",\"scheme\":\"%s\","
                "\"rounding\":\"%s\",\"axis\":%d,\"layout\":\"%s\",\"seconds\":",
                (long long)rows, (long long)cols, fp8kit_dtype_name(desc->elem),
-               cli_scheme_name(desc->scheme), desc->rounding ? "rceil" : "floor", desc->axis,
-               desc->scale_layout == FP8KIT_LAYOUT_BLOCKED ? "blocked"
-               : desc->scale_layout == FP8KIT_LAYOUT_MN_MAJOR ? "mn_major" : "plain");
+               cli_scheme_name(desc->scheme), cli_or_q(fp8kit_rounding_name(desc->rounding)), desc->axis,
+               cli_or_q(fp8kit_scale_layout_name(desc->scale_layout)));
         cli_json_num(stdout, r->seconds > 0 ? r->seconds : NAN);
         printf(",\"bytes\":");
         cli_json_num(stdout, r->bytes);

@@ -1,6 +1,6 @@
 /* cli_st.c - the safetensors commands of the fp8kit CLI:
  *   fp8kit quantize IN OUT --scheme fp8-tensor|fp8-row|fp8-block|mxfp8 ...
- *     (or the Python names tensor, row, block, mx: cli_ckpt_scheme_names)
+ *     (or the Python names tensor, row, block, mx: the library's fp8kit_ckpt_scheme_*)
  *   fp8kit dequantize IN OUT [--dtype bf16|fp16|fp32] ...
  *   fp8kit inspect FILE|DIR
  * IN is a .safetensors file, or a model directory (model.safetensors, or a
@@ -49,7 +49,7 @@ static void quantize_usage(FILE *f)
         "\"quantization\" entry. An input that already holds fp8 tensors is refused.\n"
         "\n"
         "  --scheme S     ");
-    cli_print_names(f, cli_ckpt_scheme_names, ~0u, "\n                 ");
+    cli_print_names(f, cli_ckpt_scheme_names(), ~0u, "\n                 ");
     fprintf(f,
         "\n"
         "                 (the names after '=' are the Python binding's and the C API's)\n"
@@ -96,7 +96,7 @@ static void dequantize_usage(FILE *f)
         "loses its quantization_config.\n"
         "\n"
         "  --dtype D      ");
-    cli_print_names(f, cli_dtype_names, CLI_HP_DTYPES, ", ");
+    cli_print_names(f, cli_dtype_names(), CLI_HP_DTYPES, ", ");
     fprintf(f,
         "\n"
         "  --exclude G    leave fp8 tensors whose names match the glob alone (repeatable)\n"

@@ -115,52 +115,45 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out
 }
 
 /* ------------------------------------------------------------------- names */
-/* One table per kind of name. The first entry of a value is its canonical
- * name (listed in messages); the entries after it are aliases, the spellings
- * the Python binding (python/fp8kit) and torch accept for the same thing.
- * Names compare case-insensitively, as in Python. */
-const cli_name cli_dtype_names[] = {
-    {"bf16", FP8KIT_BF16}, {"bfloat16", FP8KIT_BF16},
-    {"fp16", FP8KIT_F16}, {"f16", FP8KIT_F16}, {"float16", FP8KIT_F16}, {"half", FP8KIT_F16},
-    {"fp32", FP8KIT_F32}, {"f32", FP8KIT_F32}, {"float32", FP8KIT_F32}, {"float", FP8KIT_F32},
-    {"e4m3", FP8KIT_E4M3}, {"float8_e4m3fn", FP8KIT_E4M3}, {"e4m3fn", FP8KIT_E4M3}, {"fp8_e4m3", FP8KIT_E4M3},
-    {"e5m2", FP8KIT_E5M2}, {"float8_e5m2", FP8KIT_E5M2}, {"fp8_e5m2", FP8KIT_E5M2},
-    {"e8m0", FP8KIT_E8M0}, {"float8_e8m0fnu", FP8KIT_E8M0}, {"e8m0fnu", FP8KIT_E8M0},
-    {NULL, 0}};
+/* The names of the library's enums come from the library (fp8kit_<enum>_name
+ * / _alias, one table per enum in src/core/names.c), gathered on first use
+ * into a table of the form cli_parse_name and cli_print_names read: each
+ * value's canonical name, then its aliases. */
+#define CLI_LIB_NAMES_MAX 64
+static const cli_name *cli_lib_names(cli_name *t, const char *(*name)(int), const char *(*alias)(int, int))
+{
+    if (t[0].name) return t;
+    int k = 0;
+    for (int v = 0; v < 32; v++) { /* every fp8kit enum has fewer values */
+        const char *n = name(v);
+        if (!n || !strcmp(n, "invalid")) continue; /* dtypes and backends say "invalid" outside the enum */
+        for (int i = -1; n && k < CLI_LIB_NAMES_MAX - 1; n = alias(v, ++i))
+            t[k++] = (cli_name){n, v};
+    }
+    t[k] = (cli_name){NULL, 0};
+    return t;
+}
 
-/* checkpoint schemes (quantize --scheme): the names of docs/spec.md section 5 first, then the
- * Python / C scheme names of the same scaling */
-const cli_name cli_ckpt_scheme_names[] = {
-    {"fp8-tensor", ST_SCHEME_FP8_TENSOR}, {"tensor", ST_SCHEME_FP8_TENSOR},
-    {"tensorwise", ST_SCHEME_FP8_TENSOR}, {"per_tensor", ST_SCHEME_FP8_TENSOR},
-    {"fp8-row", ST_SCHEME_FP8_ROW}, {"row", ST_SCHEME_FP8_ROW}, {"rowwise", ST_SCHEME_FP8_ROW},
-    {"per_row", ST_SCHEME_FP8_ROW},
-    {"fp8-block", ST_SCHEME_FP8_BLOCK}, {"block", ST_SCHEME_FP8_BLOCK},
-    {"block128x128", ST_SCHEME_FP8_BLOCK}, {"128x128", ST_SCHEME_FP8_BLOCK},
-    {"mxfp8", ST_SCHEME_MXFP8}, {"mx", ST_SCHEME_MXFP8},
-    {NULL, 0}};
+#define CLI_LIB_NAMES(fn, e, type)                                                                      \
+    static const char *fn##_name(int v) { return fp8kit_##e##_name((type)v); }                         \
+    static const char *fn##_alias(int v, int i) { return fp8kit_##e##_alias((type)v, i); }             \
+    const cli_name *fn(void)                                                                            \
+    {                                                                                                   \
+        static cli_name t[CLI_LIB_NAMES_MAX];                                                           \
+        return cli_lib_names(t, fn##_name, fn##_alias);                                                 \
+    }
+CLI_LIB_NAMES(cli_dtype_names, dtype, fp8kit_dtype)
+CLI_LIB_NAMES(cli_ckpt_scheme_names, ckpt_scheme, fp8kit_scheme)
+CLI_LIB_NAMES(cli_scale_mode_names, scale_mode, fp8kit_scale_mode)
+CLI_LIB_NAMES(cli_backend_names, backend, fp8kit_backend)
+CLI_LIB_NAMES(cli_rounding_names, rounding, fp8kit_rounding)
+CLI_LIB_NAMES(cli_act_names, activation, fp8kit_activation)
 
 /* Checkpoint conventions (quantize --format), as fp8kit.quantize_checkpoint's format= */
 const cli_name cli_ckpt_format_names[] = {
     {"fp8", ST_FORMAT_FP8}, {"finegrained-fp8", ST_FORMAT_FP8}, {"deepseek", ST_FORMAT_FP8},
     {"compressed-tensors", ST_FORMAT_COMPRESSED_TENSORS}, {"compressed_tensors", ST_FORMAT_COMPRESSED_TENSORS},
     {"ct", ST_FORMAT_COMPRESSED_TENSORS},
-    {NULL, 0}};
-
-/* GEMM scale modes (gemm --scale), as fp8kit.gemm's scale_mode= */
-const cli_name cli_scale_mode_names[] = {
-    {"tensor", FP8KIT_SCALE_TENSOR}, {"tensorwise", FP8KIT_SCALE_TENSOR},
-    {"row", FP8KIT_SCALE_ROW}, {"rowwise", FP8KIT_SCALE_ROW},
-    {"block", FP8KIT_SCALE_BLOCK}, {"blockwise", FP8KIT_SCALE_BLOCK},
-    {"mx", FP8KIT_SCALE_MX}, {"mxfp8", FP8KIT_SCALE_MX},
-    {NULL, 0}};
-
-const cli_name cli_backend_names[] = {
-    {"auto", FP8KIT_BACKEND_AUTO}, {"cpu", FP8KIT_BACKEND_CPU}, {"cuda", FP8KIT_BACKEND_CUDA},
-    {NULL, 0}};
-
-const cli_name cli_rounding_names[] = {
-    {"floor", FP8KIT_ROUND_FLOOR}, {"rceil", FP8KIT_ROUND_RCEIL},
     {NULL, 0}};
 
 static int cli_name_allowed(unsigned allowed, int value)
@@ -226,7 +219,7 @@ void cli_print_names(FILE *f, const cli_name *t, unsigned allowed, const char *s
 int cli_parse_dtype(const char *cmd, const char *opt, const char *s, unsigned allowed, fp8kit_dtype *out)
 {
     int v;
-    if (cli_parse_name(cmd, opt, s, cli_dtype_names, allowed, &v)) return -1;
+    if (cli_parse_name(cmd, opt, s, cli_dtype_names(), allowed, &v)) return -1;
     *out = (fp8kit_dtype)v;
     return 0;
 }
@@ -234,7 +227,7 @@ int cli_parse_dtype(const char *cmd, const char *opt, const char *s, unsigned al
 int cli_parse_backend(const char *cmd, const char *s, fp8kit_backend *out)
 {
     int v;
-    if (cli_parse_name(cmd, "--backend", s, cli_backend_names, ~0u, &v)) return -1;
+    if (cli_parse_name(cmd, "--backend", s, cli_backend_names(), ~0u, &v)) return -1;
     *out = (fp8kit_backend)v;
     return 0;
 }
@@ -242,47 +235,43 @@ int cli_parse_backend(const char *cmd, const char *s, fp8kit_backend *out)
 int cli_parse_scale_mode(const char *cmd, const char *s, fp8kit_scale_mode *out)
 {
     int v;
-    if (cli_parse_name(cmd, "--scale", s, cli_scale_mode_names, ~0u, &v)) return -1;
+    if (cli_parse_name(cmd, "--scale", s, cli_scale_mode_names(), CLI_SCALE_MODES, &v)) return -1;
     *out = (fp8kit_scale_mode)v;
     return 0;
 }
 
-/* Activations: the library names them (fp8kit_activation_name / _parse, one
- * table in src/core/names.c), so a new one needs nothing here. */
 int cli_parse_act(const char *cmd, const char *s, fp8kit_activation *out)
 {
-    fp8kit_activation v;
-    if (fp8kit_activation_parse(s, &v) == FP8KIT_OK) {
-        *out = v;
-        return 0;
-    }
-    char list[256] = "";
-    for (int a = 0; a < FP8KIT_ACT_COUNT; a++) {
-        size_t used = strlen(list);
-        snprintf(list + used, sizeof list - used, "%s%s", a == 0 ? "" : a == FP8KIT_ACT_COUNT - 1 ? " or " : ", ",
-                 cli_act_name((fp8kit_activation)a));
-    }
-    cli_usage_error(cmd, "--act expects %s (or an alias the library accepts), got '%s'", list, s);
-    return -1;
+    int v;
+    if (cli_parse_name(cmd, "--act", s, cli_act_names(), ~0u, &v)) return -1;
+    *out = (fp8kit_activation)v;
+    return 0;
 }
 
 void cli_print_act_names(FILE *f, const char *sep)
 {
-    for (int a = 0; a < FP8KIT_ACT_COUNT; a++)
-        fprintf(f, "%s%s", a ? sep : "", cli_act_name((fp8kit_activation)a));
+    cli_print_names(f, cli_act_names(), ~0u, sep);
 }
 
 int cli_parse_rounding(const char *cmd, const char *s, fp8kit_rounding *out)
 {
     int v;
-    if (cli_parse_name(cmd, "--rounding", s, cli_rounding_names, ~0u, &v)) return -1;
+    if (cli_parse_name(cmd, "--rounding", s, cli_rounding_names(), ~0u, &v)) return -1;
     *out = (fp8kit_rounding)v;
     return 0;
 }
 
 int cli_parse_ckpt_scheme(const char *cmd, const char *s, int *out)
 {
-    return cli_parse_name(cmd, "--scheme", s, cli_ckpt_scheme_names, ~0u, out);
+    int v;
+    if (cli_parse_name(cmd, "--scheme", s, cli_ckpt_scheme_names(), ~0u, &v)) return -1;
+    switch ((fp8kit_scheme)v) { /* the converter's own enum of the same schemes */
+    case FP8KIT_SCHEME_TENSOR: *out = ST_SCHEME_FP8_TENSOR; return 0;
+    case FP8KIT_SCHEME_ROW: *out = ST_SCHEME_FP8_ROW; return 0;
+    case FP8KIT_SCHEME_BLOCK128X128: *out = ST_SCHEME_FP8_BLOCK; return 0;
+    case FP8KIT_SCHEME_MX: *out = ST_SCHEME_MXFP8; return 0;
+    default: cli_usage_error(cmd, "--scheme %s is not a checkpoint scheme", s); return -1;
+    }
 }
 
 int cli_json_only_opts(const char *cmd, int argc, char **argv, void (*usage)(FILE *), int *json)
@@ -528,32 +517,7 @@ void cli_json_num(FILE *f, double v)
 }
 
 /* ------------------------------------------------------------------- names */
-const char *cli_scheme_name(fp8kit_scheme s)
-{
-    switch (s) {
-    case FP8KIT_SCHEME_TENSOR: return "tensor";
-    case FP8KIT_SCHEME_ROW: return "row";
-    case FP8KIT_SCHEME_BLOCK1X128: return "block1x128";
-    case FP8KIT_SCHEME_BLOCK128X128: return "block128x128";
-    case FP8KIT_SCHEME_MX: return "mx";
-    }
-    return "?";
-}
-
-const char *cli_scale_mode_name(fp8kit_scale_mode m)
-{
-    switch (m) {
-    case FP8KIT_SCALE_NONE: return "none";
-    case FP8KIT_SCALE_TENSOR: return "tensor";
-    case FP8KIT_SCALE_ROW: return "row";
-    case FP8KIT_SCALE_BLOCK: return "block";
-    case FP8KIT_SCALE_MX: return "mx";
-    }
-    return "?";
-}
-
-const char *cli_act_name(fp8kit_activation a)
-{
-    const char *name = fp8kit_activation_name(a);
-    return name ? name : "?";
-}
+const char *cli_or_q(const char *name) { return name ? name : "?"; }
+const char *cli_scheme_name(fp8kit_scheme s) { return cli_or_q(fp8kit_scheme_name(s)); }
+const char *cli_scale_mode_name(fp8kit_scale_mode m) { return cli_or_q(fp8kit_scale_mode_name(m)); }
+const char *cli_act_name(fp8kit_activation a) { return cli_or_q(fp8kit_activation_name(a)); }

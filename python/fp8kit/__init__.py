@@ -23,7 +23,9 @@ from . import _lib
 from ._lib import (Activation, Backend, BiasMode, DType, GemmArgs, GemmDesc, LibraryNotFoundError,
                    LibraryVersionError, OutQuant, QuantDesc, Rounding, ScaleLayout, ScaleMode, Scheme, Status, Tensor,
                    candidate_paths, library_path)
-from ._arrays import TaggedArray, dtype_of_name
+from ._arrays import TaggedArray, torch_module as _torch_module
+from ._hooks import on_torch as _on_torch
+from ._names import dtype_of_name
 from ._context import Context, clear_contexts, get_context, parse_device
 from ._context import DeviceLike as _DeviceLike
 from ._quant import cast, dequantize, make_quant_desc, quantize
@@ -81,10 +83,21 @@ def quant_shapes(shape: _Tuple[int, ...], scheme: _Union[str, Scheme] = "tensor"
 # torch.ops.fp8kit.scaled_mm while torch.compile traces)
 scaled_mm = _gemm_scaled_mm
 
-if "torch" in _sys.modules:  # torch already imported: register torch.ops.fp8kit.* now
+
+
+def _register_torch_ops(_torch):
+    """Registers torch.ops.fp8kit.* (fp8kit.torch_ops) once torch tensors are seen."""
     try:
         from . import torch_ops  # noqa: F401
-    except Exception:  # an old torch without torch.library.custom_op: the raw path still works
+    except Exception:  # an old torch without torch.library.register_fake: the raw path still works
+        pass
+
+
+_on_torch(_register_torch_ops)
+if "torch" in _sys.modules:  # torch already imported: bind it and register torch.ops.fp8kit.* now
+    try:
+        _torch_module()
+    except Exception:  # a torch too old for fp8kit (no float8 dtypes): numpy callers are unaffected
         pass
 
 

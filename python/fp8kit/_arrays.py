@@ -15,47 +15,10 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ._lib import DType, MAX_DIMS
-from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
-
-# storage dtype of each fp8kit dtype in numpy
-STORAGE: Dict[DType, Any] = {DType.F32: np.dtype(np.float32), DType.F16: np.dtype(np.float16),
-           DType.BF16: np.dtype(np.uint16), DType.E4M3: np.dtype(np.uint8),
-           DType.E5M2: np.dtype(np.uint8), DType.E8M0: np.dtype(np.uint8)}
-ITEMSIZE = {d: STORAGE[d].itemsize for d in DType}
-
-_NAMES = {
-    "f32": DType.F32, "float32": DType.F32, "float": DType.F32, "fp32": DType.F32,
-    "f16": DType.F16, "float16": DType.F16, "half": DType.F16, "fp16": DType.F16,
-    "bf16": DType.BF16, "bfloat16": DType.BF16,
-    "e4m3": DType.E4M3, "float8_e4m3fn": DType.E4M3, "e4m3fn": DType.E4M3, "fp8_e4m3": DType.E4M3,
-    "e5m2": DType.E5M2, "float8_e5m2": DType.E5M2, "fp8_e5m2": DType.E5M2,
-    "e8m0": DType.E8M0, "float8_e8m0fnu": DType.E8M0, "e8m0fnu": DType.E8M0,
-}
-
-
-def dtype_of_name(x: Any, what: str = "dtype") -> DType:
-    """An fp8kit DType from x: a DType, a string ('e4m3', 'float8_e4m3fn', 'bf16', ...),
-    a numpy/ml_dtypes dtype or a torch dtype. `what` names the argument in errors."""
-    if isinstance(x, DType):
-        return x
-    if isinstance(x, str):
-        key = x.lower()
-        if key.startswith("torch."):
-            key = key[6:]
-        if key in _NAMES:
-            return _NAMES[key]
-        raise InvalidArgumentError("%s %r is not a known dtype name (one of %s)" % (what, x, ", ".join(sorted(_NAMES))))
-    if type(x).__module__ == "torch" or type(x).__name__ == "dtype" and hasattr(x, "is_floating_point"):
-        return dtype_of_name(str(x), what)
-    try:
-        nd = np.dtype(x)
-    except TypeError:
-        raise InvalidArgumentError("%s %r is not a dtype" % (what, x)) from None
-    if nd.name in _NAMES:
-        return _NAMES[nd.name]
-    raise UnsupportedError("%s %s has no fp8kit equivalent" % (what, nd.name))
-
+from ._lib import DType
+from ._names import DTYPES, dtype_of_name
+from ._view import STORAGE, View, normalize_strides
+from .errors import InvalidArgumentError, InvalidStrideError, UnsupportedError
 
 class TaggedArray(np.ndarray):
     """An ndarray of raw bits tagged with the fp8kit dtype they encode
@@ -89,56 +52,10 @@ class TaggedArray(np.ndarray):
         return "TaggedArray(%s, fk_dtype=%s)" % (np.asarray(self).__repr__(), tag)
 
 
-class View:
-    """What fp8kit needs to know about one array: data pointer, fp8kit dtype,
-    shape and strides (elements), device ("cpu" or "cuda", index), and the
-    owning object (kept alive while the view is). kind: "numpy", "torch" or
-    "dlpack" - which allocator makes outputs for it."""
-    __slots__ = ("ptr", "dtype", "shape", "strides", "device", "index", "owner", "kind", "keep")
-
-    def __init__(self, ptr, dtype, shape, strides, device, index, owner, kind, keep=None):
-        self.ptr, self.dtype, self.shape, self.strides = ptr, dtype, shape, strides
-        self.device, self.index, self.owner, self.kind, self.keep = device, index, owner, kind, keep
-
-    def fill(self, t):
-        """Writes this view into an fp8kit Tensor struct t."""
-        t.data = self.ptr
-        t.dtype = self.dtype
-        n = len(self.shape)
-        t.ndim = n
-        for i in range(n):
-            t.shape[i] = self.shape[i]
-            t.strides[i] = self.strides[i]
-        for i in range(n, MAX_DIMS):
-            t.shape[i] = 0
-            t.strides[i] = 0
-
-
-def normalize_strides(name, shape, strides):
-    """Validates element strides (no negative, no zero stride on a dim > 1 - a
-    broadcast view - and not more than 4 dims) and gives size-1 dims the
-    row-major value, so fp8kit's nesting rule sees a plain layout."""
-    n = len(shape)
-    if n > MAX_DIMS:
-        raise InvalidShapeError("%s has %d dims; fp8kit takes at most %d" % (name, n, MAX_DIMS))
-    if 0 in shape:
-        raise InvalidShapeError("%s has an empty dim (shape %s)" % (name, tuple(shape)))
-    out = list(strides)
-    extent = 1
-    for i in range(n - 1, -1, -1):
-        if shape[i] == 1:
-            out[i] = extent if i < n - 1 else 1
-        elif out[i] <= 0:
-            raise InvalidStrideError("%s has stride %d on dim %d (broadcast or reversed views are not accepted; "
-                                     "make the array contiguous first)" % (name, out[i], i))
-        extent = max(extent, out[i] * (shape[i] - 1) + extent) if shape[i] > 1 else extent
-    return tuple(out)
-
-
 # ------------------------------------------------------------------ numpy
 def _ml_dtypes_tag(nd):
     # ml_dtypes arrays are recognised by their dtype name; ml_dtypes is never imported here
-    return _NAMES.get(nd.name) if nd.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu") else None
+    return DTYPES.get(nd.name) if nd.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu") else None
 
 
 _NP_BY_NUM = {np.dtype(np.float32).num: DType.F32, np.dtype(np.float16).num: DType.F16}
@@ -356,7 +273,7 @@ _torch_mod = None
 
 
 def torch_module():
-    """fp8kit._torch, imported on first use (it imports torch)."""
+    """fp8kit._torch, imported on first use (it imports torch; see _hooks)."""
     global _torch_mod
     if _torch_mod is None:
         from . import _torch

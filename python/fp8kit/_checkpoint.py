@@ -11,35 +11,23 @@ from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Tuple, Union
 
 from . import _lib
-from ._arrays import dtype_of_name
 from ._context import DeviceLike, get_context
+from ._cstr import c_path, c_text
 from ._typing import DTypeLike
 from ._lib import CkptFormat, CkptKeptFn, CkptOpts, CkptReport, CkptWarnFn, Rounding, Scheme
+from ._names import CKPT_SCHEME_NAMES as SCHEME_NAMES, CKPT_SCHEMES as SCHEMES, ROUNDINGS, dtype_of_name
 from .errors import InvalidArgumentError, UnsupportedError
 
 # what the functions take as a path and as globs
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 Globs = Union[str, Iterable[str]]
 
-# the CLI's --scheme names and the Python names (docs/spec.md, "Names and spellings")
-SCHEMES = {
-    "fp8-tensor": Scheme.TENSOR, "tensor": Scheme.TENSOR, "tensorwise": Scheme.TENSOR, "per_tensor": Scheme.TENSOR,
-    "fp8-row": Scheme.ROW, "row": Scheme.ROW, "rowwise": Scheme.ROW, "per_row": Scheme.ROW,
-    "fp8-block": Scheme.BLOCK128X128, "block": Scheme.BLOCK128X128, "block128x128": Scheme.BLOCK128X128,
-    "128x128": Scheme.BLOCK128X128,
-    "mxfp8": Scheme.MX, "mx": Scheme.MX,
-    # accepted here so that the C library says why it is refused (an activation scheme)
-    "block1x128": Scheme.BLOCK1X128, "1x128": Scheme.BLOCK1X128,
-}
-SCHEME_NAMES = {Scheme.TENSOR: "fp8-tensor", Scheme.ROW: "fp8-row", Scheme.BLOCK128X128: "fp8-block",
-                Scheme.MX: "mxfp8", Scheme.BLOCK1X128: "block1x128"}
 FORMATS = {
     "fp8": CkptFormat.FP8, "finegrained-fp8": CkptFormat.FP8, "deepseek": CkptFormat.FP8,
     "compressed-tensors": CkptFormat.COMPRESSED_TENSORS, "compressed_tensors": CkptFormat.COMPRESSED_TENSORS,
     "ct": CkptFormat.COMPRESSED_TENSORS,
 }
 FORMAT_NAMES = {CkptFormat.FP8: "fp8", CkptFormat.COMPRESSED_TENSORS: "compressed-tensors"}
-ROUNDINGS = {"floor": Rounding.FLOOR, "rceil": Rounding.RCEIL}
 
 
 @dataclass
@@ -87,11 +75,7 @@ def _name(table, value, what, enum_type):
 
 
 def _path(p, what):
-    try:
-        return os.fsencode(os.fspath(p))
-    except TypeError:
-        raise InvalidArgumentError("%s must be a str, bytes or os.PathLike path, not %s"
-                                   % (what, type(p).__name__)) from None
+    return c_path(p, what)
 
 
 def _globs(globs, what):
@@ -111,7 +95,7 @@ def _globs(globs, what):
             raise InvalidArgumentError("%s: %r is not a str" % (what, g))
     if not items:
         return None, 0, None
-    arr = (ctypes.c_char_p * len(items))(*[g.encode("utf-8") for g in items])
+    arr = (ctypes.c_char_p * len(items))(*[c_text(g, what + " glob") for g in items])
     return ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)), len(items), arr
 
 

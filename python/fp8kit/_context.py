@@ -13,7 +13,9 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from . import _lib
+from ._cstr import c_path, c_text
 from ._lib import Backend
+from ._names import BACKENDS
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
 
 # what Context / get_context take as a device (Any: a torch.device, read by duck typing)
@@ -39,7 +41,7 @@ def parse_device(backend: DeviceLike, device: Optional[int] = None) -> Tuple[Bac
                     index = int(idx)
         else:  # torch.device
             name, index = getattr(backend, "type"), getattr(backend, "index")
-        parsed = {"cpu": Backend.CPU, "cuda": Backend.CUDA, "auto": Backend.AUTO}.get(name)
+        parsed = BACKENDS.get(name)
         if parsed is None or (index is not None and parsed == Backend.AUTO):
             raise InvalidArgumentError("device %r is not one of the accepted forms: %s"
                                        % (backend, ", ".join(DEVICE_FORMS)))
@@ -116,7 +118,7 @@ class Context:
         fn = getattr(self._lib, "fp8kit_ctx_set_tuning", None)
         if fn is None:
             raise UnsupportedError("this libfp8kit has no fp8kit_ctx_set_tuning (rebuild it)")
-        self.check(fn(self.handle, None if spec is None else str(spec).encode()))
+        self.check(fn(self.handle, None if spec is None else c_text(str(spec), "tuning spec")))
 
     @property
     def tuning(self) -> str:
@@ -136,7 +138,7 @@ class Context:
         fn = getattr(self._lib, "fp8kit_ctx_set_autotune", None)
         if fn is None:
             raise UnsupportedError("this libfp8kit has no fp8kit_ctx_set_autotune (rebuild it)")
-        path = None if cache_file is None else os.fsencode(cache_file)
+        path = None if cache_file is None else c_path(cache_file, "cache_file")
         self.check(fn(self.handle, int(mode), path))
 
     def plan_cache_size(self) -> int:

@@ -9,153 +9,33 @@ costs: read the operands' metadata, one dict lookup, copy a template struct,
 set the pointers, one ctypes call.
 """
 import ctypes
-import functools
 import struct
 import sys
 import threading
-from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _lib
-from ._arrays import (ITEMSIZE, STORAGE, TaggedArray, as_view, dtype_of_name, numpy_pointer_getter, numpy_ptr,
-                      torch_module)
-from ._lib import (Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode,
-                   Status)
+from ._arrays import TaggedArray, as_view, numpy_pointer_getter, numpy_ptr, torch_module
+from ._common import (FP8, HP, check_out, context_for, device_of, gemm_scale_shape, numel, packed, rup,
+                      set_tensor, tensor_layout)
 from ._context import Context, on_clear
+from ._hooks import on_torch
+from ._lib import BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode, Status
+from ._names import OUT_QUANTS, ROUNDINGS, SCALE_LAYOUTS, SCALE_MODES, activation_of, dtype_of_name, enum_of
 from ._outputs import check_disjoint, numpy_writable, raise_overlap, region, shares, torch_writable
 from ._outputs import layout as view_layout
-from ._quant import FP8, HP, ROUNDINGS, _enum, check_out, context_for, device_of
 from ._typing import Array, DTypeLike, Stream
+from ._view import ITEMSIZE, STORAGE
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError, raise_status
 
-
-def _activation_value(v):
-    """The Activation of C value v (the int itself for a value the IntEnum mirror lacks)."""
-    try:
-        return Activation(v)
-    except ValueError:
-        return int(v)
-
-
-@functools.lru_cache(maxsize=64)
-def _parse_activation(name):
-    """fp8kit_activation_parse(name): (Activation, None), or (None, the library's message)."""
-    lib = _lib.load()
-    parse = getattr(lib, "fp8kit_activation_parse", None)
-    if parse is None:  # a library older than the function: the IntEnum's spellings
-        m = Activation.__members__.get(name.upper())
-        return (m, None) if m is not None else (None, "not one of " + ", ".join(sorted(ACTIVATIONS)))
-    try:
-        raw = name.encode("utf-8")
-    except UnicodeEncodeError:
-        raw = None
-    if raw is None or b"\0" in raw:
-        return None, "not an activation name"
-    out = _lib._enum_t(-1)
-    if parse(raw, ctypes.byref(out)) != Status.OK:
-        return None, _lib.decode(lib.fp8kit_last_error(None))
-    return _activation_value(out.value), None
-
-
-class _LibraryActivations(Mapping):
-    """ACTIVATIONS: activation names -> Activation, as the C library names them
-    (one table, src/core/names.c), asked on first use: iterating gives the
-    canonical names (fp8kit_activation_name of each value), a lookup takes
-    the aliases too ('gelu', 'swish'), in any case (fp8kit_activation_parse)."""
-
-    _canonical = None
-
-    def _names(self):
-        if self._canonical is None:
-            lib = _lib.load()
-            name_of = getattr(lib, "fp8kit_activation_name", None)
-            if name_of is None:  # a library older than the function
-                names = {m.name.lower(): m for m in Activation}
-            else:
-                names, v = {}, 0
-                while v < 1024:
-                    n = name_of(v)
-                    if n is None:
-                        break
-                    names[_lib.decode(n)] = _activation_value(v)
-                    v += 1
-            self._canonical = names
-        return self._canonical
-
-    def __getitem__(self, name):
-        if isinstance(name, str):
-            act, _ = _parse_activation(name.lower())
-            if act is not None:
-                return act
-        raise KeyError(name)
-
-    def __iter__(self):
-        return iter(self._names())
-
-    def __len__(self):
-        return len(self._names())
-
-
-ACTIVATIONS = _LibraryActivations()
-
-
-def activation_of(activation):
-    """The desc.act of an activation= argument: None (no activation), an Activation
-    or its value, or a name the C library accepts (ACTIVATIONS)."""
-    if activation is None:
-        return Activation.NONE
-    if isinstance(activation, str):
-        act, msg = _parse_activation(activation.lower())
-        if act is None:
-            raise InvalidArgumentError("activation %r: %s" % (activation, msg))
-        return act
-    return _enum(ACTIVATIONS, activation, "activation", Activation)
-
-
-SCALE_MODES = {"none": ScaleMode.NONE, "tensor": ScaleMode.TENSOR, "tensorwise": ScaleMode.TENSOR,
-               "row": ScaleMode.ROW, "rowwise": ScaleMode.ROW, "block": ScaleMode.BLOCK,
-               "blockwise": ScaleMode.BLOCK, "mx": ScaleMode.MX, "mxfp8": ScaleMode.MX}
-OUT_QUANTS = {"none": OutQuant.NONE, "scaled": OutQuant.SCALED, "mx": OutQuant.MX,
-              "block1x128": OutQuant.BLOCK1X128}
-GEMM_LAYOUTS = {"plain": ScaleLayout.PLAIN, "blocked": ScaleLayout.BLOCKED, "swizzled": ScaleLayout.BLOCKED,
-                "mn_major": ScaleLayout.MN_MAJOR}
 FN = "fp8kit.scaled_mm"
 OUT_NAME = FN + ": out"  # how a refused out= is named
 
 
-def _rup(a, b):
-    return -(-a // b) * b
-
-
-@functools.lru_cache(maxsize=4096)
-def _scale_shape_c(mode, layout, operand, rows, k, out_quant):
-    """fp8kit_gemm_scale_shape (ints in, cached): (status, message, dtype, (rows, cols))."""
-    lib = _lib.load()
-    d = GemmDesc()
-    d.scale_a = d.scale_b = mode
-    d.scale_layout = layout
-    d.out_quant = out_quant
-    d.out_hp = DType.F32
-    dt = _lib._enum_t(0)
-    shape = (ctypes.c_int64 * 2)()
-    st = lib.fp8kit_gemm_scale_shape(ctypes.byref(d), operand, rows, k, ctypes.byref(dt), shape)
-    if st:
-        return st, _lib.decode(lib.fp8kit_last_error(None)), None, None
-    return 0, "", DType(dt.value), (shape[0], shape[1])
-
-
-def _scale_shape(mode, layout, operand, rows, k, out_quant=OutQuant.NONE):
-    """The scale tensor fp8kit_gemm reads for operand 0 (a: rows M), 1 (b: rows N) or writes for 2 (the
-    fused output's scale_d: rows M, k N), as the C library gives it (fp8kit_gemm_scale_shape):
-    (status, message, dtype, (rows, cols) of the stored matrix); status 0 when it accepts the case."""
-    return _scale_shape_c(int(mode), int(layout), operand, int(rows), int(k), int(out_quant))
-
-
 def _scale_shape_or_raise(mode, layout, operand, rows, k, out_quant=OutQuant.NONE):
-    """(dtype, (rows, cols)) of _scale_shape, or the library's error, named as this function's."""
-    st, msg, dt, shp = _scale_shape(mode, layout, operand, rows, k, out_quant)
+    """(dtype, (rows, cols)) of gemm_scale_shape, or the library's error, named as this function's."""
+    st, msg, dt, shp = gemm_scale_shape(mode, layout, operand, rows, k, out_quant)
     if st:
         raise_status(st, msg.replace("fp8kit_gemm_scale_shape:", FN + ":", 1))
     return dt, shp
@@ -163,12 +43,7 @@ def _scale_shape_or_raise(mode, layout, operand, rows, k, out_quant=OutQuant.NON
 
 def _dense(v):
     """True when v's elements are packed row-major (size-1 dims ignored)."""
-    s = 1
-    for n, st in zip(reversed(v.shape), reversed(v.strides)):
-        if n != 1 and st != s:
-            return False
-        s *= n
-    return True
+    return packed(v.shape, v.strides)
 
 
 def _dense_t(v):
@@ -194,13 +69,6 @@ def _grid(v, rows, cols):
     return shp not in ((rows, cols), (cols, rows)) and _dense(v)
 
 
-def _numel(v):
-    n = 1
-    for d in v.shape:
-        n *= d
-    return n
-
-
 def _mode_candidates(v, rows, K, is_a):
     """Scale modes a scale tensor's dtype and shape allow (inference order)."""
     if v is None:
@@ -210,7 +78,7 @@ def _mode_candidates(v, rows, K, is_a):
     if v.dtype != DType.F32:
         raise UnsupportedError("%s: scale_%s has dtype %s; scales are float32 (or e8m0 for mx)"
                                % (FN, "a" if is_a else "b", v.dtype.name.lower()))
-    shp, n = tuple(v.shape), _numel(v)
+    shp, n = tuple(v.shape), numel(v)
     out = []
     if n == 1:
         out.append(ScaleMode.TENSOR)
@@ -229,9 +97,9 @@ def _mode_candidates(v, rows, K, is_a):
 def _pick_modes(va, vb, M, N, K, scale_mode):
     if scale_mode is not None:
         if isinstance(scale_mode, (tuple, list)):
-            ma, mb = (_enum(SCALE_MODES, m, "scale_mode", ScaleMode) for m in scale_mode)
+            ma, mb = (enum_of(SCALE_MODES, m, "scale_mode", ScaleMode) for m in scale_mode)
         else:
-            ma = mb = _enum(SCALE_MODES, scale_mode, "scale_mode", ScaleMode)
+            ma = mb = enum_of(SCALE_MODES, scale_mode, "scale_mode", ScaleMode)
         if va is None:
             ma = ScaleMode.NONE
         if vb is None:
@@ -260,7 +128,7 @@ def _check_scale(v, mode, layout, rows, K, is_a):
         return None
     if v is None:
         raise InvalidArgumentError("%s: %s is required for %s scaling" % (FN, name, mode.name.lower()))
-    n = _numel(v)
+    n = numel(v)
     # what the library reads (mx: K % 32 == 0, else its error)
     sdt, shp = _scale_shape_or_raise(mode, layout, 0 if is_a else 1, rows, K)
     want = shp[0] * shp[1]
@@ -303,7 +171,7 @@ def _check_scale(v, mode, layout, rows, K, is_a):
 
 def _infer_layout(va, vb, ma, M, N, K, scale_layout):
     if scale_layout is not None:
-        return _enum(GEMM_LAYOUTS, scale_layout, "scale_layout", ScaleLayout)
+        return enum_of(SCALE_LAYOUTS, scale_layout, "scale_layout", ScaleLayout)
     if ma == ScaleMode.BLOCK:
         # A's (M, ka) scales in their own index order: packed -> plain, else the (M, ka) view of an
         # mn_major buffer; a (ka, 4*ceil(M/4)) array that is not also (M, ka) -> that buffer itself
@@ -316,7 +184,7 @@ def _infer_layout(va, vb, ma, M, N, K, scale_layout):
             return ScaleLayout.MN_MAJOR
         return ScaleLayout.PLAIN
     if ma == ScaleMode.MX:
-        shapes = [_scale_shape(ScaleMode.MX, lay, op, rows, K)
+        shapes = [gemm_scale_shape(ScaleMode.MX, lay, op, rows, K)
                   for lay in (ScaleLayout.PLAIN, ScaleLayout.BLOCKED) for op, rows in ((0, M), (1, N))]
         if any(st for st, _, _, _ in shapes):
             return ScaleLayout.PLAIN  # K % 32 != 0: _check_scale names it
@@ -325,22 +193,13 @@ def _infer_layout(va, vb, ma, M, N, K, scale_layout):
         plain_nb, blocked_nb = pb[0] * pb[1], bb[0] * bb[1]
         if tuple(va.shape) == pa and tuple(vb.shape) in (pb, pb[::-1]):
             return ScaleLayout.PLAIN
-        na, nb = _numel(va), _numel(vb)
+        na, nb = numel(va), numel(vb)
         if na == blocked_n and nb == blocked_nb and (na != plain_n or nb != plain_nb):
             return ScaleLayout.BLOCKED
         if na == plain_n and nb == plain_nb:
             return ScaleLayout.PLAIN
         return ScaleLayout.PLAIN  # the size check then names what was expected
     return ScaleLayout.PLAIN
-
-
-def _set(t, ptr, dtype, shape, strides):
-    t.data = ptr
-    t.dtype = dtype
-    t.ndim = len(shape)
-    for i, (n, s) in enumerate(zip(shape, strides)):
-        t.shape[i] = n
-        t.strides[i] = s
 
 
 _plans: Dict[Any, Any] = {}
@@ -367,8 +226,8 @@ class _NoTorch:
     """Stands for torch.Tensor until _torch.py is loaded (no object has this type)."""
 
 
-# Set by _torch.py when torch is first seen: the plain tensor type, and the
-# functions the torch hot path of run() calls directly.
+# Bound by _use_torch when torch tensors are first seen: the plain tensor type, and
+# the functions the torch hot path of run() calls directly.
 _TT: Any = _NoTorch
 _is_compiling: Any = None
 _data_ptr: Any = None
@@ -411,7 +270,7 @@ def _tagged_sig(x):
 # type -> signature: everything the checks of one call read from an operand (its
 # type, dtype, shape, strides, device), without the data pointer. Two operands with
 # the same signature pass or fail the same checks, so a plan found by signatures was
-# validated when it was made. _torch.py adds torch.Tensor / nn.Parameter.
+# validated when it was made. _use_torch adds torch.Tensor / nn.Parameter.
 SIGNATURES = {np.ndarray: _np_sig, TaggedArray: _tagged_sig}
 # type -> data pointer getter, for the same types
 POINTERS = {np.ndarray: numpy_ptr, TaggedArray: numpy_ptr}
@@ -666,12 +525,26 @@ if dict(_KWDEFAULTS, out=None) != _OPTION_DEFAULTS:  # pragma: no cover
     raise ImportError("fp8kit: scaled_mm's keyword defaults differ from _OPTION_DEFAULTS")
 
 
+# torch_ops.scaled_mm (the custom op torch.ops.fp8kit.scaled_mm with scaled_mm's arguments), which
+# torch_ops gives trace_with when it registers the ops
+_traced_op: Any = None
+
+
+def trace_with(op):
+    """Makes scaled_mm route torch tensors to op(a, b, scale_a, scale_b, bias,
+    out_dtype, **options) while torch.compile traces (torch_ops does this
+    when it registers torch.ops.fp8kit.*)."""
+    global _traced_op
+    _traced_op = op
+
+
 def _traced(a, b, scale_a, scale_b, bias, out_dtype, options):
     """While torch.compile traces: the custom op, whose fake gives the output."""
-    from . import torch_ops
-    return torch_ops.scaled_mm(a, b, scale_a, scale_b, bias,
-                               out_dtype if out_dtype is not None else torch_module().torch_dtype(DType.BF16),
-                               **options)
+    if _traced_op is None:
+        raise UnsupportedError("%s: torch.compile is tracing but torch.ops.fp8kit is not registered (fp8kit.torch_ops "
+                               "could not be imported: it needs torch >= 2.4)" % FN)
+    return _traced_op(a, b, scale_a, scale_b, bias,
+                      out_dtype if out_dtype is not None else torch_module().torch_dtype(DType.BF16), **options)
 
 
 def run(a, b, scale_a, scale_b, bias, out_dtype, options):
@@ -796,6 +669,28 @@ def _launch(plan, words, args_ref, d, stream):
 def _current_stream(index):
     """torch's current stream on cuda:index (replaced by _torch.py's function once torch is seen)."""
     return torch_module().current_stream(index)
+
+
+def _use_torch(tm):
+    """Binds the torch hot path of run() to fp8kit._torch `tm` and lets the
+    plan cache key torch tensors (see SIGNATURES): called once, when torch
+    tensors are first seen (_hooks.on_torch)."""
+    global _current_stream, _raw_stream, _data_ptr, _empty_strided, _empty_like, _is_compiling, _TT, _make_guard
+    torch = tm.torch
+    _current_stream = tm.current_stream
+    _raw_stream = tm.raw_stream
+    _data_ptr = torch.Tensor.data_ptr
+    _empty_strided = torch.empty_strided  # measured cheaper per call than torch.empty(shape, ...)
+    _empty_like = torch.empty_like  # of an expanded template: cheaper still (see _torch.expanded)
+    _is_compiling = tm.compiling
+    _make_guard = tm.make_guard
+    for tp in (torch.Tensor, torch.nn.Parameter):
+        SIGNATURES[tp] = tm.signature
+        POINTERS[tp] = torch.Tensor.data_ptr
+    _TT = torch.Tensor  # last: a plain tensor takes the hot path only once everything above is set
+
+
+on_torch(_use_torch)
 
 
 def _first_call(key, a, b, scale_a, scale_b, bias, out_dtype, options, tkey=None):
@@ -974,7 +869,7 @@ def _getter(owner):
 def _with_d(raw, dv):
     """raw args bytes with d described by the caller's output view."""
     args = GemmArgs.from_buffer_copy(raw)
-    _set(args.d, None, dv.dtype, dv.shape, dv.strides)
+    set_tensor(args.d, None, dv.dtype, dv.shape, dv.strides)
     return bytes(args)
 
 
@@ -1024,7 +919,7 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     desc.act = activation_of(activation)
     desc.fast_accum = 1 if use_fast_accum else 0
 
-    oq = _enum(OUT_QUANTS, out_quant, "out_quant", OutQuant) if out_quant is not None else None
+    oq = enum_of(OUT_QUANTS, out_quant, "out_quant", OutQuant) if out_quant is not None else None
     if out_dtype is None:
         ddt = DType.E4M3 if oq in (OutQuant.MX, OutQuant.BLOCK1X128) or sdv is not None else (
             DType.BF16 if av.kind == "torch" or av.device == "cuda" else DType.F32)
@@ -1039,7 +934,7 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     if oq == OutQuant.SCALED:
         if sdv is None:
             raise InvalidArgumentError("%s: out_quant 'scaled' needs scale_d" % FN)
-        if sdv.dtype != DType.F32 or _numel(sdv) != 1:
+        if sdv.dtype != DType.F32 or numel(sdv) != 1:
             raise InvalidArgumentError("%s: scale_d must be a float32 scalar" % FN)
     elif sdv is not None:
         raise InvalidArgumentError("%s: scale_d is an input only with out_quant 'scaled'" % FN)
@@ -1053,9 +948,9 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         if hp not in HP:
             raise UnsupportedError("%s: out_hp must be float32, float16 or bfloat16" % FN)
         desc.out_hp = hp
-        desc.out_rounding = _enum(ROUNDINGS, out_rounding, "out_rounding", Rounding)
+        desc.out_rounding = enum_of(ROUNDINGS, out_rounding, "out_rounding", Rounding)
         desc.out_pow2 = 1 if out_pow2 else 0
-        st, _, sd_dtype, sd_shape = _scale_shape(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, N, oq)
+        st, _, sd_dtype, sd_shape = gemm_scale_shape(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, N, oq)
         if st == Status.ERR_INVALID_SHAPE:  # mx: N % 32 != 0
             raise InvalidShapeError("%s: out_quant 'mx' needs N %% 32 == 0 (N = %d)" % (FN, N))
         if st:
@@ -1063,32 +958,32 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         plan.sd_shape, plan.sd_dtype = sd_shape, sd_dtype
 
     args = GemmArgs()
-    _set(args.a, None, av.dtype, (M, K), (av.strides[0] if M > 1 else K, 1))
-    _set(args.b, None, bv.dtype, (N, K), (ldb, 1))
+    set_tensor(args.a, None, av.dtype, (M, K), (av.strides[0] if M > 1 else K, 1))
+    set_tensor(args.b, None, bv.dtype, (N, K), (ldb, 1))
     for t, v, n in ((args.scale_a, sa, na), (args.scale_b, sb, nb)):
         if n is not None:
-            _set(t, None, v.dtype, (n,), (1,))
+            set_tensor(t, None, v.dtype, (n,), (1,))
     args.alpha, args.beta = float(alpha), float(beta)
     if beta != 0.0:
         if cv.dtype not in HP:
             raise UnsupportedError("%s: c must be float32, float16 or bfloat16" % FN)
         if tuple(cv.shape) != (M, N):
             raise InvalidShapeError("%s: c has shape %s; expected (%d, %d)" % (FN, tuple(cv.shape), M, N))
-        _set(args.c, None, cv.dtype, (M, N), cv.strides)
+        set_tensor(args.c, None, cv.dtype, (M, N), cv.strides)
     if biasv is not None:
         blen = M if bias_per_row else N
         if biasv.dtype not in HP:
             raise UnsupportedError("%s: bias must be float32, float16 or bfloat16" % FN)
-        if _numel(biasv) != blen or not _dense(biasv) or len(biasv.shape) > 2:
+        if numel(biasv) != blen or not _dense(biasv) or len(biasv.shape) > 2:
             raise InvalidShapeError("%s: bias must be a packed vector of length %s = %d (shape %s)"
                                     % (FN, "M" if bias_per_row else "N", blen, tuple(biasv.shape)))
         desc.bias = BiasMode.ROW if bias_per_row else BiasMode.COL
-        _set(args.bias, None, biasv.dtype, (blen,), (1,))
+        set_tensor(args.bias, None, biasv.dtype, (blen,), (1,))
     if oq == OutQuant.SCALED:
-        _set(args.scale_d, None, DType.F32, (1,), (1,))
+        set_tensor(args.scale_d, None, DType.F32, (1,), (1,))
     elif plan.sd_shape is not None:
-        _set(args.scale_d, None, plan.sd_dtype, plan.sd_shape, (plan.sd_shape[1], 1))
-    _set(args.d, None, ddt, (M, N), (N, 1))
+        set_tensor(args.scale_d, None, plan.sd_dtype, plan.sd_shape, (plan.sd_shape[1], 1))
+    set_tensor(args.d, None, ddt, (M, N), (N, 1))
     plan.ctx, plan.desc = cx, desc
     plan.d_shape, plan.d_dtype = (M, N), ddt
     plan.use_sa, plan.use_sb = ma != ScaleMode.NONE, mb != ScaleMode.NONE
@@ -1116,12 +1011,12 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         # validation needs non-NULL, aligned pointers to operands that do not overlap (the library checks
         # outputs against inputs there too): consecutive made-up addresses, 256-byte aligned, each past the
         # last one's bytes; the probe is never launched, nothing is read or written
-        _set(probe.d, None, ddt, (M, N), (N, 1))
+        set_tensor(probe.d, None, ddt, (M, N), (N, 1))
         addr = 1 << 20
         for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.c, probe.bias, probe.scale_d, probe.d):
             if t.ndim or t.dtype or t.shape[0]:
                 t.data = addr
-                addr += _rup(_tensor_layout(t)[0], 256)
+                addr += rup(tensor_layout(t)[0], 256)
         nbytes = ctypes.c_size_t(0)
         cx.check(cx._lib.fp8kit_gemm_workspace_size(cx.handle, ctypes.byref(desc), ctypes.byref(probe),
                                                     ctypes.byref(nbytes)))
@@ -1133,20 +1028,10 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     plan.raw = bytes(args)
     plan.out_check = None
     # what C reads, as it reads it (a scale's flat count, b as (N, K)): (name, args word, layout)
-    plan.reads = tuple((name, _WORD[name], _tensor_layout(getattr(args, name))) for name in
+    plan.reads = tuple((name, _WORD[name], tensor_layout(getattr(args, name))) for name in
                        ("a", "b", "scale_a", "scale_b", "c", "bias", "scale_d")
                        if getattr(args, name).ndim and (name != "scale_d" or plan.scaled))
     return plan
-
-
-def _tensor_layout(t):
-    """The layout (see _outputs) of an fp8kit Tensor struct."""
-    isz = ITEMSIZE[DType(t.dtype)]
-    n = t.ndim
-    span = 0
-    for i in range(n):
-        span += (t.shape[i] - 1) * t.strides[i]
-    return (span * isz + isz, tuple(t.shape[i] for i in range(n)), tuple(t.strides[i] * isz for i in range(n)), isz)
 
 
 def _out_checker(out, dv, reads, c_inplace=False):

@@ -23,19 +23,18 @@ import ctypes
 import threading
 from typing import Any, Dict, Optional
 
-import numpy as np
-
-from ._arrays import ITEMSIZE, as_view, dtype_of_name, is_torch_tensor, torch_module
+from ._arrays import as_view, torch_module
+from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, gemm_scale_shape,
+                      group_offsets, numel, packed, prod, rup, set_tensor, status_pointer, stream_for, tensor_layout)
 from ._context import Context, on_clear
-from ._gemm import _numel, _rup, _scale_shape, _set, _tensor_layout, activation_of
-from ._lib import Backend, BiasMode, DType, GemmDesc, ScaleLayout, ScaleMode, Tensor
-from ._outputs import check_disjoint, check_writable, flat_layout, region, torch_writable
-from ._quant import FP8, HP, check_out, context_for, device_of, empty_like_kind, stream_for
+from ._lib import Backend, BiasMode, DType, GemmDesc, GroupedLayout, ScaleLayout, ScaleMode, Tensor
+from ._names import GROUPED_LAYOUTS, activation_of, dtype_of_name, enum_of
+from ._outputs import check_disjoint, check_writable, flat_layout, region
 from ._typing import Array, DTypeLike, Stream
+from ._view import ITEMSIZE
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 FN = "fp8kit.grouped_mm"
-LAYOUTS = {"contiguous": 0, "masked": 1}  # fp8kit_grouped_layout
 
 
 class GroupedGemmArgs(ctypes.Structure):
@@ -56,69 +55,18 @@ class GroupedGemmArgs(ctypes.Structure):
     ]
 
 
-def _status_ptr(status, dev, fn=FN):
-    """Device pointer of the optional status word (0 when None): a contiguous int32 torch tensor of one
-    element on the operands' device, writable. fn names the caller in messages."""
-    if status is None:
-        return 0
-    import torch
-    if (not is_torch_tensor(status) or status.dtype != torch.int32 or status.numel() != 1 or
-            status.device.type != dev[0] or not status.is_contiguous()):
-        raise InvalidArgumentError("%s: status must be a contiguous int32 torch tensor of one element on the "
-                                   "operands' device" % fn)
-    torch_writable(status, "%s: status" % fn)
-    return status.data_ptr()
-
-
-def _offsets(offs, groups, dev, fn=FN, name="offs"):
-    """(pointer, owner) of offs as G contiguous int32 values on the operands' device (dev = (kind, index)):
-    host memory for the CPU backend, device memory of the same GPU for the CUDA backend. fn names the
-    caller in messages, name the argument."""
-    if dev[0] == "cuda":
-        import torch
-        if not is_torch_tensor(offs) or offs.device.type != "cuda" or offs.device.index != dev[1]:
-            raise InvalidArgumentError("%s: with CUDA operands %s must be an int32 torch tensor on cuda:%d (the "
-                                       "kernel reads it; no host copy)" % (fn, name, dev[1]))
-    if is_torch_tensor(offs):
-        import torch
-        if offs.dtype != torch.int32:
-            raise InvalidArgumentError("%s: %s must be int32 (got %s)" % (fn, name, offs.dtype))
-        if offs.device.type != dev[0]:
-            raise UnsupportedError("%s: %s is on %s but the operands are on %s" % (fn, name, offs.device.type, dev[0]))
-        offs = offs.contiguous()
-        if offs.dim() != 1 or offs.numel() != groups:
-            raise InvalidShapeError("%s: %s must hold G = %d values (got shape %s)"
-                                    % (fn, name, groups, tuple(offs.shape)))
-        return offs.data_ptr(), offs
-    arr = np.asarray(offs)
-    # an int32 array, or a sequence of Python ints that fit int32
-    is_list = not isinstance(offs, np.ndarray)
-    if arr.dtype != np.int32 and not (is_list and arr.dtype.kind in "iu"):
-        raise InvalidArgumentError("%s: %s must be int32 (got %s)" % (fn, name, arr.dtype))
-    if arr.dtype != np.int32 and arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
-        raise InvalidArgumentError("%s: %s holds values outside int32" % (fn, name))
-    arr = np.ascontiguousarray(arr, dtype=np.int32)
-    if arr.ndim != 1 or arr.size != groups:
-        raise InvalidShapeError("%s: %s must hold G = %d values (got shape %s)" % (fn, name, groups, arr.shape))
-    return arr.ctypes.data, arr
-
-
 def _scale_mode(v, n_tensor, n_row, name):
     if v is None:
         return ScaleMode.NONE
     if v.dtype != DType.F32:
         raise InvalidArgumentError("%s: %s must be float32, or e8m0 for mx scaling (got %s)"
                                    % (FN, name, v.dtype.name.lower()))
-    n = _numel(v)
+    n = numel(v)
     if n == n_tensor:
         return ScaleMode.TENSOR
     if n == n_row:
         return ScaleMode.ROW
     raise InvalidShapeError("%s: %s holds %d values; expected %d (tensor) or %d (row)" % (FN, name, n, n_tensor, n_row))
-
-
-def _cdiv(a, b):
-    return -(-a // b)
 
 
 def _block_scale(v, want, name, what):
@@ -137,20 +85,10 @@ def _block_scale(v, want, name, what):
                                  % (FN, name, tuple(v.strides)))
 
 
-def _packed(shape, strides):
-    """True when (shape, strides) are packed row-major (size-1 dims ignored)."""
-    s = 1
-    for n, st in zip(reversed(tuple(shape)), reversed(tuple(strides))):
-        if n != 1 and st != s:
-            return False
-        s *= n
-    return True
-
-
 def _mx_blocked_count(op, rows, K):
     """Elements of the blocked (swizzled) mx layout fp8kit.quantize(..., scale_layout="blocked") writes for
     `rows` rows (op 0: a, 1: b), or None."""
-    st, _, _, shp = _scale_shape(ScaleMode.MX, ScaleLayout.BLOCKED, op, rows, K)
+    st, _, _, shp = gemm_scale_shape(ScaleMode.MX, ScaleLayout.BLOCKED, op, rows, K)
     return None if st else shp[0] * shp[1]
 
 
@@ -176,8 +114,8 @@ def _mx_scales(sav, sbv, a_shape, G, N, K):
     if blocked_b is not None:
         blocked_b *= G
     for v, want, blocked, name in ((sav, want_a, blocked_a, "scale_a"), (sbv, want_b, blocked_b, "scale_b")):
-        n = _numel(v)
-        if tuple(v.shape) != want and n == blocked and n != _numel_of(want):
+        n = numel(v)
+        if tuple(v.shape) != want and n == blocked and n != prod(want):
             raise UnsupportedError("%s: %s (shape %s) holds the blocked (swizzled) mx scale layout; the grouped "
                                    "GEMM reads mx scales in the plain layout only (fp8kit.quantize(..., 'mx') with "
                                    "scale_layout='plain', the default): %s %s" % (FN, name, tuple(v.shape), name,
@@ -186,13 +124,13 @@ def _mx_scales(sav, sbv, a_shape, G, N, K):
     if tuple(sav.shape) != want_a:
         raise InvalidShapeError("%s: mx scaling needs scale_a as the e8m0 scales of every row of a per 32 of K, "
                                 "%s = %s; got shape %s" % (FN, what_a, want_a, tuple(sav.shape)))
-    if not _packed(sav.shape, sav.strides):
+    if not packed(sav.shape, sav.strides):
         raise InvalidStrideError("%s: mx scale_a %s must be packed row-major (strides %s)"
                                  % (FN, want_a, tuple(sav.strides)))
     shp, st = tuple(sbv.shape), tuple(sbv.strides)
-    if shp == want_b and _packed(shp, st):
+    if shp == want_b and packed(shp, st):
         return
-    if shp == (G, kb, N) and _packed((G, N, kb), (st[0], st[2], st[1])):  # the transposed view of the grid
+    if shp == (G, kb, N) and packed((G, N, kb), (st[0], st[2], st[1])):  # the transposed view of the grid
         return
     if shp in (want_b, (G, kb, N)):
         raise InvalidStrideError("%s: mx scale_b must be each expert's packed (N, K/32) grid, (G, N, K/32) = %s as "
@@ -201,13 +139,6 @@ def _mx_scales(sav, sbv, a_shape, G, N, K):
                                  % (FN, want_b, shp, st))
     raise InvalidShapeError("%s: mx scaling needs scale_b as each expert's e8m0 (N, K/32) scales, (G, N, K/32) = "
                             "%s; got shape %s" % (FN, want_b, shp))
-
-
-def _numel_of(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _scale_modes(sav, sbv, a_shape, G, N, K):
@@ -223,7 +154,7 @@ def _scale_modes(sav, sbv, a_shape, G, N, K):
         _mx_scales(sav, sbv, a_shape, G, N, K)
         return ScaleMode.MX, ScaleMode.MX
     if sbv is not None and len(sbv.shape) == 3:
-        kb, nb = _cdiv(K, 128), _cdiv(N, 128)
+        kb, nb = cdiv(K, 128), cdiv(N, 128)
         if sav is None:
             raise InvalidShapeError("%s: a 3-D scale_b means block scaling (G, ceil(N/128), ceil(K/128)); it needs "
                                     "scale_a as the 1x128 scales of a, shape %s" % (FN, tuple(a_shape[:-1]) + (kb,)))
@@ -249,10 +180,11 @@ class _Call:
 def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout):
     """Checks a call's operands and options; returns a _Call whose args hold a, b (as the library's (G, N,
     K)), the scales, the bias, alpha and the layout (no pointers yet for d, offsets, status or workspace)."""
-    lay = LAYOUTS.get(layout.lower()) if isinstance(layout, str) else None
-    if lay is None:
-        raise InvalidArgumentError("%s: layout must be 'contiguous' or 'masked' (got %r)" % (FN, layout))
-    masked = lay == LAYOUTS["masked"]
+    if not isinstance(layout, (str, GroupedLayout)):
+        raise InvalidArgumentError("%s: layout must be %s (got %r)"
+                                   % (FN, " or ".join(repr(n) for n in GROUPED_LAYOUTS), layout))
+    lay = enum_of(GROUPED_LAYOUTS, layout, FN + ": layout", GroupedLayout)
+    masked = lay == GroupedLayout.MASKED
     av, bv = as_view(a, "a"), as_view(b, "b")
     if av.dtype not in FP8 or bv.dtype not in FP8:
         raise UnsupportedError("%s: a and b must hold e4m3 or e5m2 codes (got %s and %s)"
@@ -306,8 +238,8 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
     args.layout = lay
     if desc.scale_a == ScaleMode.MX:  # both checked by _mx_scales: the packed (T, K/32) and (G, N, K/32) grids
         kb = K // 32
-        _set(args.scale_a, sav.ptr, DType.E8M0, rows + (kb,), (rows[-1] * kb, kb, 1)[-len(rows) - 1:])
-        _set(args.scale_b, sbv.ptr, DType.E8M0, (G, N, kb), (N * kb, kb, 1))
+        set_tensor(args.scale_a, sav.ptr, DType.E8M0, rows + (kb,), (rows[-1] * kb, kb, 1)[-len(rows) - 1:])
+        set_tensor(args.scale_b, sbv.ptr, DType.E8M0, (G, N, kb), (N * kb, kb, 1))
     else:  # tensor / row: any shape, the library checks the count and contiguity; block: checked above
         if sav is not None:
             sav.fill(args.scale_a)
@@ -343,12 +275,12 @@ def _workspace_bytes(c):
     if fn is None:  # an older library: no workspace, the call runs on the operands as given
         return 0
     probe = GroupedGemmArgs.from_buffer_copy(c.args)
-    _set(probe.d, 1, c.ddt, c.rows + (c.N,), (c.rows[-1] * c.N, c.N, 1)[-len(c.rows) - 1:])
+    set_tensor(probe.d, 1, c.ddt, c.rows + (c.N,), (c.rows[-1] * c.N, c.N, 1)[-len(c.rows) - 1:])
     addr = 1 << 20
     for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.bias, probe.d):
         if t.data:  # every operand given (a real pointer would also defeat the cache key)
             t.data = addr
-            addr += _rup(_tensor_layout(t)[0], 256)
+            addr += rup(tensor_layout(t)[0], 256)
     probe.offsets = addr
     probe.alpha = 1.0  # not part of the size
     probe.status = None
@@ -389,10 +321,10 @@ def _workspace(workspace, dev):
     if (wv.device, wv.index if wv.device == "cuda" else 0) != dev:
         raise UnsupportedError("%s: workspace is on %s:%d; the operands are on %s:%d"
                                % (FN, wv.device, wv.index, dev[0], dev[1]))
-    if not _packed(wv.shape, wv.strides):
+    if not packed(wv.shape, wv.strides):
         raise InvalidStrideError("%s: workspace must be a packed (contiguous) array" % FN)
     check_writable(workspace, wv, "workspace", FN)
-    return wv.ptr, _numel(wv) * ITEMSIZE[wv.dtype]
+    return wv.ptr, numel(wv) * ITEMSIZE[wv.dtype]
 
 
 def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
@@ -438,8 +370,9 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         no byte with an input or status).
       ctx: a Context (default: the cached one of the operands' device).
       stream: a cudaStream_t int or torch stream (default: torch's current one).
-      status: optional int32 tensor of one element on the operands' device that receives 0 or 2
-        (invalid offs); writable, sharing no byte with out or an input.
+      status: optional int32 array of one element on the operands' device (a numpy array or torch tensor
+        with CPU operands, a torch tensor with CUDA ones) that receives 0 or 2 (invalid offs); writable,
+        sharing no byte with out or an input.
       layout: "contiguous" or "masked" (see above).
       workspace: optional scratch memory for the library (a packed, writable array on the operands'
         device, 16-byte aligned, e.g. torch.empty(n, dtype=torch.uint8, device="cuda") with n from
@@ -449,8 +382,8 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         still works: the call then runs on the operands as given."""
     c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout)
     av, bv, sav, sbv, biasv, dev, G, N = c.av, c.bv, c.sav, c.sbv, c.biasv, c.dev, c.G, c.N
-    optr, owner = _offsets(offs, G, dev)
-    sptr = _status_ptr(status, dev)
+    optr, owner = group_offsets(offs, G, dev, FN, "offs")
+    sptr = status_pointer(status, dev, FN)
     if out is None:
         d, dv = empty_like_kind(av, c.rows + (N,), c.ddt)
     else:

@@ -19,20 +19,28 @@ from typing import Optional
 
 import numpy as np
 
-from ._arrays import as_view, dtype_of_name, is_torch_tensor
+from ._arrays import as_view, is_torch_tensor
+from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, group_offsets, numel,
+                      status_pointer, stream_for)
 from ._context import Context
-from ._gemm import _numel
-from ._grouped import _cdiv, _offsets, _status_ptr
-from ._lib import DType, GemmDesc, ScaleMode, Tensor
+from ._lib import DType, GemmDesc, ScaleMode, Scheme, Tensor
+from ._names import SCALE_MODES, SCHEMES, dtype_of_name
 from ._outputs import check_disjoint, flat_layout, region
-from ._quant import FP8, HP, check_out, context_for, device_of, empty_like_kind, stream_for
 from ._typing import Array, DTypeLike, Stream
 from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
 
 FN = "fp8kit.k_grouped_mm"
-# scale_mode= spellings -> "none" / "tensor" / "1x128"
-SCALE_MODES = {"none": "none", "tensor": "tensor", "tensorwise": "tensor", "1x128": "1x128",
-               "block1x128": "1x128", "block": "1x128", "blockwise": "1x128"}
+
+
+def _mode_of(name):
+    """'none', 'tensor' or '1x128' for a scale_mode= name: a GEMM scale mode's name (the block mode being
+    1x128 here) or the 1x128 scheme's; None for anything else."""
+    if not isinstance(name, str):
+        return None
+    mode = SCALE_MODES.get(name)
+    if mode is not None:
+        return {ScaleMode.NONE: "none", ScaleMode.TENSOR: "tensor", ScaleMode.BLOCK: "1x128"}.get(mode)
+    return "1x128" if SCHEMES.get(name) == Scheme.BLOCK1X128 else None
 
 
 class KGroupedGemmArgs(ctypes.Structure):
@@ -79,7 +87,7 @@ def _scale_tensor(v, name):
         return ScaleMode.NONE
     if v.dtype != DType.F32:
         raise InvalidArgumentError("%s: %s must be float32 (got %s)" % (FN, name, v.dtype.name.lower()))
-    if _numel(v) != 1:
+    if numel(v) != 1:
         raise InvalidShapeError("%s: a tensor scale is one float32 value (%s has shape %s)"
                                 % (FN, name, tuple(v.shape)))
     return ScaleMode.TENSOR
@@ -90,19 +98,19 @@ def _scale_modes(sav, sbv, M, N, Ktot, scale_mode):
     scale holds more than one value (then both must be the 1x128 grids), else a one-value scale is a tensor
     scale and None no scale."""
     if scale_mode is not None:
-        mode = SCALE_MODES.get(scale_mode.lower()) if isinstance(scale_mode, str) else None
+        mode = _mode_of(scale_mode)
         if mode is None:
             raise InvalidArgumentError("%s: scale_mode must be None, 'none', 'tensor' or '1x128' (got %r)"
                                        % (FN, scale_mode))
     else:
-        many = [v for v in (sav, sbv) if v is not None and _numel(v) > 1]
+        many = [v for v in (sav, sbv) if v is not None and numel(v) > 1]
         mode = "1x128" if many else "tensor"
     if mode == "none":
         if sav is not None or sbv is not None:
             raise InvalidArgumentError("%s: scale_mode='none' but scales were given" % FN)
         return 0, ScaleMode.NONE, ScaleMode.NONE
     if mode == "1x128":
-        kb = _cdiv(Ktot, 128)
+        kb = cdiv(Ktot, 128)
         _scale_1x128(sav, (M, kb), "scale_a")
         _scale_1x128(sbv, (N, kb), "scale_b")
         return 1, ScaleMode.NONE, ScaleMode.NONE
@@ -141,8 +149,9 @@ def k_grouped_mm(a: Array, b: Array, offsets: Array, scale_a: Optional[Array] = 
       beta: D[g] = ... + beta * D[g] (reads out; 0: out is only written).
       scale_mode: None (inferred, above), 'none', 'tensor' or '1x128' ('block1x128' / 'block').
       fast_accum: CUDA: allow fewer fp32 promotions (f32 out on CUDA needs it); the CPU ignores it.
-      status: optional int32 tensor of one element on the operands' device that receives 0 or 2 (invalid
-        offsets); writable, sharing no byte with out or an input.
+      status: optional int32 array of one element on the operands' device (a numpy array or torch tensor
+        with CPU operands, a torch tensor with CUDA ones) that receives 0 or 2 (invalid offsets); writable,
+        sharing no byte with out or an input.
       ctx: a Context (default: the cached one of the operands' device).
       stream: a cudaStream_t int or torch stream (default: torch's current one)."""
     av, bv = as_view(a, "a"), as_view(b, "b")
@@ -177,8 +186,8 @@ def k_grouped_mm(a: Array, b: Array, offsets: Array, scale_a: Optional[Array] = 
         ddt = as_view(out, "out").dtype if out_dtype is None else dtype_of_name(out_dtype, "out_dtype")
     if ddt not in HP:
         raise UnsupportedError("%s: D must be float32, float16 or bfloat16 (got %s)" % (FN, ddt.name.lower()))
-    optr, owner = _offsets(offsets, G, dev, FN, "offsets")
-    sptr = _status_ptr(status, dev, FN)
+    optr, owner = group_offsets(offsets, G, dev, FN, "offsets")
+    sptr = status_pointer(status, dev, FN)
     if out is None:
         d, dv = empty_like_kind(av, (G, M, N), ddt)
     else:

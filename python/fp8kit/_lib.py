@@ -93,7 +93,7 @@ class ScaleMode(enum.IntEnum):
 
 
 class Activation(enum.IntEnum):
-    """fp8kit_activation's values; the names are the C library's (_gemm.ACTIVATIONS)."""
+    """fp8kit_activation's values; the names are the C library's (_names.ACTIVATIONS)."""
     NONE = 0
     RELU = 1
     GELU_TANH = 2
@@ -114,6 +114,11 @@ class OutQuant(enum.IntEnum):
     BLOCK1X128 = 3
 
 
+class GroupedLayout(enum.IntEnum):
+    CONTIGUOUS = 0
+    MASKED = 1
+
+
 class CkptFormat(enum.IntEnum):
     DEFAULT = 0
     FP8 = 1
@@ -121,6 +126,10 @@ class CkptFormat(enum.IntEnum):
 
 
 MAX_DIMS = 4
+
+# the enums the library names (fp8kit_<enum>_name / _parse / _alias; python/fp8kit/_names.py)
+NAMED_ENUMS = ("dtype", "backend", "scheme", "ckpt_scheme", "rounding", "scale_layout", "scale_mode", "activation",
+               "out_quant", "grouped_layout")
 
 # ---------------------------------------------------------------- structs
 # C enums are `int` on every ABI fp8kit targets (x86-64 / aarch64 Linux).
@@ -306,8 +315,6 @@ def _declare(lib):
         "fp8kit_dtype_size": (c.c_size_t, [_enum_t]),
         "fp8kit_dtype_name": (c.c_char_p, [_enum_t]),
         "fp8kit_backend_name": (c.c_char_p, [_enum_t]),
-        "fp8kit_activation_name": (c.c_char_p, [_enum_t]),
-        "fp8kit_activation_parse": (_enum_t, [c.c_char_p, c.POINTER(_enum_t)]),
         "fp8kit_backend_available": (c.c_int, [_enum_t]),
         "fp8kit_ctx_create": (_enum_t, [_enum_t, c.c_int, c.POINTER(vp)]),
         "fp8kit_ctx_destroy": (_enum_t, [vp]),
@@ -348,14 +355,19 @@ def _declare(lib):
         "fp8kit_checkpoint_dequantize": (_enum_t, [vp, c.c_char_p, c.c_char_p, c.POINTER(CkptOpts),
                                                    c.POINTER(CkptReport)]),
     }
+    # the names of the enums (src/core/names.c): fp8kit_<enum>_name / _parse / _alias
+    for e in NAMED_ENUMS:
+        if e not in ("dtype", "backend"):  # their _name functions are declared above
+            sigs["fp8kit_%s_name" % e] = (c.c_char_p, [_enum_t])
+        sigs["fp8kit_%s_parse" % e] = (_enum_t, [c.c_char_p, c.POINTER(_enum_t)])
+        sigs["fp8kit_%s_alias" % e] = (c.c_char_p, [_enum_t, c.c_int])
     optional = ("fp8kit_quantize_mx_both", "fp8kit_ctx_set_autotune", "fp8kit_ctx_set_tuning",
                 "fp8kit_ctx_get_tuning", "fp8kit_gemm_supported", "fp8kit_gemm_describe", "fp8kit_gemm_scale_shape",
                 "fp8kit_gemm_call_run",
                 "fp8kit_gemm_call_ptrs", "fp8kit_grouped_gemm", "fp8kit_grouped_gemm_workspace_size",
                 "fp8kit_ckpt_opts_default", "fp8kit_k_grouped_gemm",
                 "fp8kit_checkpoint_quantize",
-                "fp8kit_checkpoint_dequantize", "fp8kit_activation_name",
-                "fp8kit_activation_parse", "fp8kit_quantize_supported", "fp8kit_dequantize_supported",
+                "fp8kit_checkpoint_dequantize", "fp8kit_quantize_supported", "fp8kit_dequantize_supported",
                 "fp8kit_cast_supported")  # newer than the first binding: an older library lacks it
     for name, (res, args) in sigs.items():
         if name in optional and not hasattr(lib, name):

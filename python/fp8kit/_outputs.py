@@ -19,7 +19,8 @@ A layout is (extent in bytes, shape, byte strides, item size).
 """
 import numpy as np
 
-from ._arrays import ITEMSIZE
+from ._arrays import torch_module
+from ._view import ITEMSIZE
 from .errors import InvalidArgumentError
 
 _TooHard = getattr(getattr(np, "exceptions", np), "TooHardError", None) or np.TooHardError
@@ -112,7 +113,6 @@ def readonly_reason(x, v):
                     "or an array marked writeable=False")
         return None
     if kind == "torch":
-        from ._arrays import torch_module
         return torch_module().readonly_reason(x)
     keep = v.keep
     if keep is not None and getattr(keep, "readonly", False):
@@ -144,7 +144,6 @@ def torch_writable(x, name):
     """check_writable for a torch tensor (the scaled_mm plans' per-call check of out=)."""
     global _torch_reason
     if _torch_reason is None:
-        from ._arrays import torch_module
         _torch_reason = torch_module().readonly_reason
     why = _torch_reason(x)
     if why is not None:

@@ -8,44 +8,20 @@ import functools
 from typing import Optional, Union
 
 from . import _lib
-from ._arrays import View, as_view, dtype_of_name, torch_module
-from ._lib import Backend, DType, QuantDesc, Rounding, ScaleLayout, Scheme, Tensor
-from ._context import Context, get_context
-from ._outputs import check_disjoint, check_writable, region
+from ._arrays import as_view
+from ._common import FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, rup, stream_for
+from ._context import Context
+from ._lib import DType, QuantDesc, Rounding, ScaleLayout, Scheme, Tensor
+from ._names import ROUNDINGS, SCALE_LAYOUTS, SCHEMES, dtype_of_name, enum_of
+from ._outputs import check_disjoint, region
 from ._typing import Array, ArrayPair, DTypeLike, Stream
-from .errors import InvalidArgumentError, InvalidShapeError, UnsupportedError
-
-SCHEMES = {
-    "tensor": Scheme.TENSOR, "tensorwise": Scheme.TENSOR, "per_tensor": Scheme.TENSOR,
-    "row": Scheme.ROW, "rowwise": Scheme.ROW, "per_row": Scheme.ROW,
-    "block1x128": Scheme.BLOCK1X128, "1x128": Scheme.BLOCK1X128,
-    "block128x128": Scheme.BLOCK128X128, "128x128": Scheme.BLOCK128X128,
-    "mx": Scheme.MX, "mxfp8": Scheme.MX,
-}
-ROUNDINGS = {"floor": Rounding.FLOOR, "rceil": Rounding.RCEIL}
-LAYOUTS = {"plain": ScaleLayout.PLAIN, "blocked": ScaleLayout.BLOCKED, "swizzled": ScaleLayout.BLOCKED,
-           "mn_major": ScaleLayout.MN_MAJOR}
-FP8 = (DType.E4M3, DType.E5M2)
-HP = (DType.F32, DType.F16, DType.BF16)
-
-
-def _enum(table, value, what, enum_type):
-    if isinstance(value, enum_type):
-        return value
-    if isinstance(value, str) and value.lower() in table:
-        return table[value.lower()]
-    if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return enum_type(value)
-        except ValueError:
-            pass
-    raise InvalidArgumentError("%s %r is not one of %s" % (what, value, ", ".join(sorted(table))))
+from .errors import InvalidArgumentError, InvalidShapeError, UnsupportedError, raise_status
 
 
 def make_quant_desc(scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", pow2=False, scale_layout="plain"):
     """Validated QuantDesc (the checks of fp8kit_quantize on the descriptor)."""
     d = QuantDesc()
-    d.scheme = _enum(SCHEMES, scheme, "scheme", Scheme)
+    d.scheme = enum_of(SCHEMES, scheme, "scheme", Scheme)
     elem = dtype_of_name(dtype, "dtype")
     if elem not in FP8:
         raise UnsupportedError("quantized elements must be e4m3 or e5m2, not %s" % elem.name.lower())
@@ -55,9 +31,9 @@ def make_quant_desc(scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", po
     if axis not in (-1, -2):
         raise InvalidArgumentError("axis %r must be -1 (last dim) or -2 (second to last)" % (axis,))
     d.axis = axis
-    d.rounding = _enum(ROUNDINGS, rounding, "rounding", Rounding)
+    d.rounding = enum_of(ROUNDINGS, rounding, "rounding", Rounding)
     d.pow2 = 1 if pow2 else 0
-    d.scale_layout = _enum(LAYOUTS, scale_layout, "scale_layout", ScaleLayout)
+    d.scale_layout = enum_of(SCALE_LAYOUTS, scale_layout, "scale_layout", ScaleLayout)
     if axis == -2 and d.scheme != Scheme.MX:
         raise UnsupportedError("axis -2 is only supported by the mx scheme")
     if d.scale_layout == ScaleLayout.BLOCKED and d.scheme != Scheme.MX:
@@ -65,14 +41,6 @@ def make_quant_desc(scheme="tensor", dtype="e4m3", axis=-1, rounding="floor", po
     if d.scale_layout == ScaleLayout.MN_MAJOR and d.scheme not in (Scheme.BLOCK1X128, Scheme.BLOCK128X128):
         raise UnsupportedError("the mn_major scale layout is only defined for the block1x128 and block128x128 schemes")
     return d
-
-
-def _cdiv(a, b):
-    return -(-a // b)
-
-
-def _rup(a, b):
-    return _cdiv(a, b) * b
 
 
 def quant_shapes(shape, desc):
@@ -116,10 +84,10 @@ def quant_shapes_symbolic(shape, desc):
     if desc.scheme == Scheme.ROW:
         rc = (R, 1)
     elif desc.scheme == Scheme.BLOCK1X128:
-        rc = (_cdiv(C, 128), _rup(R, 4)) if lay == ScaleLayout.MN_MAJOR else (R, _cdiv(C, 128))
+        rc = (cdiv(C, 128), rup(R, 4)) if lay == ScaleLayout.MN_MAJOR else (R, cdiv(C, 128))
     elif desc.scheme == Scheme.BLOCK128X128:
-        rb = _cdiv(R, 128)
-        rc = (_cdiv(C, 128), _rup(rb, 4)) if lay == ScaleLayout.MN_MAJOR else (rb, _cdiv(C, 128))
+        rb = cdiv(R, 128)
+        rc = (cdiv(C, 128), rup(rb, 4)) if lay == ScaleLayout.MN_MAJOR else (rb, cdiv(C, 128))
     else:
         blen = C if desc.axis == -1 else R
         if blen % 32:
@@ -128,84 +96,8 @@ def quant_shapes_symbolic(shape, desc):
         qr, qc = (R, C // 32) if desc.axis == -1 else (C, R // 32)
         if desc.axis == -2:
             q = shape[:-2] + (C, R)
-        rc = (_rup(qr, 128), _rup(qc, 4)) if lay == ScaleLayout.BLOCKED else (qr, qc)
+        rc = (rup(qr, 128), rup(qc, 4)) if lay == ScaleLayout.BLOCKED else (qr, qc)
     return q, shape[:-2] + rc, sdt
-
-
-# ------------------------------------------------------------- dispatch helpers
-def device_of(views, fn):
-    """(device, index) shared by all views; mixing devices is an error."""
-    dev = None
-    for v in views:
-        if v is None:
-            continue
-        d = (v.device, v.index if v.device == "cuda" else 0)
-        if dev is None:
-            dev = d
-        elif d != dev:
-            raise UnsupportedError("%s: operands live on different devices (%s:%d and %s:%d)"
-                                   % (fn, dev[0], dev[1], d[0], d[1]))
-    return dev
-
-
-def context_for(dev, ctx, fn):
-    """The context that runs on `dev` (ctx if given and matching)."""
-    want = Backend.CUDA if dev[0] == "cuda" else Backend.CPU
-    if ctx is None:
-        return get_context(want, dev[1])
-    if ctx.backend != want or (want == Backend.CUDA and ctx.device != dev[1]):
-        raise UnsupportedError("%s: the context runs on %s device %d but the operands are on %s:%d"
-                               % (fn, ctx.backend.name.lower(), ctx.device, dev[0], dev[1]))
-    return ctx
-
-
-def stream_for(view, stream):
-    """The stream a call on `view`'s device uses: `stream` if given (an int
-    cudaStream_t, or an object with .cuda_stream), else torch's current stream
-    for torch CUDA tensors, else the default stream (None)."""
-    if view.device != "cuda":
-        return None
-    if stream is not None:
-        return getattr(stream, "cuda_stream", stream)
-    if view.kind == "torch":
-        return torch_module().current_stream(view.index)
-    return None
-
-
-def _contiguous_strides(shape):
-    out, s = [], 1
-    for n in reversed(tuple(shape)):
-        out.append(s)
-        s *= n
-    return tuple(reversed(out))
-
-
-def empty_like_kind(view, shape, dt):
-    """An output array of `shape` and fp8kit dtype `dt` of the same kind and
-    device as `view`; returns (array, View)."""
-    if view.kind == "torch" or view.device == "cuda":
-        tm = torch_module()
-        arr = tm.empty(shape, dt, view.index if view.device == "cuda" else None)
-        return arr, View(arr.data_ptr(), dt, tuple(shape), _contiguous_strides(shape), view.device,
-                         view.index, arr, "torch")
-    from ._arrays import numpy_empty, numpy_view
-    arr = numpy_empty(shape, dt)
-    return arr, numpy_view(arr, "out")
-
-
-def check_out(out, name, shape, dt, dev, fp8_default=None, fn=None):
-    """View of a caller-given output, checked for being writable (see
-    _outputs), shape, dtype and device. Overlap with the call's other arrays
-    is the caller's check (check_disjoint), once it has all their views."""
-    v = as_view(out, name, fp8_default)
-    check_writable(out, v, name, fn)
-    if tuple(v.shape) != tuple(shape):
-        raise InvalidShapeError("%s has shape %s; expected %s" % (name, tuple(v.shape), tuple(shape)))
-    if v.dtype != dt:
-        raise InvalidArgumentError("%s has dtype %s; expected %s" % (name, v.dtype.name.lower(), dt.name.lower()))
-    if (v.device, v.index if v.device == "cuda" else 0) != dev:
-        raise UnsupportedError("%s is on %s:%d; the inputs are on %s:%d" % (name, v.device, v.index, dev[0], dev[1]))
-    return v
 
 
 # ---------------------------------------------------------------------- ops
@@ -367,6 +259,5 @@ def c_quant_shapes(shape, desc, xdtype=DType.F32):
         tx.shape[i] = n
     st = lib.fp8kit_quant_shapes(ctypes.byref(desc), ctypes.byref(tx), ctypes.byref(tq), ctypes.byref(ts))
     if st:
-        from .errors import raise_status
         raise_status(st, _lib.decode(lib.fp8kit_last_error(None)))
     return (tuple(tq.shape[i] for i in range(tq.ndim)), tuple(ts.shape[i] for i in range(ts.ndim)), DType(ts.dtype))

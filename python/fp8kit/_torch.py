@@ -9,12 +9,14 @@ older versions get e8m0 scales as uint8).
 The CUDA paths are written against torch's documented API and are exercised
 only on a machine with a GPU.
 """
+import sys
 from typing import Any, Dict
 
 import torch
 
-from ._arrays import View, normalize_strides
+from ._hooks import torch_loaded
 from ._lib import DType
+from ._view import View, normalize_strides
 from .errors import UnsupportedError
 
 _E8M0 = getattr(torch, "float8_e8m0fnu", None)
@@ -197,27 +199,17 @@ def is_compiling():
     return bool(_compiler_is_compiling()) if _compiler_is_compiling is not None else False
 
 
-def _torch_sig(t):
-    # type included: subclasses (Parameter, FakeTensor, ...) never share a plan with plain tensors
+# ------------------------------------------------ what scaled_mm's hot path binds
+def signature(t):
+    """The facts of a torch tensor that scaled_mm's plan cache keys (see
+    _gemm.SIGNATURES); its type included: subclasses (Parameter, FakeTensor,
+    ...) never share a plan with plain tensors."""
     return (type(t), t.dtype, t.shape, t.stride(), t.device)
 
 
-def _register_signatures():
-    """Lets _gemm's plan cache key torch tensors (see _gemm.SIGNATURES)."""
-    from . import _gemm
-    _gemm._current_stream = current_stream
-    # the torch hot path of _gemm.run: plain tensors, bound functions (no attribute lookups per call)
-    _gemm._raw_stream = _raw_stream if _raw_stream is not None else current_stream
-    _gemm._data_ptr = torch.Tensor.data_ptr
-    _gemm._empty_strided = torch.empty_strided  # measured cheaper per call than torch.empty(shape, ...)
-    _gemm._empty_like = torch.empty_like  # of an expanded template: cheaper still (see expanded)
-    _gemm._is_compiling = _compiler_is_compiling if _compiler_is_compiling is not None else (lambda: False)
-    _gemm._TT = torch.Tensor
-    _gemm._make_guard = make_guard
-    ptr = torch.Tensor.data_ptr
-    for tp in (torch.Tensor, torch.nn.Parameter):
-        _gemm.SIGNATURES[tp] = _torch_sig
-        _gemm.POINTERS[tp] = ptr
+# the functions the hot path calls directly (no attribute lookups per call)
+compiling = _compiler_is_compiling if _compiler_is_compiling is not None else (lambda: False)
+raw_stream = _raw_stream if _raw_stream is not None else current_stream
 
 
-_register_signatures()
+torch_loaded(sys.modules[__name__])  # last: the hooks see this module complete

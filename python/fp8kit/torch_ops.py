@@ -19,8 +19,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 
 from . import _gemm, _grouped, _k_grouped, _quant
-from ._arrays import dtype_of_name
-from ._lib import DType
+from ._lib import DType, GroupedLayout, Scheme
+from ._names import GROUPED_LAYOUTS, SCHEMES, dtype_of_name, enum_of
 from ._torch import torch_dtype
 from ._typing import DTypeLike
 from .errors import InvalidArgumentError
@@ -87,14 +87,23 @@ def _dequantize_op(q, scale, scheme, axis, scale_layout, out_dtype):
 
 def _dequantize_fake(q, scale, scheme, axis, scale_layout, out_dtype):
     shape = tuple(q.shape)
-    if _quant.SCHEMES[scheme.lower()] == _quant.Scheme.MX and axis == -2:
+    if SCHEMES[scheme.lower()] == Scheme.MX and axis == -2:
         shape = shape[:-2] + (shape[-1], shape[-2])
     return q.new_empty(shape, dtype=torch_dtype(dtype_of_name(out_dtype)))
 
 
-# the op's out_dtype strings as the raw path's torch dtypes (so both paths share one plan)
-_OUT_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
-               "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+# the op's out_dtype strings as the raw path's torch dtypes (so both paths share one plan), made on first use
+_OUT_DTYPES: Dict[str, Any] = {}
+
+
+def _out_dtype(s):
+    """The torch dtype an op's out_dtype string names (None for '')."""
+    if not s:
+        return None
+    t = _OUT_DTYPES.get(s)
+    if t is None:
+        t = _OUT_DTYPES[s] = torch_dtype(dtype_of_name(s))
+    return t
 
 
 def _scaled_mm_op(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, beta, c, use_fast_accum,
@@ -116,7 +125,7 @@ def _scaled_mm_op(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, be
         opts["scale_layout"] = scale_layout
     if bias_per_row:
         opts["bias_per_row"] = True
-    return _gemm.run(a, b, scale_a, scale_b, bias, _OUT_DTYPES.get(out_dtype, out_dtype or None), opts)
+    return _gemm.run(a, b, scale_a, scale_b, bias, _out_dtype(out_dtype), opts)
 
 
 def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, beta, c, use_fast_accum,
@@ -126,7 +135,7 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, 
 
 
 def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous"):
-    return _grouped.grouped_mm(a, b, offs, scale_a, scale_b, bias, _OUT_DTYPES.get(out_dtype, out_dtype or None),
+    return _grouped.grouped_mm(a, b, offs, scale_a, scale_b, bias, _out_dtype(out_dtype),
                                activation=activation or None, alpha=alpha, layout=layout)
 
 
@@ -134,9 +143,8 @@ def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, 
     # the output depends on a, b, out_dtype and layout only (tensor / row / block / mx scales alike; the mx
     # workspace is the eager kernel's own allocation, not an output)
     dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
-    if layout.lower() not in _grouped.LAYOUTS:
-        raise InvalidArgumentError("fp8kit::grouped_mm: layout must be 'contiguous' or 'masked' (got %r)" % layout)
-    if layout.lower() == "masked":  # a (G, M, K) -> (G, M, N)
+    if enum_of(GROUPED_LAYOUTS, layout, "fp8kit::grouped_mm: layout", GroupedLayout) == GroupedLayout.MASKED:
+        # a (G, M, K) -> (G, M, N)
         return a.new_empty((a.shape[0], a.shape[1], b.shape[2]), dtype=torch_dtype(dt))
     return a.new_empty((a.shape[0], b.shape[2]), dtype=torch_dtype(dt))
 
@@ -240,3 +248,7 @@ def k_grouped_mm(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, scale_
     (D = alpha * A_g B_g^T + beta * c); see fp8kit.k_grouped_mm."""
     return torch.ops.fp8kit.k_grouped_mm(a, b, offsets, scale_a, scale_b, _dtype_str(out_dtype), float(alpha),
                                          float(beta), c, bool(fast_accum), scale_mode or "")
+
+
+# fp8kit.scaled_mm routes torch tensors here while torch.compile traces
+_gemm.trace_with(scaled_mm)

@@ -22,7 +22,7 @@ ENUMS = {  # IntEnum -> C prefix of its constants
     _lib.Status: "FP8KIT_", _lib.DType: "FP8KIT_", _lib.Backend: "FP8KIT_BACKEND_",
     _lib.Scheme: "FP8KIT_SCHEME_", _lib.Rounding: "FP8KIT_ROUND_", _lib.ScaleLayout: "FP8KIT_LAYOUT_",
     _lib.ScaleMode: "FP8KIT_SCALE_", _lib.Activation: "FP8KIT_ACT_", _lib.BiasMode: "FP8KIT_BIAS_",
-    _lib.OutQuant: "FP8KIT_OUTQ_",
+    _lib.OutQuant: "FP8KIT_OUTQ_", _lib.GroupedLayout: "FP8KIT_GROUPED_",
 }
 
 

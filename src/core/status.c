@@ -1,4 +1,4 @@
-/* status.c - names and descriptions of statuses, dtypes and backends; version. */
+/* status.c - descriptions of statuses, dtype sizes and the version (the enums' names: names.c). */
 #include "core/internal.h"
 
 const char *fp8kit_status_string(fp8kit_status st)
@@ -45,18 +45,3 @@ size_t fp8kit_dtype_size(fp8kit_dtype t)
     return fk_dtype_bytes(t);
 }
 
-const char *fp8kit_dtype_name(fp8kit_dtype t)
-{
-    static const char *const names[FP8KIT_DTYPE_COUNT] = {"f32", "f16", "bf16", "e4m3", "e5m2", "e8m0"};
-    return (unsigned)t < FP8KIT_DTYPE_COUNT ? names[t] : "invalid";
-}
-
-const char *fp8kit_backend_name(fp8kit_backend b)
-{
-    switch (b) {
-    case FP8KIT_BACKEND_AUTO: return "auto";
-    case FP8KIT_BACKEND_CPU: return "cpu";
-    case FP8KIT_BACKEND_CUDA: return "cuda";
-    }
-    return "invalid";
-}
