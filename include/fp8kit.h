@@ -674,7 +674,8 @@ typedef struct fp8kit_ckpt_opts {
     void (*on_kept)(void *user, const char *tensor, const char *reason);
     /* a problem that did not stop the call (a weight kept for its shape, which `fp8kit quantize` prints as a
      * warning: "kept in high precision: NAME: REASON"; leftovers of an earlier killed run removed; the old
-     * OUT that force replaced could not be deleted). May be NULL. */
+     * OUT that force replaced could not be deleted; dequantize: no fp8 tensor in IN, or fp8 tensors left by
+     * exclude). May be NULL. */
     void (*on_warning)(void *user, const char *message);
     void *user;                  /* passed to on_kept and on_warning */
 } fp8kit_ckpt_opts;
@@ -713,15 +714,20 @@ typedef struct fp8kit_ckpt_report {
 FP8KIT_API fp8kit_status fp8kit_checkpoint_quantize(fp8kit_ctx *ctx, const char *in, const char *out,
                                                     const fp8kit_ckpt_opts *opts, fp8kit_ckpt_report *report);
 
-/* Turns every F8_E4M3 / F8_E5M2 tensor X of IN that has a scale tensor X_scale
- * (compressed-tensors) or X_scale_inv (fp8) into opts->out_dtype as
- * decode(q) * S (bit for bit as fp8kit_dequantize), drops the consumed scale
- * tensors, copies everything else, removes config.json's quantization_config
- * and writes OUT. opts may be NULL (the defaults of fp8kit_ckpt_opts_default:
- * bf16 output); report may be NULL. Statuses as for
+/* Turns every F8_E4M3 / F8_E5M2 tensor X of IN (not excluded) into
+ * opts->out_dtype as decode(q) * S (bit for bit as fp8kit_dequantize), S from
+ * its scale tensor X_scale (compressed-tensors) or X_scale_inv (fp8), drops
+ * the consumed scale tensors, copies everything else and writes OUT. When
+ * every fp8 tensor was dequantized, the "quantization" metadata entry and
+ * config.json's quantization_config are removed; when exclude left some, both
+ * are kept and on_warning says so; an IN without fp8 tensors is copied
+ * unchanged with a warning. opts may be NULL (the defaults of
+ * fp8kit_ckpt_opts_default: bf16 output); report may be NULL. Statuses as for
  * fp8kit_checkpoint_quantize; out_dtype not f32/f16/bf16 is UNSUPPORTED (out
- * of the enum's range: INVALID_ARGUMENT), a scale tensor that fits no scheme
- * is CORRUPT_FILE. */
+ * of the enum's range: INVALID_ARGUMENT); an fp8 tensor without a scale
+ * tensor, with both X_scale and X_scale_inv, or whose scale fits no scheme
+ * is CORRUPT_FILE (docs/spec.md section 5, the rule `fp8kit inspect` applies
+ * too). */
 FP8KIT_API fp8kit_status fp8kit_checkpoint_dequantize(fp8kit_ctx *ctx, const char *in, const char *out,
                                                       const fp8kit_ckpt_opts *opts, fp8kit_ckpt_report *report);
 

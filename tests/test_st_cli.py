@@ -24,7 +24,12 @@ the bit fields, scales from the docs/spec.md formulas), bit for bit:
     error; an input holding any F8_* tensor is refused;
   - the summary line and --json (format, kept, other_files, convention);
   - dequantize (bf16 and f32) = decode(q) * S rounded, bit for bit, naming the
-    convention it recognised; inspect's "quantization" line;
+    convention it recognised; inspect's "quantization" line; per-tensor scales
+    [], [1] and [1, 1] in F32 / BF16 / F16 under both names; inspect and
+    dequantize agree on what is invalid (no scale tensor, both _scale and
+    _scale_inv, a scale that fits no scheme: exit 1, nothing written); the
+    "quantization" metadata entry kept unless every fp8 tensor was
+    dequantized; a warning for a file without fp8 tensors;
   - sharded input and output with a new index;
   - every corrupt-input case fails with a message naming the file (and the
     tensor), exit status != 0 and nothing written; --force; Ctrl-C;
@@ -356,6 +361,21 @@ def other_tensors(rng):
 
 
 META = {"format": "pt", "note": "caf\u00e9 \u2713"}
+
+
+def fp8_codes(rng, shape):
+    """Random e4m3 / e5m2 code bytes."""
+    return rng.integers(0, 256, shape, dtype=np.uint8).tobytes()
+
+
+def scale_bytes(dtype, vals):
+    """fp32 scale values stored as F32, BF16 or F16."""
+    vals = np.asarray(vals, np.float32)
+    if dtype == "F32":
+        return vals.tobytes()
+    if dtype == "BF16":
+        return bf16_bits(vals).tobytes()
+    return vals.astype(np.float16).tobytes()
 
 
 def make_checkpoint(path, rng, extra=None):
@@ -845,11 +865,28 @@ def test_refusals(tmp, rng):
             check(r.returncode == 1 and bad in r.stderr and "fp8" in r.stderr and not os.path.exists(o) and
                   leftovers(tmp) == [], "%s: quantize --scheme %s %s refused naming %s (rc %d: %s)" % (
                       what, scheme, " ".join(opts), bad, r.returncode, r.stderr.strip()))
-        # dequantize still takes it: an fp8 tensor without a scale is copied
-        r = run("dequantize", p, o, "--force")
-        check(r.returncode == 0, "%s: dequantize accepts it (%s)" % (what, r.stderr.strip()))
-        if r.returncode == 0 and what == "F8_E5M2 weight":
-            check(st_read(o)[0].get("e5.weight") == extra["e5.weight"], "dequantize copies an fp8 tensor without scale")
+        # dequantize: an fp8 tensor without a scale tensor is refused (nothing
+        # written) unless --exclude leaves it as it is; a file without any
+        # F8_E4M3 / F8_E5M2 tensor is copied with a warning
+        r = run("dequantize", p, o)
+        if what == "F8_E5M2 weight":
+            check(r.returncode == 1 and "e5.weight" in r.stderr and "no scale tensor" in r.stderr and
+                  not os.path.exists(o) and leftovers(tmp) == [],
+                  "%s: dequantize refuses an fp8 tensor without a scale, nothing written (rc %d: %s)" % (
+                      what, r.returncode, r.stderr.strip()))
+            r = run("dequantize", p, o, "--exclude", "e5.weight", "--force")
+            check(r.returncode == 0 and st_read(o)[0].get("e5.weight") == extra["e5.weight"] and
+                  "warning" in r.stderr and "left as it is" in r.stderr,
+                  "%s: dequantize --exclude copies it, with a warning that the output stays quantized (rc %d: %s)"
+                  % (what, r.returncode, r.stderr.strip()))
+        elif what == "F8_E8M0 tensor":
+            check(r.returncode == 0 and "warning" in r.stderr and "nothing to dequantize" in r.stderr and
+                  st_read(o)[0] == st_read(p)[0],
+                  "%s: no fp8 weight tensor: copied, with a warning (rc %d: %s)" % (what, r.returncode,
+                                                                                   r.stderr.strip()))
+        else:
+            check(r.returncode == 0 and "warning" not in r.stderr,
+                  "%s: dequantize accepts it (%s)" % (what, r.stderr.strip()))
         if os.path.exists(o):
             os.unlink(o)
     p = os.path.join(tmp, "taken.safetensors")
@@ -857,6 +894,98 @@ def test_refusals(tmp, rng):
     r = run("quantize", p, o, "--scheme", "fp8-tensor", "--format", "compressed-tensors")
     check(r.returncode == 1 and "big.weight_scale" in r.stderr and not os.path.exists(o) and leftovers(tmp) == [],
           "a weight whose scale name is taken is refused (rc %d: %s)" % (r.returncode, r.stderr.strip()))
+
+
+def inspect_quant(path):
+    """(exit status, "quantization: ..." text, --json's quantization and
+    quantization_valid, stderr) of `fp8kit inspect PATH`."""
+    r = run("inspect", path)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("quantization: ")]
+    rj = run("inspect", path, "--json")
+    try:
+        j = json.loads(rj.stdout)
+    except ValueError:
+        j = {}
+    return (r.returncode, lines[-1][len("quantization: "):] if lines else "", j.get("quantization"),
+            j.get("quantization_valid"), r.stderr, rj.returncode)
+
+
+def test_dequantize_rules(tmp, rng):
+    """dequantize reads every scale convention inspect names (per-tensor
+    scales [], [1] and [1, 1] in F32 / BF16 / F16, both names), and the two
+    agree on what is invalid: a weight with both _scale and _scale_inv, an
+    fp8 tensor without a scale, a scale that fits no scheme (dequantize:
+    exit 1, nothing written; inspect: the tensors listed, exit 1). The
+    "quantization" metadata entry goes only when every fp8 tensor was
+    dequantized."""
+    o = os.path.join(tmp, "rules_out.safetensors")
+    meta = {"format": "pt", "quantization": '{"tool":"someone"}'}
+    for conv in ("_scale_inv", "_scale"):
+        t, schemes = {}, {}
+        for i, (sdt, sshape) in enumerate((("F32", [1, 1]), ("BF16", [1, 1]), ("F16", [1, 1]), ("F32", []),
+                                            ("BF16", [1]))):
+            name = "moe.experts.%d.w1.weight" % i
+            t[name] = ("F8_E4M3", [256, 160], fp8_codes(rng, (256, 160)))
+            t[name + conv] = (sdt, sshape, scale_bytes(sdt, [0.37 * (i + 1)]))
+            schemes[name] = "fp8-tensor"
+        t["norm.weight"] = ("F32", [8], rng.standard_normal(8).astype(np.float32).tobytes())
+        p = os.path.join(tmp, "pertensor.safetensors")
+        st_write(p, t, meta)
+        tag = "per-tensor scales %s ([1, 1], [], [1]; F32, BF16, F16)" % conv
+        rc, line, jline, valid, err, jrc = inspect_quant(p)
+        check(rc == 0 and jrc == 0 and valid is True and "5 weights tensor" in line and "invalid" not in line,
+              "%s: inspect names them all as per-tensor (rc %d: %r %s)" % (tag, rc, line, err.strip()))
+        for outdt in ("f32", "bf16"):
+            r = run("dequantize", p, o, "--dtype", outdt, "--force")
+            check(r.returncode == 0, "%s: dequantize --dtype %s reads them (%s)" % (tag, outdt, r.stderr.strip()))
+            if r.returncode == 0:
+                out, ometa = st_read(o)
+                check_dequantized("%s %s" % (tag, outdt), t, out, "fp8-tensor", outdt)
+                check("quantization" not in ometa and ometa.get("format") == "pt",
+                      "%s: every fp8 tensor dequantized: the quantization metadata entry removed" % tag)
+    if os.path.exists(o):
+        os.unlink(o)
+    # the invalid cases: the same verdict from inspect and dequantize
+    w = ("F8_E4M3", [128, 128], fp8_codes(rng, (128, 128)))
+    good = {"ok.weight": w, "ok.weight_scale": ("F32", [1], scale_bytes("F32", [0.5]))}
+    cases = [
+        ("both _scale and _scale_inv", {"b.weight": w, "b.weight_scale": ("F32", [1], scale_bytes("F32", [0.5])),
+                                        "b.weight_scale_inv": ("F32", [], scale_bytes("F32", [0.5]))},
+         "b.weight", "ambiguous"),
+        ("no scale tensor", {"n.weight": w}, "n.weight", "no scale tensor"),
+        ("a scale that fits no scheme", {"s.weight": w, "s.weight_scale": ("F32", [3, 5], bytes(60))},
+         "s.weight_scale", "does not fit any scale scheme"),
+    ]
+    for what, extra, needle, why in cases:
+        p = os.path.join(tmp, "invalid.safetensors")
+        st_write(p, dict(good, **extra), meta)
+        rc, line, jline, valid, err, jrc = inspect_quant(p)
+        check(rc == 1 and jrc == 1 and valid is False and "invalid" in line and needle in err and why in err,
+              "%s: inspect lists it and exits 1 naming %s (%s) (rc %d/%d: %r %s)" % (what, needle, why, rc, jrc, line,
+                                                                                  err.strip()))
+        check(jline == line, "%s: inspect --json has the same quantization text" % what)
+        r = run("dequantize", p, o, "--force")
+        check(r.returncode == 1 and needle in r.stderr and why in r.stderr and not os.path.exists(o) and
+              leftovers(tmp) == [], "%s: dequantize refuses it naming %s, nothing written (rc %d: %s)" % (
+                  what, needle, r.returncode, r.stderr.strip()))
+        # excluded, it is left as it is: the output stays quantized (metadata kept)
+        r = run("dequantize", p, o, "--exclude", needle.replace("_scale", ""), "--force")
+        ok = r.returncode == 0 and "left as it is" in r.stderr
+        if ok:
+            out, ometa = st_read(o)
+            ok = ometa.get("quantization") == meta["quantization"] and out["ok.weight"][0] == "BF16"
+        check(ok, "%s: --exclude leaves it, dequantizes the rest, keeps the metadata entry, warns (rc %d: %s)" % (
+            what, r.returncode, r.stderr.strip()))
+        if os.path.exists(o):
+            os.unlink(o)
+    # no fp8 tensor at all: a warning, everything copied, the metadata entry kept
+    p = os.path.join(tmp, "plain.safetensors")
+    st_write(p, {"norm.weight": ("F32", [8], bytes(32))}, meta)
+    r = run("dequantize", p, o, "--force")
+    check(r.returncode == 0 and "warning" in r.stderr and "nothing to dequantize" in r.stderr and
+          st_read(o) == st_read(p), "no fp8 tensor: copied as it is, with a warning (rc %d: %s)" % (
+              r.returncode, r.stderr.strip()))
+    os.unlink(p)
 
 
 def one_line_usage_error(r, cmd):
@@ -1453,6 +1582,7 @@ def main():
         src_path, blk_path = test_schemes(tmp, rng, cuda)
         test_keep(tmp, rng, src_path)
         test_refusals(tmp, rng)
+        test_dequantize_rules(tmp, rng)
         test_names_and_args(tmp, src_path, blk_path)
         test_sharded(tmp, rng)
         test_corrupt(tmp, src_path)

@@ -36,7 +36,10 @@ package, converted by the CLI, and read back the same way:
     compressed-tensors (weight_scale: BF16 [N,1], F32 [1], F16 [], F32 / F16
     block grids, U8 mx; a 3-shard one with a scale in another shard than its
     weight) and fp8 (weight_scale_inv: F32 [], block, F8_E8M0 mx, BF16, row),
-    bit for bit, naming the convention; config.json loses quantization_config;
+    bit for bit, naming the convention; config.json loses quantization_config
+    (kept byte for byte when --exclude leaves an fp8 weight, and for a model
+    without fp8 tensors, with a warning); an MoE fp8-tensor --format fp8
+    output (experts' F32 [1, 1] scales) dequantized back;
   - inspect on model directories: the "quantization" line / JSON field.
 Needs numpy and safetensors (scripts/bootstrap.sh installs them); without
 them the test is skipped (exit 77)."""
@@ -1150,8 +1153,46 @@ def test_moe(tmp, rng):
             else:
                 st, meta = st_read(os.path.join(out, "model.safetensors"))
                 check_quantized(tag, tensors, st, meta, scheme, fmt, src_meta=MODEL_META, **kw)
+        moe_pertensor_round_trip(tmp, arch, d)
         shutil.rmtree(d)
         shutil.rmtree(os.path.join(tmp, arch + "_out"), ignore_errors=True)
+
+
+def moe_pertensor_round_trip(tmp, arch, d):
+    """fp8-tensor --format fp8 writes the experts' per-tensor scales as F32
+    [1, 1] (what transformers' FP8Experts stacks); dequantize reads its own
+    output back (bit for bit) and inspect names every weight per-tensor."""
+    tag = "%s fp8-tensor --format fp8 round trip" % arch
+    out, back = os.path.join(tmp, arch + "_pt"), os.path.join(tmp, arch + "_pt_back")
+    r = run("quantize", d, out, "--scheme", "fp8-tensor", "--format", "fp8", "--no-fsync")
+    check(r.returncode == 0, "%s: quantize (%s)" % (tag, r.stderr.strip()))
+    if r.returncode:
+        return
+    q, _ = read_model(out)
+    experts = [n for n in q if ".experts." in n and n.endswith(".weight") and q[n][0] == "F8_E4M3"]
+    check(experts and all(q[n + "_scale_inv"][:2] == ("F32", [1, 1]) for n in experts) and
+          any(q[n][1][0] > 128 for n in experts) == (arch == "mixtral"),
+          "%s: expert scales are F32 [1, 1] (%d experts)" % (tag, len(experts)))
+    ri = run("inspect", out)
+    line = ([ln for ln in ri.stdout.splitlines() if ln.startswith("quantization: ")] or [""])[-1]
+    nq = sum(1 for v in q.values() if v[0] == "F8_E4M3")
+    # (a weight of at most 128 x 128 with a one-element scale_inv is named as
+    # one 128x128 block: the same numbers)
+    counts = sum(int(m) for m in re.findall(r"(\d+) weights (?:tensor|128x128)", line))
+    check(ri.returncode == 0 and counts == nq and "invalid" not in line,
+          "%s: inspect: all %d weights read (rc %d: %r)" % (tag, nq, ri.returncode, line))
+    r = run("dequantize", out, back, "--dtype", "f32", "--no-fsync")
+    check(r.returncode == 0 and "warning" not in r.stderr, "%s: dequantize reads the [1, 1] scales (rc %d: %s)" % (
+        tag, r.returncode, r.stderr.strip()))
+    if r.returncode == 0:
+        b, _ = read_model(back)
+        for n in experts + [n for n in q if n not in experts and q[n][0] == "F8_E4M3"]:
+            check_dequantized("%s %s" % (tag, n), {k: v for k, v in q.items() if k == n or k.startswith(n + "_scale")},
+                              {n: b.get(n)}, "fp8-tensor", "f32")
+        with open(os.path.join(back, "config.json")) as f:
+            check("quantization_config" not in json.load(f), "%s: config.json loses quantization_config" % tag)
+    shutil.rmtree(out)
+    shutil.rmtree(back, ignore_errors=True)
 
 
 # ------------------------------------------------- dequantize, both conventions
@@ -1285,13 +1326,47 @@ def test_dequantize_foreign(tmp, rng):
             check(jq == line[len("quantization: "):], "%s: inspect --json DIR has the same quantization" % tag)
             shutil.rmtree(d)
             shutil.rmtree(out, ignore_errors=True)
-    # inspect on a model directory that is not quantized
+    # quantization_config is removed only when every fp8 tensor was
+    # dequantized: with one left by --exclude, config.json is copied byte for
+    # byte (and a warning says the output stays quantized)
+    tensors, schemes = foreign_checkpoint(rng, "fp8")
+    d, out = os.path.join(tmp, "partial"), os.path.join(tmp, "partial_out")
+    make_model(d, rng, tensors, fp8_cfg, others=False)
+    left = sorted(schemes)[0]
+    r = run("dequantize", d, out, "--exclude", left)
+    with open(os.path.join(d, "config.json"), "rb") as f:
+        cfg_bytes = f.read()
+    ok = r.returncode == 0 and "warning" in r.stderr and "left as it is" in r.stderr
+    if ok:
+        with open(os.path.join(out, "config.json"), "rb") as f:
+            ok = f.read() == cfg_bytes
+        t, _ = read_model(out)
+        ok = ok and t.get(left) == tensors[left] and t.get(left + "_scale_inv") == tensors[left + "_scale_inv"]
+    check(ok, "dequantize --exclude leaving an fp8 weight: config.json kept byte for byte, the weight and its scale "
+          "copied, a warning (rc %d: %s)" % (r.returncode, r.stderr.strip()))
+    shutil.rmtree(d)
+    shutil.rmtree(out, ignore_errors=True)
+    # inspect on a model directory that is not quantized; dequantize copies it
+    # with a warning and leaves its config.json alone (here one that names
+    # another quantization method, whose tensors are not fp8)
     d = os.path.join(tmp, "plain")
-    make_model(d, rng, llama_tensors(rng, layers=1), others=False)
+    make_model(d, rng, llama_tensors(rng, layers=1), dict(CONFIG, quantization_config={"quant_method": "gptq",
+                                                                                        "bits": 4}), others=False)
     r = run("inspect", d)
     check(r.returncode == 0 and "quantization: not quantized" in r.stdout, "inspect on a plain model directory (%s)" %
           r.stdout[-100:])
+    out = os.path.join(tmp, "plain_out")
+    r = run("dequantize", d, out)
+    ok = r.returncode == 0 and "warning" in r.stderr and "nothing to dequantize" in r.stderr
+    if ok:
+        a, b = tree(out), tree(d)
+        ok = a.pop("model.safetensors")[0] == "f" and b.pop("model.safetensors") and a == b
+        ok = ok and read_model(out)[0] == read_model(d)[0] and st_read(os.path.join(out, "model.safetensors"))[1] == \
+            st_read(os.path.join(d, "model.safetensors"))[1]
+    check(ok, "dequantize of a model without fp8 tensors: a warning, every file as it was, config.json included "
+          "(rc %d: %s)" % (r.returncode, r.stderr.strip()))
     shutil.rmtree(d)
+    shutil.rmtree(out, ignore_errors=True)
 
 
 def main():

@@ -85,15 +85,19 @@ static void dequantize_usage(FILE *f)
         "                         [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
         "                         [--quiet] [--json]\n"
         "\n"
-        "Turns every F8_E4M3/F8_E5M2 tensor X that has a scale tensor X_scale\n"
-        "(compressed-tensors) or X_scale_inv (fp8 / DeepSeek) back into --dtype\n"
-        "(default bf16): y = decode(q) * S, rounded to nearest even. The scheme is\n"
-        "recognised from the scale's dtype and shape: [] or [1] tensor, [N,1] row,\n"
-        "[N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)] 128x128 (F32, BF16 or F16),\n"
-        "[N,K/32] F8_E8M0 or U8 mxfp8 (docs/spec.md section 5). The scale tensors are\n"
-        "dropped, every other tensor is copied, the \"quantization\" metadata entry is\n"
-        "removed. IN may be a model directory (as for quantize): config.json then\n"
-        "loses its quantization_config.\n"
+        "Turns every F8_E4M3/F8_E5M2 tensor X back into --dtype (default bf16):\n"
+        "y = decode(q) * S, rounded to nearest even, S from its scale tensor X_scale\n"
+        "(compressed-tensors) or X_scale_inv (fp8 / DeepSeek). The scheme is\n"
+        "recognised from the scale's dtype and shape: [], [1] or [1,1] tensor, [N,1]\n"
+        "row, [N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)] 128x128 (F32, BF16 or\n"
+        "F16), [N,K/32] F8_E8M0 or U8 mxfp8 (docs/spec.md section 5). An fp8 tensor\n"
+        "without a scale tensor, with both X_scale and X_scale_inv, or with a scale\n"
+        "that fits no scheme is an error (nothing is written; --exclude leaves it as\n"
+        "it is). The scale tensors are dropped, every other tensor is copied. When\n"
+        "every fp8 tensor was dequantized, the \"quantization\" metadata entry is\n"
+        "removed and, for a model directory (as for quantize), config.json's\n"
+        "quantization_config; otherwise both are kept, with a warning. An input with\n"
+        "no fp8 tensor is copied unchanged, with a warning.\n"
         "\n"
         "  --dtype D      ");
     cli_print_names(f, cli_dtype_names, CLI_HP_DTYPES, ", ");
@@ -116,7 +120,11 @@ static void inspect_usage(FILE *f)
         "sharded checkpoint) and lists its metadata and tensors (name, dtype, shape,\n"
         "bytes), then the quantization convention it recognises: fp8 (weight_scale_inv)\n"
         "or compressed-tensors (weight_scale) and the scheme of each group of weights.\n"
-        "Exit status: 0 ok, 1 if it is corrupt or cannot be read, 2 on bad arguments.\n");
+        "An fp8 tensor that 'fp8kit dequantize' would refuse (no scale tensor, both\n"
+        "X_scale and X_scale_inv, a scale that fits no scheme) makes the checkpoint\n"
+        "invalid: it is listed, then named on stderr, and the exit status is 1.\n"
+        "Exit status: 0 ok, 1 if it is corrupt, invalid or cannot be read, 2 on bad\n"
+        "arguments.\n");
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -530,6 +538,20 @@ static void inspect_meta_json(const st_file *f)
     printf("}");
 }
 
+/* fp8 tensors that dequantize refuses make the checkpoint invalid for
+ * inspect too (the same rule, st_fp8_classify): one line, exit status 1. */
+static int inspect_verdict(const char *path, size_t invalid, const char *problem)
+{
+    if (!invalid)
+        return CLI_EXIT_OK;
+    fprintf(stderr, "fp8kit inspect: ");
+    print_plain(stderr, path);
+    fprintf(stderr, ": %zu fp8 tensor%s that dequantize refuses; the first: ", invalid, invalid == 1 ? "" : "s");
+    print_plain(stderr, problem);
+    fprintf(stderr, "\n");
+    return CLI_EXIT_FAIL;
+}
+
 int cli_cmd_inspect(int argc, char **argv)
 {
     static const char *cmd = "inspect";
@@ -541,7 +563,8 @@ int cli_cmd_inspect(int argc, char **argv)
     if (optind + 1 < argc)
         return cli_usage_error(cmd, "unexpected argument '%s' (one FILE or DIR)", argv[optind + 1]);
     const char *path = argv[optind];
-    char err[1024], conv[512];
+    char err[1024], conv[512], problem[800];
+    size_t invalid = 0;
     st_file f;
     st_index ix;
     st_input inp;
@@ -561,14 +584,14 @@ int cli_cmd_inspect(int argc, char **argv)
     }
     if (!sharded) {
         const st_file *one = &f;
-        st_describe_quant(&one, 1, conv, sizeof conv);
+        invalid = st_describe_quant(&one, 1, conv, sizeof conv, problem, sizeof problem);
         if (json) {
             printf("{\"op\":\"inspect\",\"file\":");
             cli_json_str(stdout, inp.file);
             printf(",\"header_bytes\":%llu,\"data_bytes\":%llu,\"quantization\":", (unsigned long long)f.header_len,
                    (unsigned long long)f.data_size);
             cli_json_str(stdout, conv);
-            printf(",");
+            printf(",\"quantization_valid\":%s,", invalid ? "false" : "true");
             inspect_meta_json(&f);
             printf(",\"tensors\":[");
             inspect_file(&f, NULL, 1, &first);
@@ -578,14 +601,15 @@ int cli_cmd_inspect(int argc, char **argv)
             printf("quantization: %s\n", conv);
         }
         st_close(&f);
+        int rc = inspect_verdict(inp.file, invalid, problem);
         st_input_free(&inp);
-        return CLI_EXIT_OK;
+        return rc;
     }
     const st_file **fl = calloc(ix.nshards + 1, sizeof *fl);
     for (size_t i = 0; fl && i < ix.nshards; i++)
         fl[i] = &ix.files[i];
     if (fl)
-        st_describe_quant(fl, ix.nshards, conv, sizeof conv);
+        invalid = st_describe_quant(fl, ix.nshards, conv, sizeof conv, problem, sizeof problem);
     else
         snprintf(conv, sizeof conv, "?");
     free(fl);
@@ -594,6 +618,7 @@ int cli_cmd_inspect(int argc, char **argv)
         cli_json_str(stdout, inp.dir);
         printf(",\"shards\":%zu,\"quantization\":", ix.nshards);
         cli_json_str(stdout, conv);
+        printf(",\"quantization_valid\":%s", invalid ? "false" : "true");
         printf(",\"tensors\":[");
         for (size_t i = 0; i < ix.nshards; i++)
             inspect_file(&ix.files[i], ix.shards[i], 1, &first);
@@ -604,7 +629,8 @@ int cli_cmd_inspect(int argc, char **argv)
             inspect_file(&ix.files[i], ix.shards[i], 0, &first);
         printf("quantization: %s\n", conv);
     }
+    int rc = inspect_verdict(inp.dir, invalid, problem);
     st_input_free(&inp);
     st_index_close(&ix);
-    return CLI_EXIT_OK;
+    return rc;
 }

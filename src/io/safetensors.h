@@ -298,13 +298,49 @@ typedef struct st_conv_opts {
 
 /* Which scheme the scale tensor sc of the fp8 weight w stores ("_scale_inv"
  * when inv): 1 and *scheme, *R x *C (the 2-D view of w) set, or 0. Both
- * conventions of docs/spec.md 5 are read (F32/BF16/F16 fp32 scales, [] or [1]
- * per-tensor, F8_E8M0 or U8 mx scales). */
+ * conventions of docs/spec.md 5 are read (F32/BF16/F16 fp32 scales; one
+ * per-tensor scale as [], [1] or [1, 1]; F8_E8M0 or U8 mx scales). */
 int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_scheme *scheme, int64_t *R,
                     int64_t *C);
+
+/* The one rule of dequantize and inspect for an F8_E4M3 / F8_E5M2 tensor W:
+ * it is valid when exactly one of W_scale and W_scale_inv exists (in any file
+ * of the checkpoint) and st_scale_scheme reads it. */
+typedef enum st_fp8_state {
+    ST_FP8_OK,        /* scale, inv, scheme, R, C set */
+    ST_FP8_NO_SCALE,  /* neither W_scale nor W_scale_inv */
+    ST_FP8_AMBIGUOUS, /* both: which one applies is ambiguous */
+    ST_FP8_BAD_SCALE  /* the scale tensor (scale, inv set) fits no scheme */
+} st_fp8_state;
+
+typedef struct st_fp8_info {
+    st_fp8_state state;
+    const st_tensor *scale;  /* the companion (OK, BAD_SCALE) */
+    const st_file *scale_in; /* the file holding it */
+    int inv;                 /* the companion is W_scale_inv (the fp8 convention) */
+    fp8kit_scheme scheme;
+    int64_t R, C;            /* 2-D view of W */
+} st_fp8_info;
+
+/* Finds a tensor by name over a checkpoint's files (NULL when absent); *in
+ * gets the file holding it. */
+typedef const st_tensor *(*st_find_fn)(void *user, const char *name, const st_file **in);
+
+/* 1 for the fp8 element dtypes that hold weights (F8_E4M3, F8_E5M2). */
+int st_is_fp8_weight(const st_tensor *t);
+/* Classifies the fp8 tensor w; FP8KIT_ERR_OUT_OF_MEMORY or FP8KIT_OK. */
+fp8kit_status st_fp8_classify(const st_tensor *w, st_find_fn find, void *user, st_fp8_info *out);
+/* Why a tensor classified as not OK cannot be dequantized, one sentence
+ * naming it (and its scale tensors). */
+void st_fp8_problem(const st_tensor *w, const st_fp8_info *info, char *out, size_t outlen);
+
 /* One line naming the quantization convention of a checkpoint, e.g. "fp8
- * (weight_scale_inv): 7 weights 128x128" or "not quantized (no fp8 tensors)". */
-void st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen);
+ * (weight_scale_inv): 7 weights 128x128" or "not quantized (no fp8 tensors)",
+ * followed by the fp8 tensors that st_fp8_classify finds invalid. Returns
+ * how many are invalid (0: dequantize takes every fp8 tensor); *first (when
+ * set) gets st_fp8_problem's sentence for the first of them. */
+size_t st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen, char *first,
+                         size_t firstlen);
 
 /* Converts IN (a .safetensors file, or a directory holding
  * model.safetensors.index.json) to OUT (a file, or a directory of the same

@@ -62,6 +62,10 @@ typedef struct cv {
     size_t slab;
     st_format format;       /* quantize: resolved output convention */
     int seen_conv;          /* dequantize: 1 "_scale_inv" (fp8) seen, 2 "_scale" (compressed-tensors) seen */
+    int64_t fp8_total;      /* dequantize: F8_E4M3 / F8_E5M2 tensors of the input */
+    int64_t fp8_planned;    /* dequantize: those planned for dequantization (the others are excluded) */
+    int deq_complete;       /* dequantize: every fp8 tensor is dequantized (and there is one): the
+                               "quantization" metadata entry and quantization_config go */
     char quant_json[512];
     st_pipe *pipe;          /* writer thread and output buffers */
     const st_file *in;      /* the input file being converted (st_check_size before each slab) */

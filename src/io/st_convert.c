@@ -578,8 +578,10 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     /* plan everything */
     for (size_t i = 0; i < nfiles && !st; i++)
         st = cv_plan_file(c, &files[i], names, files);
-    if (!st && o->dequantize)
+    if (!st && o->dequantize) {
         cv_mark_dropped(files, nfiles);
+        c->deq_complete = c->fp8_total > 0 && c->fp8_planned == c->fp8_total;
+    }
     for (int g = 0; g < o->nexclude + o->ninclude && !st; g++) {
         const char *glob = g < o->nexclude ? o->exclude[g] : o->include[g - o->nexclude];
         int hit = 0;
@@ -599,6 +601,22 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (quantization_config)");
     if (st)
         goto done;
+    /* dequantize: the checkpoint stays quantized unless every fp8 tensor is
+     * dequantized; then config.json is copied as it is */
+    const int write_config = config && (!o->dequantize || c->deq_complete);
+    if (o->dequantize && o->warn) {
+        char msg[600];
+        if (!c->fp8_total)
+            snprintf(msg, sizeof msg, "%s: no F8_E4M3 or F8_E5M2 tensor, nothing to dequantize: every tensor is copied "
+                     "unchanged (and config.json and the metadata as they are)", in);
+        else if (c->fp8_planned < c->fp8_total)
+            snprintf(msg, sizeof msg, "%lld fp8 tensor%s left as %s (--exclude): the output stays quantized, so "
+                     "config.json's quantization_config and the \"quantization\" metadata entry are kept",
+                     (long long)(c->fp8_total - c->fp8_planned), c->fp8_total - c->fp8_planned == 1 ? "" : "s",
+                     c->fp8_total - c->fp8_planned == 1 ? "it is" : "they are");
+        if (!c->deq_complete)
+            o->warn(o->note_user, msg);
+    }
     if (c->mem) {
         if (!c->mem->alloc || !c->mem->free || !c->mem->upload || !c->mem->download) {
             st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT, "incomplete device memory operations");
@@ -664,15 +682,15 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         for (size_t i = 0; i < nfiles; i++)
             skip[nskip++] = sharded ? files[i].shard : ST_SINGLE_NAME;
         skip[nskip++] = ST_INDEX_NAME;
-        if (config)
+        if (write_config)
             skip[nskip++] = ST_CONFIG_NAME;
         if ((st = st_copy_model_files(&tree, inp.dir, skip, nskip, o->no_fsync, &stats->out_bytes,
                                       &stats->other_files, err, errlen)))
             goto done;
-        if (config && (st = st_config_write(&tree, config, o->dequantize ? NULL : qcfg, o->no_fsync,
-                                            &stats->out_bytes, err, errlen)))
+        if (write_config && (st = st_config_write(&tree, config, o->dequantize ? NULL : qcfg, o->no_fsync,
+                                                  &stats->out_bytes, err, errlen)))
             goto done;
-        stats->other_files += config != NULL;
+        stats->other_files += write_config;
         cv_warn_other_weights(c, inp.dir, skip, nskip);
         char warn[600] = "";
         if ((st = st_tree_commit(&tree, out, o->force, o->no_fsync, &stats->out_changed, warn, sizeof warn, err,

@@ -203,6 +203,17 @@ static const st_tensor *cv_lookup(json_t *names, const cv_file *files, const cha
     return &files[id >> 32].in->tensors[id & 0xFFFFFFFF];
 }
 
+typedef struct cv_lookup_ctx {
+    json_t *names;
+    const cv_file *files;
+} cv_lookup_ctx;
+
+static const st_tensor *cv_lookup_fn(void *user, const char *name, const st_file **in)
+{
+    const cv_lookup_ctx *l = user;
+    return cv_lookup(l->names, l->files, name, in);
+}
+
 static int cv_same_shape(const st_tensor *t, int nd, const int64_t *shape)
 {
     if (t->ndim != nd)
@@ -245,14 +256,14 @@ static void cv_shape_text(const st_tensor *t, char *buf, size_t n)
 /* Dequantize: which scheme the scale tensor sc of the fp8 weight w encodes.
  * Both conventions of docs/spec.md 5 are read: "_scale_inv" (fp8) and
  * "_scale" (compressed-tensors); fp32 scales may be stored as F32, BF16 or F16
- * (widened exactly), a per-tensor scale as [] or [1], e8m0 scales as F8_E8M0
- * or as U8 bytes. */
+ * (widened exactly), a per-tensor scale as [], [1] or [1, 1], e8m0 scales as
+ * F8_E8M0 or as U8 bytes. */
 int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_scheme *scheme, int64_t *R, int64_t *C)
 {
     int64_t n1 = st_numel(sc);
     int fscale = sc->dtype == ST_F32 || sc->dtype == ST_BF16 || sc->dtype == ST_F16;
     int escale = sc->dtype == ST_F8_E8M0 || sc->dtype == ST_U8;
-    int one = fscale && n1 == 1 && sc->ndim <= 1;
+    int one = fscale && n1 == 1 && sc->ndim <= 2; /* [], [1] or [1, 1] (transformers' per-tensor MoE experts) */
     if (w->ndim == 2) {
         int64_t N = w->shape[0], K = w->shape[1];
         *R = N, *C = K;
@@ -278,57 +289,115 @@ int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_sch
     return 0;
 }
 
-static fp8kit_status cv_detect(cv *c, const st_tensor *w, const st_tensor *sc, int inv, cv_item *it)
+int st_is_fp8_weight(const st_tensor *t) { return t->dtype == ST_F8_E4M3 || t->dtype == ST_F8_E5M2; }
+
+fp8kit_status st_fp8_classify(const st_tensor *w, st_find_fn find, void *user, st_fp8_info *out)
 {
-    fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_TENSOR);
-    d.elem = w->dtype == ST_F8_E5M2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
-    if (!st_scale_scheme(w, sc, inv, &d.scheme, &it->R, &it->C)) {
-        char wq[160], sq[160], ws[96], ss[96];
-        st_quote(w->name, wq, sizeof wq);
-        st_quote(sc->name, sq, sizeof sq);
-        cv_shape_text(w, ws, sizeof ws);
-        cv_shape_text(sc, ss, sizeof ss);
-        return cv_fail(c, FP8KIT_ERR_CORRUPT_FILE,
-                       "tensor '%s' (%s %s) does not fit any scale scheme for the weight '%s' (%s %s)", sq,
-                       st_dtype_name(sc->dtype), ss, wq, st_dtype_name(w->dtype), ws);
+    memset(out, 0, sizeof *out);
+    char *sn = cv_concat(w->name, "_scale"), *si = cv_concat(w->name, "_scale_inv");
+    if (!sn || !si) {
+        free(sn), free(si);
+        return FP8KIT_ERR_OUT_OF_MEMORY;
     }
-    it->desc = d;
-    c->seen_conv |= inv ? 1 : 2;
+    const st_file *f1 = NULL, *f2 = NULL;
+    const st_tensor *s1 = find(user, sn, &f1), *s2 = find(user, si, &f2);
+    free(sn), free(si);
+    if (s1 && s2)
+        out->state = ST_FP8_AMBIGUOUS;
+    else if (!s1 && !s2)
+        out->state = ST_FP8_NO_SCALE;
+    else {
+        out->scale = s1 ? s1 : s2;
+        out->scale_in = s1 ? f1 : f2;
+        out->inv = s2 != NULL;
+        out->state = st_scale_scheme(w, out->scale, out->inv, &out->scheme, &out->R, &out->C) ? ST_FP8_OK
+                                                                                              : ST_FP8_BAD_SCALE;
+    }
     return FP8KIT_OK;
 }
 
-void st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen)
+void st_fp8_problem(const st_tensor *w, const st_fp8_info *info, char *out, size_t outlen)
+{
+    char wq[160], sq[160], ws[96], ss[96];
+    st_quote(w->name, wq, sizeof wq);
+    cv_shape_text(w, ws, sizeof ws);
+    switch (info->state) {
+    case ST_FP8_OK: snprintf(out, outlen, "tensor '%s': valid", wq); break;
+    case ST_FP8_NO_SCALE:
+        snprintf(out, outlen,
+                 "tensor '%s' (%s %s) has no scale tensor ('%s_scale' or '%s_scale_inv'): it cannot be dequantized "
+                 "(--exclude it to copy it unchanged)",
+                 wq, st_dtype_name(w->dtype), ws, wq, wq);
+        break;
+    case ST_FP8_AMBIGUOUS:
+        snprintf(out, outlen,
+                 "tensor '%s' has both a '%s_scale' and a '%s_scale_inv' tensor: which one applies is ambiguous",
+                 wq, wq, wq);
+        break;
+    case ST_FP8_BAD_SCALE:
+        st_quote(info->scale->name, sq, sizeof sq);
+        cv_shape_text(info->scale, ss, sizeof ss);
+        snprintf(out, outlen, "tensor '%s' (%s %s) does not fit any scale scheme for the weight '%s' (%s %s)", sq,
+                 st_dtype_name(info->scale->dtype), ss, wq, st_dtype_name(w->dtype), ws);
+        break;
+    }
+}
+
+/* st_find_fn over an array of files (inspect). */
+typedef struct cv_files_view {
+    const st_file *const *files;
+    size_t n;
+} cv_files_view;
+
+static const st_tensor *cv_find_in_files(void *user, const char *name, const st_file **in)
+{
+    const cv_files_view *v = user;
+    for (size_t g = 0; g < v->n; g++) {
+        const st_tensor *t = st_find(v->files[g], name);
+        if (t) {
+            *in = v->files[g];
+            return t;
+        }
+    }
+    return NULL;
+}
+
+size_t st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen, char *first,
+                         size_t firstlen)
 {
     static const char *names[] = {"tensor", "row", "1x128", "128x128", "mx"};
-    int64_t count[2][5] = {{0}}, fp8 = 0, unknown = 0;
+    static const char *bad_text[] = {"", "without a scale tensor", "with both _scale and _scale_inv (ambiguous)",
+                                     "whose scale fits no scheme"};
+    int64_t count[2][5] = {{0}}, fp8 = 0, bad[4] = {0};
+    cv_files_view view = {files, nfiles};
+    if (first && firstlen)
+        first[0] = '\0';
     for (size_t f = 0; f < nfiles; f++)
         for (size_t i = 0; i < files[f]->ntensors; i++) {
             const st_tensor *w = &files[f]->tensors[i];
-            if (w->dtype != ST_F8_E4M3 && w->dtype != ST_F8_E5M2)
+            if (!st_is_fp8_weight(w))
                 continue;
             fp8++;
-            const st_tensor *sc = NULL;
-            int inv = 0;
-            char *sn = cv_concat(w->name, "_scale"), *si = cv_concat(w->name, "_scale_inv");
-            for (size_t g = 0; g < nfiles && !sc; g++) {
-                if (sn && (sc = st_find(files[g], sn)))
-                    inv = 0;
-                else if (si && (sc = st_find(files[g], si)))
-                    inv = 1;
+            st_fp8_info info;
+            if (st_fp8_classify(w, cv_find_in_files, &view, &info)) {
+                snprintf(out, outlen, "? (out of memory)");
+                return 1;
             }
-            free(sn), free(si);
-            fp8kit_scheme s;
-            int64_t R, C;
-            if (sc && st_scale_scheme(w, sc, inv, &s, &R, &C) && (unsigned)s < 5)
-                count[inv][s]++;
-            else
-                unknown++;
+            if (info.state == ST_FP8_OK && (unsigned)info.scheme < 5) {
+                count[info.inv][info.scheme]++;
+                continue;
+            }
+            if (info.state == ST_FP8_OK) /* a scheme the line has no name for: cannot happen */
+                info.state = ST_FP8_BAD_SCALE;
+            if (!bad[1] && !bad[2] && !bad[3] && first && firstlen)
+                st_fp8_problem(w, &info, first, firstlen);
+            bad[info.state]++;
         }
     size_t o = 0;
     out[0] = '\0';
     if (!fp8) {
         snprintf(out, outlen, "not quantized (no fp8 tensors)");
-        return;
+        return 0;
     }
     for (int inv = 1; inv >= 0; inv--)
         for (int s = 0; s < 5; s++)
@@ -336,9 +405,11 @@ void st_describe_quant(const st_file *const *files, size_t nfiles, char *out, si
                 o += (size_t)snprintf(out + o, outlen - o, "%s%s (%s): %lld weights %s", o ? "; " : "",
                                       inv ? "fp8" : "compressed-tensors", inv ? "weight_scale_inv" : "weight_scale",
                                       (long long)count[inv][s], names[s]);
-    if (unknown && o < outlen)
-        snprintf(out + o, outlen - o, "%s%lld fp8 tensors without a recognised scale", o ? "; " : "",
-                 (long long)unknown);
+    for (int k = 1; k < 4; k++)
+        if (bad[k] && o < outlen)
+            o += (size_t)snprintf(out + o, outlen - o, "%sinvalid: %lld fp8 tensor%s %s", o ? "; " : "",
+                                  (long long)bad[k], bad[k] == 1 ? "" : "s", bad_text[k]);
+    return (size_t)(bad[1] + bad[2] + bad[3]);
 }
 
 static int cv_cmp_str(const void *a, const void *b)
@@ -442,26 +513,31 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
                     break;
                 }
             }
-        } else if ((t->dtype == ST_F8_E4M3 || t->dtype == ST_F8_E5M2) && !cv_excluded(o, t->name)) {
-            char *sn = cv_concat(t->name, "_scale"), *si = cv_concat(t->name, "_scale_inv");
-            const st_file *f1 = NULL, *f2 = NULL;
-            const st_tensor *s1 = sn ? cv_lookup(names, files, sn, &f1) : NULL;
-            const st_tensor *s2 = si ? cv_lookup(names, files, si, &f2) : NULL;
-            free(sn);
-            free(si);
-            if (s1 && s2) {
-                st = cv_fail(c, FP8KIT_ERR_CORRUPT_FILE,
-                             "tensor '%s': has both a _scale and a _scale_inv tensor; which one applies is ambiguous",
-                             tq);
+        } else if (st_is_fp8_weight(t)) {
+            c->fp8_total++;
+            if (cv_excluded(o, t->name))
+                continue;
+            st_fp8_info info;
+            cv_lookup_ctx lc = {names, files};
+            if (st_fp8_classify(t, cv_lookup_fn, &lc, &info)) {
+                st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
                 break;
             }
-            if (s1 || s2) {
-                it->act = CV_DEQUANT;
-                it->scale = s1 ? s1 : s2;
-                it->scale_in = s1 ? f1 : f2;
-                if ((st = cv_detect(c, t, it->scale, s2 != NULL, it)))
-                    break;
+            if (info.state != ST_FP8_OK) {
+                char why[700];
+                st_fp8_problem(t, &info, why, sizeof why);
+                st = cv_fail(c, FP8KIT_ERR_CORRUPT_FILE, "%s: %s", in->path ? in->path : "input", why);
+                break;
             }
+            fp8kit_quant_desc d = fp8kit_quant_desc_default(info.scheme);
+            d.elem = t->dtype == ST_F8_E5M2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
+            it->act = CV_DEQUANT;
+            it->scale = info.scale;
+            it->scale_in = info.scale_in;
+            it->desc = d;
+            it->R = info.R, it->C = info.C;
+            c->seen_conv |= info.inv ? 1 : 2;
+            c->fp8_planned++;
         }
     }
     free(ord);
@@ -570,7 +646,7 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
     if (!f->meta)
         return cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < in->nmeta; i++)
-        if (strcmp(in->meta[i].key, "quantization"))
+        if (strcmp(in->meta[i].key, "quantization") || (o->dequantize && !c->deq_complete))
             f->meta[f->nmeta++] = in->meta[i];
     f->has_meta = in->has_meta;
     if (!o->dequantize) {
