@@ -29,7 +29,8 @@ package, converted by the CLI, and read back the same way:
     symlink) or containing IN refused with the input unchanged byte for byte;
   - --exclude / --include matching nothing, fp8 input and an already
     quantized config.json refused; nothing left next to OUT after a failed
-    run (dangling link, link loop, FIFO, bad config.json, SIGINT / SIGTERM);
+    run (dangling link, link loop, FIFO, bad config.json, SIGINT / SIGTERM); a
+    link x -> . found before anything is written (ulimit -f 0 shows it);
   - MoE models (Mixtral and Qwen2-MoE names): router gates kept, experts
     quantized;
   - dequantize of checkpoints written here in both conventions:
@@ -1002,7 +1003,19 @@ def test_failures(tmp, rng, d):
     p = variant("dangling", lambda p: os.symlink("no-such-blob", os.path.join(p, "sub", "dangling.json")))
     attempt("a dangling link in IN", p, needle="dangling.json")
     p2 = variant("loop", lambda p: os.symlink("..", os.path.join(p, "sub", "loop")))
-    attempt("a directory link loop in IN", p2)
+    attempt("a directory link loop in IN", p2, needle="link loop")
+    # a link to the model directory itself among its files: found before
+    # anything is written (it used to copy the weights 16 times over before
+    # giving up): with writes limited to 0 bytes (ulimit -f 0) the loop is
+    # what is reported, not the failed write of the weights
+    p2b = variant("loop_top", lambda p: os.symlink(".", os.path.join(p, "x")))
+    attempt("a link x -> . in IN", p2b, needle="link loop")
+    for cmd in (["quantize", "--scheme", "fp8-row"], ["dequantize"]):
+        r = run(cmd[0], p2b, os.path.join(base, "new"), *cmd[1:], preexec_fn=R.limited_fsize(0), timeout=120)
+        check(r.returncode == 1 and "link loop" in r.stderr and "/x" in r.stderr and "File too large" not in r.stderr
+              and listing(base) == ["existing"],
+              "%s: x -> . is refused before anything is written (rc %d: %s)" % (cmd[0], r.returncode,
+                                                                                r.stderr.strip()[:300]))
     p3 = variant("fifo", lambda p: os.mkfifo(os.path.join(p, "sub", "pipe")))
     attempt("a FIFO in IN", p3, needle="pipe")
 
@@ -1026,7 +1039,7 @@ def test_failures(tmp, rng, d):
         write_json(os.path.join(p, "config.json"), dict(CONFIG, quantization_config={"quant_method": "fp8"}))
     p6 = variant("qcfg", qcfg)
     attempt("config.json with a quantization_config", p6, needle="quantization_config")
-    for p in (p, p2, p3, p4, p5, p6):
+    for p in (p, p2, p2b, p3, p4, p5, p6):
         shutil.rmtree(p)
     # issue 21.7: past `ulimit -f` (a weights file, or an other file copied
     # with copy_file_range) the write fails with EFBIG: exit 1, the file named,

@@ -617,6 +617,23 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         if (!c->deq_complete)
             o->warn(o->note_user, msg);
     }
+    /* the model's other files: the names skipped (written here instead), and
+     * what would be copied checked now (a link loop, a dangling link, a FIFO)
+     * rather than half way through */
+    size_t nskip = 0;
+    if (model_dir) {
+        if (!(skip = calloc(nfiles + 3, sizeof *skip))) {
+            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < nfiles; i++)
+            skip[nskip++] = sharded ? files[i].shard : ST_SINGLE_NAME;
+        skip[nskip++] = ST_INDEX_NAME;
+        if (write_config)
+            skip[nskip++] = ST_CONFIG_NAME;
+        if ((st = st_check_model_files(inp.dir, skip, nskip, err, errlen)))
+            goto done;
+    }
     if (c->mem) {
         if (!c->mem->alloc || !c->mem->free || !c->mem->upload || !c->mem->download) {
             st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT, "incomplete device memory operations");
@@ -674,16 +691,6 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
             goto done;
     }
     if (model_dir) { /* the model's other files, then config.json */
-        size_t nskip = 0;
-        if (!(skip = calloc(nfiles + 3, sizeof *skip))) {
-            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
-            goto done;
-        }
-        for (size_t i = 0; i < nfiles; i++)
-            skip[nskip++] = sharded ? files[i].shard : ST_SINGLE_NAME;
-        skip[nskip++] = ST_INDEX_NAME;
-        if (write_config)
-            skip[nskip++] = ST_CONFIG_NAME;
         if ((st = st_copy_model_files(&tree, inp.dir, skip, nskip, o->no_fsync, &stats->out_bytes,
                                       &stats->other_files, err, errlen)))
             goto done;
