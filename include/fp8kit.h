@@ -637,14 +637,17 @@ FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);
 /* The tensor naming and config.json convention of quantize's output. */
 typedef enum fp8kit_ckpt_format {
     FP8KIT_CKPT_FORMAT_DEFAULT = 0,           /* the scheme's default: FP8 for BLOCK128X128, else COMPRESSED_TENSORS */
-    FP8KIT_CKPT_FORMAT_FP8 = 1,               /* transformers FineGrainedFP8 / vLLM fp8 / DeepSeek-V3:
-                                                 X.weight_scale_inv (no ROW layout) */
-    FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS = 2 /* compressed-tensors (llm-compressor, vLLM, transformers): X.weight_scale */
+    FP8KIT_CKPT_FORMAT_FP8 = 1,               /* transformers FineGrainedFP8 / DeepSeek-V3: X.weight_scale_inv (no ROW
+                                                 layout; vLLM's fp8 loader takes BLOCK128X128 only: its per-tensor
+                                                 path reads X.weight_scale) */
+    FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS = 2 /* compressed-tensors (llm-compressor, vLLM, transformers): X.weight_scale;
+                                                 the format for vLLM */
 } fp8kit_ckpt_format;
 
 /* Options of both calls. Start from fp8kit_ckpt_opts_default(scheme) and set
- * what you need. A zeroed struct is valid too, but then means scheme TENSOR
- * and out_dtype FP8KIT_F32 (both enums' 0), not the defaults below. Fields
+ * what you need. A zeroed struct is valid too, but then means scheme TENSOR,
+ * rounding FLOOR and out_dtype FP8KIT_F32 (the enums' 0), not the defaults
+ * below. Fields
  * marked "quantize" are ignored by fp8kit_checkpoint_dequantize and
  * "dequantize" ones by fp8kit_checkpoint_quantize. The strings are read
  * during the call only. */
@@ -652,7 +655,10 @@ typedef struct fp8kit_ckpt_opts {
     fp8kit_scheme scheme;        /* quantize: TENSOR, ROW, BLOCK128X128 or MX (BLOCK1X128 is UNSUPPORTED: weights
                                     use 128x128 blocks); every weight is e4m3 with plain-layout scales */
     fp8kit_ckpt_format format;   /* quantize: output convention (FP8 with ROW is UNSUPPORTED) */
-    fp8kit_rounding rounding;    /* quantize, MX only: the scale rule (RCEIL with another scheme is INVALID_ARGUMENT) */
+    fp8kit_rounding rounding;    /* quantize, MX only: the scale rule, RCEIL by default for MX (what transformers'
+                                    and compressed-tensors' own MX quantizers do; FLOOR, the OCP rule and
+                                    fp8kit_quant_desc_default's, stays selectable); RCEIL with another scheme is
+                                    INVALID_ARGUMENT */
     int32_t pow2;                /* quantize, fp32-scale schemes: round each scale up to a power of two (with MX:
                                     INVALID_ARGUMENT) */
     int32_t quantize_all;        /* quantize: lm_head too (embeddings and router gates stay unless include names them) */
@@ -680,8 +686,9 @@ typedef struct fp8kit_ckpt_opts {
     void *user;                  /* passed to on_kept and on_warning */
 } fp8kit_ckpt_opts;
 
-/* The defaults: the given scheme, FP8KIT_CKPT_FORMAT_DEFAULT, FP8KIT_ROUND_FLOOR,
- * out_dtype FP8KIT_BF16, everything else 0 / NULL. */
+/* The defaults: the given scheme, FP8KIT_CKPT_FORMAT_DEFAULT, rounding
+ * FP8KIT_ROUND_RCEIL for FP8KIT_SCHEME_MX (FP8KIT_ROUND_FLOOR for the others,
+ * which take no other), out_dtype FP8KIT_BF16, everything else 0 / NULL. */
 FP8KIT_API fp8kit_ckpt_opts fp8kit_ckpt_opts_default(fp8kit_scheme scheme);
 
 /* What a successful call did (left unchanged by a failing one). */

@@ -503,11 +503,14 @@ def scale_of(tensors, name):
     return None, None
 
 
-def check_quantized(tag, src, out, meta, scheme, fmt, pow2=False, rceil=False, exclude=(), include=(),
+def check_quantized(tag, src, out, meta, scheme, fmt, pow2=False, rceil=None, exclude=(), include=(),
                     quantize_all=False, src_meta=META):
     """out (the written file) against src: every quantized weight's codes and
     scale bit for bit, names / dtypes / shapes per docs/spec.md 5, everything
-    else byte for byte. Returns name -> keep reason (None: quantized)."""
+    else byte for byte. rceil None: the converter's default (rceil for
+    mxfp8). Returns name -> keep reason (None: quantized)."""
+    if rceil is None:
+        rceil = scheme == "mxfp8"
     reasons = {n: keep_reason(n, dt, shape, scheme, fmt, exclude, include, quantize_all)
                for n, (dt, shape, _) in src.items()}
     want_names = set(src)
@@ -555,6 +558,9 @@ def check_quantized(tag, src, out, meta, scheme, fmt, pow2=False, rceil=False, e
     check(qm.get("tool") == "fp8kit" and qm.get("scheme") == scheme and qm.get("format") == fmt and
           qm.get("scale") == want_scale and qm.get("scale_dtype") == want_sdt and qm.get("weight_dtype") == "F8_E4M3",
           "%s: quantization metadata entry names scheme, format and scale (%s)" % (tag, qm))
+    if scheme == "mxfp8":
+        check(qm.get("rounding") == ("rceil" if rceil else "floor"), "%s: the metadata names the rounding %s (%s)" % (
+            tag, "rceil" if rceil else "floor", qm))
     return reasons
 
 
@@ -680,7 +686,7 @@ def scheme_configs():
         for pow2 in (False, True):
             out.append(("fp8-block", fmt, pow2, False))
     for fmt in FORMATS:
-        for rceil in (False, True):
+        for rceil in (False, True):  # --rounding floor, and the default (rceil)
             out.append(("mxfp8", fmt, False, rceil))
     return out
 
@@ -695,7 +701,7 @@ def test_schemes(tmp, rng, cuda):
         inp, isrc = (blk_path, blk) if scheme == "fp8-block" else (src_path, src)
         q_path = os.path.join(tmp, "q.safetensors")
         opts = ["--scheme", scheme, "--format", fmt, "--exclude", "excl*", "--force"] + \
-            (["--pow2"] if pow2 else []) + (["--rounding", "rceil"] if rceil else [])
+            (["--pow2"] if pow2 else []) + (["--rounding", "floor"] if scheme == "mxfp8" and not rceil else [])
         r = run("quantize", inp, q_path, "--backend", "cpu", *opts)
         check(r.returncode == 0, "%s: quantize exit 0 (%s)" % (tag, r.stderr.strip()))
         if r.returncode:
@@ -746,6 +752,32 @@ def test_schemes(tmp, rng, cuda):
                 check(r.returncode == 0, "%s: CUDA dequantize --dtype %s (%s)" % (tag, outdt, r.stderr.strip()))
                 if r.returncode == 0:
                     check_same_values("%s: CUDA dequantize --dtype %s" % (tag, outdt), dout, st_read(c_path)[0])
+    # mxfp8 rounds with rceil unless --rounding floor says otherwise (the
+    # library's own quantize default stays floor): the default and an explicit
+    # --rounding rceil write the same file, floor another
+    got = {}
+    for what, extra in (("default", []), ("rceil", ["--rounding", "rceil"]), ("floor", ["--rounding=floor"])):
+        p = os.path.join(tmp, "mx_%s.safetensors" % what)
+        r = run("quantize", src_path, p, "--scheme", "mxfp8", "--exclude", "excl*", "-q", *extra)
+        got[what] = open(p, "rb").read() if r.returncode == 0 else None
+    check(got["default"] is not None and got["default"] == got["rceil"] and got["floor"] not in (None, got["default"]),
+          "mxfp8: the default rounding is rceil, floor still selectable")
+    # compressed-tensors decompresses mxfp8 to bfloat16 only: a float16 (or
+    # float32) weight gets a warning there, not in the fp8 format, and a
+    # bfloat16 model none
+    bfp = os.path.join(tmp, "bf16only.safetensors")
+    st_write(bfp, {"a.weight": src["bf.weight"], "b.weight": src["big.weight"]}, META)
+    for inp, fmt, want in ((src_path, "compressed-tensors", True), (src_path, "fp8", False),
+                           (bfp, "compressed-tensors", False)):
+        p = os.path.join(tmp, "mx_warn.safetensors")
+        r = run("quantize", inp, p, "--scheme", "mxfp8", "--format", fmt, "--force",
+                *(["--exclude", "excl*"] if inp == src_path else []))
+        warned = [ln for ln in r.stderr.splitlines() if "warning" in ln and "bfloat16" in ln]
+        check(r.returncode == 0 and bool(warned) == want and
+              (not want or ("float16" in warned[0] and "dequantize=True" in warned[0] and "--format fp8" in warned[0])),
+              "mxfp8 --format %s on %s: %s warning about compressed-tensors' bfloat16-only mxfp8 path (%s)" % (
+                  fmt, "float16/float32 weights" if inp == src_path else "a bfloat16 model", "a" if want else "no",
+                  r.stderr.strip()))
     # mxfp8's two formats hold the same bytes under two names and dtypes
     a, b = os.path.join(tmp, "mx_fp8.safetensors"), os.path.join(tmp, "mx_ct.safetensors")
     ra = run("quantize", src_path, a, "--scheme", "mxfp8", "--format", "fp8", "--exclude", "excl*")
@@ -1075,6 +1107,16 @@ def test_names_and_args(tmp, src_path, blk_path):
         check("SPEC" not in r.stdout and "PERF" not in r.stdout and "shared/" not in r.stdout,
               "--help does not point to SPEC.md / PERF.md")
     check("docs/spec.md section 5" in h.stdout, "quantize --help points to docs/spec.md section 5")
+    # the table of names: fp8-block's compressed-tensors scale is X.weight_scale (not weight_scale_inv); the fp8
+    # format is not what vLLM loads for fp8-tensor; rceil is the mxfp8 default
+    rows = [ln for ln in h.stdout.splitlines() if ln.startswith("  fp8-block ")]
+    check(len(rows) == 1 and rows[0].count("X.weight_scale_inv F32") == 1 and "X.weight_scale F32" in rows[0],
+          "quantize --help: fp8-block's row names X.weight_scale_inv (fp8) and X.weight_scale (compressed-tensors) "
+          "(%r)" % rows)
+    flat = " ".join(h.stdout.split())
+    check("vLLM does not load fp8-tensor in the fp8 format" in flat and "For vLLM use --format compressed-tensors"
+          in flat, "quantize --help: vLLM and the fp8 format")
+    check("rceil (default" in flat, "quantize --help: rceil is the default rounding")
     # bad arguments: one line, exit 2, nothing written
     o = os.path.join(tmp, "never.safetensors")
     cases = [(["quantize", src_path], "expects IN and OUT"),

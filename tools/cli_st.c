@@ -34,12 +34,21 @@ static void quantize_usage(FILE *f)
         "config.json given the format's quantization_config, the index rebuilt).\n"
         "Every 2-D F32/F16/BF16 tensor named \"*.weight\" becomes F8_E4M3 with a scale\n"
         "tensor (dequant = decode(q) * scale), named by --format (docs/spec.md section 5):\n"
-        "  scheme      --format fp8 (transformers,vLLM)    --format compressed-tensors\n"
-        "  fp8-tensor  X.weight_scale_inv F32 []           X.weight_scale F32 [1]\n"
+        "  scheme      --format fp8 (transformers)         --format compressed-tensors\n"
+        "  fp8-tensor  X.weight_scale_inv F32 [] (1)       X.weight_scale F32 [1]\n"
         "  fp8-row     -                                   X.weight_scale F32 [N, 1]\n"
-        "  fp8-block   X.weight_scale_inv F32 [N/128, K/128] (rounded up, both formats)\n"
+        "  fp8-block   X.weight_scale_inv F32 [N/128, K/128]  X.weight_scale F32 [N/128,\n"
+        "                                                    K/128] (both rounded up)\n"
         "  mxfp8       X.weight_scale_inv F8_E8M0 [N, K/32]  X.weight_scale U8 [N, K/32]\n"
+        "  (1) [1, 1] for MoE experts (X = ...experts.<e>....), as transformers stacks them\n"
         "Default --format: fp8 for fp8-block, compressed-tensors for the others.\n"
+        "For vLLM use --format compressed-tensors: vLLM does not load fp8-tensor in the\n"
+        "fp8 format (its per-tensor fp8 path reads X.weight_scale; fp8-block loads in\n"
+        "either). Loader limits, each warned about when it applies: transformers cannot\n"
+        "load MoE experts quantized with fp8-block or mxfp8 in compressed-tensors\n"
+        "(--exclude '*.experts.*' or --format fp8), and compressed-tensors' mxfp8 path\n"
+        "decompresses to bfloat16 only (a float16 or float32 model fails at its first\n"
+        "forward unless loaded as bfloat16 or with dequantize=True).\n"
         "Kept in high precision (and listed as ignored in config.json): embeddings and\n"
         "MoE router gates (no loader reads them quantized) unless --include names them;\n"
         "lm_head unless --quantize-all; --exclude matches; and, with a warning, weights\n"
@@ -63,7 +72,9 @@ static void quantize_usage(FILE *f)
         "  --quantize-all quantize lm_head too\n"
         "  --include G    quantize weights matching the glob even where a default\n"
         "                 would keep them (embeddings, router gates; repeatable)\n"
-        "  --rounding R   mxfp8 scale rule: floor (OCP, default) or rceil\n"
+        "  --rounding R   mxfp8 scale rule: rceil (default; what transformers' and\n"
+        "                 compressed-tensors' own MX quantizers do) or floor (OCP; the\n"
+        "                 library's fp8kit_quantize default)\n"
         "  --pow2         fp32-scale schemes: round each scale up to a power of two\n"
         "  --backend B    auto (default: CUDA when usable), cpu or cuda\n"
         "  --threads N    CPU backend threads (default: OpenMP's)\n"
@@ -362,6 +373,8 @@ static int convert_main(int argc, char **argv, int deq)
         free(ex), free(inc);
         return CLI_EXIT_USAGE;
     }
+    if (!set_rounding) /* mxfp8 checkpoints: rceil, the rule of the loaders' own MX quantizers */
+        o.rounding = o.scheme == ST_SCHEME_MXFP8 ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
     /* An existing OUT is refused before anything is read: not an I/O failure,
      * the command line lacks --force (st_convert checks again, race-free). */
     struct stat out_sb;

@@ -102,6 +102,10 @@ char *cv_concat(const char *a, const char *b);
 int cv_exclude_matches(const char *glob, const char *name);
 /* Items of one file (names: global name -> file << 32 | tensor over files). */
 fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *files);
+/* Quantize: warnings about what a loader cannot read as planned (MoE
+ * experts with block / mx scales in compressed-tensors; compressed-tensors'
+ * bfloat16-only mxfp8 decompression for float16 / float32 weights). */
+void cv_loader_warnings(cv *c, const cv_file *files, size_t nfiles);
 /* Dequantize: marks each scale tensor some weight consumes as dropped. */
 void cv_mark_dropped(cv_file *files, size_t nfiles);
 /* Output list in layout order, offsets, metadata and header of one file. */

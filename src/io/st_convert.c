@@ -604,6 +604,7 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     /* dequantize: the checkpoint stays quantized unless every fp8 tensor is
      * dequantized; then config.json is copied as it is */
     const int write_config = config && (!o->dequantize || c->deq_complete);
+    cv_loader_warnings(c, files, nfiles);
     if (o->dequantize && o->warn) {
         char msg[600];
         if (!c->fp8_total)

@@ -571,6 +571,48 @@ static int cv_is_expert(const char *name)
     return p && p[9] >= '0' && p[9] <= '9';
 }
 
+void cv_loader_warnings(cv *c, const cv_file *files, size_t nfiles)
+{
+    const st_conv_opts *o = c->o;
+    if (o->dequantize || !o->warn || c->format != ST_FORMAT_COMPRESSED_TENSORS ||
+        (o->scheme != ST_SCHEME_FP8_BLOCK && o->scheme != ST_SCHEME_MXFP8))
+        return;
+    int64_t experts = 0, wide = 0;
+    const char *first = NULL, *wide_dt = NULL;
+    for (size_t f = 0; f < nfiles; f++)
+        for (size_t i = 0; i < files[f].nitems; i++) {
+            const cv_item *it = &files[f].items[i];
+            if (it->act != CV_QUANT)
+                continue;
+            if (cv_is_expert(it->src->name) && !experts++)
+                first = it->src->name;
+            if (o->scheme == ST_SCHEME_MXFP8 && it->src->dtype != ST_BF16 && !wide++)
+                wide_dt = it->src->dtype == ST_F16 ? "float16" : "float32";
+        }
+    char msg[1200], q[200];
+    if (experts) {
+        st_quote(first, q, sizeof q);
+        snprintf(msg, sizeof msg,
+                 "%lld MoE expert weight%s (e.g. '%s') quantized with %s in the compressed-tensors format: "
+                 "transformers (5.24) cannot load %s (its fused-expert dequantization multiplies each weight by its "
+                 "scale elementwise, which only per-tensor and per-channel scales survive); vLLM reads them through "
+                 "its own MoE path. For transformers, keep the experts in high precision (--exclude '*.experts.*') "
+                 "or use --format fp8",
+                 (long long)experts, experts == 1 ? "" : "s", q, st_scheme_name(o->scheme),
+                 experts == 1 ? "it" : "them");
+        o->warn(o->note_user, msg);
+    }
+    if (wide) {
+        snprintf(msg, sizeof msg,
+                 "%lld weight%s quantized with mxfp8 in the compressed-tensors format %s %s, not bfloat16: "
+                 "compressed-tensors decompresses mxfp8 weights to bfloat16 only, so a %s model fails at its first "
+                 "forward in its default load path; load it with dtype=torch.bfloat16 or "
+                 "CompressedTensorsConfig(dequantize=True), or use --format fp8",
+                 (long long)wide, wide == 1 ? "" : "s", wide == 1 ? "is" : "are", wide_dt, wide_dt);
+        o->warn(o->note_user, msg);
+    }
+}
+
 static int cv_align_of(const st_out_tensor *t) { return (int)st_dtype_size(t->dtype); }
 
 fp8kit_status cv_layout_file(cv *c, cv_file *f)
