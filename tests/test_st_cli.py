@@ -871,8 +871,9 @@ def test_keep(tmp, rng, src_path):
     o2 = os.path.join(tmp, "nomatch.safetensors")
     for opt in ("--exclude", "--include"):
         r = run("quantize", dpath, o2, "--scheme", "fp8-row", opt, "*nothing_like_this*")
-        check(r.returncode == 1 and "nothing_like_this" in r.stderr and not os.path.exists(o2) and
-              leftovers(tmp) == [], "%s matching no tensor fails (rc %d: %s)" % (opt, r.returncode, r.stderr.strip()))
+        check(refused_request(r) and "nothing_like_this" in r.stderr and not os.path.exists(o2) and
+              leftovers(tmp) == [], "%s matching no tensor: refused, exit 2, one line (rc %d: %s)" % (
+                  opt, r.returncode, r.stderr.strip()))
     r = run("quantize", dpath, o2, "--scheme", "fp8-row", "--exclude", "*gate.bias")
     check(r.returncode == 0, "an --exclude matching a tensor that is no weight is accepted (%s)" % r.stderr.strip())
 
@@ -894,8 +895,8 @@ def test_refusals(tmp, rng):
         for scheme, opts in (("fp8-row", []), ("mxfp8", ["--format", "fp8"]),
                              ("fp8-block", ["--exclude", bad])):
             r = run("quantize", p, o, "--scheme", scheme, *opts)
-            check(r.returncode == 1 and bad in r.stderr and "fp8" in r.stderr and not os.path.exists(o) and
-                  leftovers(tmp) == [], "%s: quantize --scheme %s %s refused naming %s (rc %d: %s)" % (
+            check(refused_request(r) and bad in r.stderr and "fp8" in r.stderr and not os.path.exists(o) and
+                  leftovers(tmp) == [], "%s: quantize --scheme %s %s refused naming %s, exit 2 (rc %d: %s)" % (
                       what, scheme, " ".join(opts), bad, r.returncode, r.stderr.strip()))
         # dequantize: an fp8 tensor without a scale tensor is refused (nothing
         # written) unless --exclude leaves it as it is; a file without any
@@ -924,8 +925,8 @@ def test_refusals(tmp, rng):
     p = os.path.join(tmp, "taken.safetensors")
     make_checkpoint(p, rng, {"big.weight_scale": ("F32", [1], struct.pack("<f", 2.0))})
     r = run("quantize", p, o, "--scheme", "fp8-tensor", "--format", "compressed-tensors")
-    check(r.returncode == 1 and "big.weight_scale" in r.stderr and not os.path.exists(o) and leftovers(tmp) == [],
-          "a weight whose scale name is taken is refused (rc %d: %s)" % (r.returncode, r.stderr.strip()))
+    check(refused_request(r) and "big.weight_scale" in r.stderr and not os.path.exists(o) and leftovers(tmp) == [],
+          "a weight whose scale name is taken is refused, exit 2 (rc %d: %s)" % (r.returncode, r.stderr.strip()))
 
 
 def inspect_quant(path):
@@ -1018,6 +1019,14 @@ def test_dequantize_rules(tmp, rng):
           st_read(o) == st_read(p), "no fp8 tensor: copied as it is, with a warning (rc %d: %s)" % (
               r.returncode, r.stderr.strip()))
     os.unlink(p)
+
+
+def refused_request(r):
+    """A request refused before anything is written (OUT inside IN, a glob
+    matching nothing, an fp8 input to quantize): exit status 2 and one line
+    on stderr saying nothing was written, like a bad argument."""
+    return (r.returncode == 2 and r.stderr.count("\n") == 1 and "nothing was written" in r.stderr and
+            "out of range" not in r.stderr)
 
 
 def one_line_usage_error(r, cmd):
@@ -1431,7 +1440,7 @@ def test_special_files(tmp, rng, src_path):
     os.link(src_path, hard)
     before = open(src_path, "rb").read()
     r = run_limited("quantize", src_path, hard, "--scheme", "fp8-row", "--force")
-    check(r.returncode == 1 and "the output is the input" in r.stderr and open(src_path, "rb").read() == before and
+    check(refused_request(r) and "the output is the input" in r.stderr and open(src_path, "rb").read() == before and
           os.stat(hard).st_ino == os.stat(src_path).st_ino and leftovers(base) == [],
           "OUT a hard link of IN with --force: refused, IN unchanged (rc %s: %s)" % (r.returncode, r.stderr.strip()))
     nb = os.stat("/dev/null")
@@ -1491,7 +1500,10 @@ def test_safety(tmp, src_path):
         check(refused_existing(r, o) and open(o, "rb").read() == b"precious",
               "%s: existing output kept without --force (rc %d: %r)" % (cmd[0], r.returncode, r.stderr))
     h = run("quantize", "--help").stdout
-    check("2 bad arguments or OUT exists" in h, "quantize --help documents the exit status of an existing OUT")
+    flat = " ".join(h.split())
+    check("2 bad arguments, OUT exists without --force, or a request refused" in flat and
+          "OUT is, contains or lies inside IN" in flat,
+          "quantize --help documents exit status 2: an existing OUT, a refused request")
     r = run("quantize", src_path, o, "--scheme", "fp8-row", "--force")
     check(r.returncode == 0 and open(o, "rb").read(8) != b"precious", "--force replaces it")
     r = run("quantize", src_path, os.path.join(tmp, "nodir", "x.safetensors"), "--scheme", "fp8-row")

@@ -67,7 +67,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_st_cli as R  # noqa: E402  (the numpy reference, the readers and the rules of docs/spec.md 5)
 from test_st_cli import (check, run, st_write, st_read, bf16_bits, keep_reason, check_quantized,  # noqa: E402
-                         check_dequantized, check_warnings, check_summary, check_json_summary, leftovers)
+                         check_dequantized, check_warnings, check_summary, check_json_summary, leftovers,
+                         refused_request)
 
 FP8KIT = R.FP8KIT
 INDEX = "model.safetensors.index.json"
@@ -435,9 +436,10 @@ def test_single_dir(tmp, rng):
                 shutil.rmtree(p, ignore_errors=True)
         # quantizing the quantized directory is refused: config.json and fp8 tensors
         r = run("quantize", out, out + "_twice", "--scheme", scheme, "--format", fmt)
-        check(r.returncode == 1 and not os.path.exists(out + "_twice") and leftovers(tmp) == [] and
+        check(refused_request(r) and not os.path.exists(out + "_twice") and leftovers(tmp) == [] and
               ("quantization_config" in r.stderr or "quantized" in r.stderr),
-              "%s: quantizing the quantized directory is refused (rc %d: %s)" % (tag, r.returncode, r.stderr.strip()))
+              "%s: quantizing the quantized directory is refused, exit 2 (rc %d: %s)" % (tag, r.returncode,
+                                                                                       r.stderr.strip()))
         shutil.rmtree(out)
     check(tree(d) == before, "the input directory is unchanged by all of it")
     return d, tensors, copied
@@ -627,8 +629,8 @@ def test_cache_snapshot(tmp, rng):
     # OUT containing IN: the cache's model directory
     before = tree(root)
     r = run("quantize", snap, root, "--scheme", "fp8-row", "--force")
-    check(r.returncode == 1 and tree(root) == before, "cache snapshot: OUT = the cache directory holding IN is "
-          "refused (rc %d: %s)" % (r.returncode, r.stderr.strip()))
+    check(refused_request(r) and tree(root) == before, "cache snapshot: OUT = the cache directory holding IN is "
+          "refused, exit 2 (rc %d: %s)" % (r.returncode, r.stderr.strip()))
     shutil.rmtree(os.path.join(tmp, "hub"))
     shutil.rmtree(out, ignore_errors=True)
 
@@ -774,8 +776,8 @@ def test_force(tmp, rng, d):
         check(listing(base) == ["neighbour.txt", "out"], "--force: nothing left beside OUT (%s)" % listing(base))
     # --force again, over a model directory (swap), with dequantize
     r = run("dequantize", out, out, "--force")
-    check(r.returncode == 1 and listing(base) == ["neighbour.txt", "out"], "dequantize OUT = IN refused (%s)" %
-          r.stderr.strip())
+    check(refused_request(r) and listing(base) == ["neighbour.txt", "out"], "dequantize OUT = IN refused, exit 2 (%s)"
+          % r.stderr.strip())
     # --force over a regular file with a model directory IN: not replaced
     fpath = os.path.join(base, "file_out")
     with open(fpath, "w") as f:
@@ -923,8 +925,8 @@ def test_force_sharded(tmp, rng, sd):
         for what, o in cases:
             for cmd in (["quantize", sd, o, "--scheme", "fp8-row", "--force"], ["dequantize", sd, o, "--force"]):
                 r = run(*cmd)
-                check(r.returncode == 1 and tree(sd) == snap and "input" in r.stderr,
-                      "sharded %s (%s --force): refused, the input unchanged byte for byte (rc %d: %s)" % (
+                check(refused_request(r) and tree(sd) == snap and "input" in r.stderr,
+                      "sharded %s (%s --force): refused (exit 2), the input unchanged byte for byte (rc %d: %s)" % (
                           what, cmd[0], r.returncode, r.stderr.strip()[:300]))
     finally:
         umount_under(base)
@@ -959,17 +961,17 @@ def test_out_vs_in(tmp, rng, d):
     for what, out, opts in cases:
         for cmd in (["quantize", inner, out, "--scheme", "fp8-row"], ["dequantize", inner, out]):
             r = run(*(cmd + opts))
-            check(r.returncode == 1 and tree(outer) == snap_outer and listing(tmp) == snap_tmp,
-                  "%s (%s %s): refused with exit 1, nothing changed (rc %d: %s)" % (
+            check(refused_request(r) and tree(outer) == snap_outer and listing(tmp) == snap_tmp,
+                  "%s (%s %s): refused with exit 2 and one line, nothing changed (rc %d: %s)" % (
                       what, cmd[0], " ".join(opts), r.returncode, r.stderr.strip()))
     # without --force, OUT = IN exists: refused (exit 2 for an existing OUT, or 1), nothing changed
     r = run("quantize", inner, inner, "--scheme", "fp8-row")
-    check(r.returncode in (1, 2) and tree(outer) == snap_outer, "OUT = IN without --force refused (rc %d)" %
+    check(r.returncode == 2 and tree(outer) == snap_outer, "OUT = IN without --force refused (rc %d)" %
           r.returncode)
     # the input as a file inside OUT: a single-file IN and OUT = its directory
     r = run("quantize", os.path.join(inner, "model.safetensors"), inner, "--scheme", "fp8-row", "--force")
-    check(r.returncode == 1 and tree(outer) == snap_outer, "file IN, OUT = the directory holding it: refused (rc %d: "
-          "%s)" % (r.returncode, r.stderr.strip()))
+    check(refused_request(r) and tree(outer) == snap_outer, "file IN, OUT = the directory holding it: refused, exit 2 "
+          "(rc %d: %s)" % (r.returncode, r.stderr.strip()))
     for n in ("link_to_sub", "link_to_model"):
         os.unlink(os.path.join(tmp, n))
     shutil.rmtree(outer)
@@ -985,13 +987,16 @@ def test_failures(tmp, rng, d):
         f.write("keep")
     snap_existing = tree(existing)
 
-    def attempt(what, inp, opts=(), needle=None):
+    def attempt(what, inp, opts=(), needle=None, refusal=False):
+        """refusal: a request refused before anything is written (exit 2, one
+        line); otherwise a failure (exit 1)."""
         for out, force in ((os.path.join(base, "new"), []), (existing, ["--force"])):
             r = run("quantize", inp, out, "--scheme", "fp8-row", *opts, *force)
-            ok = r.returncode == 1 and (needle is None or needle in r.stderr)
+            ok = (refused_request(r) if refusal else r.returncode == 1) and (needle is None or needle in r.stderr)
             ok = ok and listing(base) == ["existing"] and tree(existing) == snap_existing
-            check(ok, "%s%s: fails (exit 1%s), nothing left beside OUT, OUT unchanged (rc %d, %s: %s)" % (
-                what, " --force over a directory" if force else "", ", naming %r" % needle if needle else "",
+            check(ok, "%s%s: fails (exit %d%s), nothing left beside OUT, OUT unchanged (rc %d, %s: %s)" % (
+                what, " --force over a directory" if force else "", 2 if refusal else 1,
+                ", naming %r" % needle if needle else "",
                 r.returncode, listing(base), r.stderr.strip()[:300]))
 
     def variant(name, edit):
@@ -1025,20 +1030,20 @@ def test_failures(tmp, rng, d):
             f.write('{"a": 1,,}')
     p4 = variant("badcfg", badcfg)
     attempt("a config.json that is not JSON", p4, needle="config.json")
-    attempt("--exclude matching nothing", d, ["--exclude", "*no_such_module*"], needle="no_such_module")
-    attempt("--include matching nothing", d, ["--include", "*no_such_module*"], needle="no_such_module")
+    attempt("--exclude matching nothing", d, ["--exclude", "*no_such_module*"], needle="no_such_module", refusal=True)
+    attempt("--include matching nothing", d, ["--include", "*no_such_module*"], needle="no_such_module", refusal=True)
     # fp8 input and an already-quantized config.json, each alone
     def fp8_tensor(p):
         t, _ = st_read(os.path.join(p, "model.safetensors"))
         t["model.layers.0.mlp.extra.weight"] = ("F8_E4M3", [4, 32], bytes(128))
         st_write(os.path.join(p, "model.safetensors"), t, MODEL_META)
     p5 = variant("fp8in", fp8_tensor)
-    attempt("an F8_E4M3 tensor in IN", p5, needle="model.layers.0.mlp.extra.weight")
+    attempt("an F8_E4M3 tensor in IN", p5, needle="model.layers.0.mlp.extra.weight", refusal=True)
 
     def qcfg(p):
         write_json(os.path.join(p, "config.json"), dict(CONFIG, quantization_config={"quant_method": "fp8"}))
     p6 = variant("qcfg", qcfg)
-    attempt("config.json with a quantization_config", p6, needle="quantization_config")
+    attempt("config.json with a quantization_config", p6, needle="quantization_config", refusal=True)
     for p in (p, p2, p2b, p3, p4, p5, p6):
         shutil.rmtree(p)
     # issue 21.7: past `ulimit -f` (a weights file, or an other file copied

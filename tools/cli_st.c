@@ -84,9 +84,11 @@ static void quantize_usage(FILE *f)
         "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
         "OUT is written under a temporary name next to it and renamed when complete: a\n"
         "failure or Ctrl-C leaves no partial output. OUT may not be IN or lie inside it.\n"
-        "Exit status: 0 ok, 1 failed (nothing written, unless the message says where OUT\n"
-        "was moved), 2 bad arguments or OUT exists\n"
-        "without --force (nothing read or written).\n");
+        "Exit status: 0 ok; 1 failed (nothing written, unless the message says where OUT\n"
+        "was moved); 2 bad arguments, OUT exists without --force, or a request refused\n"
+        "before anything is written (OUT is, contains or lies inside IN; an --exclude or\n"
+        "--include glob matches nothing; IN already holds fp8 tensors or a\n"
+        "quantization_config): one line on stderr.\n");
 }
 
 static void dequantize_usage(FILE *f)
@@ -117,9 +119,11 @@ static void dequantize_usage(FILE *f)
         "  --exclude G    leave fp8 tensors whose names match the glob alone (repeatable)\n"
         "  --backend B, --threads N, --force, --no-fsync, --quiet, --json: as for quantize\n"
         "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
-        "Exit status: 0 ok, 1 failed (nothing written, unless the message says where OUT\n"
-        "was moved), 2 bad arguments or OUT exists\n"
-        "without --force (nothing read or written).\n");
+        "Exit status: 0 ok; 1 failed (nothing written, unless the message says where OUT\n"
+        "was moved; an fp8 tensor it cannot read is such a failure); 2 bad arguments,\n"
+        "OUT exists without --force, or a request refused before anything is written\n"
+        "(OUT is, contains or lies inside IN; an --exclude glob matches nothing): one\n"
+        "line on stderr.\n");
 }
 
 static void inspect_usage(FILE *f)
@@ -418,6 +422,15 @@ static int convert_main(int argc, char **argv, int deq)
     notes_free(&nt);
     if (st == FP8KIT_ERR_IO && !o.force && strstr(err, "exists (use --force"))
         return refuse_existing(cmd, out); /* OUT appeared while converting */
+    if (st == FP8KIT_ERR_INVALID_ARGUMENT && !s.out_changed) {
+        /* a request the command line should not have made (OUT inside IN, a
+         * glob matching nothing, an fp8 input to quantize): refused before
+         * anything was written, one line, like a bad argument */
+        fprintf(stderr, "fp8kit %s: ", cmd);
+        print_plain(stderr, err);
+        fprintf(stderr, " (nothing was written)\n");
+        return CLI_EXIT_USAGE;
+    }
     if (st) {
         fprintf(stderr, "fp8kit %s: ", cmd);
         print_plain(stderr, err);

@@ -699,8 +699,9 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
     char herr[400];
     fp8kit_status st = st_header_build(f->outs, f->nouts, f->meta, f->nmeta, f->has_meta, &f->header,
                                        &f->header_len, &f->data_size, herr, sizeof herr);
-    if (st)
-        return cv_fail(c, st, "%s: output header: %s", f->in->path, herr);
+    if (st) /* an output the format cannot hold (over 100 MB of header): not a refused argument */
+        return cv_fail(c, st == FP8KIT_ERR_INVALID_ARGUMENT ? FP8KIT_ERR_UNSUPPORTED : st, "%s: output header: %s",
+                       f->in->path, herr);
     if (f->data_size != off)
         return cv_fail(c, FP8KIT_ERR_INTERNAL, "%s: header and layout disagree", f->in->path);
     return FP8KIT_OK;
