@@ -370,8 +370,8 @@ static int convert_main(int argc, char **argv, int deq)
         else if (!deq && set_rounding && o.scheme != ST_SCHEME_MXFP8)
             bad = cli_usage_error(cmd, "--rounding applies to mxfp8 only");
         else if (!deq && o.format != ST_FORMAT_DEFAULT && !st_format_supports(o.format, o.scheme))
-            bad = cli_usage_error(cmd, "--format %s has no %s layout (use --format compressed-tensors)",
-                                  st_format_name(o.format), st_scheme_name(o.scheme));
+            bad = cli_usage_error(cmd, "--format %s has no %s layout (use --format %s)", st_format_name(o.format),
+                                  st_scheme_name(o.scheme), st_format_name(st_format_other(o.scheme, o.format)));
     }
     if (bad) {
         free(ex), free(inc);
@@ -451,7 +451,7 @@ static int convert_main(int argc, char **argv, int deq)
             printf(",\"scheme\":\"%s\",\"format\":\"%s\"", st_scheme_name(o.scheme),
                    st_format_name(o.format ? o.format : st_format_default(o.scheme)));
         else
-            printf(",\"convention\":\"%s\"", s.convention ? s.convention : "none");
+            printf(",\"convention\":\"%s\"", s.convention[0] ? s.convention : "none");
         printf(",\"backend\":");
         cli_json_str(stdout, describe);
         printf(",\"tensors\":%lld,\"quantized\":%lld,\"dequantized\":%lld,\"copied\":%lld,\"kept\":%lld,"
@@ -473,7 +473,7 @@ static int convert_main(int argc, char **argv, int deq)
         if (deq)
             printf("%s: %lld tensors dequantized (%s convention), %lld copied%s; in %s, out %s; %.2f s, %.2f GB/s "
                    "(%s)\n",
-                   cmd, (long long)s.dequantized, s.convention ? s.convention : "no", (long long)s.copied, files, ib,
+                   cmd, (long long)s.dequantized, s.convention[0] ? s.convention : "no", (long long)s.copied, files, ib,
                    ob, s.seconds, gbps, describe);
         else
             printf("%s: %lld tensors quantized (%s, format %s), %lld copied (%lld weights kept in high precision)%s; "

@@ -115,7 +115,7 @@ static fp8kit_status ckpt_check(fp8kit_ctx *ctx, const char *fn, int deq, const 
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: opts->scheme %d is not a fp8kit_scheme", fn,
                        (int)o->scheme);
     }
-    if ((unsigned)o->format > (unsigned)FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS)
+    if ((unsigned)o->format >= (unsigned)ST_FORMAT_COUNT) /* st_format's values are fp8kit_ckpt_format's */
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: opts->format %d is not a fp8kit_ckpt_format", fn,
                        (int)o->format);
     if ((unsigned)o->rounding > (unsigned)FP8KIT_ROUND_RCEIL)
@@ -128,13 +128,11 @@ static fp8kit_status ckpt_check(fp8kit_ctx *ctx, const char *fn, int deq, const 
     if (o->pow2 && *scheme == ST_SCHEME_MXFP8)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
                        "%s: opts->pow2 applies to the fp32-scale schemes (mx scales are powers of two)", fn);
-    st_format f = o->format == FP8KIT_CKPT_FORMAT_FP8                  ? ST_FORMAT_FP8
-                  : o->format == FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS ? ST_FORMAT_COMPRESSED_TENSORS
-                                                                       : st_format_default(*scheme);
+    st_format f = o->format == FP8KIT_CKPT_FORMAT_DEFAULT ? st_format_default(*scheme) : (st_format)o->format;
     if (!st_format_supports(f, *scheme))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "%s: format %s has no %s layout (use FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS)", fn,
-                       st_format_name(f), st_scheme_name(*scheme));
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: format %s has no %s layout (use format %s)", fn,
+                       st_format_name(f), st_scheme_name(*scheme),
+                       st_format_name(st_format_other(*scheme, f)));
     return FP8KIT_OK;
 }
 
@@ -169,9 +167,7 @@ static fp8kit_status ckpt_run(fp8kit_ctx *ctx, const char *fn, int deq, const ch
     memset(&o, 0, sizeof o);
     o.dequantize = deq;
     o.scheme = scheme;
-    o.format = opts->format == FP8KIT_CKPT_FORMAT_FP8                  ? ST_FORMAT_FP8
-               : opts->format == FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS ? ST_FORMAT_COMPRESSED_TENSORS
-                                                                       : ST_FORMAT_DEFAULT;
+    o.format = (st_format)opts->format;
     o.quantize_all = !deq && opts->quantize_all;
     o.include = deq ? NULL : opts->include;
     o.ninclude = deq ? 0 : opts->ninclude;
@@ -207,8 +203,7 @@ static fp8kit_status ckpt_run(fp8kit_ctx *ctx, const char *fn, int deq, const ch
         r.in_bytes = s.in_bytes_total;
         r.out_bytes = s.out_bytes;
         r.seconds = s.seconds;
-        if (s.convention)
-            snprintf(r.convention, sizeof r.convention, "%s", s.convention);
+        snprintf(r.convention, sizeof r.convention, "%s", s.convention);
         *report = r;
     }
     return FP8KIT_OK;

@@ -475,6 +475,23 @@ fp8kit_status st_convert(fp8kit_ctx *ctx, const char *in, const char *out, const
     return st;
 }
 
+/* Dequantize: the conventions seen, named in out: "fp8", "compressed-tensors",
+ * "mixed (fp8 and compressed-tensors)", or "" for none. */
+static void cv_convention(const cv *c, char *out, size_t outlen)
+{
+    size_t o = 0, n = 0;
+    for (int f = ST_FORMAT_DEFAULT + 1; f < ST_FORMAT_COUNT; f++)
+        n += (c->seen_conv >> f) & 1;
+    out[0] = '\0';
+    if (n > 1)
+        o = (size_t)snprintf(out, outlen, "mixed (");
+    for (int f = ST_FORMAT_DEFAULT + 1, k = 0; f < ST_FORMAT_COUNT && o < outlen; f++)
+        if ((c->seen_conv >> f) & 1)
+            o += (size_t)snprintf(out + o, outlen - o, "%s%s", k++ ? " and " : "", st_format_name((st_format)f));
+    if (n > 1 && o < outlen)
+        snprintf(out + o, outlen - o, ")");
+}
+
 static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const char *out, const st_conv_opts *o,
                                       st_stats *stats, char *err, size_t errlen)
 {
@@ -492,7 +509,7 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         if (!st_format_supports(c->format, o->scheme))
             return cv_fail(c, FP8KIT_ERR_UNSUPPORTED, "--format %s has no %s layout (use --format %s)",
                            st_format_name(c->format), st_scheme_name(o->scheme),
-                           st_format_name(ST_FORMAT_COMPRESSED_TENSORS));
+                           st_format_name(st_format_other(o->scheme, c->format)));
         cv_quant_json(c);
     }
 
@@ -708,9 +725,7 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
             o->warn(o->note_user, warn);
     }
     if (o->dequantize)
-        stats->convention = c->seen_conv == 1 ? "fp8" : c->seen_conv == 2 ? "compressed-tensors"
-                            : c->seen_conv == 3                          ? "mixed (fp8 and compressed-tensors)"
-                                                                         : NULL;
+        cv_convention(c, stats->convention, sizeof stats->convention);
     cv_progress(c, 1);
 done:
     st_tree_discard(&tree);
