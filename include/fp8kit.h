@@ -644,6 +644,14 @@ typedef enum fp8kit_ckpt_format {
                                                  the format for vLLM */
 } fp8kit_ckpt_format;
 
+/* How far a conversion is (fp8kit_ckpt_opts.on_progress). */
+typedef struct fp8kit_ckpt_progress {
+    int64_t tensors_total, tensors_done; /* input tensors */
+    uint64_t in_bytes_total, in_bytes_done; /* input tensor bytes (a dropped scale counts with its weight) */
+    double seconds;                      /* since the call began */
+    int32_t final;                       /* 1 in the last call, made once OUT is in place */
+} fp8kit_ckpt_progress;
+
 /* Options of both calls. Start from fp8kit_ckpt_opts_default(scheme) and set
  * what you need. A zeroed struct is valid too, but then means scheme TENSOR,
  * rounding FLOOR and out_dtype FP8KIT_F32 (the enums' 0), not the defaults
@@ -683,7 +691,11 @@ typedef struct fp8kit_ckpt_opts {
      * OUT that force replaced could not be deleted; dequantize: no fp8 tensor in IN, or fp8 tensors left by
      * exclude). May be NULL. */
     void (*on_warning)(void *user, const char *message);
-    void *user;                  /* passed to on_kept and on_warning */
+    void *user;                  /* passed to on_kept, on_warning and on_progress */
+    /* called from the calling thread while tensors are converted (after each slab of at most 64 MiB, so often
+     * on fast storage: throttle any drawing), then once with final set on success (`fp8kit quantize` draws its
+     * progress bar with it). May be NULL. */
+    void (*on_progress)(void *user, const fp8kit_ckpt_progress *progress);
 } fp8kit_ckpt_opts;
 
 /* The defaults: the given scheme, FP8KIT_CKPT_FORMAT_DEFAULT, rounding

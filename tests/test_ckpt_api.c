@@ -228,7 +228,20 @@ static int has_key(const st_view *v, const char *name)
 typedef struct seen {
     int nkept, nwarn;
     char kept[8][96], why[8][256], warn[8][512];
+    int nprogress, nfinal, backwards; /* on_progress calls, final ones, and calls whose counts went down */
+    fp8kit_ckpt_progress last;
 } seen;
+
+static void on_progress(void *user, const fp8kit_ckpt_progress *p)
+{
+    seen *s = user;
+    if (s->nprogress && (p->in_bytes_done < s->last.in_bytes_done || p->tensors_done < s->last.tensors_done ||
+                         p->seconds < s->last.seconds))
+        s->backwards++;
+    s->nprogress++;
+    s->nfinal += p->final != 0;
+    s->last = *p;
+}
 
 static void on_kept(void *user, const char *tensor, const char *reason)
 {
@@ -333,6 +346,7 @@ static fp8kit_ckpt_opts opts_for(fp8kit_scheme scheme, seen *s)
     o.no_fsync = 1;
     o.on_kept = on_kept;
     o.on_warning = on_warning;
+    o.on_progress = on_progress;
     o.user = s;
     memset(s, 0, sizeof *s);
     return o;
@@ -347,7 +361,7 @@ static void test_defaults(void)
     fp8kit_ckpt_opts o = fp8kit_ckpt_opts_default(FP8KIT_SCHEME_MX);
     CHECK(o.scheme == FP8KIT_SCHEME_MX && o.format == FP8KIT_CKPT_FORMAT_DEFAULT && o.rounding == FP8KIT_ROUND_RCEIL &&
               o.out_dtype == FP8KIT_BF16 && !o.pow2 && !o.quantize_all && !o.include && !o.ninclude && !o.exclude &&
-              !o.nexclude && !o.force && !o.no_fsync && !o.on_kept && !o.on_warning && !o.user,
+              !o.nexclude && !o.force && !o.no_fsync && !o.on_kept && !o.on_warning && !o.user && !o.on_progress,
           "fp8kit_ckpt_opts_default");
 }
 
@@ -377,6 +391,12 @@ static void test_row(const char *in)
           (long long)r.kept, (long long)r.other_files, (unsigned long long)r.in_bytes,
           (unsigned long long)r.out_bytes, r.convention);
     CHECK(s.nkept == 2 && s.nwarn == 0, "on_kept %d times, on_warning %d times", s.nkept, s.nwarn);
+    /* on_progress: counts that only grow, then one final call with everything done */
+    CHECK(s.nprogress >= 2 && s.nfinal == 1 && s.last.final && !s.backwards && s.last.tensors_total == NT &&
+              s.last.tensors_done == NT && s.last.in_bytes_total == in_bytes && s.last.in_bytes_done == in_bytes,
+          "on_progress: %d calls, %d final, %d backwards, last %lld/%lld tensors %llu/%llu bytes", s.nprogress,
+          s.nfinal, s.backwards, (long long)s.last.tensors_done, (long long)s.last.tensors_total,
+          (unsigned long long)s.last.in_bytes_done, (unsigned long long)s.last.in_bytes_total);
     const char *why = kept_reason(&s, "model.embed_tokens.weight");
     CHECK(why && strstr(why, "embedding"), "embedding reason: %s", why ? why : "(not reported)");
     why = kept_reason(&s, "lm_head.weight");
@@ -640,6 +660,12 @@ static void test_errors(const char *in)
     bad("no such input", FP8KIT_ERR_IO, 0, ctx, path_join(root, "missing"), out, &o, "missing");
     bad("already quantized", FP8KIT_ERR_INVALID_ARGUMENT, 0, ctx, path_join(root, "row"), out, &o, NULL);
     bad("out inside in", FP8KIT_ERR_INVALID_ARGUMENT, 0, ctx, in, path_join(in, "sub"), &o, NULL);
+    /* a failed conversion says that nothing was written (the CLI prints the message as it is) */
+    memset(&s, 0, sizeof s);
+    b = o, b.exclude = nomatch, b.nexclude = 1;
+    CHECK_STATUS(fp8kit_checkpoint_quantize(ctx, in, out, &b, NULL), FP8KIT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(fp8kit_last_error(ctx), "(nothing was written)") && s.nfinal == 0,
+          "failure message: %s (%d final progress calls)", fp8kit_last_error(ctx), s.nfinal);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)

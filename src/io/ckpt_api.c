@@ -1,7 +1,8 @@
 /* ckpt_api.c - the public checkpoint converter (include/fp8kit.h,
  * "checkpoints"): fp8kit_checkpoint_quantize / fp8kit_checkpoint_dequantize
  * validate the public options, translate them into st_conv_opts and run
- * st_convert (the same code as `fp8kit quantize|dequantize`). A CUDA context
+ * st_convert; `fp8kit quantize|dequantize` and Python's quantize_checkpoint /
+ * dequantize_checkpoint all come in here. A CUDA context
  * gets its staging buffers through the backend's memory ops
  * (fk_ctx_mem_ops). Errors are recorded on the context for the calling
  * thread (fk_fail). Built with src/io; src/core/ckpt_stub.c stands in for it
@@ -67,6 +68,14 @@ static void ckpt_warn(void *u, const char *message)
     const fp8kit_ckpt_opts *o = u;
     if (o->on_warning)
         o->on_warning(o->user, message);
+}
+
+static void ckpt_progress(void *u, const st_stats *s, int final)
+{
+    const fp8kit_ckpt_opts *o = u;
+    fp8kit_ckpt_progress p = {s->tensors_total, s->tensors_done, s->in_bytes_total, s->in_bytes_done, s->seconds,
+                              final != 0};
+    o->on_progress(o->user, &p);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -184,13 +193,16 @@ static fp8kit_status ckpt_run(fp8kit_ctx *ctx, const char *fn, int deq, const ch
     o.note = ckpt_note;
     o.warn = ckpt_warn;
     o.note_user = (void *)opts;
+    o.progress = opts->on_progress ? ckpt_progress : NULL;
+    o.progress_user = (void *)opts;
 
     st_stats s;
     char err[1024];
     err[0] = '\0';
     st = st_convert(ctx, in, out, &o, &s, err, sizeof err);
-    if (st)
-        return fk_fail(ctx, st, "%s: %s", fn, err[0] ? err : fp8kit_status_string(st));
+    if (st) /* all or nothing: say which, as the one failure that moves OUT says where it went */
+        return fk_fail(ctx, st, "%s: %s%s", fn, err[0] ? err : fp8kit_status_string(st),
+                       s.out_changed ? "" : " (nothing was written)");
     if (report) {
         fp8kit_ckpt_report r;
         memset(&r, 0, sizeof r);

@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# test_format_rows.sh - a checkpoint format is a row of one table
+# test_ckpt_structure.sh - the checkpoint converter's structure.
+# One way in: the CLI (tools/) converts through the public
+# fp8kit_checkpoint_quantize / fp8kit_checkpoint_dequantize, as Python does;
+# no file of tools/ calls the internal entry st_convert or fills its options
+# (st_conv_opts, st_mem_ops).
+# A checkpoint format is a row of one table
 # (src/io/st_format.c: scale names, dtypes, shapes, quantization_config), not
 # a branch: no other file of the converter (src/io) names a particular
 # format (ST_FORMAT_FP8, ST_FORMAT_COMPRESSED_TENSORS, the FP8KIT_CKPT_FORMAT_
@@ -7,7 +12,7 @@
 # "weight_scale..."), apart from the enum that indexes the rows
 # (src/io/safetensors.h). A new format is then one row and one enum value.
 # Then, through the CLI: every format the help lists writes and reads back.
-# Usage: tests/test_format_rows.sh path/to/fp8kit
+# Usage: tests/test_ckpt_structure.sh path/to/fp8kit
 set -u
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cli="${1:-}"
@@ -15,6 +20,11 @@ fail=0
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 cd "$root" || exit 1
+hits=$(grep -nE '\bst_convert[[:space:]]*\(|\bst_conv_opts\b|\bst_mem_ops\b' tools/*.c tools/*.h)
+[ -z "$hits" ] || bad "tools/ drives the converter through its internal entry, not fp8kit_checkpoint_*: $(echo "$hits" | head -3 | tr '\n' ' ')"
+grep -q 'fp8kit_checkpoint_quantize' tools/cli_st.c && grep -q 'fp8kit_checkpoint_dequantize' tools/cli_st.c ||
+    bad "tools/cli_st.c does not call fp8kit_checkpoint_quantize / fp8kit_checkpoint_dequantize"
+
 for f in src/io/*.c src/io/*.h; do
     case "$f" in src/io/st_format.c) continue ;; esac
     # code only: drop /* ... */ comments (one line or several) and // comments
@@ -55,5 +65,5 @@ EOF
         done
     done
 fi
-[ "$fail" = 0 ] && echo "test_format_rows: ok" || echo "test_format_rows: $fail failed"
+[ "$fail" = 0 ] && echo "test_ckpt_structure: ok" || echo "test_ckpt_structure: $fail failed"
 exit $((fail > 0))
