@@ -361,7 +361,7 @@ size_t st_describe_quant(const st_file *const *files, size_t nfiles, char *out, 
                          size_t firstlen)
 {
     static const char *names[] = {"tensor", "row", "1x128", "128x128", "mx"};
-    static const char *bad_text[] = {"", "without a scale tensor", "with both _scale and _scale_inv (ambiguous)",
+    static const char *bad_text[] = {"", "without a scale tensor", "with two scale tensors (ambiguous)",
                                      "whose scale fits no scheme"};
     int64_t count[ST_FORMAT_COUNT][5] = {{0}}, fp8 = 0, bad[4] = {0};
     cv_files_view view = {files, nfiles};
