@@ -689,14 +689,25 @@ FP8KIT_API const char *fp8kit_grouped_layout_alias(fp8kit_grouped_layout l, int 
 /* The tensor naming and config.json convention of quantize's output. */
 typedef enum fp8kit_ckpt_format {
     FP8KIT_CKPT_FORMAT_DEFAULT = 0,           /* the scheme's default: FP8 for BLOCK128X128, else COMPRESSED_TENSORS */
-    FP8KIT_CKPT_FORMAT_FP8 = 1,               /* transformers FineGrainedFP8 / vLLM fp8 / DeepSeek-V3:
-                                                 X.weight_scale_inv (no ROW layout) */
-    FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS = 2 /* compressed-tensors (llm-compressor, vLLM, transformers): X.weight_scale */
+    FP8KIT_CKPT_FORMAT_FP8 = 1,               /* transformers FineGrainedFP8 / DeepSeek-V3: X.weight_scale_inv (no ROW
+                                                 layout; vLLM's fp8 loader takes BLOCK128X128 only: its per-tensor
+                                                 path reads X.weight_scale) */
+    FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS = 2 /* compressed-tensors (llm-compressor, vLLM, transformers): X.weight_scale;
+                                                 the format for vLLM */
 } fp8kit_ckpt_format;
 
+/* How far a conversion is (fp8kit_ckpt_opts.on_progress). */
+typedef struct fp8kit_ckpt_progress {
+    int64_t tensors_total, tensors_done; /* input tensors */
+    uint64_t in_bytes_total, in_bytes_done; /* input tensor bytes (a dropped scale counts with its weight) */
+    double seconds;                      /* since the call began */
+    int32_t final;                       /* 1 in the last call, made once OUT is in place */
+} fp8kit_ckpt_progress;
+
 /* Options of both calls. Start from fp8kit_ckpt_opts_default(scheme) and set
- * what you need. A zeroed struct is valid too, but then means scheme TENSOR
- * and out_dtype FP8KIT_F32 (both enums' 0), not the defaults below. Fields
+ * what you need. A zeroed struct is valid too, but then means scheme TENSOR,
+ * rounding FLOOR and out_dtype FP8KIT_F32 (the enums' 0), not the defaults
+ * below. Fields
  * marked "quantize" are ignored by fp8kit_checkpoint_dequantize and
  * "dequantize" ones by fp8kit_checkpoint_quantize. The strings are read
  * during the call only. */
@@ -704,7 +715,10 @@ typedef struct fp8kit_ckpt_opts {
     fp8kit_scheme scheme;        /* quantize: TENSOR, ROW, BLOCK128X128 or MX (BLOCK1X128 is UNSUPPORTED: weights
                                     use 128x128 blocks); every weight is e4m3 with plain-layout scales */
     fp8kit_ckpt_format format;   /* quantize: output convention (FP8 with ROW is UNSUPPORTED) */
-    fp8kit_rounding rounding;    /* quantize, MX only: the scale rule (RCEIL with another scheme is INVALID_ARGUMENT) */
+    fp8kit_rounding rounding;    /* quantize, MX only: the scale rule, RCEIL by default for MX (what transformers'
+                                    and compressed-tensors' own MX quantizers do; FLOOR, the OCP rule and
+                                    fp8kit_quant_desc_default's, stays selectable); RCEIL with another scheme is
+                                    INVALID_ARGUMENT */
     int32_t pow2;                /* quantize, fp32-scale schemes: round each scale up to a power of two (with MX:
                                     INVALID_ARGUMENT) */
     int32_t quantize_all;        /* quantize: lm_head too (embeddings and router gates stay unless include names them) */
@@ -726,13 +740,19 @@ typedef struct fp8kit_ckpt_opts {
     void (*on_kept)(void *user, const char *tensor, const char *reason);
     /* a problem that did not stop the call (a weight kept for its shape, which `fp8kit quantize` prints as a
      * warning: "kept in high precision: NAME: REASON"; leftovers of an earlier killed run removed; the old
-     * OUT that force replaced could not be deleted). May be NULL. */
+     * OUT that force replaced could not be deleted; dequantize: no fp8 tensor in IN, or fp8 tensors left by
+     * exclude). May be NULL. */
     void (*on_warning)(void *user, const char *message);
-    void *user;                  /* passed to on_kept and on_warning */
+    void *user;                  /* passed to on_kept, on_warning and on_progress */
+    /* called from the calling thread while tensors are converted (after each slab of at most 64 MiB, so often
+     * on fast storage: throttle any drawing), then once with final set on success (`fp8kit quantize` draws its
+     * progress bar with it). May be NULL. */
+    void (*on_progress)(void *user, const fp8kit_ckpt_progress *progress);
 } fp8kit_ckpt_opts;
 
-/* The defaults: the given scheme, FP8KIT_CKPT_FORMAT_DEFAULT, FP8KIT_ROUND_FLOOR,
- * out_dtype FP8KIT_BF16, everything else 0 / NULL. */
+/* The defaults: the given scheme, FP8KIT_CKPT_FORMAT_DEFAULT, rounding
+ * FP8KIT_ROUND_RCEIL for FP8KIT_SCHEME_MX (FP8KIT_ROUND_FLOOR for the others,
+ * which take no other), out_dtype FP8KIT_BF16, everything else 0 / NULL. */
 FP8KIT_API fp8kit_ckpt_opts fp8kit_ckpt_opts_default(fp8kit_scheme scheme);
 
 /* What a successful call did (left unchanged by a failing one). */
@@ -765,15 +785,20 @@ typedef struct fp8kit_ckpt_report {
 FP8KIT_API fp8kit_status fp8kit_checkpoint_quantize(fp8kit_ctx *ctx, const char *in, const char *out,
                                                     const fp8kit_ckpt_opts *opts, fp8kit_ckpt_report *report);
 
-/* Turns every F8_E4M3 / F8_E5M2 tensor X of IN that has a scale tensor X_scale
- * (compressed-tensors) or X_scale_inv (fp8) into opts->out_dtype as
- * decode(q) * S (bit for bit as fp8kit_dequantize), drops the consumed scale
- * tensors, copies everything else, removes config.json's quantization_config
- * and writes OUT. opts may be NULL (the defaults of fp8kit_ckpt_opts_default:
- * bf16 output); report may be NULL. Statuses as for
+/* Turns every F8_E4M3 / F8_E5M2 tensor X of IN (not excluded) into
+ * opts->out_dtype as decode(q) * S (bit for bit as fp8kit_dequantize), S from
+ * its scale tensor X_scale (compressed-tensors) or X_scale_inv (fp8), drops
+ * the consumed scale tensors, copies everything else and writes OUT. When
+ * every fp8 tensor was dequantized, the "quantization" metadata entry and
+ * config.json's quantization_config are removed; when exclude left some, both
+ * are kept and on_warning says so; an IN without fp8 tensors is copied
+ * unchanged with a warning. opts may be NULL (the defaults of
+ * fp8kit_ckpt_opts_default: bf16 output); report may be NULL. Statuses as for
  * fp8kit_checkpoint_quantize; out_dtype not f32/f16/bf16 is UNSUPPORTED (out
- * of the enum's range: INVALID_ARGUMENT), a scale tensor that fits no scheme
- * is CORRUPT_FILE. */
+ * of the enum's range: INVALID_ARGUMENT); an fp8 tensor without a scale
+ * tensor, with both X_scale and X_scale_inv, or whose scale fits no scheme
+ * is CORRUPT_FILE (docs/spec.md section 5, the rule `fp8kit inspect` applies
+ * too). */
 FP8KIT_API fp8kit_status fp8kit_checkpoint_dequantize(fp8kit_ctx *ctx, const char *in, const char *out,
                                                       const fp8kit_ckpt_opts *opts, fp8kit_ckpt_report *report);
 

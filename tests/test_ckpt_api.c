@@ -228,7 +228,20 @@ static int has_key(const st_view *v, const char *name)
 typedef struct seen {
     int nkept, nwarn;
     char kept[8][96], why[8][256], warn[8][512];
+    int nprogress, nfinal, backwards; /* on_progress calls, final ones, and calls whose counts went down */
+    fp8kit_ckpt_progress last;
 } seen;
+
+static void on_progress(void *user, const fp8kit_ckpt_progress *p)
+{
+    seen *s = user;
+    if (s->nprogress && (p->in_bytes_done < s->last.in_bytes_done || p->tensors_done < s->last.tensors_done ||
+                         p->seconds < s->last.seconds))
+        s->backwards++;
+    s->nprogress++;
+    s->nfinal += p->final != 0;
+    s->last = *p;
+}
 
 static void on_kept(void *user, const char *tensor, const char *reason)
 {
@@ -277,8 +290,10 @@ static const tin *model_tensor(const char *name)
 
 /* The weight `name` of the checkpoint v: e4m3 codes and scales (named scale,
  * of dtype sdt and shape sr x sc, ndim sn) equal what fp8kit_quantize makes. */
-static void check_quantized(const st_view *v, const char *name, fp8kit_scheme scheme, const char *scale,
-                            const char *sdt, int sn, int64_t sr, int64_t sc)
+/* name quantized as fp8kit_quantize does it with scheme (and, for MX, the
+ * scale rule rnd). */
+static void check_quantized_r(const st_view *v, const char *name, fp8kit_scheme scheme, fp8kit_rounding rnd,
+                              const char *scale, const char *sdt, int sn, int64_t sr, int64_t sc)
 {
     long f0 = fk_t_fail;
     const tin *w = model_tensor(name);
@@ -295,6 +310,8 @@ static void check_quantized(const st_view *v, const char *name, fp8kit_scheme sc
           "%s: %s ndim %d [%lld, %lld], want %s ndim %d [%lld, %lld]", sname, s.dtype, s.ndim,
           (long long)s.shape[0], (long long)s.shape[1], sdt, sn, (long long)sr, (long long)sc);
     fp8kit_quant_desc d = fp8kit_quant_desc_default(scheme);
+    if (scheme == FP8KIT_SCHEME_MX)
+        d.rounding = rnd;
     fp8kit_tensor x = fp8kit_tensor_2d(w->data, FP8KIT_F32, w->shape[0], w->shape[1], w->shape[1]);
     fp8kit_tensor tq, ts;
     CHECK_STATUS(fp8kit_quant_shapes(&d, &x, &tq, &ts), FP8KIT_OK);
@@ -306,6 +323,12 @@ static void check_quantized(const st_view *v, const char *name, fp8kit_scheme sc
     CHECK(s.bytes == ns && !memcmp(s.data, rs, ns), "%s: scales differ from fp8kit_quantize", sname);
     free(rq);
     free(rs);
+}
+
+static void check_quantized(const st_view *v, const char *name, fp8kit_scheme scheme, const char *scale,
+                            const char *sdt, int sn, int64_t sr, int64_t sc)
+{
+    check_quantized_r(v, name, scheme, FP8KIT_ROUND_FLOOR, scale, sdt, sn, sr, sc);
 }
 
 static void check_copied(const st_view *v, const char *name)
@@ -323,6 +346,7 @@ static fp8kit_ckpt_opts opts_for(fp8kit_scheme scheme, seen *s)
     o.no_fsync = 1;
     o.on_kept = on_kept;
     o.on_warning = on_warning;
+    o.on_progress = on_progress;
     o.user = s;
     memset(s, 0, sizeof *s);
     return o;
@@ -330,10 +354,14 @@ static fp8kit_ckpt_opts opts_for(fp8kit_scheme scheme, seen *s)
 
 static void test_defaults(void)
 {
+    /* checkpoints round MX scales with rceil by default; the fp32-scale schemes take floor only */
+    CHECK(fp8kit_ckpt_opts_default(FP8KIT_SCHEME_ROW).rounding == FP8KIT_ROUND_FLOOR &&
+              fp8kit_ckpt_opts_default(FP8KIT_SCHEME_BLOCK128X128).rounding == FP8KIT_ROUND_FLOOR,
+          "fp8kit_ckpt_opts_default: floor for the fp32-scale schemes");
     fp8kit_ckpt_opts o = fp8kit_ckpt_opts_default(FP8KIT_SCHEME_MX);
-    CHECK(o.scheme == FP8KIT_SCHEME_MX && o.format == FP8KIT_CKPT_FORMAT_DEFAULT && o.rounding == FP8KIT_ROUND_FLOOR &&
+    CHECK(o.scheme == FP8KIT_SCHEME_MX && o.format == FP8KIT_CKPT_FORMAT_DEFAULT && o.rounding == FP8KIT_ROUND_RCEIL &&
               o.out_dtype == FP8KIT_BF16 && !o.pow2 && !o.quantize_all && !o.include && !o.ninclude && !o.exclude &&
-              !o.nexclude && !o.force && !o.no_fsync && !o.on_kept && !o.on_warning && !o.user,
+              !o.nexclude && !o.force && !o.no_fsync && !o.on_kept && !o.on_warning && !o.user && !o.on_progress,
           "fp8kit_ckpt_opts_default");
 }
 
@@ -363,6 +391,12 @@ static void test_row(const char *in)
           (long long)r.kept, (long long)r.other_files, (unsigned long long)r.in_bytes,
           (unsigned long long)r.out_bytes, r.convention);
     CHECK(s.nkept == 2 && s.nwarn == 0, "on_kept %d times, on_warning %d times", s.nkept, s.nwarn);
+    /* on_progress: counts that only grow, then one final call with everything done */
+    CHECK(s.nprogress >= 2 && s.nfinal == 1 && s.last.final && !s.backwards && s.last.tensors_total == NT &&
+              s.last.tensors_done == NT && s.last.in_bytes_total == in_bytes && s.last.in_bytes_done == in_bytes,
+          "on_progress: %d calls, %d final, %d backwards, last %lld/%lld tensors %llu/%llu bytes", s.nprogress,
+          s.nfinal, s.backwards, (long long)s.last.tensors_done, (long long)s.last.tensors_total,
+          (unsigned long long)s.last.in_bytes_done, (unsigned long long)s.last.in_bytes_total);
     const char *why = kept_reason(&s, "model.embed_tokens.weight");
     CHECK(why && strstr(why, "embedding"), "embedding reason: %s", why ? why : "(not reported)");
     why = kept_reason(&s, "lm_head.weight");
@@ -427,15 +461,27 @@ static void test_mx(const char *in)
           (long long)r.quantized, (long long)r.kept, s.nkept);
     const char *why = kept_reason(&s, "model.layers.0.mlp.down_proj.weight");
     CHECK(why && strstr(why, "shape"), "down_proj reason: %s", why ? why : "(not reported)");
-    CHECK(s.nwarn == 1 && strstr(s.warn[0], "model.layers.0.mlp.down_proj.weight") && strstr(s.warn[0], "kept"),
-          "warnings: %d (%s)", s.nwarn, s.nwarn ? s.warn[0] : "");
+    /* the shape warning, then compressed-tensors' bfloat16-only mxfp8 path (this model is float32) */
+    CHECK(s.nwarn == 2 && strstr(s.warn[0], "model.layers.0.mlp.down_proj.weight") && strstr(s.warn[0], "kept") &&
+              strstr(s.warn[1], "bfloat16") && strstr(s.warn[1], "float32"),
+          "warnings: %d (%s | %s)", s.nwarn, s.nwarn ? s.warn[0] : "", s.nwarn > 1 ? s.warn[1] : "");
     st_view v;
     CHECK(st_load(path_join(out, "model.safetensors"), &v) == 0, "cannot read the mx output");
-    if (v.hdr) {
-        check_quantized(&v, "model.layers.0.self_attn.q_proj.weight", FP8KIT_SCHEME_MX, "_scale", "U8", 2, QN,
-                        QK / 32);
+    if (v.hdr) { /* the default rounding of checkpoints: rceil */
+        check_quantized_r(&v, "model.layers.0.self_attn.q_proj.weight", FP8KIT_SCHEME_MX, FP8KIT_ROUND_RCEIL, "_scale",
+                          "U8", 2, QN, QK / 32);
         check_copied(&v, "model.layers.0.mlp.down_proj.weight");
     }
+    st_unload(&v);
+    /* floor stays selectable */
+    out = path_join(root, "mx-floor");
+    o = opts_for(FP8KIT_SCHEME_MX, &s);
+    o.rounding = FP8KIT_ROUND_FLOOR;
+    CHECK_STATUS(fp8kit_checkpoint_quantize(ctx, in, out, &o, &r), FP8KIT_OK);
+    CHECK(st_load(path_join(out, "model.safetensors"), &v) == 0, "cannot read the mx floor output");
+    if (v.hdr)
+        check_quantized_r(&v, "model.layers.0.self_attn.q_proj.weight", FP8KIT_SCHEME_MX, FP8KIT_ROUND_FLOOR, "_scale",
+                          "U8", 2, QN, QK / 32);
     st_unload(&v);
 
     /* quantize_all (lm_head too), an exclude glob on the module name, the fp8 format */
@@ -614,6 +660,12 @@ static void test_errors(const char *in)
     bad("no such input", FP8KIT_ERR_IO, 0, ctx, path_join(root, "missing"), out, &o, "missing");
     bad("already quantized", FP8KIT_ERR_INVALID_ARGUMENT, 0, ctx, path_join(root, "row"), out, &o, NULL);
     bad("out inside in", FP8KIT_ERR_INVALID_ARGUMENT, 0, ctx, in, path_join(in, "sub"), &o, NULL);
+    /* a failed conversion says that nothing was written (the CLI prints the message as it is) */
+    memset(&s, 0, sizeof s);
+    b = o, b.exclude = nomatch, b.nexclude = 1;
+    CHECK_STATUS(fp8kit_checkpoint_quantize(ctx, in, out, &b, NULL), FP8KIT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(fp8kit_last_error(ctx), "(nothing was written)") && s.nfinal == 0,
+          "failure message: %s (%d final progress calls)", fp8kit_last_error(ctx), s.nfinal);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)

@@ -24,7 +24,12 @@ the bit fields, scales from the docs/spec.md formulas), bit for bit:
     error; an input holding any F8_* tensor is refused;
   - the summary line and --json (format, kept, other_files, convention);
   - dequantize (bf16 and f32) = decode(q) * S rounded, bit for bit, naming the
-    convention it recognised; inspect's "quantization" line;
+    convention it recognised; inspect's "quantization" line; per-tensor scales
+    [], [1] and [1, 1] in F32 / BF16 / F16 under both names; inspect and
+    dequantize agree on what is invalid (no scale tensor, both _scale and
+    _scale_inv, a scale that fits no scheme: exit 1, nothing written); the
+    "quantization" metadata entry kept unless every fp8 tensor was
+    dequantized; a warning for a file without fp8 tensors;
   - sharded input and output with a new index;
   - every corrupt-input case fails with a message naming the file (and the
     tensor), exit status != 0 and nothing written; --force; Ctrl-C;
@@ -358,6 +363,21 @@ def other_tensors(rng):
 META = {"format": "pt", "note": "caf\u00e9 \u2713"}
 
 
+def fp8_codes(rng, shape):
+    """Random e4m3 / e5m2 code bytes."""
+    return rng.integers(0, 256, shape, dtype=np.uint8).tobytes()
+
+
+def scale_bytes(dtype, vals):
+    """fp32 scale values stored as F32, BF16 or F16."""
+    vals = np.asarray(vals, np.float32)
+    if dtype == "F32":
+        return vals.tobytes()
+    if dtype == "BF16":
+        return bf16_bits(vals).tobytes()
+    return vals.astype(np.float16).tobytes()
+
+
 def make_checkpoint(path, rng, extra=None):
     """The general fixture (no fp8 tensor): every weight fits fp8-tensor,
     fp8-row and mxfp8 (K % 32 == 0); most do not fit fp8-block (K % 128)."""
@@ -483,11 +503,14 @@ def scale_of(tensors, name):
     return None, None
 
 
-def check_quantized(tag, src, out, meta, scheme, fmt, pow2=False, rceil=False, exclude=(), include=(),
+def check_quantized(tag, src, out, meta, scheme, fmt, pow2=False, rceil=None, exclude=(), include=(),
                     quantize_all=False, src_meta=META):
     """out (the written file) against src: every quantized weight's codes and
     scale bit for bit, names / dtypes / shapes per docs/spec.md 5, everything
-    else byte for byte. Returns name -> keep reason (None: quantized)."""
+    else byte for byte. rceil None: the converter's default (rceil for
+    mxfp8). Returns name -> keep reason (None: quantized)."""
+    if rceil is None:
+        rceil = scheme == "mxfp8"
     reasons = {n: keep_reason(n, dt, shape, scheme, fmt, exclude, include, quantize_all)
                for n, (dt, shape, _) in src.items()}
     want_names = set(src)
@@ -535,6 +558,9 @@ def check_quantized(tag, src, out, meta, scheme, fmt, pow2=False, rceil=False, e
     check(qm.get("tool") == "fp8kit" and qm.get("scheme") == scheme and qm.get("format") == fmt and
           qm.get("scale") == want_scale and qm.get("scale_dtype") == want_sdt and qm.get("weight_dtype") == "F8_E4M3",
           "%s: quantization metadata entry names scheme, format and scale (%s)" % (tag, qm))
+    if scheme == "mxfp8":
+        check(qm.get("rounding") == ("rceil" if rceil else "floor"), "%s: the metadata names the rounding %s (%s)" % (
+            tag, "rceil" if rceil else "floor", qm))
     return reasons
 
 
@@ -660,7 +686,7 @@ def scheme_configs():
         for pow2 in (False, True):
             out.append(("fp8-block", fmt, pow2, False))
     for fmt in FORMATS:
-        for rceil in (False, True):
+        for rceil in (False, True):  # --rounding floor, and the default (rceil)
             out.append(("mxfp8", fmt, False, rceil))
     return out
 
@@ -675,7 +701,7 @@ def test_schemes(tmp, rng, cuda):
         inp, isrc = (blk_path, blk) if scheme == "fp8-block" else (src_path, src)
         q_path = os.path.join(tmp, "q.safetensors")
         opts = ["--scheme", scheme, "--format", fmt, "--exclude", "excl*", "--force"] + \
-            (["--pow2"] if pow2 else []) + (["--rounding", "rceil"] if rceil else [])
+            (["--pow2"] if pow2 else []) + (["--rounding", "floor"] if scheme == "mxfp8" and not rceil else [])
         r = run("quantize", inp, q_path, "--backend", "cpu", *opts)
         check(r.returncode == 0, "%s: quantize exit 0 (%s)" % (tag, r.stderr.strip()))
         if r.returncode:
@@ -726,6 +752,32 @@ def test_schemes(tmp, rng, cuda):
                 check(r.returncode == 0, "%s: CUDA dequantize --dtype %s (%s)" % (tag, outdt, r.stderr.strip()))
                 if r.returncode == 0:
                     check_same_values("%s: CUDA dequantize --dtype %s" % (tag, outdt), dout, st_read(c_path)[0])
+    # mxfp8 rounds with rceil unless --rounding floor says otherwise (the
+    # library's own quantize default stays floor): the default and an explicit
+    # --rounding rceil write the same file, floor another
+    got = {}
+    for what, extra in (("default", []), ("rceil", ["--rounding", "rceil"]), ("floor", ["--rounding=floor"])):
+        p = os.path.join(tmp, "mx_%s.safetensors" % what)
+        r = run("quantize", src_path, p, "--scheme", "mxfp8", "--exclude", "excl*", "-q", *extra)
+        got[what] = open(p, "rb").read() if r.returncode == 0 else None
+    check(got["default"] is not None and got["default"] == got["rceil"] and got["floor"] not in (None, got["default"]),
+          "mxfp8: the default rounding is rceil, floor still selectable")
+    # compressed-tensors decompresses mxfp8 to bfloat16 only: a float16 (or
+    # float32) weight gets a warning there, not in the fp8 format, and a
+    # bfloat16 model none
+    bfp = os.path.join(tmp, "bf16only.safetensors")
+    st_write(bfp, {"a.weight": src["bf.weight"], "b.weight": src["big.weight"]}, META)
+    for inp, fmt, want in ((src_path, "compressed-tensors", True), (src_path, "fp8", False),
+                           (bfp, "compressed-tensors", False)):
+        p = os.path.join(tmp, "mx_warn.safetensors")
+        r = run("quantize", inp, p, "--scheme", "mxfp8", "--format", fmt, "--force",
+                *(["--exclude", "excl*"] if inp == src_path else []))
+        warned = [ln for ln in r.stderr.splitlines() if "warning" in ln and "bfloat16" in ln]
+        check(r.returncode == 0 and bool(warned) == want and
+              (not want or ("float16" in warned[0] and "dequantize=True" in warned[0] and "--format fp8" in warned[0])),
+              "mxfp8 --format %s on %s: %s warning about compressed-tensors' bfloat16-only mxfp8 path (%s)" % (
+                  fmt, "float16/float32 weights" if inp == src_path else "a bfloat16 model", "a" if want else "no",
+                  r.stderr.strip()))
     # mxfp8's two formats hold the same bytes under two names and dtypes
     a, b = os.path.join(tmp, "mx_fp8.safetensors"), os.path.join(tmp, "mx_ct.safetensors")
     ra = run("quantize", src_path, a, "--scheme", "mxfp8", "--format", "fp8", "--exclude", "excl*")
@@ -819,8 +871,9 @@ def test_keep(tmp, rng, src_path):
     o2 = os.path.join(tmp, "nomatch.safetensors")
     for opt in ("--exclude", "--include"):
         r = run("quantize", dpath, o2, "--scheme", "fp8-row", opt, "*nothing_like_this*")
-        check(r.returncode == 1 and "nothing_like_this" in r.stderr and not os.path.exists(o2) and
-              leftovers(tmp) == [], "%s matching no tensor fails (rc %d: %s)" % (opt, r.returncode, r.stderr.strip()))
+        check(refused_request(r) and "nothing_like_this" in r.stderr and not os.path.exists(o2) and
+              leftovers(tmp) == [], "%s matching no tensor: refused, exit 2, one line (rc %d: %s)" % (
+                  opt, r.returncode, r.stderr.strip()))
     r = run("quantize", dpath, o2, "--scheme", "fp8-row", "--exclude", "*gate.bias")
     check(r.returncode == 0, "an --exclude matching a tensor that is no weight is accepted (%s)" % r.stderr.strip())
 
@@ -842,21 +895,138 @@ def test_refusals(tmp, rng):
         for scheme, opts in (("fp8-row", []), ("mxfp8", ["--format", "fp8"]),
                              ("fp8-block", ["--exclude", bad])):
             r = run("quantize", p, o, "--scheme", scheme, *opts)
-            check(r.returncode == 1 and bad in r.stderr and "fp8" in r.stderr and not os.path.exists(o) and
-                  leftovers(tmp) == [], "%s: quantize --scheme %s %s refused naming %s (rc %d: %s)" % (
+            check(refused_request(r) and bad in r.stderr and "fp8" in r.stderr and not os.path.exists(o) and
+                  leftovers(tmp) == [], "%s: quantize --scheme %s %s refused naming %s, exit 2 (rc %d: %s)" % (
                       what, scheme, " ".join(opts), bad, r.returncode, r.stderr.strip()))
-        # dequantize still takes it: an fp8 tensor without a scale is copied
-        r = run("dequantize", p, o, "--force")
-        check(r.returncode == 0, "%s: dequantize accepts it (%s)" % (what, r.stderr.strip()))
-        if r.returncode == 0 and what == "F8_E5M2 weight":
-            check(st_read(o)[0].get("e5.weight") == extra["e5.weight"], "dequantize copies an fp8 tensor without scale")
+        # dequantize: an fp8 tensor without a scale tensor is refused (nothing
+        # written) unless --exclude leaves it as it is; a file without any
+        # F8_E4M3 / F8_E5M2 tensor is copied with a warning
+        r = run("dequantize", p, o)
+        if what == "F8_E5M2 weight":
+            check(r.returncode == 1 and "e5.weight" in r.stderr and "no scale tensor" in r.stderr and
+                  not os.path.exists(o) and leftovers(tmp) == [],
+                  "%s: dequantize refuses an fp8 tensor without a scale, nothing written (rc %d: %s)" % (
+                      what, r.returncode, r.stderr.strip()))
+            r = run("dequantize", p, o, "--exclude", "e5.weight", "--force")
+            check(r.returncode == 0 and st_read(o)[0].get("e5.weight") == extra["e5.weight"] and
+                  "warning" in r.stderr and "left as it is" in r.stderr,
+                  "%s: dequantize --exclude copies it, with a warning that the output stays quantized (rc %d: %s)"
+                  % (what, r.returncode, r.stderr.strip()))
+        elif what == "F8_E8M0 tensor":
+            check(r.returncode == 0 and "warning" in r.stderr and "nothing to dequantize" in r.stderr and
+                  st_read(o)[0] == st_read(p)[0],
+                  "%s: no fp8 weight tensor: copied, with a warning (rc %d: %s)" % (what, r.returncode,
+                                                                                   r.stderr.strip()))
+        else:
+            check(r.returncode == 0 and "warning" not in r.stderr,
+                  "%s: dequantize accepts it (%s)" % (what, r.stderr.strip()))
         if os.path.exists(o):
             os.unlink(o)
     p = os.path.join(tmp, "taken.safetensors")
     make_checkpoint(p, rng, {"big.weight_scale": ("F32", [1], struct.pack("<f", 2.0))})
     r = run("quantize", p, o, "--scheme", "fp8-tensor", "--format", "compressed-tensors")
-    check(r.returncode == 1 and "big.weight_scale" in r.stderr and not os.path.exists(o) and leftovers(tmp) == [],
-          "a weight whose scale name is taken is refused (rc %d: %s)" % (r.returncode, r.stderr.strip()))
+    check(refused_request(r) and "big.weight_scale" in r.stderr and not os.path.exists(o) and leftovers(tmp) == [],
+          "a weight whose scale name is taken is refused, exit 2 (rc %d: %s)" % (r.returncode, r.stderr.strip()))
+
+
+def inspect_quant(path):
+    """(exit status, "quantization: ..." text, --json's quantization and
+    quantization_valid, stderr) of `fp8kit inspect PATH`."""
+    r = run("inspect", path)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("quantization: ")]
+    rj = run("inspect", path, "--json")
+    try:
+        j = json.loads(rj.stdout)
+    except ValueError:
+        j = {}
+    return (r.returncode, lines[-1][len("quantization: "):] if lines else "", j.get("quantization"),
+            j.get("quantization_valid"), r.stderr, rj.returncode)
+
+
+def test_dequantize_rules(tmp, rng):
+    """dequantize reads every scale convention inspect names (per-tensor
+    scales [], [1] and [1, 1] in F32 / BF16 / F16, both names), and the two
+    agree on what is invalid: a weight with both _scale and _scale_inv, an
+    fp8 tensor without a scale, a scale that fits no scheme (dequantize:
+    exit 1, nothing written; inspect: the tensors listed, exit 1). The
+    "quantization" metadata entry goes only when every fp8 tensor was
+    dequantized."""
+    o = os.path.join(tmp, "rules_out.safetensors")
+    meta = {"format": "pt", "quantization": '{"tool":"someone"}'}
+    for conv in ("_scale_inv", "_scale"):
+        t, schemes = {}, {}
+        for i, (sdt, sshape) in enumerate((("F32", [1, 1]), ("BF16", [1, 1]), ("F16", [1, 1]), ("F32", []),
+                                            ("BF16", [1]))):
+            name = "moe.experts.%d.w1.weight" % i
+            t[name] = ("F8_E4M3", [256, 160], fp8_codes(rng, (256, 160)))
+            t[name + conv] = (sdt, sshape, scale_bytes(sdt, [0.37 * (i + 1)]))
+            schemes[name] = "fp8-tensor"
+        t["norm.weight"] = ("F32", [8], rng.standard_normal(8).astype(np.float32).tobytes())
+        p = os.path.join(tmp, "pertensor.safetensors")
+        st_write(p, t, meta)
+        tag = "per-tensor scales %s ([1, 1], [], [1]; F32, BF16, F16)" % conv
+        rc, line, jline, valid, err, jrc = inspect_quant(p)
+        check(rc == 0 and jrc == 0 and valid is True and "5 weights tensor" in line and "invalid" not in line,
+              "%s: inspect names them all as per-tensor (rc %d: %r %s)" % (tag, rc, line, err.strip()))
+        for outdt in ("f32", "bf16"):
+            r = run("dequantize", p, o, "--dtype", outdt, "--force")
+            check(r.returncode == 0, "%s: dequantize --dtype %s reads them (%s)" % (tag, outdt, r.stderr.strip()))
+            if r.returncode == 0:
+                out, ometa = st_read(o)
+                check_dequantized("%s %s" % (tag, outdt), t, out, "fp8-tensor", outdt)
+                check("quantization" not in ometa and ometa.get("format") == "pt",
+                      "%s: every fp8 tensor dequantized: the quantization metadata entry removed" % tag)
+    if os.path.exists(o):
+        os.unlink(o)
+    # the invalid cases: the same verdict from inspect and dequantize
+    w = ("F8_E4M3", [128, 128], fp8_codes(rng, (128, 128)))
+    good = {"ok.weight": w, "ok.weight_scale": ("F32", [1], scale_bytes("F32", [0.5]))}
+    cases = [
+        ("both _scale and _scale_inv", {"b.weight": w, "b.weight_scale": ("F32", [1], scale_bytes("F32", [0.5])),
+                                        "b.weight_scale_inv": ("F32", [], scale_bytes("F32", [0.5]))},
+         "b.weight", "ambiguous"),
+        ("no scale tensor", {"n.weight": w}, "n.weight", "no scale tensor"),
+        ("a scale that fits no scheme", {"s.weight": w, "s.weight_scale": ("F32", [3, 5], bytes(60))},
+         "s.weight_scale", "does not fit any scale scheme"),
+    ]
+    for what, extra, needle, why in cases:
+        p = os.path.join(tmp, "invalid.safetensors")
+        st_write(p, dict(good, **extra), meta)
+        rc, line, jline, valid, err, jrc = inspect_quant(p)
+        check(rc == 1 and jrc == 1 and valid is False and "invalid" in line and needle in err and why in err,
+              "%s: inspect lists it and exits 1 naming %s (%s) (rc %d/%d: %r %s)" % (what, needle, why, rc, jrc, line,
+                                                                                  err.strip()))
+        check(jline == line, "%s: inspect --json has the same quantization text" % what)
+        r = run("dequantize", p, o, "--force")
+        check(r.returncode == 1 and needle in r.stderr and why in r.stderr and not os.path.exists(o) and
+              leftovers(tmp) == [], "%s: dequantize refuses it naming %s, nothing written (rc %d: %s)" % (
+                  what, needle, r.returncode, r.stderr.strip()))
+        # excluded, it is left as it is: the output stays quantized (metadata kept)
+        r = run("dequantize", p, o, "--exclude", needle.replace("_scale", ""), "--force")
+        ok = r.returncode == 0 and "left as it is" in r.stderr
+        if ok:
+            out, ometa = st_read(o)
+            ok = ometa.get("quantization") == meta["quantization"] and out["ok.weight"][0] == "BF16"
+        check(ok, "%s: --exclude leaves it, dequantizes the rest, keeps the metadata entry, warns (rc %d: %s)" % (
+            what, r.returncode, r.stderr.strip()))
+        if os.path.exists(o):
+            os.unlink(o)
+    # no fp8 tensor at all: a warning, everything copied, the metadata entry kept
+    p = os.path.join(tmp, "plain.safetensors")
+    st_write(p, {"norm.weight": ("F32", [8], bytes(32))}, meta)
+    r = run("dequantize", p, o, "--force")
+    check(r.returncode == 0 and "warning" in r.stderr and "nothing to dequantize" in r.stderr and
+          st_read(o) == st_read(p), "no fp8 tensor: copied as it is, with a warning (rc %d: %s)" % (
+              r.returncode, r.stderr.strip()))
+    os.unlink(p)
+
+
+def refused_request(r):
+    """A request refused before anything is written (OUT inside IN, a glob
+    matching nothing, an fp8 input to quantize): exit status 2 and one line
+    on stderr saying nothing was written, like a bad argument."""
+    return (r.returncode == 2 and r.stderr.count("\n") == 1 and "nothing was written" in r.stderr and
+            "out of range" not in r.stderr)
 
 
 def one_line_usage_error(r, cmd):
@@ -946,6 +1116,16 @@ def test_names_and_args(tmp, src_path, blk_path):
         check("SPEC" not in r.stdout and "PERF" not in r.stdout and "shared/" not in r.stdout,
               "--help does not point to SPEC.md / PERF.md")
     check("docs/spec.md section 5" in h.stdout, "quantize --help points to docs/spec.md section 5")
+    # the table of names: fp8-block's compressed-tensors scale is X.weight_scale (not weight_scale_inv); the fp8
+    # format is not what vLLM loads for fp8-tensor; rceil is the mxfp8 default
+    rows = [ln for ln in h.stdout.splitlines() if ln.startswith("  fp8-block ")]
+    check(len(rows) == 1 and rows[0].count("X.weight_scale_inv F32") == 1 and "X.weight_scale F32" in rows[0],
+          "quantize --help: fp8-block's row names X.weight_scale_inv (fp8) and X.weight_scale (compressed-tensors) "
+          "(%r)" % rows)
+    flat = " ".join(h.stdout.split())
+    check("vLLM does not load fp8-tensor in the fp8 format" in flat and "For vLLM use --format compressed-tensors"
+          in flat, "quantize --help: vLLM and the fp8 format")
+    check("rceil (default" in flat, "quantize --help: rceil is the default rounding")
     # bad arguments: one line, exit 2, nothing written
     o = os.path.join(tmp, "never.safetensors")
     cases = [(["quantize", src_path], "expects IN and OUT"),
@@ -1260,7 +1440,7 @@ def test_special_files(tmp, rng, src_path):
     os.link(src_path, hard)
     before = open(src_path, "rb").read()
     r = run_limited("quantize", src_path, hard, "--scheme", "fp8-row", "--force")
-    check(r.returncode == 1 and "the output is the input" in r.stderr and open(src_path, "rb").read() == before and
+    check(refused_request(r) and "the output is the input" in r.stderr and open(src_path, "rb").read() == before and
           os.stat(hard).st_ino == os.stat(src_path).st_ino and leftovers(base) == [],
           "OUT a hard link of IN with --force: refused, IN unchanged (rc %s: %s)" % (r.returncode, r.stderr.strip()))
     nb = os.stat("/dev/null")
@@ -1320,7 +1500,10 @@ def test_safety(tmp, src_path):
         check(refused_existing(r, o) and open(o, "rb").read() == b"precious",
               "%s: existing output kept without --force (rc %d: %r)" % (cmd[0], r.returncode, r.stderr))
     h = run("quantize", "--help").stdout
-    check("2 bad arguments or OUT exists" in h, "quantize --help documents the exit status of an existing OUT")
+    flat = " ".join(h.split())
+    check("2 bad arguments, OUT exists without --force, or a request refused" in flat and
+          "OUT is, contains or lies inside IN" in flat,
+          "quantize --help documents exit status 2: an existing OUT, a refused request")
     r = run("quantize", src_path, o, "--scheme", "fp8-row", "--force")
     check(r.returncode == 0 and open(o, "rb").read(8) != b"precious", "--force replaces it")
     r = run("quantize", src_path, os.path.join(tmp, "nodir", "x.safetensors"), "--scheme", "fp8-row")
@@ -1453,6 +1636,7 @@ def main():
         src_path, blk_path = test_schemes(tmp, rng, cuda)
         test_keep(tmp, rng, src_path)
         test_refusals(tmp, rng)
+        test_dequantize_rules(tmp, rng)
         test_names_and_args(tmp, src_path, blk_path)
         test_sharded(tmp, rng)
         test_corrupt(tmp, src_path)

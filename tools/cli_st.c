@@ -4,10 +4,13 @@
  *   fp8kit dequantize IN OUT [--dtype bf16|fp16|fp32] ...
  *   fp8kit inspect FILE|DIR
  * IN is a .safetensors file, or a model directory (model.safetensors, or a
- * sharded model.safetensors.index.json): OUT is then a model directory. The work is done by src/io (st_convert); this
- * file parses options, creates the context (device buffers through
- * cli_alloc/cli_upload/cli_download for a CUDA context), draws the progress
- * bar on a terminal and prints the one-line summary. */
+ * sharded model.safetensors.index.json): OUT is then a model directory.
+ * quantize and dequantize parse the options and call the public converter,
+ * fp8kit_checkpoint_quantize / fp8kit_checkpoint_dequantize (as Python does;
+ * a CUDA context stages through device memory the library allocates), draw
+ * its progress on a terminal and print the one-line summary. inspect reads
+ * the files with src/io's reader (io/safetensors.h) and names the
+ * quantization with the rule dequantize applies (st_describe_quant). */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +37,21 @@ static void quantize_usage(FILE *f)
         "config.json given the format's quantization_config, the index rebuilt).\n"
         "Every 2-D F32/F16/BF16 tensor named \"*.weight\" becomes F8_E4M3 with a scale\n"
         "tensor (dequant = decode(q) * scale), named by --format (docs/spec.md section 5):\n"
-        "  scheme      --format fp8 (transformers,vLLM)    --format compressed-tensors\n"
-        "  fp8-tensor  X.weight_scale_inv F32 []           X.weight_scale F32 [1]\n"
+        "  scheme      --format fp8 (transformers)         --format compressed-tensors\n"
+        "  fp8-tensor  X.weight_scale_inv F32 [] (1)       X.weight_scale F32 [1]\n"
         "  fp8-row     -                                   X.weight_scale F32 [N, 1]\n"
-        "  fp8-block   X.weight_scale_inv F32 [N/128, K/128] (rounded up, both formats)\n"
+        "  fp8-block   X.weight_scale_inv F32 [N/128, K/128]  X.weight_scale F32 [N/128,\n"
+        "                                                    K/128] (both rounded up)\n"
         "  mxfp8       X.weight_scale_inv F8_E8M0 [N, K/32]  X.weight_scale U8 [N, K/32]\n"
+        "  (1) [1, 1] for MoE experts (X = ...experts.<e>....), as transformers stacks them\n"
         "Default --format: fp8 for fp8-block, compressed-tensors for the others.\n"
+        "For vLLM use --format compressed-tensors: vLLM does not load fp8-tensor in the\n"
+        "fp8 format (its per-tensor fp8 path reads X.weight_scale; fp8-block loads in\n"
+        "either). Loader limits, each warned about when it applies: transformers cannot\n"
+        "load MoE experts quantized with fp8-block or mxfp8 in compressed-tensors\n"
+        "(--exclude '*.experts.*' or --format fp8), and compressed-tensors' mxfp8 path\n"
+        "decompresses to bfloat16 only (a float16 or float32 model fails at its first\n"
+        "forward unless loaded as bfloat16 or with dequantize=True).\n"
         "Kept in high precision (and listed as ignored in config.json): embeddings and\n"
         "MoE router gates (no loader reads them quantized) unless --include names them;\n"
         "lm_head unless --quantize-all; --exclude matches; and, with a warning, weights\n"
@@ -63,7 +75,9 @@ static void quantize_usage(FILE *f)
         "  --quantize-all quantize lm_head too\n"
         "  --include G    quantize weights matching the glob even where a default\n"
         "                 would keep them (embeddings, router gates; repeatable)\n"
-        "  --rounding R   mxfp8 scale rule: floor (OCP, default) or rceil\n"
+        "  --rounding R   mxfp8 scale rule: rceil (default; what transformers' and\n"
+        "                 compressed-tensors' own MX quantizers do) or floor (OCP; the\n"
+        "                 library's fp8kit_quantize default)\n"
         "  --pow2         fp32-scale schemes: round each scale up to a power of two\n"
         "  --backend B    auto (default: CUDA when usable), cpu or cuda\n"
         "  --threads N    CPU backend threads (default: OpenMP's)\n"
@@ -73,9 +87,11 @@ static void quantize_usage(FILE *f)
         "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
         "OUT is written under a temporary name next to it and renamed when complete: a\n"
         "failure or Ctrl-C leaves no partial output. OUT may not be IN or lie inside it.\n"
-        "Exit status: 0 ok, 1 failed (nothing written, unless the message says where OUT\n"
-        "was moved), 2 bad arguments or OUT exists\n"
-        "without --force (nothing read or written).\n");
+        "Exit status: 0 ok; 1 failed (nothing written, unless the message says where OUT\n"
+        "was moved); 2 bad arguments, OUT exists without --force, or a request refused\n"
+        "before anything is written (OUT is, contains or lies inside IN; an --exclude or\n"
+        "--include glob matches nothing; IN already holds fp8 tensors or a\n"
+        "quantization_config): one line on stderr.\n");
 }
 
 static void dequantize_usage(FILE *f)
@@ -85,15 +101,19 @@ static void dequantize_usage(FILE *f)
         "                         [--backend auto|cpu|cuda] [--threads N] [--force] [--no-fsync]\n"
         "                         [--quiet] [--json]\n"
         "\n"
-        "Turns every F8_E4M3/F8_E5M2 tensor X that has a scale tensor X_scale\n"
-        "(compressed-tensors) or X_scale_inv (fp8 / DeepSeek) back into --dtype\n"
-        "(default bf16): y = decode(q) * S, rounded to nearest even. The scheme is\n"
-        "recognised from the scale's dtype and shape: [] or [1] tensor, [N,1] row,\n"
-        "[N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)] 128x128 (F32, BF16 or F16),\n"
-        "[N,K/32] F8_E8M0 or U8 mxfp8 (docs/spec.md section 5). The scale tensors are\n"
-        "dropped, every other tensor is copied, the \"quantization\" metadata entry is\n"
-        "removed. IN may be a model directory (as for quantize): config.json then\n"
-        "loses its quantization_config.\n"
+        "Turns every F8_E4M3/F8_E5M2 tensor X back into --dtype (default bf16):\n"
+        "y = decode(q) * S, rounded to nearest even, S from its scale tensor X_scale\n"
+        "(compressed-tensors) or X_scale_inv (fp8 / DeepSeek). The scheme is\n"
+        "recognised from the scale's dtype and shape: [], [1] or [1,1] tensor, [N,1]\n"
+        "row, [N,ceil(K/128)] 1x128, [ceil(N/128),ceil(K/128)] 128x128 (F32, BF16 or\n"
+        "F16), [N,K/32] F8_E8M0 or U8 mxfp8 (docs/spec.md section 5). An fp8 tensor\n"
+        "without a scale tensor, with both X_scale and X_scale_inv, or with a scale\n"
+        "that fits no scheme is an error (nothing is written; --exclude leaves it as\n"
+        "it is). The scale tensors are dropped, every other tensor is copied. When\n"
+        "every fp8 tensor was dequantized, the \"quantization\" metadata entry is\n"
+        "removed and, for a model directory (as for quantize), config.json's\n"
+        "quantization_config; otherwise both are kept, with a warning. An input with\n"
+        "no fp8 tensor is copied unchanged, with a warning.\n"
         "\n"
         "  --dtype D      ");
     cli_print_names(f, cli_dtype_names(), CLI_HP_DTYPES, ", ");
@@ -102,9 +122,11 @@ static void dequantize_usage(FILE *f)
         "  --exclude G    leave fp8 tensors whose names match the glob alone (repeatable)\n"
         "  --backend B, --threads N, --force, --no-fsync, --quiet, --json: as for quantize\n"
         "Options take their value as --opt VALUE or --opt=VALUE, before or after IN OUT.\n"
-        "Exit status: 0 ok, 1 failed (nothing written, unless the message says where OUT\n"
-        "was moved), 2 bad arguments or OUT exists\n"
-        "without --force (nothing read or written).\n");
+        "Exit status: 0 ok; 1 failed (nothing written, unless the message says where OUT\n"
+        "was moved; an fp8 tensor it cannot read is such a failure); 2 bad arguments,\n"
+        "OUT exists without --force, or a request refused before anything is written\n"
+        "(OUT is, contains or lies inside IN; an --exclude glob matches nothing): one\n"
+        "line on stderr.\n");
 }
 
 static void inspect_usage(FILE *f)
@@ -116,7 +138,11 @@ static void inspect_usage(FILE *f)
         "sharded checkpoint) and lists its metadata and tensors (name, dtype, shape,\n"
         "bytes), then the quantization convention it recognises: fp8 (weight_scale_inv)\n"
         "or compressed-tensors (weight_scale) and the scheme of each group of weights.\n"
-        "Exit status: 0 ok, 1 if it is corrupt or cannot be read, 2 on bad arguments.\n");
+        "An fp8 tensor that 'fp8kit dequantize' would refuse (no scale tensor, both\n"
+        "X_scale and X_scale_inv, a scale that fits no scheme) makes the checkpoint\n"
+        "invalid: it is listed, then named on stderr, and the exit status is 1.\n"
+        "Exit status: 0 ok, 1 if it is corrupt, invalid or cannot be read, 2 on bad\n"
+        "arguments.\n");
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -148,23 +174,25 @@ static void fmt_bytes(char *buf, size_t n, double b)
 
 /* ----------------------------------------------------------- progress bar */
 typedef struct progress {
-    int on;
+    int on, drawn;
     double last;
 } progress;
 
-static void progress_draw(void *user, const st_stats *s, int final)
+static void progress_draw(progress *p, const fp8kit_ckpt_progress *s)
 {
-    progress *p = user;
     if (!p->on)
         return;
-    if (final) {
-        fputs("\r\033[K", stderr);
+    if (s->final) {
+        if (p->drawn)
+            fputs("\r\033[K", stderr);
+        p->drawn = 0;
         fflush(stderr);
         return;
     }
     if (s->seconds - p->last < 0.1 && s->in_bytes_done < s->in_bytes_total)
         return;
     p->last = s->seconds;
+    p->drawn = 1;
     double frac = s->in_bytes_total ? (double)s->in_bytes_done / (double)s->in_bytes_total : 1.0;
     char bar[31], done[32], total[32];
     int fill = (int)(frac * 30.0);
@@ -181,75 +209,82 @@ static void progress_draw(void *user, const st_stats *s, int final)
     fflush(stderr);
 }
 
-/* ------------------------------------------------------- device memory ops */
-static void *mem_alloc(void *u, size_t n) { return cli_alloc((const cli_dev *)u, n); }
-static void mem_free(void *u, void *p) { cli_free((const cli_dev *)u, p); }
-static int mem_up(void *u, void *d, const void *s, size_t n) { return cli_upload((const cli_dev *)u, d, s, n); }
-static int mem_down(void *u, void *d, const void *s, size_t n) { return cli_download((const cli_dev *)u, d, s, n); }
-static const char *mem_err(void *u)
-{
-    (void)u;
-    return cli_cuda_last_error();
-}
-
-/* Weights kept in high precision, grouped by reason for the summary, and
- * warnings (st_conv_opts.note / .warn). */
+/* What the converter reports while it runs (fp8kit_ckpt_opts.on_kept,
+ * on_warning, on_progress): the weights kept in high precision, grouped by
+ * reason for the summary, the warnings, and the progress bar. */
+#define NOTE_REASONS 16
 typedef struct notes {
-    int count[ST_KEEP_SHAPE + 1];
-    char *first[ST_KEEP_SHAPE + 1];
-    char **shape; /* every weight kept for its shape is named (a warning) */
-    int nshape;
-    char *warn[8];
+    progress bar;
+    char *reason[NOTE_REASONS], *first[NOTE_REASONS];
+    int count[NOTE_REASONS], nreasons;
+    char **warn;
     int nwarn;
 } notes;
 
-static void note_kept(void *user, const char *tensor, st_keep_reason why)
+static void note_kept(void *user, const char *tensor, const char *reason)
 {
     notes *n = user;
-    if (n->count[why]++ == 0)
-        n->first[why] = strdup(tensor);
-    if (why == ST_KEEP_SHAPE) {
-        char **p = realloc(n->shape, (size_t)(n->nshape + 1) * sizeof *p);
-        if (p) {
-            n->shape = p;
-            if ((p[n->nshape] = strdup(tensor)))
-                n->nshape++;
-        }
+    int r = 0;
+    while (r < n->nreasons && strcmp(n->reason[r], reason))
+        r++;
+    if (r == n->nreasons) {
+        if (r == NOTE_REASONS || !(n->reason[r] = strdup(reason)))
+            return;
+        n->first[r] = strdup(tensor);
+        n->nreasons++;
     }
+    n->count[r]++;
 }
 
 static void note_warn(void *user, const char *msg)
 {
     notes *n = user;
-    if (n->nwarn < 8 && (n->warn[n->nwarn] = strdup(msg)))
-        n->nwarn++;
+    char **p = realloc(n->warn, (size_t)(n->nwarn + 1) * sizeof *p);
+    if (p) {
+        n->warn = p;
+        if ((p[n->nwarn] = strdup(msg)))
+            n->nwarn++;
+    }
 }
 
+static void note_progress(void *user, const fp8kit_ckpt_progress *p) { progress_draw(&((notes *)user)->bar, p); }
+
+/* The summary's "kept in high precision" lines (not for the weights kept for
+ * their shape: a warning names each of those), then the warnings on stderr. */
 static void notes_print(const notes *n, const char *cmd, int quiet)
 {
-    for (int r = 0; r <= ST_KEEP_SHAPE && !quiet; r++) {
-        if (!n->count[r] || r == ST_KEEP_SHAPE)
+    const char *shape = st_keep_reason_text(ST_KEEP_SHAPE);
+    for (int r = 0; r < n->nreasons && !quiet; r++) {
+        if (!strcmp(n->reason[r], shape))
             continue;
         printf("%s: kept in high precision: %d weight%s (e.g. ", cmd, n->count[r], n->count[r] == 1 ? "" : "s");
         print_plain(stdout, n->first[r] ? n->first[r] : "?");
-        printf("): %s\n", st_keep_reason_text((st_keep_reason)r));
+        printf("): %s\n", n->reason[r]);
     }
-    for (int i = 0; i < n->nshape; i++) {
-        fprintf(stderr, "fp8kit %s: warning: kept in high precision: ", cmd);
-        print_plain(stderr, n->shape[i]);
-        fprintf(stderr, ": %s\n", st_keep_reason_text(ST_KEEP_SHAPE));
+    for (int i = 0; i < n->nwarn; i++) {
+        fprintf(stderr, "fp8kit %s: warning: ", cmd);
+        print_plain(stderr, n->warn[i]);
+        fputc('\n', stderr);
     }
 }
 
 static void notes_free(notes *n)
 {
-    for (int r = 0; r <= ST_KEEP_SHAPE; r++)
-        free(n->first[r]);
-    for (int i = 0; i < n->nshape; i++)
-        free(n->shape[i]);
-    free(n->shape);
+    for (int r = 0; r < n->nreasons; r++)
+        free(n->reason[r]), free(n->first[r]);
     for (int i = 0; i < n->nwarn; i++)
         free(n->warn[i]);
+    free(n->warn);
+}
+
+/* The library's scheme for the CLI's --scheme (cli_ckpt_scheme_names holds st_scheme values). */
+static fp8kit_scheme ckpt_scheme(st_scheme s)
+{
+    static const fp8kit_scheme map[] = {[ST_SCHEME_FP8_TENSOR] = FP8KIT_SCHEME_TENSOR,
+                                        [ST_SCHEME_FP8_ROW] = FP8KIT_SCHEME_ROW,
+                                        [ST_SCHEME_FP8_BLOCK] = FP8KIT_SCHEME_BLOCK128X128,
+                                        [ST_SCHEME_MXFP8] = FP8KIT_SCHEME_MX};
+    return map[s];
 }
 
 /* OUT exists and --force was not given: a refusal of the command line, not
@@ -290,16 +325,14 @@ static int convert_main(int argc, char **argv, int deq)
     int have_scheme = 0, quiet = 0, json = 0, set_rounding = 0, c, bad = 0, scheme = 0, format = 0;
     int64_t threads = -1;
     fp8kit_backend backend = FP8KIT_BACKEND_AUTO;
-    st_conv_opts o;
-    memset(&o, 0, sizeof o);
-    o.out_dtype = FP8KIT_BF16;
-    o.rounding = FP8KIT_ROUND_FLOOR;
+    /* the options of fp8kit_checkpoint_quantize / _dequantize, the converter's one way in */
+    fp8kit_ckpt_opts o = fp8kit_ckpt_opts_default(FP8KIT_SCHEME_TENSOR);
+    st_scheme sch = ST_SCHEME_FP8_TENSOR;
     const char **ex = calloc((size_t)argc + 1, sizeof *ex), **inc = calloc((size_t)argc + 1, sizeof *inc);
     if (!ex || !inc) {
         free(ex), free(inc);
         return CLI_EXIT_FAIL;
     }
-    o.include = inc;
     while (!bad && (c = cli_getopt(cmd, argc, argv, "hq", deq ? deq_lo : quant_lo)) != -1) {
         switch (c) {
         case 'h':
@@ -308,7 +341,7 @@ static int convert_main(int argc, char **argv, int deq)
             return CLI_EXIT_OK;
         case O_SCHEME:
             bad = cli_parse_ckpt_scheme(cmd, optarg, &scheme);
-            o.scheme = (st_scheme)scheme;
+            sch = (st_scheme)scheme;
             have_scheme = 1;
             break;
         case O_ROUNDING:
@@ -316,10 +349,7 @@ static int convert_main(int argc, char **argv, int deq)
             set_rounding = 1;
             break;
         case O_POW2: o.pow2 = 1; break;
-        case O_FORMAT:
-            bad = cli_parse_name(cmd, "--format", optarg, cli_ckpt_format_names, ~0u, &format);
-            o.format = (st_format)format;
-            break;
+        case O_FORMAT: bad = cli_parse_name(cmd, "--format", optarg, cli_ckpt_format_names, ~0u, &format); break;
         case O_ALL: o.quantize_all = 1; break;
         case O_INCLUDE: inc[o.ninclude++] = optarg; break;
         case O_EXCLUDE: ex[o.nexclude++] = optarg; break;
@@ -334,6 +364,8 @@ static int convert_main(int argc, char **argv, int deq)
         }
     }
     const char *in = optind < argc ? argv[optind] : NULL, *out = optind + 1 < argc ? argv[optind + 1] : NULL;
+    /* st_format's values are fp8kit_ckpt_format's */
+    const st_format fmt = (st_format)format, used = fmt ? fmt : st_format_default(sch);
     if (!bad) {
         if (!out)
             bad = cli_usage_error(cmd, "expects IN and OUT, got %s", in ? "only IN" : "neither");
@@ -342,88 +374,97 @@ static int convert_main(int argc, char **argv, int deq)
                                   in, out);
         else if (!deq && !have_scheme)
             bad = cli_usage_error(cmd, "--scheme is required");
-        else if (!deq && o.pow2 && o.scheme == ST_SCHEME_MXFP8)
+        else if (!deq && o.pow2 && sch == ST_SCHEME_MXFP8)
             bad = cli_usage_error(cmd, "--pow2 applies to the fp32-scale schemes (mxfp8 scales are powers of two)");
-        else if (!deq && set_rounding && o.scheme != ST_SCHEME_MXFP8)
+        else if (!deq && set_rounding && sch != ST_SCHEME_MXFP8)
             bad = cli_usage_error(cmd, "--rounding applies to mxfp8 only");
-        else if (!deq && o.format != ST_FORMAT_DEFAULT && !st_format_supports(o.format, o.scheme))
-            bad = cli_usage_error(cmd, "--format %s has no %s layout (use --format compressed-tensors)",
-                                  st_format_name(o.format), st_scheme_name(o.scheme));
+        else if (!deq && fmt != ST_FORMAT_DEFAULT && !st_format_supports(fmt, sch))
+            bad = cli_usage_error(cmd, "--format %s has no %s layout (use --format %s)", st_format_name(fmt),
+                                  st_scheme_name(sch), st_format_name(st_format_other(sch, fmt)));
     }
     if (bad) {
         free(ex), free(inc);
         return CLI_EXIT_USAGE;
     }
+    o.scheme = ckpt_scheme(sch);
+    o.format = (fp8kit_ckpt_format)fmt;
+    if (!set_rounding) /* the library's default for checkpoints: rceil for mxfp8 */
+        o.rounding = fp8kit_ckpt_opts_default(o.scheme).rounding;
+    o.exclude = o.nexclude ? ex : NULL;
+    o.include = o.ninclude ? inc : NULL;
     /* An existing OUT is refused before anything is read: not an I/O failure,
-     * the command line lacks --force (st_convert checks again, race-free). */
+     * the command line lacks --force (the library checks again, race-free). */
     struct stat out_sb;
     if (!o.force && lstat(out, &out_sb) == 0) {
         free(ex), free(inc);
         return refuse_existing(cmd, out);
     }
-    o.dequantize = deq;
-    o.exclude = ex;
 
     fp8kit_ctx *ctx = NULL;
     if (cli_ctx_create(cmd, backend, threads, &ctx) != FP8KIT_OK) {
         free(ex), free(inc);
         return CLI_EXIT_FAIL;
     }
-    cli_dev dev = {fp8kit_ctx_backend(ctx) == FP8KIT_BACKEND_CUDA};
-    st_mem_ops mem = {mem_alloc, mem_free, mem_up, mem_down, mem_err, &dev};
-    o.mem = dev.cuda ? &mem : NULL;
-    progress pg = {!quiet && !json && isatty(STDERR_FILENO), 0.0};
-    o.progress = progress_draw;
-    o.progress_user = &pg;
-    notes nt = {0};
-    o.note = note_kept;
-    o.warn = note_warn;
-    o.note_user = &nt;
+    notes nt;
+    memset(&nt, 0, sizeof nt);
+    nt.bar.on = !quiet && !json && isatty(STDERR_FILENO);
+    o.on_kept = note_kept;
+    o.on_warning = note_warn;
+    o.on_progress = note_progress;
+    o.user = &nt;
 
-    st_stats s;
-    char err[1024];
-    fp8kit_status st = st_convert(ctx, in, out, &o, &s, err, sizeof err);
-    if (pg.on)
-        progress_draw(&pg, &s, 1);
-    char describe[200];
+    fp8kit_ckpt_report s;
+    memset(&s, 0, sizeof s);
+    const char *fn = deq ? "fp8kit_checkpoint_dequantize" : "fp8kit_checkpoint_quantize";
+    fp8kit_status st = deq ? fp8kit_checkpoint_dequantize(ctx, in, out, &o, &s)
+                           : fp8kit_checkpoint_quantize(ctx, in, out, &o, &s);
+    char err[1200], describe[200];
+    const char *msg = fp8kit_last_error(ctx);
+    size_t fnlen = strlen(fn);
+    if (!strncmp(msg, fn, fnlen) && !strncmp(msg + fnlen, ": ", 2)) /* the CLI names itself */
+        msg += fnlen + 2;
+    snprintf(err, sizeof err, "%s", st ? msg : "");
     snprintf(describe, sizeof describe, "%s", fp8kit_ctx_describe(ctx));
     fp8kit_ctx_destroy(ctx);
     free(ex), free(inc);
+    progress_draw(&nt.bar, &(fp8kit_ckpt_progress){.final = 1}); /* clears the bar, whatever happened */
     if (!st)
         notes_print(&nt, cmd, quiet || json); /* warnings go to stderr, --json or not */
-    if (!st)
-        for (int i = 0; i < nt.nwarn; i++)
-            fprintf(stderr, "fp8kit %s: warning: %s\n", cmd, nt.warn[i]);
     notes_free(&nt);
-    if (st == FP8KIT_ERR_IO && !o.force && strstr(err, "exists (use --force"))
+    if (st == FP8KIT_ERR_IO && !o.force && (strstr(err, "exists (use --force") || strstr(err, "exists; set force")))
         return refuse_existing(cmd, out); /* OUT appeared while converting */
-    if (st) {
+    if (st == FP8KIT_ERR_INVALID_ARGUMENT) {
+        /* a request the command line should not have made (OUT inside IN, a
+         * glob matching nothing, an fp8 input to quantize): refused before
+         * anything was written (the message says so), one line, like a bad
+         * argument */
         fprintf(stderr, "fp8kit %s: ", cmd);
         print_plain(stderr, err);
-        if (s.out_changed) /* the one failure that moved OUT: the message says where it is */
-            fprintf(stderr, "\nfp8kit %s: failed (%s); OUT was changed as the message says\n", cmd,
-                    fp8kit_status_string(st));
-        else
-            fprintf(stderr, "\nfp8kit %s: failed (%s); nothing was written\n", cmd, fp8kit_status_string(st));
+        fputc('\n', stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (st) { /* the message says whether anything was written, and where OUT went in the one case it moved */
+        fprintf(stderr, "fp8kit %s: ", cmd);
+        print_plain(stderr, err);
+        fprintf(stderr, "\nfp8kit %s: failed (%s)\n", cmd, fp8kit_status_string(st));
         return CLI_EXIT_FAIL;
     }
-    double gbps = s.seconds > 0 ? (double)s.in_bytes_total / s.seconds / 1e9 : 0.0;
+    double gbps = s.seconds > 0 ? (double)s.in_bytes / s.seconds / 1e9 : 0.0;
     if (json) {
         printf("{\"op\":\"%s\",\"in\":", cmd);
         cli_json_str(stdout, in);
         printf(",\"out\":");
         cli_json_str(stdout, out);
         if (!deq)
-            printf(",\"scheme\":\"%s\",\"format\":\"%s\"", st_scheme_name(o.scheme),
-                   st_format_name(o.format ? o.format : st_format_default(o.scheme)));
+            printf(",\"scheme\":\"%s\",\"format\":\"%s\"", st_scheme_name(sch), st_format_name(used));
         else
-            printf(",\"convention\":\"%s\"", s.convention ? s.convention : "none");
+            printf(",\"convention\":\"%s\"", s.convention[0] ? s.convention : "none");
         printf(",\"backend\":");
         cli_json_str(stdout, describe);
         printf(",\"tensors\":%lld,\"quantized\":%lld,\"dequantized\":%lld,\"copied\":%lld,\"kept\":%lld,"
                "\"other_files\":%lld,\"in_bytes\":%llu,\"out_bytes\":%llu,\"seconds\":",
-               (long long)s.tensors_total, (long long)s.quantized, (long long)s.dequantized, (long long)s.copied,
-               (long long)s.kept, (long long)s.other_files, (unsigned long long)s.in_bytes_total,
+               (long long)s.tensors, (long long)s.quantized, (long long)s.dequantized, (long long)s.copied,
+               (long long)s.kept, (long long)s.other_files, (unsigned long long)s.in_bytes,
                (unsigned long long)s.out_bytes);
         cli_json_num(stdout, s.seconds);
         printf(",\"gbps\":");
@@ -431,7 +472,7 @@ static int convert_main(int argc, char **argv, int deq)
         printf("}\n");
     } else if (!quiet) {
         char ib[32], ob[32];
-        fmt_bytes(ib, sizeof ib, (double)s.in_bytes_total);
+        fmt_bytes(ib, sizeof ib, (double)s.in_bytes);
         fmt_bytes(ob, sizeof ob, (double)s.out_bytes);
         char files[64] = "";
         if (s.other_files)
@@ -439,13 +480,12 @@ static int convert_main(int argc, char **argv, int deq)
         if (deq)
             printf("%s: %lld tensors dequantized (%s convention), %lld copied%s; in %s, out %s; %.2f s, %.2f GB/s "
                    "(%s)\n",
-                   cmd, (long long)s.dequantized, s.convention ? s.convention : "no", (long long)s.copied, files, ib,
-                   ob, s.seconds, gbps, describe);
+                   cmd, (long long)s.dequantized, s.convention[0] ? s.convention : "no", (long long)s.copied, files,
+                   ib, ob, s.seconds, gbps, describe);
         else
             printf("%s: %lld tensors quantized (%s, format %s), %lld copied (%lld weights kept in high precision)%s; "
                    "in %s, out %s; %.2f s, %.2f GB/s (%s)\n",
-                   cmd, (long long)s.quantized, st_scheme_name(o.scheme),
-                   st_format_name(o.format ? o.format : st_format_default(o.scheme)), (long long)s.copied,
+                   cmd, (long long)s.quantized, st_scheme_name(sch), st_format_name(used), (long long)s.copied,
                    (long long)s.kept, files, ib, ob, s.seconds, gbps, describe);
     }
     return CLI_EXIT_OK;
@@ -530,6 +570,20 @@ static void inspect_meta_json(const st_file *f)
     printf("}");
 }
 
+/* fp8 tensors that dequantize refuses make the checkpoint invalid for
+ * inspect too (the same rule, st_fp8_classify): one line, exit status 1. */
+static int inspect_verdict(const char *path, size_t invalid, const char *problem)
+{
+    if (!invalid)
+        return CLI_EXIT_OK;
+    fprintf(stderr, "fp8kit inspect: ");
+    print_plain(stderr, path);
+    fprintf(stderr, ": %zu fp8 tensor%s that dequantize refuses; the first: ", invalid, invalid == 1 ? "" : "s");
+    print_plain(stderr, problem);
+    fprintf(stderr, "\n");
+    return CLI_EXIT_FAIL;
+}
+
 int cli_cmd_inspect(int argc, char **argv)
 {
     static const char *cmd = "inspect";
@@ -541,7 +595,8 @@ int cli_cmd_inspect(int argc, char **argv)
     if (optind + 1 < argc)
         return cli_usage_error(cmd, "unexpected argument '%s' (one FILE or DIR)", argv[optind + 1]);
     const char *path = argv[optind];
-    char err[1024], conv[512];
+    char err[1024], conv[512], problem[800];
+    size_t invalid = 0;
     st_file f;
     st_index ix;
     st_input inp;
@@ -561,14 +616,14 @@ int cli_cmd_inspect(int argc, char **argv)
     }
     if (!sharded) {
         const st_file *one = &f;
-        st_describe_quant(&one, 1, conv, sizeof conv);
+        invalid = st_describe_quant(&one, 1, conv, sizeof conv, problem, sizeof problem);
         if (json) {
             printf("{\"op\":\"inspect\",\"file\":");
             cli_json_str(stdout, inp.file);
             printf(",\"header_bytes\":%llu,\"data_bytes\":%llu,\"quantization\":", (unsigned long long)f.header_len,
                    (unsigned long long)f.data_size);
             cli_json_str(stdout, conv);
-            printf(",");
+            printf(",\"quantization_valid\":%s,", invalid ? "false" : "true");
             inspect_meta_json(&f);
             printf(",\"tensors\":[");
             inspect_file(&f, NULL, 1, &first);
@@ -578,14 +633,15 @@ int cli_cmd_inspect(int argc, char **argv)
             printf("quantization: %s\n", conv);
         }
         st_close(&f);
+        int rc = inspect_verdict(inp.file, invalid, problem);
         st_input_free(&inp);
-        return CLI_EXIT_OK;
+        return rc;
     }
     const st_file **fl = calloc(ix.nshards + 1, sizeof *fl);
     for (size_t i = 0; fl && i < ix.nshards; i++)
         fl[i] = &ix.files[i];
     if (fl)
-        st_describe_quant(fl, ix.nshards, conv, sizeof conv);
+        invalid = st_describe_quant(fl, ix.nshards, conv, sizeof conv, problem, sizeof problem);
     else
         snprintf(conv, sizeof conv, "?");
     free(fl);
@@ -594,6 +650,7 @@ int cli_cmd_inspect(int argc, char **argv)
         cli_json_str(stdout, inp.dir);
         printf(",\"shards\":%zu,\"quantization\":", ix.nshards);
         cli_json_str(stdout, conv);
+        printf(",\"quantization_valid\":%s", invalid ? "false" : "true");
         printf(",\"tensors\":[");
         for (size_t i = 0; i < ix.nshards; i++)
             inspect_file(&ix.files[i], ix.shards[i], 1, &first);
@@ -604,7 +661,8 @@ int cli_cmd_inspect(int argc, char **argv)
             inspect_file(&ix.files[i], ix.shards[i], 0, &first);
         printf("quantization: %s\n", conv);
     }
+    int rc = inspect_verdict(inp.dir, invalid, problem);
     st_input_free(&inp);
     st_index_close(&ix);
-    return CLI_EXIT_OK;
+    return rc;
 }

@@ -132,7 +132,7 @@ def _run(name, src, dst, opts, device, report_extra):
 def quantize_checkpoint(src: PathLike, dst: PathLike, scheme: Union[str, Scheme] = "block",
                         format: Optional[Union[str, CkptFormat]] = None, *, exclude: Globs = (),
                         include: Globs = (), quantize_all: bool = False, pow2: bool = False,
-                        rounding: Union[str, Rounding] = "floor", force: bool = False,
+                        rounding: Optional[Union[str, Rounding]] = None, force: bool = False,
                         device: DeviceLike = "cpu") -> CheckpointReport:
     """Quantizes a safetensors checkpoint to fp8 (the C converter behind
     `fp8kit quantize`; docs/spec.md section 5) and returns a CheckpointReport.
@@ -157,7 +157,9 @@ def quantize_checkpoint(src: PathLike, dst: PathLike, scheme: Union[str, Scheme]
     (embeddings, MoE router gates).
     quantize_all: quantize lm_head too.
     pow2: fp32-scale schemes: round each scale up to a power of two.
-    rounding: the mx scale rule, "floor" (OCP, default) or "rceil" (mx only).
+    rounding: the mx scale rule (mx only): "rceil" (what transformers' and
+    compressed-tensors' own MX quantizers do; None, the default, means rceil
+    for mx) or "floor" (OCP; fp8kit.quantize's default).
     force: replace an existing dst (a directory is exchanged in one step);
     without it an existing dst raises IOFailedError and is left alone.
     device: the backend that quantizes: "cpu" (default), "cuda", "cuda:N",
@@ -168,7 +170,8 @@ def quantize_checkpoint(src: PathLike, dst: PathLike, scheme: Union[str, Scheme]
     without safetensors support), IOFailedError, CorruptFileError."""
     sch = _name(SCHEMES, scheme, "scheme", Scheme)
     fmt = CkptFormat.DEFAULT if format is None else _name(FORMATS, format, "format", CkptFormat)
-    rnd = _name(ROUNDINGS, rounding, "rounding", Rounding)
+    rnd = (Rounding.RCEIL if sch == Scheme.MX else Rounding.FLOOR) if rounding is None else \
+        _name(ROUNDINGS, rounding, "rounding", Rounding)
     src_b, dst_b = _path(src, "src"), _path(dst, "dst")
     ex, inc = _globs(exclude, "exclude"), _globs(include, "include")
     opts = CkptOpts()

@@ -204,9 +204,11 @@ class GemmCall(ctypes.Structure):
     ]
 
 
-# fp8kit_ckpt_opts' callbacks: on_kept(user, tensor, reason), on_warning(user, message)
+# fp8kit_ckpt_opts' callbacks: on_kept(user, tensor, reason), on_warning(user, message),
+# on_progress(user, const fp8kit_ckpt_progress *) (not used from Python: left NULL)
 CkptKeptFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
 CkptWarnFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+CkptProgressFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class CkptOpts(ctypes.Structure):
@@ -227,6 +229,7 @@ class CkptOpts(ctypes.Structure):
         ("on_kept", CkptKeptFn),
         ("on_warning", CkptWarnFn),
         ("user", ctypes.c_void_p),
+        ("on_progress", CkptProgressFn),
     ]
 
 

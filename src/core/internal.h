@@ -79,7 +79,10 @@ static inline fp8kit_ckpt_opts fk_ckpt_opts_defaults(fp8kit_scheme scheme)
     memset(&o, 0, sizeof o);
     o.scheme = scheme;
     o.format = FP8KIT_CKPT_FORMAT_DEFAULT;
-    o.rounding = FP8KIT_ROUND_FLOOR;
+    /* MX checkpoints: rceil, the rule of the loaders' own MX quantizers (the
+     * library's fp8kit_quant_desc default stays floor); RCEIL is refused with
+     * the fp32-scale schemes */
+    o.rounding = scheme == FP8KIT_SCHEME_MX ? FP8KIT_ROUND_RCEIL : FP8KIT_ROUND_FLOOR;
     o.out_dtype = FP8KIT_BF16;
     return o;
 }

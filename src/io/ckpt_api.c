@@ -1,7 +1,8 @@
 /* ckpt_api.c - the public checkpoint converter (include/fp8kit.h,
  * "checkpoints"): fp8kit_checkpoint_quantize / fp8kit_checkpoint_dequantize
  * validate the public options, translate them into st_conv_opts and run
- * st_convert (the same code as `fp8kit quantize|dequantize`). A CUDA context
+ * st_convert; `fp8kit quantize|dequantize` and Python's quantize_checkpoint /
+ * dequantize_checkpoint all come in here. A CUDA context
  * gets its staging buffers through the backend's memory ops
  * (fk_ctx_mem_ops). Errors are recorded on the context for the calling
  * thread (fk_fail). Built with src/io; src/core/ckpt_stub.c stands in for it
@@ -69,6 +70,14 @@ static void ckpt_warn(void *u, const char *message)
         o->on_warning(o->user, message);
 }
 
+static void ckpt_progress(void *u, const st_stats *s, int final)
+{
+    const fp8kit_ckpt_opts *o = u;
+    fp8kit_ckpt_progress p = {s->tensors_total, s->tensors_done, s->in_bytes_total, s->in_bytes_done, s->seconds,
+                              final != 0};
+    o->on_progress(o->user, &p);
+}
+
 /* ------------------------------------------------------------ validation */
 static fp8kit_status ckpt_check_globs(fp8kit_ctx *ctx, const char *fn, const char *what, const char *const *g,
                                       int32_t n)
@@ -115,7 +124,7 @@ static fp8kit_status ckpt_check(fp8kit_ctx *ctx, const char *fn, int deq, const 
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: opts->scheme %d is not a fp8kit_scheme", fn,
                        (int)o->scheme);
     }
-    if ((unsigned)o->format > (unsigned)FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS)
+    if ((unsigned)o->format >= (unsigned)ST_FORMAT_COUNT) /* st_format's values are fp8kit_ckpt_format's */
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: opts->format %d is not a fp8kit_ckpt_format", fn,
                        (int)o->format);
     if ((unsigned)o->rounding > (unsigned)FP8KIT_ROUND_RCEIL)
@@ -128,13 +137,11 @@ static fp8kit_status ckpt_check(fp8kit_ctx *ctx, const char *fn, int deq, const 
     if (o->pow2 && *scheme == ST_SCHEME_MXFP8)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
                        "%s: opts->pow2 applies to the fp32-scale schemes (mx scales are powers of two)", fn);
-    st_format f = o->format == FP8KIT_CKPT_FORMAT_FP8                  ? ST_FORMAT_FP8
-                  : o->format == FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS ? ST_FORMAT_COMPRESSED_TENSORS
-                                                                       : st_format_default(*scheme);
+    st_format f = o->format == FP8KIT_CKPT_FORMAT_DEFAULT ? st_format_default(*scheme) : (st_format)o->format;
     if (!st_format_supports(f, *scheme))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "%s: format %s has no %s layout (use FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS)", fn,
-                       st_format_name(f), st_scheme_name(*scheme));
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: format %s has no %s layout (use format %s)", fn,
+                       st_format_name(f), st_scheme_name(*scheme),
+                       st_format_name(st_format_other(*scheme, f)));
     return FP8KIT_OK;
 }
 
@@ -169,9 +176,7 @@ static fp8kit_status ckpt_run(fp8kit_ctx *ctx, const char *fn, int deq, const ch
     memset(&o, 0, sizeof o);
     o.dequantize = deq;
     o.scheme = scheme;
-    o.format = opts->format == FP8KIT_CKPT_FORMAT_FP8                  ? ST_FORMAT_FP8
-               : opts->format == FP8KIT_CKPT_FORMAT_COMPRESSED_TENSORS ? ST_FORMAT_COMPRESSED_TENSORS
-                                                                       : ST_FORMAT_DEFAULT;
+    o.format = (st_format)opts->format;
     o.quantize_all = !deq && opts->quantize_all;
     o.include = deq ? NULL : opts->include;
     o.ninclude = deq ? 0 : opts->ninclude;
@@ -188,13 +193,16 @@ static fp8kit_status ckpt_run(fp8kit_ctx *ctx, const char *fn, int deq, const ch
     o.note = ckpt_note;
     o.warn = ckpt_warn;
     o.note_user = (void *)opts;
+    o.progress = opts->on_progress ? ckpt_progress : NULL;
+    o.progress_user = (void *)opts;
 
     st_stats s;
     char err[1024];
     err[0] = '\0';
     st = st_convert(ctx, in, out, &o, &s, err, sizeof err);
-    if (st)
-        return fk_fail(ctx, st, "%s: %s", fn, err[0] ? err : fp8kit_status_string(st));
+    if (st) /* all or nothing: say which, as the one failure that moves OUT says where it went */
+        return fk_fail(ctx, st, "%s: %s%s", fn, err[0] ? err : fp8kit_status_string(st),
+                       s.out_changed ? "" : " (nothing was written)");
     if (report) {
         fp8kit_ckpt_report r;
         memset(&r, 0, sizeof r);
@@ -207,8 +215,7 @@ static fp8kit_status ckpt_run(fp8kit_ctx *ctx, const char *fn, int deq, const ch
         r.in_bytes = s.in_bytes_total;
         r.out_bytes = s.out_bytes;
         r.seconds = s.seconds;
-        if (s.convention)
-            snprintf(r.convention, sizeof r.convention, "%s", s.convention);
+        snprintf(r.convention, sizeof r.convention, "%s", s.convention);
         *report = r;
     }
     return FP8KIT_OK;

@@ -237,7 +237,8 @@ typedef struct st_stats {
     int64_t quantized, dequantized, copied; /* input tensors by action */
     int64_t kept;                           /* quantize: 2-D float weights kept in high precision */
     int64_t other_files;                    /* model directory: other files copied (config.json included) */
-    const char *convention;                 /* dequantize: "fp8", "compressed-tensors", "mixed" or NULL */
+    char convention[40];                    /* dequantize: "fp8", "compressed-tensors", "mixed (fp8 and
+                                               compressed-tensors)", or "" (as fp8kit_ckpt_report's) */
     uint64_t in_bytes_total, in_bytes_done; /* input tensor bytes */
     uint64_t out_bytes;                     /* bytes of the written files */
     double seconds;
@@ -246,17 +247,23 @@ typedef struct st_stats {
 
 typedef void (*st_progress_fn)(void *user, const st_stats *s, int final);
 
-/* The tensor naming and config.json convention of the output (docs/spec.md 5). */
+/* The tensor naming and config.json convention of a checkpoint (docs/spec.md
+ * 5): an index into the table of formats (st_format.c, one row each: names,
+ * dtypes, shapes, config member). The values are fp8kit_ckpt_format's. */
 typedef enum st_format {
-    ST_FORMAT_DEFAULT,           /* the scheme's default (st_format_default) */
-    ST_FORMAT_FP8,               /* transformers FineGrainedFP8 / vLLM fp8 / DeepSeek-V3: weight_scale_inv */
-    ST_FORMAT_COMPRESSED_TENSORS /* compressed-tensors (llm-compressor, vLLM, transformers): weight_scale */
+    ST_FORMAT_DEFAULT = 0,            /* the scheme's default (st_format_default) */
+    ST_FORMAT_FP8 = 1,                /* transformers FineGrainedFP8 / DeepSeek-V3: weight_scale_inv */
+    ST_FORMAT_COMPRESSED_TENSORS = 2, /* compressed-tensors (llm-compressor, vLLM, transformers): weight_scale */
+    ST_FORMAT_COUNT
 } st_format;
 
-const char *st_format_name(st_format f); /* "fp8", "compressed-tensors" */
+const char *st_format_name(st_format f); /* "fp8", "compressed-tensors" ("default" for DEFAULT) */
 st_format st_format_default(st_scheme s);
-/* 1 when the scheme can be written in the format. */
+/* 1 when the scheme can be written in the format (a row of the table). */
 int st_format_supports(st_format f, st_scheme s);
+/* A format (not DEFAULT) that writes scheme s, other than `not`, or
+ * ST_FORMAT_DEFAULT when there is none (for "use --format X" hints). */
+st_format st_format_other(st_scheme s, st_format not);
 
 /* Why a 2-D floating "*.weight" stays in high precision (st_conv_opts.note). */
 typedef enum st_keep_reason {
@@ -296,15 +303,54 @@ typedef struct st_conv_opts {
     void *note_user;                               /* passed to note and warn */
 } st_conv_opts;
 
-/* Which scheme the scale tensor sc of the fp8 weight w stores ("_scale_inv"
- * when inv): 1 and *scheme, *R x *C (the 2-D view of w) set, or 0. Both
- * conventions of docs/spec.md 5 are read (F32/BF16/F16 fp32 scales, [] or [1]
- * per-tensor, F8_E8M0 or U8 mx scales). */
-int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_scheme *scheme, int64_t *R,
+/* Which scheme the scale tensor sc of the fp8 weight w stores in the given
+ * format (the one its name's suffix says): 1 and *scheme, *R x *C (the 2-D
+ * view of w) set, or 0. Every format of docs/spec.md 5 is read (F32/BF16/F16
+ * fp32 scales; one per-tensor scale as [], [1] or [1, 1]; F8_E8M0 or U8 mx
+ * scales). */
+int st_scale_scheme(const st_tensor *w, const st_tensor *sc, st_format format, fp8kit_scheme *scheme, int64_t *R,
                     int64_t *C);
+
+/* The one rule of dequantize and inspect for an F8_E4M3 / F8_E5M2 tensor W:
+ * it is valid when exactly one scale tensor of the formats' (W_scale_inv,
+ * W_scale) exists (in any file of the checkpoint) and st_scale_scheme reads
+ * it. */
+typedef enum st_fp8_state {
+    ST_FP8_OK,        /* scale, inv, scheme, R, C set */
+    ST_FP8_NO_SCALE,  /* no scale tensor of any format */
+    ST_FP8_AMBIGUOUS, /* two (format, format2): which one applies is ambiguous */
+    ST_FP8_BAD_SCALE  /* the scale tensor (scale, format set) fits no scheme */
+} st_fp8_state;
+
+typedef struct st_fp8_info {
+    st_fp8_state state;
+    const st_tensor *scale;  /* the companion (OK, BAD_SCALE) */
+    const st_file *scale_in; /* the file holding it */
+    st_format format;        /* the format whose scale name it has */
+    st_format format2;       /* AMBIGUOUS: the format of the second one */
+    fp8kit_scheme scheme;
+    int64_t R, C;            /* 2-D view of W */
+} st_fp8_info;
+
+/* Finds a tensor by name over a checkpoint's files (NULL when absent); *in
+ * gets the file holding it. */
+typedef const st_tensor *(*st_find_fn)(void *user, const char *name, const st_file **in);
+
+/* 1 for the fp8 element dtypes that hold weights (F8_E4M3, F8_E5M2). */
+int st_is_fp8_weight(const st_tensor *t);
+/* Classifies the fp8 tensor w; FP8KIT_ERR_OUT_OF_MEMORY or FP8KIT_OK. */
+fp8kit_status st_fp8_classify(const st_tensor *w, st_find_fn find, void *user, st_fp8_info *out);
+/* Why a tensor classified as not OK cannot be dequantized, one sentence
+ * naming it (and its scale tensors). */
+void st_fp8_problem(const st_tensor *w, const st_fp8_info *info, char *out, size_t outlen);
+
 /* One line naming the quantization convention of a checkpoint, e.g. "fp8
- * (weight_scale_inv): 7 weights 128x128" or "not quantized (no fp8 tensors)". */
-void st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen);
+ * (weight_scale_inv): 7 weights 128x128" or "not quantized (no fp8 tensors)",
+ * followed by the fp8 tensors that st_fp8_classify finds invalid. Returns
+ * how many are invalid (0: dequantize takes every fp8 tensor); *first (when
+ * set) gets st_fp8_problem's sentence for the first of them. */
+size_t st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen, char *first,
+                         size_t firstlen);
 
 /* Converts IN (a .safetensors file, or a directory holding
  * model.safetensors.index.json) to OUT (a file, or a directory of the same

@@ -15,6 +15,31 @@
 
 typedef struct st_pipe st_pipe;
 
+/* One checkpoint format: everything the converter writes for it and reads
+ * back (st_format.c holds the rows; docs/spec.md 5). A new format is a new
+ * row (and an st_format / fp8kit_ckpt_format value), not a new branch. */
+typedef struct st_format_row {
+    const char *name;          /* "fp8": --format, the metadata's "format", messages */
+    const char *scale_suffix;  /* the scale tensor of X is X + suffix ("_scale_inv") */
+    const char *scale_key;     /* the scale's name for a weight "weight": "weight_scale_inv" (metadata, inspect) */
+    unsigned schemes;          /* 1 << st_scheme it writes */
+    unsigned default_for;      /* 1 << st_scheme whose default format it is */
+    st_dtype fp32_scale;       /* dtype of fp32 scales (tensor, row, block) */
+    st_dtype mx_scale;         /* dtype of the e8m0 bytes of mx scales */
+    int tensor_rank;           /* per-tensor scale: [] (0), [1] (1) or [1, 1] (2) */
+    int expert_tensor_rank;    /* the same for an MoE expert weight ("...experts.<e>....") */
+    int block_whole_n;         /* fp8-block: N % 128 == 0 too (the loader infers the block from the grid) */
+    int reads_1x128;           /* dequantize: a [N, ceil(K/128)] scale is 1x128 */
+    int block_first;           /* dequantize: a scale that fits the 128x128 grid is read as one first */
+    unsigned expert_unloadable; /* 1 << st_scheme whose MoE experts transformers cannot load (a warning) */
+    int mx_bf16_only;          /* its loader decompresses mx weights to bfloat16 only (a warning) */
+    /* config.json's quantization_config for scheme s (new reference; ignore is taken over) */
+    json_t *(*quant_config)(st_scheme s, int pow2, json_t *ignore);
+} st_format_row;
+
+/* The row of f (not ST_FORMAT_DEFAULT). */
+const st_format_row *st_format_row_of(st_format f);
+
 typedef enum cv_action { CV_COPY, CV_QUANT, CV_DEQUANT, CV_DROP } cv_action;
 
 typedef struct cv_item {
@@ -61,7 +86,11 @@ typedef struct cv {
     size_t errlen;
     size_t slab;
     st_format format;       /* quantize: resolved output convention */
-    int seen_conv;          /* dequantize: 1 "_scale_inv" (fp8) seen, 2 "_scale" (compressed-tensors) seen */
+    unsigned seen_conv;     /* dequantize: 1 << st_format of each convention seen */
+    int64_t fp8_total;      /* dequantize: F8_E4M3 / F8_E5M2 tensors of the input */
+    int64_t fp8_planned;    /* dequantize: those planned for dequantization (the others are excluded) */
+    int deq_complete;       /* dequantize: every fp8 tensor is dequantized (and there is one): the
+                               "quantization" metadata entry and quantization_config go */
     char quant_json[512];
     st_pipe *pipe;          /* writer thread and output buffers */
     const st_file *in;      /* the input file being converted (st_check_size before each slab) */
@@ -98,6 +127,10 @@ char *cv_concat(const char *a, const char *b);
 int cv_exclude_matches(const char *glob, const char *name);
 /* Items of one file (names: global name -> file << 32 | tensor over files). */
 fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *files);
+/* Quantize: warnings about what a loader cannot read as planned (MoE
+ * experts with block / mx scales in compressed-tensors; compressed-tensors'
+ * bfloat16-only mxfp8 decompression for float16 / float32 weights). */
+void cv_loader_warnings(cv *c, const cv_file *files, size_t nfiles);
 /* Dequantize: marks each scale tensor some weight consumes as dropped. */
 void cv_mark_dropped(cv_file *files, size_t nfiles);
 /* Output list in layout order, offsets, metadata and header of one file. */

@@ -476,6 +476,23 @@ fp8kit_status st_convert(fp8kit_ctx *ctx, const char *in, const char *out, const
     return st;
 }
 
+/* Dequantize: the conventions seen, named in out: "fp8", "compressed-tensors",
+ * "mixed (fp8 and compressed-tensors)", or "" for none. */
+static void cv_convention(const cv *c, char *out, size_t outlen)
+{
+    size_t o = 0, n = 0;
+    for (int f = ST_FORMAT_DEFAULT + 1; f < ST_FORMAT_COUNT; f++)
+        n += (c->seen_conv >> f) & 1;
+    out[0] = '\0';
+    if (n > 1)
+        o = (size_t)snprintf(out, outlen, "mixed (");
+    for (int f = ST_FORMAT_DEFAULT + 1, k = 0; f < ST_FORMAT_COUNT && o < outlen; f++)
+        if ((c->seen_conv >> f) & 1)
+            o += (size_t)snprintf(out + o, outlen - o, "%s%s", k++ ? " and " : "", st_format_name((st_format)f));
+    if (n > 1 && o < outlen)
+        snprintf(out + o, outlen - o, ")");
+}
+
 static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const char *out, const st_conv_opts *o,
                                       st_stats *stats, char *err, size_t errlen)
 {
@@ -493,7 +510,7 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         if (!st_format_supports(c->format, o->scheme))
             return cv_fail(c, FP8KIT_ERR_UNSUPPORTED, "--format %s has no %s layout (use --format %s)",
                            st_format_name(c->format), st_scheme_name(o->scheme),
-                           st_format_name(ST_FORMAT_COMPRESSED_TENSORS));
+                           st_format_name(st_format_other(o->scheme, c->format)));
         cv_quant_json(c);
     }
 
@@ -582,8 +599,10 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
     /* plan everything */
     for (size_t i = 0; i < nfiles && !st; i++)
         st = cv_plan_file(c, &files[i], names, files);
-    if (!st && o->dequantize)
+    if (!st && o->dequantize) {
         cv_mark_dropped(files, nfiles);
+        c->deq_complete = c->fp8_total > 0 && c->fp8_planned == c->fp8_total;
+    }
     for (int g = 0; g < o->nexclude + o->ninclude && !st; g++) {
         const char *glob = g < o->nexclude ? o->exclude[g] : o->include[g - o->nexclude];
         int hit = 0;
@@ -603,6 +622,40 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
         st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory (quantization_config)");
     if (st)
         goto done;
+    /* dequantize: the checkpoint stays quantized unless every fp8 tensor is
+     * dequantized; then config.json is copied as it is */
+    const int write_config = config && (!o->dequantize || c->deq_complete);
+    cv_loader_warnings(c, files, nfiles);
+    if (o->dequantize && o->warn) {
+        char msg[600];
+        if (!c->fp8_total)
+            snprintf(msg, sizeof msg, "%s: no F8_E4M3 or F8_E5M2 tensor, nothing to dequantize: every tensor is copied "
+                     "unchanged (and config.json and the metadata as they are)", in);
+        else if (c->fp8_planned < c->fp8_total)
+            snprintf(msg, sizeof msg, "%lld fp8 tensor%s left as %s (--exclude): the output stays quantized, so "
+                     "config.json's quantization_config and the \"quantization\" metadata entry are kept",
+                     (long long)(c->fp8_total - c->fp8_planned), c->fp8_total - c->fp8_planned == 1 ? "" : "s",
+                     c->fp8_total - c->fp8_planned == 1 ? "it is" : "they are");
+        if (!c->deq_complete)
+            o->warn(o->note_user, msg);
+    }
+    /* the model's other files: the names skipped (written here instead), and
+     * what would be copied checked now (a link loop, a dangling link, a FIFO)
+     * rather than half way through */
+    size_t nskip = 0;
+    if (model_dir) {
+        if (!(skip = calloc(nfiles + 3, sizeof *skip))) {
+            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < nfiles; i++)
+            skip[nskip++] = sharded ? files[i].shard : ST_SINGLE_NAME;
+        skip[nskip++] = ST_INDEX_NAME;
+        if (write_config)
+            skip[nskip++] = ST_CONFIG_NAME;
+        if ((st = st_check_model_files(inp.dir, skip, nskip, err, errlen)))
+            goto done;
+    }
     if (c->mem) {
         if (!c->mem->alloc || !c->mem->free || !c->mem->upload || !c->mem->download) {
             st = cv_fail(c, FP8KIT_ERR_INVALID_ARGUMENT, "incomplete device memory operations");
@@ -660,23 +713,13 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
             goto done;
     }
     if (model_dir) { /* the model's other files, then config.json */
-        size_t nskip = 0;
-        if (!(skip = calloc(nfiles + 3, sizeof *skip))) {
-            st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
-            goto done;
-        }
-        for (size_t i = 0; i < nfiles; i++)
-            skip[nskip++] = sharded ? files[i].shard : ST_SINGLE_NAME;
-        skip[nskip++] = ST_INDEX_NAME;
-        if (config)
-            skip[nskip++] = ST_CONFIG_NAME;
         if ((st = st_copy_model_files(&tree, inp.dir, skip, nskip, o->no_fsync, &stats->out_bytes,
                                       &stats->other_files, err, errlen)))
             goto done;
-        if (config && (st = st_config_write(&tree, &cfg, o->dequantize ? NULL : qcfg, o->no_fsync,
-                                            &stats->out_bytes, err, errlen)))
+        if (write_config && (st = st_config_write(&tree, &cfg, o->dequantize ? NULL : qcfg, o->no_fsync,
+                                                  &stats->out_bytes, err, errlen)))
             goto done;
-        stats->other_files += config != NULL;
+        stats->other_files += write_config;
         cv_warn_other_weights(c, inp.dir, skip, nskip);
         char warn[600] = "";
         if ((st = st_tree_commit(&tree, out, o->force, o->no_fsync, &stats->out_changed, warn, sizeof warn, err,
@@ -686,9 +729,7 @@ static fp8kit_status st_convert_paths(fp8kit_ctx *ctx, const char *in, const cha
             o->warn(o->note_user, warn);
     }
     if (o->dequantize)
-        stats->convention = c->seen_conv == 1 ? "fp8" : c->seen_conv == 2 ? "compressed-tensors"
-                            : c->seen_conv == 3                          ? "mixed (fp8 and compressed-tensors)"
-                                                                         : NULL;
+        cv_convention(c, stats->convention, sizeof stats->convention);
     cv_progress(c, 1);
 done:
     st_tree_discard(&tree);

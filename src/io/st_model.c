@@ -406,26 +406,104 @@ static int st_never_copied(const char *name)
            (name[0] == '.' && strstr(name, ST_TMP_TAG));
 }
 
-static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *dst, const char *const *skip,
-                                 size_t nskip, int depth, int no_fsync, uint64_t *bytes, int64_t *nfiles, char *err,
-                                 size_t errlen)
+/* The directories from the model directory down to the one being walked
+ * (links followed): a directory that is one of them again is a link loop. */
+typedef struct st_walk {
+    dev_t dev[ST_MAX_TREE_DEPTH + 2];
+    ino_t ino[ST_MAX_TREE_DEPTH + 2];
+    int n;
+} st_walk;
+
+/* Enters directory path (its stat in sb): refused when it is an ancestor
+ * (a link loop) or lies too deep. */
+static fp8kit_status st_walk_enter(st_walk *w, const char *path, const struct stat *sb, char *err, size_t errlen)
 {
-    if (depth > ST_MAX_TREE_DEPTH)
-        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: directories nested deeper than %d levels (a link loop?)", src,
+    for (int i = 0; i < w->n; i++)
+        if (w->dev[i] == sb->st_dev && w->ino[i] == sb->st_ino)
+            return st_err(err, errlen, FP8KIT_ERR_IO,
+                          "%s: a link loop: it leads back to a directory that contains it (remove the link; nothing "
+                          "of the model's other files is copied through it)",
+                          path);
+    if (w->n > ST_MAX_TREE_DEPTH)
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: directories nested deeper than %d levels", path,
                       ST_MAX_TREE_DEPTH);
-    DIR *d = opendir(src);
-    if (!d)
+    w->dev[w->n] = sb->st_dev;
+    w->ino[w->n++] = sb->st_ino;
+    return FP8KIT_OK;
+}
+
+/* Sorted entries of src (so the copy order, and any error, does not depend
+ * on the file system); *n of them, or an error. */
+static fp8kit_status st_list_dir(const char *src, struct dirent ***list, int *n, char *err, size_t errlen)
+{
+    *list = NULL;
+    *n = scandir(src, list, NULL, alphasort);
+    if (*n < 0)
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", src, strerror(errno));
-    /* sorted, so the copy order (and any error) does not depend on the file system */
-    struct dirent **list = NULL;
-    int n = scandir(src, &list, NULL, alphasort);
-    closedir(d);
-    if (n < 0)
+    return FP8KIT_OK;
+}
+
+static void st_free_list(struct dirent **list, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+/* st_check_model_files' walk: what st_copy_dir would copy, nothing written. */
+static fp8kit_status st_check_dir(st_walk *w, const char *src, const char *const *skip, size_t nskip, char *err,
+                                  size_t errlen)
+{
+    struct dirent **list;
+    int n;
+    fp8kit_status st = st_list_dir(src, &list, &n, err, errlen);
+    for (int i = 0; i < n && !st; i++) {
+        const char *name = list[i]->d_name;
+        if (st_never_copied(name) || (w->n == 1 && st_skipped(name, skip, nskip)))
+            continue;
+        char *s = st_path_join(src, name);
+        struct stat sb;
+        if (!s)
+            st = st_err(err, errlen, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
+        else if (stat(s, &sb))
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", s, strerror(errno));
+        else if (S_ISDIR(sb.st_mode)) {
+            if (!(st = st_walk_enter(w, s, &sb, err, errlen))) {
+                st = st_check_dir(w, s, skip, nskip, err, errlen);
+                w->n--;
+            }
+        } else if (!S_ISREG(sb.st_mode))
+            st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: not a regular file or a directory (%s; not copied)", s,
+                        st_file_kind(sb.st_mode));
+        free(s);
+    }
+    if (n > 0)
+        st_free_list(list, n);
+    return st;
+}
+
+fp8kit_status st_check_model_files(const char *src, const char *const *skip, size_t nskip, char *err, size_t errlen)
+{
+    st_walk w = {.n = 0};
+    struct stat sb;
+    if (stat(src, &sb))
         return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", src, strerror(errno));
-    fp8kit_status st = FP8KIT_OK;
+    fp8kit_status st = st_walk_enter(&w, src, &sb, err, errlen);
+    return st ? st : st_check_dir(&w, src, skip, nskip, err, errlen);
+}
+
+static fp8kit_status st_copy_dir(st_tmp_tree *t, st_walk *w, const char *src, const char *dst,
+                                 const char *const *skip, size_t nskip, int no_fsync, uint64_t *bytes, int64_t *nfiles,
+                                 char *err, size_t errlen)
+{
+    struct dirent **list;
+    int n;
+    fp8kit_status st = st_list_dir(src, &list, &n, err, errlen);
+    if (st)
+        return st;
     for (int i = 0; i < n; i++) {
         const char *name = list[i]->d_name;
-        if (st || st_never_copied(name) || (depth == 0 && st_skipped(name, skip, nskip)))
+        if (st || st_never_copied(name) || (w->n == 1 && st_skipped(name, skip, nskip)))
             continue;
         char *s = st_path_join(src, name), *o = st_path_join(dst, name);
         struct stat sb;
@@ -434,10 +512,14 @@ static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *ds
         else if (stat(s, &sb)) /* links are followed: a model in a download cache is links to blobs */
             st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", s, strerror(errno));
         else if (S_ISDIR(sb.st_mode)) {
-            if (mkdir(o, 0777))
-                st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", o, strerror(errno));
-            else if (!(st = st_tree_track(t, o, 1, err, errlen)))
-                st = st_copy_dir(t, s, o, skip, nskip, depth + 1, no_fsync, bytes, nfiles, err, errlen);
+            /* st_check_model_files found no loop; a link changed since is refused here */
+            if (!(st = st_walk_enter(w, s, &sb, err, errlen))) {
+                if (mkdir(o, 0777))
+                    st = st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", o, strerror(errno));
+                else if (!(st = st_tree_track(t, o, 1, err, errlen)))
+                    st = st_copy_dir(t, w, s, o, skip, nskip, no_fsync, bytes, nfiles, err, errlen);
+                w->n--;
+            }
         } else if (S_ISREG(sb.st_mode)) {
             if (!(st = st_tree_track(t, o, 0, err, errlen)) && !(st = st_copy_file(s, o, no_fsync, bytes, err, errlen)))
                 ++*nfiles;
@@ -447,16 +529,19 @@ static fp8kit_status st_copy_dir(st_tmp_tree *t, const char *src, const char *ds
         }
         free(s), free(o);
     }
-    for (int i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
+    st_free_list(list, n);
     return st;
 }
 
 fp8kit_status st_copy_model_files(st_tmp_tree *t, const char *src, const char *const *skip, size_t nskip,
                                   int no_fsync, uint64_t *bytes, int64_t *nfiles, char *err, size_t errlen)
 {
-    return st_copy_dir(t, src, t->root, skip, nskip, 0, no_fsync, bytes, nfiles, err, errlen);
+    st_walk w = {.n = 0};
+    struct stat sb;
+    if (stat(src, &sb))
+        return st_err(err, errlen, FP8KIT_ERR_IO, "%s: %s", src, strerror(errno));
+    fp8kit_status st = st_walk_enter(&w, src, &sb, err, errlen);
+    return st ? st : st_copy_dir(t, &w, src, t->root, skip, nskip, no_fsync, bytes, nfiles, err, errlen);
 }
 
 /* ----------------------------------------------------------------- commit */

@@ -60,6 +60,12 @@ fp8kit_status st_tree_create(st_tmp_tree *t, const char *final_path, char *err, 
 int st_tmp_clean_stale(const char *final_path);
 /* Registers a path the caller created inside the tree. */
 fp8kit_status st_tree_add(st_tmp_tree *t, const char *path, int is_dir, char *err, size_t errlen);
+/* Checks, before anything is written, what st_copy_model_files would copy
+ * from src (the same names skipped): every entry (links followed) exists and
+ * is a regular file or a directory, no link leads back to a directory that
+ * contains it (a link loop such as "x -> ."), nothing lies deeper than 16
+ * levels. FP8KIT_ERR_IO naming the path otherwise. */
+fp8kit_status st_check_model_files(const char *src, const char *const *skip, size_t nskip, char *err, size_t errlen);
 /* Copies every file and directory of src (links followed) into the tree,
  * except the top-level names in skip, .git, .cache and temporary names;
  * adds the bytes and the number of files copied to *bytes and *nfiles. */

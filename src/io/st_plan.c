@@ -1,10 +1,12 @@
 /* st_plan.c - planning half of the checkpoint converter (docs/spec.md section 5):
  * decides for every input tensor whether it is quantized (2-D F32/F16/BF16
- * "*.weight", not excluded), dequantized (an fp8 weight with a "_scale" or
- * "_scale_inv" tensor whose dtype and shape identify the scheme), dropped (a
+ * "*.weight", not excluded), dequantized (an fp8 weight with the scale tensor
+ * of one format whose dtype and shape identify the scheme), dropped (a
  * scale consumed by dequantization) or copied; names and shapes the outputs,
  * lays them out largest element size first, and builds the header with the
- * kept metadata plus a "quantization" entry. Nothing is written here. */
+ * kept metadata plus a "quantization" entry. What differs between formats
+ * (names, dtypes, shapes, quantization_config) comes from their rows
+ * (st_format.c). Nothing is written here. */
 #define _GNU_SOURCE
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -69,26 +71,6 @@ static int cv_ends_with(const char *s, const char *suffix)
     return a >= b && !memcmp(s + a - b, suffix, b);
 }
 
-const char *st_format_name(st_format f)
-{
-    switch (f) {
-    case ST_FORMAT_FP8: return "fp8";
-    case ST_FORMAT_COMPRESSED_TENSORS: return "compressed-tensors";
-    case ST_FORMAT_DEFAULT: break;
-    }
-    return "default";
-}
-
-st_format st_format_default(st_scheme s)
-{
-    return s == ST_SCHEME_FP8_BLOCK ? ST_FORMAT_FP8 : ST_FORMAT_COMPRESSED_TENSORS;
-}
-
-int st_format_supports(st_format f, st_scheme s)
-{
-    return f == ST_FORMAT_COMPRESSED_TENSORS || (f == ST_FORMAT_FP8 && s != ST_SCHEME_FP8_ROW);
-}
-
 const char *st_keep_reason_text(st_keep_reason r)
 {
     switch (r) {
@@ -139,12 +121,12 @@ static int cv_included(const st_conv_opts *o, const char *name)
 
 /* Does the scheme, in the output format, take an N x K weight the way its
  * loaders read it (tests/consumers/FORMATS.md section 4)? */
-static int cv_shape_fits(st_scheme s, st_format f, int64_t N, int64_t K)
+static int cv_shape_fits(st_scheme s, const st_format_row *f, int64_t N, int64_t K)
 {
     if (s == ST_SCHEME_MXFP8)
         return K % 32 == 0;
     if (s == ST_SCHEME_FP8_BLOCK)
-        return K % 128 == 0 && (f != ST_FORMAT_FP8 || N % 128 == 0);
+        return K % 128 == 0 && (!f->block_whole_n || N % 128 == 0);
     return 1;
 }
 
@@ -203,6 +185,17 @@ static const st_tensor *cv_lookup(json_t *names, const cv_file *files, const cha
     return &files[id >> 32].in->tensors[id & 0xFFFFFFFF];
 }
 
+typedef struct cv_lookup_ctx {
+    json_t *names;
+    const cv_file *files;
+} cv_lookup_ctx;
+
+static const st_tensor *cv_lookup_fn(void *user, const char *name, const st_file **in)
+{
+    const cv_lookup_ctx *l = user;
+    return cv_lookup(l->names, l->files, name, in);
+}
+
 static int cv_same_shape(const st_tensor *t, int nd, const int64_t *shape)
 {
     if (t->ndim != nd)
@@ -242,27 +235,31 @@ static void cv_shape_text(const st_tensor *t, char *buf, size_t n)
         snprintf(buf + o, n - o, "]");
 }
 
-/* Dequantize: which scheme the scale tensor sc of the fp8 weight w encodes.
- * Both conventions of docs/spec.md 5 are read: "_scale_inv" (fp8) and
- * "_scale" (compressed-tensors); fp32 scales may be stored as F32, BF16 or F16
- * (widened exactly), a per-tensor scale as [] or [1], e8m0 scales as F8_E8M0
- * or as U8 bytes. */
-int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_scheme *scheme, int64_t *R, int64_t *C)
+/* Dequantize: which scheme the scale tensor sc of the fp8 weight w encodes in
+ * the given format (its row says whether a [N, ceil(K/128)] grid is 1x128 and
+ * whether a 128x128 grid comes first); fp32 scales may be stored as F32, BF16 or F16
+ * (widened exactly), a per-tensor scale as [], [1] or [1, 1], e8m0 scales as
+ * F8_E8M0 or as U8 bytes. */
+int st_scale_scheme(const st_tensor *w, const st_tensor *sc, st_format format, fp8kit_scheme *scheme, int64_t *R,
+                    int64_t *C)
 {
+    const st_format_row *f = st_format_row_of(format);
+    if (!f)
+        return 0;
     int64_t n1 = st_numel(sc);
     int fscale = sc->dtype == ST_F32 || sc->dtype == ST_BF16 || sc->dtype == ST_F16;
     int escale = sc->dtype == ST_F8_E8M0 || sc->dtype == ST_U8;
-    int one = fscale && n1 == 1 && sc->ndim <= 1;
+    int one = fscale && n1 == 1 && sc->ndim <= 2; /* [], [1] or [1, 1] (transformers' per-tensor MoE experts) */
     if (w->ndim == 2) {
         int64_t N = w->shape[0], K = w->shape[1];
         *R = N, *C = K;
-        if (fscale && inv && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK128X128, N, K))
+        if (fscale && f->block_first && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK128X128, N, K))
             return *scheme = FP8KIT_SCHEME_BLOCK128X128, 1;
         if (one)
             return *scheme = FP8KIT_SCHEME_TENSOR, 1;
         if (fscale && cv_is_grid(sc, FP8KIT_SCHEME_ROW, N, K))
             return *scheme = FP8KIT_SCHEME_ROW, 1;
-        if (fscale && !inv && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK1X128, N, K))
+        if (fscale && f->reads_1x128 && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK1X128, N, K))
             return *scheme = FP8KIT_SCHEME_BLOCK1X128, 1;
         if (fscale && cv_is_grid(sc, FP8KIT_SCHEME_BLOCK128X128, N, K))
             return *scheme = FP8KIT_SCHEME_BLOCK128X128, 1;
@@ -278,67 +275,136 @@ int st_scale_scheme(const st_tensor *w, const st_tensor *sc, int inv, fp8kit_sch
     return 0;
 }
 
-static fp8kit_status cv_detect(cv *c, const st_tensor *w, const st_tensor *sc, int inv, cv_item *it)
+int st_is_fp8_weight(const st_tensor *t) { return t->dtype == ST_F8_E4M3 || t->dtype == ST_F8_E5M2; }
+
+fp8kit_status st_fp8_classify(const st_tensor *w, st_find_fn find, void *user, st_fp8_info *out)
 {
-    fp8kit_quant_desc d = fp8kit_quant_desc_default(FP8KIT_SCHEME_TENSOR);
-    d.elem = w->dtype == ST_F8_E5M2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
-    if (!st_scale_scheme(w, sc, inv, &d.scheme, &it->R, &it->C)) {
-        char wq[160], sq[160], ws[96], ss[96];
-        st_quote(w->name, wq, sizeof wq);
-        st_quote(sc->name, sq, sizeof sq);
-        cv_shape_text(w, ws, sizeof ws);
-        cv_shape_text(sc, ss, sizeof ss);
-        return cv_fail(c, FP8KIT_ERR_CORRUPT_FILE,
-                       "tensor '%s' (%s %s) does not fit any scale scheme for the weight '%s' (%s %s)", sq,
-                       st_dtype_name(sc->dtype), ss, wq, st_dtype_name(w->dtype), ws);
+    memset(out, 0, sizeof *out);
+    int found = 0;
+    for (int f = ST_FORMAT_DEFAULT + 1; f < ST_FORMAT_COUNT; f++) {
+        char *name = cv_concat(w->name, st_format_row_of((st_format)f)->scale_suffix);
+        if (!name)
+            return FP8KIT_ERR_OUT_OF_MEMORY;
+        const st_file *in = NULL;
+        const st_tensor *t = find(user, name, &in);
+        free(name);
+        if (!t)
+            continue;
+        if (found++) { /* a second companion */
+            out->format2 = (st_format)f;
+            continue;
+        }
+        out->scale = t, out->scale_in = in, out->format = (st_format)f;
     }
-    it->desc = d;
-    c->seen_conv |= inv ? 1 : 2;
+    if (found > 1)
+        out->state = ST_FP8_AMBIGUOUS;
+    else if (!found)
+        out->state = ST_FP8_NO_SCALE;
+    else
+        out->state = st_scale_scheme(w, out->scale, out->format, &out->scheme, &out->R, &out->C) ? ST_FP8_OK
+                                                                                                : ST_FP8_BAD_SCALE;
     return FP8KIT_OK;
 }
 
-void st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen)
+void st_fp8_problem(const st_tensor *w, const st_fp8_info *info, char *out, size_t outlen)
+{
+    char wq[160], sq[160], ws[96], ss[96];
+    st_quote(w->name, wq, sizeof wq);
+    cv_shape_text(w, ws, sizeof ws);
+    switch (info->state) {
+    case ST_FP8_OK: snprintf(out, outlen, "tensor '%s': valid", wq); break;
+    case ST_FP8_NO_SCALE: {
+        char names[300] = "";
+        size_t o = 0;
+        for (int f = ST_FORMAT_DEFAULT + 1; f < ST_FORMAT_COUNT && o < sizeof names; f++)
+            o += (size_t)snprintf(names + o, sizeof names - o, "%s'%s%s'", o ? " or " : "", wq,
+                                  st_format_row_of((st_format)f)->scale_suffix);
+        snprintf(out, outlen,
+                 "tensor '%s' (%s %s) has no scale tensor (%s): it cannot be dequantized (--exclude it to copy it "
+                 "unchanged)",
+                 wq, st_dtype_name(w->dtype), ws, names);
+        break;
+    }
+    case ST_FP8_AMBIGUOUS:
+        snprintf(out, outlen, "tensor '%s' has both a '%s%s' and a '%s%s' tensor: which one applies is ambiguous", wq,
+                 wq, st_format_row_of(info->format)->scale_suffix, wq, st_format_row_of(info->format2)->scale_suffix);
+        break;
+    case ST_FP8_BAD_SCALE:
+        st_quote(info->scale->name, sq, sizeof sq);
+        cv_shape_text(info->scale, ss, sizeof ss);
+        snprintf(out, outlen, "tensor '%s' (%s %s) does not fit any scale scheme for the weight '%s' (%s %s)", sq,
+                 st_dtype_name(info->scale->dtype), ss, wq, st_dtype_name(w->dtype), ws);
+        break;
+    }
+}
+
+/* st_find_fn over an array of files (inspect). */
+typedef struct cv_files_view {
+    const st_file *const *files;
+    size_t n;
+} cv_files_view;
+
+static const st_tensor *cv_find_in_files(void *user, const char *name, const st_file **in)
+{
+    const cv_files_view *v = user;
+    for (size_t g = 0; g < v->n; g++) {
+        const st_tensor *t = st_find(v->files[g], name);
+        if (t) {
+            *in = v->files[g];
+            return t;
+        }
+    }
+    return NULL;
+}
+
+size_t st_describe_quant(const st_file *const *files, size_t nfiles, char *out, size_t outlen, char *first,
+                         size_t firstlen)
 {
     static const char *names[] = {"tensor", "row", "1x128", "128x128", "mx"};
-    int64_t count[2][5] = {{0}}, fp8 = 0, unknown = 0;
+    static const char *bad_text[] = {"", "without a scale tensor", "with two scale tensors (ambiguous)",
+                                     "whose scale fits no scheme"};
+    int64_t count[ST_FORMAT_COUNT][5] = {{0}}, fp8 = 0, bad[4] = {0};
+    cv_files_view view = {files, nfiles};
+    if (first && firstlen)
+        first[0] = '\0';
     for (size_t f = 0; f < nfiles; f++)
         for (size_t i = 0; i < files[f]->ntensors; i++) {
             const st_tensor *w = &files[f]->tensors[i];
-            if (w->dtype != ST_F8_E4M3 && w->dtype != ST_F8_E5M2)
+            if (!st_is_fp8_weight(w))
                 continue;
             fp8++;
-            const st_tensor *sc = NULL;
-            int inv = 0;
-            char *sn = cv_concat(w->name, "_scale"), *si = cv_concat(w->name, "_scale_inv");
-            for (size_t g = 0; g < nfiles && !sc; g++) {
-                if (sn && (sc = st_find(files[g], sn)))
-                    inv = 0;
-                else if (si && (sc = st_find(files[g], si)))
-                    inv = 1;
+            st_fp8_info info;
+            if (st_fp8_classify(w, cv_find_in_files, &view, &info)) {
+                snprintf(out, outlen, "? (out of memory)");
+                return 1;
             }
-            free(sn), free(si);
-            fp8kit_scheme s;
-            int64_t R, C;
-            if (sc && st_scale_scheme(w, sc, inv, &s, &R, &C) && (unsigned)s < 5)
-                count[inv][s]++;
-            else
-                unknown++;
+            if (info.state == ST_FP8_OK && (unsigned)info.scheme < 5) {
+                count[info.format][info.scheme]++;
+                continue;
+            }
+            if (info.state == ST_FP8_OK) /* a scheme the line has no name for: cannot happen */
+                info.state = ST_FP8_BAD_SCALE;
+            if (!bad[1] && !bad[2] && !bad[3] && first && firstlen)
+                st_fp8_problem(w, &info, first, firstlen);
+            bad[info.state]++;
         }
     size_t o = 0;
     out[0] = '\0';
     if (!fp8) {
         snprintf(out, outlen, "not quantized (no fp8 tensors)");
-        return;
+        return 0;
     }
-    for (int inv = 1; inv >= 0; inv--)
+    for (int f = ST_FORMAT_DEFAULT + 1; f < ST_FORMAT_COUNT; f++)
         for (int s = 0; s < 5; s++)
-            if (count[inv][s] && o < outlen)
+            if (count[f][s] && o < outlen)
                 o += (size_t)snprintf(out + o, outlen - o, "%s%s (%s): %lld weights %s", o ? "; " : "",
-                                      inv ? "fp8" : "compressed-tensors", inv ? "weight_scale_inv" : "weight_scale",
-                                      (long long)count[inv][s], names[s]);
-    if (unknown && o < outlen)
-        snprintf(out + o, outlen - o, "%s%lld fp8 tensors without a recognised scale", o ? "; " : "",
-                 (long long)unknown);
+                                      st_format_row_of((st_format)f)->name,
+                                      st_format_row_of((st_format)f)->scale_key, (long long)count[f][s], names[s]);
+    for (int k = 1; k < 4; k++)
+        if (bad[k] && o < outlen)
+            o += (size_t)snprintf(out + o, outlen - o, "%sinvalid: %lld fp8 tensor%s %s", o ? "; " : "",
+                                  (long long)bad[k], bad[k] == 1 ? "" : "s", bad_text[k]);
+    return (size_t)(bad[1] + bad[2] + bad[3]);
 }
 
 static int cv_cmp_str(const void *a, const void *b)
@@ -408,7 +474,7 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
             else if (weight && !cv_included(o, t->name) && cv_default_keep(t->name, &why) &&
                      !(o->quantize_all && why == ST_KEEP_LM_HEAD))
                 keep = 1;
-            else if (weight && !cv_shape_fits(o->scheme, c->format, t->shape[0], t->shape[1]))
+            else if (weight && !cv_shape_fits(o->scheme, st_format_row_of(c->format), t->shape[0], t->shape[1]))
                 keep = 1, why = ST_KEEP_SHAPE;
             if (keep) {
                 it->kept = 1;
@@ -427,7 +493,7 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
                     it->desc.rounding = o->rounding;
                 else
                     it->desc.pow2 = o->pow2 ? 1 : 0;
-                it->scale_name = cv_concat(t->name, c->format == ST_FORMAT_FP8 ? "_scale_inv" : "_scale");
+                it->scale_name = cv_concat(t->name, st_format_row_of(c->format)->scale_suffix);
                 if (!it->scale_name) {
                     st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
                     break;
@@ -442,26 +508,31 @@ fp8kit_status cv_plan_file(cv *c, cv_file *f, json_t *names, const cv_file *file
                     break;
                 }
             }
-        } else if ((t->dtype == ST_F8_E4M3 || t->dtype == ST_F8_E5M2) && !cv_excluded(o, t->name)) {
-            char *sn = cv_concat(t->name, "_scale"), *si = cv_concat(t->name, "_scale_inv");
-            const st_file *f1 = NULL, *f2 = NULL;
-            const st_tensor *s1 = sn ? cv_lookup(names, files, sn, &f1) : NULL;
-            const st_tensor *s2 = si ? cv_lookup(names, files, si, &f2) : NULL;
-            free(sn);
-            free(si);
-            if (s1 && s2) {
-                st = cv_fail(c, FP8KIT_ERR_CORRUPT_FILE,
-                             "tensor '%s': has both a _scale and a _scale_inv tensor; which one applies is ambiguous",
-                             tq);
+        } else if (st_is_fp8_weight(t)) {
+            c->fp8_total++;
+            if (cv_excluded(o, t->name))
+                continue;
+            st_fp8_info info;
+            cv_lookup_ctx lc = {names, files};
+            if (st_fp8_classify(t, cv_lookup_fn, &lc, &info)) {
+                st = cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
                 break;
             }
-            if (s1 || s2) {
-                it->act = CV_DEQUANT;
-                it->scale = s1 ? s1 : s2;
-                it->scale_in = s1 ? f1 : f2;
-                if ((st = cv_detect(c, t, it->scale, s2 != NULL, it)))
-                    break;
+            if (info.state != ST_FP8_OK) {
+                char why[700];
+                st_fp8_problem(t, &info, why, sizeof why);
+                st = cv_fail(c, FP8KIT_ERR_CORRUPT_FILE, "%s: %s", in->path ? in->path : "input", why);
+                break;
             }
+            fp8kit_quant_desc d = fp8kit_quant_desc_default(info.scheme);
+            d.elem = t->dtype == ST_F8_E5M2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
+            it->act = CV_DEQUANT;
+            it->scale = info.scale;
+            it->scale_in = info.scale_in;
+            it->desc = d;
+            it->R = info.R, it->C = info.C;
+            c->seen_conv |= 1u << info.format;
+            c->fp8_planned++;
         }
     }
     free(ord);
@@ -495,6 +566,52 @@ static int cv_is_expert(const char *name)
     return p && p[9] >= '0' && p[9] <= '9';
 }
 
+void cv_loader_warnings(cv *c, const cv_file *files, size_t nfiles)
+{
+    const st_conv_opts *o = c->o;
+    const st_format_row *fr = st_format_row_of(c->format);
+    int experts_warn = fr && (fr->expert_unloadable & (1u << o->scheme)),
+        wide_warn = fr && fr->mx_bf16_only && o->scheme == ST_SCHEME_MXFP8;
+    if (o->dequantize || !o->warn || (!experts_warn && !wide_warn))
+        return;
+    const char *other = st_format_name(st_format_other(o->scheme, c->format));
+    int64_t experts = 0, wide = 0;
+    const char *first = NULL, *wide_dt = NULL;
+    for (size_t f = 0; f < nfiles; f++)
+        for (size_t i = 0; i < files[f].nitems; i++) {
+            const cv_item *it = &files[f].items[i];
+            if (it->act != CV_QUANT)
+                continue;
+            if (experts_warn && cv_is_expert(it->src->name) && !experts++)
+                first = it->src->name;
+            if (wide_warn && it->src->dtype != ST_BF16 && !wide++)
+                wide_dt = it->src->dtype == ST_F16 ? "float16" : "float32";
+        }
+    char msg[1200], q[200];
+    if (experts) {
+        st_quote(first, q, sizeof q);
+        snprintf(msg, sizeof msg,
+                 "%lld MoE expert weight%s (e.g. '%s') quantized with %s in the %s format: "
+                 "transformers (5.24) cannot load %s (its fused-expert dequantization multiplies each weight by its "
+                 "scale elementwise, which only per-tensor and per-channel scales survive); vLLM reads them through "
+                 "its own MoE path. For transformers, keep the experts in high precision (--exclude '*.experts.*') "
+                 "or use --format %s",
+                 (long long)experts, experts == 1 ? "" : "s", q, st_scheme_name(o->scheme), fr->name,
+                 experts == 1 ? "it" : "them", other);
+        o->warn(o->note_user, msg);
+    }
+    if (wide) {
+        snprintf(msg, sizeof msg,
+                 "%lld weight%s quantized with mxfp8 in the %s format %s %s, not bfloat16: "
+                 "%s decompresses mxfp8 weights to bfloat16 only, so a %s model fails at its first "
+                 "forward in its default load path; load it with dtype=torch.bfloat16 or "
+                 "CompressedTensorsConfig(dequantize=True), or use --format %s",
+                 (long long)wide, wide == 1 ? "" : "s", fr->name, wide == 1 ? "is" : "are", wide_dt, fr->name, wide_dt,
+                 other);
+        o->warn(o->note_user, msg);
+    }
+}
+
 static int cv_align_of(const st_out_tensor *t) { return (int)st_dtype_size(t->dtype); }
 
 fp8kit_status cv_layout_file(cv *c, cv_file *f)
@@ -511,15 +628,16 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
         else if (it->act == CV_QUANT) {
             /* docs/spec.md section 5's table (st_convert.c checks each slab against
              * fp8kit_quant_shapes) */
+            const st_format_row *fr = st_format_row_of(c->format);
             int64_t ss[2] = {0, 0};
-            int snd = 2, ct = c->format == ST_FORMAT_COMPRESSED_TENSORS;
-            st_dtype sdt = ST_F32;
+            int snd = 2;
+            st_dtype sdt = fr->fp32_scale;
             if (!cv_scale_grid(it->desc.scheme, it->R, it->C, ss)) /* cv_shape_fits kept the others */
                 return cv_fail(c, FP8KIT_ERR_INTERNAL, "tensor '%s': no scale geometry for its shape", t->name);
-            if (it->desc.scheme == FP8KIT_SCHEME_TENSOR) /* [1]; [] with --format fp8, [1, 1] for its MoE experts */
-                snd = ct ? 1 : cv_is_expert(t->name) ? 2 : 0;
+            if (it->desc.scheme == FP8KIT_SCHEME_TENSOR) /* [], [1] or [1, 1]: the row says, experts apart */
+                snd = cv_is_expert(t->name) ? fr->expert_tensor_rank : fr->tensor_rank;
             else if (it->desc.scheme == FP8KIT_SCHEME_MX)
-                sdt = ct ? ST_U8 : ST_F8_E8M0; /* e8m0 bytes */
+                sdt = fr->mx_scale; /* e8m0 bytes */
             cv_add_out(c, f, t->name, ST_F8_E4M3, 2, t->shape, &it->out_main);
             cv_add_out(c, f, it->scale_name, sdt, snd, ss, &it->out_scale);
         }
@@ -570,7 +688,7 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
     if (!f->meta)
         return cv_fail(c, FP8KIT_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < in->nmeta; i++)
-        if (strcmp(in->meta[i].key, "quantization"))
+        if (strcmp(in->meta[i].key, "quantization") || (o->dequantize && !c->deq_complete))
             f->meta[f->nmeta++] = in->meta[i];
     f->has_meta = in->has_meta;
     if (!o->dequantize) {
@@ -581,8 +699,9 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
     char herr[400];
     fp8kit_status st = st_header_build(f->outs, f->nouts, f->meta, f->nmeta, f->has_meta, &f->header,
                                        &f->header_len, &f->data_size, herr, sizeof herr);
-    if (st)
-        return cv_fail(c, st, "%s: output header: %s", f->in->path, herr);
+    if (st) /* an output the format cannot hold (over 100 MB of header): not a refused argument */
+        return cv_fail(c, st == FP8KIT_ERR_INVALID_ARGUMENT ? FP8KIT_ERR_UNSUPPORTED : st, "%s: output header: %s",
+                       f->in->path, herr);
     if (f->data_size != off)
         return cv_fail(c, FP8KIT_ERR_INTERNAL, "%s: header and layout disagree", f->in->path);
     return FP8KIT_OK;
@@ -591,12 +710,13 @@ fp8kit_status cv_layout_file(cv *c, cv_file *f)
 void cv_quant_json(cv *c)
 {
     const st_conv_opts *o = c->o;
-    int mx = o->scheme == ST_SCHEME_MXFP8, ct = c->format == ST_FORMAT_COMPRESSED_TENSORS;
+    const st_format_row *fr = st_format_row_of(c->format);
+    int mx = o->scheme == ST_SCHEME_MXFP8;
     snprintf(c->quant_json, sizeof c->quant_json,
              "{\"tool\":\"fp8kit\",\"version\":\"%s\",\"scheme\":\"%s\",\"format\":\"%s\","
              "\"weight_dtype\":\"F8_E4M3\",\"scale\":\"%s\",\"scale_dtype\":\"%s\",\"%s\":%s%s%s%s}",
-             fp8kit_version_string(), st_scheme_name(o->scheme), st_format_name(c->format),
-             ct ? "weight_scale" : "weight_scale_inv", mx ? (ct ? "U8" : "F8_E8M0") : "F32",
+             fp8kit_version_string(), st_scheme_name(o->scheme), fr->name, fr->scale_key,
+             st_dtype_name(mx ? fr->mx_scale : fr->fp32_scale),
              mx ? "rounding" : "pow2",
              mx ? (o->rounding == FP8KIT_ROUND_RCEIL ? "\"rceil\"" : "\"floor\"") : (o->pow2 ? "true" : "false"),
              o->scheme == ST_SCHEME_FP8_BLOCK ? ",\"block\":[128,128]" : "", mx ? ",\"block\":32" : "",
@@ -604,25 +724,6 @@ void cv_quant_json(cv *c)
 }
 
 /* ------------------------------------------------------ quantization_config */
-/* compressed-tensors' QuantizationArgs for float8 with the given strategy. */
-static json_t *cv_ct_args(const char *strategy, int dynamic, int group, int block, int u8)
-{
-    json_t *a = json_object();
-    json_object_set_new(a, "num_bits", json_integer(8));
-    json_object_set_new(a, "type", json_string("float"));
-    json_object_set_new(a, "symmetric", json_true());
-    json_object_set_new(a, "group_size", group ? json_integer(group) : json_null());
-    json_object_set_new(a, "strategy", json_string(strategy));
-    json_object_set_new(a, "dynamic", json_boolean(dynamic));
-    json_object_set_new(a, "actorder", json_null());
-    json_object_set_new(a, "block_structure", block ? json_pack("[ii]", block, block) : json_null());
-    json_object_set_new(a, "observer", json_null());
-    json_object_set_new(a, "observer_kwargs", json_object());
-    json_object_set_new(a, "scale_dtype", u8 ? json_string("torch.uint8") : json_null());
-    json_object_set_new(a, "zp_dtype", u8 ? json_string("torch.uint8") : json_null());
-    return a;
-}
-
 static int c_has_tensor(const cv_file *files, size_t nfiles, const char *name)
 {
     for (size_t f = 0; f < nfiles; f++)
@@ -664,49 +765,6 @@ static json_t *cv_ignore_list(const cv_file *files, size_t nfiles, int tied_head
 
 json_t *cv_quant_config(cv *c, const cv_file *files, size_t nfiles, int tied_head)
 {
-    const st_conv_opts *o = c->o;
     json_t *ignore = cv_ignore_list(files, nfiles, tied_head);
-    if (c->format == ST_FORMAT_FP8) {
-        json_t *q = json_object();
-        json_object_set_new(q, "quant_method", json_string("fp8"));
-        json_object_set_new(q, "fmt", json_string("e4m3"));
-        json_object_set_new(q, "activation_scheme", json_string("dynamic"));
-        if (o->scheme == ST_SCHEME_FP8_BLOCK)
-            json_object_set_new(q, "weight_block_size", json_pack("[ii]", 128, 128));
-        else if (o->scheme == ST_SCHEME_MXFP8)
-            json_object_set_new(q, "weight_block_size", json_pack("[ii]", 1, 32));
-        else
-            json_object_set_new(q, "weight_block_size", json_null());
-        if ((o->scheme == ST_SCHEME_FP8_BLOCK && o->pow2) || o->scheme == ST_SCHEME_MXFP8)
-            json_object_set_new(q, "scale_fmt", json_string("ue8m0"));
-        /* transformers reads modules_to_not_convert, vLLM ignored_layers */
-        json_object_set_new(q, "modules_to_not_convert", json_deep_copy(ignore));
-        json_object_set_new(q, "ignored_layers", ignore);
-        return q;
-    }
-    const char *fmt = o->scheme == ST_SCHEME_MXFP8 ? "mxfp8-quantized" : "float-quantized";
-    json_t *w, *a;
-    switch (o->scheme) {
-    case ST_SCHEME_FP8_TENSOR: w = cv_ct_args("tensor", 0, 0, 0, 0), a = cv_ct_args("token", 1, 0, 0, 0); break;
-    case ST_SCHEME_FP8_ROW: w = cv_ct_args("channel", 0, 0, 0, 0), a = cv_ct_args("token", 1, 0, 0, 0); break;
-    case ST_SCHEME_FP8_BLOCK: w = cv_ct_args("block", 0, 0, 128, 0), a = cv_ct_args("group", 1, 128, 0, 0); break;
-    default: w = cv_ct_args("group", 0, 32, 0, 1), a = cv_ct_args("group", 1, 32, 0, 1); break;
-    }
-    json_t *g = json_object(), *groups = json_object(), *q = json_object();
-    json_object_set_new(g, "targets", json_pack("[s]", "Linear"));
-    json_object_set_new(g, "weights", w);
-    json_object_set_new(g, "input_activations", a);
-    json_object_set_new(g, "output_activations", json_null());
-    json_object_set_new(g, "format", json_string(fmt));
-    json_object_set_new(groups, "group_0", g);
-    json_object_set_new(q, "quant_method", json_string("compressed-tensors"));
-    json_object_set_new(q, "format", json_string(fmt));
-    json_object_set_new(q, "quantization_status", json_string("compressed"));
-    json_object_set_new(q, "config_groups", groups);
-    json_object_set_new(q, "ignore", ignore);
-    json_object_set_new(q, "kv_cache_scheme", json_null());
-    json_object_set_new(q, "global_compression_ratio", json_null());
-    json_object_set_new(q, "sparsity_config", json_object());
-    json_object_set_new(q, "transform_config", json_object());
-    return q;
+    return ignore ? st_format_row_of(c->format)->quant_config(c->o->scheme, c->o->pow2, ignore) : NULL;
 }
