@@ -39,7 +39,7 @@ for exe in app app_static build/app build/app_static; do
     [ -x "$app/$exe" ] || { cat "$tmp/readme.log"; fail "the README's block made no $exe"; }
 done
 grep -c 'relative error' "$tmp/readme.log" | grep -qx 4 || { cat "$tmp/readme.log"; fail "not 4 runs of the example"; }
-ldd "$app/app" | grep -q 'libfp8kit\.so.* => /' || fail "app is not linked to the shared library"
+ldd "$app/app" | grep 'libfp8kit\.so.* => /' >/dev/null || fail "app is not linked to the shared library"
 for exe in app_static build/app_static; do
     if ldd "$app/$exe" | grep libfp8kit; then fail "$exe linked the shared library"; fi
 done

@@ -12,7 +12,7 @@ set -u
 cli="${1:-build/fp8kit}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 command -v python3 >/dev/null || { echo "test_st_cuda: no python3, skipped"; exit 77; }
-"$cli" info --json 2>/dev/null | grep -q '"cuda":{[^}]*"available":true' ||
+"$cli" info --json 2>/dev/null | grep '"cuda":{[^}]*"available":true' >/dev/null ||
     { echo "test_st_cuda: no usable CUDA device, skipped"; exit 77; }
 "$cli" inspect --help >/dev/null 2>&1 || { echo "test_st_cuda: no safetensors support, skipped"; exit 77; }
 tmp="$(mktemp -d)"
