@@ -40,7 +40,7 @@ from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileErro
                      MisalignedError, NullPointerError, OutOfMemoryError, SizeOverflowError, UnsupportedError,
                      WorkspaceTooSmallError)
 
-# the one version of fp8kit is include/fp8kit.h's FP8KIT_VERSION_* (setup.py's build writes it into
+# the one version of fp8kit is include/fp8kit.h's FP8KIT_VERSION_* (the wheel build writes it into
 # fp8kit/_version.py; from the source tree it is read from the header); loading a libfp8kit of
 # another version raises LibraryVersionError
 __version__ = _lib.package_version()

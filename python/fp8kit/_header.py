@@ -1,6 +1,6 @@
 """_header.py - the version of fp8kit as its one definition states it: the
 FP8KIT_VERSION_MAJOR / _MINOR / _PATCH lines of include/fp8kit.h (no imports
-of the package: setup.py loads this file on its own)."""
+of the package, so that it can be loaded on its own)."""
 import re
 
 _DEFINE = re.compile(r"^\s*#\s*define\s+FP8KIT_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)\b", re.M)
