@@ -40,7 +40,7 @@ static __device__ __forceinline__ void fk_sm90_rc_body(const CUtensorMap &ta, co
         for (int s = 0; s < S::STAGES; s++) {
             fk_mbar_init(full0 + 8 * s, 1 + 64); /* the TMA thread + the two helper warps */
             fk_mbar_init(empty0 + 8 * s, 8);     /* A and B tiles: one arrival per consumer warp */
-            fk_mbar_init(sempty0 + 8 * s, 256);  /* the scale area: every consumer lane, after the promotion */
+            fk_mbar_init(sempty0 + 8 * s, KG ? 256 : 8); /* the scale area, after the promotion: every consumer lane (KG) or warp */
         }
         fk_fence_mbar_init();
     }
