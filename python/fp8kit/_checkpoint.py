@@ -147,9 +147,10 @@ def quantize_checkpoint(src: PathLike, dst: PathLike, scheme: Union[str, Scheme]
     or changed. Paths are str, bytes or os.PathLike.
     scheme: "tensor", "row", "block" (128x128; also "block128x128") or "mx",
     or the CLI's "fp8-tensor", "fp8-row", "fp8-block", "mxfp8" (or a Scheme).
-    format: "fp8" (transformers FineGrainedFP8 / vLLM / DeepSeek-V3:
-    X.weight_scale_inv) or "compressed-tensors" ("ct", "compressed_tensors":
-    X.weight_scale); None is the scheme's default (fp8 for block,
+    format: "fp8" (transformers FineGrainedFP8 / DeepSeek-V3:
+    X.weight_scale_inv; vLLM reads it for fp8-block, not for fp8-tensor) or
+    "compressed-tensors" ("ct", "compressed_tensors": X.weight_scale, the
+    format vLLM loads for every scheme); None is the scheme's default (fp8 for block,
     compressed-tensors for the others). "fp8" has no row layout.
     exclude: a glob or globs (fnmatch; the tensor or module name) of weights
     kept in high precision; a glob matching nothing is an error.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Numpy mock of `fp8kit quantize` with the planned issue-20 CLI.
+"""Numpy mock of `fp8kit quantize` (the converter CLI).
 
     mock_convert.py quantize IN OUT --scheme fp8-tensor|fp8-row|fp8-block|mxfp8
         [--format fp8|compressed-tensors] [--exclude GLOB]... [--quantize-all]
