@@ -19,14 +19,7 @@ def model(tmp_path):
     safetensors package, or a library built without safetensors support)."""
     pytest.importorskip("safetensors.numpy")
     import test_checkpoint
-    try:
-        fp8kit.dequantize_checkpoint(tmp_path / "missing", tmp_path / "out")
-    except fp8kit.UnsupportedError as e:
-        if "without safetensors support" in str(e):
-            pytest.skip("libfp8kit was built without safetensors support")
-        raise
-    except fp8kit.IOFailedError:
-        pass
+    test_checkpoint.skip_without_safetensors(tmp_path)
     return test_checkpoint.make_model(tmp_path / "model")
 
 

@@ -41,11 +41,10 @@ FORMATS = ["fp8", "compressed-tensors", None]
 REF_SCHEME = {"tensor": "tensor", "row": "row", "block": "block128x128", "mx": "mx"}
 
 
-@pytest.fixture(scope="module")
-def safetensors_support(tmp_path_factory):
-    """Skips the tests that convert when libfp8kit was built without src/io
-    (no jansson): its entry points then raise UnsupportedError saying so."""
-    d = tmp_path_factory.mktemp("probe")
+def skip_without_safetensors(d):
+    """Skips the calling test when libfp8kit was built without src/io (no
+    jansson): its entry points then raise UnsupportedError saying so. d: an
+    empty scratch directory."""
     try:
         fp8kit.dequantize_checkpoint(d / "missing", d / "out")
     except fp8kit.UnsupportedError as e:
@@ -54,6 +53,12 @@ def safetensors_support(tmp_path_factory):
         raise
     except fp8kit.IOFailedError:
         pass
+
+
+@pytest.fixture(scope="module")
+def safetensors_support(tmp_path_factory):
+    """Skips the tests that convert when libfp8kit was built without src/io."""
+    skip_without_safetensors(tmp_path_factory.mktemp("probe"))
 
 
 # ------------------------------------------------------------------ the model
