@@ -1,7 +1,7 @@
 /* gemm/families.cu - the CUDA backend's GEMM planner: a loop over the
  * families (gemm/family.h) in order - sm90 small-M, sm90 general, sm90 grouped,
- * sm100 - where the first family of the device's architecture that neither
- * refuses nor declines the job plans it; and the entry points that follow a
+ * sm90 K-grouped, sm100 - where the first family of the job's kind and the
+ * device's architecture that neither refuses nor declines the job plans it; and the entry points that follow a
  * plan to its family (run, workspace, describe). The sm100 family is
  * declared here with its range and no kernels: it refuses every job, so a
  * Blackwell device gets a clear UNSUPPORTED rather than a Hopper kernel. */
@@ -10,9 +10,9 @@
 #include "cuda/gemm/family.h"
 #include "cuda/gemm/host.h"
 
-static fp8kit_status fk_sm100_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
+static fp8kit_status fk_sm100_can_implement(fp8kit_ctx *ctx, const void *jp)
 {
-    (void)job;
+    (void)jp;
     const fk_cuda_state *cs = fk_cuda(ctx);
     return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                    "cuda gemm: device %d is sm_%d%d (Blackwell); the sm100 GEMM family has no kernels yet "
@@ -20,14 +20,16 @@ static fp8kit_status fk_sm100_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *
                    cs->device, cs->cc_major, cs->cc_minor);
 }
 
-static fp8kit_status fk_sm100_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+static fp8kit_status fk_sm100_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     (void)config;
     return fk_sm100_can_implement(ctx, job);
 }
 
-static fp8kit_status fk_sm100_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
+static fp8kit_status fk_sm100_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     (void)plan;
     (void)stream;
     return fk_sm100_can_implement(ctx, job);
@@ -45,7 +47,7 @@ const fk_gemm_family fk_family_sm100 = {
 };
 
 static const fk_gemm_family *const fk_families[] = {&fk_family_sm90_small, &fk_family_sm90, &fk_family_sm90_grouped,
-                                                    &fk_family_sm100};
+                                                    &fk_family_sm90_k_grouped, &fk_family_sm100};
 #define FK_NFAM ((int)(sizeof fk_families / sizeof fk_families[0]))
 
 const fk_gemm_family *fk_family_of(const fk_plan *plan)
@@ -60,7 +62,7 @@ const fk_gemm_family *fk_family_of(const fk_plan *plan)
 
 /* The planner: families of this kind and architecture in order; config
  * NULL: only whether one of them can implement the job (no plan made). */
-static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const fk_gemm_job *job, int kind, void *config)
+static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const void *job, int kind, void *config)
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
     if (!cs)
@@ -83,7 +85,8 @@ static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const fk_gemm_job *job, i
     return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH,
                    "cuda %s: no GEMM kernel family runs on device %d (sm_%d%d); fp8kit's GEMM kernels need sm_90 "
                    "(Hopper)",
-                   kind == FK_FAM_GROUPED ? "grouped gemm" : "gemm", cs->device, cs->cc_major, cs->cc_minor);
+                   kind == FK_FAM_GROUPED ? "grouped gemm" : kind == FK_FAM_K_GROUPED ? "k-grouped gemm" : "gemm",
+                   cs->device, cs->cc_major, cs->cc_minor);
 }
 
 extern "C" fp8kit_status fk_cuda_gemm_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
@@ -124,6 +127,22 @@ extern "C" fp8kit_status fk_cuda_grouped_gemm(fp8kit_ctx *ctx, const fk_grouped_
     if (!f || f->kind != FK_FAM_GROUPED)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: bad plan");
     return f->run(ctx, &job->gemm, plan, stream);
+}
+
+/* fp8kit_k_grouped_gemm: planned per call (the core keeps no plan for it;
+ * choosing the variant is a table lookup), then run by its family. */
+extern "C" fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *job, void *stream)
+{
+    fk_plan plan;
+    memset(&plan, 0, sizeof plan);
+    fp8kit_status st = fk_plan_families(ctx, job, FK_FAM_K_GROUPED, plan.config);
+    if (st)
+        return st;
+    plan.valid = 1;
+    const fk_gemm_family *f = fk_family_of(&plan);
+    if (!f || f->kind != FK_FAM_K_GROUPED)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda k-grouped gemm: bad plan");
+    return f->run(ctx, job, &plan, stream);
 }
 
 extern "C" void fk_cuda_plan_describe(const fk_plan *plan, char *buf, size_t n)

@@ -10,7 +10,7 @@
 
 /* What the sm90 kernels need beyond the core's checks (gemm/sm90/dense_host.cu; the general
  * and small-M families' can_implement). */
-fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job);
+fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *job);
 /* Whether the job takes the precise fp32 path (fp16 copies; gemm/sm90/f16_widen.cu),
  * and the workspace of those copies (0 off the path). */
 int fk_f16_path(const fk_gemm_job *job);

@@ -366,8 +366,9 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
 /* What the sm90 kernels need beyond the core's checks (shared with the
  * small-M family): 32-bit extents, TMA's alignment, and precise fp32 output
  * (the fp16 path) with tensor or row scales only. */
-fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
+fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *jp)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     const fk_cuda_state *cs = fk_cuda(ctx);
     const fp8kit_gemm_desc *dd = &job->desc;
     if (!cs)
@@ -404,8 +405,9 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
 /* The general kernel's plan: the variant (tile width, promotion, cluster,
  * store path) by the cost model, or with autotune on the fastest of the
  * candidates, the small-M family's plan among them when it has one. */
-static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     const fk_cuda_state *cs = fk_cuda(ctx);
     const fp8kit_gemm_desc *dd = &job->desc;
     const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
@@ -569,8 +571,9 @@ static fp8kit_status fk_sm90_sk_args(fp8kit_ctx *ctx, const fk_gemm_job *job, co
     return FP8KIT_OK;
 }
 
-static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
+static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     fk_sm90_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_variant_count)
@@ -720,8 +723,9 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
  * plan NULL: a bound over what any plan of the job could want (the
  * autotuner may pick any tile width), made without planning, so nothing
  * runs on the job's pointers. */
-static size_t fk_sm90_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan)
+static size_t fk_sm90_workspace(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     if (plan) {
         fk_sm90_config cfg;
         memcpy(&cfg, plan->config, sizeof cfg);

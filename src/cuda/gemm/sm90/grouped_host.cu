@@ -85,8 +85,9 @@ extern "C" fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_gro
 }
 
 /* What the grouped kernel needs beyond the core's checks. */
-static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
+static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const void *jp)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     const fk_grouped_job *gj = (const fk_grouped_job *)job; /* job is gj->gemm, its first member */
     if (!fk_cuda(ctx))
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: context has no CUDA state");
@@ -111,8 +112,9 @@ static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *jo
     return FP8KIT_OK;
 }
 
-static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     const fk_grouped_job *gj = (const fk_grouped_job *)job;
     const fk_cuda_state *cs = fk_cuda(ctx);
     const size_t tab = FK_GRP_TAB_BYTES((size_t)gj->groups);
@@ -321,8 +323,9 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     return FP8KIT_OK;
 }
 
-static fp8kit_status fk_grp_run_job(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
+static fp8kit_status fk_grp_run_job(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     return fk_grp_run(ctx, (const fk_grouped_job *)job, plan, stream); /* job is the fk_grouped_job's first member */
 }
 

@@ -1,15 +1,16 @@
-/* gemm/sm90/k_grouped_host.cu - host side of the CUDA K-grouped GEMM
- * (fp8kit_k_grouped_gemm; the kernel: gemm/sm90/kernels_dense.cu's fk_gemm_sm90_kg_kernel,
- * from the pieces in gemm/sm90/kg.cuh): what the kernel
- * needs beyond the core's checks, tensor maps of A (M, Ktot) and B (N, Ktot),
- * the parameters (D as one (G x drows, N) view, beta * D read in place) and
- * the launch. The offsets stay in device memory: the kernel checks them and
- * writes nothing when they are invalid (the optional status word says so);
- * no host sync, no allocation. */
+/* gemm/sm90/k_grouped_host.cu - the sm90 K-grouped GEMM family
+ * (fp8kit_k_grouped_gemm; kernels: gemm/sm90/kernels_k_grouped.cu, from the
+ * pieces in gemm/sm90/kg.cuh): what the kernel needs beyond the core's
+ * checks, the plan (variant, consumer lag, launch mode), tensor maps of A
+ * (M, Ktot) and B (N, Ktot), the parameters (D as one (G x drows, N) view,
+ * beta * D read in place) and the launch. The offsets stay in device
+ * memory: the kernel checks them and writes nothing when they are invalid
+ * (the optional status word says so); no host sync, no allocation. */
 #include <stdio.h>
 #include <string.h>
 #include "cuda/cuda_state.h"
 #include "cuda/driver.h"
+#include "cuda/gemm/family.h"
 #include "cuda/gemm/host.h"
 #include "cuda/gemm/params.h"
 #include "core/tuning.h"
@@ -19,11 +20,6 @@
 static fp8kit_status fk_kg_can_run(fp8kit_ctx *ctx, const fk_k_grouped_job *j, const fk_sm90_variant *v)
 {
     const fk_cuda_state *cs = fk_cuda(ctx);
-    if (!cs)
-        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, FN ": context has no CUDA state");
-    if (cs->cc_major != 9 || cs->cc_minor != 0)
-        return fk_fail(ctx, FP8KIT_ERR_ARCH_MISMATCH, FN ": needs an sm_90 device (this one is sm_%d%d)",
-                       cs->cc_major, cs->cc_minor);
     if (j->d_type == FP8KIT_F32 && !j->fast_accum)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        FN ": f32 output needs desc->fast_accum: Hopper fp8 tensor cores promoted every 128 of K "
@@ -54,21 +50,68 @@ static fp8kit_status fk_kg_can_run(fp8kit_ctx *ctx, const fk_k_grouped_job *j, c
     return FP8KIT_OK;
 }
 
-fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j, void *stream)
+/* The plan's config bytes. */
+typedef struct fk_kg_config {
+    int32_t family;  /* FK_FAM_SM90_K_GROUPED */
+    int32_t variant; /* index into fk_sm90_kg_variants */
+    int32_t lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 */
+    int32_t pdl;     /* programmatic dependent launch */
+} fk_kg_config;
+static_assert(sizeof(fk_kg_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
+
+/* The variant: 192 wide for e4m3 x e4m3 (H100, 2026-11-26, 8bd7612: 3193 vs 3438 us at G 4, M 4096,
+ * N 7168, K 34304), else 128, or what tuning gemm_bn asks for where that kernel exists. */
+static int fk_kg_variant(fp8kit_ctx *ctx, const fk_k_grouped_job *j)
 {
     const int ab = (j->a_type == FP8KIT_E5M2 ? 2 : 0) + (j->b_type == FP8KIT_E5M2 ? 1 : 0);
-    /* the tile width: 192 for e4m3 x e4m3 (H100, 2026-11-26, 8bd7612: 3193 vs 3438 us at G 4, M 4096,
-     * N 7168, K 34304), else 128, or what tuning gemm_bn asks for where that kernel exists */
     const int bn = fk_tuned(fk_ctx_tuning(ctx)->gemm_bn, ab == 0 ? 192 : 128);
-    const fk_sm90_variant *v = NULL;
+    int vi = -1;
     for (int i = 0; i < fk_sm90_kg_variant_count; i++)
-        if (fk_sm90_kg_variants[i].ab == ab && (fk_sm90_kg_variants[i].bn == bn || (!v && fk_sm90_kg_variants[i].bn == 128)))
-            v = &fk_sm90_kg_variants[i];
-    if (!v)
-        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, FN ": no kernel for fp8 pair %d", ab);
-    fp8kit_status st = fk_kg_can_run(ctx, j, v);
-    if (st)
-        return st;
+        if (fk_sm90_kg_variants[i].ab == ab && (fk_sm90_kg_variants[i].bn == bn || (vi < 0 && fk_sm90_kg_variants[i].bn == 128)))
+            vi = i;
+    return vi;
+}
+
+static fp8kit_status fk_kg_can_implement(fp8kit_ctx *ctx, const void *jp)
+{
+    const fk_k_grouped_job *j = (const fk_k_grouped_job *)jp;
+    const int vi = fk_kg_variant(ctx, j);
+    if (vi < 0)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, FN ": no kernel for this fp8 type pair");
+    return fk_kg_can_run(ctx, j, &fk_sm90_kg_variants[vi]);
+}
+
+static fp8kit_status fk_kg_plan(fp8kit_ctx *ctx, const void *jp, void *config)
+{
+    fk_kg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.family = FK_FAM_SM90_K_GROUPED;
+    cfg.variant = fk_kg_variant(ctx, (const fk_k_grouped_job *)jp);
+    /* consumer warpgroup 1 a stage behind (gemm/sm90/pipeline.cuh); programmatic dependent launch
+     * as the other GEMMs (tuning gemm_pdl=0: off) */
+    cfg.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 1);
+    if (cfg.lag < 0 || cfg.lag >= fk_sm90_kg_variants[cfg.variant].stages)
+        cfg.lag = 0;
+    cfg.pdl = fk_tuned(fk_ctx_tuning(ctx)->gemm_pdl, 1) != 0;
+    memcpy(config, &cfg, sizeof cfg);
+    return FP8KIT_OK;
+}
+
+static void fk_kg_describe(const fk_plan *plan, char *buf, size_t n)
+{
+    fk_kg_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    const fk_sm90_variant *v = &fk_sm90_kg_variants[cfg.variant];
+    snprintf(buf, n, "sm90_k_grouped variant=%d bn=%d bm=%d ab=%d stages=%d lag=%d pdl=%d", cfg.variant, v->bn,
+             FK_GEMM_BM, v->ab, v->stages, cfg.lag, cfg.pdl);
+}
+
+static fp8kit_status fk_kg_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
+{
+    const fk_k_grouped_job *j = (const fk_k_grouped_job *)jp;
+    fk_kg_config cfg;
+    memcpy(&cfg, plan->config, sizeof cfg);
+    const fk_sm90_variant *v = &fk_sm90_kg_variants[cfg.variant];
     const fk_cuda_state *cs = fk_cuda(ctx);
     cudaStream_t s = (cudaStream_t)stream;
     if (j->groups == 0) { /* nothing to check or compute */
@@ -135,7 +178,7 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j,
     p.grp_count = (int)j->groups;
     p.grp_tab = v->smem_bytes;
     p.grp_status = j->status;
-    p.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 1); /* consumer warpgroup 1 a stage behind (gemm/sm90/kernels_dense.cu) */
+    p.lag = cfg.lag;
     const int64_t tiles = j->groups * (int64_t)p.sched.count();
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     const size_t smem = (size_t)v->smem_bytes + 4 * (size_t)j->groups;
@@ -145,8 +188,7 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j,
         void *args[3] = {(void *)&tmaps[0], (void *)&tmaps[1], &p};
         cudaLaunchConfig_t lc;
         cudaLaunchAttribute at[2];
-        /* programmatic dependent launch as the other GEMMs (tuning gemm_pdl=0: off) */
-        fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, s, 1, fk_tuned(fk_ctx_tuning(ctx)->gemm_pdl, 1) != 0);
+        fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, smem, s, 1, cfg.pdl != 0);
         e = cudaLaunchKernelExC(&lc, (const void *)v->fn, args);
     }
     if (prev != cs->device)
@@ -154,3 +196,8 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *j,
     FK_CUDA_CHECK(ctx, e);
     return FP8KIT_OK;
 }
+
+const fk_gemm_family fk_family_sm90_k_grouped = {
+    FK_FAM_SM90_K_GROUPED, "sm90_k_grouped", FK_FAM_K_GROUPED, 90, 90, fk_kg_can_implement, fk_kg_plan,
+    fk_kg_run, NULL, fk_kg_describe,
+};

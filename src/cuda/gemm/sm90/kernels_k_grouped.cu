@@ -1,5 +1,5 @@
 /* kernels_k_grouped.cu - the compiled variants of the K-grouped Hopper GEMM kernel
- * (fp8kit_k_grouped_gemm; host side gemm/sm90/k_grouped.cu). */
+ * (fp8kit_k_grouped_gemm; the sm90_k_grouped family, gemm/sm90/k_grouped_host.cu). */
 #include "cuda/gemm/sm90/body_rc.cuh"
 
 #define FK_VKG(BN, AB)                                                                               \

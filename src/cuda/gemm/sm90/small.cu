@@ -337,8 +337,9 @@ void fk_small_describe(const fk_plan *plan, char *buf, size_t n)
              cfg.q.stages, cfg.q.pf, cfg.q.flags, cfg.bpromo, cfg.pdl, fk_store_name(cfg.store));
 }
 
-fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream)
+fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     fk_small_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.family != FK_FAM_SM90_SMALL || cfg.variant < 0 || cfg.variant >= FK_SMALL_NVAR || cfg.q.split < 1 ||
@@ -410,8 +411,9 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_pl
 /* The sm90 kernels' own needs first (fk_sm90_can_implement: when they
  * fail, the general family reports why); then no fused row quantization
  * and not the precise fp32 path. */
-static fp8kit_status fk_small_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *job)
+static fp8kit_status fk_small_can_implement(fp8kit_ctx *ctx, const void *jp)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     if (fk_sm90_can_implement(ctx, job) != FP8KIT_OK)
         return FK_DECLINED;
     const fp8kit_out_quant oq = job->desc.out_quant;
@@ -422,8 +424,9 @@ static fp8kit_status fk_small_can_implement(fp8kit_ctx *ctx, const fk_gemm_job *
 
 /* fk_small_plan's verdict; with autotune on the general family times this
  * plan among its own candidates, so the job goes on to it. */
-static fp8kit_status fk_small_family_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config)
+static fp8kit_status fk_small_family_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
+    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     fp8kit_status st = FP8KIT_OK;
     if (!fk_small_plan(ctx, job, config, &st))
         return FK_DECLINED;
@@ -432,10 +435,10 @@ static fp8kit_status fk_small_family_plan(fp8kit_ctx *ctx, const fk_gemm_job *jo
     return fk_ctx_autotune(ctx) ? FK_DECLINED : FP8KIT_OK;
 }
 
-static size_t fk_small_workspace(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan)
+static size_t fk_small_workspace(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan)
 {
     (void)ctx;
-    (void)job;
+    (void)jp;
     (void)plan;
     return 0;
 }

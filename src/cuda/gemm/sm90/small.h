@@ -17,6 +17,6 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
 void fk_small_describe(const fk_plan *plan, char *buf, size_t n);
 
 /* Launches a plan made by fk_small_plan. */
-fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, void *stream);
+fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const void *job, const fk_plan *plan, void *stream);
 
 #endif
