@@ -18,7 +18,9 @@
  * workspace rules' bad inputs (blocked layout, K % 32, non-e8m0 scales, scale
  * counts, a misaligned workspace or one overlapping any operand) and
  * fp8kit_grouped_gemm_workspace_size (0 on the CPU, placeholder pointers, the
- * call's statuses). */
+ * call's statuses). A sweep of the space (odd M, N and K from 1, one and
+ * three experts, empty groups, masked counts of 0 and M, every scale mode)
+ * checks the same bounds. */
 #include <math.h>
 #include "fp8kit.h"
 #include "format/codec.h"
@@ -785,6 +787,36 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], &rng, ctx);
+    /* The space: odd M (rows per expert), N and K from 1, one and three
+     * experts, both layouts, random groupings (empty groups; masked counts
+     * from 0 to M, the last M) and one-full-group ones (masked: counts 0 and
+     * M), every scale mode, output type, bias and activation in turn. */
+    {
+        static const int64_t tv[] = {1, 17, 129}, nv[] = {1, 33, 131}, kv[] = {1, 33, 257}, gv[] = {1, 3};
+        static const fp8kit_scale_mode sv[] = {FP8KIT_SCALE_NONE, FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW,
+                                               FP8KIT_SCALE_BLOCK};
+        static const fp8kit_dtype dv[] = {FP8KIT_BF16, FP8KIT_F16, FP8KIT_F32};
+        int idx = 0, ran = 0;
+        for (int masked = 0; masked < 2; masked++)
+            for (int layout = 0; layout < 2; layout++)
+                for (int ti = 0; ti < 3; ti++)
+                    for (int ni = 0; ni < 3; ni++)
+                        for (int ki = 0; ki < 3; ki++)
+                            for (int gi = 0; gi < 2; gi++)
+                                for (int si = 0; si < 4; si++, idx++) {
+                                    char name[64];
+                                    snprintf(name, sizeof name, "space %s%s %s #%d", masked ? "masked" : "contig",
+                                             layout ? " one-full" : "", fp8kit_scale_mode_name(sv[si]), idx);
+                                    const gcase c = {name, tv[ti], nv[ni], kv[ki], gv[gi],
+                                                     FP8KIT_E4M3, idx % 5 == 0 ? FP8KIT_E5M2 : FP8KIT_E4M3,
+                                                     dv[idx % 3], FP8KIT_BF16, sv[si], sv[si], idx % 2,
+                                                     idx % 2 ? FP8KIT_ACT_SILU : FP8KIT_ACT_NONE, idx % 4 == 1 ? 16 : 0,
+                                                     layout, masked};
+                                    run_case(&c, &rng, ctx);
+                                    ran++;
+                                }
+        printf("  the space: %d cases\n", ran);
+    }
     const fp8kit_dtype E4 = FP8KIT_E4M3, E5 = FP8KIT_E5M2;
     const mxcase mx[] = {
         {"mx bias gelu bf16, G 8", 301, 72, 96, 8, E4, E4, FP8KIT_BF16, FP8KIT_BF16, 1, FP8KIT_ACT_GELU_TANH, 0, 0,
