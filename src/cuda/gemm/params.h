@@ -70,13 +70,52 @@ struct fk_gemm_params {
     int kg_m;               /* M: rows of A and of each group's D */
 };
 
+/* What a variant's main loop does with scales: the promotion policy of its
+ * consumer (none / tensor / row scales are the epilogue's in every variant).
+ * The values are stable: autotune cache files hold them. */
+enum fk_sm90_scaling {
+    FK_SM90_SCALE_PLAIN = 0,  /* no scales in the main loop (consumer.cuh, consumer_pipe.cuh for f16) */
+    FK_SM90_SCALE_BLOCK = 1,  /* 1x128 A x 128x128 B, per 128 of K (consumer_pipe / consumer / consumer_2w.cuh) */
+    FK_SM90_SCALE_MX = 2,     /* e8m0 per 32 of K on row x column stage tables (body_rc.cuh) */
+    FK_SM90_SCALE_ROWCOL = 3, /* 1x128 A x 1x128 B per 128 of K: the K-grouped kernel (kg.cuh) */
+};
+/* The operands a variant's tensor cores read: an fp8 pair (the kernels'
+ * AB template argument), or fp16 copies of A and B (gemm/sm90/f16_widen.cu:
+ * precise fp32 output, k16 steps). Stable values, as above. */
+enum fk_sm90_operands {
+    FK_SM90_E4M3_E4M3 = 0,
+    FK_SM90_E4M3_E5M2 = 1,
+    FK_SM90_E5M2_E4M3 = 2,
+    FK_SM90_E5M2_E5M2 = 3,
+    FK_SM90_F16 = 4,
+};
+/* The fp8 pair of a job's A and B types. */
+static inline fk_sm90_operands fk_sm90_fp8_pair(fp8kit_dtype a, fp8kit_dtype b)
+{
+    return (fk_sm90_operands)((a == FP8KIT_E5M2 ? 2 : 0) + (b == FP8KIT_E5M2 ? 1 : 0));
+}
+static inline const char *fk_sm90_scaling_name(fk_sm90_scaling s)
+{
+    return s == FK_SM90_SCALE_BLOCK    ? "block"
+           : s == FK_SM90_SCALE_MX     ? "mx"
+           : s == FK_SM90_SCALE_ROWCOL ? "rowcol"
+                                       : "plain";
+}
+static inline const char *fk_sm90_operands_name(fk_sm90_operands o)
+{
+    static const char *const n[] = {"e4m3.e4m3", "e4m3.e5m2", "e5m2.e4m3", "e5m2.e5m2", "f16"};
+    return (unsigned)o < 5u ? n[o] : "?";
+}
+
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
  * between fp32 promotions; 0 = fast accumulation: promote once per tile),
- * block scaling in the main loop, fp8 types (0 e4m3.e4m3, 1 e4m3.e5m2,
- * 2 e5m2.e4m3, 3 e5m2.e5m2), pipeline depth and the kernel itself. */
+ * scaling policy, operands, pipeline depth and the kernel itself. */
 typedef void (*fk_sm90_kernel_fn)(const CUtensorMap, const CUtensorMap, const fk_gemm_params);
 struct fk_sm90_variant {
-    int bn, promo, block, ab, stages;
+    int bn, promo;
+    fk_sm90_scaling scaling;
+    fk_sm90_operands ops;
+    int stages;
     int smem_bytes;
     fk_sm90_kernel_fn fn;
     int cluster; /* CTAs per cluster along M sharing each B tile through TMA multicast (1 or 2) */

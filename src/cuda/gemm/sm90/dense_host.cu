@@ -68,11 +68,12 @@ int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, doubl
 /* 128-row waves per tile of variant v (its tile height / 128). */
 static int fk_waves(const fk_sm90_variant *v) { return v->waves > 1 ? v->waves : 1; }
 
-static int fk_find_variant(int bn, int promo, int block, int ab, int cluster, int ts, int waves)
+static int fk_find_variant(int bn, int promo, fk_sm90_scaling scaling, fk_sm90_operands ops, int cluster, int ts,
+                           int waves)
 {
     for (int i = 0; i < fk_sm90_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_variants[i];
-        if (v->bn == bn && v->promo == promo && v->block == block && v->ab == ab && v->cluster == cluster &&
+        if (v->bn == bn && v->promo == promo && v->scaling == scaling && v->ops == ops && v->cluster == cluster &&
             v->tma_store == ts && fk_waves(v) == waves)
             return i;
     }
@@ -122,7 +123,7 @@ static void fk_sm90_sk_plan(int want, const fk_sm90_variant *v, int64_t tiles, i
 {
     cfg->sk_parts = cfg->sk_tail = 0;
     cfg->sk_grid = cfg->grid;
-    if (v->cluster != 1 || v->block == 2 || fk_waves(v) != 1)
+    if (v->cluster != 1 || v->scaling == FK_SM90_SCALE_MX || fk_waves(v) != 1)
         return;
     int64_t tail = 0;
     const int64_t s = fk_sm90_sk_parts(want, tiles, slots, nkb, &tail);
@@ -296,12 +297,12 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
      * and 0 there (bias_gelu 900 vs 983 / 965 us, same run; +4.3% over plain
      * in a later run, where 3 stages and the TMA-store path gave no more) */
     const int heavy = job->bias || job->desc.act != FP8KIT_ACT_NONE;
-    /* the MX kernel (block 2): no lag (H100, 2026-11-26, 6b8c9ec, bench/mx_peer.py: 4096x7168x16384
+    /* the MX kernel: no lag (H100, 2026-11-26, 6b8c9ec, bench/mx_peer.py: 4096x7168x16384
      * 1547 vs 1786 us, 2048x14336x4096 523 vs 553, 8192^3 1487 vs 1486) */
-    cfg->lag = fk_tuned(tu->gemm_lag, v->block == 2 ? 0 : heavy ? 2 : 1);
+    cfg->lag = fk_tuned(tu->gemm_lag, v->scaling == FK_SM90_SCALE_MX ? 0 : heavy ? 2 : 1);
     if (cfg->lag < 0 || cfg->lag >= v->stages)
         cfg->lag = 0;
-    const int64_t kbytes = v->ab == 4 ? 2 * job->k : job->k; /* f16 variants: fp16 K */
+    const int64_t kbytes = v->ops == FK_SM90_F16 ? 2 * job->k : job->k; /* f16 variants: fp16 K */
     fk_sm90_sk_plan(tu->gemm_sk, v, tiles, slots, fk_ceil_div(kbytes, FK_GEMM_BK), cfg);
     return FP8KIT_OK;
 }
@@ -316,7 +317,7 @@ static const char *fk_sm90_signature(void)
         int words[8];
         for (int i = 0; i < fk_sm90_variant_count; i++) {
             const fk_sm90_variant *v = &fk_sm90_variants[i];
-            words[0] = v->bn; words[1] = v->promo; words[2] = v->block; words[3] = v->ab;
+            words[0] = v->bn; words[1] = v->promo; words[2] = v->scaling; words[3] = v->ops;
             words[4] = v->stages; words[5] = v->smem_bytes; words[6] = i;
             words[7] = -3 + 1000 * v->cluster + 10000 * v->tma_store;
             const unsigned char *b = (const unsigned char *)words;
@@ -332,8 +333,8 @@ static const char *fk_sm90_signature(void)
  * (already in config), the small-M kernel's plan when it took the job, and
  * every general variant of the job's promotion / block / type class with
  * L2 groups of 8 and 16 tile rows; gemm/autotune.cu keeps the fastest. */
-static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int promo, int block,
-                                  int ab, const unsigned char *small_cfg, void *config)
+static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int promo, fk_sm90_scaling scaling,
+                                  fk_sm90_operands ops, const unsigned char *small_cfg, void *config)
 {
     enum { MAXC = 48 };
     unsigned char cands[MAXC][FK_PLAN_CONFIG_BYTES]; /* 3 KB on the stack: the plan lock is per context */
@@ -343,7 +344,7 @@ static fp8kit_status fk_sm90_tune(fp8kit_ctx *ctx, const fk_gemm_job *job, int p
         memcpy(cands[n++], small_cfg, FK_PLAN_CONFIG_BYTES);
     for (int vi = 0; vi < fk_sm90_variant_count && n + 2 <= MAXC; vi++) {
         const fk_sm90_variant *v = &fk_sm90_variants[vi];
-        if (v->promo != promo || v->block != block || v->ab != ab ||
+        if (v->promo != promo || v->scaling != scaling || v->ops != ops ||
             (job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128 && v->bn % 128) ||
             (v->tma_store && !fk_variant_tstore(v, job))) /* it would run the general epilogue */
             continue;
@@ -378,7 +379,7 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *jp)
      * inside each k32 instruction: measured on an H200 (K = 16384, normal
      * data) 1.3e-4 with promotion every 128 of K and 4.6e-5 even after every
      * instruction. So precise fp32 output runs on fp16 copies of A and B
-     * (exact) through the f16 wgmma variants (ab 4, gemm/sm90/f16_widen.cu), with a
+     * (exact) through the f16 wgmma variants (FK_SM90_F16, gemm/sm90/f16_widen.cu), with a
      * workspace; fast_accum keeps the fp8 kernel. Tensor and row scales only. */
     if (fk_f16_path(job) && (block || mx))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
@@ -410,12 +411,12 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     const fk_cuda_state *cs = fk_cuda(ctx);
     const fp8kit_gemm_desc *dd = &job->desc;
-    const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
+    const fk_sm90_operands ab = fk_sm90_fp8_pair(job->a_type, job->b_type);
     const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
-    const int mx = dd->scale_a == FP8KIT_SCALE_MX; /* its own kernel (variant block 2, promotion every k32) */
-    const int vblock = mx ? 2 : block; /* the variant table's block field */
+    const int mx = dd->scale_a == FP8KIT_SCALE_MX; /* its own kernel (promotion every k32) */
+    const fk_sm90_scaling vscaling = mx ? FK_SM90_SCALE_MX : block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
     const int f16 = fk_f16_path(job);
-    const int vab = f16 ? 4 : ab; /* the variant table's operand kind */
+    const fk_sm90_operands vops = f16 ? FK_SM90_F16 : ab;
     /* the small-M family's plan, a candidate for autotune */
     unsigned char small_cfg[FK_PLAN_CONFIG_BYTES];
     memset(small_cfg, 0, sizeof small_cfg);
@@ -437,7 +438,7 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
     const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
     int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
-    if (!block && !mx && (ab == 0 || f16) && tiles128 >= cs->sm_count) {
+    if (!block && !mx && (ab == FK_SM90_E4M3_E4M3 || f16) && tiles128 >= cs->sm_count) {
         /* Wide tiles when every SM has work: 192 (2 x 96 accumulators per
          * thread with promotion), 256 with fast accumulation (128). Cost =
          * waves x width x per-column weight (H100, 2026-11-22: a 128-wide
@@ -449,7 +450,7 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     }
     /* MX e4m3 x e4m3 with every SM busy: 192 wide (H100, 2026-11-26, eed5265, bench/mx_peer.py:
      * 8192^3 1680 vs 1786 us, 4096x7168x16384 1771 vs 1928, 2048x14336x4096 614 vs 626) */
-    if (mx && ab == 0 && tiles128 >= cs->sm_count)
+    if (mx && ab == FK_SM90_E4M3_E4M3 && tiles128 >= cs->sm_count)
         bn = 192;
     bn = fk_tuned(tu->gemm_bn, bn);
     if (dd->out_quant == FP8KIT_OUTQ_BLOCK1X128 && bn % 128)
@@ -461,17 +462,17 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0;
     /* 256-row tiles (two waves): block scales, tuning gemm_bm=256 */
     const int waves = fk_tuned(tu->gemm_bm, 128) == 256 ? 2 : 1;
-    int vi = waves > 1 ? fk_find_variant(bn, promo, vblock, vab, cluster, 0, waves) : -1;
+    int vi = waves > 1 ? fk_find_variant(bn, promo, vscaling, vops, cluster, 0, waves) : -1;
     if (vi < 0 && ts)
-        vi = fk_find_variant(bn, promo, vblock, vab, 1, fk_tma_store_kind(job), 1);
+        vi = fk_find_variant(bn, promo, vscaling, vops, 1, fk_tma_store_kind(job), 1);
     if (vi < 0)
-        vi = fk_find_variant(bn, promo, vblock, vab, cluster, 0, 1);
+        vi = fk_find_variant(bn, promo, vscaling, vops, cluster, 0, 1);
     if (vi < 0)
-        vi = fk_find_variant(bn, promo, vblock, vab, 1, 0, 1);
+        vi = fk_find_variant(bn, promo, vscaling, vops, 1, 0, 1);
     if (vi < 0)
-        vi = fk_find_variant(128, promo, vblock, vab, 1, 0, 1);
+        vi = fk_find_variant(128, promo, vscaling, vops, 1, 0, 1);
     if (vi < 0)
-        vi = fk_find_variant(128, 4, vblock, vab, 1, 0, 1);
+        vi = fk_find_variant(128, 4, vscaling, vops, 1, 0, 1);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
@@ -480,7 +481,7 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
         return st;
     memcpy(config, &cfg, sizeof cfg);
     if (fk_ctx_autotune(ctx) && !f16) /* f16: the heuristic's choice (timing would need the workspace) */
-        return fk_sm90_tune(ctx, job, promo, vblock, ab, small ? small_cfg : NULL, config);
+        return fk_sm90_tune(ctx, job, promo, vscaling, ab, small ? small_cfg : NULL, config);
     return FP8KIT_OK;
 }
 
@@ -584,7 +585,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     /* f16 variants read fp16 copies of A and B (row stride 2K bytes) from the
      * workspace: checked here too (autotune and direct callers), before
      * anything is written */
-    const int f16 = v->ab == 4;
+    const int f16 = v->ops == FK_SM90_F16;
     const void *opa = job->a, *opb = job->b;
     uint64_t kbytes = (uint64_t)job->k, lda = (uint64_t)job->lda, ldb = (uint64_t)job->ldb;
     if (f16) {
@@ -711,9 +712,10 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
     }
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
     snprintf(buf, n,
-             "sm90 variant=%d bn=%d bm=%d promo=%d block=%d ab=%d cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
+             "sm90 variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
              "lag=%d bulk=%d store=%s sk_parts=%d sk_tail=%d pdl=%d",
-             cfg.variant, v->bn, FK_GEMM_BM * fk_waves(v), v->promo, v->block, v->ab, v->cluster, v->tma_store, v->stages, cfg.grid,
+             cfg.variant, v->bn, FK_GEMM_BM * fk_waves(v), v->promo,
+             fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops), v->cluster, v->tma_store, v->stages, cfg.grid,
              cfg.group_m, cfg.lag, !cfg.no_bulk, fk_store_name(cfg.store), cfg.sk_parts, cfg.sk_tail, cfg.pdl);
 }
 

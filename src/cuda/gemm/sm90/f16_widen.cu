@@ -3,7 +3,7 @@
  * sums keep ~14 bits; bench/results/perf-gemm-log-2026-11.md). e4m3 and e5m2 values are exactly
  * representable in fp16, so A and B are widened into the caller's workspace
  * (fp16, row stride K) and the general kernel runs its f16 x f16 variants
- * (ab 4: exact products, fp32 accumulation, promotion every 64 of K). Here:
+ * (FK_SM90_F16: exact products, fp32 accumulation, promotion every 64 of K). Here:
  * which jobs take the path, the workspace it needs, and the widening kernel. */
 #include <cuda_fp8.h>
 #include <stdint.h>

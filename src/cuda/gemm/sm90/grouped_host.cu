@@ -37,11 +37,11 @@ struct fk_grp_config {
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
-static int fk_grp_find_variant(int bn, int promo, int block, int ab)
+static int fk_grp_find_variant(int bn, int promo, fk_sm90_scaling scaling, fk_sm90_operands ops)
 {
     for (int i = 0; i < fk_sm90_grouped_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_grouped_variants[i];
-        if (v->bn == bn && v->promo == promo && v->block == block && v->ab == ab)
+        if (v->bn == bn && v->promo == promo && v->scaling == scaling && v->ops == ops)
             return i;
     }
     return -1;
@@ -118,28 +118,30 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const fk_grouped_job *gj = (const fk_grouped_job *)job;
     const fk_cuda_state *cs = fk_cuda(ctx);
     const size_t tab = FK_GRP_TAB_BYTES((size_t)gj->groups);
-    const int ab = (job->a_type == FP8KIT_E5M2 ? 2 : 0) + (job->b_type == FP8KIT_E5M2 ? 1 : 0);
+    const fk_sm90_operands ab = fk_sm90_fp8_pair(job->a_type, job->b_type);
     /* fp32 output keeps the promotion (as gemm/sm90/dense_host.cu); e5m2 has precise 128-wide variants only */
-    const int mx = job->desc.scale_a == FP8KIT_SCALE_MX; /* the MX kernel: block 2, promo 1 */
-    const int block = mx ? 2 : job->desc.scale_a == FP8KIT_SCALE_BLOCK; /* (promotion every 128 of K, 128 wide) */
+    const int mx = job->desc.scale_a == FP8KIT_SCALE_MX; /* the MX kernel: promo 1 */
+    const int block = job->desc.scale_a == FP8KIT_SCALE_BLOCK; /* (promotion every 128 of K, 128 wide) */
+    const fk_sm90_scaling scaling = mx ? FK_SM90_SCALE_MX : block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
     const int precise = mx ? 1 : 4; /* the promotion every variant of the kind has */
-    int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == 0 && !block ? 0 : precise;
+    const int plain = scaling == FK_SM90_SCALE_PLAIN;
+    int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == FK_SM90_E4M3_E4M3 && plain ? 0 : precise;
     /* tile rows: each group adds at most one partial tile row (half of one on average) */
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2;
     int bn = 128;
-    if (ab == 0 && !block && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
+    if (ab == FK_SM90_E4M3_E4M3 && plain && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
         bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, 1.15); /* the general planner's rule */
-    if (mx && ab == 0 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
+    if (mx && ab == FK_SM90_E4M3_E4M3 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
         bn = 192; /* as the dense MX plan (gemm/sm90/dense_host.cu) */
     const fk_tuning *tu = fk_ctx_tuning(ctx);
     bn = fk_tuned(tu->gemm_bn, bn);
-    int vi = fk_grp_find_variant(bn, promo, block, ab);
+    int vi = fk_grp_find_variant(bn, promo, scaling, ab);
     if (vi < 0)
-        vi = fk_grp_find_variant(128, promo, block, ab);
+        vi = fk_grp_find_variant(128, promo, scaling, ab);
     if (vi < 0)
-        vi = fk_grp_find_variant(128, precise, block, ab);
+        vi = fk_grp_find_variant(128, precise, scaling, ab);
     if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
-        vi = fk_grp_find_variant(128, precise, block, ab); /* the variant with the most room for the group table */
+        vi = fk_grp_find_variant(128, precise, scaling, ab); /* the variant with the most room for the group table */
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: no kernel variant for this case");
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[vi];
@@ -338,8 +340,8 @@ static void fk_grp_describe(const fk_plan *plan, char *buf, size_t n)
         return;
     }
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[cfg.variant];
-    snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d block=%d ab=%d stages=%d group_m=%d lag=%d bulk=%d store=%s pdl=%d",
-             cfg.variant, v->bn, v->promo, v->block, v->ab, v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk,
+    snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d scaling=%s ops=%s stages=%d group_m=%d lag=%d bulk=%d store=%s pdl=%d",
+             cfg.variant, v->bn, v->promo, fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops), v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk,
              fk_store_name(cfg.store), cfg.pdl);
 }
 

@@ -63,11 +63,12 @@ static_assert(sizeof(fk_kg_config) <= FK_PLAN_CONFIG_BYTES, "plan config too lar
  * N 7168, K 34304), else 128, or what tuning gemm_bn asks for where that kernel exists. */
 static int fk_kg_variant(fp8kit_ctx *ctx, const fk_k_grouped_job *j)
 {
-    const int ab = (j->a_type == FP8KIT_E5M2 ? 2 : 0) + (j->b_type == FP8KIT_E5M2 ? 1 : 0);
-    const int bn = fk_tuned(fk_ctx_tuning(ctx)->gemm_bn, ab == 0 ? 192 : 128);
+    const fk_sm90_operands ab = fk_sm90_fp8_pair(j->a_type, j->b_type);
+    const int bn = fk_tuned(fk_ctx_tuning(ctx)->gemm_bn, ab == FK_SM90_E4M3_E4M3 ? 192 : 128);
     int vi = -1;
     for (int i = 0; i < fk_sm90_kg_variant_count; i++)
-        if (fk_sm90_kg_variants[i].ab == ab && (fk_sm90_kg_variants[i].bn == bn || (vi < 0 && fk_sm90_kg_variants[i].bn == 128)))
+        if (fk_sm90_kg_variants[i].ops == ab &&
+            (fk_sm90_kg_variants[i].bn == bn || (vi < 0 && fk_sm90_kg_variants[i].bn == 128)))
             vi = i;
     return vi;
 }
@@ -102,8 +103,8 @@ static void fk_kg_describe(const fk_plan *plan, char *buf, size_t n)
     fk_kg_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
     const fk_sm90_variant *v = &fk_sm90_kg_variants[cfg.variant];
-    snprintf(buf, n, "sm90_k_grouped variant=%d bn=%d bm=%d ab=%d stages=%d lag=%d pdl=%d", cfg.variant, v->bn,
-             FK_GEMM_BM, v->ab, v->stages, cfg.lag, cfg.pdl);
+    snprintf(buf, n, "sm90_k_grouped variant=%d bn=%d bm=%d ops=%s stages=%d lag=%d pdl=%d", cfg.variant,
+             v->bn, FK_GEMM_BM, fk_sm90_operands_name(v->ops), v->stages, cfg.lag, cfg.pdl);
 }
 
 static fp8kit_status fk_kg_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)

@@ -7,18 +7,24 @@
 /* The grouped GEMM's variants (gemm/sm90/grouped_host.cu): the general kernel with the
  * group mapping (GR); the group table follows the variant's shared memory. */
 #define FK_VG(BN, PROMO, BLOCK, AB)                                                     \
-    {BN, PROMO, BLOCK, AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
+    {BN, PROMO, (BLOCK) ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN, AB, fk_sm90_shape<BN>::STAGES,              \
+     fk_sm90_shape<BN>::SMEM,                                                                                    \
      fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, false, true>, 1, 0}
 #define FK_VMXG(BN, AB)                                                                  \
-    {BN, 1, 2, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM, fk_gemm_sm90_mxg_kernel<BN, AB>, 1, 0}
+    {BN, 1, FK_SM90_SCALE_MX, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM,                       \
+     fk_gemm_sm90_mxg_kernel<BN, AB>, 1, 0}
 const fk_sm90_variant fk_sm90_grouped_variants[] = {
-    FK_VG(128, 4, false, 0), FK_VG(128, 4, false, 1), FK_VG(128, 4, false, 2), FK_VG(128, 4, false, 3),
-    FK_VG(128, 0, false, 0), FK_VG(192, 4, false, 0), FK_VG(192, 0, false, 0), FK_VG(256, 0, false, 0),
+    FK_VG(128, 4, false, FK_SM90_E4M3_E4M3), FK_VG(128, 4, false, FK_SM90_E4M3_E5M2),
+    FK_VG(128, 4, false, FK_SM90_E5M2_E4M3), FK_VG(128, 4, false, FK_SM90_E5M2_E5M2),
+    FK_VG(128, 0, false, FK_SM90_E4M3_E4M3), FK_VG(192, 4, false, FK_SM90_E4M3_E4M3),
+    FK_VG(192, 0, false, FK_SM90_E4M3_E4M3), FK_VG(256, 0, false, FK_SM90_E4M3_E4M3),
     /* block scales (1x128 x 128x128): the dense kernel's block consumer, 128 wide */
-    FK_VG(128, 4, true, 0),  FK_VG(128, 4, true, 1),  FK_VG(128, 4, true, 2),  FK_VG(128, 4, true, 3),
-    /* MX (block 2): the MX kernel's consumers and helper warps (promo 1: every k32 step unless
+    FK_VG(128, 4, true, FK_SM90_E4M3_E4M3), FK_VG(128, 4, true, FK_SM90_E4M3_E5M2),
+    FK_VG(128, 4, true, FK_SM90_E5M2_E4M3), FK_VG(128, 4, true, FK_SM90_E5M2_E5M2),
+    /* MX: the MX kernel's consumers and helper warps (promo 1: every k32 step unless
      * a stage's rows have one scale each) */
-    FK_VMXG(128, 0), FK_VMXG(128, 1), FK_VMXG(128, 2), FK_VMXG(128, 3), FK_VMXG(192, 0),
+    FK_VMXG(128, FK_SM90_E4M3_E4M3), FK_VMXG(128, FK_SM90_E4M3_E5M2), FK_VMXG(128, FK_SM90_E5M2_E4M3),
+    FK_VMXG(128, FK_SM90_E5M2_E5M2), FK_VMXG(192, FK_SM90_E4M3_E4M3),
 };
 const int fk_sm90_grouped_variant_count =
     (int)(sizeof fk_sm90_grouped_variants / sizeof fk_sm90_grouped_variants[0]);
