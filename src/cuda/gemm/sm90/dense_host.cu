@@ -43,6 +43,8 @@ struct fk_sm90_config {
     int32_t sk_grid;  /* the grid with the stream-K tail */
     int32_t pdl;      /* launched with programmatic stream serialization (tuning gemm_pdl) */
     int32_t store;    /* the store path (gemm/store.h) chosen for the job */
+    int32_t items;    /* the cost model's view (describe): work items (tiles, or tile pairs of a cluster) */
+    int32_t slots;    /* work items running at once (SMs, or 2-CTA clusters that fit) */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -281,6 +283,8 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     cfg->family = FK_FAM_SM90;
     cfg->variant = vi;
     cfg->grid = (int32_t)((tiles < slots ? (tiles > 0 ? tiles : 1) : slots) * v->cluster);
+    cfg->items = (int32_t)tiles;
+    cfg->slots = (int32_t)slots;
     cfg->group_m = group_m;
     cfg->device = cs->device;
     const fk_tuning *tu = fk_ctx_tuning(ctx);
@@ -717,6 +721,14 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
              cfg.variant, v->bn, FK_GEMM_BM * fk_waves(v), v->promo,
              fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops), v->cluster, v->tma_store, v->stages, cfg.grid,
              cfg.group_m, cfg.lag, !cfg.no_bulk, fk_store_name(cfg.store), cfg.sk_parts, cfg.sk_tail, cfg.pdl);
+    /* the cost model's inputs: work items, waves of them, the last wave's fill */
+    if (cfg.slots > 0) {
+        const size_t len = strlen(buf);
+        const int waves = (cfg.items + cfg.slots - 1) / cfg.slots;
+        const int last = cfg.items - (waves > 0 ? waves - 1 : 0) * cfg.slots;
+        snprintf(buf + len, n > len ? n - len : 0, " items=%d waves=%d last_wave=%d/%d", cfg.items, waves, last,
+                 cfg.slots);
+    }
 }
 
 /* The workspace of the plan's fastest path: precise fp32 output's fp16
