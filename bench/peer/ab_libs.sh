@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# ab_libs.sh - one GPU-machine call that times prebuilt fp8kit libraries, each
+# with optional tuning overrides, beside DeepGEMM: one deepgemm_peer.py
+# process per line of SPEC, in order, DeepGEMM and ours in every process.
+#
+# usage (repository root, on the GPU machine):
+#   OUT=dir [ONLY=regex] bash bench/peer/ab_libs.sh SPEC
+# SPEC lines: TAG LIB [TUNING [PYROOT]]
+#   TAG     a name for the column (letters, digits, - and _)
+#   LIB     a libfp8kit.so built here and carried along (sm_90a)
+#   TUNING  an FP8KIT_TUNING spec for that process, or - for none
+#   PYROOT  a folder whose python/ holds the binding that fits LIB (an older
+#           library needs its own commit's binding); default this repository
+# Repeat a line to interleave runs (the device drifts between processes).
+# Output in OUT: peer-N-TAG.jsonl / .log per process, and 0-table.txt (ours us
+# / DeepGEMM us = ratio per case and column), named to come back first.
+set -u
+spec=${1:?usage: ab_libs.sh SPEC}
+O=${OUT:-/tmp/ab-out}
+mkdir -p "$O"
+root=$(pwd)
+t0=$(date +%s)
+bash bench/peer/deepgemm_build.sh /tmp/dg >"$O/dg-build.log" 2>&1 || { tail -20 "$O/dg-build.log"; exit 1; }
+echo "DeepGEMM built in $(( $(date +%s) - t0 )) s"
+# shellcheck disable=SC1091
+. /tmp/dg/env.sh
+only=${ONLY:-gemm_block|grouped_contiguous|grouped_masked}
+n=0
+while read -r tag lib tun py _; do
+    case "$tag" in ''|'#'*) continue ;; esac
+    n=$((n + 1))
+    here=$root
+    if [ -n "${py:-}" ]; then # the binding of another commit, with this tree's bench/ and include/
+        here=/tmp/ab-root-$n
+        mkdir -p "$here" && cp -r "$root/bench" "$root/include" "$here/" && ln -sfn "$(cd "$py" && pwd)/python" "$here/python"
+    fi
+    [ "${tun:--}" = - ] && tun=
+    FP8KIT_TUNING="$tun" FP8KIT_LIBRARY=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib") \
+        timeout 300 python3 "$here/bench/peer/deepgemm_peer.py" --only "$only" --impls deepgemm,ours \
+        --out "$O/peer-$n-$tag.jsonl" >"$O/peer-$n-$tag.log" 2>&1
+    echo "$n $tag: rc $? at $(( $(date +%s) - t0 )) s"
+done <"$spec"
+python3 - "$O" <<'PY' | tee "$O/0-table.txt"
+import collections, glob, json, sys
+rows, tags = collections.OrderedDict(), []
+for f in sorted(glob.glob(sys.argv[1] + "/peer-*.jsonl"), key=lambda f: int(f.split("peer-")[1].split("-")[0])):
+    tag = f.split("peer-")[1].rsplit(".", 1)[0]
+    tags.append(tag)
+    for line in open(f):
+        r = json.loads(line)
+        rows.setdefault(r["case"], {})[tag] = (r.get("ours_us"), r.get("peer_us"), r.get("ratio"))
+def cell(v):
+    if not v or not v[0] or not v[1]:
+        return "-"
+    return "%.0f/%.0f=%.3f" % v
+print("case".ljust(34), *tags)
+for case, v in rows.items():
+    print(case[:34].ljust(34), *[cell(v.get(t)) for t in tags])
+PY
