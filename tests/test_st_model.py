@@ -68,7 +68,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_st_cli as R  # noqa: E402  (the numpy reference, the readers and the rules of docs/spec.md 5)
 from test_st_cli import (check, run, st_write, st_read, bf16_bits, keep_reason, check_quantized,  # noqa: E402
                          check_dequantized, check_warnings, check_summary, check_json_summary, leftovers,
-                         refused_request)
+                         refused_request, scale_bytes, fp8_codes)
 
 FP8KIT = R.FP8KIT
 INDEX = "model.safetensors.index.json"
@@ -1227,23 +1227,6 @@ def e8m0_codes(rng, shape):
     s = rng.integers(110, 140, shape).astype(np.uint8)
     s.flat[:4] = [0, 127, 254, 255][:s.size]
     return s
-
-
-def f16_bits(x):
-    return np.asarray(x, np.float32).astype(np.float16).view(np.uint16)
-
-
-def scale_bytes(dtype, vals):
-    vals = np.asarray(vals, np.float32)
-    if dtype == "F32":
-        return vals.tobytes()
-    if dtype == "BF16":
-        return bf16_bits(vals).tobytes()
-    return vals.astype(np.float16).tobytes()
-
-
-def fp8_codes(rng, shape):
-    return rng.integers(0, 256, shape, dtype=np.uint8).tobytes()
 
 
 def foreign_checkpoint(rng, conv):
