@@ -217,7 +217,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     /* small_mh=2: M > 64 in two parts of 64 rows of A, each on its own CTAs */
     const int mh = job->m > 64 && fk_tuned(tu->small_mh, 1) == 2 ? 2 : 1;
     const int nt = job->m <= 32 ? 32 : job->m <= 64 || mh == 2 ? 64 : 128;
-    const int wab = (job->b_type == FP8KIT_E5M2 ? 2 : 0) + (job->a_type == FP8KIT_E5M2 ? 1 : 0);
+    const int wab = fk_sm90_fp8_pair(job->b_type, job->a_type); /* (swapped: B is the wgmma A operand) */
     int vi[2] = {-1, -1}; /* without, with column split */
     for (int i = 0; i < FK_SMALL_NVAR; i++)
         if (fk_small_variants[i].nt == nt && fk_small_variants[i].wab == wab)
