@@ -146,6 +146,20 @@ static inline int fk_is_poisoned(const void *p, size_t n)
     return 1;
 }
 
+/* An f16 output cast rounds |y| >= 65520 to infinity (RNE). Near that edge a
+ * backend whose y differs from the fp64 reference by rel el may land on
+ * either side, so a GEMM check treats |y| >= 65520 (1 - el) apart:
+ * fk_t_f16_edge says whether y is there, fk_t_f16_edge_ok whether v is an
+ * answer a correct backend can give (the infinity of y's sign, or, within
+ * el of the edge, a finite value within el of y). */
+static inline int fk_t_f16_edge(double y, double el) { return fabs(y) >= 65520.0 * (1.0 - el); }
+static inline int fk_t_f16_edge_ok(double y, double v, double el)
+{
+    if (isinf(v))
+        return (v > 0) == (y > 0);
+    return fabs(y) <= 65520.0 * (1.0 + el) && fabs(v - y) <= el * fabs(y);
+}
+
 static inline uint32_t fk_t_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fk_t_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
