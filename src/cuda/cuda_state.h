@@ -91,11 +91,6 @@ fp8kit_status fk_cuda_k_grouped_gemm(fp8kit_ctx *ctx, const fk_k_grouped_job *jo
  * bytes, one CTA per SM) of kernel fn fit on the device at once (gemm/launch.cu). */
 cudaError_t fk_cuda_max_clusters(const void *fn, int cluster, int threads, size_t smem, int sm_count, int *count);
 
-/* The general kernel's tile width when every SM has work (gemm/sm90/dense_host.cu): of 256
- * (fast accumulation only), 192 and 128, the lowest waves x width x
- * per-column weight over tile_rows x N tiles, w128 the weight of 128 (192
- * weighs 1, 256 0.98); ties go wider. */
-int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, double w128);
 
 /* A launch hook: when set, the general sm90 kernel's next launches are
  * handed to it (kernel host stub, grid, block, dynamic shared memory, the

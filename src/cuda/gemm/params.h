@@ -11,6 +11,7 @@
 #include "fp8kit.h"
 #include "cuda/gemm/sm90/sched.cuh"
 #include "format/fk_hd.h"
+#include "cuda/gemm/design.h"
 
 /* Everything a GEMM kernel reads besides the two tensor maps. Scale modes are
  * fp8kit_scale_mode values; dtypes fp8kit_dtype values. */
@@ -69,43 +70,6 @@ struct fk_gemm_params {
     int kg_drows;           /* rows of D from one group to the next (its group stride / ldd) */
     int kg_m;               /* M: rows of A and of each group's D */
 };
-
-/* What a variant's main loop does with scales: the promotion policy of its
- * consumer (none / tensor / row scales are the epilogue's in every variant).
- * The values are stable: autotune cache files hold them. */
-enum fk_sm90_scaling {
-    FK_SM90_SCALE_PLAIN = 0,  /* no scales in the main loop (consumer.cuh, consumer_pipe.cuh for f16) */
-    FK_SM90_SCALE_BLOCK = 1,  /* 1x128 A x 128x128 B, per 128 of K (consumer_pipe / consumer / consumer_2w.cuh) */
-    FK_SM90_SCALE_MX = 2,     /* e8m0 per 32 of K on row x column stage tables (body_rc.cuh) */
-    FK_SM90_SCALE_ROWCOL = 3, /* 1x128 A x 1x128 B per 128 of K: the K-grouped kernel (kg.cuh) */
-};
-/* The operands a variant's tensor cores read: an fp8 pair (the kernels'
- * AB template argument), or fp16 copies of A and B (gemm/sm90/f16_widen.cu:
- * precise fp32 output, k16 steps). Stable values, as above. */
-enum fk_sm90_operands {
-    FK_SM90_E4M3_E4M3 = 0,
-    FK_SM90_E4M3_E5M2 = 1,
-    FK_SM90_E5M2_E4M3 = 2,
-    FK_SM90_E5M2_E5M2 = 3,
-    FK_SM90_F16 = 4,
-};
-/* The fp8 pair of a job's A and B types. */
-static inline fk_sm90_operands fk_sm90_fp8_pair(fp8kit_dtype a, fp8kit_dtype b)
-{
-    return (fk_sm90_operands)((a == FP8KIT_E5M2 ? 2 : 0) + (b == FP8KIT_E5M2 ? 1 : 0));
-}
-static inline const char *fk_sm90_scaling_name(fk_sm90_scaling s)
-{
-    return s == FK_SM90_SCALE_BLOCK    ? "block"
-           : s == FK_SM90_SCALE_MX     ? "mx"
-           : s == FK_SM90_SCALE_ROWCOL ? "rowcol"
-                                       : "plain";
-}
-static inline const char *fk_sm90_operands_name(fk_sm90_operands o)
-{
-    static const char *const n[] = {"e4m3.e4m3", "e4m3.e5m2", "e5m2.e4m3", "e5m2.e5m2", "f16"};
-    return (unsigned)o < 5u ? n[o] : "?";
-}
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps
  * between fp32 promotions; 0 = fast accumulation: promote once per tile),

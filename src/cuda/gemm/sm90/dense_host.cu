@@ -16,6 +16,7 @@
 #include "cuda/gemm/params.h"
 #include "cuda/gemm/family.h"
 #include "cuda/gemm/sm90/small.h"
+#include "cuda/gemm/sm90/choose.h"
 #include "cuda/gemm/store.h"
 #include "cuda/driver.h"
 #include <stdio.h>
@@ -45,68 +46,36 @@ struct fk_sm90_config {
     int32_t store;    /* the store path (gemm/store.h) chosen for the job */
     int32_t items;    /* the cost model's view (describe): work items (tiles, or tile pairs of a cluster) */
     int32_t slots;    /* work items running at once (SMs, or 2-CTA clusters that fit) */
+    float cost;       /* the cost model's figure for the pick (0: not the model's pick) */
+    int16_t considered; /* candidates the model costed */
+    int16_t dropped;    /* tuning keys no variant satisfied (FK_SM90_DROP_* bits) */
 };
 static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
-
-int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sm_count, int promo, double w128)
-{
-    static const int cand[3] = {256, 192, 128};
-    const double weight[3] = {0.98, 1.0, w128};
-    double best = -1.0;
-    int bn = 128;
-    for (int i = 0; i < 3; i++) {
-        if (cand[i] == 256 && promo != 0)
-            continue;
-        const int64_t waves = fk_ceil_div(tile_rows * fk_ceil_div(n, cand[i]), sm_count);
-        const double cost = (double)waves * cand[i] * weight[i];
-        if (best < 0.0 || cost < best) {
-            best = cost;
-            bn = cand[i];
-        }
-    }
-    return bn;
-}
+#define FK_SM90_MAX_CANDS 128 /* variants the planner reads (the table has fewer) */
 
 /* 128-row waves per tile of variant v (its tile height / 128). */
 static int fk_waves(const fk_sm90_variant *v) { return v->waves > 1 ? v->waves : 1; }
 
-static int fk_find_variant(int bn, int promo, fk_sm90_scaling scaling, fk_sm90_operands ops, int cluster, int ts,
-                           int waves)
+/* Variant v as the cost model sees it. */
+static fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v)
 {
-    for (int i = 0; i < fk_sm90_variant_count; i++) {
-        const fk_sm90_variant *v = &fk_sm90_variants[i];
-        if (v->bn == bn && v->promo == promo && v->scaling == scaling && v->ops == ops && v->cluster == cluster &&
-            v->tma_store == ts && fk_waves(v) == waves)
-            return i;
-    }
-    return -1;
+    const fk_sm90_cand c = {v->bn, FK_GEMM_BM * fk_waves(v), v->cluster, v->promo, (int)v->scaling, (int)v->ops,
+                            v->tma_store};
+    return c;
 }
 
-/* Stream-K tail. With tiles = W x slots + tail work items, the last wave
- * keeps only `tail` of the `slots` SMs busy (4096^3 with 128 x 192 tiles:
- * 704 = 5 x 132 + 44, so 6 waves of time for 5.33 of work). Each tail tile
- * is split along K into s parts on s CTAs, the last item of each
- * (gemm/sm90/kernels_dense.cu); the price is s - 1 partial tiles written to and read back
- * from the workspace through L2, so s = min(slots / tail, K blocks / 8, 4)
- * and no split below 2 (H100, 2026-11-22, tensor and row scales, same-run
- * interleaved timing against whole tiles: 4096^3 -3 to -3.5%,
- * 4096x4096x7168 -5%, 4096x7168x16384 -5 to -6%; at 4096x7168x2048, 16 K
- * blocks, 4 parts cost +1.5% and 2 parts 0). tuning gemm_sk=0 turns it off,
- * gemm_sk=s asks for s parts (want; FK_AUTO: choose) (still within slots / tail and the K
- * blocks). Single-CTA general variants only (not MX, not 2-CTA clusters). */
-static int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)
+extern "C" int fk_sm90_candidates(fk_sm90_cand *out, int max)
 {
-    *tail = tiles > 0 && slots > 0 ? tiles % slots : 0;
-    if (want == 0 || *tail == 0)
-        return 0;
-    int64_t s = want > 0 ? want : (nkb / 8 < 4 ? nkb / 8 : 4);
-    if (s > slots / *tail)
-        s = slots / *tail;
-    if (s > nkb)
-        s = nkb;
-    return s < 2 ? 0 : s;
+    const int n = fk_sm90_variant_count < max ? fk_sm90_variant_count : max;
+    for (int i = 0; i < n; i++)
+        out[i] = fk_sm90_cand_of(&fk_sm90_variants[i]);
+    return n;
 }
 
+/* Stream-K tail (fk_sm90_sk_parts, gemm/sm90/choose.c): the last wave's
+ * tiles split along K over the idle SMs; the reducing part of each tile adds
+ * the others' partial tiles, kept in the workspace. tuning gemm_sk=0 turns
+ * it off, gemm_sk=s asks for s parts. */
 /* The stream-K area of the workspace: tail x (parts - 1) slots; first 2
  * flag words per slot (fk_sm90_sk_flag_bytes, rounded up to 256 bytes),
  * then the slots' partial tiles (128 x bn fp32 each). */
@@ -125,7 +94,8 @@ static void fk_sm90_sk_plan(int want, const fk_sm90_variant *v, int64_t tiles, i
 {
     cfg->sk_parts = cfg->sk_tail = 0;
     cfg->sk_grid = cfg->grid;
-    if (v->cluster != 1 || v->scaling == FK_SM90_SCALE_MX || fk_waves(v) != 1)
+    const fk_sm90_cand c = fk_sm90_cand_of(v);
+    if (!fk_sm90_sk_able(&c))
         return;
     int64_t tail = 0;
     const int64_t s = fk_sm90_sk_parts(want, tiles, slots, nkb, &tail);
@@ -439,50 +409,37 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     promo = fk_tuned(tu->gemm_promo, promo);
     if (mx)
         promo = 1;
-    const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM);
-    const int64_t tiles128 = tm * fk_ceil_div(job->n, 128);
-    int bn = tiles128 < cs->sm_count && job->n > 64 ? 64 : 128;
-    if (!block && !mx && (ab == FK_SM90_E4M3_E4M3 || f16) && tiles128 >= cs->sm_count) {
-        /* Wide tiles when every SM has work: 192 (2 x 96 accumulators per
-         * thread with promotion), 256 with fast accumulation (128). Cost =
-         * waves x width x per-column weight (H100, 2026-11-22: a 128-wide
-         * tile does ~15% less per column than 192 or 256); ties go wider.
-         * f16 path: BN 128 runs the pipelined consumer and 192 does not, so
-         * 128 does only ~3% less per column (H100, 2026-11-22, 5a4a60c:
-         * 4096^3 452 vs 416 TFLOP/s, 8192^3 534 vs 554). */
-        bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, f16 ? 1.03 : 1.15);
-    }
-    /* MX e4m3 x e4m3 with every SM busy: 192 wide (H100, 2026-11-26, eed5265, bench/mx_peer.py:
-     * 8192^3 1680 vs 1786 us, 4096x7168x16384 1771 vs 1928, 2048x14336x4096 614 vs 626) */
-    if (mx && ab == FK_SM90_E4M3_E4M3 && tiles128 >= cs->sm_count)
-        bn = 192;
-    bn = fk_tuned(tu->gemm_bn, bn);
-    if (dd->out_quant == FP8KIT_OUTQ_BLOCK1X128 && bn % 128)
-        bn = 128; /* a 1x128 group must not span two tiles */
-    /* 2-CTA clusters (B multicast) when the tiles fill the device and pair up along M */
-    int cluster = 1;
-    cluster = fk_tuned(tu->gemm_cluster, cluster);
+    /* every variant of the job's design is a candidate; tuning keys filter
+     * them, and the cost model (gemm/sm90/choose.c) picks */
+    fk_sm90_ask ask;
+    memset(&ask, 0, sizeof ask);
+    ask.m = job->m;
+    ask.n = job->n;
+    ask.sms = cs->sm_count;
+    ask.promo = promo;
+    ask.scaling = (int)vscaling;
+    ask.ops = (int)vops;
+    ask.bn = fk_tuned(tu->gemm_bn, 0);
+    ask.bm = fk_tuned(tu->gemm_bm, 0);
+    ask.cluster = fk_tuned(tu->gemm_cluster, 0);
     /* the TMA-store epilogue's variants (one stage more): plain (1) or with bias / activation (2) */
-    const int ts = cluster == 1 && fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0;
-    /* 256-row tiles (two waves): block scales, tuning gemm_bm=256 */
-    const int waves = fk_tuned(tu->gemm_bm, 128) == 256 ? 2 : 1;
-    int vi = waves > 1 ? fk_find_variant(bn, promo, vscaling, vops, cluster, 0, waves) : -1;
-    if (vi < 0 && ts)
-        vi = fk_find_variant(bn, promo, vscaling, vops, 1, fk_tma_store_kind(job), 1);
-    if (vi < 0)
-        vi = fk_find_variant(bn, promo, vscaling, vops, cluster, 0, 1);
-    if (vi < 0)
-        vi = fk_find_variant(bn, promo, vscaling, vops, 1, 0, 1);
-    if (vi < 0)
-        vi = fk_find_variant(128, promo, vscaling, vops, 1, 0, 1);
-    if (vi < 0)
-        vi = fk_find_variant(128, 4, vscaling, vops, 1, 0, 1);
+    ask.ts_kind = ask.cluster <= 1 && fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0 ? fk_tma_store_kind(job) : 0;
+    ask.width_128 = dd->out_quant == FP8KIT_OUTQ_BLOCK1X128; /* a 1x128 group must not span two tiles */
+    ask.nkb = fk_ceil_div(f16 ? 2 * job->k : job->k, FK_GEMM_BK);
+    ask.sk = tu->gemm_sk;
+    fk_sm90_cand cands[FK_SM90_MAX_CANDS];
+    const int nc = fk_sm90_candidates(cands, FK_SM90_MAX_CANDS);
+    fk_sm90_choice pick;
+    const int vi = fk_sm90_choose(cands, nc, &ask, &pick);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
     fp8kit_status st = fk_sm90_fill(ctx, job, vi, 8, &cfg);
     if (st != FP8KIT_OK)
         return st;
+    cfg.cost = (float)pick.cost;
+    cfg.considered = (int16_t)pick.considered;
+    cfg.dropped = (int16_t)pick.dropped;
     memcpy(config, &cfg, sizeof cfg);
     if (fk_ctx_autotune(ctx) && !f16) /* f16: the heuristic's choice (timing would need the workspace) */
         return fk_sm90_tune(ctx, job, promo, vscaling, ab, small ? small_cfg : NULL, config);
@@ -728,6 +685,15 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
         const int last = cfg.items - (waves > 0 ? waves - 1 : 0) * cfg.slots;
         snprintf(buf + len, n > len ? n - len : 0, " items=%d waves=%d last_wave=%d/%d", cfg.items, waves, last,
                  cfg.slots);
+    }
+    /* the pick's cost (eff. waves x tile height / 128 x width x design weight) among how many */
+    if (cfg.considered > 0) {
+        const size_t len = strlen(buf);
+        snprintf(buf + len, n > len ? n - len : 0, " cost=%.1f of=%d%s%s%s%s", (double)cfg.cost, cfg.considered,
+                 cfg.dropped & FK_SM90_DROP_CLUSTER ? " dropped=gemm_cluster" : "",
+                 cfg.dropped & FK_SM90_DROP_BM ? " dropped=gemm_bm" : "",
+                 cfg.dropped & FK_SM90_DROP_BN ? " dropped=gemm_bn" : "",
+                 cfg.dropped & FK_SM90_DROP_PROMO ? " dropped=gemm_promo" : "");
     }
 }
 

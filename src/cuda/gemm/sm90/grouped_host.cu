@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cuda/gemm/sm90/choose.h"
 #include "cuda/cuda_state.h"
 #include "cuda/gemm/params.h"
 #include "cuda/gemm/family.h"
@@ -130,7 +131,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2;
     int bn = 128;
     if (ab == FK_SM90_E4M3_E4M3 && plain && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
-        bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo, 1.15); /* the general planner's rule */
+        bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo); /* the dense planner's weights (choose.c) */
     if (mx && ab == FK_SM90_E4M3_E4M3 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
         bn = 192; /* as the dense MX plan (gemm/sm90/dense_host.cu) */
     const fk_tuning *tu = fk_ctx_tuning(ctx);

@@ -1,0 +1,196 @@
+/* choose.c - the dense sm90 family's candidates and cost model (choose.h). */
+#include "cuda/gemm/sm90/choose.h"
+
+#include "cuda/gemm/design.h"
+
+static int64_t fk_cdiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+/* Relative time per output column of a tile on a full device, by design
+ * (docs/perf.md, "How the planner chooses", lists the runs behind each):
+ * - plain fp8: 128-wide tiles do about 15% less per column than 192 or 256
+ *   (256 a little more than 192); 64 costs what 128 does;
+ * - the f16 operands (precise fp32 output): 128 runs the pipelined consumer
+ *   and is only ~3% behind 192;
+ * - MX: 192 ahead of 128 (fitted so that the three shapes measured keep
+ *   192);
+ * - block scales: 128 (the pipelined consumer); wider tiles take the plain
+ *   consumer and ran slower at every shape measured;
+ * - 256-row tiles and 2-CTA clusters each a little slower than the
+ *   single 128-row tile at the shapes measured. */
+double fk_sm90_weight(const fk_sm90_cand *c)
+{
+    double w;
+    if (c->scaling == FK_SM90_SCALE_PLAIN && c->ops == FK_SM90_F16)
+        w = c->bn >= 192 ? 1.0 : 1.03;
+    else if (c->scaling == FK_SM90_SCALE_PLAIN)
+        w = c->bn >= 256 ? 0.98 : c->bn >= 192 ? 1.0 : 1.15;
+    else if (c->scaling == FK_SM90_SCALE_MX)
+        w = c->bn >= 192 ? 1.0 : 1.10;
+    else
+        w = c->bn > 128 ? 1.15 : 1.0;
+    if (c->bm > 128)
+        w *= 1.05;
+    if (c->cluster > 1)
+        w *= 1.05;
+    return w;
+}
+
+int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)
+{
+    *tail = tiles > 0 && slots > 0 ? tiles % slots : 0;
+    if (want == 0 || *tail == 0)
+        return 0;
+    int64_t s = want > 0 ? want : (nkb / 8 < 4 ? nkb / 8 : 4);
+    if (s > slots / *tail)
+        s = slots / *tail;
+    if (s > nkb)
+        s = nkb;
+    return s < 2 ? 0 : s;
+}
+
+int fk_sm90_sk_able(const fk_sm90_cand *c)
+{
+    return c->cluster <= 1 && c->scaling != FK_SM90_SCALE_MX && (c->bm <= 128);
+}
+
+/* What a tail tile split into s parts costs in tiles: its share of K, plus
+ * the partial tiles written and reduced through L2 and the parts' uneven
+ * finish (fitted to the stream-K runs in docs/perf.md: 0.2-0.45). */
+#define FK_SK_OVERHEAD 0.35
+
+double fk_sm90_cost(const fk_sm90_cand *c, const fk_sm90_ask *a, fk_sm90_choice *out)
+{
+    const int cl = c->cluster > 1 ? c->cluster : 1;
+    const int bm = c->bm > 0 ? c->bm : 128;
+    /* clusters pair tiles along M; a pair takes two SMs (an estimate: the
+     * kernel's own occupancy query gives the plan's real count) */
+    const int64_t items = fk_cdiv(fk_cdiv(a->m, bm), cl) * fk_cdiv(a->n, c->bn);
+    int64_t slots = a->sms / cl;
+    if (slots < 1)
+        slots = 1;
+    const int64_t waves = fk_cdiv(items, slots);
+    int64_t tail = 0;
+    const int64_t sk = fk_sm90_sk_able(c) ? fk_sm90_sk_parts(a->sk, items, slots, a->nkb, &tail) : 0;
+    const double eff = sk ? (double)(items / slots) + 1.0 / (double)sk + FK_SK_OVERHEAD : (double)waves;
+    const double w = fk_sm90_weight(c);
+    const double cost = eff * (bm / 128.0) * c->bn * w;
+    if (out) {
+        out->items = items;
+        out->slots = slots;
+        out->waves = waves;
+        out->sk_parts = sk;
+        out->eff_waves = eff;
+        out->weight = w;
+        out->cost = cost;
+    }
+    return cost;
+}
+
+/* Whether candidate c may run the ask with tuning keys `keep` (drop bits
+ * cleared) and promotion `promo`. */
+static int fk_fits(const fk_sm90_cand *c, const fk_sm90_ask *a, int drop, int promo)
+{
+    if (c->scaling != a->scaling || c->ops != a->ops || c->promo != promo)
+        return 0;
+    if (c->tma_store && c->tma_store != a->ts_kind)
+        return 0;
+    if (a->width_128 && c->bn % 128)
+        return 0;
+    const int bn_free = !a->bn || (drop & FK_SM90_DROP_BN);
+    if (!bn_free && c->bn != a->bn)
+        return 0;
+    if (a->bm && !(drop & FK_SM90_DROP_BM) && (c->bm > 0 ? c->bm : 128) != a->bm)
+        return 0;
+    if (a->cluster && !(drop & FK_SM90_DROP_CLUSTER) && (c->cluster > 1 ? c->cluster : 1) != a->cluster)
+        return 0;
+    /* tiles narrower than 128 only where the 128-wide ones leave SMs idle
+     * (they spread the work over more SMs) and N spans more than one; on a
+     * full device they halve B's reuse (unless tuning asks for them) */
+    if (bn_free && c->bn < 128) {
+        const int64_t tiles128 = fk_cdiv(a->m, 128) * fk_cdiv(a->n, 128);
+        if (tiles128 >= a->sms || a->n <= 64)
+            return 0;
+    }
+    return 1;
+}
+
+/* Costs closer than this (relative) are equal to the model: its weights are
+ * measured to a few percent. */
+#define FK_COST_RESOLUTION 0.02
+
+/* Whether x beats the incumbent y at equal cost: on a device the 128-wide
+ * tiles do not fill, narrower (more SMs busy); else the design that does
+ * more per column, then wider; then the TMA-store epilogue, single 128-row
+ * tiles, no cluster. */
+static int fk_better_tie(const fk_sm90_cand *x, const fk_sm90_cand *y, int partial)
+{
+    if (partial && x->bn != y->bn)
+        return x->bn < y->bn;
+    const double wx = fk_sm90_weight(x), wy = fk_sm90_weight(y);
+    if (!partial && wx != wy)
+        return wx < wy;
+    if (x->bn != y->bn)
+        return x->bn > y->bn;
+    if (x->tma_store != y->tma_store)
+        return x->tma_store > y->tma_store;
+    if (x->bm != y->bm)
+        return x->bm < y->bm;
+    return x->cluster < y->cluster;
+}
+
+int fk_sm90_choose(const fk_sm90_cand *tab, int n, const fk_sm90_ask *a, fk_sm90_choice *out)
+{
+    fk_sm90_choice best = {-1, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0};
+    const int partial = fk_cdiv(a->m, 128) * fk_cdiv(a->n, 128) < a->sms;
+    /* the tuning keys no variant satisfies are dropped in this order, then
+     * the promotion falls back to every 128 of K (always as precise) */
+    static const int steps[5] = {0, FK_SM90_DROP_CLUSTER, FK_SM90_DROP_BM, FK_SM90_DROP_BN, FK_SM90_DROP_PROMO};
+    int drop = 0;
+    for (int s = 0; s < 5 && best.index < 0; s++) {
+        drop |= steps[s];
+        const int promo = (drop & FK_SM90_DROP_PROMO) ? 4 : a->promo;
+        if (s > 0 && s < 4) { /* a key that was not set has nothing to drop */
+            const int key = steps[s] == FK_SM90_DROP_CLUSTER ? a->cluster : steps[s] == FK_SM90_DROP_BM ? a->bm : a->bn;
+            if (!key)
+                continue;
+        }
+        if (s == 4 && a->promo == 4)
+            break;
+        for (int i = 0; i < n; i++) {
+            if (!fk_fits(&tab[i], a, drop, promo))
+                continue;
+            fk_sm90_choice c;
+            fk_sm90_cost(&tab[i], a, &c);
+            best.considered++;
+            if (best.index < 0 || c.cost < best.cost ||
+                (c.cost == best.cost && fk_better_tie(&tab[i], &tab[best.index], partial))) {
+                c.index = i;
+                c.considered = best.considered;
+                best = c;
+            }
+        }
+        best.dropped = drop & ((a->cluster ? FK_SM90_DROP_CLUSTER : 0) | (a->bm ? FK_SM90_DROP_BM : 0) |
+                               (a->bn ? FK_SM90_DROP_BN : 0) | (s == 4 ? FK_SM90_DROP_PROMO : 0));
+    }
+    if (out)
+        *out = best;
+    return best.index;
+}
+
+int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sms, int promo)
+{
+    static const int widths[3] = {256, 192, 128};
+    double best = -1.0;
+    int bn = 128;
+    for (int i = 0; i < 3; i++) {
+        if (widths[i] == 256 && promo != 0)
+            continue;
+        const fk_sm90_cand c = {widths[i], 128, 1, promo, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0};
+        const double cost = (double)fk_cdiv(tile_rows * fk_cdiv(n, widths[i]), sms) * widths[i] * fk_sm90_weight(&c);
+        if (best < 0.0 || cost < best) {
+            best = cost;
+            bn = widths[i];
+        }
+    }
+    return bn;
+}

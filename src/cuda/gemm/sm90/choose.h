@@ -1,0 +1,88 @@
+/* choose.h - the dense sm90 family's planner: every kernel variant that can run
+ * a job is a candidate, a cost model (waves x tile work x a per-design
+ * weight) ranks them, and tuning keys filter them. Plain host C without CUDA
+ * headers, so tests check it on machines with no GPU and no CUDA compiler. */
+#ifndef FK_SM90_CHOOSE_H
+#define FK_SM90_CHOOSE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A kernel variant as the cost model sees it (fk_sm90_variant's shape). The
+ * scaling and operand codes are fk_sm90_scaling / fk_sm90_operands values. */
+typedef struct fk_sm90_cand {
+    int bn;        /* tile width */
+    int bm;        /* tile height: 128, or 256 (two 128-row waves) */
+    int cluster;   /* CTAs per cluster along M (B multicast): 1 or 2 */
+    int promo;     /* wgmma k32 steps per promotion, 0 none */
+    int scaling;   /* fk_sm90_scaling */
+    int ops;       /* fk_sm90_operands */
+    int tma_store; /* 0 general epilogue, 1 / 2 the TMA-store kinds */
+} fk_sm90_cand;
+
+/* The job and the tuning as the planner sees them. */
+typedef struct fk_sm90_ask {
+    int64_t m, n;
+    int sms;           /* streaming multiprocessors */
+    int promo;         /* the promotion the job wants (4 is always acceptable) */
+    int scaling, ops;  /* as fk_sm90_cand */
+    int ts_kind;       /* the TMA-store kind the job may use, 0 none */
+    int width_128;     /* fused 1x128 output quantization: widths that are multiples of 128 */
+    int bn, bm, cluster; /* tuning keys gemm_bn / gemm_bm / gemm_cluster, 0 free */
+    int64_t nkb;       /* K blocks of 128 (of the operands' bytes: fp16 copies count twice) */
+    int sk;            /* tuning gemm_sk: -1 auto, 0 off, s parts */
+} fk_sm90_ask;
+
+/* The pick and what the cost model saw. */
+typedef struct fk_sm90_choice {
+    int index;      /* into the table, -1 when no variant fits */
+    int considered; /* candidates costed */
+    int dropped;    /* tuning keys no variant satisfied, dropped: FK_SM90_DROP_* bits */
+    int64_t items;  /* work items (tiles, or tile pairs of a cluster) */
+    int64_t slots;  /* items running at once */
+    int64_t waves;  /* ceil(items / slots) */
+    int64_t sk_parts; /* the stream-K tail's parts per tile (0: whole tiles) */
+    double eff_waves; /* waves with the stream-K tail counted as its share */
+    double weight;  /* the design's relative time per output column */
+    double cost;    /* eff_waves x (bm / 128) x bn x weight */
+} fk_sm90_choice;
+
+enum { FK_SM90_DROP_CLUSTER = 1, FK_SM90_DROP_BM = 2, FK_SM90_DROP_BN = 4, FK_SM90_DROP_PROMO = 8 };
+
+/* Stream-K tail: with tiles = W x slots + tail work items, the tail tiles
+ * are split along K into s parts on s SMs (s = min(slots / tail, nkb / 8,
+ * 4), or `want` when > 0; 0 when under 2 or want is 0); *tail gets tail. */
+int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail);
+
+/* Whether a candidate can run a stream-K tail (single-CTA 128-row tiles, not MX). */
+int fk_sm90_sk_able(const fk_sm90_cand *c);
+
+/* The design weight of a candidate (relative time per output column of a
+ * full device; docs/perf.md has the measurements behind each). */
+double fk_sm90_weight(const fk_sm90_cand *c);
+
+/* The cheapest candidate of tab[0 .. n) for the ask (out->index -1: none
+ * fits). Returns out->index. */
+int fk_sm90_choose(const fk_sm90_cand *tab, int n, const fk_sm90_ask *ask, fk_sm90_choice *out);
+
+/* The cost of candidate c for the ask, filling out's counts (index and
+ * considered untouched). */
+double fk_sm90_cost(const fk_sm90_cand *c, const fk_sm90_ask *ask, fk_sm90_choice *out);
+
+/* The dense family's variant table as candidates: fills out[0 .. max) and
+ * returns the count (gemm/sm90/dense_host.cu; CUDA builds only). */
+int fk_sm90_candidates(fk_sm90_cand *out, int max);
+
+/* The plain e4m3 tile width (256 with promo 0, 192, 128) of least waves x
+ * width x weight for tile_rows rows of 128-row tiles: the grouped GEMM's
+ * choice (its rows are known only on the device). */
+int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sms, int promo);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

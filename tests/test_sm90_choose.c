@@ -1,0 +1,277 @@
+/* test_sm90_choose.c - the dense sm90 planner's candidates and cost model
+ * (src/cuda/gemm/sm90/choose.c), which needs no GPU: hand-costed picks, the
+ * stream-K split, tuning keys as filters and the keys it drops, the fused
+ * 1x128 output's widths, the TMA-store preference, and over a grid of
+ * shapes and device sizes that every pick fits the job and costs no more
+ * than any other candidate that fits. With the CUDA backend compiled, the
+ * fixture below must equal the library's own variant table. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "cuda/gemm/design.h"
+#include "cuda/gemm/sm90/choose.h"
+#include "test_util.h"
+
+/* The library's variant table as the cost model sees it (kernels_dense.cu). */
+#define P FK_SM90_SCALE_PLAIN
+#define B FK_SM90_SCALE_BLOCK
+#define X FK_SM90_SCALE_MX
+static const fk_sm90_cand k_tab[] = {
+    {128, 128, 1, 4, P, 0, 0}, {128, 128, 1, 4, P, 1, 0}, {128, 128, 1, 4, P, 2, 0}, {128, 128, 1, 4, P, 3, 0},
+    {64, 128, 1, 4, P, 0, 0},  {128, 128, 1, 0, P, 0, 0}, {64, 128, 1, 0, P, 0, 0},  {128, 128, 1, 4, B, 0, 0},
+    {64, 128, 1, 4, B, 0, 0},  {128, 128, 1, 2, P, 0, 0}, {128, 128, 1, 1, P, 0, 0}, {192, 128, 1, 4, P, 0, 0},
+    {192, 128, 1, 0, P, 0, 0}, {256, 128, 1, 0, P, 0, 0},
+    {128, 128, 1, 4, B, 1, 0}, {128, 128, 1, 4, B, 2, 0}, {128, 128, 1, 4, B, 3, 0},
+    {192, 128, 1, 4, B, 0, 0},
+    {128, 128, 1, 1, X, 0, 0}, {128, 128, 1, 1, X, 1, 0}, {128, 128, 1, 1, X, 2, 0}, {128, 128, 1, 1, X, 3, 0},
+    {64, 128, 1, 1, X, 0, 0},  {192, 128, 1, 1, X, 0, 0},
+    {192, 128, 2, 4, P, 0, 0}, {256, 128, 2, 0, P, 0, 0},
+    {128, 128, 2, 4, B, 0, 0}, {192, 128, 2, 4, B, 0, 0},
+    {128, 256, 1, 4, B, 0, 0}, {128, 256, 2, 4, B, 0, 0},
+    {256, 128, 1, 0, P, 0, 1}, {192, 128, 1, 4, P, 0, 1}, {192, 128, 1, 0, P, 0, 1}, {128, 128, 1, 4, P, 0, 1},
+    {128, 128, 1, 0, P, 0, 1},
+    {256, 128, 1, 0, P, 0, 2}, {192, 128, 1, 4, P, 0, 2}, {192, 128, 1, 0, P, 0, 2}, {128, 128, 1, 4, P, 0, 2},
+    {128, 128, 1, 0, P, 0, 2},
+    {128, 128, 1, 4, P, 4, 0}, {64, 128, 1, 4, P, 4, 0}, {192, 128, 1, 4, P, 4, 0}, {128, 128, 1, 0, P, 4, 0},
+};
+#undef P
+#undef B
+#undef X
+static const int k_n = (int)(sizeof k_tab / sizeof k_tab[0]);
+
+static fk_sm90_ask ask_of(int64_t m, int64_t n, int64_t k, int sms, int scaling, int ops, int promo)
+{
+    fk_sm90_ask a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    a.n = n;
+    a.sms = sms;
+    a.scaling = scaling;
+    a.ops = ops;
+    a.promo = promo;
+    a.nkb = (k + 127) / 128;
+    a.sk = -1;
+    return a;
+}
+
+static const fk_sm90_cand *pick(const fk_sm90_ask *a, fk_sm90_choice *c)
+{
+    const int i = fk_sm90_choose(k_tab, k_n, a, c);
+    return i >= 0 ? &k_tab[i] : NULL;
+}
+
+static int near(double x, double y) { return fabs(x - y) <= 1e-6 * fmax(1.0, fabs(y)); }
+
+static void test_hand_costed(void)
+{
+    fk_sm90_choice c;
+    /* plain e4m3, 4096^3, 132 SMs: 128 wide is 1024 tiles, 8 waves (a tail of
+     * 100 cannot split): 8 x 128 x 1.15; 192 wide is 704 tiles = 5 x 132 +
+     * 44, the tail split in 3: (5 + 1/3 + 0.35) x 192 */
+    fk_sm90_ask a = ask_of(4096, 4096, 4096, 132, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 4);
+    const fk_sm90_cand *p = pick(&a, &c);
+    CHECK(p && p->bn == 192 && p->tma_store == 0 && p->cluster == 1, "4096^3 plain: 192 wide");
+    CHECK(near(c.cost, (5 + 1.0 / 3 + 0.35) * 192) && c.items == 704 && c.waves == 6 && c.sk_parts == 3,
+          "4096^3 plain: cost %.3f items %lld waves %lld parts %lld", c.cost, (long long)c.items, (long long)c.waves,
+          (long long)c.sk_parts);
+    fk_sm90_cand c128 = {128, 128, 1, 4, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0};
+    CHECK(near(fk_sm90_cost(&c128, &a, NULL), 8 * 128 * 1.15), "4096^3 plain: the 128-wide cost");
+    /* the TMA-store epilogue when the job may use it */
+    a.ts_kind = 1;
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 192 && p->tma_store == 1, "4096^3 plain, TMA store allowed: its 192-wide variant");
+    a.ts_kind = 2;
+    p = pick(&a, &c);
+    CHECK(p && p->tma_store == 2, "bias / activation: the second TMA-store kind");
+
+    /* block, 8192^3: 128 wide, 4096 tiles = 31 x 132 + 4, tail split in 4 */
+    a = ask_of(8192, 8192, 8192, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128 && p->bm == 128 && p->cluster == 1, "8192^3 block: 128 x 128");
+    CHECK(near(c.cost, (31 + 0.25 + 0.35) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
+    /* the 256-row tile and the cluster are costed, not picked */
+    fk_sm90_cand w2 = {128, 256, 1, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0};
+    fk_sm90_choice cw;
+    CHECK(near(fk_sm90_cost(&w2, &a, &cw), 16 * 2 * 128 * 1.05) && cw.sk_parts == 0 && cw.items == 2048,
+          "8192^3 block: the 256-row tile's cost (no stream-K)");
+    fk_sm90_cand c2 = {128, 128, 2, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0};
+    CHECK(near(fk_sm90_cost(&c2, &a, &cw), 32 * 128 * 1.05) && cw.slots == 66, "8192^3 block: the cluster's cost");
+
+    /* a device the 128-wide tiles do not fill: 64 wide (more SMs busy) */
+    a = ask_of(256, 1024, 4096, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 64, "256x1024 block: 64 wide");
+    /* ... but not for one column of tiles, nor with a fused 1x128 output */
+    a.n = 64;
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128, "256x64 block: 128 wide");
+    a.n = 1024;
+    a.width_128 = 1;
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128, "256x1024 block, 1x128 output: 128 wide");
+    /* e5m2 block has no 64-wide variant */
+    a = ask_of(256, 1024, 4096, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E5M2_E4M3, 4);
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128 && p->ops == FK_SM90_E5M2_E4M3, "256x1024 block e5m2 x e4m3: 128 wide");
+    /* on a full device 64 wide only when asked */
+    a = ask_of(4096, 4096, 4096, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128, "4096^3 block: 128 wide");
+    a.bn = 64;
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 64 && c.dropped == 0, "4096^3 block, gemm_bn=64: 64 wide");
+
+    /* MX: 192 at 8192^3; 128 where a 192-wide tile would be mostly empty */
+    a = ask_of(8192, 8192, 8192, 132, FK_SM90_SCALE_MX, FK_SM90_E4M3_E4M3, 1);
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 192 && c.sk_parts == 0, "8192^3 MX: 192 wide, no stream-K");
+    a.m = 32768; /* 256 tiles of 128 x 128 or of 128 x 192: two waves either way */
+    a.n = 128;
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128, "32768x128 MX: 128 wide");
+}
+
+static void test_tuning_keys(void)
+{
+    fk_sm90_choice c;
+    fk_sm90_ask a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 4);
+    a.bn = 128;
+    const fk_sm90_cand *p = pick(&a, &c);
+    CHECK(p && p->bn == 128 && c.dropped == 0, "gemm_bn=128");
+    a.bn = 96; /* no such width */
+    p = pick(&a, &c);
+    CHECK(p && c.dropped == FK_SM90_DROP_BN, "gemm_bn=96: dropped (%d)", c.dropped);
+    a.bn = 0;
+    a.bm = 256; /* 256-row tiles exist for block scales only */
+    p = pick(&a, &c);
+    CHECK(p && p->bm == 128 && c.dropped == FK_SM90_DROP_BM, "plain, gemm_bm=256: dropped");
+    a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
+    a.bm = 256;
+    p = pick(&a, &c);
+    CHECK(p && p->bm == 256 && p->cluster == 1 && c.dropped == 0, "block, gemm_bm=256");
+    a.cluster = 2;
+    p = pick(&a, &c);
+    CHECK(p && p->bm == 256 && p->cluster == 2 && c.dropped == 0, "block, gemm_bm=256, gemm_cluster=2");
+    a.bm = 0;
+    p = pick(&a, &c);
+    CHECK(p && p->bm == 128 && p->cluster == 2 && p->bn == 128, "block, gemm_cluster=2: 128 x 128 pairs");
+    a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E5M2_E5M2, 4);
+    a.cluster = 2; /* no e5m2 cluster variant */
+    p = pick(&a, &c);
+    CHECK(p && p->cluster == 1 && p->ops == FK_SM90_E5M2_E5M2 && c.dropped == FK_SM90_DROP_CLUSTER,
+          "e5m2 block, gemm_cluster=2: dropped");
+    /* fast accumulation on e5m2 pairs: no such variant, promotion every 128 of K */
+    a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_PLAIN, FK_SM90_E5M2_E5M2, 0);
+    p = pick(&a, &c);
+    CHECK(p && p->promo == 4 && c.dropped == FK_SM90_DROP_PROMO, "e5m2 fast accumulation: promotion 4");
+    /* a job no variant runs */
+    a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_ROWCOL, FK_SM90_E4M3_E4M3, 4);
+    CHECK(fk_sm90_choose(k_tab, k_n, &a, &c) == -1 && c.index == -1, "no variant: -1");
+    CHECK(fk_sm90_choose(k_tab, 0, &a, NULL) == -1, "empty table: -1");
+}
+
+static void test_stream_k(void)
+{
+    int64_t tail = 0;
+    CHECK(fk_sm90_sk_parts(-1, 704, 132, 32, &tail) == 3 && tail == 44, "704 tiles on 132: 3 parts of 44");
+    CHECK(fk_sm90_sk_parts(0, 704, 132, 32, &tail) == 0, "gemm_sk=0: none");
+    CHECK(fk_sm90_sk_parts(2, 704, 132, 32, &tail) == 2, "gemm_sk=2: 2 parts");
+    CHECK(fk_sm90_sk_parts(-1, 704, 132, 8, &tail) == 0, "8 K blocks: no split");
+    CHECK(fk_sm90_sk_parts(-1, 660, 132, 64, &tail) == 0 && tail == 0, "full waves: no tail");
+    CHECK(fk_sm90_sk_parts(-1, 16, 132, 64, &tail) == 4 && tail == 16, "16 tiles on 132: 4 parts each");
+    CHECK(fk_sm90_sk_parts(9, 16, 132, 4, &tail) == 4, "parts at most the K blocks");
+    const fk_sm90_cand mx = {192, 128, 1, 1, FK_SM90_SCALE_MX, 0, 0}, cl = {128, 128, 2, 4, 1, 0, 0},
+                       w2 = {128, 256, 1, 4, 1, 0, 0}, ok = {128, 128, 1, 4, 1, 0, 0};
+    CHECK(!fk_sm90_sk_able(&mx) && !fk_sm90_sk_able(&cl) && !fk_sm90_sk_able(&w2) && fk_sm90_sk_able(&ok),
+          "stream-K: single-CTA 128-row tiles, not MX");
+    /* the grouped GEMM's width rule */
+    CHECK(fk_sm90_wide_bn(32, 4096, 132, 4) == 192 && fk_sm90_wide_bn(32, 4096, 132, 0) == 256,
+          "wide_bn 4096 x 4096");
+    CHECK(fk_sm90_wide_bn(64, 8192, 132, 4) == 192, "wide_bn 8192 x 8192");
+}
+
+/* Whether candidate c fits the ask with no key dropped (the test's own reading of choose.h). */
+static int fits(const fk_sm90_cand *c, const fk_sm90_ask *a)
+{
+    const int64_t t128 = ((a->m + 127) / 128) * ((a->n + 127) / 128);
+    return c->scaling == a->scaling && c->ops == a->ops && c->promo == a->promo &&
+           (!c->tma_store || c->tma_store == a->ts_kind) && (!a->width_128 || c->bn % 128 == 0) &&
+           (!a->bn || c->bn == a->bn) && (!a->bm || c->bm == a->bm) && (!a->cluster || c->cluster == a->cluster) &&
+           (a->bn || c->bn >= 128 || (t128 < a->sms && a->n > 64));
+}
+
+static void test_grid(void)
+{
+    static const int64_t ms[] = {1, 100, 129, 512, 1000, 2048, 4096, 6000, 16384};
+    static const int64_t ns[] = {64, 200, 576, 2112, 4096, 7168, 18432, 129280};
+    static const int sms[] = {132, 114, 78};
+    static const int kinds[][3] = {{0, 0, 4}, {0, 0, 0}, {0, 1, 4}, {0, 3, 0}, {0, 4, 4}, {1, 0, 4},
+                                   {1, 2, 4}, {2, 0, 1}, {2, 3, 1}, {0, 0, 1}};
+    static const int tunes[][3] = {{0, 0, 0}, {64, 0, 0}, {192, 0, 0}, {256, 0, 0}, {0, 256, 0}, {0, 0, 2}, {0, 256, 2}};
+    long bad_fit = 0, bad_min = 0, bad_drop = 0, n = 0;
+    for (unsigned k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (unsigned t = 0; t < sizeof tunes / sizeof tunes[0]; t++)
+            for (int ts = 0; ts < 3; ts++)
+                for (int w = 0; w < 2; w++)
+                    for (unsigned s = 0; s < 3; s++)
+                        for (unsigned i = 0; i < sizeof ms / sizeof ms[0]; i++)
+                            for (unsigned j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+                                fk_sm90_ask a = ask_of(ms[i], ns[j], 7168, sms[s], kinds[k][0], kinds[k][1], kinds[k][2]);
+                                a.ts_kind = ts;
+                                a.width_128 = w;
+                                a.bn = tunes[t][0];
+                                a.bm = tunes[t][1];
+                                a.cluster = tunes[t][2];
+                                fk_sm90_choice c;
+                                const fk_sm90_cand *p = pick(&a, &c);
+                                int any = 0;
+                                for (int q = 0; q < k_n; q++)
+                                    any |= fits(&k_tab[q], &a);
+                                n++;
+                                if (!p)
+                                    continue; /* (every kind here has a variant) */
+                                /* with no key dropped, the pick fits and costs no more than any fitting candidate */
+                                if (any != (c.dropped == 0) && bad_drop++ < 3)
+                                    fprintf(stderr, "  %lldx%lld kind %u tune %u: dropped %d, fitting %d\n",
+                                            (long long)a.m, (long long)a.n, k, t, c.dropped, any);
+                                if (c.dropped)
+                                    continue;
+                                if (!fits(p, &a) && bad_fit++ < 3)
+                                    fprintf(stderr, "  %lldx%lld kind %u tune %u: the pick does not fit\n",
+                                            (long long)a.m, (long long)a.n, k, t);
+                                for (int q = 0; q < k_n; q++)
+                                    if (fits(&k_tab[q], &a) && fk_sm90_cost(&k_tab[q], &a, NULL) < c.cost &&
+                                        bad_min++ < 3)
+                                        fprintf(stderr, "  %lldx%lld kind %u tune %u: %d costs less than the pick\n",
+                                                (long long)a.m, (long long)a.n, k, t, q);
+                                if (!(c.considered >= 1 && c.waves >= 1 && c.cost > 0) && bad_min++ < 3)
+                                    fprintf(stderr, "  %lldx%lld: empty choice\n", (long long)a.m, (long long)a.n);
+                            }
+    CHECK(n > 0 && bad_fit == 0 && bad_min == 0 && bad_drop == 0,
+          "grid of %ld asks: %ld picks that do not fit, %ld not the cheapest, %ld wrong drops", n, bad_fit, bad_min,
+          bad_drop);
+}
+
+#ifdef FP8KIT_HAVE_CUDA
+static void test_library_table(void)
+{
+    fk_sm90_cand t[256];
+    const int n = fk_sm90_candidates(t, 256);
+    CHECK(n == k_n, "the library has %d variants, the fixture %d", n, k_n);
+    for (int i = 0; i < n && i < k_n; i++)
+        CHECK(memcmp(&t[i], &k_tab[i], sizeof t[i]) == 0, "variant %d: bn %d bm %d cluster %d promo %d scaling %d ops %d ts %d", i,
+              t[i].bn, t[i].bm, t[i].cluster, t[i].promo, t[i].scaling, t[i].ops, t[i].tma_store);
+}
+#endif
+
+int main(void)
+{
+    test_hand_costed();
+    test_tuning_keys();
+    test_stream_k();
+    test_grid();
+#ifdef FP8KIT_HAVE_CUDA
+    test_library_table();
+#endif
+    return fk_test_summary("test_sm90_choose");
+}
