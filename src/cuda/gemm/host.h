@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include "cuda/cuda_state.h"
+#include "cuda/gemm/sm90/choose.h"
 
 /* What the sm90 kernels need beyond the core's checks (gemm/sm90/dense_host.cu; the general
  * and small-M families' can_implement). */
@@ -28,6 +29,11 @@ size_t fk_mx_regions(int64_t k, int64_t ra, int64_t rpa, int band_a, int64_t rb,
  * fields (gemm/sm90/dense_host.cu; the general, grouped and small-M launches use it). */
 struct fk_gemm_params;
 void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job);
+
+/* A kernel variant as the planner's cost model sees it (gemm/sm90/dense_host.cu;
+ * the dense and grouped families' candidates). */
+struct fk_sm90_variant;
+fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v);
 
 /* Fills *lc for a 1-D launch of grid x block threads with smem bytes of
  * dynamic shared memory on stream st, and its attributes in at: a cluster of

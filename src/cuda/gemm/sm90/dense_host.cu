@@ -17,6 +17,7 @@
 #include "cuda/gemm/family.h"
 #include "cuda/gemm/sm90/small.h"
 #include "cuda/gemm/sm90/choose.h"
+#include "cuda/gemm/host.h"
 #include "cuda/gemm/store.h"
 #include "cuda/driver.h"
 #include <stdio.h>
@@ -56,8 +57,7 @@ static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too l
 /* 128-row waves per tile of variant v (its tile height / 128). */
 static int fk_waves(const fk_sm90_variant *v) { return v->waves > 1 ? v->waves : 1; }
 
-/* Variant v as the cost model sees it. */
-static fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v)
+fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v)
 {
     const fk_sm90_cand c = {v->bn, FK_GEMM_BM * fk_waves(v), v->cluster, v->promo, (int)v->scaling, (int)v->ops,
                             v->tma_store};

@@ -35,6 +35,8 @@ struct fk_grp_config {
     int32_t lag;
     int32_t pdl; /* launched with programmatic stream serialization (tuning gemm_pdl; gemm/sm90/dense_host.cu) */
     int32_t store; /* the store path (gemm/store.h) chosen for the job */
+    float cost;    /* the cost model's figure for the pick (gemm/sm90/choose.c) */
+    int16_t considered, dropped; /* candidates costed; tuning keys dropped (FK_SM90_DROP_*) */
 };
 static_assert(sizeof(fk_grp_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -127,20 +129,28 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int precise = mx ? 1 : 4; /* the promotion every variant of the kind has */
     const int plain = scaling == FK_SM90_SCALE_PLAIN;
     int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == FK_SM90_E4M3_E4M3 && plain ? 0 : precise;
-    /* tile rows: each group adds at most one partial tile row (half of one on average) */
-    const int64_t tm = fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2;
-    int bn = 128;
-    if (ab == FK_SM90_E4M3_E4M3 && plain && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
-        bn = fk_sm90_wide_bn(tm, job->n, cs->sm_count, promo); /* the dense planner's weights (choose.c) */
-    if (mx && ab == FK_SM90_E4M3_E4M3 && tm * fk_ceil_div(job->n, 128) >= cs->sm_count)
-        bn = 192; /* as the dense MX plan (gemm/sm90/dense_host.cu) */
     const fk_tuning *tu = fk_ctx_tuning(ctx);
-    bn = fk_tuned(tu->gemm_bn, bn);
-    int vi = fk_grp_find_variant(bn, promo, scaling, ab);
-    if (vi < 0)
-        vi = fk_grp_find_variant(128, promo, scaling, ab);
-    if (vi < 0)
-        vi = fk_grp_find_variant(128, precise, scaling, ab);
+    /* every variant of the design is a candidate and the dense planner's cost
+     * model picks (gemm/sm90/choose.c), on an estimate of the tile rows: each
+     * group adds at most one partial tile row (half of one on average); the
+     * grouped kernel has no stream-K tail */
+    fk_sm90_ask ask;
+    memset(&ask, 0, sizeof ask);
+    ask.m = (fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2) * FK_GEMM_BM;
+    ask.n = job->n;
+    ask.sms = cs->sm_count;
+    ask.promo = promo;
+    ask.scaling = (int)scaling;
+    ask.ops = (int)ab;
+    ask.bn = fk_tuned(tu->gemm_bn, 0);
+    ask.nkb = fk_ceil_div(job->k, FK_GEMM_BK);
+    ask.sk = 0;
+    fk_sm90_cand cands[64];
+    const int nc = fk_sm90_grouped_variant_count < 64 ? fk_sm90_grouped_variant_count : 64;
+    for (int i = 0; i < nc; i++)
+        cands[i] = fk_sm90_cand_of(&fk_sm90_grouped_variants[i]);
+    fk_sm90_choice pick;
+    int vi = fk_sm90_choose(cands, nc, &ask, &pick);
     if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
         vi = fk_grp_find_variant(128, precise, scaling, ab); /* the variant with the most room for the group table */
     if (vi < 0)
@@ -164,6 +174,9 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     fk_grp_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.family = FK_FAM_SM90_GROUPED;
+    cfg.cost = (float)pick.cost;
+    cfg.considered = (int16_t)pick.considered;
+    cfg.dropped = (int16_t)pick.dropped;
     cfg.variant = vi;
     cfg.group_m = fk_tuned(tu->grouped_gm, 8);
     if (cfg.group_m < 1)
@@ -344,6 +357,12 @@ static void fk_grp_describe(const fk_plan *plan, char *buf, size_t n)
     snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d scaling=%s ops=%s stages=%d group_m=%d lag=%d bulk=%d store=%s pdl=%d",
              cfg.variant, v->bn, v->promo, fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops), v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk,
              fk_store_name(cfg.store), cfg.pdl);
+    if (cfg.considered > 0) {
+        const size_t len = strlen(buf);
+        snprintf(buf + len, n > len ? n - len : 0, " cost=%.1f of=%d%s%s", (double)cfg.cost, cfg.considered,
+                 cfg.dropped & FK_SM90_DROP_BN ? " dropped=gemm_bn" : "",
+                 cfg.dropped & FK_SM90_DROP_PROMO ? " dropped=gemm_promo" : "");
+    }
 }
 
 const fk_gemm_family fk_family_sm90_grouped = {
