@@ -41,17 +41,7 @@ static const int k_n = (int)(sizeof k_tab / sizeof k_tab[0]);
 
 static fk_sm90_ask ask_of(int64_t m, int64_t n, int64_t k, int sms, int scaling, int ops, int promo)
 {
-    fk_sm90_ask a;
-    memset(&a, 0, sizeof a);
-    a.m = m;
-    a.n = n;
-    a.sms = sms;
-    a.scaling = scaling;
-    a.ops = ops;
-    a.promo = promo;
-    a.nkb = (k + 127) / 128;
-    a.sk = -1;
-    return a;
+    return fk_sm90_ask_of(m, n, (k + 127) / 128, sms, scaling, ops, promo);
 }
 
 static const fk_sm90_cand *pick(const fk_sm90_ask *a, fk_sm90_choice *c)

@@ -1,6 +1,8 @@
 /* choose.c - the dense sm90 family's candidates and cost model (choose.h). */
 #include "cuda/gemm/sm90/choose.h"
 
+#include <string.h>
+
 #include "cuda/gemm/design.h"
 
 static int64_t fk_cdiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
@@ -33,6 +35,21 @@ double fk_sm90_weight(const fk_sm90_cand *c)
     if (c->cluster > 1)
         w *= 1.05;
     return w;
+}
+
+fk_sm90_ask fk_sm90_ask_of(int64_t m, int64_t n, int64_t nkb, int sms, int scaling, int ops, int promo)
+{
+    fk_sm90_ask a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    a.n = n;
+    a.nkb = nkb;
+    a.sms = sms;
+    a.scaling = scaling;
+    a.ops = ops;
+    a.promo = promo;
+    a.sk = -1;
+    return a;
 }
 
 int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)

@@ -36,6 +36,10 @@ typedef struct fk_sm90_ask {
     int sk;            /* tuning gemm_sk: -1 auto, 0 off, s parts */
 } fk_sm90_ask;
 
+/* An ask with no tuning key and no TMA-store kind, the stream-K tail left
+ * to the model (sk -1). */
+fk_sm90_ask fk_sm90_ask_of(int64_t m, int64_t n, int64_t nkb, int sms, int scaling, int ops, int promo);
+
 /* The pick and what the cost model saw. */
 typedef struct fk_sm90_choice {
     int index;      /* into the table, -1 when no variant fits */

@@ -411,21 +411,14 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
         promo = 1;
     /* every variant of the job's design is a candidate; tuning keys filter
      * them, and the cost model (gemm/sm90/choose.c) picks */
-    fk_sm90_ask ask;
-    memset(&ask, 0, sizeof ask);
-    ask.m = job->m;
-    ask.n = job->n;
-    ask.sms = cs->sm_count;
-    ask.promo = promo;
-    ask.scaling = (int)vscaling;
-    ask.ops = (int)vops;
+    fk_sm90_ask ask = fk_sm90_ask_of(job->m, job->n, fk_ceil_div(f16 ? 2 * job->k : job->k, FK_GEMM_BK),
+                                     cs->sm_count, (int)vscaling, (int)vops, promo);
     ask.bn = fk_tuned(tu->gemm_bn, 0);
     ask.bm = fk_tuned(tu->gemm_bm, 0);
     ask.cluster = fk_tuned(tu->gemm_cluster, 0);
     /* the TMA-store epilogue's variants (one stage more): plain (1) or with bias / activation (2) */
     ask.ts_kind = ask.cluster <= 1 && fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0 ? fk_tma_store_kind(job) : 0;
     ask.width_128 = dd->out_quant == FP8KIT_OUTQ_BLOCK1X128; /* a 1x128 group must not span two tiles */
-    ask.nkb = fk_ceil_div(f16 ? 2 * job->k : job->k, FK_GEMM_BK);
     ask.sk = tu->gemm_sk;
     fk_sm90_cand cands[FK_SM90_MAX_CANDS];
     const int nc = fk_sm90_candidates(cands, FK_SM90_MAX_CANDS);

@@ -134,16 +134,9 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
      * model picks (gemm/sm90/choose.c), on an estimate of the tile rows: each
      * group adds at most one partial tile row (half of one on average); the
      * grouped kernel has no stream-K tail */
-    fk_sm90_ask ask;
-    memset(&ask, 0, sizeof ask);
-    ask.m = (fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2) * FK_GEMM_BM;
-    ask.n = job->n;
-    ask.sms = cs->sm_count;
-    ask.promo = promo;
-    ask.scaling = (int)scaling;
-    ask.ops = (int)ab;
+    fk_sm90_ask ask = fk_sm90_ask_of((fk_ceil_div(job->m, FK_GEMM_BM) + (gj->groups + 1) / 2) * FK_GEMM_BM, job->n,
+                                     fk_ceil_div(job->k, FK_GEMM_BK), cs->sm_count, (int)scaling, (int)ab, promo);
     ask.bn = fk_tuned(tu->gemm_bn, 0);
-    ask.nkb = fk_ceil_div(job->k, FK_GEMM_BK);
     ask.sk = 0;
     fk_sm90_cand cands[64];
     const int nc = fk_sm90_grouped_variant_count < 64 ? fk_sm90_grouped_variant_count : 64;
