@@ -1,9 +1,10 @@
 /* test_sm90_choose.c - the dense sm90 planner's candidates and cost model
  * (src/cuda/gemm/sm90/choose.c), which needs no GPU: hand-costed picks, the
- * stream-K split, tuning keys as filters and the keys it drops, the fused
- * 1x128 output's widths, the TMA-store preference, and over a grid of
- * shapes and device sizes that every pick fits the job and costs no more
- * than any other candidate that fits. With the CUDA backend compiled, the
+ * stream-K split, tuning keys as filters and the keys it drops, the pick's
+ * part of a plan description, the fused 1x128 output's widths, the
+ * TMA-store preference, and over a grid of shapes and device sizes that
+ * every pick fits the job and costs no more than any other candidate that
+ * fits. With the CUDA backend compiled, the
  * fixture below must equal the library's own variant table. */
 #include <math.h>
 #include <stdio.h>
@@ -174,10 +175,20 @@ static void test_stream_k(void)
                        w2 = {128, 256, 1, 4, 1, 0, 0}, ok = {128, 128, 1, 4, 1, 0, 0};
     CHECK(!fk_sm90_sk_able(&mx) && !fk_sm90_sk_able(&cl) && !fk_sm90_sk_able(&w2) && fk_sm90_sk_able(&ok),
           "stream-K: single-CTA 128-row tiles, not MX");
-    /* the grouped GEMM's width rule */
-    CHECK(fk_sm90_wide_bn(32, 4096, 132, 4) == 192 && fk_sm90_wide_bn(32, 4096, 132, 0) == 256,
-          "wide_bn 4096 x 4096");
-    CHECK(fk_sm90_wide_bn(64, 8192, 132, 4) == 192, "wide_bn 8192 x 8192");
+}
+
+/* The pick's part of a plan description. */
+static void test_describe(void)
+{
+    char buf[128] = "sm90 bn=128";
+    fk_sm90_describe_pick(buf, sizeof buf, 12.5, 3, FK_SM90_DROP_CLUSTER | FK_SM90_DROP_BN);
+    CHECK(strcmp(buf, "sm90 bn=128 cost=12.5 of=3 dropped=gemm_cluster dropped=gemm_bn") == 0, "describe: '%s'", buf);
+    char same[32] = "sm90";
+    fk_sm90_describe_pick(same, sizeof same, 1.0, 0, 0);
+    CHECK(strcmp(same, "sm90") == 0, "describe: not the model's pick adds nothing ('%s')", same);
+    char small[12] = "sm90 bn=128";
+    fk_sm90_describe_pick(small, sizeof small, 1.0, 2, FK_SM90_DROP_PROMO);
+    CHECK(strcmp(small, "sm90 bn=128") == 0, "describe: a full buffer stays as it was ('%s')", small);
 }
 
 /* Whether candidate c fits the ask with no key dropped (the test's own reading of choose.h). */
@@ -259,6 +270,7 @@ int main(void)
     test_hand_costed();
     test_tuning_keys();
     test_stream_k();
+    test_describe();
     test_grid();
 #ifdef FP8KIT_HAVE_CUDA
     test_library_table();

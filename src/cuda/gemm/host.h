@@ -34,6 +34,8 @@ void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job);
  * the dense and grouped families' candidates). */
 struct fk_sm90_variant;
 fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v);
+/* The first min(count, max) variants of tab as candidates; returns how many. */
+int fk_sm90_cands_of(const fk_sm90_variant *tab, int count, fk_sm90_cand *out, int max);
 
 /* Fills *lc for a 1-D launch of grid x block threads with smem bytes of
  * dynamic shared memory on stream st, and its attributes in at: a cluster of

@@ -1,6 +1,7 @@
-/* choose.c - the dense sm90 family's candidates and cost model (choose.h). */
+/* choose.c - the sm90 dense and grouped families' candidates and cost model (choose.h). */
 #include "cuda/gemm/sm90/choose.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda/gemm/design.h"
@@ -103,8 +104,8 @@ double fk_sm90_cost(const fk_sm90_cand *c, const fk_sm90_ask *a, fk_sm90_choice 
     return cost;
 }
 
-/* Whether candidate c may run the ask with tuning keys `keep` (drop bits
- * cleared) and promotion `promo`. */
+/* Whether candidate c may run the ask with promotion `promo`, the tuning
+ * keys whose FK_SM90_DROP_* bits are set in `drop` ignored. */
 static int fk_fits(const fk_sm90_cand *c, const fk_sm90_ask *a, int drop, int promo)
 {
     if (c->scaling != a->scaling || c->ops != a->ops || c->promo != promo)
@@ -130,10 +131,6 @@ static int fk_fits(const fk_sm90_cand *c, const fk_sm90_ask *a, int drop, int pr
     }
     return 1;
 }
-
-/* Costs closer than this (relative) are equal to the model: its weights are
- * measured to a few percent. */
-#define FK_COST_RESOLUTION 0.02
 
 /* Whether x beats the incumbent y at equal cost: on a device the 128-wide
  * tiles do not fill, narrower (more SMs busy); else the design that does
@@ -194,20 +191,13 @@ int fk_sm90_choose(const fk_sm90_cand *tab, int n, const fk_sm90_ask *a, fk_sm90
     return best.index;
 }
 
-int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sms, int promo)
+void fk_sm90_describe_pick(char *buf, size_t n, double cost, int considered, int dropped)
 {
-    static const int widths[3] = {256, 192, 128};
-    double best = -1.0;
-    int bn = 128;
-    for (int i = 0; i < 3; i++) {
-        if (widths[i] == 256 && promo != 0)
-            continue;
-        const fk_sm90_cand c = {widths[i], 128, 1, promo, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0};
-        const double cost = (double)fk_cdiv(tile_rows * fk_cdiv(n, widths[i]), sms) * widths[i] * fk_sm90_weight(&c);
-        if (best < 0.0 || cost < best) {
-            best = cost;
-            bn = widths[i];
-        }
-    }
-    return bn;
+    if (considered <= 0)
+        return;
+    const size_t len = strlen(buf);
+    snprintf(buf + len, n > len ? n - len : 0, " cost=%.1f of=%d%s%s%s%s", cost, considered,
+             dropped & FK_SM90_DROP_CLUSTER ? " dropped=gemm_cluster" : "",
+             dropped & FK_SM90_DROP_BM ? " dropped=gemm_bm" : "", dropped & FK_SM90_DROP_BN ? " dropped=gemm_bn" : "",
+             dropped & FK_SM90_DROP_PROMO ? " dropped=gemm_promo" : "");
 }

@@ -1,10 +1,11 @@
-/* choose.h - the dense sm90 family's planner: every kernel variant that can run
+/* choose.h - the planner of the sm90 dense and grouped families: every kernel variant that can run
  * a job is a candidate, a cost model (waves x tile work x a per-design
  * weight) ranks them, and tuning keys filter them. Plain host C without CUDA
  * headers, so tests check it on machines with no GPU and no CUDA compiler. */
 #ifndef FK_SM90_CHOOSE_H
 #define FK_SM90_CHOOSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -80,10 +81,9 @@ double fk_sm90_cost(const fk_sm90_cand *c, const fk_sm90_ask *ask, fk_sm90_choic
  * returns the count (gemm/sm90/dense_host.cu; CUDA builds only). */
 int fk_sm90_candidates(fk_sm90_cand *out, int max);
 
-/* The plain e4m3 tile width (256 with promo 0, 192, 128) of least waves x
- * width x weight for tile_rows rows of 128-row tiles: the grouped GEMM's
- * choice (its rows are known only on the device). */
-int fk_sm90_wide_bn(int64_t tile_rows, int64_t n, int sms, int promo);
+/* Appends the pick's " cost=C of=N" and the dropped keys to the plan
+ * description in buf (nothing when considered is 0: not the model's pick). */
+void fk_sm90_describe_pick(char *buf, size_t n, double cost, int considered, int dropped);
 
 #ifdef __cplusplus
 }

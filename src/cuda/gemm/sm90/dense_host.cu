@@ -64,12 +64,17 @@ fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v)
     return c;
 }
 
+int fk_sm90_cands_of(const fk_sm90_variant *tab, int count, fk_sm90_cand *out, int max)
+{
+    const int n = count < max ? count : max;
+    for (int i = 0; i < n; i++)
+        out[i] = fk_sm90_cand_of(&tab[i]);
+    return n;
+}
+
 extern "C" int fk_sm90_candidates(fk_sm90_cand *out, int max)
 {
-    const int n = fk_sm90_variant_count < max ? fk_sm90_variant_count : max;
-    for (int i = 0; i < n; i++)
-        out[i] = fk_sm90_cand_of(&fk_sm90_variants[i]);
-    return n;
+    return fk_sm90_cands_of(fk_sm90_variants, fk_sm90_variant_count, out, max);
 }
 
 /* Stream-K tail (fk_sm90_sk_parts, gemm/sm90/choose.c): the last wave's
@@ -680,14 +685,7 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
                  cfg.slots);
     }
     /* the pick's cost (eff. waves x tile height / 128 x width x design weight) among how many */
-    if (cfg.considered > 0) {
-        const size_t len = strlen(buf);
-        snprintf(buf + len, n > len ? n - len : 0, " cost=%.1f of=%d%s%s%s%s", (double)cfg.cost, cfg.considered,
-                 cfg.dropped & FK_SM90_DROP_CLUSTER ? " dropped=gemm_cluster" : "",
-                 cfg.dropped & FK_SM90_DROP_BM ? " dropped=gemm_bm" : "",
-                 cfg.dropped & FK_SM90_DROP_BN ? " dropped=gemm_bn" : "",
-                 cfg.dropped & FK_SM90_DROP_PROMO ? " dropped=gemm_promo" : "");
-    }
+    fk_sm90_describe_pick(buf, n, cfg.cost, cfg.considered, cfg.dropped);
 }
 
 /* The workspace of the plan's fastest path: precise fp32 output's fp16

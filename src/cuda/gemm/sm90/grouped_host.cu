@@ -139,9 +139,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     ask.bn = fk_tuned(tu->gemm_bn, 0);
     ask.sk = 0;
     fk_sm90_cand cands[64];
-    const int nc = fk_sm90_grouped_variant_count < 64 ? fk_sm90_grouped_variant_count : 64;
-    for (int i = 0; i < nc; i++)
-        cands[i] = fk_sm90_cand_of(&fk_sm90_grouped_variants[i]);
+    const int nc = fk_sm90_cands_of(fk_sm90_grouped_variants, fk_sm90_grouped_variant_count, cands, 64);
     fk_sm90_choice pick;
     int vi = fk_sm90_choose(cands, nc, &ask, &pick);
     if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
@@ -350,12 +348,7 @@ static void fk_grp_describe(const fk_plan *plan, char *buf, size_t n)
     snprintf(buf, n, "sm90_grouped variant=%d bn=%d promo=%d scaling=%s ops=%s stages=%d group_m=%d lag=%d bulk=%d store=%s pdl=%d",
              cfg.variant, v->bn, v->promo, fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops), v->stages, cfg.group_m, cfg.lag, !cfg.no_bulk,
              fk_store_name(cfg.store), cfg.pdl);
-    if (cfg.considered > 0) {
-        const size_t len = strlen(buf);
-        snprintf(buf + len, n > len ? n - len : 0, " cost=%.1f of=%d%s%s", (double)cfg.cost, cfg.considered,
-                 cfg.dropped & FK_SM90_DROP_BN ? " dropped=gemm_bn" : "",
-                 cfg.dropped & FK_SM90_DROP_PROMO ? " dropped=gemm_promo" : "");
-    }
+    fk_sm90_describe_pick(buf, n, cfg.cost, cfg.considered, cfg.dropped);
 }
 
 const fk_gemm_family fk_family_sm90_grouped = {
