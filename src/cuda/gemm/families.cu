@@ -1,8 +1,9 @@
 /* gemm/families.cu - the CUDA backend's GEMM planner: a loop over the
  * families (gemm/family.h) in order - sm90 small-M, sm90 general, sm90 grouped,
  * sm90 K-grouped, sm100 - where the first family of the job's kind and the
- * device's architecture that neither refuses nor declines the job plans it; and the entry points that follow a
- * plan to its family (run, workspace, describe). The sm100 family is
+ * device's architecture that neither refuses nor declines the job plans it;
+ * and the entry points that follow a plan to its family (run, workspace,
+ * describe). The sm100 family is
  * declared here with its range and no kernels: it refuses every job, so a
  * Blackwell device gets a clear UNSUPPORTED rather than a Hopper kernel. */
 #include <stdio.h>
@@ -22,17 +23,15 @@ static fp8kit_status fk_sm100_can_implement(fp8kit_ctx *ctx, const void *jp)
 
 static fp8kit_status fk_sm100_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
-    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     (void)config;
-    return fk_sm100_can_implement(ctx, job);
+    return fk_sm100_can_implement(ctx, jp);
 }
 
 static fp8kit_status fk_sm100_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
 {
-    const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     (void)plan;
     (void)stream;
-    return fk_sm100_can_implement(ctx, job);
+    return fk_sm100_can_implement(ctx, jp);
 }
 
 static void fk_sm100_describe(const fk_plan *plan, char *buf, size_t n)
