@@ -55,7 +55,9 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
         if (!ok)
             return;
     }
-    const int wg = threadIdx.x >> 7;
+    /* (warp-uniform through the shuffle, so the consumers keep their wgmma
+     * descriptors in uniform registers) */
+    const int wg = __shfl_sync(0xFFFFFFFFu, (int)(threadIdx.x >> 7), 0);
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)

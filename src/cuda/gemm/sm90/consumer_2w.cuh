@@ -28,6 +28,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params 
     int stage = 0;
     uint32_t phase = 0;
     int issued = 0;
+    /* the descriptors of stage 0's tiles: this warpgroup's 64 rows of wave 0's A, B */
+    const uint64_t da0 = fk_wgmma_desc_sw128(sa0 + wg * 64 * FK_GEMM_BK), db0 = fk_wgmma_desc_sw128(sb0);
     fk_sm90_lag_start(p, wg);
     fk_sm90_walk<CL, false, 2> w;
     for (; w.more(p); w.t += w.step) {
@@ -66,12 +68,11 @@ static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params 
                 vb = sb_t[kb + 1];
             }
             fk_mbar_wait(full0 + 8 * stage, phase);
-            const uint32_t a_base = sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK;
-            const uint32_t b_base = sb0 + stage * S::B_BYTES;
-            fk_sm90_issue<BN, AB>(acc, a_base, b_base);
+            const uint64_t da = fk_sm90_desc_at(da0, stage * S::A_BYTES), db = fk_sm90_desc_at(db0, stage * S::B_BYTES);
+            fk_sm90_issue<BN, AB>(acc, da, db);
             fk_wgmma_wait<0>();
             fk_sm90_promote<true>(accf0, acc, s[0], s[1]);
-            fk_sm90_issue<BN, AB>(acc, a_base + FK_GEMM_BM * FK_GEMM_BK, b_base);
+            fk_sm90_issue<BN, AB>(acc, fk_sm90_desc_at(da, FK_GEMM_BM * FK_GEMM_BK), db);
             fk_wgmma_wait<0>();
             if (lane == 0)
                 fk_sm90_release<CL>(empty0 + 8 * stage);

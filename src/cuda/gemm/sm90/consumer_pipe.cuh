@@ -28,6 +28,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     int stage = 0;
     uint32_t phase = 0;
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
+    /* the descriptors of stage 0's tiles: this warpgroup's 64 rows of A, B */
+    const uint64_t da0 = fk_wgmma_desc_sw128(sa0 + wg * 64 * FK_GEMM_BK), db0 = fk_wgmma_desc_sw128(sb0);
     fk_sm90_lag_start(p, wg);
     fk_sm90_walk<CL, GR> w;
     for (; w.more(p); w.t += w.step) {
@@ -66,8 +68,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         }
         if (nkb > 0) {
             fk_mbar_wait(full0 + 8 * stage, phase);
-            fk_sm90_issue<BN, AB>(acc0, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,
-                                  sb0 + stage * S::B_BYTES);
+            fk_sm90_issue<BN, AB>(acc0, fk_sm90_desc_at(da0, stage * S::A_BYTES),
+                                  fk_sm90_desc_at(db0, stage * S::B_BYTES));
             int pstage = stage; /* stage of the group in flight */
             fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
@@ -79,8 +81,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
 #define FK_PIPE_STEP(NEW, OLD)                                                                   \
     {                                                                                            \
         fk_mbar_wait(full0 + 8 * stage, phase);                                                  \
-        fk_sm90_issue<BN, AB>(NEW, sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK,              \
-                              sb0 + stage * S::B_BYTES);                                         \
+        fk_sm90_issue<BN, AB>(NEW, fk_sm90_desc_at(da0, stage * S::A_BYTES),                     \
+                              fk_sm90_desc_at(db0, stage * S::B_BYTES));                         \
         fk_wgmma_wait<1>();                                                                      \
         if (lane == 0)                                                                           \
             fk_sm90_release<CL>(empty0 + 8 * pstage);                                            \

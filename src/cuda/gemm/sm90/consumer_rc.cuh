@@ -112,7 +112,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
              * wgmma group is done, before the promotion; its scale area
              * (read by the promotion) after it */
             if (one) {
-                fk_sm90_issue<BN, AB>(acc, a, b);
+                fk_sm90_issue<BN, AB>(acc, fk_wgmma_desc_sw128(a), fk_wgmma_desc_sw128(b));
                 fk_wgmma_wait<0>();
                 if (lane == 0)
                     fk_mbar_arrive(empty0 + 8 * stage);

@@ -7,10 +7,21 @@
 #include "cuda/gemm/sm90/shape.cuh"
 
 #ifdef FK_SM90_DEVICE
+/* The descriptor of the tile off bytes (a multiple of 16) past the one d
+ * describes: only the start address field, in the low word, changes (shared
+ * memory addresses stay below 2^18, so it cannot carry). One integer add on
+ * a descriptor the consumer computed once, instead of building each from an
+ * address. */
+static __device__ __forceinline__ uint64_t fk_sm90_desc_at(uint64_t d, uint32_t off)
+{
+    return (d & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)d + (off >> 4));
+}
+
 /* Issues the 4 k32 wgmma steps of one stage into acc (overwriting it) and
- * commits them as one group. */
+ * commits them as one group; da / db: the descriptors of the stage's A and
+ * B tiles (fk_wgmma_desc_sw128). */
 template <int BN, int AB, int NACC>
-static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint32_t a_base, uint32_t b_base)
+static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint64_t da, uint64_t db)
 {
 #pragma unroll
     for (int i = 0; i < NACC; i++)
@@ -18,8 +29,7 @@ static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint32_
     fk_wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
-        fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
-                              fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
+        fk_wgmma<BN, AB>::mma(acc, fk_sm90_desc_at(da, ks * 32), fk_sm90_desc_at(db, ks * 32), ks > 0);
     fk_wgmma_commit();
 }
 
