@@ -160,6 +160,22 @@ static inline int fk_t_f16_edge_ok(double y, double v, double el)
     return fabs(y) <= 65520.0 * (1.0 + el) && fabs(v - y) <= el * fabs(y);
 }
 
+/* Below the normal range an output cast keeps an absolute quantum, not a
+ * relative one: a y that rounds to an f16 subnormal is off by up to half of
+ * 2^-24, which can be any fraction of y (the spec's relative bound holds for
+ * normal outputs). A GEMM check of a small D whose entries are all that tiny
+ * (one entry of -1.1e-7 in f16, say) divides its error by at least
+ * sqrt(count) times dtype t's smallest normal: the same bound in the normal
+ * range, about one subnormal spacing per entry below it. f32 outputs are
+ * compared as computed. err2 / ref2: the sums of squares of fk_ref_norm. */
+static inline double fk_t_rel_floor(double err2, double ref2, int64_t count, fp8kit_dtype t)
+{
+    const double min_normal = t == FP8KIT_F16 ? 6.103515625e-05 /* 2^-14 */
+                            : t == FP8KIT_BF16 ? 1.1754943508222875e-38 /* 2^-126 */ : 0.0;
+    const double den = fmax(sqrt(ref2), min_normal * sqrt((double)count));
+    return den > 0.0 ? sqrt(err2) / den : sqrt(err2);
+}
+
 static inline uint32_t fk_t_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fk_t_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
