@@ -7,14 +7,15 @@
 # Usage (repository root): bash bench/peer/nccl_ep_build.sh SRC [OUT]
 #   SRC  a checkout of https://github.com/NVIDIA/nccl (a git work tree, or a git dir
 #        whose HEAD is exported first)
-#   OUT  where the build goes (default .peer/nccl: git-ignored, carried with the tree);
-#        OUT/lib holds libnccl.so* and libnccl_ep.so*, OUT/include the headers
+#   OUT  where the build goes (default .nccl, git-ignored); OUT/lib holds libnccl.so* and
+#        libnccl_ep.so*, OUT/include the headers. Carry OUT/lib (and OUT/include for NCCL
+#        EP's run-time JIT) to the device, never all of OUT: the sources and objects stay.
 # Environment: JOBS (default: the CPU count), NVCC_GENCODE (default sm_90 only, which
 #   keeps the libraries small: the GPU machines are H100 / H200).
 # Prints the libraries' sizes at the end (a device call carries at most 64 MiB).
 set -euo pipefail
 src=${1:?usage: nccl_ep_build.sh SRC [OUT]}
-out=${2:-.peer/nccl}
+out=${2:-.nccl}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 jobs=${JOBS:-$(nproc)}
