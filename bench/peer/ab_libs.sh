@@ -4,7 +4,7 @@
 # process per line of SPEC, in order, DeepGEMM and ours in every process.
 #
 # usage (repository root, on the GPU machine):
-#   OUT=dir [ONLY=regex] bash bench/peer/ab_libs.sh SPEC
+#   OUT=dir [ONLY=regex] [PEER_ARGS="--ours-sfa mn_major ..."] bash bench/peer/ab_libs.sh SPEC
 # SPEC lines: TAG LIB [TUNING [PYROOT]]
 #   TAG     a name for the column (letters, digits, - and _)
 #   LIB     a libfp8kit.so built here and carried along (sm_90a)
@@ -36,7 +36,7 @@ while read -r tag lib tun py _; do
     fi
     [ "${tun:--}" = - ] && tun=
     FP8KIT_TUNING="$tun" FP8KIT_LIBRARY=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib") \
-        timeout 300 python3 "$here/bench/peer/deepgemm_peer.py" --only "$only" --impls deepgemm,ours \
+        timeout 300 python3 "$here/bench/peer/deepgemm_peer.py" --only "$only" --impls deepgemm,ours ${PEER_ARGS:-} \
         --out "$O/peer-$n-$tag.jsonl" >"$O/peer-$n-$tag.log" 2>&1
     echo "$n $tag: rc $? at $(( $(date +%s) - t0 )) s"
 done <"$spec"
