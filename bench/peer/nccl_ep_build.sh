@@ -29,12 +29,25 @@ if [ ! -f "$src/Makefile" ]; then # a bare git dir: export its HEAD
     git --git-dir="$src" archive HEAD | tar -x -C "$tree"
     src=$tree
 fi
+# The CUDA toolkit here ships NCCL 2.28 headers (include/nccl.h, nccl_device/): with them on
+# the include path the tree's own nccl_device headers are skipped by their include guards
+# (error: NCCL_GIN_MAX_CONNECTIONS was not declared). Build against a view of the toolkit
+# without them.
+cuda=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")}
+if ls "$cuda/include" | grep -q '^nccl'; then
+    view=$out/cuda-view
+    rm -rf "$view" && mkdir -p "$view/include"
+    for e in "$cuda"/*; do [ "$(basename "$e")" = include ] || ln -s "$e" "$view/"; done
+    for e in "$cuda"/include/*; do case "$(basename "$e")" in nccl*) ;; *) ln -s "$e" "$view/include/" ;; esac; done
+    cuda=$view
+fi
+export CUDA_HOME=$cuda
 say "NCCL $(grep -E '^NCCL_(MAJOR|MINOR|PATCH)' "$src/makefiles/version.mk" | awk '{print $3}' | paste -sd.) from $src"
 say "make src.build (gencode $gencode, $jobs jobs)"
-make -C "$src" -j"$jobs" src.build BUILDDIR="$out" NVCC_GENCODE="$gencode" >"$out/nccl-build.log" 2>&1 ||
+make -C "$src" -j"$jobs" src.build BUILDDIR="$out" CUDA_HOME="$CUDA_HOME" NVCC_GENCODE="$gencode" >"$out/nccl-build.log" 2>&1 ||
     { tail -30 "$out/nccl-build.log"; exit 1; }
 say "make -C contrib/nccl_ep lib"
-make -C "$src/contrib/nccl_ep" -j"$jobs" lib BUILDDIR="$out" NCCL_HOME="$out" NVCC_GENCODE="$gencode" \
+make -C "$src/contrib/nccl_ep" -j"$jobs" lib BUILDDIR="$out" NCCL_HOME="$out" CUDA_HOME="$CUDA_HOME" NVCC_GENCODE="$gencode" \
     >"$out/nccl-ep-build.log" 2>&1 || { tail -30 "$out/nccl-ep-build.log"; exit 1; }
 say "done"
 ls -la "$out/lib" | grep -E "libnccl(_ep)?\.so" || true
