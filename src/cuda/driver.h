@@ -108,4 +108,22 @@ static inline CUresult fk_tma_map_2d_u16_sw64(CUtensorMap *map, const void *base
               CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
+/* Tensor map over a row-major f32 matrix (rows x cols, row stride ld bytes, a
+ * multiple of 16) read in boxes of box_cols x box_rows, no swizzle;
+ * out-of-bounds elements read as zero. */
+static inline CUresult fk_tma_map_2d_f32(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols,
+                                         uint64_t ld, uint32_t box_cols, uint32_t box_rows)
+{
+    fk_encode_tiled_fn fn = fk_tma_encode_fn();
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    cuuint64_t dims[2] = {cols, rows};
+    cuuint64_t strides[1] = {ld};
+    cuuint32_t box[2] = {box_cols, box_rows};
+    cuuint32_t estr[2] = {1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)base, dims, strides, box, estr,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
 #endif

@@ -15,6 +15,8 @@ typedef enum fk_sm90_scaling {
     FK_SM90_SCALE_BLOCK = 1,  /* 1x128 A x 128x128 B, per 128 of K (consumer_pipe / consumer / consumer_2w.cuh) */
     FK_SM90_SCALE_MX = 2,     /* e8m0 per 32 of K on row x column stage tables (body_rc.cuh) */
     FK_SM90_SCALE_ROWCOL = 3, /* 1x128 A x 1x128 B per 128 of K: the K-grouped kernel (kg.cuh) */
+    FK_SM90_SCALE_STAGED = 4, /* BLOCK with both scales arriving in each stage's table (MN-major A by
+                               * TMA, B by bulk copy): consumer_pipe.cuh reads no global memory */
 } fk_sm90_scaling;
 /* The operands a variant's tensor cores read: an fp8 pair (the kernels'
  * AB template argument), or fp16 copies of A and B (gemm/sm90/f16_widen.cu:
@@ -36,6 +38,7 @@ static inline const char *fk_sm90_scaling_name(fk_sm90_scaling s)
     return s == FK_SM90_SCALE_BLOCK    ? "block"
            : s == FK_SM90_SCALE_MX     ? "mx"
            : s == FK_SM90_SCALE_ROWCOL ? "rowcol"
+           : s == FK_SM90_SCALE_STAGED ? "staged"
                                        : "plain";
 }
 static inline const char *fk_sm90_operands_name(fk_sm90_operands o)

@@ -22,6 +22,7 @@ struct fk_gemm_params {
     int sa_mode, sb_mode;
     const float *sa, *sb;
     long long sa_sm, sa_sk; /* BLOCK: A scale (m, kb) at sa[m * sa_sm + kb * sa_sk] */
+    CUtensorMap tsa;        /* STAGED: A's MN-major scales as (kb, sa_sk) f32, boxes of 128 rows of one K block */
     long long sb_ld;        /* BLOCK: B scale (n / 128, kb) at sb[(n / 128) * sb_ld + kb] */
     long long sb_g;         /* BLOCK, grouped: scale values from one expert's B scales to the next */
     float alpha, beta;

@@ -16,19 +16,22 @@
  * grouped GEMM (gemm/sm90/grouped_host.cu): every CTA first checks the device offsets
  * and builds the group table of gemm/sm90/sched.cuh; with invalid offsets every CTA
  * leaves before loading or storing anything. */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int WV = 1>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int WV = 1, bool ST = false>
 static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
-    typedef fk_sm90_shape<BN, (TS != 0), WV> S;
+    typedef fk_sm90_shape<BN, (TS != 0), WV, ST> S;
+    static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !GR && !TS), "staged scales: the pipelined consumer");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
     const uint32_t sa0 = base;
     const uint32_t sb0 = sa0 + S::STAGES * S::A_BYTES;
     const uint32_t out0 = sb0 + S::STAGES * S::B_BYTES;
-    const uint32_t full0 = out0 + S::EPI_BYTES;
+    /* ST: the stages' scale tables, 128-byte aligned (S::FIXED has the room) */
+    const uint32_t sc0 = ST ? (out0 + S::EPI_BYTES + 127u) & ~127u : out0 + S::EPI_BYTES;
+    const uint32_t full0 = sc0 + S::STAGES * S::SC_BYTES;
     const uint32_t empty0 = full0 + 8 * S::STAGES;
     if (threadIdx.x == 0) {
         fk_grid_dep_launch(); /* the next grid may take SMs as ours leave */
@@ -61,7 +64,8 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES, CL, GR, WV>(&ta, &tb, p, sa0, sb0, full0, empty0);
+            fk_sm90_producer<BN, S::STAGES, CL, GR, WV, fk_sm90_walk<CL, GR, WV>, ST>(&ta, &tb, p, sa0, sb0, full0,
+                                                                                     empty0, sc0);
     } else {
         fk_setmaxnreg_inc<232>();
         /* TS: both staging areas first, so each stays 1024-aligned for the
@@ -81,7 +85,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
         if constexpr (WV == 2)
             fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         else if constexpr (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128)
-            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR, ST>(p, wg, sa0, sb0, full0, empty0, stage_out, tab, sc0);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         /* the last bulk copies / TMA stores must be done before the CTA's
@@ -112,6 +116,22 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
                            const __grid_constant__ fk_gemm_params p)
 {
     fk_sm90_body<BN, PROMO, BLOCK, AB, 2, false>(ta, tb, p);
+}
+
+/* Block-scaled tiles with staged scales (FK_SM90_SCALE_STAGED), single CTAs and clusters of 2 along M. */
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_st(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                           const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 1, true>(ta, tb, p);
+}
+template <int BN, int AB>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_stc2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                             const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 2, 0, false, 1, true>(ta, tb, p);
 }
 
 /* Two-wave (256-row) block-scaled tiles, single CTAs and clusters of 2 along M. */

@@ -14,14 +14,21 @@
  * accumulator sets; the group of K block kb runs on the tensor cores while
  * the finished group of kb - 1 is promoted (and its stage released), so the
  * promotion is off the MMA critical path. Block scales are loaded two K
- * blocks ahead of their use. */
-template <int BN, bool BLOCK, int AB, int CL, int TS, bool GR = false>
+ * blocks ahead of their use from global memory, or with ST (staged scales)
+ * read from the stage's scale table at sc0 (pipeline.cuh) when its group
+ * is issued: the loop then reads no global memory. */
+template <int BN, bool BLOCK, int AB, int CL, int TS, bool GR = false, bool ST = false>
 static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
                                                              uint32_t sa0, uint32_t sb0,
                                                              uint32_t full0, uint32_t empty0,
-                                                             float *stage_out, float *tab)
+                                                             float *stage_out, float *tab, uint32_t sc0 = 0)
 {
-    typedef fk_sm90_shape<BN, (TS != 0)> S;
+    typedef fk_sm90_shape<BN, (TS != 0), 1, ST> S;
+    static_assert(!ST || BLOCK, "staged scales are block scales");
+    /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
+    extern __shared__ __align__(1024) unsigned char fk_smem[];
+    const float *sct = (const float *)(fk_smem + (sc0 - fk_smem_addr(fk_smem)));
+    const int rl = wg * 64 + (threadIdx.x & 127) / 32 * 16 + (threadIdx.x & 31) / 4;
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
     float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
@@ -42,9 +49,9 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
         /* (K blocks counted from the item's first, w.kb0) */
-        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
-        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
-        const float *sb_t = BLOCK ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
+        const float *sa_lo = BLOCK && !ST ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sa_hi = BLOCK && !ST ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sb_t = BLOCK && !ST ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
                                   : nullptr;
         /* v = scales of the block promoted next, w = of the one after */
         float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
@@ -56,7 +63,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             v_hi = v_lo;
             v_b = v_lo;
         }
-        if (BLOCK && nkb > 0) {
+        if (BLOCK && !ST && nkb > 0) {
             v_lo = sa_lo[0];
             v_hi = sa_hi[0];
             v_b = sb_t[0];
@@ -66,10 +73,19 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 w_b = sb_t[1];
             }
         }
+        /* ST: the scales of K block KB (issued from `stage`), from its table */
+#define FK_PIPE_TAB(LO, HI, B, KB)                                                               \
+    if (ST) {                                                                                    \
+        const float *t_ = sct + stage * (S::SC_BYTES / 4);                                       \
+        LO = t_[rl];                                                                             \
+        HI = t_[rl + 8];                                                                         \
+        B = t_[S::SC_ROWS + ((w.kb0 + (KB)) & 3)];                                               \
+    }
         if (nkb > 0) {
             fk_mbar_wait(full0 + 8 * stage, phase);
             fk_sm90_issue<BN, AB>(acc0, fk_sm90_desc_at(da0, stage * S::A_BYTES),
                                   fk_sm90_desc_at(db0, stage * S::B_BYTES));
+            FK_PIPE_TAB(v_lo, v_hi, v_b, 0)
             int pstage = stage; /* stage of the group in flight */
             fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
@@ -83,6 +99,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         fk_mbar_wait(full0 + 8 * stage, phase);                                                  \
         fk_sm90_issue<BN, AB>(NEW, fk_sm90_desc_at(da0, stage * S::A_BYTES),                     \
                               fk_sm90_desc_at(db0, stage * S::B_BYTES));                         \
+        FK_PIPE_TAB(w_lo, w_hi, w_b, kb)                                                         \
         fk_wgmma_wait<1>();                                                                      \
         if (lane == 0)                                                                           \
             fk_sm90_release<CL>(empty0 + 8 * pstage);                                            \
@@ -97,7 +114,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             v_lo = w_lo;                                                                         \
             v_hi = w_hi;                                                                         \
             v_b = w_b;                                                                           \
-            if (kb + 1 < nkb) {                                                                  \
+            if (!ST && kb + 1 < nkb) {                                                           \
                 w_lo = sa_lo[(long long)(kb + 1) * p.sa_sk];                                     \
                 w_hi = sa_hi[(long long)(kb + 1) * p.sa_sk];                                     \
                 w_b = sb_t[kb + 1];                                                              \
@@ -124,6 +141,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 fk_sm90_promote<true>(accf, acc0, v_lo * v_b, v_hi * v_b);
             }
 #undef FK_PIPE_STEP
+#undef FK_PIPE_TAB
         }
         if (fk_sm90_sk_finish(p, w, accf, wg, tid))
             fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);

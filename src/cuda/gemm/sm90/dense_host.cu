@@ -382,6 +382,41 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *jp)
     return FP8KIT_OK;
 }
 
+/* Whether a block-scaled job can take the staged-scale variants
+ * (FK_SM90_SCALE_STAGED): A's 1x128 scales MN-major (the producer loads
+ * 128 rows of one K block by TMA), B's 128x128 scale rows in whole 16-byte
+ * groups (bulk copies of 4 K blocks' scales that stay inside the row), both
+ * 16-byte aligned. The pointers are checked again at each run. */
+static int fk_sm90_staged_ok(const fk_gemm_job *job)
+{
+    const fp8kit_gemm_desc *dd = &job->desc;
+    if (dd->scale_a != FP8KIT_SCALE_BLOCK || dd->scale_b != FP8KIT_SCALE_BLOCK || job->k <= 0 || fk_f16_path(job))
+        return 0;
+    fk_scale_geom ga, gb;
+    fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
+    fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
+    const int64_t nkb = fk_ceil_div(job->k, FK_GEMM_BK);
+    return ga.sr == 1 && (ga.sc * 4) % 16 == 0 && nkb % 4 == 0 && gb.sr % 4 == 0 && gb.sr >= nkb &&
+           ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
+}
+
+/* The variant that runs what v runs with block scales read from global
+ * memory (v itself unless it stages them): a call whose pointers do not fit
+ * the staged plan takes it. */
+static int fk_sm90_unstaged(int vi)
+{
+    const fk_sm90_variant *v = &fk_sm90_variants[vi];
+    if (v->scaling != FK_SM90_SCALE_STAGED)
+        return vi;
+    for (int i = 0; i < fk_sm90_variant_count; i++) {
+        const fk_sm90_variant *u = &fk_sm90_variants[i];
+        if (u->scaling == FK_SM90_SCALE_BLOCK && u->bn == v->bn && u->ops == v->ops && u->promo == v->promo &&
+            u->cluster == v->cluster && fk_waves(u) == 1 && !u->tma_store)
+            return i;
+    }
+    return -1;
+}
+
 /* The general kernel's plan: the variant (tile width, promotion, cluster,
  * store path) by the cost model, or with autotune on the fastest of the
  * candidates, the small-M family's plan among them when it has one. */
@@ -393,7 +428,9 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const fk_sm90_operands ab = fk_sm90_fp8_pair(job->a_type, job->b_type);
     const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
     const int mx = dd->scale_a == FP8KIT_SCALE_MX; /* its own kernel (promotion every k32) */
-    const fk_sm90_scaling vscaling = mx ? FK_SM90_SCALE_MX : block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
+    fk_sm90_scaling vscaling = mx ? FK_SM90_SCALE_MX : block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
+    if (block && fk_sm90_staged_ok(job))
+        vscaling = FK_SM90_SCALE_STAGED; /* (the block variants where no staged one fits the tuning keys) */
     const int f16 = fk_f16_path(job);
     const fk_sm90_operands vops = f16 ? FK_SM90_F16 : ab;
     /* the small-M family's plan, a candidate for autotune */
@@ -428,7 +465,12 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     fk_sm90_cand cands[FK_SM90_MAX_CANDS];
     const int nc = fk_sm90_candidates(cands, FK_SM90_MAX_CANDS);
     fk_sm90_choice pick;
-    const int vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    int vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    if (vi < 0 && vscaling == FK_SM90_SCALE_STAGED) {
+        vscaling = FK_SM90_SCALE_BLOCK;
+        ask.scaling = (int)vscaling;
+        vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    }
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
     fk_sm90_config cfg;
@@ -538,6 +580,10 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_variant_count)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: bad plan");
+    if (fk_sm90_variants[cfg.variant].scaling == FK_SM90_SCALE_STAGED && !fk_sm90_staged_ok(job))
+        cfg.variant = fk_sm90_unstaged(cfg.variant); /* this call's scale pointers do not fit the staged plan */
+    if (cfg.variant < 0)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: no unstaged twin of the planned variant");
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
     const fp8kit_gemm_desc *dd = &job->desc;
     cudaStream_t st = (cudaStream_t)stream;
@@ -605,6 +651,12 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
             p.sa_sm = ga.gcols;
             p.sa_sk = ga.blocked;
         }
+    }
+    if (v->scaling == FK_SM90_SCALE_STAGED) { /* A's scales by TMA, 128 rows of one K block per stage */
+        const CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, (uint64_t)p.num_kb, (uint64_t)p.sa_sk,
+                                             (uint64_t)p.sa_sk * 4, FK_GEMM_BM, 1);
+        if (r != CUDA_SUCCESS)
+            return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: A scale tensor map failed (CUresult %d)", (int)r);
     }
     if (mxw) { /* the copies' scales: the helper warps copy the stage tables and band flags */
         p.sa = (const float *)(mxw + mo[2]);

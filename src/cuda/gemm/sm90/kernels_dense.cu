@@ -36,6 +36,10 @@
     {BN, PROMO, FK_SC(BLOCK), AB, fk_sm90_shape<BN>::STAGES, fk_sm90_shape<BN>::SMEM,         \
      fk_gemm_sm90_kernel_c2<BN, PROMO, BLOCK, AB>, 2, 0}
 
+#define FK_VST(BN, AB, KERNEL, CLUSTER)                                                           \
+    {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, false, 1, true>::STAGES,                   \
+     fk_sm90_shape<BN, false, 1, true>::SMEM, KERNEL<BN, AB>, CLUSTER, 0}
+
 #define FK_VMX(BN, AB)                                                                   \
     {BN, 1, FK_SM90_SCALE_MX, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM,                       \
      fk_gemm_sm90_mx_kernel<BN, AB>, 1, 0}
@@ -69,6 +73,11 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_VC2(192, 4, false, FK_SM90_E4M3_E4M3), FK_VC2(256, 0, false, FK_SM90_E4M3_E4M3),
     /* block scaling in clusters of 2 (B multicast halves B's L2 reads per CTA) */
     FK_VC2(128, 4, true, FK_SM90_E4M3_E4M3), FK_VC2(192, 4, true, FK_SM90_E4M3_E4M3),
+    /* block scaling with staged scales (MN-major A scales, B's scale rows in 16-byte groups): both
+     * arrive with each stage, the pipelined consumer reads no global memory */
+    FK_VST(128, FK_SM90_E4M3_E4M3, fk_gemm_sm90_kernel_st, 1), FK_VST(128, FK_SM90_E4M3_E5M2, fk_gemm_sm90_kernel_st, 1),
+    FK_VST(128, FK_SM90_E5M2_E4M3, fk_gemm_sm90_kernel_st, 1), FK_VST(128, FK_SM90_E5M2_E5M2, fk_gemm_sm90_kernel_st, 1),
+    FK_VST(64, FK_SM90_E4M3_E4M3, fk_gemm_sm90_kernel_st, 1), FK_VST(128, FK_SM90_E4M3_E4M3, fk_gemm_sm90_kernel_stc2, 2),
     /* block scaling on 256-row tiles (two waves; tuning gemm_bm=256), alone and in clusters of 2 */
     {128, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, fk_sm90_shape<128, false, 2>::STAGES,
      fk_sm90_shape<128, false, 2>::SMEM, fk_gemm_sm90_kernel_w2<128, FK_SM90_E4M3_E4M3>, 1, 0, 2},

@@ -23,15 +23,19 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
 
 /* Producer: one thread streams every (tile, K block) of this CTA into the
  * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
- * multicast to the same stage of every CTA of the cluster (which share B). */
+ * multicast to the same stage of every CTA of the cluster (which share B).
+ * SC (staged block scales, dense): each stage also gets its scale table at
+ * sc0: A's scales of the tile rows by TMA (p.tsa), and the 16 bytes of B's
+ * scale row holding the K block's, on the same barrier. */
 template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
-          class W = fk_sm90_walk<CL, GR, WV>>
+          class W = fk_sm90_walk<CL, GR, WV>, bool SC = false>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
-                                                        uint32_t empty0)
+                                                        uint32_t empty0, uint32_t sc0 = 0)
 {
-    typedef fk_sm90_shape<BN, false, WV> S;
+    typedef fk_sm90_shape<BN, false, WV, SC> S;
+    static_assert(!SC || (!GR && WV == 1), "staged scales: dense single-wave tiles");
     if (p.num_kb > 0) {
         fk_tma_prefetch_desc(ta);
         fk_tma_prefetch_desc(tb);
@@ -46,7 +50,12 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
         for (int kb = w.kb0; kb < w.kb1; kb++) {
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
-            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES);
+            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 : 0));
+            if (SC) {
+                const uint32_t t = sc0 + stage * S::SC_BYTES;
+                fk_tma_load_2d(t, &p.tsa, full, w.row0, kb);
+                fk_bulk_load(t + S::SC_ROWS * 4, p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16, full);
+            }
 #pragma unroll
             for (int l = 0; l < WV; l++) /* one 128-row box per wave */
                 fk_tma_load_2d(sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK, ta, full, kb * FK_GEMM_BK,

@@ -9,18 +9,25 @@
  * epilogue area (a 64 x 32 fp32 staging chunk, or the 64 staged output rows
  * of the bulk epilogue, whichever is larger) and its table of prefetched
  * factors (TS: large enough also for the 4 per-warp tables of the
- * row-scaled TMA-store epilogue), then the full + empty barriers; 1024
- * bytes of slack align the ring. The ring takes as many stages as fit in
- * 227 KB (at most 8). */
+ * row-scaled TMA-store epilogue), then (SC: staged block scales) one
+ * 128-byte aligned scale table per stage, then the full + empty barriers;
+ * 1024 bytes of slack align the ring. The ring takes as many stages as fit in 227 KB (at most 8). */
 #define FK_SM90_SMEM_MAX (227 * 1024)
 /* Floats of one warp's table in the TMA-store epilogue with row scales or
  * a bias: BN column factors (or, with a bias, the BN bias values), the 16
  * row scales of the warp's rows, the two tensor scales, padding to a
  * multiple of 4. */
 #define FK_EPI_WTAB(BN) ((BN) + 32)
-template <int BN, bool TS = false, int WV = 1> struct fk_sm90_shape {
+template <int BN, bool TS = false, int WV = 1, bool SC = false> struct fk_sm90_shape {
     static constexpr int A_BYTES = WV * FK_GEMM_BM * FK_GEMM_BK; /* WV 128-row waves */
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
+    /* SC: a stage's scale table (FK_SM90_SCALE_STAGED): A's block scales of
+     * the K block, one per row of the tile (MN-major, by TMA), then the 16
+     * bytes of B's scale row holding the K block's (bulk copy), in their own
+     * 128-byte slot (pipeline.cuh) */
+    static constexpr int SC_ROWS = WV * FK_GEMM_BM;
+    static constexpr int SC_B = SC_ROWS;
+    static constexpr int SC_BYTES = SC ? SC_ROWS * 4 + 128 : 0;
     static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
     /* TS: no room for the bulk epilogue's staged rows; the TMA-store
      * epilogue's two 4 KB buffers fit in the general epilogue's chunk */
@@ -30,14 +37,15 @@ template <int BN, bool TS = false, int WV = 1> struct fk_sm90_shape {
     static constexpr int TAB_FLOATS = /* per consumer warpgroup */
         TS && 4 * FK_EPI_WTAB(BN) > FK_EPI_TAB(BN) ? 4 * FK_EPI_WTAB(BN) : FK_EPI_TAB(BN);
     static constexpr int EPI_BYTES = 2 * (STAGE_OUT_FLOATS + TAB_FLOATS) * 4;
-    static constexpr int FIXED = EPI_BYTES + 1024 + 2 * 8 * 8;
-    static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (A_BYTES + B_BYTES);
+    static constexpr int FIXED = EPI_BYTES + 1024 + 2 * 8 * 8 + (SC ? 128 : 0); /* (SC: the tables' alignment) */
+    static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (A_BYTES + B_BYTES + SC_BYTES);
     static constexpr int STAGES = FIT < 8 ? FIT : 8;
-    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + FIXED;
+    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES + SC_BYTES) + FIXED;
     static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
     static_assert(STAGES >= 3, "stage ring too shallow");
     static_assert(!TS || CHUNK_FLOATS * 4 == 2 * 4096, "TMA-store buffers");
     static_assert(TAB_FLOATS % 4 == 0, "tables stay 16-byte aligned");
+    static_assert(SC_BYTES % 128 == 0, "TMA writes 128-byte aligned scale tables");
     static_assert(!TS || STAGES == 8 || STAGES == fk_sm90_shape<BN>::STAGES + 1,
                   "the TS variants' per-warp tables must not cost their extra stage");
 };
