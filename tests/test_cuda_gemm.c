@@ -94,6 +94,8 @@ typedef struct gcase {
     int rceil, pow2; /* desc.out_rounding (RCEIL), desc.out_pow2 */
     int exact;       /* small-integer operands, power-of-two scales: y exact on both backends */
     int bias_off;    /* the bias starts this many elements into its allocation (alignment) */
+    int sa_off;      /* A's scales start this many floats into their allocation (alignment) */
+    const char *want; /* a text the plan's description must hold (fp8kit_gemm_describe), or NULL */
 } gcase;
 
 
@@ -214,7 +216,8 @@ static double run_case(const gcase *g)
     const int64_t ldd = N + g->ldd_pad;
     const size_t dbytes = (size_t)(M * ldd) * ds;
     void *dA = dmalloc((size_t)(M * K)), *dB = dmalloc((size_t)(N * K));
-    void *dSA = dmalloc((size_t)nsa * 4), *dSB = dmalloc((size_t)nsb * 4);
+    void *dSAa = dmalloc((size_t)(nsa + g->sa_off) * 4), *dSB = dmalloc((size_t)nsb * 4);
+    void *dSA = (float *)dSAa + g->sa_off;
     void *dC = dmalloc((size_t)(M * N) * hs), *dBIa = dmalloc((size_t)(nb + 1) * 4), *dD = dmalloc(dbytes);
     void *dSD = dmalloc(4), *dAM = dmalloc(4);
     h2d(dA, A, (size_t)(M * K));
@@ -276,6 +279,10 @@ static double run_case(const gcase *g)
         if (strcmp(keys + 1, fctx_keys) != 0 && set_tuning(fctx, keys + 1))
             snprintf(fctx_keys, sizeof fctx_keys, "%s", keys + 1);
         CHECK_STATUS(fp8kit_gemm_describe(fctx, &desc, &ga, plan, sizeof plan), FP8KIT_OK);
+    }
+    if (g->want) {
+        CHECK_STATUS(fp8kit_gemm_describe(ctx, &desc, &ga, plan, sizeof plan), FP8KIT_OK);
+        CHECK(strstr(plan, g->want) != NULL, "%s: plan '%s' lacks '%s'", g->name, plan, g->want);
     }
     size_t ws = 1;
     CHECK_STATUS(fp8kit_gemm_workspace_size(ctx, &desc, &ga, &ws), FP8KIT_OK);
@@ -445,7 +452,7 @@ static double run_case(const gcase *g)
     }
     free(A); free(B); free(SA); free(SB); free(C); free(BI); free(ref); free(da); free(D); free(Dc);
     free(SDO); free(SDOc); cudaFree(dSDO);
-    cudaFree(dA); cudaFree(dB); cudaFree(dSA); cudaFree(dSB); cudaFree(dC); cudaFree(dBIa); cudaFree(dD);
+    cudaFree(dA); cudaFree(dB); cudaFree(dSAa); cudaFree(dSB); cudaFree(dC); cudaFree(dBIa); cudaFree(dD);
     cudaFree(dSD); cudaFree(dAM); cudaFree(dWS);
     return rel;
 }
@@ -954,6 +961,39 @@ static void act_inf(void)
 #endif /* FP8KIT_HAVE_CUDA */
 
 /* Reads the options into g_small, g_tuning; returns -1 to go on, else the exit code. */
+/* Block scales staged with each stage (FK_SM90_SCALE_STAGED): MN-major A
+ * scales and B's scale rows in whole 16-byte groups take those variants
+ * (the plan says so), every other block case the global-load ones; odd M
+ * and N, several tiles per CTA, a stream-K tail whose parts start off the
+ * 4-block groups, e5m2, 64 wide, and A's scales off 16 bytes (the planned
+ * staged variant's call falls back to its twin). */
+static void staged_cases(int small)
+{
+    gcase g = base_case("staged 301x520x1024", 301, 520, 1024);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.want = "scaling=staged"; run_case(&g);
+    g.name = "staged, A scales off 16 bytes"; g.sa_off = 1; g.want = NULL; run_case(&g);
+    g = base_case("staged K=1152 (9 K blocks): global loads", 301, 520, 1152);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.want = "scaling=block"; run_case(&g);
+    g = base_case("staged plain A scales: global loads", 200, 264, 512);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.want = "scaling=block"; run_case(&g);
+    if (small)
+        return;
+    g = base_case("staged multi-tile f32 K=4096", 1100, 2048, 4096);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.dt = FP8KIT_F32; g.fast = 1;
+    g.bound = 5e-4; g.want = "scaling=staged"; run_case(&g);
+    g = base_case("staged sk tail K=2560", 1100, 2048, 2560);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.sk = "4"; g.want = "scaling=staged";
+    run_case(&g);
+    g = base_case("staged bn64", 200, 700, 2048);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bn = "64"; run_case(&g);
+    g = base_case("staged e5m2xe4m3 bias gelu f16", 523, 777, 1536);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.at = FP8KIT_E5M2; g.dt = FP8KIT_F16;
+    g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; g.want = "scaling=staged"; run_case(&g);
+    g = base_case("staged heavy e4m3xe5m2 beta", 640, 384, 3584);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bt = FP8KIT_E5M2; g.heavy = 1;
+    g.beta = 0.5f; g.ct = FP8KIT_BF16; g.want = "scaling=staged"; run_case(&g);
+}
+
 static int parse_args(int argc, char **argv)
 {
     static const struct option opts[] = {{"small", no_argument, NULL, 's'},
@@ -1018,6 +1058,7 @@ int main(int argc, char **argv)
     act_inf();
     /* CPU-vs-CUDA cases of every scheme and shape class: tests/test_xbackend.c */
     sk_handoff();
+    staged_cases(small);
     if (small) {
         test_errors();
         fp8kit_ctx_destroy(gctx); fp8kit_ctx_destroy(cctx); fp8kit_ctx_destroy(fctx);
