@@ -223,6 +223,41 @@ struct fk_device_guard {
 };
 
 
+/* Whether a block-scaled job can take the staged-scale variants
+ * (FK_SM90_SCALE_STAGED): A's 1x128 scales MN-major (the producer loads
+ * 128 rows of one K block by TMA), B's 128x128 scale rows in whole 16-byte
+ * groups (bulk copies of 4 K blocks' scales that stay inside the row), both
+ * 16-byte aligned. The pointers are checked again at each run. */
+static int fk_sm90_staged_ok(const fk_gemm_job *job)
+{
+    const fp8kit_gemm_desc *dd = &job->desc;
+    if (dd->scale_a != FP8KIT_SCALE_BLOCK || dd->scale_b != FP8KIT_SCALE_BLOCK || job->k <= 0 || fk_f16_path(job))
+        return 0;
+    fk_scale_geom ga, gb;
+    fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
+    fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
+    const int64_t nkb = fk_ceil_div(job->k, FK_GEMM_BK);
+    return ga.sr == 1 && (ga.sc * 4) % 16 == 0 && nkb % 4 == 0 && gb.sr % 4 == 0 && gb.sr >= nkb &&
+           ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
+}
+
+/* The variant that runs what v runs with block scales read from global
+ * memory (v itself unless it stages them): a call whose pointers do not fit
+ * the staged plan takes it. */
+static int fk_sm90_unstaged(int vi)
+{
+    const fk_sm90_variant *v = &fk_sm90_variants[vi];
+    if (v->scaling != FK_SM90_SCALE_STAGED)
+        return vi;
+    for (int i = 0; i < fk_sm90_variant_count; i++) {
+        const fk_sm90_variant *u = &fk_sm90_variants[i];
+        if (u->scaling == FK_SM90_SCALE_BLOCK && u->bn == v->bn && u->ops == v->ops && u->promo == v->promo &&
+            u->cluster == v->cluster && fk_waves(u) == 1 && !u->tma_store)
+            return i;
+    }
+    return -1;
+}
+
 /* The plan config of general variant vi for the job (shared-memory limit
  * raised for the kernel, persistent grid). */
 static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int vi, int group_m,
@@ -239,6 +274,14 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
     FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)v->fn,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             v->smem_bytes));
+    if (v->scaling == FK_SM90_SCALE_STAGED) { /* a call whose pointers do not fit runs the twin */
+        const int t = fk_sm90_unstaged(vi);
+        if (t < 0)
+            return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: no unstaged twin of variant %d", vi);
+        FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)fk_sm90_variants[t].fn,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                fk_sm90_variants[t].smem_bytes));
+    }
     /* work items: tiles, or pairs of tiles along M for 2-CTA clusters */
     const int64_t tiles =
         fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM * fk_waves(v)), v->cluster) * fk_ceil_div(job->n, v->bn);
@@ -380,41 +423,6 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *jp)
                        "bytes (TMA)",
                        (long long)job->lda, (long long)job->ldb);
     return FP8KIT_OK;
-}
-
-/* Whether a block-scaled job can take the staged-scale variants
- * (FK_SM90_SCALE_STAGED): A's 1x128 scales MN-major (the producer loads
- * 128 rows of one K block by TMA), B's 128x128 scale rows in whole 16-byte
- * groups (bulk copies of 4 K blocks' scales that stay inside the row), both
- * 16-byte aligned. The pointers are checked again at each run. */
-static int fk_sm90_staged_ok(const fk_gemm_job *job)
-{
-    const fp8kit_gemm_desc *dd = &job->desc;
-    if (dd->scale_a != FP8KIT_SCALE_BLOCK || dd->scale_b != FP8KIT_SCALE_BLOCK || job->k <= 0 || fk_f16_path(job))
-        return 0;
-    fk_scale_geom ga, gb;
-    fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
-    fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
-    const int64_t nkb = fk_ceil_div(job->k, FK_GEMM_BK);
-    return ga.sr == 1 && (ga.sc * 4) % 16 == 0 && nkb % 4 == 0 && gb.sr % 4 == 0 && gb.sr >= nkb &&
-           ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
-}
-
-/* The variant that runs what v runs with block scales read from global
- * memory (v itself unless it stages them): a call whose pointers do not fit
- * the staged plan takes it. */
-static int fk_sm90_unstaged(int vi)
-{
-    const fk_sm90_variant *v = &fk_sm90_variants[vi];
-    if (v->scaling != FK_SM90_SCALE_STAGED)
-        return vi;
-    for (int i = 0; i < fk_sm90_variant_count; i++) {
-        const fk_sm90_variant *u = &fk_sm90_variants[i];
-        if (u->scaling == FK_SM90_SCALE_BLOCK && u->bn == v->bn && u->ops == v->ops && u->promo == v->promo &&
-            u->cluster == v->cluster && fk_waves(u) == 1 && !u->tma_store)
-            return i;
-    }
-    return -1;
 }
 
 /* The general kernel's plan: the variant (tile width, promotion, cluster,
