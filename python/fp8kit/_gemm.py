@@ -141,7 +141,9 @@ def _check_scale(v, mode, layout, rows, K, is_a):
             ok = _grid(v, *shp)
         elif layout == ScaleLayout.MN_MAJOR:
             ka, ld = shp  # the (ceil(K/128), 4*ceil(M/4)) buffer
-            if tuple(v.shape) == (rows, ka) and len(v.shape) == 2:  # the (M, ka) view of that buffer
+            # the (M, ka) view of that buffer (when (M, ka) is also the buffer's own shape, the
+            # packed row-major array is the buffer itself)
+            if tuple(v.shape) == (rows, ka) and len(v.shape) == 2 and not (tuple(v.shape) == (ka, ld) and _dense(v)):
                 n = want
                 ok = (v.strides[0] == 1 or rows == 1) and (ka == 1 or v.strides[1] == ld)
             else:

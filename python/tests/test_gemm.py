@@ -150,6 +150,23 @@ def test_block_scales_mn_major_and_mx_blocked(rng):
     assert rel_err(d, want) <= 1e-5
 
 
+def test_block_scales_mn_major_square_grid(rng):
+    # M = K / 128: the mn_major buffer (ceil(K/128), 4*ceil(M/4)) and the (M, ka) view have one shape;
+    # the packed buffer itself, as quantize returns it, and the strided view both read right
+    m, k, n = 8, 1024, 136
+    a = rng.standard_normal((m, k)).astype(F32)
+    w = rng.standard_normal((n, k)).astype(F32)
+    qa, sa = fp8kit.quantize(a, scheme="block1x128")
+    qw, sw = fp8kit.quantize(w, scheme="block128x128")
+    want = deq64(qa, sa, "block1x128") @ deq64(qw, sw, "block128x128").T
+    _, sa_mn = fp8kit.quantize(a, scheme="block1x128", scale_layout="mn_major")
+    assert sa_mn.shape == (8, 8)
+    d = fp8kit.scaled_mm(qa, qw.T, sa_mn, sw, out_dtype="float32", scale_layout="mn_major")
+    assert rel_err(d, want) <= 1e-5
+    d = fp8kit.scaled_mm(qa, qw.T, sa_mn.T, sw, out_dtype="float32", scale_layout="mn_major")  # (M, ka) view
+    assert rel_err(d, want) <= 1e-5
+
+
 def test_fp8_output_with_scale_and_amax(rng):
     qa, sa, qw, sw, want = operands(rng, "row", "row")
     scale_d = np.asarray(np.abs(want).max() / 448.0, dtype=F32)
