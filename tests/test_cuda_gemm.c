@@ -968,9 +968,6 @@ static void act_inf(void)
     }
 }
 
-#endif /* FP8KIT_HAVE_CUDA */
-
-/* Reads the options into g_small, g_tuning; returns -1 to go on, else the exit code. */
 /* Block scales staged with each stage (FK_SM90_SCALE_STAGED): MN-major A
  * scales and B's scale rows in whole 16-byte groups take those variants
  * (the plan says so), every other block case the global-load ones; odd M
@@ -1004,6 +1001,9 @@ static void staged_cases(int small)
     g.beta = 0.5f; g.ct = FP8KIT_BF16; g.want = "scaling=staged"; run_case(&g);
 }
 
+#endif /* FP8KIT_HAVE_CUDA */
+
+/* Reads the options into g_small, g_tuning; returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv)
 {
     static const struct option opts[] = {{"small", no_argument, NULL, 's'},

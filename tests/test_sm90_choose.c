@@ -17,6 +17,7 @@
 #define P FK_SM90_SCALE_PLAIN
 #define B FK_SM90_SCALE_BLOCK
 #define X FK_SM90_SCALE_MX
+#define S FK_SM90_SCALE_STAGED
 static const fk_sm90_cand k_tab[] = {
     {128, 128, 1, 4, P, 0, 0}, {128, 128, 1, 4, P, 1, 0}, {128, 128, 1, 4, P, 2, 0}, {128, 128, 1, 4, P, 3, 0},
     {64, 128, 1, 4, P, 0, 0},  {128, 128, 1, 0, P, 0, 0}, {64, 128, 1, 0, P, 0, 0},  {128, 128, 1, 4, B, 0, 0},
@@ -28,6 +29,8 @@ static const fk_sm90_cand k_tab[] = {
     {64, 128, 1, 1, X, 0, 0},  {192, 128, 1, 1, X, 0, 0},
     {192, 128, 2, 4, P, 0, 0}, {256, 128, 2, 0, P, 0, 0},
     {128, 128, 2, 4, B, 0, 0}, {192, 128, 2, 4, B, 0, 0},
+    {128, 128, 1, 4, S, 0, 0}, {128, 128, 1, 4, S, 1, 0}, {128, 128, 1, 4, S, 2, 0}, {128, 128, 1, 4, S, 3, 0},
+    {64, 128, 1, 4, S, 0, 0},  {128, 128, 2, 4, S, 0, 0},
     {128, 256, 1, 4, B, 0, 0}, {128, 256, 2, 4, B, 0, 0},
     {256, 128, 1, 0, P, 0, 1}, {192, 128, 1, 4, P, 0, 1}, {192, 128, 1, 0, P, 0, 1}, {128, 128, 1, 4, P, 0, 1},
     {128, 128, 1, 0, P, 0, 1},
@@ -38,6 +41,7 @@ static const fk_sm90_cand k_tab[] = {
 #undef P
 #undef B
 #undef X
+#undef S
 static const int k_n = (int)(sizeof k_tab / sizeof k_tab[0]);
 
 static fk_sm90_ask ask_of(int64_t m, int64_t n, int64_t k, int sms, int scaling, int ops, int promo)
@@ -155,6 +159,17 @@ static void test_tuning_keys(void)
     a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_PLAIN, FK_SM90_E5M2_E5M2, 0);
     p = pick(&a, &c);
     CHECK(p && p->promo == 4 && c.dropped == FK_SM90_DROP_PROMO, "e5m2 fast accumulation: promotion 4");
+    /* staged block scales: the 128-wide staged variant; a width only the global-load variants have
+     * is a dropped key (the planner then takes those: dense_host.cu) */
+    a = ask_of(4096, 4096, 7168, 132, FK_SM90_SCALE_STAGED, FK_SM90_E4M3_E4M3, 4);
+    p = pick(&a, &c);
+    CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && p->bn == 128 && c.dropped == 0, "staged: 128 wide");
+    a.bn = 192;
+    p = pick(&a, &c);
+    CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && c.dropped == FK_SM90_DROP_BN, "staged, gemm_bn=192: dropped");
+    a.scaling = FK_SM90_SCALE_BLOCK;
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 192 && c.dropped == 0, "block, gemm_bn=192: 192 wide");
     /* a job no variant runs */
     a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_ROWCOL, FK_SM90_E4M3_E4M3, 4);
     CHECK(fk_sm90_choose(k_tab, k_n, &a, &c) == -1 && c.index == -1, "no variant: -1");

@@ -474,10 +474,18 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int nc = fk_sm90_candidates(cands, FK_SM90_MAX_CANDS);
     fk_sm90_choice pick;
     int vi = fk_sm90_choose(cands, nc, &ask, &pick);
-    if (vi < 0 && vscaling == FK_SM90_SCALE_STAGED) {
-        vscaling = FK_SM90_SCALE_BLOCK;
-        ask.scaling = (int)vscaling;
-        vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    if (vscaling == FK_SM90_SCALE_STAGED && (vi < 0 || pick.dropped)) {
+        /* tuning keys no staged variant satisfies: the global-load variants, if they do */
+        fk_sm90_choice alt;
+        ask.scaling = (int)FK_SM90_SCALE_BLOCK;
+        const int va = fk_sm90_choose(cands, nc, &ask, &alt);
+        if (va >= 0 && (vi < 0 || alt.dropped == 0)) {
+            vi = va;
+            pick = alt;
+            vscaling = FK_SM90_SCALE_BLOCK;
+        } else {
+            ask.scaling = (int)vscaling;
+        }
     }
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no kernel variant for this case");
