@@ -23,6 +23,7 @@ gencode=${NVCC_GENCODE:--gencode=arch=compute_90,code=sm_90}
 t0=$(date +%s)
 say() { echo "[nccl_ep_build +$(($(date +%s) - t0))s] $*"; }
 
+# (to resume an interrupted build, pass OUT/src: a work tree is built in place)
 if [ ! -f "$src/Makefile" ]; then # a bare git dir: export its HEAD
     tree=$out/src
     rm -rf "$tree" && mkdir -p "$tree"
@@ -49,6 +50,10 @@ make -C "$src" -j"$jobs" src.build BUILDDIR="$out" CUDA_HOME="$CUDA_HOME" NVCC_G
 say "make -C contrib/nccl_ep lib"
 make -C "$src/contrib/nccl_ep" -j"$jobs" lib BUILDDIR="$out" NCCL_HOME="$out" CUDA_HOME="$CUDA_HOME" NVCC_GENCODE="$gencode" \
     >"$out/nccl-ep-build.log" 2>&1 || { tail -30 "$out/nccl-ep-build.log"; exit 1; }
+# the symbol tables are most of the size: strip the carried copies (the static archive stays out)
+for f in "$out"/lib/libnccl.so.*.*.* "$out"/lib/libnccl_ep.so*; do
+    [ -f "$f" ] && [ ! -L "$f" ] && strip --strip-unneeded "$f"
+done
 say "done"
 ls -la "$out/lib" | grep -E "libnccl(_ep)?\.so" || true
 du -shL "$out"/lib/libnccl.so "$out"/lib/libnccl_ep.so 2>/dev/null || du -sh "$out/lib"
