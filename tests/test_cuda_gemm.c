@@ -983,6 +983,8 @@ static void staged_cases(int small)
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.want = "scaling=block"; run_case(&g);
     g = base_case("staged plain A scales: global loads", 200, 264, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.want = "scaling=block"; run_case(&g);
+    g = base_case("staged M=64 (under one scale box): global loads", 64, 264, 512);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.want = "scaling=block"; run_case(&g);
     if (small)
         return;
     g = base_case("staged multi-tile f32 K=4096", 1100, 2048, 4096);

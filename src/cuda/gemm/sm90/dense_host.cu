@@ -233,6 +233,8 @@ static int fk_sm90_staged_ok(const fk_gemm_job *job)
     const fp8kit_gemm_desc *dd = &job->desc;
     if (dd->scale_a != FP8KIT_SCALE_BLOCK || dd->scale_b != FP8KIT_SCALE_BLOCK || job->k <= 0 || fk_f16_path(job))
         return 0;
+    if (job->m < FK_GEMM_BM) /* (fewer rows than A's 128-row scale box: not tried on a GPU yet) */
+        return 0;
     fk_scale_geom ga, gb;
     fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
     fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
