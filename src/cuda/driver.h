@@ -70,60 +70,50 @@ static inline fk_cu_launch_ex_fn fk_cu_launch_ex_fn_get(void)
     return fn;
 }
 
-/* Tensor map over a row-major byte matrix (rows x cols, row stride ld bytes)
- * read in boxes of box_cols x box_rows with the 128-byte swizzle (box_cols
- * must be <= 128). Out-of-bounds box elements read as zero. Returns the
- * CUresult (CUDA_SUCCESS = 0), or CUDA_ERROR_NOT_FOUND without the entry point. */
+/* Tensor map over a 2-D row-major matrix (rows x cols of dtype, row stride
+ * ld_bytes) read or written in boxes of box_cols x box_rows, with the given
+ * swizzle and L2 promotion; out-of-bounds box elements read as zero. Returns
+ * the CUresult (CUDA_SUCCESS = 0), or CUDA_ERROR_NOT_FOUND without the entry
+ * point. The helpers below name the layouts the kernels use. */
+static inline CUresult fk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype, const void *base, uint64_t rows,
+                                     uint64_t cols, uint64_t ld_bytes, uint32_t box_cols, uint32_t box_rows,
+                                     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion promo)
+{
+    fk_encode_tiled_fn fn = fk_tma_encode_fn();
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    cuuint64_t dims[2] = {cols, rows};
+    cuuint64_t strides[1] = {ld_bytes};
+    cuuint32_t box[2] = {box_cols, box_rows};
+    cuuint32_t estr[2] = {1, 1};
+    return fn(map, dtype, 2, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promo,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+/* A byte matrix (row stride ld bytes) with the 128-byte swizzle (box_cols <= 128). */
 static inline CUresult fk_tma_map_2d_u8(CUtensorMap *map, const void *base, uint64_t rows,
                                         uint64_t cols, uint64_t ld, uint32_t box_cols,
                                         uint32_t box_rows)
 {
-    fk_encode_tiled_fn fn = fk_tma_encode_fn();
-    if (!fn)
-        return CUDA_ERROR_NOT_FOUND;
-    cuuint64_t dims[2] = {cols, rows};
-    cuuint64_t strides[1] = {ld};
-    cuuint32_t box[2] = {box_cols, box_rows};
-    cuuint32_t estr[2] = {1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)base, dims, strides, box, estr,
-              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return fk_tma_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, base, rows, cols, ld, box_cols, box_rows,
+                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
-/* Tensor map over a row-major matrix of 16-bit elements (bf16 when bf, else
- * f16; rows x cols, row stride ld elements) written in boxes of box_cols x
- * box_rows with the 64-byte swizzle (box_cols * 2 must be 64). */
+/* A matrix of 16-bit elements (bf16 when bf, else f16; row stride ld
+ * elements) with the 64-byte swizzle (box_cols * 2 must be 64). */
 static inline CUresult fk_tma_map_2d_u16_sw64(CUtensorMap *map, const void *base, int bf, uint64_t rows,
                                               uint64_t cols, uint64_t ld, uint32_t box_cols, uint32_t box_rows)
 {
-    fk_encode_tiled_fn fn = fk_tma_encode_fn();
-    if (!fn)
-        return CUDA_ERROR_NOT_FOUND;
-    cuuint64_t dims[2] = {cols, rows};
-    cuuint64_t strides[1] = {ld * 2};
-    cuuint32_t box[2] = {box_cols, box_rows};
-    cuuint32_t estr[2] = {1, 1};
-    return fn(map, bf ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)base, dims,
-              strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
-              CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return fk_tma_map_2d(map, bf ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, base, rows,
+                         cols, ld * 2, box_cols, box_rows, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_NONE);
 }
 
-/* Tensor map over a row-major f32 matrix (rows x cols, row stride ld bytes, a
- * multiple of 16) read in boxes of box_cols x box_rows, no swizzle;
- * out-of-bounds elements read as zero. */
+/* An f32 matrix (row stride ld bytes, a multiple of 16), no swizzle. */
 static inline CUresult fk_tma_map_2d_f32(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols,
                                          uint64_t ld, uint32_t box_cols, uint32_t box_rows)
 {
-    fk_encode_tiled_fn fn = fk_tma_encode_fn();
-    if (!fn)
-        return CUDA_ERROR_NOT_FOUND;
-    cuuint64_t dims[2] = {cols, rows};
-    cuuint64_t strides[1] = {ld};
-    cuuint32_t box[2] = {box_cols, box_rows};
-    cuuint32_t estr[2] = {1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)base, dims, strides, box, estr,
-              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return fk_tma_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, base, rows, cols, ld, box_cols, box_rows,
+                         CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
 }
 
 #endif

@@ -79,7 +79,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         const float *t_ = sct + stage * (S::SC_BYTES / 4);                                       \
         LO = t_[rl];                                                                             \
         HI = t_[rl + 8];                                                                         \
-        B = t_[S::SC_ROWS + ((w.kb0 + (KB)) & 3)];                                               \
+        B = t_[S::SC_B + ((w.kb0 + (KB)) & 3)];                                               \
     }
         if (nkb > 0) {
             fk_mbar_wait(full0 + 8 * stage, phase);

@@ -54,7 +54,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
             if (SC) {
                 const uint32_t t = sc0 + stage * S::SC_BYTES;
                 fk_tma_load_2d(t, &p.tsa, full, w.row0, kb);
-                fk_bulk_load(t + S::SC_ROWS * 4, p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16, full);
+                fk_bulk_load(t + S::SC_B * 4, p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16, full);
             }
 #pragma unroll
             for (int l = 0; l < WV; l++) /* one 128-row box per wave */

@@ -26,7 +26,7 @@ template <int BN, bool TS = false, int WV = 1, bool SC = false> struct fk_sm90_s
      * bytes of B's scale row holding the K block's (bulk copy), in their own
      * 128-byte slot (pipeline.cuh) */
     static constexpr int SC_ROWS = WV * FK_GEMM_BM;
-    static constexpr int SC_B = SC_ROWS;
+    static constexpr int SC_B = SC_ROWS; /* B's 16 bytes: floats into the table */
     static constexpr int SC_BYTES = SC ? SC_ROWS * 4 + 128 : 0;
     static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
     /* TS: no room for the bulk epilogue's staged rows; the TMA-store
