@@ -455,7 +455,11 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  * A's T rows as in fp8kit_gemm (tensor: 1; row: T; block: T x ceil(K/128),
  * the 1x128 scales of each row); scale_b per expert (tensor: G; row: G x N;
  * block: G x ceil(N/128) x ceil(K/128), each expert's 128x128 scales).
- * Block scales in the plain layout only. MX (FP8KIT_SCALE_MX on both; the
+ * Block scales may also give A's in the mn_major layout (desc->scale_layout;
+ * B's stay plain): contiguous, one (ceil(K/128), 4*ceil(T/4)) buffer as
+ * fp8kit_gemm's over T rows; masked, G of them one after another, each
+ * (ceil(K/128), 4*ceil(M/4)) for its expert's M rows (DeepGEMM's layouts;
+ * on the GPU the fastest ones). MX (FP8KIT_SCALE_MX on both; the
  * MXFP8 case, contiguous and masked): e8m0 bytes in the plain layout, K a
  * multiple of 32; scale_a holds T x K/32 (each row of A, as fp8kit_gemm's),
  * scale_b G x N x K/32 (each expert's N x K/32, experts one after another).

@@ -35,7 +35,26 @@ typedef struct gcase {
     fp8kit_scale_mode sa, sb;
     int bias, act, pad, layout; /* layout: 0 random offsets, 1 all rows in the last group, 2 short last offset */
     int masked;                 /* FP8KIT_GROUPED_MASKED: t is M, the rows of each expert's slab */
+    int mn;                     /* block: A's scales in the mn_major layout (the reference reads the plain copy) */
 } gcase;
+
+/* A's 1x128 scales sa (T x kb, plain) in the grouped GEMM's mn_major layout:
+ * one (kb, 4 ceil(R/4)) buffer per slab of R rows (contiguous: one slab of
+ * T rows; masked: G slabs of M), padding NaN (never read); its element count
+ * in *count. */
+static float *mn_major_scales(const float *sa, int64_t T, int64_t kb, int64_t slabs, int64_t *count)
+{
+    const int64_t R = T / slabs, ld = (R + 3) / 4 * 4;
+    *count = slabs * kb * ld;
+    float *o = malloc(sizeof(float) * (size_t)(*count + 1));
+    for (int64_t i = 0; i < *count; i++)
+        o[i] = NAN;
+    for (int64_t g = 0; g < slabs; g++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < kb; j++)
+                o[g * kb * ld + j * ld + r] = sa[(g * R + r) * kb + j];
+    return o;
+}
 
 static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
 {
@@ -118,8 +137,29 @@ static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
     if (c->bias)
         ga.bias = fp8kit_tensor_make(bias, c->biast, 2, gn);
     ga.alpha = 0.75f;
-    fp8kit_status st = fp8kit_grouped_gemm(ctx, &desc, &ga, NULL);
+    /* mn_major: the call reads that copy; the reference below the plain scales */
+    float *sa_mn = NULL;
+    fp8kit_gemm_desc cdesc = desc;
+    fp8kit_grouped_gemm_args cga = ga;
+    if (block && c->mn) {
+        int64_t n_mn;
+        sa_mn = mn_major_scales(sa, T, kb, c->masked ? G : 1, &n_mn);
+        cdesc.scale_layout = FP8KIT_LAYOUT_MN_MAJOR;
+        cga.scale_a = fp8kit_tensor_make(sa_mn, FP8KIT_F32, 1, &n_mn);
+    }
+    fp8kit_status st = fp8kit_grouped_gemm(ctx, &cdesc, &cga, NULL);
     CHECK(st == FP8KIT_OK, "%s: %s (%s)", c->name, fp8kit_status_string(st), fp8kit_last_error(ctx));
+    if (sa_mn) { /* the same bytes as the plain layout's call (the CPU backend is deterministic) */
+        void *d2 = malloc(dsz * (size_t)(T * ldd));
+        memset(d2, 0x5A, dsz * (size_t)(T * ldd));
+        fp8kit_grouped_gemm_args pga = ga;
+        pga.d.data = d2;
+        CHECK_STATUS(fp8kit_grouped_gemm(ctx, &desc, &pga, NULL), FP8KIT_OK);
+        CHECK(!memcmp(d, d2, dsz * (size_t)(T * ldd)), "%s: mn_major and plain A scales wrote different bytes",
+              c->name);
+        free(d2);
+        free(sa_mn);
+    }
 
     /* the fp64 reference over the grouped rows; untouched bytes elsewhere */
     double *ref = malloc(sizeof(double) * (size_t)(T * N + 1));
@@ -269,8 +309,13 @@ static void bad_inputs(fp8kit_ctx *ctx)
         x.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &gn[1]));
     BAD("block scale_b count", FP8KIT_ERR_INVALID_SHAPE, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK;
         x.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 2, gn));
-    BAD("block mn_major", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK;
-        dx.scale_layout = FP8KIT_LAYOUT_MN_MAJOR; x.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 1, &G));
+    /* mn_major A scales over T = 40 rows, K 32: 1 x 40 (40 is the plain count too; 39 is neither) */
+    BAD("block mn_major scale_a count", FP8KIT_ERR_INVALID_SHAPE, dx.scale_a = dx.scale_b = FP8KIT_SCALE_BLOCK;
+        dx.scale_layout = FP8KIT_LAYOUT_MN_MAJOR; x.scale_b = fp8kit_tensor_make(sb, FP8KIT_F32, 1, &G);
+        int64_t n39 = 39; x.scale_a = fp8kit_tensor_make(sa, FP8KIT_F32, 1, &n39));
+    BAD("mn_major with row scales", FP8KIT_ERR_UNSUPPORTED, dx.scale_layout = FP8KIT_LAYOUT_MN_MAJOR);
+    BAD("mx mn_major", FP8KIT_ERR_UNSUPPORTED, dx.scale_a = dx.scale_b = FP8KIT_SCALE_MX;
+        dx.scale_layout = FP8KIT_LAYOUT_MN_MAJOR);
     BAD("layout out of enum", FP8KIT_ERR_INVALID_ARGUMENT, x.layout = (fp8kit_grouped_layout)7);
     BAD("masked with 2-D a", FP8KIT_ERR_INVALID_SHAPE, x.layout = FP8KIT_GROUPED_MASKED);
     /* mx over these f32 tensors: T x K/32 = 40 and G x N x K/32 = 72 elements, the wrong dtype */
@@ -790,29 +835,35 @@ int main(void)
     }
     const gcase cases[] = {
         {"row row bias gelu bf16", 300, 72, 96, 8, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 0},
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 0, 0},
         {"tensor f32 padded", 130, 40, 64, 5, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
-         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_NONE, 16, 0, 0},
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_NONE, 16, 0, 0, 0},
         {"none e5m2 silu f16", 77, 33, 48, 4, FP8KIT_E5M2, FP8KIT_E4M3, FP8KIT_F16, FP8KIT_F32,
-         FP8KIT_SCALE_NONE, FP8KIT_SCALE_NONE, 1, FP8KIT_ACT_SILU, 0, 0, 0},
+         FP8KIT_SCALE_NONE, FP8KIT_SCALE_NONE, 1, FP8KIT_ACT_SILU, 0, 0, 0, 0},
         {"tensor x row relu, one group", 64, 48, 32, 6, FP8KIT_E4M3, FP8KIT_E5M2, FP8KIT_BF16, FP8KIT_F16,
-         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_RELU, 0, 1, 0},
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_RELU, 0, 1, 0, 0},
         {"row x tensor erf, short", 90, 20, 160, 7, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, 1, FP8KIT_ACT_GELU_ERF, 8, 2, 0},
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_TENSOR, 1, FP8KIT_ACT_GELU_ERF, 8, 2, 0, 0},
         {"single expert", 50, 64, 64, 1, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 0, FP8KIT_ACT_NONE, 0, 0, 0},
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 0, FP8KIT_ACT_NONE, 0, 0, 0, 0},
         {"block bf16, K 300 N 200", 260, 200, 300, 5, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_SILU, 0, 0, 0},
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_SILU, 0, 0, 0, 0},
         {"block e5m2 f32 padded", 140, 136, 256, 3, FP8KIT_E5M2, FP8KIT_E4M3, FP8KIT_F32, FP8KIT_F32,
-         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 0, FP8KIT_ACT_NONE, 16, 2, 0},
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 0, FP8KIT_ACT_NONE, 16, 2, 0, 0},
         {"block, one group", 129, 64, 128, 4, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_F16, FP8KIT_F32,
-         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_GELU_TANH, 0, 1, 0},
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_GELU_TANH, 0, 1, 0, 0},
         {"masked row bias gelu", 70, 72, 96, 6, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 1},
+         FP8KIT_SCALE_ROW, FP8KIT_SCALE_ROW, 1, FP8KIT_ACT_GELU_TANH, 0, 0, 1, 0},
         {"masked block padded", 130, 160, 384, 4, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
-         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 0, FP8KIT_ACT_NONE, 16, 2, 1},
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 0, FP8KIT_ACT_NONE, 16, 2, 1, 0},
         {"masked tensor, last full", 40, 48, 64, 5, FP8KIT_E4M3, FP8KIT_E5M2, FP8KIT_F32, FP8KIT_F32,
-         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_RELU, 0, 1, 1},
+         FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_TENSOR, 0, FP8KIT_ACT_RELU, 0, 1, 1, 0},
+        {"block mn_major, K 300 N 200", 261, 200, 300, 5, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_SILU, 0, 0, 0, 1},
+        {"masked block mn_major, M 130", 130, 160, 384, 4, FP8KIT_E4M3, FP8KIT_E5M2, FP8KIT_F16, FP8KIT_BF16,
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 0, FP8KIT_ACT_NONE, 16, 2, 1, 1},
+        {"masked block mn_major, one full", 63, 96, 640, 3, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_BF16, FP8KIT_BF16,
+         FP8KIT_SCALE_BLOCK, FP8KIT_SCALE_BLOCK, 1, FP8KIT_ACT_GELU_TANH, 0, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], &rng, ctx);
@@ -840,9 +891,18 @@ int main(void)
                                                      FP8KIT_E4M3, idx % 5 == 0 ? FP8KIT_E5M2 : FP8KIT_E4M3,
                                                      dv[idx % 3], FP8KIT_BF16, sv[si], sv[si], idx % 2,
                                                      idx % 2 ? FP8KIT_ACT_SILU : FP8KIT_ACT_NONE, idx % 4 == 1 ? 16 : 0,
-                                                     layout, masked};
+                                                     layout, masked, 0};
                                     run_case(&c, &rng, ctx);
                                     ran++;
+                                    if (sv[si] == FP8KIT_SCALE_BLOCK) { /* and with mn_major A scales */
+                                        char mname[80];
+                                        snprintf(mname, sizeof mname, "%s mn_major", name);
+                                        gcase m = c;
+                                        m.name = mname;
+                                        m.mn = 1;
+                                        run_case(&m, &rng, ctx);
+                                        ran++;
+                                    }
                                 }
         printf("  the space: %d cases\n", ran);
     }

@@ -14,6 +14,7 @@
  * over all T rows and runs as one grouped job, whose kernel checks the
  * offsets itself. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
 #include "format/geometry.h"
@@ -57,11 +58,22 @@ fp8kit_status fk_check_group_ends(const fp8kit_ctx *ctx, const char *fn, const i
 
 /* The call as one matrix of rows: A (t, k), D (t, n) with row strides lda,
  * ldd; g experts; masked_m rows per expert slab (0: contiguous layout); the
- * scale geometry of A over all t rows (ga) and of one expert's B (gb). */
+ * scale geometry of one A scale slab (ga: sa_rows rows; sa_slabs slabs one
+ * after another) and of one expert's B (gb). A's scales are one slab over
+ * all t rows, except mn_major block scales of the masked layout: one slab
+ * per expert, each the mn_major buffer of its M rows (fp8kit.h). */
 typedef struct fk_grp {
     int64_t t, k, n, g, masked_m, lda, ldd;
+    int64_t sa_rows, sa_slabs;
     fk_scale_geom ga, gb;
 } fk_grp;
+
+/* Element offset of A's scale of row r (0 .. t - 1) at K block kb. */
+static int64_t fk_grp_sa_off(const fk_grp *s, int64_t r, int64_t kb)
+{
+    const int64_t slab = s->sa_slabs > 1 ? r / s->sa_rows : 0;
+    return slab * s->ga.count + fk_scale_off_rk(&s->ga, r - slab * s->sa_rows, kb);
+}
 
 /* A checked tensor of dtype dt (of f32 / f16 / bf16 when hp) holding n elements. */
 static fp8kit_status fk_check_flat(const fp8kit_ctx *ctx, const char *name, const fp8kit_tensor *t, fp8kit_dtype dt,
@@ -109,8 +121,8 @@ static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_a
     o->b = fp8kit_tensor_2d((char *)a->b.data + g * sbg, a->b.dtype, n, k, ldb);
     if (d->scale_a) { /* rows r0 .. r1 - 1 of A's scales (tensor: the one scale) */
         fk_scale_geom v;
-        fk_gemm_scale_geom(d->scale_a, FK_GEO_PLAIN, 0, r1 - r0, k, &v);
-        const int64_t first = d->scale_a == FP8KIT_SCALE_TENSOR ? 0 : fk_scale_off_rk(&s->ga, r0, 0);
+        fk_gemm_scale_geom(d->scale_a, d->scale_layout, 0, r1 - r0, k, &v);
+        const int64_t first = d->scale_a == FP8KIT_SCALE_TENSOR ? 0 : fk_grp_sa_off(s, r0, 0);
         o->scale_a = fk_scale_view(&a->scale_a, d->scale_a, first, v.count);
     }
     if (d->scale_b)
@@ -233,8 +245,8 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, FN ": args->layout %d is not a fp8kit_grouped_layout",
                        (int)a->layout);
     const int mx = d->scale_a == FP8KIT_SCALE_MX; /* (on both: fk_check_gemm_desc) */
-    if ((d->scale_a == FP8KIT_SCALE_BLOCK || mx) && d->scale_layout != FP8KIT_LAYOUT_PLAIN)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": %s scales in the plain layout only", mx ? "mx" : "block");
+    if (mx && d->scale_layout != FP8KIT_LAYOUT_PLAIN) /* (block: plain or mn_major, fk_check_gemm_desc) */
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": mx scales in the plain layout only");
     if (d->out_quant != FP8KIT_OUTQ_NONE)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization is not supported");
     if (d->bias == FP8KIT_BIAS_ROW)
@@ -251,17 +263,24 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     if (!fk_is_fp8(a->a.dtype) || !fk_is_fp8(a->b.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": a and b must be e4m3 or e5m2 (got %s and %s)",
                        fp8kit_dtype_name(a->a.dtype), fp8kit_dtype_name(a->b.dtype));
-    /* scale counts: A's over all T rows, B's per expert (format/geometry.h) */
+    /* scale counts: A's over all T rows (mn_major, masked: per expert), B's per expert (format/geometry.h) */
+    const int mn = d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
     static const char *const wa[] = {"", "tensor scaling", "row scaling of A (T)", "block scaling of A (T x ceil(K/128))",
                                      "mx scaling of A (T x K/32)"};
+    const char *wa_mn = s->masked_m ? "mn_major block scaling of A (G x ceil(K/128) x 4*ceil(M/4))"
+                                    : "mn_major block scaling of A (ceil(K/128) x 4*ceil(T/4))";
     static const char *const wb[] = {"", "tensor scaling per expert (G)", "row scaling per expert (G x N)",
                                      "block scaling per expert (G x ceil(N/128) x ceil(K/128))",
                                      "mx scaling per expert (G x N x K/32)"};
     const fp8kit_dtype sdt = mx ? FP8KIT_E8M0 : FP8KIT_F32;
-    if (fk_gemm_scale_geom(d->scale_a, FK_GEO_PLAIN, 0, s->t, s->k, &s->ga) ||
-        fk_gemm_scale_geom(d->scale_b, FK_GEO_PLAIN, 1, s->n, s->k, &s->gb))
+    s->sa_slabs = mn && s->masked_m ? s->g : 1;
+    s->sa_rows = s->sa_slabs > 1 ? s->masked_m : s->t;
+    if (fk_gemm_scale_geom(d->scale_a, d->scale_layout, 0, s->sa_rows, s->k, &s->ga) ||
+        fk_gemm_scale_geom(d->scale_b, d->scale_layout, 1, s->n, s->k, &s->gb) ||
+        fk_mul_ovf(s->sa_slabs, s->ga.count) < 0)
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the scale counts overflow int64");
-    if (d->scale_a && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, sdt, 0, s->ga.count, wa[d->scale_a])))
+    if (d->scale_a && (st = fk_check_flat(ctx, "scale_a", &a->scale_a, sdt, 0, fk_mul_ovf(s->sa_slabs, s->ga.count),
+                                          mn ? wa_mn : wa[d->scale_a])))
         return st;
     if (d->scale_b &&
         (st = fk_check_flat(ctx, "scale_b", &a->scale_b, sdt, 0, fk_mul_ovf(s->g, s->gb.count), wb[d->scale_b])))
@@ -304,8 +323,9 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return FP8KIT_OK;
     if ((st = fk_grouped_offsets(ctx, a, s)))
         return st;
-    /* every group as fp8kit_gemm would see it (dtypes, alignment, K rules) */
-    for (int64_t i = 0; i < s->g; i++) {
+    /* every group as fp8kit_gemm would see it (dtypes, alignment, K rules);
+     * mn_major A scales: as the plain call fk_grouped_plain makes sees them */
+    for (int64_t i = 0; i < s->g && !mn; i++) {
         int64_t r0, r1;
         fk_group_rows(a, s, i, &r0, &r1);
         if (r1 > r0) {
@@ -324,7 +344,7 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
 /* Plan key of a backend's grouped kernel: a tag (no fp8kit_gemm key starts
  * with it), the options, the dtypes, the shapes and strides, alignment bits. */
 typedef struct fk_grouped_key {
-    int32_t tag, scale_a, scale_b, bias, act, fast_accum, a_type, b_type, bias_type, d_type, align, layout;
+    int32_t tag, scale_a, scale_b, scale_layout, bias, act, fast_accum, a_type, b_type, bias_type, d_type, align, layout;
     int64_t t, n, k, g, masked_m, lda, ldb, b_stride, ldd, tuning;
 } fk_grouped_key;
 
@@ -370,7 +390,8 @@ static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     memset(&key, 0, sizeof key);
     key.tag = 0x47525032; /* "GRP2" */
     key.tuning = (int64_t)ctx->tuning_key;
-    key.scale_a = d->scale_a; key.scale_b = d->scale_b; key.bias = d->bias; key.act = d->act;
+    key.scale_a = d->scale_a; key.scale_b = d->scale_b; key.scale_layout = d->scale_layout;
+    key.bias = d->bias; key.act = d->act;
     key.fast_accum = d->fast_accum != 0;
     key.a_type = j->a_type; key.b_type = j->b_type; key.bias_type = j->bias ? (int32_t)j->bias_type : -1;
     key.d_type = j->d_type;
@@ -386,6 +407,32 @@ static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     return ctx->ops->grouped_run(ctx, &gj, plan, stream);
 }
 
+/* Backends without a grouped kernel, mn_major A scales: the call again with
+ * A's scales copied into the plain layout (T x ceil(K/128); a group's rows of
+ * an mn_major buffer are not one fp8kit_gemm scale tensor). */
+static fp8kit_status fk_grouped_plain(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                      const fp8kit_grouped_gemm_args *args, const fk_grp *s, void *stream)
+{
+    const int64_t nkb = s->ga.gcols, n = fk_mul_ovf(s->t, nkb);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": T x ceil(K/128) overflows");
+    float *plain = (float *)malloc(n ? (size_t)n * sizeof(float) : sizeof(float));
+    if (!plain)
+        return fk_fail(ctx, FP8KIT_ERR_OUT_OF_MEMORY, FN ": no memory for a plain copy of A's scales (%lld floats)",
+                       (long long)n);
+    const float *sa = (const float *)args->scale_a.data;
+    for (int64_t r = 0; r < s->t; r++)
+        for (int64_t kb = 0; kb < nkb; kb++)
+            plain[r * nkb + kb] = sa[fk_grp_sa_off(s, r, kb)];
+    fp8kit_gemm_desc d2 = *desc;
+    d2.scale_layout = FP8KIT_LAYOUT_PLAIN;
+    fp8kit_grouped_gemm_args a2 = *args;
+    a2.scale_a = fk_vec(plain, FP8KIT_F32, 1, n);
+    const fp8kit_status st = fp8kit_grouped_gemm(ctx, &d2, &a2, stream);
+    free(plain);
+    return st;
+}
+
 fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args,
                                   void *stream)
 {
@@ -399,6 +446,8 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
         return st;
     if (fk_grouped_on_device(ctx))
         return fk_grouped_native(ctx, desc, args, &s, stream);
+    if (desc->scale_layout == FP8KIT_LAYOUT_MN_MAJOR)
+        return fk_grouped_plain(ctx, desc, args, &s, stream);
     for (int64_t i = 0; i < s.g; i++) {
         int64_t r0, r1;
         fk_group_rows(args, &s, i, &r0, &r1);
