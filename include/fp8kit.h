@@ -521,6 +521,16 @@ FP8KIT_API fp8kit_status fp8kit_grouped_gemm_workspace_size(fp8kit_ctx *ctx, con
 FP8KIT_API fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
                                              const fp8kit_grouped_gemm_args *args, void *stream);
 
+/* As fp8kit_gemm_describe for a grouped call: checks it as
+ * fp8kit_grouped_gemm_workspace_size does (placeholder pointers allowed,
+ * nothing read), plans it (the plan is cached for the call) and writes a
+ * one-line description of the plan into buf (n bytes, truncated), e.g.
+ * "sm90_grouped variant=16 bn=128 ... scaling=staged ...", or on the CPU
+ * "cpu: one gemm per group". For tests, benchmarks and bug reports; the
+ * text is not a stable format. */
+FP8KIT_API fp8kit_status fp8kit_grouped_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                                      const fp8kit_grouped_gemm_args *args, char *buf, size_t n);
+
 /* K-grouped GEMM: the weight gradient of a mixture-of-experts layer
  * (DeepGEMM's k_grouped_fp8_gemm_nt_contiguous). G groups share M and N;
  * group g owns the K range [offsets[g-1], offsets[g]) (offsets[-1] = 0) of

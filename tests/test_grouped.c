@@ -38,24 +38,6 @@ typedef struct gcase {
     int mn;                     /* block: A's scales in the mn_major layout (the reference reads the plain copy) */
 } gcase;
 
-/* A's 1x128 scales sa (T x kb, plain) in the grouped GEMM's mn_major layout:
- * one (kb, 4 ceil(R/4)) buffer per slab of R rows (contiguous: one slab of
- * T rows; masked: G slabs of M), padding NaN (never read); its element count
- * in *count. */
-static float *mn_major_scales(const float *sa, int64_t T, int64_t kb, int64_t slabs, int64_t *count)
-{
-    const int64_t R = T / slabs, ld = (R + 3) / 4 * 4;
-    *count = slabs * kb * ld;
-    float *o = malloc(sizeof(float) * (size_t)(*count + 1));
-    for (int64_t i = 0; i < *count; i++)
-        o[i] = NAN;
-    for (int64_t g = 0; g < slabs; g++)
-        for (int64_t r = 0; r < R; r++)
-            for (int64_t j = 0; j < kb; j++)
-                o[g * kb * ld + j * ld + r] = sa[(g * R + r) * kb + j];
-    return o;
-}
-
 static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
 {
     const int64_t N = c->n, K = c->k, G = c->g;
@@ -143,7 +125,7 @@ static void run_case(const gcase *c, fk_rng *r, fp8kit_ctx *ctx)
     fp8kit_grouped_gemm_args cga = ga;
     if (block && c->mn) {
         int64_t n_mn;
-        sa_mn = mn_major_scales(sa, T, kb, c->masked ? G : 1, &n_mn);
+        sa_mn = fk_t_mn_major(sa, T, kb, c->masked ? G : 1, &n_mn);
         cdesc.scale_layout = FP8KIT_LAYOUT_MN_MAJOR;
         cga.scale_a = fp8kit_tensor_make(sa_mn, FP8KIT_F32, 1, &n_mn);
     }

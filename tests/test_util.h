@@ -176,6 +176,24 @@ static inline double fk_t_rel_floor(double err2, double ref2, int64_t count, fp8
     return den > 0.0 ? sqrt(err2) / den : sqrt(err2);
 }
 
+/* A's 1x128 scales sa (T x kb, plain row-major) in the grouped GEMM's
+ * mn_major layout: one (kb, 4 ceil(R/4)) buffer per slab of R = T / slabs
+ * rows (contiguous: one slab; masked: G of M rows), padding NaN (never
+ * read). Returns a malloc'd buffer (one float more than *count). */
+static inline float *fk_t_mn_major(const float *sa, int64_t T, int64_t kb, int64_t slabs, int64_t *count)
+{
+    const int64_t R = T / slabs, ld = (R + 3) / 4 * 4;
+    *count = slabs * kb * ld;
+    float *o = (float *)malloc(sizeof(float) * (size_t)(*count + 1));
+    for (int64_t i = 0; i <= *count; i++)
+        o[i] = NAN;
+    for (int64_t g = 0; g < slabs; g++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < kb; j++)
+                o[g * kb * ld + j * ld + r] = sa[(g * R + r) * kb + j];
+    return o;
+}
+
 static inline uint32_t fk_t_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fk_t_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 

@@ -380,11 +380,12 @@ static void fk_grouped_job_of(const fp8kit_gemm_desc *d, const fp8kit_grouped_ge
     *out = gj;
 }
 
-static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
-                                       const fk_grp *s, void *stream)
+/* The plan of the backend's grouped kernel for the call (cached), and its job. */
+static const fk_plan *fk_grouped_plan(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
+                                      const fk_grp *s, fk_grouped_job *out, fp8kit_status *st)
 {
-    fk_grouped_job gj;
-    fk_grouped_job_of(d, a, s, &gj);
+    fk_grouped_job_of(d, a, s, out);
+    const fk_grouped_job gj = *out;
     const fk_gemm_job *j = &gj.gemm;
     fk_grouped_key key;
     memset(&key, 0, sizeof key);
@@ -400,8 +401,15 @@ static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     key.layout = a->layout;
     key.t = j->m; key.n = j->n; key.k = j->k; key.g = gj.groups; key.masked_m = gj.masked_m;
     key.lda = j->lda; key.ldb = j->ldb; key.b_stride = gj.b_stride; key.ldd = j->ldd;
+    return fk_plan_get(ctx, &key, sizeof key, &out->gemm, ctx->ops->grouped_plan, st);
+}
+
+static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
+                                       const fk_grp *s, void *stream)
+{
+    fk_grouped_job gj;
     fp8kit_status st;
-    const fk_plan *plan = fk_plan_get(ctx, &key, sizeof key, j, ctx->ops->grouped_plan, &st);
+    const fk_plan *plan = fk_grouped_plan(ctx, d, a, s, &gj, &st);
     if (!plan)
         return st;
     return ctx->ops->grouped_run(ctx, &gj, plan, stream);
@@ -483,5 +491,33 @@ fp8kit_status fp8kit_grouped_gemm_workspace_size(fp8kit_ctx *ctx, const fp8kit_g
             return st;
     }
     *bytes = b;
+    return FP8KIT_OK;
+}
+
+fp8kit_status fp8kit_grouped_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
+                                           const fp8kit_grouped_gemm_args *args, char *buf, size_t n)
+{
+    if (!ctx)
+        return fk_fail(NULL, FP8KIT_ERR_NULL_POINTER, "fp8kit_grouped_gemm_describe: ctx is NULL");
+    if (!desc || !args || !buf || n == 0)
+        return fk_fail(ctx, FP8KIT_ERR_NULL_POINTER, "fp8kit_grouped_gemm_describe: %s is NULL%s",
+                       !desc ? "desc" : !args ? "args" : "buf", buf && !n ? " or empty" : "");
+    buf[0] = 0;
+    fk_grp s;
+    fp8kit_status st = fk_grouped_check(ctx, desc, args, &s, 1);
+    if (st)
+        return st;
+    if (!fk_grouped_on_device(ctx) || s.g == 0) { /* one fp8kit_gemm per group (CPU), or nothing to run */
+        snprintf(buf, n, "%s: %s", ctx->ops->name, s.g ? "one gemm per group" : "no groups");
+        return FP8KIT_OK;
+    }
+    fk_grouped_job gj;
+    const fk_plan *plan = fk_grouped_plan(ctx, desc, args, &s, &gj, &st);
+    if (!plan)
+        return st;
+    if (ctx->ops->plan_describe)
+        ctx->ops->plan_describe(plan, buf, n);
+    else
+        snprintf(buf, n, "%s", ctx->ops->name);
     return FP8KIT_OK;
 }

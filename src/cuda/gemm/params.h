@@ -70,6 +70,8 @@ struct fk_gemm_params {
     /* (there m is the rows of D viewed as one matrix: (G - 1) kg_drows + kg_m) */
     int kg_drows;           /* rows of D from one group to the next (its group stride / ldd) */
     int kg_m;               /* M: rows of A and of each group's D */
+    long long sa_g;         /* BLOCK, grouped masked with mn_major A scales: values from one expert's slab of
+                             * A scales to the next (rows then count within the slab); 0: one slab of all rows */
 };
 
 /* One compiled kernel variant: tile width, promotion interval (wgmma k32 steps

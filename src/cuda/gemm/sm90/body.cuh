@@ -22,7 +22,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
 {
 #ifdef FK_SM90_DEVICE
     typedef fk_sm90_shape<BN, (TS != 0), WV, ST> S;
-    static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !GR && !TS), "staged scales: the pipelined consumer");
+    static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !TS), "staged scales: the pipelined consumer");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
@@ -118,13 +118,14 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_sm90_body<BN, PROMO, BLOCK, AB, 2, false>(ta, tb, p);
 }
 
-/* Block-scaled tiles with staged scales (FK_SM90_SCALE_STAGED), single CTAs and clusters of 2 along M. */
-template <int BN, int AB>
+/* Block-scaled tiles with staged scales (FK_SM90_SCALE_STAGED), single CTAs (GR: the grouped
+ * GEMM) and clusters of 2 along M. */
+template <int BN, int AB, bool GR = false>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel_st(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                            const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 1, true>(ta, tb, p);
+    fk_sm90_body<BN, 4, true, AB, 1, 0, GR, 1, true>(ta, tb, p);
 }
 template <int BN, int AB>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)

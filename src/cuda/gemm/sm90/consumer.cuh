@@ -60,8 +60,8 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
          * of B: columns past N are never stored). */
         /* (K blocks counted from the item's first, w.kb0) */
         constexpr bool BN2 = BLOCK && BN > 128;
-        const float *sa_lo = BLOCK ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
-        const float *sa_hi = BLOCK ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sa_lo = BLOCK ? w.sa_row(p, r0) : nullptr;
+        const float *sa_hi = BLOCK ? w.sa_row(p, r0 + 8) : nullptr;
         const int bj = (tn * BN) >> 7, bnd = 128 - ((tn * BN) & 127);
         const float *sb_t = BLOCK ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)bj * p.sb_ld + w.kb0 : nullptr;
         const float *sb_t2 = BN2 ? sb_t + (bj + 1 < ((p.n + 127) >> 7) ? p.sb_ld : 0) : nullptr;

@@ -49,8 +49,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
         /* (K blocks counted from the item's first, w.kb0) */
-        const float *sa_lo = BLOCK && !ST ? p.sa + (long long)min(r0, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
-        const float *sa_hi = BLOCK && !ST ? p.sa + (long long)min(r0 + 8, p.m - 1) * p.sa_sm + w.kb0 * p.sa_sk : nullptr;
+        const float *sa_lo = BLOCK && !ST ? w.sa_row(p, r0) : nullptr;
+        const float *sa_hi = BLOCK && !ST ? w.sa_row(p, r0 + 8) : nullptr;
         const float *sb_t = BLOCK && !ST ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
                                   : nullptr;
         /* v = scales of the block promoted next, w = of the one after */

@@ -50,6 +50,49 @@ static int fk_grp_find_variant(int bn, int promo, fk_sm90_scaling scaling, fk_sm
     return -1;
 }
 
+/* A's block scales (format/geometry.h): plain (T, kb), or mn_major (kb, 4 ceil(T/4))
+ * (contiguous) or one (kb, 4 ceil(M/4)) slab per expert (masked), the layouts of
+ * fp8kit_grouped_gemm; *slab: values from one slab to the next (0: one slab). */
+static void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
+{
+    const fk_gemm_job *job = &gj->gemm;
+    const int per_expert = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR && gj->masked_m > 0;
+    fk_gemm_scale_geom(FP8KIT_SCALE_BLOCK, job->desc.scale_layout, 0, per_expert ? gj->masked_m : job->m, job->k,
+                       ga);
+    *slab = per_expert ? ga->count : 0;
+}
+
+/* Whether this call's scale pointers fit the staged-scale variants (TMA and
+ * bulk-copy sources: 16-byte aligned); the rest of fk_grp_staged_ok follows
+ * from the plan key. */
+static int fk_grp_staged_ptrs_ok(const fk_gemm_job *job)
+{
+    return ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
+}
+
+/* Whether a block-scaled job can take the staged-scale variants (as the dense
+ * planner's fk_sm90_staged_ok): A's scales mn_major with slabs of at least
+ * one 128-row box, ceil(K/128) a multiple of 4 (B's 16-byte groups of 4 K
+ * blocks stay inside a row and every expert's scales start 16-byte aligned). */
+static int fk_grp_staged_ok(const fk_grouped_job *gj)
+{
+    const fk_gemm_job *job = &gj->gemm;
+    if (job->desc.scale_a != FP8KIT_SCALE_BLOCK || job->desc.scale_layout != FP8KIT_LAYOUT_MN_MAJOR || job->k <= 0)
+        return 0;
+    fk_scale_geom ga;
+    int64_t slab;
+    fk_grp_sa_geom(gj, &ga, &slab);
+    return ga.cols >= FK_GEMM_BM && fk_ceil_div(job->k, FK_GEMM_BK) % 4 == 0 && fk_grp_staged_ptrs_ok(job);
+}
+
+/* The variant that runs what variant vi runs with block scales read from
+ * global memory (vi itself unless it stages them). */
+static int fk_grp_unstaged(int vi)
+{
+    const fk_sm90_variant *v = &fk_sm90_grouped_variants[vi];
+    return v->scaling == FK_SM90_SCALE_STAGED ? fk_grp_find_variant(v->bn, v->promo, FK_SM90_SCALE_BLOCK, v->ops) : vi;
+}
+
 /* Rows of B's one 2-D tensor map per expert: its expert stride / its row stride. */
 static int64_t fk_grp_brows(const fk_grouped_job *gj)
 {
@@ -125,7 +168,9 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     /* fp32 output keeps the promotion (as gemm/sm90/dense_host.cu); e5m2 has precise 128-wide variants only */
     const int mx = job->desc.scale_a == FP8KIT_SCALE_MX; /* the MX kernel: promo 1 */
     const int block = job->desc.scale_a == FP8KIT_SCALE_BLOCK; /* (promotion every 128 of K, 128 wide) */
-    const fk_sm90_scaling scaling = mx ? FK_SM90_SCALE_MX : block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
+    fk_sm90_scaling scaling = mx      ? FK_SM90_SCALE_MX
+                              : block ? (fk_grp_staged_ok(gj) ? FK_SM90_SCALE_STAGED : FK_SM90_SCALE_BLOCK)
+                                      : FK_SM90_SCALE_PLAIN;
     const int precise = mx ? 1 : 4; /* the promotion every variant of the kind has */
     const int plain = scaling == FK_SM90_SCALE_PLAIN;
     int promo = job->desc.fast_accum && job->d_type != FP8KIT_F32 && ab == FK_SM90_E4M3_E4M3 && plain ? 0 : precise;
@@ -142,6 +187,13 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int nc = fk_sm90_cands_of(fk_sm90_grouped_variants, fk_sm90_grouped_variant_count, cands, 64);
     fk_sm90_choice pick;
     int vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    if (scaling == FK_SM90_SCALE_STAGED &&
+        (vi < 0 || pick.dropped || fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)) {
+        /* tuning keys no staged variant satisfies, or no room for the group table: global-load block scales */
+        scaling = FK_SM90_SCALE_BLOCK;
+        ask.scaling = (int)scaling;
+        vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    }
     if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
         vi = fk_grp_find_variant(128, precise, scaling, ab); /* the variant with the most room for the group table */
     if (vi < 0)
@@ -159,6 +211,12 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     /* the device's limit, not this plan's need: plans of other G share the kernel */
     cudaError_t e = cudaFuncSetAttribute((const void *)v->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)cs->smem_optin);
+    const int twin = fk_grp_unstaged(vi); /* (what a call whose scale pointers do not fit runs) */
+    if (e == cudaSuccess && twin >= 0 && twin != vi)
+        e = cudaFuncSetAttribute((const void *)fk_sm90_grouped_variants[twin].fn,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cs->smem_optin);
+    if (e == cudaSuccess && twin < 0)
+        e = cudaErrorInvalidDeviceFunction;
     if (prev != cs->device)
         (void)cudaSetDevice(prev);
     FK_CUDA_CHECK(ctx, e);
@@ -191,6 +249,10 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_grouped_variant_count)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: bad plan");
+    if (!fk_grp_staged_ptrs_ok(job)) /* this call's scale pointers do not fit a staged plan: its twin */
+        cfg.variant = fk_grp_unstaged(cfg.variant);
+    if (cfg.variant < 0)
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: no unstaged twin of the planned variant");
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[cfg.variant];
     const fk_cuda_state *cs = fk_cuda(ctx);
     cudaStream_t st = (cudaStream_t)stream;
@@ -256,14 +318,26 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     p.grp_count = (int)gj->groups;
     p.grp_brows = (int)b_rows;
     p.grp_masked_m = (int)gj->masked_m;
-    if (job->desc.scale_a == FP8KIT_SCALE_BLOCK) { /* format/geometry.h: A (T, kb) row-major, B (nb, kb) per expert */
+    if (job->desc.scale_a == FP8KIT_SCALE_BLOCK) { /* A: fk_grp_sa_geom; B (nb, kb) per expert */
         fk_scale_geom ga, gb;
-        fk_gemm_scale_geom(FP8KIT_SCALE_BLOCK, FP8KIT_LAYOUT_PLAIN, 0, job->m, job->k, &ga);
+        int64_t slab;
+        fk_grp_sa_geom(gj, &ga, &slab);
         fk_gemm_scale_geom(FP8KIT_SCALE_BLOCK, FP8KIT_LAYOUT_PLAIN, 1, job->n, job->k, &gb);
         p.sa_sm = ga.sr;
         p.sa_sk = ga.sc;
+        p.sa_g = slab;
         p.sb_ld = gb.sr;
         p.sb_g = gj->sb_stride;
+        if (v->scaling == FK_SM90_SCALE_STAGED && load) { /* A's scales by TMA: 128 rows of one K block per stage */
+            const uint64_t kbs = (uint64_t)(slab ? gj->groups : 1) * (uint64_t)p.num_kb;
+            const CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, kbs, (uint64_t)ga.sc, (uint64_t)ga.sc * 4, FK_GEMM_BM, 1);
+            if (r != CUDA_SUCCESS) {
+                if (prev != cfg.device)
+                    (void)cudaSetDevice(prev);
+                return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: A scale tensor map failed (CUresult %d)",
+                               (int)r);
+            }
+        }
     } else if (job->desc.scale_a == FP8KIT_SCALE_MX) { /* e8m0 bytes, plain: A (T, K / 32), B (G x N, K / 32) */
         p.sa_sm = job->k / 32;
         p.sa_sk = 0;

@@ -10,6 +10,9 @@
     {BN, PROMO, (BLOCK) ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN, AB, fk_sm90_shape<BN>::STAGES,              \
      fk_sm90_shape<BN>::SMEM,                                                                                    \
      fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, false, true>, 1, 0}
+#define FK_VGST(BN, AB)                                                                  \
+    {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, false, 1, true>::STAGES,                                 \
+     fk_sm90_shape<BN, false, 1, true>::SMEM, fk_gemm_sm90_kernel_st<BN, AB, true>, 1, 0}
 #define FK_VMXG(BN, AB)                                                                  \
     {BN, 1, FK_SM90_SCALE_MX, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM,                       \
      fk_gemm_sm90_mxg_kernel<BN, AB>, 1, 0}
@@ -21,6 +24,9 @@ const fk_sm90_variant fk_sm90_grouped_variants[] = {
     /* block scales (1x128 x 128x128): the dense kernel's block consumer, 128 wide */
     FK_VG(128, 4, true, FK_SM90_E4M3_E4M3), FK_VG(128, 4, true, FK_SM90_E4M3_E5M2),
     FK_VG(128, 4, true, FK_SM90_E5M2_E4M3), FK_VG(128, 4, true, FK_SM90_E5M2_E5M2),
+    /* block scales staged with each stage (mn_major A scales; pipeline.cuh) */
+    FK_VGST(128, FK_SM90_E4M3_E4M3), FK_VGST(128, FK_SM90_E4M3_E5M2), FK_VGST(128, FK_SM90_E5M2_E4M3),
+    FK_VGST(128, FK_SM90_E5M2_E5M2),
     /* MX: the MX kernel's consumers and helper warps (promo 1: every k32 step unless
      * a stage's rows have one scale each) */
     FK_VMXG(128, FK_SM90_E4M3_E4M3), FK_VMXG(128, FK_SM90_E4M3_E5M2), FK_VMXG(128, FK_SM90_E5M2_E4M3),

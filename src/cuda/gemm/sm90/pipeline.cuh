@@ -35,7 +35,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                                                         uint32_t empty0, uint32_t sc0 = 0)
 {
     typedef fk_sm90_shape<BN, false, WV, SC> S;
-    static_assert(!SC || (!GR && WV == 1), "staged scales: dense single-wave tiles");
+    static_assert(!SC || WV == 1, "staged scales: single-wave tiles");
     if (p.num_kb > 0) {
         fk_tma_prefetch_desc(ta);
         fk_tma_prefetch_desc(tb);
@@ -51,10 +51,14 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 : 0));
-            if (SC) {
+            if constexpr (SC) {
                 const uint32_t t = sc0 + stage * S::SC_BYTES;
-                fk_tma_load_2d(t, &p.tsa, full, w.row0, kb);
-                fk_bulk_load(t + S::SC_B * 4, p.sb + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16, full);
+                int x, y;
+                w.sa_box(p, kb, x, y);
+                fk_tma_load_2d(t, &p.tsa, full, x, y);
+                fk_bulk_load(t + S::SC_B * 4,
+                             p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16,
+                             full);
             }
 #pragma unroll
             for (int l = 0; l < WV; l++) /* one 128-row box per wave */

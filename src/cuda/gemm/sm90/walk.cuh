@@ -77,6 +77,24 @@ template <int CL, bool GR = false, int WV = 1> struct fk_sm90_walk {
             g = 0;
         }
     }
+    /* Block scales read by the consumers: A's scale of row r (clamped to the
+     * rows that exist) at the tile's first K block kb0; with per-expert slabs
+     * of A scales (grouped masked, mn_major: p.sa_g) the row within its slab. */
+    __device__ __forceinline__ const float *sa_row(const fk_gemm_params &p, int r) const
+    {
+        if (GR && p.sa_g)
+            return p.sa + g * p.sa_g + (long long)min(r - g * p.grp_masked_m, p.grp_masked_m - 1) * p.sa_sm +
+                   kb0 * p.sa_sk;
+        return p.sa + (long long)min(r, p.m - 1) * p.sa_sm + kb0 * p.sa_sk;
+    }
+    /* Staged block scales (the producer): the coordinates of the box of A's
+     * scales of the tile's rows at K block kb in p.tsa, over the (kb, row)
+     * mn_major buffer, or (grouped, p.sa_g) the slabs' (g kb + kb, row). */
+    __device__ __forceinline__ void sa_box(const fk_gemm_params &p, int kb, int &x, int &y) const
+    {
+        x = GR && p.sa_g ? row0 - g * p.grp_masked_m : row0;
+        y = GR && p.sa_g ? g * p.num_kb + kb : kb;
+    }
 };
 #endif /* FK_SM90_DEVICE */
 #endif
