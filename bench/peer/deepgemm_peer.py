@@ -25,9 +25,10 @@ output, or raises NotAvailable(reason) ("n/a" in the table and JSON). Implementa
                       call (what a caller holding standard layouts pays); JSON peer_sf_in_call_*
   ours                fp8kit (python/ of this repository): scaled_mm (dense, scale_mode
                       "block"), grouped_mm (contiguous; masked with layout="masked"), each
-                      given the standard-layout block scales; k_grouped_mm (A and B and their
-                      1x128 scales concatenated along K once, fp32 D += in place, fast_accum);
-                      n/a where the binding refuses them
+                      given the standard-layout block scales (--ours-sfa mn_major: A's in the
+                      MN-major layout DeepGEMM gets, made before the timed calls); k_grouped_mm
+                      (A and B and their 1x128 scales concatenated along K once, fp32 D += in
+                      place, fast_accum); n/a where the binding refuses them
   cublaslt            torch._scaled_mm with blockwise 1x128 / 128x128 scales (dense only)
 
 Every output is checked against an fp32 torch product of the dequantized operands (TF32
@@ -349,14 +350,25 @@ def ours_dense(inp):
     return fn
 
 
+def ours_grouped_sfa(sa):
+    """A's 1x128 scales as ours' grouped_mm gets them: the standard layout, or with --ours-sfa mn_major
+    DeepGEMM's own MN-major TMA-aligned tensor (the (T, K/128) view with strides (1, 4 ceil(T/4)); masked,
+    (G, M, K/128) with strides (K/128 * 4 ceil(M/4), 1, 4 ceil(M/4))), which grouped_mm takes as it is;
+    made here, outside the timed calls, as DeepGEMM's. -> (scales, grouped_mm keywords)."""
+    if OURS_SFA != "mn_major":
+        return sa, {}
+    return dg.get_mn_major_tma_aligned_tensor(sa), dict(scale_layout="mn_major")
+
+
 def ours_contiguous(inp):
     fk = fp8kit_module()
     # padding rows (zero A) belong to their group: offs are the padded ends
-    a, bt, offs, sa, sb = inp["a"], inp["b"].transpose(-2, -1), inp["offs"], inp["sa"], inp["sb"]
+    a, bt, offs, sb = inp["a"], inp["b"].transpose(-2, -1), inp["offs"], inp["sb"]
+    sa, kw = ours_grouped_sfa(inp["sa"])
     d = _bf16(inp["T"], inp["N"])
 
     def fn():
-        fk.grouped_mm(a, bt, offs, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=d)
+        fk.grouped_mm(a, bt, offs, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=d, **kw)
         return d
     try:
         fn()  # the binding refuses scales it does not take before anything runs
@@ -367,11 +379,12 @@ def ours_contiguous(inp):
 
 def ours_masked(inp):
     fk = fp8kit_module()
-    a, bt, mm, sa, sb = inp["a"], inp["b"].transpose(-2, -1), inp["masked_m"], inp["sa"], inp["sb"]
+    a, bt, mm, sb = inp["a"], inp["b"].transpose(-2, -1), inp["masked_m"], inp["sb"]
+    sa, kw = ours_grouped_sfa(inp["sa"])
     d = _bf16(inp["G"], inp["max_m"], inp["N"])
 
     def fn():  # offs = the valid-row counts with layout="masked"
-        fk.grouped_mm(a, bt, mm, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=d, layout="masked")
+        fk.grouped_mm(a, bt, mm, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=d, layout="masked", **kw)
         return d
     try:
         fn()
@@ -538,8 +551,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--tol", type=float, default=1e-2, help="largest relative error that counts as checked")
     ap.add_argument("--ours-sfa", choices=("plain", "mn_major"), default="plain",
-                    help="dense rows: the layout of A's 1x128 scales ours gets (plain (M, K/128) as vLLM and torchao "
-                         "store them, or mn_major as DeepGEMM requires); ours_sfa in the JSON lines")
+                    help="dense and grouped (contiguous, masked) rows: the layout of A's 1x128 scales ours gets "
+                         "(plain (M, K/128) as vLLM and torchao store them, or mn_major as DeepGEMM requires); "
+                         "ours_sfa in the JSON lines")
     ap.add_argument("--date", default=os.environ.get("FK_DATE") or
                     datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -621,7 +635,7 @@ def main():
             row.update(ours=orr["tflops"], peer=pr["tflops"], ratio=round(pr["us"] / orr["us"], 3))
         if na:
             row["na"] = na
-        if op == "gemm_block":
+        if op in ("gemm_block", "grouped_contiguous", "grouped_masked"):
             row["ours_sfa"] = args.ours_sfa
         row.update(unit="TFLOP/s", reps=args.reps, warmup=args.warmup, torch=torch.__version__, device=dev,
                    date=args.date, commit=commit)

@@ -6,11 +6,15 @@ row ends as int32. layout="masked" (DeepGEMM's decode layout) takes a as
 (G, M, K) slabs instead, offs as the G valid-row counts, and writes (G, M, N).
 Scales: tensor / row (counts, as before), block (a's 1x128 scales and each
 expert's 128x128 ones, in the shapes fp8kit.quantize gives; chosen by a 3-D
-float32 scale_b) or mx (e8m0 scales, or uint8 as the dense scaled_mm reads
-them: a's per 32 of K and each expert's (N, K/32), fp8kit.quantize's "mx"
-shapes; chosen by the scales' dtype). The call gets the workspace the library
-asks for (fp8kit_grouped_gemm_workspace_size: 0 on the CPU, the normalized MX
-copies on the GPU), allocated per call unless `workspace=` gives one.
+float32 scale_b; a's also in DeepGEMM's mn_major layout: the padded buffer,
+(ceil(K/128), 4*ceil(T/4)) or masked (G, ceil(K/128), 4*ceil(M/4)), or its
+strided view in the plain shape as get_mn_major_tma_aligned_tensor returns
+it; scale_layout= settles the ambiguous shapes) or mx (e8m0 scales, or uint8
+as the dense scaled_mm reads them: a's per 32 of K and each expert's
+(N, K/32), fp8kit.quantize's "mx" shapes; chosen by the scales' dtype). The
+call gets the workspace the library asks for
+(fp8kit_grouped_gemm_workspace_size: 0 on the CPU, the normalized MX copies
+on the GPU), allocated per call unless `workspace=` gives one.
 CPU backend: numpy arrays, torch CPU tensors, offs on the
 host (checked before anything runs). CUDA backend: torch CUDA tensors with
 offs an int32 CUDA tensor on the same device, read by the kernel (no host
@@ -28,7 +32,7 @@ from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_li
                       group_offsets, numel, packed, prod, rup, set_tensor, status_pointer, stream_for, tensor_layout)
 from ._context import Context, on_clear
 from ._lib import Backend, BiasMode, DType, GemmDesc, GroupedLayout, ScaleLayout, ScaleMode, Tensor
-from ._names import GROUPED_LAYOUTS, activation_of, dtype_of_name, enum_of
+from ._names import GROUPED_LAYOUTS, SCALE_LAYOUTS, activation_of, dtype_of_name, enum_of
 from ._outputs import check_disjoint, check_writable, flat_layout, region
 from ._typing import Array, DTypeLike, Stream
 from ._view import ITEMSIZE
@@ -83,6 +87,59 @@ def _block_scale(v, want, name, what):
     if tuple(v.strides) != tuple(reversed(expect)):
         raise InvalidStrideError("%s: block scales need the plain row-major contiguous layout (%s has strides %s)"
                                  % (FN, name, tuple(v.strides)))
+
+
+def _a_block_layouts(a_shape, K):
+    """A's 1x128 scale layouts for an a of a_shape: (the plain shape, the shape of the mn_major buffer, the
+    strides of DeepGEMM's view of that buffer in the plain shape). Contiguous (T, K): (T, ka), (ka, Tp),
+    (1, Tp); masked (G, M, K): (G, M, ka), (G, ka, Mp), (ka*Mp, 1, Mp); ka = ceil(K/128), Tp and Mp the
+    rows rounded up to a multiple of 4."""
+    ka, rows = cdiv(K, 128), a_shape[-2]
+    rp = rup(rows, 4)
+    if len(a_shape) == 3:
+        return (a_shape[0], rows, ka), (a_shape[0], ka, rp), (ka * rp, 1, rp)
+    return (rows, ka), (ka, rp), (1, rp)
+
+
+def _has_strides(v, strides):
+    """True when v's strides are `strides` on every dim of more than one element."""
+    return all(n == 1 or s == w for n, s, w in zip(v.shape, v.strides, strides))
+
+
+def _block_scale_a(v, a_shape, K, layout):
+    """Checks A's 1x128 block scales; returns (their layout, the element count of the flat buffer the library
+    reads). layout: the caller's scale_layout (None: inferred, as scaled_mm does: the plain shape packed is
+    plain, the plain shape strided is the mn_major view, the buffer's shape is the buffer). Where the plain
+    shape is also the buffer's (rows == ka, a multiple of 4), a packed array is plain unless layout says
+    mn_major, and then it is the buffer itself."""
+    plain, buf, view = _a_block_layouts(a_shape, K)
+    masked = len(a_shape) == 3
+    if v.dtype != DType.F32:
+        raise InvalidArgumentError("%s: scale_a must be float32 (got %s)" % (FN, v.dtype.name.lower()))
+    shp, dense = tuple(v.shape), packed(v.shape, v.strides)
+    rows = "G, M" if masked else "T"
+    what = ("the buffer (G, ceil(K/128), 4*ceil(M/4)) = %s, packed, or its (G, M, ceil(K/128)) view with strides "
+            "(ceil(K/128)*4*ceil(M/4), 1, 4*ceil(M/4)) = %s" if masked else
+            "the buffer (ceil(K/128), 4*ceil(T/4)) = %s, packed, or its (T, ceil(K/128)) view with strides "
+            "(1, 4*ceil(T/4)) = %s") % (buf, view)
+    if layout is None:
+        if shp not in (plain, buf):
+            raise InvalidShapeError("%s: block scaling (chosen by a 3-D scale_b) needs scale_a as the 1x128 scales "
+                                    "of every row of a, plain (%s, ceil(K/128)) = %s, or in the mn_major layout %s; "
+                                    "got shape %s" % (FN, rows, plain, what, shp))
+        layout = ScaleLayout.PLAIN if shp == plain and dense else ScaleLayout.MN_MAJOR
+    if layout == ScaleLayout.PLAIN:
+        _block_scale(v, plain, "scale_a", "the 1x128 scales of every row of a (%s, ceil(K/128)) =" % rows)
+        return ScaleLayout.PLAIN, prod(plain)
+    if shp == buf and dense:  # the buffer itself
+        return ScaleLayout.MN_MAJOR, prod(buf)
+    if shp == plain and _has_strides(v, view):  # DeepGEMM's view of the buffer, at its start
+        return ScaleLayout.MN_MAJOR, prod(buf)
+    if shp in (plain, buf):
+        raise InvalidStrideError("%s: scale_a (shape %s, strides %s) is neither the plain layout (packed row-major) "
+                                 "nor the mn_major one of 1x128 block scales: %s (not a transposed copy)"
+                                 % (FN, shp, tuple(v.strides), what))
+    raise InvalidShapeError("%s: mn_major 1x128 block scaling needs scale_a as %s; got shape %s" % (FN, what, shp))
 
 
 def _mx_blocked_count(op, rows, K):
@@ -141,29 +198,58 @@ def _mx_scales(sav, sbv, a_shape, G, N, K):
                             "%s; got shape %s" % (FN, want_b, shp))
 
 
-def _scale_modes(sav, sbv, a_shape, G, N, K):
-    """(mode of scale_a, mode of scale_b). e8m0 scales (either of them) mean mx scaling (see _mx_scales).
+def _scale_layout_of(scale_layout):
+    """The caller's scale_layout= as a ScaleLayout (None: infer)."""
+    if scale_layout is None:
+        return None
+    return enum_of(SCALE_LAYOUTS, scale_layout, FN + ": scale_layout", ScaleLayout)
+
+
+def _check_layout_fits(layout, kind):
+    """Refuses (UnsupportedError) a scale_layout= that the scaling `kind` ("mx", "block" or "tensor / row")
+    has not got in the grouped GEMM: blocked is mx's swizzled layout, which the grouped GEMM does not read;
+    mn_major is a layout of block scaling (A's 1x128 scales)."""
+    if layout is None or layout == ScaleLayout.PLAIN:
+        return
+    if layout == ScaleLayout.BLOCKED and kind == "mx":
+        raise UnsupportedError("%s: scale_layout='blocked': the grouped GEMM reads mx scales in the plain layout "
+                               "only (fp8kit.quantize(..., 'mx') with scale_layout='plain', the default)" % FN)
+    if layout == ScaleLayout.BLOCKED:
+        raise UnsupportedError("%s: scale_layout='blocked' is only defined for mx scaling; these are %s scales%s"
+                               % (FN, kind, " (plain, or A's mn_major)" if kind == "block" else ""))
+    if kind != "block":
+        raise UnsupportedError("%s: scale_layout='mn_major' is only defined for block scaling (A's 1x128 scales "
+                               "with a 3-D float32 scale_b); these are %s scales" % (FN, kind))
+
+
+def _scale_modes(sav, sbv, a_shape, G, N, K, scale_layout=None):
+    """(mode of scale_a, mode of scale_b, scale layout, element count of scale_a's flat buffer when it is
+    mn_major, else None). e8m0 scales (either of them) mean mx scaling (see _mx_scales).
     A 3-D float32 scale_b means block scaling (then scale_a must be the 1x128
-    scales of a, a_shape[:-1] + (ceil(K/128),), and scale_b each expert's 128x128 ones, (G, ceil(N/128),
-    ceil(K/128))): decided by ndim, never by counts, since for K <= 128 a (T, 1) 1x128 scale has a row scale's
-    count. Else tensor / row by count, as before: scale_a 1 or T values (T = every row of a), scale_b G or G x N."""
+    scales of a, plain a_shape[:-1] + (ceil(K/128),) or mn_major (see _block_scale_a), and scale_b each
+    expert's 128x128 ones, (G, ceil(N/128), ceil(K/128))): decided by ndim, never by counts, since for K <= 128
+    a (T, 1) 1x128 scale has a row scale's count. Else tensor / row by count, as before: scale_a 1 or T values
+    (T = every row of a), scale_b G or G x N. scale_layout: the caller's scale_layout= (None: inferred)."""
+    layout = _scale_layout_of(scale_layout)
     T = 1
     for n in a_shape[:-1]:
         T *= n
     if (sav is not None and sav.dtype == DType.E8M0) or (sbv is not None and sbv.dtype == DType.E8M0):
+        _check_layout_fits(layout, "mx")
         _mx_scales(sav, sbv, a_shape, G, N, K)
-        return ScaleMode.MX, ScaleMode.MX
+        return ScaleMode.MX, ScaleMode.MX, ScaleLayout.PLAIN, None
     if sbv is not None and len(sbv.shape) == 3:
+        _check_layout_fits(layout, "block")
         kb, nb = cdiv(K, 128), cdiv(N, 128)
         if sav is None:
             raise InvalidShapeError("%s: a 3-D scale_b means block scaling (G, ceil(N/128), ceil(K/128)); it needs "
                                     "scale_a as the 1x128 scales of a, shape %s" % (FN, tuple(a_shape[:-1]) + (kb,)))
         _block_scale(sbv, (G, nb, kb), "scale_b", "each expert's 128x128 scales (G, ceil(N/128), ceil(K/128)) =")
-        _block_scale(sav, tuple(a_shape[:-1]) + (kb,), "scale_a",
-                     "the 1x128 scales of every row of a (%s, ceil(K/128)) =" % ("G, M" if len(a_shape) == 3 else "T"))
-        return ScaleMode.BLOCK, ScaleMode.BLOCK
+        layout, n = _block_scale_a(sav, a_shape, K, layout)
+        return ScaleMode.BLOCK, ScaleMode.BLOCK, layout, n if layout == ScaleLayout.MN_MAJOR else None
+    _check_layout_fits(layout, "tensor / row")
     try:
-        return _scale_mode(sav, 1, T, "scale_a"), _scale_mode(sbv, G, G * N, "scale_b")
+        return _scale_mode(sav, 1, T, "scale_a"), _scale_mode(sbv, G, G * N, "scale_b"), ScaleLayout.PLAIN, None
     except InvalidShapeError as e:
         if sav is not None and len(sav.shape) == len(a_shape) and len(sav.shape) >= 2 and sav.shape[-1] > 1:
             raise InvalidShapeError("%s (block scaling is chosen by a 3-D scale_b, (G, ceil(N/128), ceil(K/128)))"
@@ -177,9 +263,10 @@ class _Call:
                  "lay")
 
 
-def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout):
+def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout=None):
     """Checks a call's operands and options; returns a _Call whose args hold a, b (as the library's (G, N,
-    K)), the scales, the bias, alpha and the layout (no pointers yet for d, offsets, status or workspace)."""
+    K)), the scales (mn_major A scales as the flat buffer from its start), the bias, alpha and the layout (no
+    pointers yet for d, offsets, status or workspace)."""
     if not isinstance(layout, (str, GroupedLayout)):
         raise InvalidArgumentError("%s: layout must be %s (got %r)"
                                    % (FN, " or ".join(repr(n) for n in GROUPED_LAYOUTS), layout))
@@ -216,7 +303,8 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
     dev = device_of([av, bv, sav, sbv, biasv], FN)
     cx = context_for(dev, ctx, FN)
     desc = GemmDesc()
-    desc.scale_a, desc.scale_b = _scale_modes(sav, sbv, tuple(av.shape), G, N, K)  # block / mx: plain layout (0)
+    desc.scale_a, desc.scale_b, desc.scale_layout, n_mn = _scale_modes(sav, sbv, tuple(av.shape), G, N, K,
+                                                                       scale_layout)
     desc.act = activation_of(activation)
     if biasv is not None:
         if biasv.dtype not in HP:
@@ -241,7 +329,9 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
         set_tensor(args.scale_a, sav.ptr, DType.E8M0, rows + (kb,), (rows[-1] * kb, kb, 1)[-len(rows) - 1:])
         set_tensor(args.scale_b, sbv.ptr, DType.E8M0, (G, N, kb), (N * kb, kb, 1))
     else:  # tensor / row: any shape, the library checks the count and contiguity; block: checked above
-        if sav is not None:
+        if n_mn is not None:  # mn_major block scales of a: the flat buffer the library reads, from its start
+            set_tensor(args.scale_a, sav.ptr, DType.F32, (n_mn,), (1,))
+        elif sav is not None:
             sav.fill(args.scale_a)
         if sbv is not None:
             sbv.fill(args.scale_b)
@@ -302,17 +392,24 @@ def _workspace_bytes(c):
 def grouped_mm_workspace_size(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
                               bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
                               activation: Optional[str] = None, ctx: Optional[Context] = None,
-                              layout: str = "contiguous") -> int:
+                              layout: str = "contiguous", scale_layout: Optional[str] = None) -> int:
     """The bytes of workspace fp8kit.grouped_mm asks the library for with these operands
     (fp8kit_grouped_gemm_workspace_size: 0 on the CPU and where none helps; on the GPU with mx scales, the
     normalized MX copies of a and b). Allocate it once (a uint8 tensor of this many bytes on the operands'
     device) and pass it as grouped_mm(..., workspace=) to keep the allocation out of a loop. Only shapes,
     strides and dtypes matter: nothing is read.
 
-    Arguments: a, b, scale_a, scale_b, bias, out_dtype and the keywords activation, ctx, layout as
-    fp8kit.grouped_mm takes them (no offs: the size does not depend on them)."""
-    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout)
+    Arguments: a, b, scale_a, scale_b, bias, out_dtype and the keywords activation, ctx, layout,
+    scale_layout as fp8kit.grouped_mm takes them (no offs: the size does not depend on them)."""
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout, scale_layout)
     return _workspace_bytes(c)
+
+
+def _scale_a_region(c):
+    """The bytes of scale_a the library reads: mn_major, its whole flat buffer; else the view's."""
+    if c.sav is None or c.desc.scale_layout != ScaleLayout.MN_MAJOR:
+        return region("scale_a", c.sav)
+    return "scale_a", c.sav.ptr, tensor_layout(c.args.scale_a)
 
 
 def _workspace(workspace, dev):
@@ -331,7 +428,8 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
                bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
                activation: Optional[str] = None, alpha: float = 1.0, out: Optional[Array] = None,
                ctx: Optional[Context] = None, stream: Optional[Stream] = None, status: Optional[Array] = None,
-               layout: str = "contiguous", workspace: Optional[Array] = None) -> Array:
+               layout: str = "contiguous", workspace: Optional[Array] = None,
+               scale_layout: Optional[str] = None) -> Array:
     """D[rows of group g] = act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g]) for the G groups of rows that
     offs delimits.
 
@@ -357,7 +455,18 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         - block (float32, scale_b 3-D): scale_a the 1x128 scales of every row of a, a.shape[:-1] +
           (ceil(K/128),) ((T, ceil(K/128)) or (G, M, ceil(K/128))), scale_b each expert's 128x128 scales
           (G, ceil(N/128), ceil(K/128)) - the shapes fp8kit.quantize gives for scheme "1x128" on a and
-          "128x128" on the (G, N, K) weight stack; plain row-major contiguous layout only.
+          "128x128" on the (G, N, K) weight stack; scale_b plain row-major contiguous. scale_a packed
+          row-major is the plain layout; it may also come in the mn_major layout (DeepGEMM's; on the GPU
+          the fastest), with ka = ceil(K/128) and Tp / Mp the rows rounded up to a multiple of 4:
+          contiguous, the buffer (ka, Tp) (packed; what fp8kit.quantize(a, "1x128",
+          scale_layout="mn_major") gives) or its (T, ka) view with strides (1, Tp)
+          (deep_gemm.get_mn_major_tma_aligned_tensor of the plain scales); masked, the G experts' buffers
+          (G, ka, Mp) (packed; quantize's mn_major output for the (G, M, K) a) or their (G, M, ka) view
+          with strides (ka*Mp, 1, Mp). A view must start at its buffer's start (the library reads the
+          whole padded buffer from there: ka*Tp, masked G*ka*Mp values). The layout is inferred: the
+          plain shape packed is plain, strided the view, the buffer's shape the buffer; where the two
+          shapes are one (T == ka, a multiple of 4; masked M == ka) a packed array is read as plain unless
+          scale_layout="mn_major" says it is the buffer.
         - else by count (float32): scale_a a scalar (tensor) or T values ((T,) / (T, 1); masked (G, M) /
           (G, M, 1)), scale_b (G,) per expert or (G, N) per expert and column.
       bias: (G, N).
@@ -374,14 +483,17 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         with CPU operands, a torch tensor with CUDA ones) that receives 0 or 2 (invalid offs); writable,
         sharing no byte with out or an input.
       layout: "contiguous" or "masked" (see above).
+      scale_layout: None (inferred from the scales' shapes and strides, see block above), "plain" or
+        "mn_major" (block scaling, a's scales), as scaled_mm's keyword. "mn_major" with tensor / row / mx
+        scales and "blocked" are UnsupportedError (the grouped GEMM reads mx scales plain only).
       workspace: optional scratch memory for the library (a packed, writable array on the operands'
         device, 16-byte aligned, e.g. torch.empty(n, dtype=torch.uint8, device="cuda") with n from
         fp8kit._grouped.grouped_mm_workspace_size), sharing no byte with another argument. None: the call
         asks the library for the size its fastest path needs (0 on the CPU; on the GPU with mx scales the
         normalized MX copies of a and b) and allocates it, as scaled_mm does. One smaller than that size
         still works: the call then runs on the operands as given."""
-    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout)
-    av, bv, sav, sbv, biasv, dev, G, N = c.av, c.bv, c.sav, c.sbv, c.biasv, c.dev, c.G, c.N
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout)
+    av, bv, sbv, biasv, dev, G, N = c.av, c.bv, c.sbv, c.biasv, c.dev, c.G, c.N
     optr, owner = group_offsets(offs, G, dev, FN, "offs")
     sptr = status_pointer(status, dev, FN)
     if out is None:
@@ -404,7 +516,7 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         check_disjoint(FN, [region("out", dv) if out is not None else None,
                             ("status", sptr, flat_layout(4, 4)) if sptr else None,
                             ("workspace", wptr, flat_layout(wbytes)) if workspace is not None and wbytes else None],
-                       [region("a", av), region("b", bv), region("scale_a", sav), region("scale_b", sbv),
+                       [region("a", av), region("b", bv), _scale_a_region(c), region("scale_b", sbv),
                         region("bias", biasv), ("offs", optr, flat_layout(4 * G, 4))])
     args = c.args
     args.offsets = optr

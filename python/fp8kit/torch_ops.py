@@ -63,7 +63,7 @@ _LIB.define("scaled_mm(Tensor a, Tensor b, Tensor? scale_a, Tensor? scale_b, Ten
             "str activation, float alpha, float beta, Tensor? c, bool use_fast_accum, str scale_mode, "
             "str scale_layout, bool bias_per_row) -> Tensor")
 _LIB.define("grouped_mm(Tensor a, Tensor b, Tensor offs, Tensor? scale_a, Tensor? scale_b, Tensor? bias, "
-            "str out_dtype, str activation, float alpha, str layout=\"contiguous\") -> Tensor")
+            "str out_dtype, str activation, float alpha, str layout=\"contiguous\", str scale_layout=\"\") -> Tensor")
 # functional: c (G, M, N), read when beta != 0, is copied into the new output (fp8kit.k_grouped_mm's out= and
 # in-place accumulation are the raw path's)
 _LIB.define("k_grouped_mm(Tensor a, Tensor b, Tensor offsets, Tensor? scale_a, Tensor? scale_b, str out_dtype, "
@@ -134,12 +134,15 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, 
     return a.new_empty((a.shape[0], b.shape[1]), dtype=torch_dtype(dt))
 
 
-def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous"):
+def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous",
+                   scale_layout=""):
     return _grouped.grouped_mm(a, b, offs, scale_a, scale_b, bias, _out_dtype(out_dtype),
-                               activation=activation or None, alpha=alpha, layout=layout)
+                               activation=activation or None, alpha=alpha, layout=layout,
+                               scale_layout=scale_layout or None)
 
 
-def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous"):
+def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous",
+                     scale_layout=""):
     # the output depends on a, b, out_dtype and layout only (tensor / row / block / mx scales alike; the mx
     # workspace is the eager kernel's own allocation, not an output)
     dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
@@ -223,18 +226,20 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: Optional[torch.Tensor] 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, scale_a: Optional[torch.Tensor] = None,
                scale_b: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
                out_dtype: DTypeLike = torch.bfloat16, *, activation: Optional[str] = None,
-               alpha: float = 1.0, layout: str = "contiguous") -> torch.Tensor:
+               alpha: float = 1.0, layout: str = "contiguous", scale_layout: Optional[str] = None) -> torch.Tensor:
     """torch.ops.fp8kit.grouped_mm with fp8kit.grouped_mm's arguments: a, b,
     offs (an int32 tensor), scale_a, scale_b, bias, out_dtype and the
     keywords activation, alpha, layout ('contiguous': a (T, K) -> (T, N);
-    'masked': a (G, M, K), offs the valid-row counts -> (G, M, N)); see
+    'masked': a (G, M, K), offs the valid-row counts -> (G, M, N)),
+    scale_layout (None / '' inferred, 'plain' or 'mn_major': block scale_a
+    as DeepGEMM's mn_major buffer or its strided view); see
     fp8kit.grouped_mm. The scales may be float32 (tensor / row / block) or
     e8m0 (torch.float8_e8m0fnu or uint8: mx, a's (T, K/32) or (G, M, K/32)
     and each expert's (G, N, K/32), as fp8kit.quantize(..., "mx") gives
     them); the op asks the library for its workspace and allocates it on
     each call (no workspace argument: the op is functional)."""
     return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
-                                       float(alpha), layout)
+                                       float(alpha), layout, scale_layout or "")
 
 
 def k_grouped_mm(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, scale_a: Optional[torch.Tensor] = None,

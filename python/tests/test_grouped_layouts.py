@@ -4,8 +4,11 @@ each expert's 128x128 ones, in fp8kit.quantize's shapes) on the CPU backend
 (numpy and torch CPU) against an fp64 reference of the dequantized operands
 within docs/spec.md section 3's bounds; the round trip from fp8kit.quantize;
 rows past the counts untouched; how the scale mode is told apart for K <= 128;
-bad input; the torch op's layout argument and its fake (meta) kernel; and the
-CUDA kernel against the CPU backend (skipped without an sm_90 GPU)."""
+bad input; the torch op's layout argument and its fake (meta) kernel; A's block
+scales in DeepGEMM's mn_major layout (the padded buffer and its strided view,
+padding NaN: the plain call's bytes, the square shape case, bad input, torch
+CPU and the op); and the CUDA kernel against the CPU backend (skipped without
+an sm_90 GPU)."""
 import numpy as np
 import pytest
 
@@ -247,8 +250,10 @@ def test_bad_input(rng):
         fp8kit.grouped_mm(flat_a, b, offs, flat_sa, np.ones((G, N), F32))
     with pytest.raises(fp8kit.InvalidArgumentError):  # block scales must be float32
         fp8kit.grouped_mm(qa, b, COUNTS, np.asarray(sa).astype(np.float16), sw, layout="masked")
-    with pytest.raises(fp8kit.InvalidStrideError):  # block scales must be row-major contiguous
-        fp8kit.grouped_mm(flat_a, b, offs, np.asfortranarray(flat_sa), sw)
+    # block scales must be packed row-major (plain) or the mn_major view: every other column of a wider array is
+    # neither (np.asfortranarray(flat_sa) is the mn_major view here, G * M being a multiple of 4)
+    with pytest.raises(fp8kit.InvalidStrideError):
+        fp8kit.grouped_mm(flat_a, b, offs, np.repeat(flat_sa, 2, axis=1)[:, ::2], sw)
     for bad_counts in ([0, M + 1, 7, 13], [0, M, -1, 13]):  # counts must be 0 .. M
         out = np.full((G, M, N), SENTINEL, dtype=F32)
         with pytest.raises(fp8kit.InvalidArgumentError):
@@ -381,3 +386,246 @@ def test_cuda_block_matches_cpu(layout, rng):
         torch.cuda.synchronize()
         assert int(status.item()) == 2
         assert bool((out == 3.0).all())
+
+
+# ------------------------------------------------------------------ mn_major A block scales (DeepGEMM's layout)
+MN_N = 40
+
+
+def mn_offsets(layout, rows, g):
+    """Contiguous: G row ends with an empty group and, past a few rows, rows after the last end; masked: the G
+    valid-row counts (an empty expert, a full one, partial ones)."""
+    last = rows - (rows > 4)
+    if layout == "masked":
+        return np.array([last] if g == 1 else ([0, rows, rows // 2, (rows + 1) // 3] * g)[:g], dtype=np.int32)
+    ends = ([rows // 3, rows // 3] + [(2 * rows) // 3] * max(g - 3, 0))[:g - 1] + [last]
+    return np.array(ends, dtype=np.int32)
+
+
+def mn_major_of(plain_sa):
+    """The mn_major buffer of plain 1x128 scales, padding NaN (a read of it would show in the output), and
+    DeepGEMM's view of it (get_mn_major_tma_aligned_tensor's strides, made with as_strided): (T, ka) ->
+    buffer (ka, Tp), view strides (1, Tp); (G, M, ka) -> buffer (G, ka, Mp), view strides (ka*Mp, 1, Mp)."""
+    from numpy.lib.stride_tricks import as_strided
+    sa = np.asarray(plain_sa)
+    rows, ka = sa.shape[-2:]
+    rp = -(-rows // 4) * 4
+    buf = np.full(sa.shape[:-2] + (ka, rp), np.nan, dtype=F32)
+    buf[..., :rows] = np.swapaxes(sa, -1, -2)
+    strides = (ka * rp * 4, 4, rp * 4) if sa.ndim == 3 else (4, rp * 4)
+    return buf, as_strided(buf, sa.shape, strides)
+
+
+def mn_operands(rng, layout, rows, ka, g):
+    """a ((T, K) or masked (G, M, K)) quantized 1x128 with K = 128 * (ka - 1) + 64 (a partial last block), the
+    (G, N, K) stack quantized 128x128 with b its (G, K, N) view, the offsets."""
+    k = 128 * (ka - 1) + 64
+    x = rng.standard_normal((g, rows, k) if layout == "masked" else (rows, k)).astype(F32)
+    qa, sa = fp8kit.quantize(x, scheme="1x128")
+    qw, sw = fp8kit.quantize(rng.standard_normal((g, MN_N, k)).astype(F32), scheme="128x128")
+    assert np.shape(sa) == x.shape[:-1] + (ka,)
+    return qa, sa, np.swapaxes(qw, 1, 2), sw, mn_offsets(layout, rows, g)
+
+
+def mn_run(qa, b, offs, sa, sw, layout, **kw):
+    """The output bytes of grouped_mm into a sentinel-filled float32 out (unwritten rows compare too)."""
+    out = np.full(np.shape(qa)[:-1] + (MN_N,), SENTINEL, dtype=F32)
+    fp8kit.grouped_mm(qa, b, offs, sa, sw, out=out, layout=layout, **kw)
+    return out.tobytes()
+
+
+def mn_covered(layout, offs, rows):
+    """(group, first row, end row) over a's rows flattened (masked: expert g's valid rows)."""
+    if layout == "masked":
+        return [(g, g * rows, g * rows + int(c)) for g, c in enumerate(offs)]
+    ends = [int(e) for e in offs]
+    return [(g, ends[g - 1] if g else 0, e) for g, e in enumerate(ends)]
+
+
+@pytest.mark.parametrize("g", [1, 4])
+@pytest.mark.parametrize("ka", [1, 3, 5])
+@pytest.mark.parametrize("rows", [1, 5, 130, 257])
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_mn_major_equals_plain(layout, rows, ka, g, rng):
+    """A's 1x128 scales as DeepGEMM's mn_major view (inferred or scale_layout="mn_major") and as the raw
+    buffer (inferred from its shape or said) give exactly the plain call's output bytes; the padding (NaN) is
+    never read; the library is told the mn_major layout with the whole flat buffer."""
+    from fp8kit import _grouped
+    qa, sa, b, sw, offs = mn_operands(rng, layout, rows, ka, g)
+    want = mn_run(qa, b, offs, sa, sw, layout)
+    assert mn_run(qa, b, offs, sa, sw, layout, scale_layout="plain") == want
+    buf, view = mn_major_of(sa)
+    for s, kw in ((view, {}), (view, dict(scale_layout="mn_major")), (buf, {}), (buf, dict(scale_layout="mn_major"))):
+        assert mn_run(qa, b, offs, s, sw, layout, **kw) == want, (s.shape, kw)
+    c = _grouped._prepare(qa, b, buf, sw, None, None, None, 1.0, None, layout)
+    assert c.desc.scale_layout == fp8kit.ScaleLayout.MN_MAJOR
+    assert (c.args.scale_a.ndim, c.args.scale_a.shape[0], c.args.scale_a.data) == (1, buf.size, buf.ctypes.data)
+    c = _grouped._prepare(qa, b, view, sw, None, None, None, 1.0, None, layout)
+    if view.flags.c_contiguous:  # (ka == 1 with one row slab): the view is packed row-major, plain scales too
+        assert c.desc.scale_layout == fp8kit.ScaleLayout.PLAIN
+    else:
+        assert c.desc.scale_layout == fp8kit.ScaleLayout.MN_MAJOR and c.args.scale_a.shape[0] == buf.size
+    assert c.args.scale_a.data == buf.ctypes.data
+    assert _grouped.grouped_mm_workspace_size(qa, b, view, sw, layout=layout) == 0  # the CPU needs none
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_mn_major_square_case(layout, rng):
+    """rows == ceil(K/128) == 4: the plain shape is also the buffer's. A packed array is plain unless
+    scale_layout="mn_major" says it is the buffer; the strided view is mn_major either way (as scaled_mm)."""
+    from fp8kit import _grouped
+    qa, sa, b, sw, offs = mn_operands(rng, layout, 4, 4, 2 if layout == "masked" else 1)
+    want = mn_run(qa, b, offs, sa, sw, layout)
+    buf, view = mn_major_of(sa)
+    assert buf.shape == np.shape(sa) and not np.isnan(buf).any()
+    assert mn_run(qa, b, offs, buf, sw, layout, scale_layout="mn_major") == want
+    assert mn_run(qa, b, offs, view, sw, layout) == want
+    assert mn_run(qa, b, offs, view, sw, layout, scale_layout="mn_major") == want
+    c = _grouped._prepare(qa, b, buf, sw, None, None, None, 1.0, None, layout)
+    assert c.desc.scale_layout == fp8kit.ScaleLayout.PLAIN  # the packed buffer, unsaid, is read as plain scales
+    with pytest.raises(fp8kit.InvalidStrideError):
+        mn_run(qa, b, offs, view, sw, layout, scale_layout="plain")
+
+
+def test_mn_major_bad_input(rng):
+    """Wrong shapes, wrong strides, a transposed copy without the padding, scale_layout values the scaling
+    has not got: each raises its specific error before anything runs."""
+    from numpy.lib.stride_tricks import as_strided
+    T, ka = 5, 3
+    qa, sa, b, sw, offs = mn_operands(rng, "contiguous", T, ka, 4)
+    buf, view = mn_major_of(sa)
+    s = np.asarray(sa)
+    for bad in (np.ascontiguousarray(s.T), np.ones((ka + 1, 8), F32), np.ones((ka, 12), F32), buf.reshape(-1),
+                buf[None]):
+        with pytest.raises(fp8kit.InvalidShapeError, match="mn_major"):
+            mn_run(qa, b, offs, bad, sw, "contiguous")
+        with pytest.raises(fp8kit.InvalidShapeError, match="mn_major"):
+            mn_run(qa, b, offs, bad, sw, "contiguous", scale_layout="mn_major")
+    wide = np.full((ka, 12), np.nan, F32)
+    wide[:, :T] = s.T
+    for bad in (as_strided(wide, (T, ka), (4, 48)),  # the view of a buffer padded too far
+                np.asfortranarray(s),  # a transposed copy (sa.t().contiguous().t()): no padding to 4 rows
+                np.repeat(s, 2, axis=1)[:, ::2],  # strided, neither layout
+                wide[:, :8]):  # the buffer's shape, not packed
+        with pytest.raises(fp8kit.InvalidStrideError, match="mn_major"):
+            mn_run(qa, b, offs, bad, sw, "contiguous")
+        with pytest.raises(fp8kit.InvalidStrideError, match="mn_major"):
+            mn_run(qa, b, offs, bad, sw, "contiguous", scale_layout="mn_major")
+    # scale_layout="plain": the buffer is the wrong shape, the view the wrong strides
+    with pytest.raises(fp8kit.InvalidShapeError, match="1x128"):
+        mn_run(qa, b, offs, buf, sw, "contiguous", scale_layout="plain")
+    with pytest.raises(fp8kit.InvalidStrideError, match="plain"):
+        mn_run(qa, b, offs, view, sw, "contiguous", scale_layout="plain")
+    with pytest.raises(fp8kit.InvalidArgumentError, match="float32"):
+        mn_run(qa, b, offs, buf.astype(np.float16), sw, "contiguous")
+    # masked: the experts' buffers must be one after another, each (ka, Mp); not the contiguous layout's one
+    qm, sm, bm, swm, counts = mn_operands(rng, "masked", T, ka, 4)
+    mbuf, mview = mn_major_of(sm)
+    with pytest.raises(fp8kit.InvalidShapeError, match="mn_major"):
+        mn_run(qm, bm, counts, mbuf[:3], swm, "masked")
+    with pytest.raises(fp8kit.InvalidShapeError, match="mn_major"):
+        mn_run(qm, bm, counts, mn_major_of(np.asarray(sm).reshape(4 * T, ka))[0], swm, "masked")
+    spaced = np.full((4, ka * 8 + 4), np.nan, F32)
+    spaced[:, :ka * 8] = mbuf.reshape(4, -1)
+    with pytest.raises(fp8kit.InvalidStrideError, match="mn_major"):  # experts ka*Mp + 4 apart
+        mn_run(qm, bm, counts, as_strided(spaced, (4, T, ka), ((ka * 8 + 4) * 4, 4, 32)), swm, "masked")
+    # scale_layout values the scaling has not got
+    with pytest.raises(fp8kit.UnsupportedError, match="blocked"):
+        mn_run(qa, b, offs, view, sw, "contiguous", scale_layout="blocked")
+    with pytest.raises(fp8kit.UnsupportedError, match="mn_major"):  # row scales
+        mn_run(qa, b, offs, np.ones(T, F32), np.ones((4, MN_N), F32), "contiguous", scale_layout="mn_major")
+    with pytest.raises(fp8kit.UnsupportedError, match="mn_major"):  # tensor scales
+        mn_run(qa, b, offs, np.ones((), F32), np.ones(4, F32), "contiguous", scale_layout="mn_major")
+    with pytest.raises(fp8kit.UnsupportedError, match="blocked"):
+        mn_run(qa, b, offs, np.ones(T, F32), np.ones((4, MN_N), F32), "contiguous", scale_layout="blocked")
+    qx, sx = fp8kit.quantize(rng.standard_normal((T, 160)).astype(F32), scheme="mx")
+    qwx, swx = fp8kit.quantize(rng.standard_normal((4, MN_N, 160)).astype(F32), scheme="mx")
+    for sl in ("mn_major", "blocked"):
+        with pytest.raises(fp8kit.UnsupportedError, match=sl):
+            mn_run(qx, np.swapaxes(qwx, 1, 2), offs, sx, swx, "contiguous", scale_layout=sl)
+    for sl in ("nonsense", "", 7):
+        with pytest.raises(fp8kit.InvalidArgumentError, match="scale_layout"):
+            mn_run(qa, b, offs, view, sw, "contiguous", scale_layout=sl)
+    from fp8kit import _grouped
+    with pytest.raises(fp8kit.UnsupportedError, match="blocked"):
+        _grouped.grouped_mm_workspace_size(qa, b, view, sw, scale_layout="blocked")
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_mn_major_torch_cpu(layout, rng):
+    """torch CPU tensors: DeepGEMM's view (torch.as_strided of a NaN-padded buffer) and the raw buffer give the
+    plain call's output bit for bit (float32 and bfloat16 out), through fp8kit.grouped_mm and the torch op;
+    a transposed copy without padding is refused."""
+    torch = pytest.importorskip("torch")
+    from fp8kit import torch_ops
+    rows, ka, g = 130, 3, 4
+    qa, sa, b, sw, offs = mn_operands(rng, layout, rows, ka, g)
+    ta = torch.from_numpy(np.asarray(qa)).view(torch.float8_e4m3fn)
+    tb = torch.from_numpy(np.ascontiguousarray(np.swapaxes(b, 1, 2))).view(torch.float8_e4m3fn).transpose(1, 2)
+    tsa, tsw, toffs = torch.from_numpy(np.asarray(sa)), torch.from_numpy(np.asarray(sw)), torch.from_numpy(offs)
+    rp = -(-rows // 4) * 4
+    buf = torch.full(tuple(tsa.shape[:-2]) + (ka, rp), float("nan"))
+    buf[..., :rows] = tsa.transpose(-1, -2)
+    view = torch.as_strided(buf, tuple(tsa.shape), (ka * rp, 1, rp) if layout == "masked" else (1, rp))
+
+    def bits(s, dt, **kw):  # the output's bits, in a sentinel-filled out (unwritten rows compare too)
+        out = torch.full(tuple(ta.shape[:-1]) + (MN_N,), SENTINEL, dtype=dt)
+        fp8kit.grouped_mm(ta, tb, toffs, s, tsw, out=out, out_dtype=dt, layout=layout, **kw)
+        return out.view(torch.int16 if dt == torch.bfloat16 else torch.int32)
+
+    for dt in (torch.float32, torch.bfloat16):
+        want = bits(tsa, dt)
+        for s, kw in ((view, {}), (buf, {}), (buf, dict(scale_layout="mn_major"))):
+            assert torch.equal(bits(s, dt, **kw), want), (dt, kw)
+    # the op: the rows the groups cover (a new output's others are uninitialized)
+    want = fp8kit.grouped_mm(ta, tb, toffs, tsa, tsw, out_dtype=torch.float32, layout=layout)
+    got = torch_ops.grouped_mm(ta, tb, toffs, view, tsw, out_dtype=torch.float32, layout=layout)
+    got_buf = torch_ops.grouped_mm(ta, tb, toffs, buf, tsw, out_dtype=torch.float32, layout=layout,
+                                   scale_layout="mn_major")
+    for grp, r0, r1 in mn_covered(layout, offs, rows):
+        assert torch.equal(got.reshape(-1, MN_N)[r0:r1], want.reshape(-1, MN_N)[r0:r1]), grp
+        assert torch.equal(got_buf.reshape(-1, MN_N)[r0:r1], want.reshape(-1, MN_N)[r0:r1]), grp
+    with pytest.raises(fp8kit.UnsupportedError, match="blocked"):
+        torch_ops.grouped_mm(ta, tb, toffs, view, tsw, layout=layout, scale_layout="blocked")
+    with pytest.raises(fp8kit.InvalidStrideError, match="mn_major"):  # no padding to 4 rows (130 % 4 != 0)
+        fp8kit.grouped_mm(ta, tb, toffs, tsa.transpose(-1, -2).contiguous().transpose(-1, -2), tsw, layout=layout)
+    full = torch.full((g,), rows, dtype=torch.int32) if layout == "masked" else \
+        torch.tensor([30, 60, 100, rows], dtype=torch.int32)
+    torch.library.opcheck(torch.ops.fp8kit.grouped_mm,
+                          (ta, tb, full, view, tsw, None, "float32", "", 1.0, layout, "mn_major"),
+                          test_utils=("test_faketensor",))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_mn_major_cuda_matches_cpu(layout, rng):
+    """CUDA tensors with A's scales mn_major (DeepGEMM's view of a NaN-padded buffer, and the buffer with
+    scale_layout="mn_major") against the CPU backend's plain call: bf16 within docs/spec.md 3, rows outside the
+    groups unwritten, status 0 (skipped without an sm_90 GPU)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 CUDA device")
+    if not fp8kit.backend_available("cuda"):
+        pytest.skip("libfp8kit was built without a usable CUDA backend")
+    rows, ka, g = 130 if layout == "contiguous" else 30, 3, 4  # rows % 4 != 0; K = 320
+    qa, sa, b, sw, offs = mn_operands(rng, layout, rows, ka, g)
+    want = np.asarray(fp8kit.grouped_mm(qa, b, offs, sa, sw, out_dtype="float32", layout=layout)).reshape(-1, MN_N)
+    ta = torch.from_numpy(np.asarray(qa)).view(torch.float8_e4m3fn).cuda()
+    tb = torch.from_numpy(np.ascontiguousarray(np.swapaxes(b, 1, 2))).view(torch.float8_e4m3fn).cuda().transpose(1, 2)
+    tsa, tsw, toffs = (torch.from_numpy(np.asarray(x)).cuda() for x in (sa, sw, offs))
+    rp = -(-rows // 4) * 4
+    buf = torch.full(tuple(tsa.shape[:-2]) + (ka, rp), float("nan"), device="cuda")
+    buf[..., :rows] = tsa.transpose(-1, -2)
+    view = torch.as_strided(buf, tuple(tsa.shape), (ka * rp, 1, rp) if layout == "masked" else (1, rp))
+    valid = np.zeros(len(want), bool)
+    for _, r0, r1 in mn_covered(layout, offs, rows):
+        valid[r0:r1] = True
+    for s, kw in ((tsa, {}), (view, {}), (buf, dict(scale_layout="mn_major"))):
+        out = torch.full(tuple(ta.shape[:-1]) + (MN_N,), 3.0, dtype=torch.bfloat16, device="cuda")
+        status = torch.full((1,), 7, dtype=torch.int32, device="cuda")
+        fp8kit.grouped_mm(ta, tb, toffs, s, tsw, out=out, status=status, layout=layout, **kw)
+        torch.cuda.synchronize()
+        assert int(status.item()) == 0
+        got = out.float().cpu().numpy().astype(np.float64).reshape(-1, MN_N)
+        w = want[valid].astype(np.float64)
+        assert np.sqrt(((got[valid] - w) ** 2).sum() / (w ** 2).sum()) <= BOUND["bfloat16"], kw
+        assert (got[~valid] == 3.0).all(), kw
