@@ -5,12 +5,14 @@
 #
 # usage (repository root, on the GPU machine):
 #   OUT=dir [ONLY=regex] [PEER_ARGS="--ours-sfa mn_major ..."] bash bench/peer/ab_libs.sh SPEC
-# SPEC lines: TAG LIB [TUNING [PYROOT]]
+# SPEC lines: TAG LIB [TUNING [PYROOT [ARGS...]]]
 #   TAG     a name for the column (letters, digits, - and _)
 #   LIB     a libfp8kit.so built here and carried along (sm_90a)
 #   TUNING  an FP8KIT_TUNING spec for that process, or - for none
 #   PYROOT  a folder whose python/ holds the binding that fits LIB (an older
-#           library needs its own commit's binding); default this repository
+#           library needs its own commit's binding), or - for this repository
+#   ARGS    more deepgemm_peer.py arguments for that process (after PEER_ARGS),
+#           e.g. --ours-sfa mn_major
 # Repeat a line to interleave runs (the device drifts between processes).
 # Output in OUT: peer-N-TAG.jsonl / .log per process, and 0-table.txt (ours us
 # / DeepGEMM us = ratio per case and column), named to come back first.
@@ -26,17 +28,18 @@ echo "DeepGEMM built in $(( $(date +%s) - t0 )) s"
 . /tmp/dg/env.sh
 only=${ONLY:-gemm_block|grouped_contiguous|grouped_masked}
 n=0
-while read -r tag lib tun py _; do
+while read -r tag lib tun py args; do
     case "$tag" in ''|'#'*) continue ;; esac
     n=$((n + 1))
     here=$root
+    [ "${py:--}" = - ] && py=
     if [ -n "${py:-}" ]; then # the binding of another commit, with this tree's bench/ and include/
         here=/tmp/ab-root-$n
         mkdir -p "$here" && cp -r "$root/bench" "$root/include" "$here/" && ln -sfn "$(cd "$py" && pwd)/python" "$here/python"
     fi
     [ "${tun:--}" = - ] && tun=
     FP8KIT_TUNING="$tun" FP8KIT_LIBRARY=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib") \
-        timeout 300 python3 "$here/bench/peer/deepgemm_peer.py" --only "$only" --impls deepgemm,ours ${PEER_ARGS:-} \
+        timeout 300 python3 "$here/bench/peer/deepgemm_peer.py" --only "$only" --impls deepgemm,ours ${PEER_ARGS:-} ${args:-} \
         --out "$O/peer-$n-$tag.jsonl" >"$O/peer-$n-$tag.log" 2>&1
     echo "$n $tag: rc $? at $(( $(date +%s) - t0 )) s"
 done <"$spec"

@@ -21,7 +21,8 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
-    typedef fk_sm90_shape<BN, (TS != 0), WV, ST> S;
+    constexpr int SCT = ST ? (GR ? 2 : 1) : 0; /* the scale tables' shape (shape.cuh) */
+    typedef fk_sm90_shape<BN, (TS != 0), WV, SCT> S;
     static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !TS), "staged scales: the pipelined consumer");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
     extern __shared__ __align__(1024) unsigned char fk_smem[];
@@ -64,7 +65,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES, CL, GR, WV, fk_sm90_walk<CL, GR, WV>, ST>(&ta, &tb, p, sa0, sb0, full0,
+            fk_sm90_producer<BN, S::STAGES, CL, GR, WV, fk_sm90_walk<CL, GR, WV>, SCT>(&ta, &tb, p, sa0, sb0, full0,
                                                                                      empty0, sc0);
     } else {
         fk_setmaxnreg_inc<232>();

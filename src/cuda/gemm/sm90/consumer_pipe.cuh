@@ -23,7 +23,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                                                              uint32_t full0, uint32_t empty0,
                                                              float *stage_out, float *tab, uint32_t sc0 = 0)
 {
-    typedef fk_sm90_shape<BN, (TS != 0), 1, ST> S;
+    typedef fk_sm90_shape<BN, (TS != 0), 1, ST ? (GR ? 2 : 1) : 0> S;
     static_assert(!ST || BLOCK, "staged scales are block scales");
     /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
@@ -44,6 +44,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         w.tile(p, tm, tn);
         const int r0 = w.row0 + wg * 64 + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
         const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
+        /* ST, grouped: the table starts at the 4-row boundary below the tile (shape.cuh SC 2) */
+        const int skew = ST && GR ? w.sa_x(p) & 3 : 0;
         const int nkb = w.kb1 - w.kb0;
 #pragma unroll
         for (int i = 0; i < S::NACC; i++)
@@ -73,12 +75,19 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 w_b = sb_t[1];
             }
         }
+        /* Releases stage S (lane 0 of each warp); ST: after every lane's reads of
+         * its scale table (the producer's next copies rewrite it) */
+#define FK_PIPE_RELEASE(S)                                                                       \
+    if (ST)                                                                                      \
+        __syncwarp();                                                                            \
+    if (lane == 0)                                                                               \
+        fk_sm90_release<CL>(empty0 + 8 * (S));
         /* ST: the scales of K block KB (issued from `stage`), from its table */
 #define FK_PIPE_TAB(LO, HI, B, KB)                                                               \
     if (ST) {                                                                                    \
         const float *t_ = sct + stage * (S::SC_BYTES / 4);                                       \
-        LO = t_[rl];                                                                             \
-        HI = t_[rl + 8];                                                                         \
+        LO = t_[rl + skew];                                                                      \
+        HI = t_[rl + skew + 8];                                                                  \
         B = t_[S::SC_B + ((w.kb0 + (KB)) & 3)];                                               \
     }
         if (nkb > 0) {
@@ -101,8 +110,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                               fk_sm90_desc_at(db0, stage * S::B_BYTES));                         \
         FK_PIPE_TAB(w_lo, w_hi, w_b, kb)                                                         \
         fk_wgmma_wait<1>();                                                                      \
-        if (lane == 0)                                                                           \
-            fk_sm90_release<CL>(empty0 + 8 * pstage);                                            \
+        FK_PIPE_RELEASE(pstage)                                                                  \
         fk_sm90_promote<true>(accf, OLD, v_lo * v_b, v_hi * v_b);                                \
         pstage = stage;                                                                          \
         fk_sm90_lag_step(p, wg, ++issued);                                                       \
@@ -131,17 +139,16 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             if (kb < nkb) {
                 FK_PIPE_STEP(acc1, acc0)
                 fk_wgmma_wait<0>();
-                if (lane == 0)
-                    fk_sm90_release<CL>(empty0 + 8 * pstage);
+                FK_PIPE_RELEASE(pstage)
                 fk_sm90_promote<true>(accf, acc1, v_lo * v_b, v_hi * v_b);
             } else {
                 fk_wgmma_wait<0>();
-                if (lane == 0)
-                    fk_sm90_release<CL>(empty0 + 8 * pstage);
+                FK_PIPE_RELEASE(pstage)
                 fk_sm90_promote<true>(accf, acc0, v_lo * v_b, v_hi * v_b);
             }
 #undef FK_PIPE_STEP
 #undef FK_PIPE_TAB
+#undef FK_PIPE_RELEASE
         }
         if (fk_sm90_sk_finish(p, w, accf, wg, tid))
             fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);

@@ -87,13 +87,16 @@ template <int CL, bool GR = false, int WV = 1> struct fk_sm90_walk {
                    kb0 * p.sa_sk;
         return p.sa + (long long)min(r, p.m - 1) * p.sa_sm + kb0 * p.sa_sk;
     }
-    /* Staged block scales (the producer): the coordinates of the box of A's
-     * scales of the tile's rows at K block kb in p.tsa, over the (kb, row)
-     * mn_major buffer, or (grouped, p.sa_g) the slabs' (g kb + kb, row). */
-    __device__ __forceinline__ void sa_box(const fk_gemm_params &p, int kb, int &x, int &y) const
+    /* Staged block scales: the coordinates in p.tsa of the scales of the
+     * tile's first row at K block kb, over the (kb, row) mn_major buffer, or
+     * (grouped, p.sa_g) the slabs' (g kb + kb, row within the slab). */
+    __device__ __forceinline__ int sa_x(const fk_gemm_params &p) const
     {
-        x = GR && p.sa_g ? row0 - g * p.grp_masked_m : row0;
-        y = GR && p.sa_g ? g * p.num_kb + kb : kb;
+        return GR && p.sa_g ? row0 - g * p.grp_masked_m : row0;
+    }
+    __device__ __forceinline__ int sa_y(const fk_gemm_params &p, int kb) const
+    {
+        return GR && p.sa_g ? g * p.num_kb + kb : kb;
     }
 };
 #endif /* FK_SM90_DEVICE */
