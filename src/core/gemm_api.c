@@ -305,6 +305,20 @@ typedef struct fk_gemm_key {
     int64_t m, n, k, lda, ldb, ldc, ldd, tuning;
 } fk_gemm_key;
 
+/* The alignment bits of a job's pointers that plans depend on, one bit
+ * each: 16 bytes for A, B, C and D (TMA), 4 bytes for the bias (the
+ * TMA-store path fetches it in 4 bytes) and, with block scales, 16 bytes
+ * for both scale pointers (the staged-scale variants load them by TMA and
+ * bulk copies). */
+static unsigned fk_align_bits(const fk_gemm_job *j)
+{
+    const int blk = j->desc.scale_a == FP8KIT_SCALE_BLOCK;
+    return (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
+           ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3) |
+           ((((uintptr_t)j->bias & 3) == 0) << 4) | ((blk && ((uintptr_t)j->scale_a & 15) == 0) << 5) |
+           ((blk && ((uintptr_t)j->scale_b & 15) == 0) << 6);
+}
+
 static void fk_gemm_key_of(const fp8kit_ctx *ctx, const fk_gemm_job *j, fk_gemm_key *key)
 {
     memset(key, 0, sizeof *key);
@@ -317,11 +331,7 @@ static void fk_gemm_key_of(const fp8kit_ctx *ctx, const fk_gemm_job *j, fk_gemm_
     key->a_type = j->a_type; key->b_type = j->b_type; key->c_type = j->c ? (int32_t)j->c_type : -1;
     key->bias_type = j->bias ? (int32_t)j->bias_type : -1; key->d_type = j->d_type;
     key->has_c = j->c != NULL; key->has_amax = j->amax_d != NULL;
-    /* 16-byte alignment of each base pointer, one bit each (TMA needs it),
-     * and 4-byte alignment of the bias (the TMA-store path fetches it in 4 bytes) */
-    key->align = (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
-                 ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3) |
-                 ((((uintptr_t)j->bias & 3) == 0) << 4);
+    key->align = (int32_t)fk_align_bits(j);
     key->m = j->m; key->n = j->n; key->k = j->k;
     key->lda = j->lda; key->ldb = j->ldb; key->ldc = j->ldc; key->ldd = j->ldd;
 }
@@ -419,9 +429,7 @@ static unsigned fk_job_misaligned(const fk_gemm_job *j)
 /* What the plan key and the checks read from a job's pointers. */
 static unsigned fk_ptr_bits(const fk_gemm_job *j)
 {
-    return (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
-           ((((uintptr_t)j->c & 15) == 0) << 2) | ((((uintptr_t)j->d & 15) == 0) << 3) |
-           ((j->amax_d != NULL) << 4) | (fk_job_misaligned(j) << 5);
+    return fk_align_bits(j) | ((j->amax_d != NULL) << 7) | (fk_job_misaligned(j) << 8);
 }
 
 static fp8kit_status fk_gemm_run(fp8kit_ctx *ctx, fk_gemm_job *j, const fk_plan *plan, void *stream)

@@ -396,8 +396,11 @@ static const fk_plan *fk_grouped_plan(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     key.fast_accum = d->fast_accum != 0;
     key.a_type = j->a_type; key.b_type = j->b_type; key.bias_type = j->bias ? (int32_t)j->bias_type : -1;
     key.d_type = j->d_type;
+    /* 16-byte alignment of A, B, D (TMA) and, with block scales, of both scale pointers (staged variants) */
+    const int blk = d->scale_a == FP8KIT_SCALE_BLOCK;
     key.align = (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
-                ((((uintptr_t)j->d & 15) == 0) << 2);
+                ((((uintptr_t)j->d & 15) == 0) << 2) | ((blk && ((uintptr_t)j->scale_a & 15) == 0) << 3) |
+                ((blk && ((uintptr_t)j->scale_b & 15) == 0) << 4);
     key.layout = a->layout;
     key.t = j->m; key.n = j->n; key.k = j->k; key.g = gj.groups; key.masked_m = gj.masked_m;
     key.lda = j->lda; key.ldb = j->ldb; key.b_stride = gj.b_stride; key.ldd = j->ldd;
