@@ -101,17 +101,22 @@ DENSE = [(4096, 7168, 2048), (4096, 24576, 1536), (4096, 18432, 7168), (4096, 28
 CONTIGUOUS = [(8, 2048, 4096, 7168), (8, 2048, 7168, 2048), (32, 256, 4096, 7168)]   # G, expected rows, N, K
 MASKED = [(32, 256, 192, 4096, 7168), (32, 256, 192, 7168, 2048), (6, 1024, 1024, 4096, 7168)]  # G, max_m, ~rows, N, K
 K_GROUPED = [(4, 4096, 7168, (8704, 7936, 9088, 8576))]  # G, M, N, K per group (sum 34304, multiples of 128)
+# --more: model shapes beyond the default set (Qwen3-MoE gate/up and down, hidden 4096, expert 1536;
+# Mixtral-style 4096 / 14336; decode-sized masked slabs and larger ones)
+MORE_CONTIGUOUS = [(16, 1024, 3072, 4096), (16, 1024, 4096, 1536), (8, 4096, 28672, 4096)]
+MORE_MASKED = [(16, 256, 128, 3072, 4096), (16, 256, 128, 4096, 1536), (32, 512, 384, 4096, 7168),
+               (64, 256, 32, 4096, 7168), (8, 1024, 768, 7168, 2048)]
 
 
-def all_cases():
-    """(op, case name, builder) for every case, in run order."""
+def all_cases(more=False):
+    """(op, case name, builder) for every case, in run order (more: with the --more shapes)."""
     out = []
     for m, n, k in DENSE:
         out.append(("gemm_block", "%dx%dx%d" % (m, n, k), lambda m=m, n=n, k=k: build_dense(m, n, k)))
-    for g, e, n, k in CONTIGUOUS:
+    for g, e, n, k in CONTIGUOUS + (MORE_CONTIGUOUS if more else []):
         out.append(("grouped_contiguous", "g%dx%d_n%d_k%d" % (g, e, n, k),
                     lambda g=g, e=e, n=n, k=k: build_contiguous(g, e, n, k)))
-    for g, mm, e, n, k in MASKED:
+    for g, mm, e, n, k in MASKED + (MORE_MASKED if more else []):
         out.append(("grouped_masked", "g%d_max%d_m%d_n%d_k%d" % (g, mm, e, n, k),
                     lambda g=g, mm=mm, e=e, n=n, k=k: build_masked(g, mm, e, n, k)))
     for g, m, n, ks in K_GROUPED:
@@ -557,6 +562,7 @@ def main():
     ap.add_argument("--date", default=os.environ.get("FK_DATE") or
                     datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--more", action="store_true", help="also the MORE_CONTIGUOUS / MORE_MASKED model shapes")
     args = ap.parse_args()
     global OURS_SFA
     OURS_SFA = args.ours_sfa
@@ -564,7 +570,7 @@ def main():
     bad = [i for i in impls if i not in IMPLS]
     if bad:
         ap.error("unknown implementation(s) %s" % bad)
-    cases = [c for c in all_cases() if not args.only or re.search(args.only, "%s/%s" % (c[0], c[1]))]
+    cases = [c for c in all_cases(args.more) if not args.only or re.search(args.only, "%s/%s" % (c[0], c[1]))]
     if args.list:
         for op, name, _ in cases:
             print("%s/%s" % (op, name))
