@@ -365,6 +365,14 @@ def ours_grouped_sfa(sa):
     return dg.get_mn_major_tma_aligned_tensor(sa), dict(scale_layout="mn_major")
 
 
+def ours_plan(inp, *args, **kw):
+    """Our grouped plan for the row (fp8kit.grouped_mm_describe, JSON field ours_plan), when the binding has it."""
+    try:
+        inp["extra"]["ours_plan"] = fp8kit_module().grouped_mm_describe(*args, **kw)
+    except Exception:  # noqa: BLE001 - an older binding or library: no plan in the row
+        pass
+
+
 def ours_contiguous(inp):
     fk = fp8kit_module()
     # padding rows (zero A) belong to their group: offs are the padded ends
@@ -379,6 +387,7 @@ def ours_contiguous(inp):
         fn()  # the binding refuses scales it does not take before anything runs
     except Exception as e:  # noqa: BLE001
         raise NotAvailable("fp8kit.grouped_mm: %s" % str(e).splitlines()[0][:200])
+    ours_plan(inp, a, bt, sa, sb, torch.bfloat16, **kw)
     return fn
 
 
@@ -395,6 +404,7 @@ def ours_masked(inp):
         fn()
     except Exception as e:  # noqa: BLE001 - e.g. a binding without layout= (TypeError)
         raise NotAvailable("fp8kit.grouped_mm(layout='masked'): %s" % str(e).splitlines()[0][:200])
+    ours_plan(inp, a, bt, sa, sb, torch.bfloat16, layout="masked", **kw)
     return fn
 
 

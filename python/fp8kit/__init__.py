@@ -32,7 +32,7 @@ from ._quant import cast, dequantize, make_quant_desc, quantize
 from ._quant import quant_shapes as _quant_shapes
 from ._typing import Array as _Array, DTypeLike as _DTypeLike
 from ._gemm import scaled_mm as _gemm_scaled_mm
-from ._grouped import grouped_mm
+from ._grouped import grouped_mm, grouped_mm_describe
 from ._k_grouped import k_grouped_mm
 from ._checkpoint import CheckpointReport, dequantize_checkpoint, quantize_checkpoint
 from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileError, DeviceError, FP8KitError,
@@ -46,7 +46,7 @@ from .errors import (ArchMismatchError, BackendUnavailableError, CorruptFileErro
 __version__ = _lib.package_version()
 
 __all__ = [
-    "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "k_grouped_mm", "quant_shapes", "to_float32",
+    "quantize", "dequantize", "cast", "scaled_mm", "grouped_mm", "grouped_mm_describe", "k_grouped_mm", "quant_shapes", "to_float32",
     "TaggedArray",
     "quantize_checkpoint", "dequantize_checkpoint", "CheckpointReport",
     "Context", "get_context", "clear_contexts", "parse_device", "version", "library_path", "backend_available",

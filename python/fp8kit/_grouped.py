@@ -405,6 +405,32 @@ def grouped_mm_workspace_size(a: Array, b: Array, scale_a: Optional[Array] = Non
     return _workspace_bytes(c)
 
 
+def grouped_mm_describe(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
+                        bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
+                        activation: Optional[str] = None, ctx: Optional[Context] = None, layout: str = "contiguous",
+                        scale_layout: Optional[str] = None) -> str:
+    """The plan fp8kit.grouped_mm gets with these operands, in one line (fp8kit_grouped_gemm_describe): on
+    the GPU the kernel family and its choices, e.g. "sm90_grouped variant=16 bn=128 ... scaling=staged ...";
+    on the CPU "cpu: one gemm per group". Checks the call as grouped_mm does and plans it (the plan is cached
+    for the calls that follow); runs nothing and reads no data. The plan depends on the operands' shapes,
+    dtypes and pointer alignment, so pass the tensors the calls will use. For tests, benchmarks and bug
+    reports; the text is not a stable format.
+
+    Arguments: a, b, scale_a, scale_b, bias, out_dtype and the keywords activation, ctx, layout,
+    scale_layout as fp8kit.grouped_mm takes them (no offs: the plan does not depend on them)."""
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout, scale_layout)
+    fn = getattr(c.cx._lib, "fp8kit_grouped_gemm_describe", None)
+    if fn is None:
+        raise UnsupportedError("%s: this fp8kit library has no fp8kit_grouped_gemm_describe (older than the "
+                               "binding)" % FN)
+    probe = GroupedGemmArgs.from_buffer_copy(c.args)  # D and offsets: placeholders (nothing is read)
+    set_tensor(probe.d, 1 << 20, c.ddt, c.rows + (c.N,), (c.rows[-1] * c.N, c.N, 1)[-len(c.rows) - 1:])
+    probe.offsets = 1 << 20
+    buf = ctypes.create_string_buffer(512)
+    c.cx.check(fn(c.cx.handle, ctypes.byref(c.desc), ctypes.byref(probe), buf, len(buf)))
+    return buf.value.decode("utf-8", "replace")
+
+
 def _scale_a_region(c):
     """The bytes of scale_a the library reads: mn_major, its whole flat buffer; else the view's."""
     if c.sav is None or c.desc.scale_layout != ScaleLayout.MN_MAJOR:

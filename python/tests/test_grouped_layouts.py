@@ -629,3 +629,31 @@ def test_mn_major_cuda_matches_cpu(layout, rng):
         w = want[valid].astype(np.float64)
         assert np.sqrt(((got[valid] - w) ** 2).sum() / (w ** 2).sum()) <= BOUND["bfloat16"], kw
         assert (got[~valid] == 3.0).all(), kw
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_grouped_mm_describe(layout, rng):
+    """grouped_mm_describe names the plan without running anything: on the CPU one gemm per group; bad
+    operands raise as grouped_mm does; on the GPU the sm90 grouped family, staged scales for mn_major A
+    scales (256 rows, K 512) and global loads for plain ones."""
+    qa, sa, b, sw, _ = mn_operands(rng, layout, 257, 4, 2)
+    buf, view = mn_major_of(sa)
+    assert fp8kit.grouped_mm_describe(qa, b, view, sw, layout=layout) == "cpu: one gemm per group"
+    assert fp8kit.grouped_mm_describe(qa, b, sa, sw, layout=layout, scale_layout="plain").startswith("cpu")
+    with pytest.raises(fp8kit.UnsupportedError):
+        fp8kit.grouped_mm_describe(qa, b, sa, sw, layout=layout, scale_layout="blocked")
+    with pytest.raises(fp8kit.InvalidShapeError):
+        fp8kit.grouped_mm_describe(qa, b, sa[..., :2], sw, layout=layout)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("no sm_90 GPU")
+    k = 512
+    x = torch.randn((2, 256, k) if layout == "masked" else (512, k), device="cuda")
+    w = torch.randn((2, 256, k), device="cuda")
+    qa, sa = fp8kit.quantize(x, scheme="1x128")
+    qm, sm = fp8kit.quantize(x, scheme="1x128", scale_layout="mn_major")
+    qw, sw = fp8kit.quantize(w, scheme="128x128")
+    bt = qw.transpose(1, 2)
+    plan = fp8kit.grouped_mm_describe(qm, bt, sm, sw, layout=layout, scale_layout="mn_major")
+    assert plan.startswith("sm90_grouped") and "scaling=staged" in plan, plan
+    assert "scaling=block" in fp8kit.grouped_mm_describe(qa, bt, sa, sw, layout=layout), plan
