@@ -16,7 +16,8 @@
  * pointer off 16 bytes (the global-load twin of the staged plan), K with
  * ceil(K/128) not a multiple of 4, tuning keys no staged variant meets.
  * A call whose scale pointers are off 16 bytes plans the global-load
- * variant (their alignment is part of the plan key).
+ * variant (their alignment is part of the plan key). Then 40 random cases
+ * over the same space (not with --small).
  * Option --small: the smaller cases only (compute-sanitizer). Exits 77
  * without an sm_90 device. */
 #include <getopt.h>
@@ -212,6 +213,41 @@ static void run_case(const scase *c)
     cudaFree(dd);
 }
 
+/* The space: n random cases (layout, rows from 1, odd N, K with ceil(K/128) a multiple of 4 or
+ * not, 1 to 40 experts (masked 12), random groupings, every fp8 pair, output type, bias and activation, scales
+ * off 16 bytes now and then); the plan must be staged exactly where the rules say. */
+static void sweep(int n)
+{
+    static const int64_t kv[] = {256, 384, 512, 640, 1024, 1536, 2048};
+    static const fp8kit_dtype dv[] = {FP8KIT_BF16, FP8KIT_F16, FP8KIT_F32};
+    static const fp8kit_activation av[] = {FP8KIT_ACT_NONE, FP8KIT_ACT_SILU, FP8KIT_ACT_GELU_TANH};
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        scase c;
+        memset(&c, 0, sizeof c);
+        c.masked = (int)(fk_rng_u32(&rng) % 2);
+        /* (T x N x K at most about 1e9: the fp64 reference runs on the host) */
+        c.g = 1 + (int64_t)(fk_rng_u32(&rng) % (c.masked ? 12 : 40));
+        c.t = c.masked ? 1 + (int64_t)(fk_rng_u32(&rng) % 300) : 1 + (int64_t)(fk_rng_u32(&rng) % 1200);
+        c.n = 1 + (int64_t)(fk_rng_u32(&rng) % 320);
+        c.k = kv[fk_rng_u32(&rng) % 7];
+        c.e5a = fk_rng_u32(&rng) % 4 == 0;
+        c.e5b = fk_rng_u32(&rng) % 4 == 0;
+        c.dt = dv[fk_rng_u32(&rng) % 3];
+        c.bias = (int)(fk_rng_u32(&rng) % 2);
+        c.act = av[fk_rng_u32(&rng) % 3];
+        c.misalign = fk_rng_u32(&rng) % 8 == 0;
+        c.keys = "";
+        /* staged: slabs (masked M, else T) of at least one 132-row box once padded to 4, K blocks in 4s,
+         * 16-byte aligned scales */
+        const int64_t rp = (c.t + 3) / 4 * 4, kb = (c.k + 127) / 128;
+        c.want = rp >= 132 && kb % 4 == 0 && !c.misalign ? "staged" : "block";
+        snprintf(name, sizeof name, "space #%d %s", i, c.masked ? "masked" : "contig");
+        c.name = name;
+        run_case(&c);
+    }
+}
+
 /* Bad mn_major inputs on the GPU: the host's statuses, D unchanged. */
 static void bad_inputs(void)
 {
@@ -307,6 +343,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!small || cases[i].small)
             run_case(&cases[i]);
+    if (!small)
+        sweep(40);
     bad_inputs();
     fp8kit_ctx_destroy(gctx);
 #else
