@@ -21,7 +21,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
-    constexpr int SCT = ST ? (GR ? 2 : 1) : 0; /* the scale tables' shape (shape.cuh) */
+    constexpr int SCT = FK_SC_OF(ST, GR); /* the scale tables' shape (shape.cuh) */
     typedef fk_sm90_shape<BN, (TS != 0), WV, SCT> S;
     static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !TS), "staged scales: the pipelined consumer");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");

@@ -23,7 +23,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                                                              uint32_t full0, uint32_t empty0,
                                                              float *stage_out, float *tab, uint32_t sc0 = 0)
 {
-    typedef fk_sm90_shape<BN, (TS != 0), 1, ST ? (GR ? 2 : 1) : 0> S;
+    typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR)> S;
     static_assert(!ST || BLOCK, "staged scales are block scales");
     /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
@@ -44,7 +44,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         w.tile(p, tm, tn);
         const int r0 = w.row0 + wg * 64 + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
         const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
-        /* ST, grouped: the table starts at the 4-row boundary below the tile (shape.cuh SC 2) */
+        /* ST, grouped: the table starts at the 4-row boundary below the tile (shape.cuh FK_SC_ANY_ROW) */
         const int skew = ST && GR ? w.sa_x(p) & 3 : 0;
         const int nkb = w.kb1 - w.kb0;
 #pragma unroll

@@ -25,6 +25,7 @@
 #include "cuda/gemm/store.h"
 #include "cuda/driver.h"
 #include "format/geometry.h"
+#include "cuda/gemm/sm90/shape.cuh"
 
 struct fk_grp_config {
     int32_t family;  /* FK_FAM_SM90_GROUPED */
@@ -70,9 +71,14 @@ static int fk_grp_staged_ptrs_ok(const fk_gemm_job *job)
     return ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
 }
 
+/* A's scale box of the grouped staged variants: FK_GST_ROWS rows from the 4-row
+ * boundary below a tile (shape.cuh FK_SC_ANY_ROW: TMA boxes start 16-byte
+ * aligned along their innermost dimension). */
+#define FK_GST_ROWS (fk_sm90_shape<128, false, 1, FK_SC_ANY_ROW>::SC_ROWS)
+
 /* Whether a block-scaled job can take the staged-scale variants (as the dense
  * planner's fk_sm90_staged_ok): A's scales mn_major with slabs of at least
- * one 132-row box (shape.cuh SC 2), ceil(K/128) a multiple of 4 (B's 16-byte
+ * one scale box (FK_GST_ROWS), ceil(K/128) a multiple of 4 (B's 16-byte
  * groups of 4 K blocks stay inside a row and every expert's scales start
  * 16-byte aligned). */
 static int fk_grp_staged_ok(const fk_grouped_job *gj)
@@ -83,7 +89,7 @@ static int fk_grp_staged_ok(const fk_grouped_job *gj)
     fk_scale_geom ga;
     int64_t slab;
     fk_grp_sa_geom(gj, &ga, &slab);
-    return ga.cols >= FK_GEMM_BM + 4 && fk_ceil_div(job->k, FK_GEMM_BK) % 4 == 0 && fk_grp_staged_ptrs_ok(job);
+    return ga.cols >= FK_GST_ROWS && fk_ceil_div(job->k, FK_GEMM_BK) % 4 == 0 && fk_grp_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what variant vi runs with block scales read from
@@ -331,10 +337,8 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
         p.sb_g = gj->sb_stride;
         if (v->scaling == FK_SM90_SCALE_STAGED && load) { /* A's scales by TMA: 128 rows of one K block per stage */
             const uint64_t kbs = (uint64_t)(slab ? gj->groups : 1) * (uint64_t)p.num_kb;
-            /* boxes of 132 rows from the 4-row boundary below a tile (shape.cuh SC 2: TMA boxes start
-             * 16-byte aligned along their innermost dimension) */
             const CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, kbs, (uint64_t)ga.sc, (uint64_t)ga.sc * 4,
-                                                 FK_GEMM_BM + 4, 1);
+                                                 FK_GST_ROWS, 1);
             if (r != CUDA_SUCCESS) {
                 if (prev != cfg.device)
                     (void)cudaSetDevice(prev);

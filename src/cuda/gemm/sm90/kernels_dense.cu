@@ -37,8 +37,8 @@
      fk_gemm_sm90_kernel_c2<BN, PROMO, BLOCK, AB>, 2, 0}
 
 #define FK_VST(BN, AB, KERNEL, CLUSTER)                                                           \
-    {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, false, 1, 1>::STAGES,                      \
-     fk_sm90_shape<BN, false, 1, 1>::SMEM, KERNEL<BN, AB>, CLUSTER, 0}
+    {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, false, 1, FK_SC_ALIGNED>::STAGES,          \
+     fk_sm90_shape<BN, false, 1, FK_SC_ALIGNED>::SMEM, KERNEL<BN, AB>, CLUSTER, 0}
 
 #define FK_VMX(BN, AB)                                                                   \
     {BN, 1, FK_SM90_SCALE_MX, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM,                       \

@@ -10,9 +10,9 @@
     {BN, PROMO, (BLOCK) ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN, AB, fk_sm90_shape<BN>::STAGES,              \
      fk_sm90_shape<BN>::SMEM,                                                                                    \
      fk_gemm_sm90_kernel<BN, PROMO, BLOCK, AB, false, true>, 1, 0}
-#define FK_VGST(BN, AB)                                                                  \
-    {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, false, 1, 2>::STAGES,                                    \
-     fk_sm90_shape<BN, false, 1, 2>::SMEM, fk_gemm_sm90_kernel_st<BN, AB, true>, 1, 0}
+#define FK_VGST(BN, AB)                                                                                       \
+    {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, false, 1, FK_SC_ANY_ROW>::STAGES,                    \
+     fk_sm90_shape<BN, false, 1, FK_SC_ANY_ROW>::SMEM, fk_gemm_sm90_kernel_st<BN, AB, true>, 1, 0}
 #define FK_VMXG(BN, AB)                                                                  \
     {BN, 1, FK_SM90_SCALE_MX, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM,                       \
      fk_gemm_sm90_mxg_kernel<BN, AB>, 1, 0}

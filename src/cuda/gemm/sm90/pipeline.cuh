@@ -28,7 +28,7 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
  * sc0: A's scales of the tile rows by TMA (p.tsa), and the 16 bytes of B's
  * scale row holding the K block's, on the same barrier. */
 template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
-          class W = fk_sm90_walk<CL, GR, WV>, int SC = 0>
+          class W = fk_sm90_walk<CL, GR, WV>, int SC = FK_SC_NONE>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
@@ -36,7 +36,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
 {
     typedef fk_sm90_shape<BN, false, WV, SC> S;
     static_assert(!SC || WV == 1, "staged scales: single-wave tiles");
-    static_assert(SC != 1 || !GR, "grouped tiles start at any row: scale tables of shape SC 2");
+    static_assert(SC != FK_SC_ALIGNED || !GR, "grouped tiles start at any row: FK_SC_ANY_ROW tables");
     if (p.num_kb > 0) {
         fk_tma_prefetch_desc(ta);
         fk_tma_prefetch_desc(tb);
@@ -54,8 +54,8 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 : 0));
             if constexpr (SC) {
                 const uint32_t t = sc0 + stage * S::SC_BYTES;
-                /* (SC 2: from the 4-row boundary below the tile; the consumers skip the rows before it) */
-                fk_tma_load_2d(t, &p.tsa, full, SC == 2 ? w.sa_x(p) & ~3 : w.sa_x(p), w.sa_y(p, kb));
+                /* (FK_SC_ANY_ROW: from the 4-row boundary below the tile; the consumers skip the rows before it) */
+                fk_tma_load_2d(t, &p.tsa, full, SC == FK_SC_ANY_ROW ? w.sa_x(p) & ~3 : w.sa_x(p), w.sa_y(p, kb));
                 fk_bulk_load(t + S::SC_B * 4,
                              p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16,
                              full);

@@ -18,19 +18,21 @@
  * row scales of the warp's rows, the two tensor scales, padding to a
  * multiple of 4. */
 #define FK_EPI_WTAB(BN) ((BN) + 32)
-/* SC: the stages' scale tables (staged block scales): 0 none; 1 for tiles
- * that start at a multiple of 4 rows (dense); 2 for tiles that start at any
- * row (grouped: A's box starts at the 4-row boundary below the tile, since a
- * TMA box's innermost coordinate must be 16-byte aligned, and has 4 rows
- * more). */
-template <int BN, bool TS = false, int WV = 1, int SC = 0> struct fk_sm90_shape {
+/* SC: the stages' scale tables (staged block scales): none; for tiles that
+ * start at a multiple of 4 rows (dense); for tiles that start at any row
+ * (grouped: A's box starts at the 4-row boundary below the tile, since a TMA
+ * box's innermost coordinate must be 16-byte aligned, and has 4 rows more). */
+enum { FK_SC_NONE = 0, FK_SC_ALIGNED = 1, FK_SC_ANY_ROW = 2 };
+/* The tables a kernel with staged scales (ST) and the grouped walk (GR) needs. */
+#define FK_SC_OF(ST, GR) ((ST) ? ((GR) ? FK_SC_ANY_ROW : FK_SC_ALIGNED) : FK_SC_NONE)
+template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE> struct fk_sm90_shape {
     static constexpr int A_BYTES = WV * FK_GEMM_BM * FK_GEMM_BK; /* WV 128-row waves */
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
     /* SC: a stage's scale table (FK_SM90_SCALE_STAGED): A's block scales of
      * the K block, one per row of the tile (MN-major, by TMA; SC 2: from the
      * 4-row boundary below it), then the 16 bytes of B's scale row holding
      * the K block's (bulk copy), the table padded to 128 bytes (pipeline.cuh) */
-    static constexpr int SC_ROWS = WV * FK_GEMM_BM + (SC == 2 ? 4 : 0);
+    static constexpr int SC_ROWS = WV * FK_GEMM_BM + (SC == FK_SC_ANY_ROW ? 4 : 0);
     static constexpr int SC_B = SC_ROWS; /* B's 16 bytes: floats into the table */
     static constexpr int SC_BYTES = SC ? (SC_ROWS * 4 + 16 + 127) / 128 * 128 : 0;
     static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
