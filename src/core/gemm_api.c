@@ -305,12 +305,12 @@ typedef struct fk_gemm_key {
     int64_t m, n, k, lda, ldb, ldc, ldd, tuning;
 } fk_gemm_key;
 
-/* The alignment bits of a job's pointers that plans depend on, one bit
+/* (internal.h) The alignment bits of a job's pointers that plans depend on, one bit
  * each: 16 bytes for A, B, C and D (TMA), 4 bytes for the bias (the
  * TMA-store path fetches it in 4 bytes) and, with block scales, 16 bytes
  * for both scale pointers (the staged-scale variants load them by TMA and
  * bulk copies). */
-static unsigned fk_align_bits(const fk_gemm_job *j)
+unsigned fk_job_align_bits(const fk_gemm_job *j)
 {
     const int blk = j->desc.scale_a == FP8KIT_SCALE_BLOCK;
     return (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
@@ -331,7 +331,7 @@ static void fk_gemm_key_of(const fp8kit_ctx *ctx, const fk_gemm_job *j, fk_gemm_
     key->a_type = j->a_type; key->b_type = j->b_type; key->c_type = j->c ? (int32_t)j->c_type : -1;
     key->bias_type = j->bias ? (int32_t)j->bias_type : -1; key->d_type = j->d_type;
     key->has_c = j->c != NULL; key->has_amax = j->amax_d != NULL;
-    key->align = (int32_t)fk_align_bits(j);
+    key->align = (int32_t)fk_job_align_bits(j);
     key->m = j->m; key->n = j->n; key->k = j->k;
     key->lda = j->lda; key->ldb = j->ldb; key->ldc = j->ldc; key->ldd = j->ldd;
 }
@@ -429,7 +429,7 @@ static unsigned fk_job_misaligned(const fk_gemm_job *j)
 /* What the plan key and the checks read from a job's pointers. */
 static unsigned fk_ptr_bits(const fk_gemm_job *j)
 {
-    return fk_align_bits(j) | ((j->amax_d != NULL) << 7) | (fk_job_misaligned(j) << 8);
+    return fk_job_align_bits(j) | ((j->amax_d != NULL) << 7) | (fk_job_misaligned(j) << 8);
 }
 
 static fp8kit_status fk_gemm_run(fp8kit_ctx *ctx, fk_gemm_job *j, const fk_plan *plan, void *stream)
@@ -517,11 +517,17 @@ fp8kit_status fp8kit_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc
     fp8kit_status st = fk_gemm_plan_call(ctx, desc, args, &plan);
     if (st)
         return st;
+    fk_describe_plan(ctx, plan, buf, n);
+    return FP8KIT_OK;
+}
+
+/* (internal.h) */
+void fk_describe_plan(const fp8kit_ctx *ctx, const fk_plan *plan, char *buf, size_t n)
+{
     if (ctx->ops->plan_describe)
         ctx->ops->plan_describe(plan, buf, n);
     else
         snprintf(buf, n, "%s", ctx->ops->name);
-    return FP8KIT_OK;
 }
 
 fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, int overlap)

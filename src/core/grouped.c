@@ -273,9 +273,8 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
                                      "block scaling per expert (G x ceil(N/128) x ceil(K/128))",
                                      "mx scaling per expert (G x N x K/32)"};
     const fp8kit_dtype sdt = mx ? FP8KIT_E8M0 : FP8KIT_F32;
-    s->sa_slabs = mn && s->masked_m ? s->g : 1;
-    s->sa_rows = s->sa_slabs > 1 ? s->masked_m : s->t;
-    if (fk_gemm_scale_geom(d->scale_a, d->scale_layout, 0, s->sa_rows, s->k, &s->ga) ||
+    if (fk_grouped_a_scale_geom(d->scale_a, d->scale_layout, s->t, s->g, s->masked_m, s->k, &s->ga, &s->sa_rows,
+                                &s->sa_slabs) ||
         fk_gemm_scale_geom(d->scale_b, d->scale_layout, 1, s->n, s->k, &s->gb) ||
         fk_mul_ovf(s->sa_slabs, s->ga.count) < 0)
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the scale counts overflow int64");
@@ -385,8 +384,7 @@ static const fk_plan *fk_grouped_plan(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
                                       const fk_grp *s, fk_grouped_job *out, fp8kit_status *st)
 {
     fk_grouped_job_of(d, a, s, out);
-    const fk_grouped_job gj = *out;
-    const fk_gemm_job *j = &gj.gemm;
+    const fk_gemm_job *j = &out->gemm;
     fk_grouped_key key;
     memset(&key, 0, sizeof key);
     key.tag = 0x47525032; /* "GRP2" */
@@ -396,15 +394,11 @@ static const fk_plan *fk_grouped_plan(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     key.fast_accum = d->fast_accum != 0;
     key.a_type = j->a_type; key.b_type = j->b_type; key.bias_type = j->bias ? (int32_t)j->bias_type : -1;
     key.d_type = j->d_type;
-    /* 16-byte alignment of A, B, D (TMA) and, with block scales, of both scale pointers (staged variants) */
-    const int blk = d->scale_a == FP8KIT_SCALE_BLOCK;
-    key.align = (((uintptr_t)j->a & 15) == 0) | ((((uintptr_t)j->b & 15) == 0) << 1) |
-                ((((uintptr_t)j->d & 15) == 0) << 2) | ((blk && ((uintptr_t)j->scale_a & 15) == 0) << 3) |
-                ((blk && ((uintptr_t)j->scale_b & 15) == 0) << 4);
+    key.align = (int32_t)fk_job_align_bits(j);
     key.layout = a->layout;
-    key.t = j->m; key.n = j->n; key.k = j->k; key.g = gj.groups; key.masked_m = gj.masked_m;
-    key.lda = j->lda; key.ldb = j->ldb; key.b_stride = gj.b_stride; key.ldd = j->ldd;
-    return fk_plan_get(ctx, &key, sizeof key, &out->gemm, ctx->ops->grouped_plan, st);
+    key.t = j->m; key.n = j->n; key.k = j->k; key.g = out->groups; key.masked_m = out->masked_m;
+    key.lda = j->lda; key.ldb = j->ldb; key.b_stride = out->b_stride; key.ldd = j->ldd;
+    return fk_plan_get(ctx, &key, sizeof key, j, ctx->ops->grouped_plan, st);
 }
 
 static fp8kit_status fk_grouped_native(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
@@ -518,9 +512,6 @@ fp8kit_status fp8kit_grouped_gemm_describe(fp8kit_ctx *ctx, const fp8kit_gemm_de
     const fk_plan *plan = fk_grouped_plan(ctx, desc, args, &s, &gj, &st);
     if (!plan)
         return st;
-    if (ctx->ops->plan_describe)
-        ctx->ops->plan_describe(plan, buf, n);
-    else
-        snprintf(buf, n, "%s", ctx->ops->name);
+    fk_describe_plan(ctx, plan, buf, n);
     return FP8KIT_OK;
 }

@@ -23,6 +23,15 @@ fp8kit_status fk_check_gemm_desc(const fp8kit_ctx *ctx, const char *fn, const fp
 fp8kit_status fk_gemm_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args,
                             int overlap);
 
+/* The alignment bits of a job's pointers that plans depend on (gemm_api.c):
+ * 16 bytes for A, B, C, D and, with block scales, both scale pointers; 4
+ * bytes for the bias. Every plan key that reads pointers takes them. */
+unsigned fk_job_align_bits(const fk_gemm_job *j);
+
+/* A plan in one line into buf (n bytes): the backend's description, or its
+ * name (gemm_api.c; fp8kit_gemm_describe, fp8kit_grouped_gemm_describe). */
+void fk_describe_plan(const fp8kit_ctx *ctx, const fk_plan *plan, char *buf, size_t n);
+
 /* GEMM autotune table (tune.c): chosen plan configs by text key. */
 #define FK_TUNE_PATH_MAX 1024
 typedef struct fk_tune_entry {

@@ -263,6 +263,20 @@ FK_HD int fk_gemm_scale_geom(int mode, int layout, int is_b, int64_t rows, int64
     return fk_geom_finish(g);
 }
 
+/* Grouped GEMM (fp8kit_grouped_gemm): A's scales over its t rows under mode and
+ * layout, as slabs one after another: one slab of all t rows, except mn_major
+ * block scales of the masked layout (masked_m > 0 rows per expert), which are
+ * one mn_major buffer per expert. Fills the geometry of one slab, its rows and
+ * the number of slabs; the code of fk_gemm_scale_geom. */
+FK_HD int fk_grouped_a_scale_geom(int mode, int layout, int64_t t, int64_t experts, int64_t masked_m, int64_t k,
+                                  fk_scale_geom *g, int64_t *slab_rows, int64_t *slabs)
+{
+    const int per_expert = layout == FK_GEO_MN_MAJOR && masked_m > 0 && experts > 1;
+    *slabs = per_expert ? experts : 1;
+    *slab_rows = per_expert ? masked_m : t;
+    return fk_gemm_scale_geom(mode, layout, 0, *slab_rows, k, g);
+}
+
 /* GEMM (docs/spec.md 3, "Outputs"): the scales of D (M x N) under out_quant:
  * NONE nothing; SCALED the 1 x 1 f32 input scale_d; MX e8m0 (M, N/32) and
  * BLOCK1X128 f32 (M, ceil(N/128)): the plain mx axis -1 / block1x128 geometry of

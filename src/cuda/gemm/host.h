@@ -17,6 +17,14 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *job);
 int fk_f16_path(const fk_gemm_job *job);
 size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
 
+/* Whether a call's block scale pointers fit the staged-scale variants (TMA
+ * and bulk-copy sources: both 16-byte aligned; gemm/sm90/dense_host.cu,
+ * gemm/sm90/grouped_host.cu). */
+static inline int fk_staged_ptrs_ok(const fk_gemm_job *job)
+{
+    return ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
+}
+
 /* The MX GEMMs' workspace regions (gemm/sm90/dense_host.cu, gemm/sm90/grouped_host.cu), each 256-byte
  * aligned, at offsets o[0 .. 7]: A's and B's normalized codes (ra, rb rows,
  * row stride K rounded up to 16 bytes), their plain scale bytes (K / 32 per

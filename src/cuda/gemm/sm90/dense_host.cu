@@ -223,19 +223,11 @@ struct fk_device_guard {
 };
 
 
-/* Whether this call's scale pointers fit the staged-scale variants: both
- * 16-byte aligned (TMA and bulk-copy sources). The rest of the condition
- * (fk_sm90_staged_ok) follows from what the plan is keyed on. */
-static int fk_sm90_staged_ptrs_ok(const fk_gemm_job *job)
-{
-    return ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
-}
-
 /* Whether a block-scaled job can take the staged-scale variants
  * (FK_SM90_SCALE_STAGED): A's 1x128 scales MN-major (the producer loads
  * 128 rows of one K block by TMA), B's 128x128 scale rows in whole 16-byte
  * groups (bulk copies of 4 K blocks' scales that stay inside the row), and
- * the pointers of fk_sm90_staged_ptrs_ok, which each run checks again. */
+ * the pointers of fk_staged_ptrs_ok, which each run checks again. */
 static int fk_sm90_staged_ok(const fk_gemm_job *job)
 {
     const fp8kit_gemm_desc *dd = &job->desc;
@@ -248,7 +240,7 @@ static int fk_sm90_staged_ok(const fk_gemm_job *job)
     fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
     const int64_t nkb = fk_ceil_div(job->k, FK_GEMM_BK);
     return ga.sr == 1 && (ga.sc * 4) % 16 == 0 && nkb % 4 == 0 && gb.sr % 4 == 0 && gb.sr >= nkb &&
-           fk_sm90_staged_ptrs_ok(job);
+           fk_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what v runs with block scales read from global
@@ -604,7 +596,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_variant_count)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: bad plan");
-    if (fk_sm90_variants[cfg.variant].scaling == FK_SM90_SCALE_STAGED && !fk_sm90_staged_ptrs_ok(job))
+    if (fk_sm90_variants[cfg.variant].scaling == FK_SM90_SCALE_STAGED && !fk_staged_ptrs_ok(job))
         cfg.variant = fk_sm90_unstaged(cfg.variant); /* this call's scale pointers do not fit the staged plan */
     if (cfg.variant < 0)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: no unstaged twin of the planned variant");

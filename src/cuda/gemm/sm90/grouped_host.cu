@@ -51,24 +51,15 @@ static int fk_grp_find_variant(int bn, int promo, fk_sm90_scaling scaling, fk_sm
     return -1;
 }
 
-/* A's block scales (format/geometry.h): plain (T, kb), or mn_major (kb, 4 ceil(T/4))
- * (contiguous) or one (kb, 4 ceil(M/4)) slab per expert (masked), the layouts of
- * fp8kit_grouped_gemm; *slab: values from one slab to the next (0: one slab). */
+/* A's block scales (format/geometry.h, fk_grouped_a_scale_geom): the geometry of
+ * one slab; *slab: values from one slab to the next (0: one slab of all rows). */
 static void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
 {
     const fk_gemm_job *job = &gj->gemm;
-    const int per_expert = job->desc.scale_layout == FP8KIT_LAYOUT_MN_MAJOR && gj->masked_m > 0;
-    fk_gemm_scale_geom(FP8KIT_SCALE_BLOCK, job->desc.scale_layout, 0, per_expert ? gj->masked_m : job->m, job->k,
-                       ga);
-    *slab = per_expert ? ga->count : 0;
-}
-
-/* Whether this call's scale pointers fit the staged-scale variants (TMA and
- * bulk-copy sources: 16-byte aligned); the rest of fk_grp_staged_ok follows
- * from the plan key. */
-static int fk_grp_staged_ptrs_ok(const fk_gemm_job *job)
-{
-    return ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
+    int64_t rows, slabs;
+    fk_grouped_a_scale_geom(FP8KIT_SCALE_BLOCK, job->desc.scale_layout, job->m, gj->groups, gj->masked_m, job->k, ga,
+                            &rows, &slabs);
+    *slab = slabs > 1 ? ga->count : 0;
 }
 
 /* A's scale box of the grouped staged variants: FK_GST_ROWS rows from the 4-row
@@ -89,7 +80,7 @@ static int fk_grp_staged_ok(const fk_grouped_job *gj)
     fk_scale_geom ga;
     int64_t slab;
     fk_grp_sa_geom(gj, &ga, &slab);
-    return ga.cols >= FK_GST_ROWS && fk_ceil_div(job->k, FK_GEMM_BK) % 4 == 0 && fk_grp_staged_ptrs_ok(job);
+    return ga.cols >= FK_GST_ROWS && fk_ceil_div(job->k, FK_GEMM_BK) % 4 == 0 && fk_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what variant vi runs with block scales read from
@@ -256,7 +247,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_grouped_variant_count)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: bad plan");
-    if (!fk_grp_staged_ptrs_ok(job)) /* this call's scale pointers do not fit a staged plan: its twin */
+    if (!fk_staged_ptrs_ok(job)) /* this call's scale pointers do not fit a staged plan: its twin */
         cfg.variant = fk_grp_unstaged(cfg.variant);
     if (cfg.variant < 0)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: no unstaged twin of the planned variant");
