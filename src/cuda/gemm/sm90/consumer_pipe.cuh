@@ -82,13 +82,16 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         __syncwarp();                                                                            \
     if (lane == 0)                                                                               \
         fk_sm90_release<CL>(empty0 + 8 * (S));
-        /* ST: the scales of K block KB (issued from `stage`), from its table */
+        /* ST: the scales of K block KB (issued from `stage`), from its table; B's
+         * (the same for the whole warp) read by lane 0, the lane that releases the
+         * stage, and passed to the others (its bulk copy is not ordered by the
+         * release of another lane) */
 #define FK_PIPE_TAB(LO, HI, B, KB)                                                               \
     if (ST) {                                                                                    \
         const float *t_ = sct + stage * (S::SC_BYTES / 4);                                       \
         LO = t_[rl + skew];                                                                      \
         HI = t_[rl + skew + 8];                                                                  \
-        B = t_[S::SC_B + ((w.kb0 + (KB)) & 3)];                                               \
+        B = __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[S::SC_B + ((w.kb0 + (KB)) & 3)] : 0.0f, 0);  \
     }
         if (nkb > 0) {
             fk_mbar_wait(full0 + 8 * stage, phase);
