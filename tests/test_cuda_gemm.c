@@ -88,6 +88,7 @@ typedef struct gcase {
     int heavy;
     int64_t ldd_pad; /* extra columns in D's row stride */
     const char *bn;  /* tuning gemm_bn or NULL */
+    const char *bm;  /* tuning gemm_bm or NULL */
     const char *promo; /* tuning gemm_promo or NULL */
     const char *sk;  /* tuning gemm_sk or NULL */
     double bound;    /* max rel error; 0 = by output dtype */
@@ -272,6 +273,7 @@ static double run_case(const gcase *g)
      * A case that forces keys runs on fctx with them. */
     char keys[128] = "", plan[512] = "";
     if (g->bn) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_bn=%s", g->bn);
+    if (g->bm) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_bm=%s", g->bm);
     if (g->promo) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_promo=%s", g->promo);
     if (g->sk) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_sk=%s", g->sk);
     fp8kit_ctx *ctx = gctx;
@@ -973,35 +975,36 @@ static void act_inf(void)
  * (the plan says so), every other block case the global-load ones; odd M
  * and N, several tiles per CTA, a stream-K tail whose parts start off the
  * 4-block groups, e5m2, 64 wide, and A's scales off 16 bytes (the planned
- * staged variant's call falls back to its twin). */
+ * staged variant's call falls back to its twin). The staged variants have
+ * 128-row tiles: the cases ask for them (gemm_bm=128) whatever --tuning says. */
 static void staged_cases(int small)
 {
     gcase g = base_case("staged 301x520x1024", 301, 520, 1024);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.want = "scaling=staged"; run_case(&g);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=staged"; run_case(&g);
     /* (the scale pointers' alignment is part of the plan key: a call whose A scales are off 16 bytes
      * plans the global-load variant) */
     g.name = "staged, A scales off 16 bytes"; g.sa_off = 1; g.want = "scaling=block"; run_case(&g);
     g = base_case("staged K=1152 (9 K blocks): global loads", 301, 520, 1152);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.want = "scaling=block"; run_case(&g);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=block"; run_case(&g);
     g = base_case("staged plain A scales: global loads", 200, 264, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.want = "scaling=block"; run_case(&g);
     g = base_case("staged M=64 (under one scale box): global loads", 64, 264, 512);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.want = "scaling=block"; run_case(&g);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=block"; run_case(&g);
     if (small)
         return;
     g = base_case("staged multi-tile f32 K=4096", 1100, 2048, 4096);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.dt = FP8KIT_F32; g.fast = 1;
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.dt = FP8KIT_F32; g.fast = 1;
     g.bound = 5e-4; g.want = "scaling=staged"; run_case(&g);
     g = base_case("staged sk tail K=2560", 1100, 2048, 2560);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.sk = "4"; g.want = "scaling=staged";
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "4"; g.want = "scaling=staged";
     run_case(&g);
     g = base_case("staged bn64", 200, 700, 2048);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bn = "64"; run_case(&g);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "64"; run_case(&g);
     g = base_case("staged e5m2xe4m3 bias gelu f16", 523, 777, 1536);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.at = FP8KIT_E5M2; g.dt = FP8KIT_F16;
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.at = FP8KIT_E5M2; g.dt = FP8KIT_F16;
     g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; g.want = "scaling=staged"; run_case(&g);
     g = base_case("staged heavy e4m3xe5m2 beta", 640, 384, 3584);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bt = FP8KIT_E5M2; g.heavy = 1;
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bt = FP8KIT_E5M2; g.heavy = 1;
     g.beta = 0.5f; g.ct = FP8KIT_BF16; g.want = "scaling=staged"; run_case(&g);
 }
 
