@@ -313,11 +313,19 @@ typedef enum fp8kit_activation {
     FP8KIT_ACT_RELU = 1,
     FP8KIT_ACT_GELU_TANH = 2,
     FP8KIT_ACT_GELU_ERF = 3,
-    FP8KIT_ACT_SILU = 4
+    FP8KIT_ACT_SILU = 4,
+    /* Gated (not elementwise): y = alpha * deq(A) deq(B)^T + bias is (M, N) as
+     * always, N even, and D is (M, N/2) with D[m, j] = silu(y[m, j]) * y[m, j + N/2]
+     * ("halves": B's rows are [gate; up], vLLM's SiluAndMul). The output stage
+     * (cast, OUTQ_*) applies to D's N/2 columns. fp8kit_gemm only (the grouped and
+     * K-grouped GEMMs refuse it with FP8KIT_ERR_UNSUPPORTED), CPU backend only for
+     * now (the CUDA backend refuses it with FP8KIT_ERR_UNSUPPORTED); beta != 0 is
+     * FP8KIT_ERR_UNSUPPORTED. docs/spec.md 3. */
+    FP8KIT_ACT_SWIGLU = 5
 } fp8kit_activation;
 /* The number of fp8kit_activation values: they run from 0 to FP8KIT_ACT_COUNT - 1
  * (a new activation takes the value FP8KIT_ACT_COUNT and raises it by one). */
-#define FP8KIT_ACT_COUNT 5
+#define FP8KIT_ACT_COUNT 6
 
 /* Names: fp8kit_activation_name / _parse / _alias (the names section). */
 
@@ -352,7 +360,10 @@ typedef struct fp8kit_gemm_desc {
 
 /* The operands of one call: D = out(act(alpha * deq(A) deq(B)^T + beta * C + bias)).
  * A (M, K) and B (N, K) are e4m3/e5m2, K-contiguous, row stride >= K.
- * C and D are (M, N). C is read only when beta != 0 (dtype bf16/f16/f32);
+ * C and D are (M, N); with FP8KIT_ACT_SWIGLU D is (M, N/2) (N odd:
+ * FP8KIT_ERR_INVALID_SHAPE), its output scales are those of an (M, N/2) D,
+ * the bias keeps length N (COL) or M (ROW) and beta must be 0 (else
+ * FP8KIT_ERR_UNSUPPORTED). C is read only when beta != 0 (dtype bf16/f16/f32);
  * D may then be the very same matrix as C (D = ... + beta * D in place), but
  * may overlap no other operand (see Conventions).
  * bias is 1-D f32/bf16/f16 (length N or M). scale_a/scale_b as in
@@ -376,7 +387,9 @@ typedef struct fp8kit_gemm_args {
 /* The scale tensor fp8kit_gemm reads (or writes) for one operand under desc,
  * without running anything (the GEMM's counterpart of fp8kit_quant_shapes):
  * operand 0 = scale_a (rows = M, k = K), 1 = scale_b (rows = N, k = K),
- * 2 = scale_d (rows = M, k = N; desc->out_quant). Fills its dtype (f32, or
+ * 2 = scale_d (rows = M, k = N; desc->out_quant). k is always the GEMM's N
+ * (B's rows): with desc->act == FP8KIT_ACT_SWIGLU the scales are those of
+ * D's N/2 columns, the function halving N itself (odd N: INVALID_SHAPE). Fills its dtype (f32, or
  * e8m0 for mx) and the rows x cols of the stored matrix, padding included:
  * the tensor passed must be contiguous and hold shape[0] * shape[1] elements
  * (as fp8kit_scale_mode and docs/spec.md 3 describe; BLOCK's A scales with
@@ -384,7 +397,7 @@ typedef struct fp8kit_gemm_args {
  * layout (128*ceil(rows/128), 4*ceil(K/32/4))). A mode without a tensor (NONE,
  * OUTQ_NONE) gives {0, 0}, a scalar {1, 1}. Statuses as fp8kit_gemm's checks:
  * desc out of range INVALID_ARGUMENT, a combination it refuses UNSUPPORTED,
- * K (mx) or N (OUTQ_MX) not a multiple of 32 or a size of 0 INVALID_SHAPE, a
+ * K (mx) or D's columns (OUTQ_MX: N, or N/2 with swiglu) not a multiple of 32 or a size of 0 INVALID_SHAPE, a
  * negative size or a count that overflows int64 SIZE_OVERFLOW; operand
  * outside 0..2 INVALID_ARGUMENT, NULL pointers NULL_POINTER. */
 FP8KIT_API fp8kit_status fp8kit_gemm_scale_shape(const fp8kit_gemm_desc *desc, int operand, int64_t rows,
@@ -465,8 +478,8 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  * scale_b G x N x K/32 (each expert's N x K/32, experts one after another).
  * bias (desc->bias == FP8KIT_BIAS_COL only): G x N, f32/bf16/f16. Supported:
  * scale modes NONE / TENSOR / ROW (mixed freely), BLOCK and MX (each on
- * both), every activation, no C and no output quantization (else
- * FP8KIT_ERR_UNSUPPORTED).
+ * both), every elementwise activation (FP8KIT_ACT_SWIGLU is not supported
+ * yet), no C and no output quantization (else FP8KIT_ERR_UNSUPPORTED).
  * workspace (optional): as fp8kit_gemm's; fp8kit_grouped_gemm_workspace_size
  * gives the size of the fastest path (0 on the CPU; on the GPU the
  * normalized MX copies of A and B, docs/spec.md 3 "the MX accuracy
@@ -649,7 +662,7 @@ FP8KIT_API int64_t fp8kit_plan_cache_size(const fp8kit_ctx *ctx);
  *   rounding:       floor, rceil
  *   scale_layout:   plain, blocked, mn_major (swizzled)
  *   scale_mode:     none, tensor, row, block, mx (tensorwise, rowwise, ...)
- *   activation:     none, relu, gelu_tanh, gelu_erf, silu (gelu, swish)
+ *   activation:     none, relu, gelu_tanh, gelu_erf, silu, swiglu (gelu, swish)
  *   out_quant:      none, scaled, mx, block1x128
  *   grouped_layout: contiguous, masked */
 FP8KIT_API fp8kit_status fp8kit_dtype_parse(const char *name, fp8kit_dtype *out);

@@ -653,7 +653,7 @@ static void test_gemm(void)
     GBAD(FP8KIT_ERR_INVALID_ARGUMENT, "scale_layout", g);
     g = b, g.d.bias = (fp8kit_bias_mode)3;
     GBAD(FP8KIT_ERR_INVALID_ARGUMENT, "bias", g);
-    g = b, g.d.act = (fp8kit_activation)5;
+    g = b, g.d.act = (fp8kit_activation)FP8KIT_ACT_COUNT;
     GBAD(FP8KIT_ERR_INVALID_ARGUMENT, "act", g);
     g = b, g.d.out_quant = (fp8kit_out_quant)4;
     GBAD(FP8KIT_ERR_INVALID_ARGUMENT, "out_quant", g);

@@ -925,7 +925,7 @@ static void act_inf(void)
         h2d(dS, &sa, 4);
         h2d((char *)dS + 4, &sb, 4);
         h2d(dBi, bias, sizeof bias);
-        for (int ai = 1; ai < FP8KIT_ACT_COUNT; ai++) { /* every activation */
+        for (int ai = 1; ai < FP8KIT_ACT_SWIGLU; ai++) { /* every elementwise activation (swiglu: refused, below) */
             fp8kit_gemm_desc desc;
             memset(&desc, 0, sizeof desc);
             desc.scale_a = desc.scale_b = FP8KIT_SCALE_TENSOR;
@@ -1139,7 +1139,7 @@ int main(int argc, char **argv)
                                               "ts gelu rowB", "ts silu rowA rowB"};
         for (int i = 0; i < 10; i++) {
             g = base_case(names[i], 130 + 61 * i, 8 * (21 + 13 * i), 128 * (1 + i % 4));
-            g.act = (fp8kit_activation)(i % FP8KIT_ACT_COUNT); /* every activation */
+            g.act = (fp8kit_activation)(i % FP8KIT_ACT_SWIGLU); /* every elementwise activation */
             g.bias = i == 4 || i >= 8 ? FP8KIT_BIAS_NONE : FP8KIT_BIAS_COL;
             g.biast = bts[i % 3];
             g.dt = i & 1 ? FP8KIT_F16 : FP8KIT_BF16;

@@ -393,7 +393,7 @@ static tcase random_case(fk_rng *r, const char *name, fp8kit_scale_mode sa, fp8k
     t.ct = HP[fk_rng_u32(r) % 3];
     t.bias = (fp8kit_bias_mode)(fk_rng_u32(r) % 3);
     t.biast = HP[fk_rng_u32(r) % 3];
-    t.act = (fp8kit_activation)(fk_rng_u32(r) % FP8KIT_ACT_COUNT);
+    t.act = (fp8kit_activation)(fk_rng_u32(r) % FP8KIT_ACT_SWIGLU); /* elementwise ones (swiglu: test_gemm_swiglu.c) */
     t.out_hp = HP[fk_rng_u32(r) % 3];
     t.nthreads = (int)(fk_rng_u32(r) % 3);
     return t;
@@ -452,7 +452,7 @@ int main(void)
             run_case(&t, &rng, NULL);
         }
     /* 2. every epilogue option: activation x bias mode x beta, dtypes cycling */
-    for (int act = 0; act < FP8KIT_ACT_COUNT; act++)
+    for (int act = 0; act < FP8KIT_ACT_SWIGLU; act++) /* swiglu's D is M x N/2: test_gemm_swiglu.c */
         for (int bm = 0; bm < 3; bm++)
             for (int withc = 0; withc < 2; withc++) {
                 int idx = act * 6 + bm * 2 + withc;

@@ -70,7 +70,7 @@ static const char *const want_ckpt_scheme[] = {"fp8-tensor", "fp8-row", NULL, "f
 static const char *const want_rounding[] = {"floor", "rceil"};
 static const char *const want_scale_layout[] = {"plain", "blocked", "mn_major"};
 static const char *const want_scale_mode[] = {"none", "tensor", "row", "block", "mx"};
-static const char *const want_activation[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu"};
+static const char *const want_activation[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu", "swiglu"};
 static const char *const want_out_quant[] = {"none", "scaled", "mx", "block1x128"};
 static const char *const want_grouped_layout[] = {"contiguous", "masked"};
 
@@ -201,7 +201,7 @@ int main(void)
 
     /* docs/spec.md 3's names of the first values (a new activation is checked below without
      * an edit here: a distinct name that round trips) */
-    static const char *const want[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu"};
+    static const char *const want[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu", "swiglu"};
     CHECK(FP8KIT_ACT_COUNT >= (int)(sizeof want / sizeof want[0]) && FP8KIT_ACT_COUNT > FP8KIT_ACT_SILU,
           "FP8KIT_ACT_COUNT %d is below the values of the enum", FP8KIT_ACT_COUNT);
 

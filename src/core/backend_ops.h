@@ -73,10 +73,18 @@ typedef struct fk_gemm_job {
     const void *bias; fp8kit_dtype bias_type;         /* NULL when desc.bias == NONE */
     void *d; fp8kit_dtype d_type; int64_t ldd;
     const float *scale_d_in;  /* OUTQ_SCALED */
-    void *scale_d_out;        /* OUTQ_MX: e8m0 M x N/32; OUTQ_BLOCK1X128: f32 M x ceil(N/128); contiguous */
+    void *scale_d_out;        /* OUTQ_MX: e8m0 M x Nd/32; OUTQ_BLOCK1X128: f32 M x ceil(Nd/128); contiguous
+                               * (Nd = fk_job_d_cols: N, or N/2 with swiglu) */
     float *amax_d;            /* optional, OUTQ_SCALED */
     void *workspace; size_t workspace_bytes;
 } fk_gemm_job;
+
+/* D's columns: n, or n / 2 with FP8KIT_ACT_SWIGLU (n even: checked by
+ * gemm_api.c), the width of D and of its output scales. */
+static inline int64_t fk_job_d_cols(const fk_gemm_job *j)
+{
+    return j->desc.act == FP8KIT_ACT_SWIGLU ? j->n / 2 : j->n;
+}
 
 /* A validated grouped GEMM for a backend with its own grouped kernel
  * (grouped.c builds it): gemm is the whole call as one GEMM job - m = T rows

@@ -127,6 +127,14 @@ fp8kit_status fp8kit_gemm_scale_shape(const fp8kit_gemm_desc *desc, int operand,
     if (rows == 0 || k == 0)
         return fk_fail(NULL, FP8KIT_ERR_INVALID_SHAPE, "%s: %s is 0 (empty operands are not accepted)", fn,
                        rows == 0 ? rn : kn);
+    const int glu = operand == 2 && desc->act == FP8KIT_ACT_SWIGLU;
+    if (glu && k % 2)
+        return fk_fail(NULL, FP8KIT_ERR_INVALID_SHAPE, "%s: act=swiglu needs an even N (D is M x N/2; N = %lld)", fn,
+                       (long long)k);
+    if (glu) {
+        k /= 2; /* D's columns */
+        kn = "N/2";
+    }
     fk_scale_geom g;
     const char *what;
     const int gst = fk_op_geom(desc, operand, rows, k, &g, &what);
@@ -202,6 +210,23 @@ static fp8kit_status fk_gemm_overlaps(const fp8kit_ctx *ctx, const fk_gemm_job *
     return fk_check_overlap(ctx, FN, r, FK_R_N);
 }
 
+/* FP8KIT_ACT_SWIGLU's own rules (docs/spec.md 3): N even (D is M x N/2) and
+ * no C (it would be the M x N pre-activation; no caller needs it yet). */
+static fp8kit_status fk_check_swiglu(const fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_gemm_args *a,
+                                     int64_t n)
+{
+    if (d->act != FP8KIT_ACT_SWIGLU)
+        return FP8KIT_OK;
+    if (n % 2)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                       FN ": act=swiglu needs an even N (B's rows are [gate; up], D is M x N/2; N = %lld)",
+                       (long long)n);
+    if (a->beta != 0.0f)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": act=swiglu with beta != 0 is not supported (C would be the M x N pre-activation)");
+    return FP8KIT_OK;
+}
+
 /* overlap: apply the no-overlap rule (not for a size query, whose pointers
  * need not be real buffers) */
 static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_gemm_args *a,
@@ -242,9 +267,12 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     (void)ldb_scale;
     j->alpha = a->alpha;
     j->beta = a->beta;
+    if ((st = fk_check_swiglu(ctx, d, a, j->n)))
+        return st;
+    const int64_t dn = fk_job_d_cols(j); /* D's columns */
 
     /* D and output quantization */
-    if ((st = fk_check_mat2(ctx, "d", &a->d, j->m, j->n, &j->ldd)))
+    if ((st = fk_check_mat2(ctx, "d", &a->d, j->m, dn, &j->ldd)))
         return st;
     j->d_type = a->d.dtype;
     if (!fk_is_hp(j->d_type) && !fk_is_fp8(j->d_type))
@@ -255,8 +283,9 @@ static fp8kit_status fk_build_gemm_job(fp8kit_ctx *ctx, const fp8kit_gemm_desc *
     if (d->out_quant != FP8KIT_OUTQ_NONE) { /* scale_d: SCALED's input scale, MX / BLOCK1X128's output scales */
         fk_scale_geom g;
         const char *what;
-        if (fk_op_geom(d, 2, j->m, j->n, &g, &what) == FK_GEO_ERR_SHAPE)
-            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": OUTQ_MX needs N %% 32 == 0 (N = %lld)", (long long)j->n);
+        if (fk_op_geom(d, 2, j->m, dn, &g, &what) == FK_GEO_ERR_SHAPE)
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": OUTQ_MX needs %s %% 32 == 0 (%s = %lld)",
+                           dn == j->n ? "N" : "D's N/2 columns (act=swiglu)", dn == j->n ? "N" : "N/2", (long long)dn);
         if ((st = fk_check_vec(ctx, "scale_d", &a->scale_d, g.e8m0 ? FP8KIT_E8M0 : FP8KIT_F32, g.count, what)))
             return st;
     }

@@ -249,6 +249,8 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": mx scales in the plain layout only");
     if (d->out_quant != FP8KIT_OUTQ_NONE)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization is not supported");
+    if (d->act == FP8KIT_ACT_SWIGLU)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": act=swiglu is not supported by the grouped GEMM yet");
     if (d->bias == FP8KIT_BIAS_ROW)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only a per-column bias (G x N) is supported");
     if ((st = fk_grouped_shapes(ctx, a, s)))

@@ -83,7 +83,7 @@ static const fk_name fk_scale_mode_rows[] = {
 static const fk_name fk_act_rows[] = {
     {"none", FP8KIT_ACT_NONE, 0}, {"relu", FP8KIT_ACT_RELU, 0}, {"gelu_tanh", FP8KIT_ACT_GELU_TANH, 0},
     {"gelu_erf", FP8KIT_ACT_GELU_ERF, 0}, {"silu", FP8KIT_ACT_SILU, 0},
-    {"gelu", FP8KIT_ACT_GELU_ERF, 1}, {"swish", FP8KIT_ACT_SILU, 1},
+    {"swiglu", FP8KIT_ACT_SWIGLU, 0}, {"gelu", FP8KIT_ACT_GELU_ERF, 1}, {"swish", FP8KIT_ACT_SILU, 1},
 };
 
 static const fk_name fk_out_quant_rows[] = {

@@ -5,6 +5,8 @@
  * applied in the main loop), then the output cast: bf16/f16/f32 (RNE), a
  * plain satfinite fp8 cast, fp8(y / scale_d) with amax, or fused mx /
  * block1x128 quantization of each output row on y rounded to desc.out_hp.
+ * With FP8KIT_ACT_SWIGLU the tiles only store y (fk_gemm_epilogue_y) and
+ * whole rows are paired and stored afterwards (fk_gemm_swiglu_rows).
  * All element math goes through the shared src/format helpers; this file is
  * compiled without FMA contraction so every step is one IEEE operation. */
 #include <string.h>
@@ -183,5 +185,33 @@ void fk_gemm_epilogue(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, in
             for (int64_t x = 0; x < w; x++)
                 y[x] = fk_act(y[x], act);
         fk_epi_store(j, &gd, y, m, n0, w, amax_bits);
+    }
+}
+
+void fk_gemm_epilogue_y(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, int64_t m0, int64_t m1, int64_t n0,
+                        int64_t n1, double *dbuf)
+{
+    const int64_t n = ep->job->n;
+    for (int64_t m = m0; m < m1; m++)
+        fk_epi_linear(ep, dbuf, ep->yfull + m * n + n0, acc + (m - m0) * ldacc, m, n0, n1 - n0);
+}
+
+/* y[x] = fk_swiglu(y[x], y[x + h]) for x < h, in place (x + h >= h is never written). */
+static void fk_swiglu_pair_row(float *y, int64_t h)
+{
+    for (int64_t x = 0; x < h; x++)
+        y[x] = fk_swiglu(y[x], y[x + h]);
+}
+
+void fk_gemm_swiglu_rows(const fk_gemm_epi *ep, int64_t m0, int64_t m1, uint32_t *amax_bits)
+{
+    const fk_gemm_job *j = ep->job;
+    const int64_t h = fk_job_d_cols(j);
+    fk_scale_geom gd; /* D's scales: M x N/2 */
+    fk_gemm_out_scale_geom(j->desc.out_quant, j->m, h, &gd);
+    for (int64_t m = m0; m < m1; m++) {
+        float *y = ep->yfull + m * j->n;
+        fk_swiglu_pair_row(y, h);
+        fk_epi_store(j, &gd, y, m, 0, h, amax_bits);
     }
 }

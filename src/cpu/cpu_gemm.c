@@ -10,7 +10,8 @@
  * over its micro-tiles, which sums every promotion block (128 of K, 32 for mx)
  * in fp32 from zero and adds it, times the block's scale, to fp32
  * accumulators; when K is done the tile goes through the epilogue
- * (cpu_epilogue.c) straight from cache. When a block's combined scale would
+ * (cpu_epilogue.c) straight from cache (FP8KIT_ACT_SWIGLU: into a full
+ * M x N fp32 y, paired row by row into D once every tile is done). When a block's combined scale would
  * overflow or underflow in fp32 although the product need not, that
  * micro-tile is promoted in double instead (slow path: the scale product is
  * exact in double, one rounding to fp32 per block). Scratch memory comes
@@ -476,6 +477,8 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     const size_t o_acc = fk_carve(&cv, sizeof(float) * (global_acc ? (size_t)(Mp * Np) : (size_t)nt * (size_t)(mc * tile_ld)));
     /* per thread: tile_ld doubles then tile_ld floats for the epilogue */
     const size_t o_row = fk_carve(&cv, 12 * (size_t)nt * (size_t)tile_ld);
+    const int swiglu = j->desc.act == FP8KIT_ACT_SWIGLU;
+    const size_t o_y = fk_carve(&cv, swiglu ? sizeof(float) * (size_t)M * (size_t)N : 0);
     int pooled = 0;
     char *scratch = (char *)fk_scratch_get(cv.off, &pooled);
     if (!scratch)
@@ -495,6 +498,7 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
     }
     float *accbuf = (float *)(scratch + o_acc);
     double *rowbuf = (double *)(scratch + o_row);
+    ep.yfull = swiglu ? (float *)(scratch + o_y) : NULL;
 
     fk_epi_factors(j, rowf, colf, bias, blen, &ep);
 
@@ -538,12 +542,20 @@ fp8kit_status fk_cpu_gemm(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan
                         memset(acc + r * ld, 0, sizeof(float) * (size_t)cols);
                 if (kl > 0)
                     fk_tile(&s, kl, m0, m1, n0, n1, acc, ld);
-                if (last)
+                if (last && swiglu)
+                    fk_gemm_epilogue_y(&ep, acc, ld, m0, m1, n0, n1, dbuf);
+                else if (last)
                     fk_gemm_epilogue(&ep, acc, ld, m0, m1, n0, n1, dbuf, buf, &my_amax);
             }
             if (!last) {
 #pragma omp barrier
             }
+        }
+        if (swiglu) { /* every tile's y is stored: pair whole rows into D */
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (int64_t m = 0; m < M; m++)
+                fk_gemm_swiglu_rows(&ep, m, m + 1, &my_amax);
         }
         amax = my_amax;
     }

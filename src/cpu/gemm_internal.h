@@ -45,6 +45,7 @@ typedef struct fk_gemm_epi {
     const double *colf; /* per n: row/tensor scale of B, or NULL for 1 */
     const float *bias;  /* bias widened to f32 (length N or M) or NULL */
     int bias_row;       /* bias is per row (m) */
+    float *yfull;       /* FP8KIT_ACT_SWIGLU: y of every row, M x N fp32 (row stride N); else NULL */
 } fk_gemm_epi;
 
 /* Finishes output rows [m0, m1) x columns [n0, n1) from fp32 accumulators
@@ -54,5 +55,17 @@ typedef struct fk_gemm_epi {
  * *amax_bits is max-ed with the |y| bits of these rows (OUTQ_SCALED). */
 void fk_gemm_epilogue(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, int64_t m0, int64_t m1, int64_t n0,
                       int64_t n1, double *dbuf, float *buf, uint32_t *amax_bits);
+
+/* FP8KIT_ACT_SWIGLU, first half: the linear part y of rows [m0, m1) x
+ * columns [n0, n1) (as fk_gemm_epilogue computes it) into ep->yfull; nothing
+ * is written to D (a gate column and its up column lie in different tiles). */
+void fk_gemm_epilogue_y(const fk_gemm_epi *ep, const float *acc, int64_t ldacc, int64_t m0, int64_t m1, int64_t n0,
+                        int64_t n1, double *dbuf);
+
+/* FP8KIT_ACT_SWIGLU, second half, once every tile's y is in ep->yfull: D's
+ * rows [m0, m1) (N/2 columns each) from fk_swiglu of each gate / up pair,
+ * then the output stage (cast or fused output quantization). Overwrites the
+ * rows' y. *amax_bits as for fk_gemm_epilogue. */
+void fk_gemm_swiglu_rows(const fk_gemm_epi *ep, int64_t m0, int64_t m1, uint32_t *amax_bits);
 
 #endif

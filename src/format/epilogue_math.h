@@ -1,5 +1,5 @@
 /* epilogue_math.h - GEMM epilogue math of docs/spec.md section 3 shared by CPU and CUDA:
- * the activations, on fp32 values. */
+ * the activations and swiglu's pairing rule, on fp32 values. */
 #ifndef FK_EPILOGUE_MATH_H
 #define FK_EPILOGUE_MATH_H
 
@@ -40,6 +40,14 @@ FK_HD float fk_act(float y, int act)
     default:
         return y;
     }
+}
+
+/* The pairing rule of FP8KIT_ACT_SWIGLU (docs/spec.md 3): silu of the gate
+ * (fk_act's silu, code 4) times the up value, one fp32 multiply. gate is
+ * y[m, j] and up is y[m, j + N/2], both the fp32 y of the linear part. */
+FK_HD float fk_swiglu(float gate, float up)
+{
+    return fk_act(gate, 4) * up;
 }
 
 #endif

@@ -50,8 +50,16 @@ double fk_ref_act(double y, fp8kit_activation act)
     case FP8KIT_ACT_GELU_TANH: return 0.5 * y * (1.0 + tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
     case FP8KIT_ACT_GELU_ERF: return 0.5 * y * (1.0 + erf(y * 0.70710678118654752));
     case FP8KIT_ACT_SILU: return y / (1.0 + exp(-y));
+    case FP8KIT_ACT_SWIGLU: return NAN; /* a pair, not elementwise: fk_ref_swiglu */
     }
     return NAN;
+}
+
+/* docs/spec.md 3's FP8KIT_ACT_SWIGLU pair in fp64: silu(gate) * up, gate and up being the pre-activation
+ * values y[m, j] and y[m, j + N/2]. */
+double fk_ref_swiglu(double gate, double up)
+{
+    return gate / (1.0 + exp(-gate)) * up;
 }
 
 /* ------------------------------------------------------------- tensors */
@@ -226,6 +234,8 @@ static int epilogue_ok(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *arg
         return 0;
     if (desc->bias != FP8KIT_BIAS_NONE && (!args->bias.data || !is_hp(args->bias.dtype)))
         return 0;
+    if (desc->act == FP8KIT_ACT_SWIGLU && (args->beta != 0.0f || args->b.ndim != 2 || args->b.shape[0] % 2))
+        return 0; /* swiglu: no C, N even */
     return 1;
 }
 
@@ -248,12 +258,47 @@ double fk_ref_epilogue(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *arg
     return fk_ref_act(pre, desc->act);
 }
 
+/* fk_ref_gemm for FP8KIT_ACT_SWIGLU: the pre-activation y of all N columns (act none), then
+ * out[i * N/2 + j] = fk_ref_swiglu(y[i, j], y[i, j + N/2]). */
+static int ref_gemm_swiglu(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, const int64_t *rows,
+                           int64_t nrows, double *out)
+{
+    const int64_t N = args->b.shape[0], H = N / 2;
+    if (!rows)
+        nrows = args->a.shape[0];
+    if (nrows < 0 || (N && nrows > INT64_MAX / 8 / N))
+        return FK_REF_ERR_ARG;
+    double *y = (double *)malloc(sizeof(double) * (size_t)(nrows * N + 1));
+    if (!y)
+        return FK_REF_ERR_NOMEM;
+    int st = fk_ref_gemm_acc(desc, args, rows, nrows, NULL, N, y, NULL);
+    if (st) {
+        free(y);
+        return st;
+    }
+    fp8kit_gemm_desc lin = *desc;
+    lin.act = FP8KIT_ACT_NONE;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nrows; i++) {
+        const int64_t m = rows ? rows[i] : i;
+        for (int64_t n = 0; n < H; n++) {
+            const double gate = fk_ref_epilogue(&lin, args, m, n, y[i * N + n], NULL);
+            const double up = fk_ref_epilogue(&lin, args, m, n + H, y[i * N + n + H], NULL);
+            out[i * H + n] = fk_ref_swiglu(gate, up);
+        }
+    }
+    free(y);
+    return FK_REF_OK;
+}
+
 int fk_ref_gemm(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, const int64_t *rows,
                 int64_t nrows, double *out)
 {
     if (!desc || !args || !out || !epilogue_ok(desc, args) || args->b.ndim != 2)
         return FK_REF_ERR_ARG;
     const int64_t N = args->b.shape[0];
+    if (desc->act == FP8KIT_ACT_SWIGLU)
+        return ref_gemm_swiglu(desc, args, rows, nrows, out);
     int st = fk_ref_gemm_acc(desc, args, rows, nrows, NULL, N, out, NULL);
     if (st)
         return st;

@@ -32,6 +32,9 @@ double fk_ref_decode(const void *data, fp8kit_dtype t, int64_t i);
 double fk_ref_round(double v, fp8kit_dtype t);
 /* docs/spec.md 3's activation act of y, in fp64; NaN stays NaN. */
 double fk_ref_act(double y, fp8kit_activation act);
+/* FP8KIT_ACT_SWIGLU is not elementwise: fk_ref_act (and fk_ref_epilogue) give NaN for it. Its
+ * pair silu(gate) * up in fp64, gate = y[m, j] and up = y[m, j + N/2] the pre-activation values. */
+double fk_ref_swiglu(double gate, double up);
 
 /* ------------------------------------------------------------------ GEMM */
 /* The accumulators of chosen entries of D = deq(A) deq(B)^T:
@@ -56,7 +59,9 @@ double fk_ref_epilogue(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *arg
                        double acc, fk_ref_parts *parts);
 
 /* The fp64 pre-cast value y = act(alpha * sum + beta * C + bias) of every column of the
- * chosen rows of D: out[i * N + n] for row rows[i] (rows NULL: all M rows, nrows = M). */
+ * chosen rows of D: out[i * N + n] for row rows[i] (rows NULL: all M rows, nrows = M). With
+ * FP8KIT_ACT_SWIGLU (N even, beta 0; else FK_REF_ERR_ARG) D has N/2 columns: out[i * N/2 + j] =
+ * fk_ref_swiglu(y[j], y[j + N/2]) of the row's pre-activation y. */
 int fk_ref_gemm(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, const int64_t *rows,
                 int64_t nrows, double *out);
 
