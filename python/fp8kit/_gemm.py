@@ -21,7 +21,7 @@ from ._common import (FP8, HP, check_out, context_for, device_of, gemm_scale_sha
                       set_tensor, tensor_layout)
 from ._context import Context, on_clear
 from ._hooks import on_torch
-from ._lib import BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode, Status
+from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode, Status
 from ._names import OUT_QUANTS, ROUNDINGS, SCALE_LAYOUTS, SCALE_MODES, activation_of, dtype_of_name, enum_of
 from ._outputs import check_disjoint, numpy_writable, raise_overlap, region, shares, torch_writable
 from ._outputs import layout as view_layout
@@ -920,6 +920,13 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
     desc.scale_a, desc.scale_b, desc.scale_layout = ma, mb, layout
     desc.act = activation_of(activation)
     desc.fast_accum = 1 if use_fast_accum else 0
+    ND = N  # D's columns: N/2 with swiglu (gate_up = [gate; up] along N)
+    if desc.act == Activation.SWIGLU:
+        if N % 2:
+            raise InvalidShapeError("%s: activation 'swiglu' needs an even N (D is M x N/2; N = %d)" % (FN, N))
+        if beta != 0.0:
+            raise UnsupportedError("%s: activation 'swiglu' with beta != 0 is not supported" % FN)
+        ND = N // 2
 
     oq = enum_of(OUT_QUANTS, out_quant, "out_quant", OutQuant) if out_quant is not None else None
     if out_dtype is None:
@@ -952,11 +959,12 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         desc.out_hp = hp
         desc.out_rounding = enum_of(ROUNDINGS, out_rounding, "out_rounding", Rounding)
         desc.out_pow2 = 1 if out_pow2 else 0
-        st, _, sd_dtype, sd_shape = gemm_scale_shape(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, N, oq)
-        if st == Status.ERR_INVALID_SHAPE:  # mx: N % 32 != 0
-            raise InvalidShapeError("%s: out_quant 'mx' needs N %% 32 == 0 (N = %d)" % (FN, N))
+        st, _, sd_dtype, sd_shape = gemm_scale_shape(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, ND, oq)
+        if st == Status.ERR_INVALID_SHAPE:  # mx: D's columns % 32 != 0
+            raise InvalidShapeError("%s: out_quant 'mx' needs %s %% 32 == 0 (%s = %d)"
+                                    % ((FN,) + (("N", "N", N) if ND == N else ("N/2", "N/2", ND))))
         if st:
-            _scale_shape_or_raise(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, N, oq)
+            _scale_shape_or_raise(ScaleMode.NONE, ScaleLayout.PLAIN, 2, M, ND, oq)
         plan.sd_shape, plan.sd_dtype = sd_shape, sd_dtype
 
     args = GemmArgs()
@@ -985,16 +993,16 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         set_tensor(args.scale_d, None, DType.F32, (1,), (1,))
     elif plan.sd_shape is not None:
         set_tensor(args.scale_d, None, plan.sd_dtype, plan.sd_shape, (plan.sd_shape[1], 1))
-    set_tensor(args.d, None, ddt, (M, N), (N, 1))
+    set_tensor(args.d, None, ddt, (M, ND), (ND, 1))
     plan.ctx, plan.desc = cx, desc
-    plan.d_shape, plan.d_dtype = (M, N), ddt
+    plan.d_shape, plan.d_dtype = (M, ND), ddt
     plan.use_sa, plan.use_sb = ma != ScaleMode.NONE, mb != ScaleMode.NONE
     plan.use_c = beta != 0.0
     plan.scaled = oq == OutQuant.SCALED
     plan.return_amax = bool(return_amax)
     plan.has_out = False
     plan.getters = None
-    plan.alloc_d = _allocator(av, (M, N), ddt)
+    plan.alloc_d = _allocator(av, (M, ND), ddt)
     # torch outputs: (torch dtype, torch device) of D for run's inlined torch.empty
     plan.t_out = torch_module().out_args(ddt, av.index if av.device == "cuda" else None) \
         if av.kind == "torch" else None
@@ -1013,7 +1021,7 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         # validation needs non-NULL, aligned pointers to operands that do not overlap (the library checks
         # outputs against inputs there too): consecutive made-up addresses, 256-byte aligned, each past the
         # last one's bytes; the probe is never launched, nothing is read or written
-        set_tensor(probe.d, None, ddt, (M, N), (N, 1))
+        set_tensor(probe.d, None, ddt, (M, ND), (ND, 1))
         addr = 1 << 20
         for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.c, probe.bias, probe.scale_d, probe.d):
             if t.ndim or t.dtype or t.shape[0]:

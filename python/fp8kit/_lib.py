@@ -99,6 +99,7 @@ class Activation(enum.IntEnum):
     GELU_TANH = 2
     GELU_ERF = 3
     SILU = 4
+    SWIGLU = 5  # gated: D is (M, N/2) = silu(y[:, :N/2]) * y[:, N/2:]
 
 
 class BiasMode(enum.IntEnum):

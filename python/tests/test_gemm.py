@@ -127,6 +127,23 @@ def test_epilogue_bias_activation_alpha_beta(act, rng):
     assert rel_err(d, want_m) <= 4e-3
 
 
+def test_swiglu_halves(rng):
+    # D (M, N/2) = silu(y[:, :N/2]) * y[:, N/2:] of y = alpha * acc + bias (bias of length N)
+    qa, sa, qw, sw, acc = operands(rng, "row", "row")
+    bias = rng.standard_normal(N).astype(F32)
+    y = 0.75 * acc + bias[None, :]
+    h = N // 2
+    want = y[:, :h] / (1.0 + np.exp(-y[:, :h])) * y[:, h:]
+    d = fp8kit.scaled_mm(qa, qw.T, sa, sw.T, bias, "float32", activation="swiglu", alpha=0.75)
+    assert d.shape == (M, h)
+    assert rel_err(d, want) <= 1e-5
+    with pytest.raises(fp8kit.UnsupportedError):
+        fp8kit.scaled_mm(qa, qw.T, sa, sw.T, None, "float32", activation="swiglu", beta=0.5,
+                         c=np.zeros((M, N), F32))
+    with pytest.raises(fp8kit.InvalidShapeError):
+        fp8kit.scaled_mm(qa, qw[:N - 1].T, sa, sw[:N - 1].T, None, "float32", activation="swiglu")
+
+
 def test_block_scales_mn_major_and_mx_blocked(rng):
     a = rng.standard_normal((M, K)).astype(F32)
     w = rng.standard_normal((N, K)).astype(F32)
