@@ -121,7 +121,9 @@ void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *
     float *bias_host = NULL;
     double *ref = NULL;
     int64_t *rows = NULL;
-    size_t d_bytes = (size_t)M * (size_t)N * fp8kit_dtype_size(o->out);
+    /* D's columns: N/2 with --act swiglu (odd N: the library refuses it) */
+    const int64_t ND = o->act == FP8KIT_ACT_SWIGLU ? N / 2 : N;
+    size_t d_bytes = (size_t)M * (size_t)ND * fp8kit_dtype_size(o->out);
 
     fp8kit_scheme sa, sb;
     switch (o->scale) {
@@ -160,7 +162,7 @@ void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *
         snprintf(r->msg, sizeof r->msg, "out of memory for D (%zu bytes)", d_bytes);
         goto out;
     }
-    call.args.d = fp8kit_tensor_2d(d_dev, o->out, M, N, N);
+    call.args.d = fp8kit_tensor_2d(d_dev, o->out, M, ND, ND);
     if (o->bias) {
         bias_host = malloc((size_t)N * 4);
         bias_dev = cli_alloc(dev, (size_t)N * 4);
@@ -248,8 +250,8 @@ void cli_gemm_measure(fp8kit_ctx *ctx, const cli_dev *dev, const cli_gemm_opts *
             goto out;
         }
         for (int64_t i = 0; i < cnt; i++)
-            for (int64_t n = 0; n < N; n++)
-                fk_ref_norm_add(&norm, fk_ref_decode(d_host, o->out, rows[i0 + i] * N + n), ref[i * N + n]);
+            for (int64_t n = 0; n < ND; n++)
+                fk_ref_norm_add(&norm, fk_ref_decode(d_host, o->out, rows[i0 + i] * ND + n), ref[i * ND + n]);
     }
     r->ref_rows = nr;
     r->nan_count = norm.nan_extra;
