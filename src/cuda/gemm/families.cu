@@ -69,11 +69,11 @@ static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const void *job, int kind
     const int cc = 10 * cs->cc_major + cs->cc_minor;
     /* Every family's kernels index the activation by code and know only the
      * elementwise ones: FP8KIT_ACT_SWIGLU (D of N/2 columns) has no GPU kernel
-     * yet, so no family may take it (checked here, before any can_implement;
-     * the K-grouped job has no activation: src/core/k_grouped.c refuses one). */
-    if (kind != FK_FAM_K_GROUPED && ((const fk_gemm_job *)job)->desc.act == FP8KIT_ACT_SWIGLU)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda %s: act=swiglu is not implemented on the GPU yet",
-                       kind == FK_FAM_GROUPED ? "grouped gemm" : "gemm");
+     * yet, so no dense family may take it (checked here, before any
+     * can_implement; the grouped and K-grouped GEMMs refuse it in src/core for
+     * every backend). */
+    if (kind == FK_FAM_DENSE && ((const fk_gemm_job *)job)->desc.act == FP8KIT_ACT_SWIGLU)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: act=swiglu is not implemented on the GPU yet");
     for (int i = 0; i < FK_NFAM; i++) {
         const fk_gemm_family *f = fk_families[i];
         if (f->kind != kind || cc < f->cc_min || cc > f->cc_max)

@@ -29,7 +29,7 @@ template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE> struct fk_sm
     static constexpr int A_BYTES = WV * FK_GEMM_BM * FK_GEMM_BK; /* WV 128-row waves */
     static constexpr int B_BYTES = BN * FK_GEMM_BK;
     /* SC: a stage's scale table (FK_SM90_SCALE_STAGED): A's block scales of
-     * the K block, one per row of the tile (MN-major, by TMA; SC 2: from the
+     * the K block, one per row of the tile (MN-major, by TMA; FK_SC_ANY_ROW: from the
      * 4-row boundary below it), then the 16 bytes of B's scale row holding
      * the K block's (bulk copy), the table padded to 128 bytes (pipeline.cuh) */
     static constexpr int SC_ROWS = WV * FK_GEMM_BM + (SC == FK_SC_ANY_ROW ? 4 : 0);
