@@ -1,5 +1,5 @@
 /* gemm/families.cu - the CUDA backend's GEMM planner: a loop over the
- * families (gemm/family.h) in order - sm90 small-M, sm90 general, sm90 grouped,
+ * families (gemm/family.h) in order - sm90 gated (swiglu), sm90 small-M, sm90 general, sm90 grouped,
  * sm90 K-grouped, sm100 - where the first family of the job's kind and the
  * device's architecture that neither refuses nor declines the job plans it;
  * and the entry points that follow a plan to its family (run, workspace,
@@ -45,7 +45,7 @@ const fk_gemm_family fk_family_sm100 = {
     fk_sm100_describe,
 };
 
-static const fk_gemm_family *const fk_families[] = {&fk_family_sm90_small, &fk_family_sm90, &fk_family_sm90_grouped,
+static const fk_gemm_family *const fk_families[] = {&fk_family_sm90_glu, &fk_family_sm90_small, &fk_family_sm90, &fk_family_sm90_grouped,
                                                     &fk_family_sm90_k_grouped, &fk_family_sm100};
 #define FK_NFAM ((int)(sizeof fk_families / sizeof fk_families[0]))
 
@@ -67,13 +67,11 @@ static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const void *job, int kind
     if (!cs)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: context has no CUDA state");
     const int cc = 10 * cs->cc_major + cs->cc_minor;
-    /* Every family's kernels index the activation by code and know only the
-     * elementwise ones: FP8KIT_ACT_SWIGLU (D of N/2 columns) has no GPU kernel
-     * yet, so no dense family may take it (checked here, before any
-     * can_implement; the grouped and K-grouped GEMMs refuse it in src/core for
-     * every backend). */
-    if (kind == FK_FAM_DENSE && ((const fk_gemm_job *)job)->desc.act == FP8KIT_ACT_SWIGLU)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: act=swiglu is not implemented on the GPU yet");
+    /* FP8KIT_ACT_SWIGLU (D of N/2 columns): the dense sm90_glu family, first
+     * in the order, plans or refuses every dense swiglu job; the grouped
+     * kernels know only the elementwise activations */
+    if (kind == FK_FAM_GROUPED && ((const fk_gemm_job *)job)->desc.act == FP8KIT_ACT_SWIGLU)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: act=swiglu is not implemented on the GPU yet");
     for (int i = 0; i < FK_NFAM; i++) {
         const fk_gemm_family *f = fk_families[i];
         if (f->kind != kind || cc < f->cc_min || cc > f->cc_max)

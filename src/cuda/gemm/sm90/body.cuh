@@ -16,13 +16,14 @@
  * grouped GEMM (gemm/sm90/grouped_host.cu): every CTA first checks the device offsets
  * and builds the group table of gemm/sm90/sched.cuh; with invalid offsets every CTA
  * leaves before loading or storing anything. */
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int WV = 1, bool ST = false>
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int WV = 1, bool ST = false,
+          int NS = 1>
 static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
     constexpr int SCT = FK_SC_OF(ST, GR); /* the scale tables' shape (shape.cuh) */
-    typedef fk_sm90_shape<BN, (TS != 0), WV, SCT> S;
+    typedef fk_sm90_shape<BN, (TS != 0), WV, SCT, NS> S;
     static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !TS), "staged scales: the pipelined consumer");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
     extern __shared__ __align__(1024) unsigned char fk_smem[];
@@ -65,12 +66,12 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES, CL, GR, WV, fk_sm90_walk<CL, GR, WV>, SCT>(&ta, &tb, p, sa0, sb0, full0,
-                                                                                     empty0, sc0);
+            fk_sm90_producer<BN, S::STAGES, CL, GR, WV, fk_sm90_walk<CL, GR, WV, NS == 2 ? 64 : FK_GEMM_BM * WV>, SCT,
+                             NS>(&ta, &tb, p, sa0, sb0, full0, empty0, sc0);
     } else {
         fk_setmaxnreg_inc<232>();
         /* TS: both staging areas first, so each stays 1024-aligned for the
-         * swizzled TMA stores; then the two tables */
+         * swizzled TMA stores; then the two tables (NS 2: the exchange buffers only) */
         float *out = (float *)(fk_smem + (out0 - fk_smem_addr(fk_smem)));
         float *stage_out = out + wg * (S::STAGE_OUT_FLOATS + (TS ? 0 : S::TAB_FLOATS));
         float *tab = TS ? out + 2 * S::STAGE_OUT_FLOATS + wg * S::TAB_FLOATS : stage_out + S::STAGE_OUT_FLOATS;
@@ -85,8 +86,9 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * BN / 2 accumulators do not fit in the registers. */
         if constexpr (WV == 2)
             fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
-        else if constexpr (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128)
-            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR, ST>(p, wg, sa0, sb0, full0, empty0, stage_out, tab, sc0);
+        else if constexpr (NS == 2 || (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
+            fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR, ST, NS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab,
+                                                                     sc0);
         else
             fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         /* the last bulk copies / TMA stores must be done before the CTA's

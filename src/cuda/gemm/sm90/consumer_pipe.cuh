@@ -8,6 +8,7 @@
 #include "cuda/gemm/sm90/pipeline.cuh"
 #include "cuda/gemm/sm90/streamk.cuh"
 #include "cuda/gemm/sm90/mma.cuh"
+#include "cuda/gemm/sm90/epilogue_glu.cuh"
 
 #ifdef FK_SM90_DEVICE
 /* Consumer with promotion every stage (128 of K), pipelined: two wgmma
@@ -16,19 +17,24 @@
  * promotion is off the MMA critical path. Block scales are loaded two K
  * blocks ahead of their use from global memory, or with ST (staged scales)
  * read from the stage's scale table at sc0 (pipeline.cuh) when its group
- * is issued: the loop then reads no global memory. */
-template <int BN, bool BLOCK, int AB, int CL, int TS, bool GR = false, bool ST = false>
+ * is issued: the loop then reads no global memory. NS = 2: the gated tile
+ * (kernels_glu.cu): both warpgroups multiply the tile's 64 rows of A, each
+ * by its own BN rows of B ([gate | up], pipeline.cuh), with the block scales
+ * of its gate and up rows, and end in the gated epilogue (epilogue_glu.cuh). */
+template <int BN, bool BLOCK, int AB, int CL, int TS, bool GR = false, bool ST = false, int NS = 1>
 static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_params &p, int wg,
                                                              uint32_t sa0, uint32_t sb0,
                                                              uint32_t full0, uint32_t empty0,
                                                              float *stage_out, float *tab, uint32_t sc0 = 0)
 {
-    typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR)> S;
+    typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR), NS> S;
+    constexpr bool GLU = NS == 2;
     static_assert(!ST || BLOCK, "staged scales are block scales");
+    static_assert(!GLU || (!ST && !GR && CL == 1 && !TS), "the gated tile: dense, global-load scales");
     /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const float *sct = (const float *)(fk_smem + (sc0 - fk_smem_addr(fk_smem)));
-    const int rl = wg * 64 + (threadIdx.x & 127) / 32 * 16 + (threadIdx.x & 31) / 4;
+    const int rl = (GLU ? 0 : wg * 64) + (threadIdx.x & 127) / 32 * 16 + (threadIdx.x & 31) / 4;
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
     float acc0[S::NACC], acc1[S::NACC], accf[S::NACC];
@@ -36,14 +42,15 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     uint32_t phase = 0;
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
     /* the descriptors of stage 0's tiles: this warpgroup's 64 rows of A, B */
-    const uint64_t da0 = fk_wgmma_desc_sw128(sa0 + wg * 64 * FK_GEMM_BK), db0 = fk_wgmma_desc_sw128(sb0);
+    const uint64_t da0 = fk_wgmma_desc_sw128(sa0 + (GLU ? 0 : wg * 64 * FK_GEMM_BK)),
+                   db0 = fk_wgmma_desc_sw128(sb0 + (GLU ? wg * BN * FK_GEMM_BK : 0));
     fk_sm90_lag_start(p, wg);
-    fk_sm90_walk<CL, GR> w;
+    fk_sm90_walk<CL, GR, 1, GLU ? 64 : FK_GEMM_BM> w;
     for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
-        const int r0 = w.row0 + wg * 64 + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
-        const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
+        const int r0 = w.row0 + (GLU ? 0 : wg * 64) + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
+        const fk_epi_pre pre = GLU ? fk_epi_pre{} : fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
         /* ST, grouped: the table starts at the 4-row boundary below the tile (shape.cuh FK_SC_ANY_ROW) */
         const int skew = ST && GR ? w.sa_x(p) & 3 : 0;
         const int nkb = w.kb1 - w.kb0;
@@ -55,24 +62,33 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         const float *sa_hi = BLOCK && !ST ? w.sa_row(p, r0 + 8) : nullptr;
         const float *sb_t = BLOCK && !ST ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
                                   : nullptr;
-        /* v = scales of the block promoted next, w = of the one after */
-        float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f;
+        /* GLU: the scale row of the up rows (p.glu_up is a multiple of 128 with block scales) */
+        const float *sb_u = BLOCK && GLU ? p.sb + (long long)((p.glu_up + tn * BN) >> 7) * p.sb_ld + w.kb0 : nullptr;
+        /* v = scales of the block promoted next, w = of the one after (_u: GLU's up rows) */
+        float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f, v_u = 1.0f, w_u = 1.0f;
         if (!BLOCK) {
             /* (the f16 variants) an opaque 1: promoting through the block
              * variants' multiply-add keeps ptxas from serializing the wgmma
-             * groups (C7514), which it does for a plain add; acc * 1 is exact */
-            v_lo = fk_opaque_f32<0x3f800000u>();
+             * groups (C7514), which it does for a plain add; acc * 1 is exact.
+             * The gated tile's multiply-add of both halves needs the 1 from
+             * the parameters (ptxas sees through the immediate there) */
+            v_lo = GLU ? p.unit : fk_opaque_f32<0x3f800000u>();
             v_hi = v_lo;
             v_b = v_lo;
+            v_u = v_lo;
         }
         if (BLOCK && !ST && nkb > 0) {
             v_lo = sa_lo[0];
             v_hi = sa_hi[0];
             v_b = sb_t[0];
+            if (GLU)
+                v_u = sb_u[0];
             if (nkb > 1) {
                 w_lo = sa_lo[p.sa_sk];
                 w_hi = sa_hi[p.sa_sk];
                 w_b = sb_t[1];
+                if (GLU)
+                    w_u = sb_u[1];
             }
         }
         /* Releases stage S (lane 0 of each warp); ST: after every lane's reads of
@@ -119,7 +135,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         FK_PIPE_TAB(w_lo, w_hi, w_b, kb)                                                         \
         fk_wgmma_wait<1>();                                                                      \
         FK_PIPE_RELEASE(pstage)                                                                  \
-        fk_sm90_promote<true>(accf, OLD, v_lo * v_b, v_hi * v_b);                                \
+        fk_sm90_promote<true, S::NACC, GLU>(accf, OLD, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u); \
         pstage = stage;                                                                          \
         fk_sm90_lag_step(p, wg, ++issued);                                                       \
         if (++stage == S::STAGES) {                                                              \
@@ -130,10 +146,13 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             v_lo = w_lo;                                                                         \
             v_hi = w_hi;                                                                         \
             v_b = w_b;                                                                           \
+            v_u = w_u;                                                                           \
             if (!ST && kb + 1 < nkb) {                                                           \
                 w_lo = sa_lo[(long long)(kb + 1) * p.sa_sk];                                     \
                 w_hi = sa_hi[(long long)(kb + 1) * p.sa_sk];                                     \
                 w_b = sb_t[kb + 1];                                                              \
+                if (GLU)                                                                         \
+                    w_u = sb_u[kb + 1];                                                          \
             }                                                                                    \
         }                                                                                        \
         kb++;                                                                                    \
@@ -148,17 +167,19 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 FK_PIPE_STEP(acc1, acc0)
                 fk_wgmma_wait<0>();
                 FK_PIPE_RELEASE(pstage)
-                fk_sm90_promote<true>(accf, acc1, v_lo * v_b, v_hi * v_b);
+                fk_sm90_promote<true, S::NACC, GLU>(accf, acc1, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
             } else {
                 fk_wgmma_wait<0>();
                 FK_PIPE_RELEASE(pstage)
-                fk_sm90_promote<true>(accf, acc0, v_lo * v_b, v_hi * v_b);
+                fk_sm90_promote<true, S::NACC, GLU>(accf, acc0, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
             }
 #undef FK_PIPE_STEP
 #undef FK_PIPE_TAB
 #undef FK_PIPE_RELEASE
         }
-        if (fk_sm90_sk_finish(p, w, accf, wg, tid))
+        if constexpr (GLU)
+            fk_glu_epilogue(p, accf, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid, (w.t / w.step) & 1);
+        else if (fk_sm90_sk_finish(p, w, accf, wg, tid))
             fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
     }
     fk_sm90_lag_end(p, wg, issued);

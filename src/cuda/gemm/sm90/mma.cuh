@@ -33,10 +33,11 @@ static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint64_
     fk_wgmma_commit();
 }
 
-/* accf += acc (times the block scales of rows r0 / r0 + 8 when BLOCK). */
-template <bool BLOCK, int NACC>
+/* accf += acc (times the block scales of rows r0 / r0 + 8 when BLOCK; with
+ * GLU, the gated tile's [gate | up] halves, u_lo / u_hi for the up half). */
+template <bool BLOCK, int NACC, bool GLU = false>
 static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], float (&acc)[NACC], float s_lo,
-                                                       float s_hi)
+                                                       float s_hi, float u_lo = 0.0f, float u_hi = 0.0f)
 {
 #pragma unroll
     for (int i = 0; i < NACC; i++)
@@ -47,7 +48,7 @@ static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], floa
          * GEMMs 8-13% slower, H100, 2026-11-25: 8192^3 1202 vs 1090 us) */
 #pragma unroll
         for (int i = 0; i < NACC; i++)
-            accf[i] = fmaf(acc[i], (i & 2) ? s_hi : s_lo, accf[i]);
+            accf[i] = fmaf(acc[i], GLU && i >= NACC / 2 ? ((i & 2) ? u_hi : u_lo) : ((i & 2) ? s_hi : s_lo), accf[i]);
     } else {
 #pragma unroll
         for (int i = 0; i < NACC; i++)

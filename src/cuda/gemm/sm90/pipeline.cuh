@@ -26,15 +26,19 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
  * multicast to the same stage of every CTA of the cluster (which share B).
  * SC (staged block scales, dense): each stage also gets its scale table at
  * sc0: A's scales of the tile rows by TMA (p.tsa), and the 16 bytes of B's
- * scale row holding the K block's, on the same barrier. */
+ * scale row holding the K block's, on the same barrier.
+ * NS = 2 (the gated tile, kernels_glu.cu): 64 rows of A (A's map has 64-row
+ * boxes) and four BN / 2-row boxes of B (B's map has BN / 2-row boxes): for
+ * each consumer warpgroup w its gate rows tn BN + w BN / 2 and the up rows
+ * p.glu_up past them, so each warpgroup's B operand is [gate | up]. */
 template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
-          class W = fk_sm90_walk<CL, GR, WV>, int SC = FK_SC_NONE>
+          class W = fk_sm90_walk<CL, GR, WV>, int SC = FK_SC_NONE, int NS = 1>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
                                                         uint32_t empty0, uint32_t sc0 = 0)
 {
-    typedef fk_sm90_shape<BN, false, WV, SC> S;
+    typedef fk_sm90_shape<BN, false, WV, SC, NS> S;
     static_assert(!SC || WV == 1, "staged scales: single-wave tiles");
     static_assert(SC != FK_SC_ALIGNED || !GR, "grouped tiles start at any row: FK_SC_ANY_ROW tables");
     if (p.num_kb > 0) {
@@ -60,15 +64,23 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                              p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16,
                              full);
             }
+            if constexpr (NS == 2) {
+                fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
 #pragma unroll
-            for (int l = 0; l < WV; l++) /* one 128-row box per wave */
-                fk_tma_load_2d(sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK, ta, full, kb * FK_GEMM_BK,
-                               w.row0 + l * FK_GEMM_BM);
-            if (CL == 1)
-                fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, brow + tn * BN);
-            else
-                fk_tma_load_2d_mc(sb0 + stage * S::B_BYTES + w.rank * (S::B_BYTES / CL), tb, full, kb * FK_GEMM_BK,
-                                  tn * BN + w.rank * (BN / CL), (uint16_t)((1u << CL) - 1u));
+                for (int h = 0; h < 4; h++) /* h = 2 w + (up) */
+                    fk_tma_load_2d(sb0 + stage * S::B_BYTES + h * (BN / 2) * FK_GEMM_BK, tb, full, kb * FK_GEMM_BK,
+                                   brow + (h & 1 ? p.glu_up : 0) + tn * BN + (h >> 1) * (BN / 2));
+            } else {
+#pragma unroll
+                for (int l = 0; l < WV; l++) /* one 128-row box per wave */
+                    fk_tma_load_2d(sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK, ta, full, kb * FK_GEMM_BK,
+                                   w.row0 + l * FK_GEMM_BM);
+                if (CL == 1)
+                    fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, brow + tn * BN);
+                else
+                    fk_tma_load_2d_mc(sb0 + stage * S::B_BYTES + w.rank * (S::B_BYTES / CL), tb, full,
+                                      kb * FK_GEMM_BK, tn * BN + w.rank * (BN / CL), (uint16_t)((1u << CL) - 1u));
+            }
             if (++stage == STAGES) {
                 stage = 0;
                 phase ^= 1u;

@@ -15,8 +15,10 @@
  * items are cluster tiles of CL x 128 rows (p.sched counts tile rows in
  * units of CL), cluster c takes items c, c + gridDim.x / CL, ... and CTA
  * rank r of it the tile row item_row * CL + r (past the last tile row for
- * an odd count: its A loads are zero-filled and its epilogue writes no row). */
-template <int CL, bool GR = false, int WV = 1> struct fk_sm90_walk {
+ * an odd count: its A loads are zero-filled and its epilogue writes no row).
+ * TM: rows per tile (128 per wave; 64 for the gated tile of kernels_glu.cu). */
+template <int CL, bool GR = false, int WV = 1, int TM = FK_GEMM_BM * WV> struct fk_sm90_walk {
+    static_assert(!GR || TM == FK_GEMM_BM * WV, "grouped walks: 128-row tiles");
     int t, step, rank;
     int row0, m_end, g; /* of the current tile: first row, row limit, group */
     int kb0, kb1;       /* its K blocks */
@@ -72,7 +74,7 @@ template <int CL, bool GR = false, int WV = 1> struct fk_sm90_walk {
             }
             p.sched.tile(idx, tm, tn);
             tm = tm * CL + rank;
-            row0 = tm * FK_GEMM_BM * WV;
+            row0 = tm * TM;
             m_end = p.m;
             g = 0;
         }

@@ -1,0 +1,163 @@
+/* epilogue_glu.cuh - the epilogue of the gated (swiglu) Hopper GEMM tile (kernels_glu.cu):
+ * y of the gate and up halves, D = silu(gate) * up, then the output cast or
+ * the fused output quantization (1x128 groups span both consumer
+ * warpgroups: their row maxima meet in shared memory). */
+#ifndef FK_SM90_EPILOGUE_GLU_CUH
+#define FK_SM90_EPILOGUE_GLU_CUH
+
+#include "cuda/gemm/sm90/epilogue_quant.cuh"
+
+#ifdef FK_SM90_DEVICE
+/* Named barrier of the two consumer warpgroups' 1x128 exchange (1 and 2 are
+ * each warpgroup's, 3 the lag's). */
+#define FK_GLU_BAR 4
+
+/* alpha x tensor scales x B's scale of y column c, rounded once from double
+ * (as the other epilogues' column factors); 0 past y's columns. */
+static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, double ar, int c, bool ok)
+{
+    if (!ok)
+        return 0.0f;
+    const double sb = p.sb_mode == FP8KIT_SCALE_ROW ? (double)p.sb[c] : p.sb_mode == FP8KIT_SCALE_TENSOR ? (double)p.sb[0] : 1.0;
+    return (float)(ar * sb);
+}
+
+/* The gated tile's epilogue for one consumer warpgroup. acc: its 64 rows
+ * (m0 ..) of y's columns [gate | up], the wgmma fragment of rows warp 16 +
+ * lane / 4 + {0, 8}, columns 8 j + 2 (lane % 4) + {0, 1} at acc[4 j + 2 i +
+ * e]; the up value of gate acc[x] is acc[x + NACC / 2]. n0: D's column of
+ * the warpgroup's first (p.n is D's N / 2 columns; y's up column of D's
+ * column c is p.glu_up + c). y = acc (sa sb alpha) + bias as the other
+ * epilogues (block scales were applied in the main loop), then
+ * h = silu(y_gate) y_up with the kernels' silu (epilogue_op.cuh), then the
+ * store: cast (OUTQ_NONE / SCALED) or quantization (MX per 32 columns,
+ * inside the warpgroup; 1x128 per 128 columns: the two warpgroups' halves,
+ * whose row maxima meet in the exchange buffers xch (per warpgroup two
+ * buffers of 64 rows, by tile parity `par`, so a warpgroup never writes the
+ * one its peer may still read)). */
+template <int NACC>
+static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *xch, int m0,
+                                                       int n0, int wg, int tid, int par)
+{
+    constexpr int H = NACC / 2; /* values of D per thread: 2 rows x H / 2 columns */
+    const int warp = tid >> 5, lane = tid & 31, q = lane & 3, q2 = 2 * q;
+    const int r_lo = warp * 16 + (lane >> 2), row_lo = m0 + r_lo;
+    const double ar = (double)p.alpha * (p.sa_mode == FP8KIT_SCALE_TENSOR ? (double)p.sa[0] : 1.0);
+    float sa[2] = {1.0f, 1.0f}, br[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int row = min(row_lo + 8 * i, p.m - 1);
+        if (p.sa_mode == FP8KIT_SCALE_ROW)
+            sa[i] = p.sa[row];
+        if (p.bias_mode == FP8KIT_BIAS_ROW)
+            br[i] = fk_epi_load(p.bias, row, p.bias_type);
+    }
+    const bool colb = p.bias_mode == FP8KIT_BIAS_COL;
+    float h[H];
+#pragma unroll
+    for (int j = 0; j < H / 4; j++) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int c = n0 + 8 * j + q2 + e; /* D's column */
+            const bool ok = c < p.n;
+            const int cu = p.glu_up + c;
+            const float fg = fk_glu_colf(p, ar, c, ok), fu = fk_glu_colf(p, ar, cu, ok);
+            const float bg = ok && colb ? fk_epi_load(p.bias, c, p.bias_type) : 0.0f;
+            const float bu = ok && colb ? fk_epi_load(p.bias, cu, p.bias_type) : 0.0f;
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int x = 4 * j + 2 * i + e;
+                const float g = fmaf(acc[x], sa[i] * fg, br[i] + bg);
+                const float u = fmaf(acc[x + H], sa[i] * fu, br[i] + bu);
+                h[x] = ok ? fk_epi_ysig(g, fk_act_z(g, 4)) * u : 0.0f;
+            }
+        }
+    }
+    const bool quant = p.out_quant == FP8KIT_OUTQ_MX || p.out_quant == FP8KIT_OUTQ_BLOCK1X128;
+    if (!quant) {
+        unsigned int amax = 0;
+#pragma unroll
+        for (int j = 0; j < H / 4; j++) {
+            const int c = n0 + 8 * j + q2;
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int row = row_lo + 8 * i;
+                if (row < p.m && c < p.n) {
+                    const float y4[4] = {h[4 * j + 2 * i], h[4 * j + 2 * i + 1], 0.0f, 0.0f};
+                    fk_epi_store4(p, row, c, y4, min(2, p.n - c), amax);
+                }
+            }
+        }
+        if (p.out_quant == FP8KIT_OUTQ_SCALED && p.amax_bits) {
+            amax = __reduce_max_sync(0xFFFFFFFFu, amax);
+            if (lane == 0 && amax)
+                atomicMax(p.amax_bits, amax);
+        }
+        return;
+    }
+    /* the value docs/spec.md 3 quantizes: h rounded to out_hp (RNE) and widened back */
+    if (p.out_hp == FP8KIT_BF16) {
+#pragma unroll
+        for (int x = 0; x < H; x += 2) {
+            const uint32_t w = fk_cvt_bf16x2(h[x], h[x + 1]);
+            h[x] = fk_u2f(w << 16);
+            h[x + 1] = fk_u2f(w & 0xFFFF0000u);
+        }
+    } else if (p.out_hp == FP8KIT_F16) {
+#pragma unroll
+        for (int x = 0; x < H; x += 2) {
+            const uint32_t w = fk_cvt_f16x2(h[x], h[x + 1]);
+            h[x] = fk_epi_f16_f32(w & 0xFFFFu);
+            h[x + 1] = fk_epi_f16_f32(w >> 16);
+        }
+    }
+    const bool e5 = p.d_type == FP8KIT_E5M2;
+    const bool vec = (((uintptr_t)p.d | (uintptr_t)p.ldd) & 7u) == 0;
+    if (p.out_quant == FP8KIT_OUTQ_MX) {
+#pragma unroll
+        for (int c = 0; c < H / 16; c++) {
+            float y[16];
+#pragma unroll
+            for (int x = 0; x < 16; x++)
+                y[x] = h[16 * c + x];
+            if (n0 + 32 * c < p.n)
+                fk_epi_rowq_mx(p, y, row_lo, n0 + 32 * c, q, e5, vec);
+        }
+        return;
+    }
+    /* 1x128: this warpgroup's half of the group (the planner makes BN 128), then its peer's */
+    uint32_t am_lo = 0, am_hi = 0;
+#pragma unroll
+    for (int x = 0; x < H; x++)
+        if (x & 2)
+            am_hi = fk_max_u32(am_hi, fk_abs_bits(h[x]));
+        else
+            am_lo = fk_max_u32(am_lo, fk_abs_bits(h[x]));
+    am_lo = fk_epi_quad_max(am_lo);
+    am_hi = fk_epi_quad_max(am_hi);
+    uint32_t *x0 = (uint32_t *)(xch - wg * 128); /* [warpgroup][parity][64 rows] */
+    if (q == 0) {
+        x0[wg * 128 + par * 64 + r_lo] = am_lo;
+        x0[wg * 128 + par * 64 + r_lo + 8] = am_hi;
+    }
+    fk_named_bar_sync(FK_GLU_BAR, 256);
+    am_lo = fk_max_u32(am_lo, x0[(wg ^ 1) * 128 + par * 64 + r_lo]);
+    am_hi = fk_max_u32(am_hi, x0[(wg ^ 1) * 128 + par * 64 + r_lo + 8]);
+    const float s_lo = fk_scale_f32(am_lo, e5, p.out_pow2), s_hi = fk_scale_f32(am_hi, e5, p.out_pow2);
+    const int g0 = n0 & ~127; /* the group's first column */
+    if (wg == 0 && q == 0 && g0 < p.n) {
+        float *sd = (float *)p.scale_d_out + g0 / 128;
+        const long long ld = (p.n + 127) / 128;
+        if (row_lo < p.m)
+            sd[(long long)row_lo * ld] = s_lo;
+        if (row_lo + 8 < p.m)
+            sd[(long long)(row_lo + 8) * ld] = s_hi;
+    }
+    const fk_epi_qf lo = fk_epi_qf_div(s_lo), hi = fk_epi_qf_div(s_hi);
+#pragma unroll
+    for (int c = 0; c < H / 16; c++)
+        if (n0 + 32 * c < p.n)
+            fk_epi_rowq_codes<false>(p, h + 16 * c, lo, hi, row_lo, n0 + 32 * c, q, e5, vec);
+}
+#endif /* FK_SM90_DEVICE */
+#endif
