@@ -9,8 +9,9 @@
  * Scaling: block (1x128 A, 128x128 B) or row; e4m3 x e4m3, normal random inputs. Median
  * of N CUDA-event timings after warm-up, L2 flushed before each. One JSON line per row (op,
  * case, shape, ours, peer, peer_name, ratio, unit us, device, date, commit) to --json FILE.
- * Usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,row] [--json FILE]
- *        [--date D] [--commit C]   (N: the GEMM's, 2 x the intermediate size)
+ * Usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,row] [--tuning SPEC]
+ *        [--json FILE] [--date D] [--commit C]   (N: the GEMM's, 2 x the intermediate size;
+ *        --tuning: fp8kit_ctx_set_tuning overrides, docs/tuning.md)
  * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
 #include <math.h>
 #include <stdio.h>
@@ -115,7 +116,7 @@ int main(int argc, char **argv)
 {
     int reps = 20;
     const char *json = NULL, *date = fk_bench_today(), *commit = getenv("FK_COMMIT"), *shapes_arg = NULL;
-    const char *modes = "block,row";
+    const char *modes = "block,row", *tuning = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -123,9 +124,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--commit") && i + 1 < argc) commit = argv[++i];
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) shapes_arg = argv[++i];
         else if (!strcmp(argv[i], "--modes") && i + 1 < argc) modes = argv[++i];
+        else if (!strcmp(argv[i], "--tuning") && i + 1 < argc) tuning = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,row] [--json FILE] "
-                            "[--date D] [--commit C]\n");
+            fprintf(stderr, "usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,row] [--tuning SPEC] "
+                            "[--json FILE] [--date D] [--commit C]\n");
             return 2;
         }
     }
@@ -158,6 +160,10 @@ int main(int argc, char **argv)
     const int rc = fk_bench_open("bench_swiglu", json, &ctx, &prop, &jf);
     if (rc >= 0)
         return rc;
+    if (tuning && fp8kit_ctx_set_tuning(ctx, tuning) != FP8KIT_OK) {
+        fprintf(stderr, "bench_swiglu: --tuning %s: %s\n", tuning, fp8kit_last_error(ctx));
+        return 2;
+    }
     const size_t flush_bytes = 256u << 20;
     void *flush = NULL;
     CK(cudaMalloc(&flush, flush_bytes));

@@ -78,7 +78,6 @@ void fk_gemm_job_params(fk_gemm_params *p, const fk_gemm_job *job)
     p->out_hp = dd->out_hp;
     p->out_rceil = dd->out_rounding == FP8KIT_ROUND_RCEIL;
     p->out_pow2 = dd->out_pow2 != 0;
-    p->unit = 1.0f;
 }
 
 /* Launches kernel fn (a host stub) as lc describes through the driver's

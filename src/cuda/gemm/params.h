@@ -70,9 +70,6 @@ struct fk_gemm_params {
     /* (there m is the rows of D viewed as one matrix: (G - 1) kg_drows + kg_m) */
     int kg_drows;           /* rows of D from one group to the next (its group stride / ldd) */
     int kg_m;               /* M: rows of A and of each group's D */
-    float unit;             /* 1.0f: the promotion factor of the pipelined consumer without block scales, read from
-                             * the parameters (ptxas folds an immediate 1 into an add, which serializes the
-                             * wgmma groups: C7514) */
     int glu_up;             /* the gated kernel (gemm/sm90/kernels_glu.cu; there n is D's N / 2 columns): the row of B
                              * where the up rows start, and the column of y that pairs with D's column 0 */
     long long sa_g;         /* BLOCK, grouped masked with mn_major A scales: values from one expert's slab of

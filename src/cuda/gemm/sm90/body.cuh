@@ -83,14 +83,16 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * scales compile without C7514 too, but ran 20-30% slower than BN
          * 192 at 4096-class shapes on H100, 2026-11-22, so they stay here.)
          * Block tiles wider than 128 take the plain consumer: three sets of
-         * BN / 2 accumulators do not fit in the registers. */
+         * BN / 2 accumulators do not fit in the registers. The gated tile
+         * (NS 2): the pipelined consumer with block scales, else the plain one
+         * (whose per-stage wait keeps ptxas from serializing the groups). */
         if constexpr (WV == 2)
             fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
-        else if constexpr (NS == 2 || (PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
+        else if constexpr ((NS == 2 && BLOCK) || (NS == 1 && PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR, ST, NS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab,
                                                                      sc0);
         else
-            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer<BN, PROMO, BLOCK, AB, CL, TS, GR, NS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
         /* the last bulk copies / TMA stores must be done before the CTA's
          * memory goes (threads that issued none return at once) */
         if (p.d_bulk)

@@ -8,6 +8,7 @@
 #include "cuda/gemm/sm90/pipeline.cuh"
 #include "cuda/gemm/sm90/streamk.cuh"
 #include "cuda/gemm/sm90/mma.cuh"
+#include "cuda/gemm/sm90/epilogue_glu.cuh"
 
 #ifdef FK_SM90_DEVICE
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
@@ -23,13 +24,17 @@ static __device__ __forceinline__ void fk_sm90_promote2(float (&accf)[NACC], con
         accf[i] = fmaf(acc[i], i < SPLIT ? ((i & 2) ? hi : lo) : ((i & 2) ? hi2 : lo2), accf[i]);
 }
 
-template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false>
+/* NS = 2: the gated tile without block scales (kernels_glu.cu; as in consumer_pipe.cuh: both
+ * warpgroups on the tile's 64 rows of A, each with its own BN rows of B, the gated epilogue). */
+template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int NS = 1>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
                                                         uint32_t full0, uint32_t empty0,
                                                         float *stage_out, float *tab)
 {
-    typedef fk_sm90_shape<BN, (TS != 0)> S;
+    typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_NONE, NS> S;
+    constexpr bool GLU = NS == 2;
+    static_assert(!GLU || (!BLOCK && !GR && CL == 1 && !TS), "the gated tile: tensor / row scales, dense");
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
@@ -39,12 +44,12 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     uint32_t phase = 0;
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
     fk_sm90_lag_start(p, wg);
-    fk_sm90_walk<CL, GR> w;
+    fk_sm90_walk<CL, GR, 1, GLU ? 64 : FK_GEMM_BM> w;
     for (; w.more(p); w.t += w.step) {
         int tm, tn;
         w.tile(p, tm, tn);
         const int r0 = w.row0 + wg * 64 + warp * 16 + (lane >> 2); /* (grouped: tm is not the tile's row) */
-        const fk_epi_pre pre = fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
+        const fk_epi_pre pre = GLU ? fk_epi_pre{} : fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
         const int nkb = w.kb1 - w.kb0;
         if constexpr (PROMO != 0) {
 #pragma unroll
@@ -92,8 +97,8 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 }
             }
             fk_mbar_wait(full0 + 8 * stage, phase);
-            const uint32_t a_base = sa0 + stage * S::A_BYTES + wg * 64 * FK_GEMM_BK;
-            const uint32_t b_base = sb0 + stage * S::B_BYTES;
+            const uint32_t a_base = sa0 + stage * S::A_BYTES + (GLU ? 0 : wg * 64 * FK_GEMM_BK);
+            const uint32_t b_base = sb0 + stage * S::B_BYTES + (GLU ? wg * BN * FK_GEMM_BK : 0);
 #pragma unroll
             for (int ks = 0; ks < KSTEPS; ks++) {
                 const bool first = PROMO ? (ks % PROMO == 0) : (ks == 0);
@@ -163,10 +168,14 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 for (int i = 0; i < S::NACC; i++)
                     acc[i] = 0.0f;
             }
-            if (fk_sm90_sk_finish(p, w, acc, wg, tid))
+            if constexpr (GLU)
+                fk_glu_epilogue(p, acc, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid, (w.t / w.step) & 1);
+            else if (fk_sm90_sk_finish(p, w, acc, wg, tid))
                 fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         } else {
-            if (fk_sm90_sk_finish(p, w, accf, wg, tid))
+            if constexpr (GLU)
+                fk_glu_epilogue(p, accf, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid, (w.t / w.step) & 1);
+            else if (fk_sm90_sk_finish(p, w, accf, wg, tid))
                 fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         }
     }

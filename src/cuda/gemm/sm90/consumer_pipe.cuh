@@ -30,7 +30,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR), NS> S;
     constexpr bool GLU = NS == 2;
     static_assert(!ST || BLOCK, "staged scales are block scales");
-    static_assert(!GLU || (!ST && !GR && CL == 1 && !TS), "the gated tile: dense, global-load scales");
+    static_assert(!GLU || (BLOCK && !ST && !GR && CL == 1 && !TS), "the gated tile: dense, global-load block scales");
     /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const float *sct = (const float *)(fk_smem + (sc0 - fk_smem_addr(fk_smem)));
@@ -69,10 +69,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         if (!BLOCK) {
             /* (the f16 variants) an opaque 1: promoting through the block
              * variants' multiply-add keeps ptxas from serializing the wgmma
-             * groups (C7514), which it does for a plain add; acc * 1 is exact.
-             * The gated tile's multiply-add of both halves needs the 1 from
-             * the parameters (ptxas sees through the immediate there) */
-            v_lo = GLU ? p.unit : fk_opaque_f32<0x3f800000u>();
+             * groups (C7514), which it does for a plain add; acc * 1 is exact */
+            v_lo = fk_opaque_f32<0x3f800000u>();
             v_hi = v_lo;
             v_b = v_lo;
             v_u = v_lo;

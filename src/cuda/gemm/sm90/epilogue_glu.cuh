@@ -18,6 +18,8 @@ static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, dou
 {
     if (!ok)
         return 0.0f;
+    if (p.sb_mode != FP8KIT_SCALE_ROW && p.sb_mode != FP8KIT_SCALE_TENSOR && p.sa_mode != FP8KIT_SCALE_TENSOR)
+        return p.alpha; /* (ar is alpha, exactly: no double arithmetic) */
     const double sb = p.sb_mode == FP8KIT_SCALE_ROW ? (double)p.sb[c] : p.sb_mode == FP8KIT_SCALE_TENSOR ? (double)p.sb[0] : 1.0;
     return (float)(ar * sb);
 }

@@ -27,17 +27,25 @@ struct fk_glu_config {
     int32_t device;
     int32_t pdl;
     int32_t items; /* tiles */
+    int32_t lag;   /* stages consumer warpgroup 1 runs behind warpgroup 0 (tuning gemm_lag) */
 };
 static_assert(sizeof(fk_glu_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
-/* The variant of the job's operands and scaling, or -1. */
+/* The variant of the job's operands, scaling and promotion, or -1: fast
+ * accumulation (no promotion) where the dense family takes it - fast_accum,
+ * no block scales, output other than fp32 - else promotion every 128 of K
+ * (64 on the fp16 copies). */
 static int fk_glu_variant_of(const fk_gemm_job *job)
 {
-    const fk_sm90_operands ops = fk_f16_path(job) ? FK_SM90_F16 : fk_sm90_fp8_pair(job->a_type, job->b_type);
-    const fk_sm90_scaling sc = job->desc.scale_a == FP8KIT_SCALE_BLOCK ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
-    for (int i = 0; i < fk_sm90_glu_variant_count; i++)
-        if (fk_sm90_glu_variants[i].ops == ops && fk_sm90_glu_variants[i].scaling == sc)
+    const int f16 = fk_f16_path(job), block = job->desc.scale_a == FP8KIT_SCALE_BLOCK;
+    const fk_sm90_operands ops = f16 ? FK_SM90_F16 : fk_sm90_fp8_pair(job->a_type, job->b_type);
+    const fk_sm90_scaling sc = block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
+    const int promo = job->desc.fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
+    for (int i = 0; i < fk_sm90_glu_variant_count; i++) {
+        const fk_sm90_variant *v = &fk_sm90_glu_variants[i];
+        if (v->ops == ops && v->scaling == sc && v->promo == promo)
             return i;
+    }
     return -1;
 }
 
@@ -89,6 +97,9 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     cfg.group_m = 16; /* 16 tile rows of 64: the 1024 rows of A an L2 group of the 128-row kernels has */
     cfg.device = cs->device;
     cfg.pdl = fk_tuned(fk_ctx_tuning(ctx)->gemm_pdl, 1) != 0;
+    cfg.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 0);
+    if (cfg.lag < 0 || cfg.lag >= v->stages)
+        cfg.lag = 0;
     memcpy(config, &cfg, sizeof cfg);
     return FP8KIT_OK;
 }
@@ -167,6 +178,7 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
     p.sched.tiles_m = (int)fk_ceil_div(job->m, FK_GLU_BM);
     p.sched.tiles_n = (int)fk_ceil_div(job->n / 2, FK_GLU_BND);
     p.sched.group_m = cfg.group_m;
+    p.lag = cfg.lag;
     if (dd->scale_a == FP8KIT_SCALE_BLOCK) { /* A (m, kb) at m * sa_sm + kb * sa_sk, B at (n / 128) * sb_ld + kb */
         fk_scale_geom ga, gb;
         fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
@@ -213,9 +225,11 @@ static void fk_glu_describe(const fk_plan *plan, char *buf, size_t n)
         return;
     }
     const fk_sm90_variant *v = &fk_sm90_glu_variants[cfg.variant];
-    snprintf(buf, n, "sm90_glu variant=%d bn=%d bm=%d scaling=%s ops=%s stages=%d grid=%d group_m=%d pdl=%d items=%d",
-             cfg.variant, FK_GLU_BND, FK_GLU_BM, fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops),
-             v->stages, cfg.grid, cfg.group_m, cfg.pdl, cfg.items);
+    snprintf(buf, n,
+             "sm90_glu variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s stages=%d grid=%d group_m=%d lag=%d pdl=%d "
+             "items=%d",
+             cfg.variant, FK_GLU_BND, FK_GLU_BM, v->promo, fk_sm90_scaling_name(v->scaling),
+             fk_sm90_operands_name(v->ops), v->stages, cfg.grid, cfg.group_m, cfg.lag, cfg.pdl, cfg.items);
 }
 
 const fk_gemm_family fk_family_sm90_glu = {

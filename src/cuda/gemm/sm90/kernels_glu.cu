@@ -8,33 +8,33 @@
  * 64 w .. 64 w + 63 of the tile and their up rows (the producer loads them
  * as four 64-row boxes, pipeline.cuh), so each thread holds every gate value
  * with its up value, and a 1x128 group of D is the two warpgroups' halves
- * (epilogue_glu.cuh). The pipelined consumer (consumer_pipe.cuh) promotes
- * every 128 of K: with block scales, each half by its own B scale. */
+ * (epilogue_glu.cuh). With block scales the pipelined consumer
+ * (consumer_pipe.cuh) promotes every 128 of K, each half by its own B
+ * scale; tensor and row scales take the plain consumer (consumer.cuh). */
 #include "cuda/gemm/sm90/body.cuh"
 
 #define FK_GLU_BN 128
 
-template <int AB, bool BLOCK>
+template <int AB, bool BLOCK, int PROMO>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_glu_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                             const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<FK_GLU_BN, 4, BLOCK, AB, 1, 0, false, 1, false, 2>(ta, tb, p);
+    fk_sm90_body<FK_GLU_BN, PROMO, BLOCK, AB, 1, 0, false, 1, false, 2>(ta, tb, p);
 }
 
 typedef fk_sm90_shape<FK_GLU_BN, false, 1, FK_SC_NONE, 2> fk_glu_shape;
 
-#define FK_VG(AB, BLOCK)                                                                                          \
-    {FK_GLU_BN, 4, (BLOCK) ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN, AB, fk_glu_shape::STAGES, fk_glu_shape::SMEM, \
-     fk_gemm_sm90_glu_kernel<AB, BLOCK>, 1, 0}
+#define FK_VG(AB, BLOCK, PROMO)                                                                                   \
+    {FK_GLU_BN, PROMO, (BLOCK) ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN, AB, fk_glu_shape::STAGES,              \
+     fk_glu_shape::SMEM, fk_gemm_sm90_glu_kernel<AB, BLOCK, PROMO>, 1, 0}
 
-/* tensor / row scales (plain) and block scales for the four fp8 pairs, and
- * the precise fp32 output's fp16 copies (gemm/sm90/f16_widen.cu) */
+/* per fp8 pair: tensor / row scales (plain) with promotion every 128 of K
+ * (4) or fast accumulation (0), and block scales; the precise fp32
+ * output's fp16 copies (gemm/sm90/f16_widen.cu: promotion every 64 of K) */
+#define FK_VG3(AB) FK_VG(AB, false, 4), FK_VG(AB, false, 0), FK_VG(AB, true, 4)
 const fk_sm90_variant fk_sm90_glu_variants[] = {
-    FK_VG(FK_SM90_E4M3_E4M3, false), FK_VG(FK_SM90_E4M3_E4M3, true),
-    FK_VG(FK_SM90_E4M3_E5M2, false), FK_VG(FK_SM90_E4M3_E5M2, true),
-    FK_VG(FK_SM90_E5M2_E4M3, false), FK_VG(FK_SM90_E5M2_E4M3, true),
-    FK_VG(FK_SM90_E5M2_E5M2, false), FK_VG(FK_SM90_E5M2_E5M2, true),
-    FK_VG(FK_SM90_F16, false),
+    FK_VG3(FK_SM90_E4M3_E4M3), FK_VG3(FK_SM90_E4M3_E5M2), FK_VG3(FK_SM90_E5M2_E4M3), FK_VG3(FK_SM90_E5M2_E5M2),
+    FK_VG(FK_SM90_F16, false, 4),
 };
 const int fk_sm90_glu_variant_count = (int)(sizeof fk_sm90_glu_variants / sizeof fk_sm90_glu_variants[0]);
