@@ -272,7 +272,7 @@ static int plans_glu(const ops *o, const ccase *c)
     char buf[512] = "";
     fp8kit_gemm_args a = o->dev;
     const int64_t h = c->n / 2;
-    a.d = fp8kit_tensor_2d((void *)(uintptr_t)256, FP8KIT_F32, c->m, h, h);
+    a.d = fp8kit_tensor_2d((void *)(uintptr_t)256, FP8KIT_BF16, c->m, h, h);
     fp8kit_status st = fp8kit_gemm_describe(g_gpu, &o->desc, &a, buf, sizeof buf);
     CHECK(st == FP8KIT_OK && strstr(buf, "sm90_glu"), "describe: %s '%s' (%s)", fp8kit_status_string(st), buf,
           fp8kit_last_error(g_gpu));

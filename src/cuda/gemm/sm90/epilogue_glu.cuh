@@ -24,6 +24,27 @@ static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, dou
     return (float)(ar * sb);
 }
 
+/* The 4 x 4 transpose of 32-bit words among the 4 lanes (q = lane % 4) of a
+ * fragment row: w[jj] holds this lane's column pair of block jj (columns
+ * 8 jj + 2 q, + 1); afterwards w[r] holds lane r's pair of block q, so the
+ * lane has columns 8 q .. 8 q + 7 in order. Four shuffles; the rotation by
+ * k keeps every register index a select, not a local-memory array. */
+static __device__ __forceinline__ uint32_t fk_glu_pick4(const uint32_t (&v)[4], int i)
+{
+    return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+static __device__ __forceinline__ void fk_glu_quad_transpose(uint32_t (&w)[4], int q)
+{
+    uint32_t o[4]; /* o[k]: the word of lane (q - k) & 3 */
+    const int base = (int)(threadIdx.x & ~3u);
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        o[k] = __shfl_sync(0xFFFFFFFFu, fk_glu_pick4(w, (q + k) & 3), base | ((q - k) & 3));
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+        w[r] = fk_glu_pick4(o, (q - r) & 3);
+}
+
 /* The gated tile's epilogue for one consumer warpgroup. acc: its 64 rows
  * (m0 ..) of y's columns [gate | up], the wgmma fragment of rows warp 16 +
  * lane / 4 + {0, 8}, columns 8 j + 2 (lane % 4) + {0, 1} at acc[4 j + 2 i +
@@ -76,6 +97,37 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
         }
     }
     const bool quant = p.out_quant == FP8KIT_OUTQ_MX || p.out_quant == FP8KIT_OUTQ_BLOCK1X128;
+    const bool h16 = p.d_type == FP8KIT_BF16 || p.d_type == FP8KIT_F16;
+    if (!quant && h16 && (((uintptr_t)p.d | (uintptr_t)(2 * p.ldd)) & 15u) == 0) {
+        /* 16-bit D: per 4 fragment blocks (32 columns), the quad's transpose gives each lane 8
+         * consecutive values of each row: one 16-byte store per row */
+        const bool bf = p.d_type == FP8KIT_BF16;
+#pragma unroll
+        for (int b4 = 0; b4 < H / 16; b4++) {
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                uint32_t w[4];
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                    const int x = 4 * (4 * b4 + jj) + 2 * i;
+                    w[jj] = bf ? fk_cvt_bf16x2(h[x], h[x + 1]) : fk_cvt_f16x2(h[x], h[x + 1]);
+                }
+                fk_glu_quad_transpose(w, q);
+                const int row = row_lo + 8 * i, c = n0 + 32 * b4 + 8 * q;
+                if (row >= p.m || c >= p.n)
+                    continue;
+                uint16_t *d = (uint16_t *)p.d + (long long)row * p.ldd + c;
+                if (c + 8 <= p.n) {
+                    *(uint4 *)d = make_uint4(w[0], w[1], w[2], w[3]);
+                } else {
+#pragma unroll 1
+                    for (int e = 0; c + e < p.n; e++)
+                        d[e] = (uint16_t)(fk_glu_pick4(w, e >> 1) >> (16 * (e & 1)));
+                }
+            }
+        }
+        return;
+    }
     if (!quant) {
         unsigned int amax = 0;
 #pragma unroll
