@@ -13,7 +13,9 @@
  *      with N/2 not a multiple of 128) give UNSUPPORTED and leave D untouched.
  * Shapes are drawn at random (odd M, N/2 from 1, K a multiple of 16, real-model shapes);
  * every scale mode the family takes (none, tensor, row, block, both mn_major and plain block
- * layouts), both bias kinds, all fp8 pairs. Exits 77 without a usable CUDA device. */
+ * layouts), both bias kinds, all fp8 pairs. Exits 77 without a usable CUDA device.
+ * Options: --small (a few random cases: for compute-sanitizer); --tuning SPEC (overrides for the
+ * context, e.g. gemm_cluster=2: the 2-CTA variants, whose plan the test then expects). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 
 #define U32 (1.0 / 16777216.0)
 static fp8kit_ctx *g_gpu;
+static int g_cluster; /* --tuning gemm_cluster=2: e4m3 x e4m3 plans run clusters of 2 */
 static fk_rng rng;
 
 static size_t dsize(fp8kit_dtype t) { return t == FP8KIT_F32 ? 4 : (t == FP8KIT_E4M3 || t == FP8KIT_E5M2) ? 1 : 2; }
@@ -276,6 +279,8 @@ static int plans_glu(const ops *o, const ccase *c)
     fp8kit_status st = fp8kit_gemm_describe(g_gpu, &o->desc, &a, buf, sizeof buf);
     CHECK(st == FP8KIT_OK && strstr(buf, "sm90_glu"), "describe: %s '%s' (%s)", fp8kit_status_string(st), buf,
           fp8kit_last_error(g_gpu));
+    const int want = g_cluster && c->at == FP8KIT_E4M3 && c->bt == FP8KIT_E4M3 ? 2 : 1;
+    CHECK(strstr(buf, want == 2 ? "cluster=2" : "cluster=1") != NULL, "describe: '%s', want cluster=%d", buf, want);
     return st == FP8KIT_OK;
 }
 
@@ -398,7 +403,18 @@ static int64_t pick(const int64_t *v, int n) { return v[fk_rng_u32(&rng) % (uint
 
 int main(int argc, char **argv)
 {
-    int small = argc > 1 && strcmp(argv[1], "--small") == 0;
+    int small = 0;
+    const char *tuning = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--small"))
+            small = 1;
+        else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
+            tuning = argv[++i];
+        else {
+            fprintf(stderr, "usage: test_cuda_gemm_swiglu [--small] [--tuning SPEC]\n");
+            return 2;
+        }
+    }
     const int skip = fk_test_cuda_skip("test_cuda_gemm_swiglu");
     if (skip >= 0)
         return skip;
@@ -407,6 +423,10 @@ int main(int argc, char **argv)
     CHECK_STATUS(fp8kit_ctx_create(FP8KIT_BACKEND_CUDA, 0, &g_gpu), FP8KIT_OK);
     if (!g_gpu)
         return fk_test_summary("test_cuda_gemm_swiglu");
+    if (tuning) {
+        CHECK_STATUS(fp8kit_ctx_set_tuning(g_gpu, tuning), FP8KIT_OK);
+        g_cluster = strstr(tuning, "gemm_cluster=2") != NULL;
+    }
     char name[200];
     /* real-model shapes: Llama-3 8B's MLP (14336 x 2 rows of B), a DeepSeek-V3 expert's gate/up
      * (2048 x 2), Qwen3-30B-A3B's (768 x 2), at decode and prefill row counts */

@@ -34,7 +34,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
 {
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_NONE, NS> S;
     constexpr bool GLU = NS == 2;
-    static_assert(!GLU || (!BLOCK && !GR && CL == 1 && !TS), "the gated tile: tensor / row scales, dense");
+    static_assert(!GLU || (!BLOCK && !GR && !TS), "the gated tile: tensor / row scales, dense");
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;

@@ -30,7 +30,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR), NS> S;
     constexpr bool GLU = NS == 2;
     static_assert(!ST || BLOCK, "staged scales are block scales");
-    static_assert(!GLU || (BLOCK && !ST && !GR && CL == 1 && !TS), "the gated tile: dense, global-load block scales");
+    static_assert(!GLU || (BLOCK && !ST && !GR && !TS), "the gated tile: dense, global-load block scales");
     /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const float *sct = (const float *)(fk_smem + (sc0 - fk_smem_addr(fk_smem)));

@@ -34,8 +34,8 @@ static_assert(sizeof(fk_glu_config) <= FK_PLAN_CONFIG_BYTES, "plan config too la
 /* The variant of the job's operands, scaling and promotion, or -1: fast
  * accumulation (no promotion) where the dense family takes it - fast_accum,
  * no block scales, output other than fp32 - else promotion every 128 of K
- * (64 on the fp16 copies). */
-static int fk_glu_variant_of(const fk_gemm_job *job)
+ * (64 on the fp16 copies); cluster: CTAs per cluster (1, or 2: B multicast). */
+static int fk_glu_variant_of(const fk_gemm_job *job, int cluster)
 {
     const int f16 = fk_f16_path(job), block = job->desc.scale_a == FP8KIT_SCALE_BLOCK;
     const fk_sm90_operands ops = f16 ? FK_SM90_F16 : fk_sm90_fp8_pair(job->a_type, job->b_type);
@@ -43,7 +43,7 @@ static int fk_glu_variant_of(const fk_gemm_job *job)
     const int promo = job->desc.fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
     for (int i = 0; i < fk_sm90_glu_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_glu_variants[i];
-        if (v->ops == ops && v->scaling == sc && v->promo == promo)
+        if (v->ops == ops && v->scaling == sc && v->promo == promo && v->cluster == cluster)
             return i;
     }
     return -1;
@@ -66,7 +66,7 @@ static fp8kit_status fk_glu_can_implement(fp8kit_ctx *ctx, const void *jp)
                        "cuda gemm: act=swiglu with block scales needs N/2 to be a multiple of 128 on the GPU (the up "
                        "rows must start a 128x128 scale block; N = %lld)",
                        (long long)job->n);
-    if (fk_glu_variant_of(job) < 0)
+    if (fk_glu_variant_of(job, 1) < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: act=swiglu has no GPU kernel for these operands");
     return FP8KIT_OK;
 }
@@ -75,7 +75,11 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
     const fk_gemm_job *job = (const fk_gemm_job *)jp;
     const fk_cuda_state *cs = fk_cuda(ctx);
-    const int vi = fk_glu_variant_of(job);
+    /* clusters of 2 (tuning gemm_cluster=2) where the operands have a variant; else single CTAs */
+    const int want = fk_tuned(fk_ctx_tuning(ctx)->gemm_cluster, 1);
+    int vi = want == 2 ? fk_glu_variant_of(job, 2) : -1;
+    if (vi < 0)
+        vi = fk_glu_variant_of(job, 1);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: no gated variant");
     const fk_sm90_variant *v = &fk_sm90_glu_variants[vi];
@@ -85,16 +89,25 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     FK_CUDA_CHECK(ctx, cudaSetDevice(cs->device));
     FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)v->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             v->smem_bytes));
-    const int64_t tiles = fk_ceil_div(job->m, FK_GLU_BM) * fk_ceil_div(job->n / 2, FK_GLU_BND);
+    /* work items: tiles, or (clusters) pairs of tiles on adjacent tile rows */
+    const int64_t tiles =
+        fk_ceil_div(fk_ceil_div(job->m, FK_GLU_BM), v->cluster) * fk_ceil_div(job->n / 2, FK_GLU_BND);
     if (tiles > INT32_MAX / 2)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: too many output tiles");
+    int slots = cs->sm_count;
+    if (v->cluster > 1) {
+        FK_CUDA_CHECK(ctx, fk_cuda_max_clusters((const void *)v->fn, v->cluster, FK_GEMM_THREADS,
+                                                (size_t)v->smem_bytes, cs->sm_count, &slots));
+        if (slots < 1)
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: no 2-CTA cluster of the gated kernel fits");
+    }
     fk_glu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.family = FK_FAM_SM90_GLU;
     cfg.variant = vi;
-    cfg.grid = (int32_t)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
+    cfg.grid = (int32_t)((tiles < slots ? (tiles > 0 ? tiles : 1) : slots) * v->cluster);
     cfg.items = (int32_t)tiles;
-    cfg.group_m = 16; /* 16 tile rows of 64: the 1024 rows of A an L2 group of the 128-row kernels has */
+    cfg.group_m = 16 / v->cluster; /* 1024 rows of A, as an L2 group of the 128-row kernels */
     cfg.device = cs->device;
     cfg.pdl = fk_tuned(fk_ctx_tuning(ctx)->gemm_pdl, 1) != 0;
     cfg.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 0);
@@ -175,7 +188,7 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
     p.n = (int)(job->n / 2); /* D's columns; y's up column of D's column c is glu_up + c */
     p.glu_up = (int)(job->n / 2);
     p.num_kb = (int)fk_ceil_div((int64_t)kbytes, FK_GEMM_BK);
-    p.sched.tiles_m = (int)fk_ceil_div(job->m, FK_GLU_BM);
+    p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GLU_BM), v->cluster); /* in clusters */
     p.sched.tiles_n = (int)fk_ceil_div(job->n / 2, FK_GLU_BND);
     p.sched.group_m = cfg.group_m;
     p.lag = cfg.lag;
@@ -226,10 +239,10 @@ static void fk_glu_describe(const fk_plan *plan, char *buf, size_t n)
     }
     const fk_sm90_variant *v = &fk_sm90_glu_variants[cfg.variant];
     snprintf(buf, n,
-             "sm90_glu variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s stages=%d grid=%d group_m=%d lag=%d pdl=%d "
-             "items=%d",
+             "sm90_glu variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s cluster=%d stages=%d grid=%d group_m=%d "
+             "lag=%d pdl=%d items=%d",
              cfg.variant, FK_GLU_BND, FK_GLU_BM, v->promo, fk_sm90_scaling_name(v->scaling),
-             fk_sm90_operands_name(v->ops), v->stages, cfg.grid, cfg.group_m, cfg.lag, cfg.pdl, cfg.items);
+             fk_sm90_operands_name(v->ops), v->cluster, v->stages, cfg.grid, cfg.group_m, cfg.lag, cfg.pdl, cfg.items);
 }
 
 const fk_gemm_family fk_family_sm90_glu = {

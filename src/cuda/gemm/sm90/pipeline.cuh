@@ -30,7 +30,9 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
  * NS = 2 (the gated tile, kernels_glu.cu): 64 rows of A (A's map has 64-row
  * boxes) and four BN / 2-row boxes of B (B's map has BN / 2-row boxes): for
  * each consumer warpgroup w its gate rows tn BN + w BN / 2 and the up rows
- * p.glu_up past them, so each warpgroup's B operand is [gate | up]. */
+ * p.glu_up past them, so each warpgroup's B operand is [gate | up]; in
+ * clusters (CTAs on adjacent tile rows, the same B) each CTA loads 4 / CL of
+ * the boxes, multicast to every CTA of the cluster. */
 template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
           class W = fk_sm90_walk<CL, GR, WV>, int SC = FK_SC_NONE, int NS = 1>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
@@ -67,9 +69,14 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
             if constexpr (NS == 2) {
                 fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
 #pragma unroll
-                for (int h = 0; h < 4; h++) /* h = 2 w + (up) */
-                    fk_tma_load_2d(sb0 + stage * S::B_BYTES + h * (BN / 2) * FK_GEMM_BK, tb, full, kb * FK_GEMM_BK,
-                                   brow + (h & 1 ? p.glu_up : 0) + tn * BN + (h >> 1) * (BN / 2));
+                for (int h = 0; h < 4; h++) { /* h = 2 w + (up); in clusters each CTA multicasts its 4 / CL */
+                    const uint32_t dst = sb0 + stage * S::B_BYTES + h * (BN / 2) * FK_GEMM_BK;
+                    const int row = brow + (h & 1 ? p.glu_up : 0) + tn * BN + (h >> 1) * (BN / 2);
+                    if (CL == 1)
+                        fk_tma_load_2d(dst, tb, full, kb * FK_GEMM_BK, row);
+                    else if (h / (4 / CL) == w.rank)
+                        fk_tma_load_2d_mc(dst, tb, full, kb * FK_GEMM_BK, row, (uint16_t)((1u << CL) - 1u));
+                }
             } else {
 #pragma unroll
                 for (int l = 0; l < WV; l++) /* one 128-row box per wave */
