@@ -318,8 +318,9 @@ typedef enum fp8kit_activation {
      * always, N even, and D is (M, N/2) with D[m, j] = silu(y[m, j]) * y[m, j + N/2]
      * ("halves": B's rows are [gate; up], vLLM's SiluAndMul). The output stage
      * (cast, OUTQ_*) applies to D's N/2 columns. fp8kit_gemm only (the grouped and
-     * K-grouped GEMMs refuse it with FP8KIT_ERR_UNSUPPORTED), CPU backend only for
-     * now (the CUDA backend refuses it with FP8KIT_ERR_UNSUPPORTED); beta != 0 is
+     * K-grouped GEMMs refuse it with FP8KIT_ERR_UNSUPPORTED), on the CPU backend and
+     * on Hopper as one fused kernel (tensor, row and block scales - block: N/2 a
+     * multiple of 128 - not mx: FP8KIT_ERR_UNSUPPORTED); beta != 0 is
      * FP8KIT_ERR_UNSUPPORTED. docs/spec.md 3. */
     FP8KIT_ACT_SWIGLU = 5
 } fp8kit_activation;
