@@ -84,11 +84,11 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * 192 at 4096-class shapes on H100, 2026-11-22, so they stay here.)
          * Block tiles wider than 128 take the plain consumer: three sets of
          * BN / 2 accumulators do not fit in the registers. The gated tile
-         * (NS 2): the pipelined consumer with block scales, else the plain one
-         * (whose per-stage wait keeps ptxas from serializing the groups). */
+         * (NS 2): the pipelined consumer with promotion, the plain one for
+         * fast accumulation. */
         if constexpr (WV == 2)
             fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
-        else if constexpr ((NS == 2 && BLOCK) || (NS == 1 && PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
+        else if constexpr ((NS == 2 && PROMO == 4) || (NS == 1 && PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR, ST, NS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab,
                                                                      sc0);
         else

@@ -30,7 +30,12 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR), NS> S;
     constexpr bool GLU = NS == 2;
     static_assert(!ST || BLOCK, "staged scales are block scales");
-    static_assert(!GLU || (BLOCK && !ST && !GR && !TS), "the gated tile: dense, global-load block scales");
+    static_assert(!GLU || (!ST && !GR && !TS), "the gated tile: dense, global-load block scales");
+    /* AROW: the gated tile without block scales promotes with A's row (or
+     * tensor) scale, reloaded every K block like a block scale: with a factor
+     * that is the same in every K block ptxas serializes the wgmma groups
+     * (C7514); the epilogue then leaves A's scale out (epilogue_glu.cuh) */
+    constexpr bool AROW = GLU && !BLOCK, SCL = BLOCK || AROW;
     /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const float *sct = (const float *)(fk_smem + (sc0 - fk_smem_addr(fk_smem)));
@@ -58,15 +63,16 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         for (int i = 0; i < S::NACC; i++)
             accf[i] = 0.0f;
         /* (K blocks counted from the item's first, w.kb0) */
-        const float *sa_lo = BLOCK && !ST ? w.sa_row(p, r0) : nullptr;
-        const float *sa_hi = BLOCK && !ST ? w.sa_row(p, r0 + 8) : nullptr;
+        const float *sa_lo = BLOCK && !ST ? w.sa_row(p, r0) : AROW ? fk_glu_arow(p, r0) : nullptr;
+        const float *sa_hi = BLOCK && !ST ? w.sa_row(p, r0 + 8) : AROW ? fk_glu_arow(p, r0 + 8) : nullptr;
+        const long long sk = AROW ? 0 : p.sa_sk; /* (AROW: the same scale in every K block) */
         const float *sb_t = BLOCK && !ST ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
                                   : nullptr;
         /* GLU: the scale row of the up rows (p.glu_up is a multiple of 128 with block scales) */
         const float *sb_u = BLOCK && GLU ? p.sb + (long long)((p.glu_up + tn * BN) >> 7) * p.sb_ld + w.kb0 : nullptr;
         /* v = scales of the block promoted next, w = of the one after (_u: GLU's up rows) */
         float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f, v_u = 1.0f, w_u = 1.0f;
-        if (!BLOCK) {
+        if (!SCL) {
             /* (the f16 variants) an opaque 1: promoting through the block
              * variants' multiply-add keeps ptxas from serializing the wgmma
              * groups (C7514), which it does for a plain add; acc * 1 is exact */
@@ -75,18 +81,22 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             v_b = v_lo;
             v_u = v_lo;
         }
-        if (BLOCK && !ST && nkb > 0) {
+        if (SCL && !ST && nkb > 0) {
             v_lo = sa_lo[0];
             v_hi = sa_hi[0];
-            v_b = sb_t[0];
-            if (GLU)
-                v_u = sb_u[0];
-            if (nkb > 1) {
-                w_lo = sa_lo[p.sa_sk];
-                w_hi = sa_hi[p.sa_sk];
-                w_b = sb_t[1];
+            if (BLOCK) {
+                v_b = sb_t[0];
                 if (GLU)
-                    w_u = sb_u[1];
+                    v_u = sb_u[0];
+            }
+            if (nkb > 1) {
+                w_lo = sa_lo[sk];
+                w_hi = sa_hi[sk];
+                if (BLOCK) {
+                    w_b = sb_t[1];
+                    if (GLU)
+                        w_u = sb_u[1];
+                }
             }
         }
         /* Releases stage S (lane 0 of each warp); ST: after every lane's reads of
@@ -140,17 +150,19 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             stage = 0;                                                                           \
             phase ^= 1u;                                                                         \
         }                                                                                        \
-        if (BLOCK) {                                                                             \
+        if (SCL) {                                                                               \
             v_lo = w_lo;                                                                         \
             v_hi = w_hi;                                                                         \
             v_b = w_b;                                                                           \
             v_u = w_u;                                                                           \
             if (!ST && kb + 1 < nkb) {                                                           \
-                w_lo = sa_lo[(long long)(kb + 1) * p.sa_sk];                                     \
-                w_hi = sa_hi[(long long)(kb + 1) * p.sa_sk];                                     \
-                w_b = sb_t[kb + 1];                                                              \
-                if (GLU)                                                                         \
-                    w_u = sb_u[kb + 1];                                                          \
+                w_lo = sa_lo[(long long)(kb + 1) * sk];                                          \
+                w_hi = sa_hi[(long long)(kb + 1) * sk];                                          \
+                if (BLOCK) {                                                                     \
+                    w_b = sb_t[kb + 1];                                                          \
+                    if (GLU)                                                                     \
+                        w_u = sb_u[kb + 1];                                                      \
+                }                                                                                \
             }                                                                                    \
         }                                                                                        \
         kb++;                                                                                    \
@@ -176,7 +188,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
 #undef FK_PIPE_RELEASE
         }
         if constexpr (GLU)
-            fk_glu_epilogue(p, accf, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid, (w.t / w.step) & 1);
+            fk_glu_epilogue<S::NACC, AROW>(p, accf, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid,
+                                           (w.t / w.step) & 1);
         else if (fk_sm90_sk_finish(p, w, accf, wg, tid))
             fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
     }

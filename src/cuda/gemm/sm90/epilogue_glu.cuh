@@ -12,13 +12,24 @@
  * each warpgroup's, 3 the lag's). */
 #define FK_GLU_BAR 4
 
+/* A 1 in global memory: the row factor of the gated tile's main loop when A
+ * has no scale (a value ptxas cannot fold; consumer_pipe.cuh's AROW). */
+static __device__ float fk_glu_one = 1.0f;
+
+/* AROW's factor of row r: A's row scale, its tensor scale or a 1 (read in
+ * every K block). */
+static __device__ __forceinline__ const float *fk_glu_arow(const fk_gemm_params &p, int r)
+{
+    return p.sa_mode == FP8KIT_SCALE_ROW ? p.sa + min(r, p.m - 1) : p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa : &fk_glu_one;
+}
+
 /* alpha x tensor scales x B's scale of y column c, rounded once from double
  * (as the other epilogues' column factors); 0 past y's columns. */
-static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, double ar, int c, bool ok)
+static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, double ar, int c, bool ok, bool sa_done)
 {
     if (!ok)
         return 0.0f;
-    if (p.sb_mode != FP8KIT_SCALE_ROW && p.sb_mode != FP8KIT_SCALE_TENSOR && p.sa_mode != FP8KIT_SCALE_TENSOR)
+    if (p.sb_mode != FP8KIT_SCALE_ROW && p.sb_mode != FP8KIT_SCALE_TENSOR && (sa_done || p.sa_mode != FP8KIT_SCALE_TENSOR))
         return p.alpha; /* (ar is alpha, exactly: no double arithmetic) */
     const double sb = p.sb_mode == FP8KIT_SCALE_ROW ? (double)p.sb[c] : p.sb_mode == FP8KIT_SCALE_TENSOR ? (double)p.sb[0] : 1.0;
     return (float)(ar * sb);
@@ -48,7 +59,8 @@ static __device__ __forceinline__ void fk_glu_quad_transpose(uint32_t (&w)[4], i
 /* The gated tile's epilogue for one consumer warpgroup. acc: its 64 rows
  * (m0 ..) of y's columns [gate | up], the wgmma fragment of rows warp 16 +
  * lane / 4 + {0, 8}, columns 8 j + 2 (lane % 4) + {0, 1} at acc[4 j + 2 i +
- * e]; the up value of gate acc[x] is acc[x + NACC / 2]. n0: D's column of
+ * e]; the up value of gate acc[x] is acc[x + NACC / 2]. SA_DONE: A's row or
+ * tensor scale was applied in the main loop (consumer_pipe.cuh's AROW). n0: D's column of
  * the warpgroup's first (p.n is D's N / 2 columns; y's up column of D's
  * column c is p.glu_up + c). y = acc (sa sb alpha) + bias as the other
  * epilogues (block scales were applied in the main loop), then
@@ -58,19 +70,19 @@ static __device__ __forceinline__ void fk_glu_quad_transpose(uint32_t (&w)[4], i
  * whose row maxima meet in the exchange buffers xch (per warpgroup two
  * buffers of 64 rows, by tile parity `par`, so a warpgroup never writes the
  * one its peer may still read)). */
-template <int NACC>
+template <int NACC, bool SA_DONE = false>
 static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *xch, int m0,
                                                        int n0, int wg, int tid, int par)
 {
     constexpr int H = NACC / 2; /* values of D per thread: 2 rows x H / 2 columns */
     const int warp = tid >> 5, lane = tid & 31, q = lane & 3, q2 = 2 * q;
     const int r_lo = warp * 16 + (lane >> 2), row_lo = m0 + r_lo;
-    const double ar = (double)p.alpha * (p.sa_mode == FP8KIT_SCALE_TENSOR ? (double)p.sa[0] : 1.0);
+    const double ar = (double)p.alpha * (!SA_DONE && p.sa_mode == FP8KIT_SCALE_TENSOR ? (double)p.sa[0] : 1.0);
     float sa[2] = {1.0f, 1.0f}, br[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int row = min(row_lo + 8 * i, p.m - 1);
-        if (p.sa_mode == FP8KIT_SCALE_ROW)
+        if (!SA_DONE && p.sa_mode == FP8KIT_SCALE_ROW)
             sa[i] = p.sa[row];
         if (p.bias_mode == FP8KIT_BIAS_ROW)
             br[i] = fk_epi_load(p.bias, row, p.bias_type);
@@ -84,7 +96,7 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
             const int c = n0 + 8 * j + q2 + e; /* D's column */
             const bool ok = c < p.n;
             const int cu = p.glu_up + c;
-            const float fg = fk_glu_colf(p, ar, c, ok), fu = fk_glu_colf(p, ar, cu, ok);
+            const float fg = fk_glu_colf(p, ar, c, ok, SA_DONE), fu = fk_glu_colf(p, ar, cu, ok, SA_DONE);
             const float bg = ok && colb ? fk_epi_load(p.bias, c, p.bias_type) : 0.0f;
             const float bu = ok && colb ? fk_epi_load(p.bias, cu, p.bias_type) : 0.0f;
 #pragma unroll

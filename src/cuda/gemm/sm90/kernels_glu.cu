@@ -8,9 +8,10 @@
  * 64 w .. 64 w + 63 of the tile and their up rows (the producer loads them
  * as four 64-row boxes, pipeline.cuh), so each thread holds every gate value
  * with its up value, and a 1x128 group of D is the two warpgroups' halves
- * (epilogue_glu.cuh). With block scales the pipelined consumer
- * (consumer_pipe.cuh) promotes every 128 of K, each half by its own B
- * scale; tensor and row scales take the plain consumer (consumer.cuh). */
+ * (epilogue_glu.cuh). The pipelined consumer (consumer_pipe.cuh) promotes
+ * every 128 of K: with block scales each half by its own B scale, else by
+ * A's row or tensor scale; fast accumulation takes the plain consumer
+ * (consumer.cuh). */
 #include "cuda/gemm/sm90/body.cuh"
 
 #define FK_GLU_BN 128
