@@ -522,6 +522,13 @@ typedef struct fp8kit_grouped_gemm_args {
     fp8kit_grouped_layout layout; /* FP8KIT_GROUPED_CONTIGUOUS (0) or FP8KIT_GROUPED_MASKED */
     void *workspace;          /* optional, 16-byte aligned (fp8kit_grouped_gemm_workspace_size) */
     size_t workspace_bytes;
+    /* Output quantization (desc->out_quant; CPU backend), as fp8kit_gemm_args' fields of the same
+     * names over every row of D: OUTQ_SCALED -> the f32 scalar input scale (amax_d: optional f32
+     * scalar output, max |y| over the rows the groups own); OUTQ_MX / BLOCK1X128 -> the output scales
+     * of the (T, Nd) D, Nd = N or N/2 with swiglu: (T, Nd/32) e8m0 or (T, ceil(Nd/128)) f32, masked
+     * (G, M, ...) (T = G x M). Unused: zeroed. */
+    fp8kit_tensor scale_d;
+    float *amax_d;
 } fp8kit_grouped_gemm_args;
 
 /* Workspace for the fastest path of this grouped call (0 when none helps):
