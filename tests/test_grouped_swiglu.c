@@ -452,7 +452,8 @@ static void run_case(const gcase *c, fk_rng *r, const char *name)
         group_rows(c, o.off, g, &r0, &r1);
         if (r1 == r0)
             continue;
-        uint8_t *dd = (uint8_t *)malloc(rowb * (size_t)(r1 - r0)), *ds = (uint8_t *)malloc((size_t)((r1 - r0) * sd_cols) * ssz + 1);
+        uint8_t *dd = (uint8_t *)malloc(rowb * (size_t)(r1 - r0));
+        uint8_t *ds = (uint8_t *)malloc((size_t)((r1 - r0) * sd_cols) * ssz + 1);
         float ga = -1.0f;
         dense_group(c, &o, g, r0, r1, dd, ds, sd_cols, &ga);
         int64_t bad = 0;
@@ -519,7 +520,10 @@ static const struct { fp8kit_scale_mode sa, sb; int mn; } k_modes[] = {
 };
 #define NMODES ((int)(sizeof k_modes / sizeof k_modes[0]))
 
-static int64_t pick(fk_rng *r, int64_t lo, int64_t hi) { return lo + (int64_t)(fk_rng_u32(r) % (uint32_t)(hi - lo + 1)); }
+static int64_t pick(fk_rng *r, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(fk_rng_u32(r) % (uint32_t)(hi - lo + 1));
+}
 
 /* A random case of the given layout, activation, output stage and scales. */
 static void draw_case(fk_rng *r, int masked, fp8kit_activation act, const ostage *os, int mi, gcase *c)
