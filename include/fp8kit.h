@@ -317,10 +317,12 @@ typedef enum fp8kit_activation {
     /* Gated (not elementwise): y = alpha * deq(A) deq(B)^T + bias is (M, N) as
      * always, N even, and D is (M, N/2) with D[m, j] = silu(y[m, j]) * y[m, j + N/2]
      * ("halves": B's rows are [gate; up], vLLM's SiluAndMul). The output stage
-     * (cast, OUTQ_*) applies to D's N/2 columns. fp8kit_gemm only (the grouped and
-     * K-grouped GEMMs refuse it with FP8KIT_ERR_UNSUPPORTED), on the CPU backend and
-     * on Hopper as one fused kernel (tensor, row and block scales - block: N/2 a
-     * multiple of 128 - not mx: FP8KIT_ERR_UNSUPPORTED); beta != 0 is
+     * (cast, OUTQ_*) applies to D's N/2 columns. fp8kit_gemm and fp8kit_grouped_gemm
+     * (each expert's B rows [gate; up], D of N/2 columns; the K-grouped GEMM refuses
+     * it with FP8KIT_ERR_UNSUPPORTED). fp8kit_gemm: on the CPU backend and on Hopper
+     * as one fused kernel (tensor, row and block scales - block: N/2 a multiple of
+     * 128 - not mx: FP8KIT_ERR_UNSUPPORTED); fp8kit_grouped_gemm: CPU backend only for
+     * now (the CUDA backend refuses it with FP8KIT_ERR_UNSUPPORTED); beta != 0 is
      * FP8KIT_ERR_UNSUPPORTED. docs/spec.md 3. */
     FP8KIT_ACT_SWIGLU = 5
 } fp8kit_activation;
@@ -464,8 +466,8 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  *   <= M; D rows g, offsets[g] .. M - 1 are not written. A's and D's rows
  *   must be evenly strided across experts (stride[0] = M * stride[1]), as a
  *   contiguous (G, M, K) tensor is; T below is then G x M.
- * Per group: D_g = act(alpha * deq(A_g) deq(B_g)^T + bias_g) with the rules
- * of fp8kit_gemm. Scales (counts of f32 values, contiguous): scale_a over
+ * Per group: D_g = out(act(alpha * deq(A_g) deq(B_g)^T + bias_g)) with the
+ * rules of fp8kit_gemm. Scales (counts of f32 values, contiguous): scale_a over
  * A's T rows as in fp8kit_gemm (tensor: 1; row: T; block: T x ceil(K/128),
  * the 1x128 scales of each row); scale_b per expert (tensor: G; row: G x N;
  * block: G x ceil(N/128) x ceil(K/128), each expert's 128x128 scales).
@@ -479,8 +481,21 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  * scale_b G x N x K/32 (each expert's N x K/32, experts one after another).
  * bias (desc->bias == FP8KIT_BIAS_COL only): G x N, f32/bf16/f16. Supported:
  * scale modes NONE / TENSOR / ROW (mixed freely), BLOCK and MX (each on
- * both), every elementwise activation (FP8KIT_ACT_SWIGLU is not supported
- * yet), no C and no output quantization (else FP8KIT_ERR_UNSUPPORTED).
+ * both), every activation, no C (else FP8KIT_ERR_UNSUPPORTED), D f32 / f16 /
+ * bf16 without output quantization (an fp8 D needs it: else UNSUPPORTED).
+ * CPU backend only for now (the CUDA backend refuses them with
+ * FP8KIT_ERR_UNSUPPORTED):
+ * - FP8KIT_ACT_SWIGLU: each expert's N rows of B are [gate; up] (N even, else
+ *   FP8KIT_ERR_INVALID_SHAPE) and D is (T, N/2), masked (G, M, N/2), each
+ *   row as fp8kit_gemm's swiglu; the bias keeps G x N.
+ * - output quantization (desc->out_quant, D e4m3 / e5m2, args->scale_d and
+ *   amax_d as in fp8kit_gemm over all T rows of D, masked G x M): OUTQ_MX
+ *   (e8m0 scales (T, Nd/32), Nd = D's columns a multiple of 32),
+ *   OUTQ_BLOCK1X128 (f32 scales (T, ceil(Nd/128))), each row of each group
+ *   quantized as fp8kit_gemm does it; OUTQ_SCALED (scale_d one f32; amax_d,
+ *   optional, receives the max |y| over every row a group owns, 0 when none
+ *   does). Scale rows of rows no group owns are not written, as D's.
+ *   fp8kit_gemm_scale_shape(desc, 2, T, N, ...) gives scale_d's shape.
  * workspace (optional): as fp8kit_gemm's; fp8kit_grouped_gemm_workspace_size
  * gives the size of the fastest path (0 on the CPU; on the GPU the
  * normalized MX copies of A and B, docs/spec.md 3 "the MX accuracy
@@ -518,11 +533,19 @@ typedef struct fp8kit_grouped_gemm_args {
     fp8kit_tensor scale_a, scale_b;
     float alpha;
     fp8kit_tensor bias;       /* (G, N) or unused */
-    fp8kit_tensor d;          /* (T, N) or (G, M, N) */
+    fp8kit_tensor d;          /* (T, N) or (G, M, N); N/2 columns with FP8KIT_ACT_SWIGLU */
     int32_t *status;          /* optional offsets verdict, see above */
     fp8kit_grouped_layout layout; /* FP8KIT_GROUPED_CONTIGUOUS (0) or FP8KIT_GROUPED_MASKED */
     void *workspace;          /* optional, 16-byte aligned (fp8kit_grouped_gemm_workspace_size) */
     size_t workspace_bytes;
+    /* Output quantization (desc->out_quant; CPU backend only for now), as fp8kit_gemm_args' fields
+     * of the same names over every row of D: OUTQ_SCALED -> the f32 scalar input scale (amax_d:
+     * optional f32 scalar output, max |y| over the rows the groups own); OUTQ_MX / BLOCK1X128 -> the
+     * output scales of the (T, Nd) D, Nd = N or N/2 with swiglu: (T, Nd/32) e8m0 or
+     * (T, ceil(Nd/128)) f32, contiguous, masked T = G x M. Unused: zeroed (data NULL). Last in the
+     * struct: code that zero-initialises the struct and sets the fields above is unchanged. */
+    fp8kit_tensor scale_d;
+    float *amax_d;
 } fp8kit_grouped_gemm_args;
 
 /* Workspace for the fastest path of this grouped call (0 when none helps):

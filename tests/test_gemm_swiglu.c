@@ -4,7 +4,8 @@
  * (cast, OUTQ_SCALED, OUTQ_MX, OUTQ_BLOCK1X128, with the shared src/format helpers) of
  * fk_swiglu of the act=none run's y; (2) against the fp64 oracle (src/ref/gemm_ref.h) within a
  * per-element bound for bf16/f16/f32 D; (3) bad inputs (odd N, D of N columns, beta != 0, the
- * grouped and K-grouped GEMMs, scale_d shapes) give their status and leave D untouched.
+ * K-grouped GEMM, scale_d shapes) give their status and leave D untouched (the grouped GEMM's
+ * swiglu: tests/test_grouped_swiglu.c; here only its D-shape rule).
  * Shapes: odd M, even N from 2, K odd and not a multiple of 128; every CPU scale mode, both
  * bias modes, several thread counts. Part of CTest (tests/test_*.c). */
 #include <math.h>
@@ -328,7 +329,7 @@ static void bad_inputs(fk_rng *r)
     CHECK(strstr(fp8kit_last_error(NULL), "swiglu") != NULL, "scale_shape odd N: '%s'", fp8kit_last_error(NULL));
     CHECK_STATUS(fp8kit_gemm_scale_shape(&dq, 1, 129, 64, &dt, s2), FP8KIT_OK); /* B's: not D's */
 
-    /* the grouped GEMM (contiguous: A (T, K), B (G, N, K), D (T, N)) */
+    /* the grouped GEMM (contiguous: A (T, K), B (G, N, K)): D must be (T, N/2) */
     {
         fp8kit_gemm_desc gd;
         memset(&gd, 0, sizeof gd);
@@ -341,11 +342,14 @@ static void bad_inputs(fk_rng *r)
         ga.b = fp8kit_tensor_make(o.b, FP8KIT_E5M2, 3, bsh);
         ga.offsets = offs;
         ga.alpha = 1.0f;
-        ga.d = fp8kit_tensor_2d(d, FP8KIT_BF16, 9, 33, 33);
+        ga.d = fp8kit_tensor_2d(d, FP8KIT_BF16, 9, 66, 66);
         fp8kit_status st = fp8kit_grouped_gemm(g_ctx, &gd, &ga, NULL);
-        CHECK(st == FP8KIT_ERR_UNSUPPORTED, "grouped swiglu: %s", fp8kit_status_string(st));
-        CHECK(strstr(fp8kit_last_error(g_ctx), "swiglu") != NULL, "grouped: '%s'", fp8kit_last_error(g_ctx));
+        CHECK(st == FP8KIT_ERR_INVALID_SHAPE, "grouped swiglu, D (T, N): %s", fp8kit_status_string(st));
+        CHECK(strstr(fp8kit_last_error(g_ctx), "N/2") != NULL, "grouped: '%s'", fp8kit_last_error(g_ctx));
         CHECK(fk_is_poisoned(d, dbytes), "grouped swiglu wrote D");
+        ga.d = fp8kit_tensor_2d(d, FP8KIT_BF16, 9, 33, 33);
+        CHECK_STATUS(fp8kit_grouped_gemm(g_ctx, &gd, &ga, NULL), FP8KIT_OK);
+        fk_poison(d, dbytes);
     }
     /* the K-grouped GEMM */
     {

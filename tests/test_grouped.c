@@ -302,7 +302,7 @@ static void bad_inputs(fp8kit_ctx *ctx)
     BAD("masked with 2-D a", FP8KIT_ERR_INVALID_SHAPE, x.layout = FP8KIT_GROUPED_MASKED);
     /* mx over these f32 tensors: T x K/32 = 40 and G x N x K/32 = 72 elements, the wrong dtype */
     BAD("mx with f32 scales", FP8KIT_ERR_INVALID_ARGUMENT, dx.scale_a = dx.scale_b = FP8KIT_SCALE_MX);
-    BAD("output quantization", FP8KIT_ERR_UNSUPPORTED, dx.out_quant = FP8KIT_OUTQ_SCALED);
+    BAD("output quantization into bf16 D", FP8KIT_ERR_UNSUPPORTED, dx.out_quant = FP8KIT_OUTQ_SCALED);
     BAD("row bias", FP8KIT_ERR_UNSUPPORTED, dx.bias = FP8KIT_BIAS_ROW);
     BAD("act out of enum", FP8KIT_ERR_INVALID_ARGUMENT, dx.act = (fp8kit_activation)99);
     BAD("b stride", FP8KIT_ERR_INVALID_STRIDE, x.b.strides[2] = 2);

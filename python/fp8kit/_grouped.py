@@ -31,7 +31,7 @@ from ._arrays import as_view, torch_module
 from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, gemm_scale_shape,
                       group_offsets, numel, packed, prod, rup, set_tensor, status_pointer, stream_for, tensor_layout)
 from ._context import Context, on_clear
-from ._lib import Backend, BiasMode, DType, GemmDesc, GroupedLayout, ScaleLayout, ScaleMode, Tensor
+from ._lib import Activation, Backend, BiasMode, DType, GemmDesc, GroupedLayout, ScaleLayout, ScaleMode, Tensor
 from ._names import GROUPED_LAYOUTS, SCALE_LAYOUTS, activation_of, dtype_of_name, enum_of
 from ._outputs import check_disjoint, check_writable, flat_layout, region
 from ._typing import Array, DTypeLike, Stream
@@ -56,6 +56,8 @@ class GroupedGemmArgs(ctypes.Structure):
         ("layout", ctypes.c_int),
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
+        ("scale_d", Tensor),
+        ("amax_d", ctypes.c_void_p),
     ]
 
 
@@ -260,7 +262,7 @@ def _scale_modes(sav, sbv, a_shape, G, N, K, scale_layout=None):
 class _Call:
     """One grouped call's checked views and structs (everything but the output, offsets, status, workspace)."""
     __slots__ = ("av", "bv", "sav", "sbv", "biasv", "dev", "cx", "desc", "args", "rows", "G", "N", "K", "ddt",
-                 "lay")
+                 "lay", "ND")
 
 
 def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout=None):
@@ -306,6 +308,11 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
     desc.scale_a, desc.scale_b, desc.scale_layout, n_mn = _scale_modes(sav, sbv, tuple(av.shape), G, N, K,
                                                                        scale_layout)
     desc.act = activation_of(activation)
+    ND = N  # D's columns: N/2 with swiglu (each expert's b columns = [gate; up] along N)
+    if desc.act == Activation.SWIGLU:
+        if N % 2:
+            raise InvalidShapeError("%s: activation 'swiglu' needs an even N (D has N/2 columns; N = %d)" % (FN, N))
+        ND = N // 2
     if biasv is not None:
         if biasv.dtype not in HP:
             raise InvalidArgumentError("%s: bias must be float32, float16 or bfloat16" % FN)
@@ -340,7 +347,7 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
     args.alpha = float(alpha)
     c = _Call()
     c.av, c.bv, c.sav, c.sbv, c.biasv, c.dev, c.cx, c.desc, c.args = av, bv, sav, sbv, biasv, dev, cx, desc, args
-    c.rows, c.G, c.N, c.K, c.ddt, c.lay = rows, G, N, K, ddt, lay
+    c.rows, c.G, c.N, c.K, c.ddt, c.lay, c.ND = rows, G, N, K, ddt, lay, ND
     return c
 
 
@@ -365,7 +372,7 @@ def _workspace_bytes(c):
     if fn is None:  # an older library: no workspace, the call runs on the operands as given
         return 0
     probe = GroupedGemmArgs.from_buffer_copy(c.args)
-    set_tensor(probe.d, 1, c.ddt, c.rows + (c.N,), (c.rows[-1] * c.N, c.N, 1)[-len(c.rows) - 1:])
+    set_tensor(probe.d, 1, c.ddt, c.rows + (c.ND,), (c.rows[-1] * c.ND, c.ND, 1)[-len(c.rows) - 1:])
     addr = 1 << 20
     for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.bias, probe.d):
         if t.data:  # every operand given (a real pointer would also defeat the cache key)
@@ -424,7 +431,7 @@ def grouped_mm_describe(a: Array, b: Array, scale_a: Optional[Array] = None, sca
         raise UnsupportedError("%s: this fp8kit library has no fp8kit_grouped_gemm_describe (older than the "
                                "binding)" % FN)
     probe = GroupedGemmArgs.from_buffer_copy(c.args)  # D and offsets: placeholders (nothing is read)
-    set_tensor(probe.d, 1 << 20, c.ddt, c.rows + (c.N,), (c.rows[-1] * c.N, c.N, 1)[-len(c.rows) - 1:])
+    set_tensor(probe.d, 1 << 20, c.ddt, c.rows + (c.ND,), (c.rows[-1] * c.ND, c.ND, 1)[-len(c.rows) - 1:])
     probe.offsets = 1 << 20
     buf = ctypes.create_string_buffer(512)
     c.cx.check(fn(c.cx.handle, ctypes.byref(c.desc), ctypes.byref(probe), buf, len(buf)))
@@ -499,7 +506,9 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
       out_dtype: bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy).
 
     Keyword arguments:
-      activation: None, an Activation or a name the C library accepts, as scaled_mm's.
+      activation: None, an Activation or a name the C library accepts, as scaled_mm's. 'swiglu' (CPU backend
+        only for now): each expert's N columns of b are [gate; up] (N even) and D has N/2 columns,
+        silu(y[:, :N/2]) * y[:, N/2:] of the group's y (out is then (T, N/2), masked (G, M, N/2)).
       alpha: the multiplier of the accumulator.
       out: a (T, N) array ((G, M, N) when masked) to write D into instead of a new one (writable, sharing
         no byte with an input or status).
@@ -519,13 +528,13 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         normalized MX copies of a and b) and allocates it, as scaled_mm does. One smaller than that size
         still works: the call then runs on the operands as given."""
     c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout)
-    av, bv, sbv, biasv, dev, G, N = c.av, c.bv, c.sbv, c.biasv, c.dev, c.G, c.N
+    av, bv, sbv, biasv, dev, G, ND = c.av, c.bv, c.sbv, c.biasv, c.dev, c.G, c.ND
     optr, owner = group_offsets(offs, G, dev, FN, "offs")
     sptr = status_pointer(status, dev, FN)
     if out is None:
-        d, dv = empty_like_kind(av, c.rows + (N,), c.ddt)
+        d, dv = empty_like_kind(av, c.rows + (ND,), c.ddt)
     else:
-        dv = check_out(out, "out", c.rows + (N,), c.ddt, dev, fn=FN)
+        dv = check_out(out, "out", c.rows + (ND,), c.ddt, dev, fn=FN)
         d = out
     wptr = wbytes = 0
     ws = None

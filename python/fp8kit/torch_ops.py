@@ -19,8 +19,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 
 from . import _gemm, _grouped, _k_grouped, _quant
-from ._lib import DType, GroupedLayout, Scheme
-from ._names import GROUPED_LAYOUTS, SCHEMES, dtype_of_name, enum_of
+from ._lib import Activation, DType, GroupedLayout, Scheme
+from ._names import GROUPED_LAYOUTS, SCHEMES, activation_of, dtype_of_name, enum_of
 from ._torch import torch_dtype
 from ._typing import DTypeLike
 from .errors import InvalidArgumentError
@@ -143,13 +143,14 @@ def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, al
 
 def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous",
                      scale_layout=""):
-    # the output depends on a, b, out_dtype and layout only (tensor / row / block / mx scales alike; the mx
-    # workspace is the eager kernel's own allocation, not an output)
+    # the output depends on a, b, out_dtype, activation and layout only (tensor / row / block / mx scales alike;
+    # the mx workspace is the eager kernel's own allocation, not an output); swiglu: N/2 columns
     dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
+    nd = b.shape[2] // 2 if activation and activation_of(activation) == Activation.SWIGLU else b.shape[2]
     if enum_of(GROUPED_LAYOUTS, layout, "fp8kit::grouped_mm: layout", GroupedLayout) == GroupedLayout.MASKED:
         # a (G, M, K) -> (G, M, N)
-        return a.new_empty((a.shape[0], a.shape[1], b.shape[2]), dtype=torch_dtype(dt))
-    return a.new_empty((a.shape[0], b.shape[2]), dtype=torch_dtype(dt))
+        return a.new_empty((a.shape[0], a.shape[1], nd), dtype=torch_dtype(dt))
+    return a.new_empty((a.shape[0], nd), dtype=torch_dtype(dt))
 
 
 def _k_grouped_dtype(out_dtype, c):

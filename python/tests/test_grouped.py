@@ -118,6 +118,48 @@ def test_bad_input(rng):
         fp8kit.grouped_mm(qa, b, good, sa, sw, out_dtype="e4m3")
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_swiglu_equals_per_group_scaled_mm(layout, rng):
+    """activation='swiglu': D has N/2 columns, each group's rows equal (bit for bit) scaled_mm's swiglu on
+    them (and the fp64 silu(gate) * up within f32's bound); rows no group owns stay; odd N is
+    InvalidShapeError."""
+    qa, sa, qw, sw, da, dw = operands(rng)
+    bias = rng.standard_normal((G, N)).astype(F32)
+    b, h = np.swapaxes(qw, 1, 2), N // 2
+    if layout == "masked":  # the T rows as G slabs of M = T / G, counts incl. 0 and M
+        M = T // G
+        counts = np.array([0, M, 7, 13, 1], dtype=np.int32)
+        a3, sa3 = tag(np.asarray(qa).reshape(G, M, K)), np.asarray(sa).reshape(G, M, 1)
+        out = np.full((G, M, h), 7.0, dtype=F32)
+        d = fp8kit.grouped_mm(a3, b, counts, sa3, sw, bias=bias, out_dtype="float32", activation="swiglu",
+                              alpha=0.5, layout="masked", out=out)
+        assert d.shape == (G, M, h)
+        d = np.asarray(d).reshape(T, h)
+        spans = [(g, g * M, g * M + int(c)) for g, c in enumerate(counts)]
+    else:
+        offs = np.array([20, 20, 75, 140, 150], dtype=np.int32)
+        d = fp8kit.grouped_mm(qa, b, offs, sa, sw, bias=bias, out_dtype="float32", activation="swiglu", alpha=0.5)
+        assert d.shape == (T, h)
+        spans = list(groups(offs))
+    got, want = [], []
+    for g, r0, r1 in spans:
+        if r1 == r0:
+            continue
+        one = fp8kit.scaled_mm(qa[r0:r1], tag(qw[g]).T, sa[r0:r1], sw[g].reshape(1, N), bias=bias[g],
+                               out_dtype="float32", activation="swiglu", alpha=0.5)
+        assert np.array_equal(np.asarray(d[r0:r1]), np.asarray(one)), g
+        y = 0.5 * (da[r0:r1] @ dw[g].T) + bias[g]
+        want.append(y[:, :h] / (1.0 + np.exp(-y[:, :h])) * y[:, h:])
+        got.append(np.asarray(d[r0:r1]))
+    assert rel_err(np.concatenate(got), np.concatenate(want)) <= BOUND["float32"]
+    if layout == "masked":
+        for g, r0, r1 in spans:
+            assert (out.reshape(T, h)[r1:(g + 1) * (T // G)] == 7.0).all(), g
+    with pytest.raises(fp8kit.InvalidShapeError):
+        fp8kit.grouped_mm(qa, np.swapaxes(tag(np.asarray(qw)[:, :N - 1]), 1, 2), [150] * G, sa,
+                          np.ascontiguousarray(sw[:, :N - 1]), activation="swiglu")
+
+
 def test_torch_cpu_matches_numpy(rng):
     torch = pytest.importorskip("torch")
     qa, sa, qw, sw, _, _ = operands(rng)

@@ -8,11 +8,14 @@
  * fp8kit_gemm view - before anything runs. Scale counts and per-row / per-
  * expert scale offsets come from format/geometry.h.
  * Backends without a grouped kernel (CPU): each non-empty group runs as an
- * fp8kit_gemm on views of A, B, the scales, the bias and D (each distinct
- * group row count gets its own cached plan). Backends with one (CUDA): the
- * offsets stay in device memory; the call is checked as one fp8kit_gemm view
- * over all T rows and runs as one grouped job, whose kernel checks the
- * offsets itself. */
+ * fp8kit_gemm on views of A, B, the scales, the bias, D and D's output
+ * scales (each distinct group row count gets its own cached plan), so
+ * act=swiglu (D of N/2 columns) and output quantization follow the dense
+ * GEMM's one implementation; OUTQ_SCALED's amax_d is the max of the groups'.
+ * Backends with one (CUDA): the offsets stay in device memory; the call is
+ * checked as one fp8kit_gemm view over all T rows and runs as one grouped
+ * job, whose kernel checks the offsets itself; swiglu and output
+ * quantization are refused for them here (no such epilogue yet). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +67,10 @@ fp8kit_status fk_check_group_ends(const fp8kit_ctx *ctx, const char *fn, const i
  * per expert, each the mn_major buffer of its M rows (fp8kit.h). */
 typedef struct fk_grp {
     int64_t t, k, n, g, masked_m, lda, ldd;
+    int64_t dn; /* D's columns: n, or n / 2 with FP8KIT_ACT_SWIGLU */
     int64_t sa_rows, sa_slabs;
     fk_scale_geom ga, gb;
+    fk_scale_geom gd; /* D's output scales over all t rows (OUTQ_MX / BLOCK1X128: one row of scales per row) */
 } fk_grp;
 
 /* Element offset of A's scale of row r (0 .. t - 1) at K block kb. */
@@ -110,6 +115,19 @@ static fp8kit_tensor fk_scale_view(const fp8kit_tensor *s, fp8kit_scale_mode mod
     return fk_vec((float *)s->data + first, FP8KIT_F32, 1, count);
 }
 
+/* The output-scale operand of rows r0 .. r1 - 1 of D (desc->out_quant): OUTQ_SCALED's input
+ * scalar itself, or those rows of the (t, cols) output-scale matrix of OUTQ_MX / BLOCK1X128. */
+static fp8kit_tensor fk_scale_d_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a, const fk_grp *s,
+                                     int64_t r0, int64_t r1)
+{
+    if (d->out_quant == FP8KIT_OUTQ_SCALED)
+        return a->scale_d;
+    const int64_t cols = s->gd.cols;
+    if (d->out_quant == FP8KIT_OUTQ_MX)
+        return fk_vec((unsigned char *)a->scale_d.data + r0 * cols, FP8KIT_E8M0, 1, (r1 - r0) * cols);
+    return fk_vec((float *)a->scale_d.data + r0 * cols, FP8KIT_F32, 1, (r1 - r0) * cols);
+}
+
 /* The fp8kit_gemm operands of group g: rows r0 .. r1 - 1 of A and D. */
 static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a, const fk_grp *s, int64_t g,
                           int64_t r0, int64_t r1, fp8kit_gemm_args *o)
@@ -131,7 +149,11 @@ static void fk_group_view(const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_a
         o->bias = fk_vec((char *)a->bias.data + g * n * (int64_t)fp8kit_dtype_size(a->bias.dtype), a->bias.dtype, 1, n);
     o->alpha = a->alpha;
     o->d = fp8kit_tensor_2d((char *)a->d.data + r0 * s->ldd * (int64_t)fp8kit_dtype_size(a->d.dtype), a->d.dtype,
-                            r1 - r0, n, s->ldd);
+                            r1 - r0, s->dn, s->ldd);
+    if (d->out_quant != FP8KIT_OUTQ_NONE)
+        o->scale_d = fk_scale_d_view(d, a, s, r0, r1);
+    if (d->out_quant == FP8KIT_OUTQ_SCALED)
+        o->amax_d = a->amax_d; /* (the CPU run gives each group its own and takes the max) */
     o->workspace = a->workspace;
     o->workspace_bytes = a->workspace ? a->workspace_bytes : 0;
 }
@@ -153,8 +175,8 @@ static void fk_group_rows(const fp8kit_grouped_gemm_args *a, const fk_grp *s, in
  * reads them); else the core runs one fp8kit_gemm per group. */
 static int fk_grouped_on_device(const fp8kit_ctx *ctx) { return ctx->ops->grouped_run != NULL; }
 
-/* Shapes of A, B and D for the layout, into s (rows, strides). */
-static fp8kit_status fk_grouped_shapes(fp8kit_ctx *ctx, const fp8kit_grouped_gemm_args *a, fk_grp *s)
+/* Shapes of A, B and D for the layout, into s (rows, strides); swiglu: D has N/2 columns. */
+static fp8kit_status fk_grouped_shapes(fp8kit_ctx *ctx, const fp8kit_grouped_gemm_args *a, int swiglu, fk_grp *s)
 {
     fp8kit_status st;
     if ((st = fk_check_tensor(ctx, FN, "a", &a->a, 1)) || (st = fk_check_tensor(ctx, FN, "b", &a->b, 1)) ||
@@ -172,28 +194,35 @@ static fp8kit_status fk_grouped_shapes(fp8kit_ctx *ctx, const fp8kit_grouped_gem
     s->g = a->b.shape[0];
     s->n = a->b.shape[1];
     s->k = a->a.shape[nd - 1];
+    if (swiglu && s->n % 2)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                       FN ": act=swiglu needs an even N (each expert's B rows are [gate; up], D has N/2 columns; "
+                          "N = %lld)",
+                       (long long)s->n);
+    s->dn = swiglu ? s->n / 2 : s->n;
+    const char *dcols = swiglu ? "N/2" : "N";
     const int64_t rows = a->a.shape[nd - 2]; /* T, or M per expert */
-    const int shape_ok = a->b.shape[2] == s->k && a->d.shape[nd - 2] == rows && a->d.shape[nd - 1] == s->n &&
+    const int shape_ok = a->b.shape[2] == s->k && a->d.shape[nd - 2] == rows && a->d.shape[nd - 1] == s->dn &&
                          (!masked || (a->a.shape[0] == s->g && a->d.shape[0] == s->g));
     if (!shape_ok) {
         if (masked)
             return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
                            FN ": a is %lld x %lld x %lld, b %lld x %lld x %lld, d %lld x %lld x %lld; expected a "
-                              "(G, M, K), b (G, N, K), d (G, M, N)",
+                              "(G, M, K), b (G, N, K), d (G, M, %s)",
                            (long long)a->a.shape[0], (long long)a->a.shape[1], (long long)a->a.shape[2],
                            (long long)s->g, (long long)s->n, (long long)a->b.shape[2], (long long)a->d.shape[0],
-                           (long long)a->d.shape[1], (long long)a->d.shape[2]);
+                           (long long)a->d.shape[1], (long long)a->d.shape[2], dcols);
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
                        FN ": a is %lld x %lld, b %lld x %lld x %lld, d %lld x %lld; expected a (T, K), b (G, N, K), "
-                          "d (T, N)",
+                          "d (T, %s)",
                        (long long)rows, (long long)s->k, (long long)s->g, (long long)s->n, (long long)a->b.shape[2],
-                       (long long)a->d.shape[0], (long long)a->d.shape[1]);
+                       (long long)a->d.shape[0], (long long)a->d.shape[1], dcols);
     }
     if (s->g > INT32_MAX)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": %lld groups; at most 2^31 - 1", (long long)s->g);
     /* rows are K- (N-) contiguous; masked slabs one row stride apart */
     if ((s->k > 1 && fk_stride(&a->a, nd - 1) != 1) || (s->k > 1 && fk_stride(&a->b, 2) != 1) ||
-        (s->n > 1 && fk_stride(&a->d, nd - 1) != 1))
+        (s->dn > 1 && fk_stride(&a->d, nd - 1) != 1))
         return fk_fail(ctx, FP8KIT_ERR_INVALID_STRIDE, FN ": a, b and d need unit strides along their last dimension");
     s->lda = fk_stride(&a->a, nd - 2);
     s->ldd = fk_stride(&a->d, nd - 2);
@@ -233,6 +262,43 @@ static fp8kit_status fk_grouped_offsets(fp8kit_ctx *ctx, const fp8kit_grouped_ge
     return FP8KIT_OK;
 }
 
+/* D's dtype and the output stage (desc->out_quant) over D's t x dn: OUTQ_NONE casts to an
+ * f32 / f16 / bf16 D; output quantization needs an e4m3 / e5m2 D and scale_d (SCALED: one f32;
+ * MX / BLOCK1X128: the output scales of every row of D, s->gd); amax_d with SCALED only. */
+static fp8kit_status fk_grouped_out_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d,
+                                          const fp8kit_grouped_gemm_args *a, fk_grp *s)
+{
+    const fp8kit_out_quant oq = d->out_quant;
+    if (oq == FP8KIT_OUTQ_NONE && !fk_is_hp(a->d.dtype))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": d must be f32, f16 or bf16 (got %s; an e4m3 / e5m2 D needs output quantization)",
+                       fp8kit_dtype_name(a->d.dtype));
+    if (oq != FP8KIT_OUTQ_NONE && !fk_is_fp8(a->d.dtype))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization needs an e4m3/e5m2 D (d is %s)",
+                       fp8kit_dtype_name(a->d.dtype));
+    if (oq != FP8KIT_OUTQ_SCALED && a->amax_d)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": amax_d is only written with OUTQ_SCALED");
+    if ((uintptr_t)a->amax_d % sizeof(float))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": amax_d (%p) is not aligned to its 4-byte f32 element",
+                       (void *)a->amax_d);
+    const int gst = fk_gemm_out_scale_geom(oq, s->t, s->dn, &s->gd);
+    if (gst == FK_GEO_ERR_SHAPE)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": OUTQ_MX needs %s %% 32 == 0 (%s = %lld)",
+                       s->dn == s->n ? "N" : "D's N/2 columns (act=swiglu)", s->dn == s->n ? "N" : "N/2",
+                       (long long)s->dn);
+    if (gst)
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW, FN ": the element count of D's output scales overflows int64");
+    if (oq == FP8KIT_OUTQ_NONE)
+        return FP8KIT_OK;
+    static const char *const what[2][4] = {
+        {"", "OUTQ_SCALED (one f32 input scale)", "OUTQ_MX's output scales (T x Nd/32, Nd = D's columns)",
+         "OUTQ_BLOCK1X128's output scales (T x ceil(Nd/128), Nd = D's columns)"},
+        {"", "OUTQ_SCALED (one f32 input scale)", "OUTQ_MX's output scales (G x M x Nd/32, Nd = D's columns)",
+         "OUTQ_BLOCK1X128's output scales (G x M x ceil(Nd/128), Nd = D's columns)"}};
+    return fk_check_flat(ctx, "scale_d", &a->scale_d, s->gd.e8m0 ? FP8KIT_E8M0 : FP8KIT_F32, 0, s->gd.count,
+                         what[s->masked_m != 0][oq]);
+}
+
 /* query: a workspace-size query (placeholder pointers: no overlap rule, no
  * host offsets read). */
 static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *a,
@@ -247,24 +313,29 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     const int mx = d->scale_a == FP8KIT_SCALE_MX; /* (on both: fk_check_gemm_desc) */
     if (mx && d->scale_layout != FP8KIT_LAYOUT_PLAIN) /* (block: plain or mn_major, fk_check_gemm_desc) */
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": mx scales in the plain layout only");
-    if (d->out_quant != FP8KIT_OUTQ_NONE)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": output quantization is not supported");
-    if (d->act == FP8KIT_ACT_SWIGLU)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": act=swiglu is not supported by the grouped GEMM yet");
+    /* (the backends with a grouped kernel have no swiglu / output-quantization epilogue yet) */
+    if (fk_grouped_on_device(ctx) && d->act == FP8KIT_ACT_SWIGLU)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": act=swiglu in the grouped GEMM is not implemented on the %s backend yet (CPU only)",
+                       ctx->ops->name);
+    if (fk_grouped_on_device(ctx) && d->out_quant != FP8KIT_OUTQ_NONE)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       FN ": output quantization in the grouped GEMM is not implemented on the %s backend yet "
+                          "(CPU only)",
+                       ctx->ops->name);
     if (d->bias == FP8KIT_BIAS_ROW)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only a per-column bias (G x N) is supported");
-    if ((st = fk_grouped_shapes(ctx, a, s)))
+    if ((st = fk_grouped_shapes(ctx, a, d->act == FP8KIT_ACT_SWIGLU, s)))
         return st;
     if (mx && s->k % 32)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN ": mx scaling needs K %% 32 == 0 (K = %lld)", (long long)s->k);
     if (a->workspace && ((uintptr_t)a->workspace & 15u))
         return fk_fail(ctx, FP8KIT_ERR_MISALIGNED, FN ": workspace (%p) is not 16-byte aligned", a->workspace);
-    if (!fk_is_hp(a->d.dtype))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": d must be f32, f16 or bf16 (got %s)",
-                       fp8kit_dtype_name(a->d.dtype));
     if (!fk_is_fp8(a->a.dtype) || !fk_is_fp8(a->b.dtype))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": a and b must be e4m3 or e5m2 (got %s and %s)",
                        fp8kit_dtype_name(a->a.dtype), fp8kit_dtype_name(a->b.dtype));
+    if ((st = fk_grouped_out_check(ctx, d, a, s)))
+        return st;
     /* scale counts: A's over all T rows (mn_major, masked: per expert), B's per expert (format/geometry.h) */
     const int mn = d->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
     static const char *const wa[] = {"", "tensor scaling", "row scaling of A (T)", "block scaling of A (T x ceil(K/128))",
@@ -291,8 +362,8 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
         return st;
     if ((st = fk_check_group_words(ctx, FN, a->offsets, a->status)))
         return st;
-    /* no output (D, status, workspace) overlaps another output or an input, offsets included */
-    fk_region rg[9];
+    /* no output (D, scale_d, amax_d, status, workspace) overlaps another output or an input, offsets included */
+    fk_region rg[11];
     int nr = 0;
     rg[nr++] = fk_region_tensor("a", &a->a, 0);
     rg[nr++] = fk_region_tensor("b", &a->b, 0);
@@ -304,6 +375,9 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     if (d->bias)
         rg[nr++] = fk_region_tensor("bias", &a->bias, 0);
     rg[nr++] = fk_region_tensor("d", &a->d, 1);
+    if (d->out_quant != FP8KIT_OUTQ_NONE) /* SCALED's input, MX / BLOCK1X128's output */
+        rg[nr++] = fk_region_tensor("scale_d", &a->scale_d, d->out_quant != FP8KIT_OUTQ_SCALED);
+    rg[nr++] = fk_region_bytes("amax_d", a->amax_d, sizeof(float), 1);
     rg[nr++] = fk_region_bytes("status", a->status, 4, 1);
     if (a->workspace)
         rg[nr++] = fk_region_bytes("workspace", a->workspace, (uint64_t)a->workspace_bytes, 1);
@@ -455,16 +529,23 @@ fp8kit_status fp8kit_grouped_gemm(fp8kit_ctx *ctx, const fp8kit_gemm_desc *desc,
         return fk_grouped_native(ctx, desc, args, &s, stream);
     if (desc->scale_layout == FP8KIT_LAYOUT_MN_MAJOR)
         return fk_grouped_plain(ctx, desc, args, &s, stream);
+    uint32_t amax = 0; /* OUTQ_SCALED: the max of the groups' |y| bits, as one fp8kit_gemm reduces them */
     for (int64_t i = 0; i < s.g; i++) {
         int64_t r0, r1;
         fk_group_rows(args, &s, i, &r0, &r1);
         if (r1 > r0) {
             fp8kit_gemm_args v;
+            float group_amax = 0.0f;
             fk_group_view(desc, args, &s, i, r0, r1, &v);
+            if (v.amax_d)
+                v.amax_d = &group_amax;
             if ((st = fp8kit_gemm(ctx, desc, &v, stream)))
                 return st;
+            amax = fk_max_u32(amax, fk_abs_bits(group_amax));
         }
     }
+    if (args->amax_d)
+        *args->amax_d = fk_u2f(amax); /* 0 when no group has a row */
     if (args->status)
         *args->status = FP8KIT_OK;
     return FP8KIT_OK;

@@ -331,9 +331,10 @@ int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_
     if (!desc || !args || !out || !args->offsets || args->a.ndim != nd || args->b.ndim != 3 || args->d.ndim != nd)
         return FK_REF_ERR_ARG;
     if (desc->scale_a == FP8KIT_SCALE_MX || desc->scale_b == FP8KIT_SCALE_MX || desc->bias == FP8KIT_BIAS_ROW ||
-        desc->out_quant != FP8KIT_OUTQ_NONE || (desc->scale_a == FP8KIT_SCALE_BLOCK && desc->scale_layout))
+        (desc->scale_a == FP8KIT_SCALE_BLOCK && desc->scale_layout))
         return FK_REF_ERR_ARG; /* the grouped GEMM's subset (docs/spec.md 3) */
     const int64_t G = args->b.shape[0], N = args->b.shape[1], K = args->a.shape[nd - 1];
+    const int64_t ND = desc->act == FP8KIT_ACT_SWIGLU ? N / 2 : N; /* D's columns (swiglu: N even, fk_ref_gemm) */
     const int64_t M = masked ? args->a.shape[1] : 0, T = masked ? G * M : args->a.shape[0];
     if (args->b.shape[2] != K || (masked && args->a.shape[0] != G))
         return FK_REF_ERR_ARG;
@@ -375,7 +376,7 @@ int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_
             ga.bias = sub_vec(&args->bias, g * (args->bias.ndim == 2 ? stride_of(&args->bias, 0) : N), N);
         ga.alpha = args->alpha;
         ga.beta = 0.0f;
-        const int st = fk_ref_gemm(desc, &ga, NULL, r1 - r0, out + r0 * N);
+        const int st = fk_ref_gemm(desc, &ga, NULL, r1 - r0, out + r0 * ND);
         if (st)
             return st;
     }

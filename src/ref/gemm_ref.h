@@ -67,9 +67,11 @@ int fk_ref_gemm(const fp8kit_gemm_desc *desc, const fp8kit_gemm_args *args, cons
 
 /* fp8kit_grouped_gemm's y (docs/spec.md 3, "Grouped GEMM"): each group g is the GEMM of its
  * rows of A - contiguous layout: rows offsets[g-1] .. offsets[g] - 1; masked: rows
- * 0 .. offsets[g] - 1 of slab g - with expert g's B, scale_b and bias. out is T x N (masked:
- * G x M rows, slab after slab); rows no group owns are not written. FK_REF_ERR_ARG for invalid
- * offsets. */
+ * 0 .. offsets[g] - 1 of slab g - with expert g's B, scale_b and bias, as fk_ref_gemm. out is
+ * T x N (masked: G x M rows, slab after slab), T x N/2 with FP8KIT_ACT_SWIGLU (each row's
+ * fk_ref_swiglu pairs); rows no group owns are not written. As fk_ref_gemm, the value before the
+ * output stage (desc->out_quant is not read). FK_REF_ERR_ARG for invalid offsets, odd N with
+ * swiglu. */
 int fk_ref_grouped_gemm(const fp8kit_gemm_desc *desc, const fp8kit_grouped_gemm_args *args, double *out);
 
 /* fp8kit_k_grouped_gemm's y (docs/spec.md 3, "K-grouped GEMM") in fp64: for each group g, row m

@@ -67,11 +67,10 @@ static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const void *job, int kind
     if (!cs)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: context has no CUDA state");
     const int cc = 10 * cs->cc_major + cs->cc_minor;
-    /* FP8KIT_ACT_SWIGLU (D of N/2 columns): the dense sm90_glu family, first
-     * in the order, plans or refuses every dense swiglu job; the grouped
-     * kernels know only the elementwise activations */
-    if (kind == FK_FAM_GROUPED && ((const fk_gemm_job *)job)->desc.act == FP8KIT_ACT_SWIGLU)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: act=swiglu is not implemented on the GPU yet");
+    /* (FP8KIT_ACT_SWIGLU, D of N/2 columns: the dense sm90_glu family, first in
+     * the order, plans or refuses every dense swiglu job; src/core refuses the
+     * grouped and K-grouped swiglu jobs before any backend with its own grouped
+     * kernel sees them) */
     for (int i = 0; i < FK_NFAM; i++) {
         const fk_gemm_family *f = fk_families[i];
         if (f->kind != kind || cc < f->cc_min || cc > f->cc_max)
