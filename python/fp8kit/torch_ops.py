@@ -130,8 +130,10 @@ def _scaled_mm_op(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, be
 
 def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, beta, c, use_fast_accum,
                     scale_mode, scale_layout, bias_per_row):
+    # swiglu: D has N/2 columns (an odd N is refused by the real kernel)
     dt = dtype_of_name(out_dtype) if out_dtype else dtype_of_name("bfloat16")
-    return a.new_empty((a.shape[0], b.shape[1]), dtype=torch_dtype(dt))
+    nd = b.shape[1] // 2 if activation and activation_of(activation) == Activation.SWIGLU else b.shape[1]
+    return a.new_empty((a.shape[0], nd), dtype=torch_dtype(dt))
 
 
 def _grouped_mm_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout="contiguous",

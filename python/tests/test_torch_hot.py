@@ -163,3 +163,18 @@ def test_threads_share_the_hot_entry():
     for th in threads:
         th.join()
     assert not errors
+
+
+def test_torch_op_swiglu_and_its_fake_kernel():
+    """torch.ops.fp8kit.scaled_mm with activation swiglu: D of N/2 columns, equal to fp8kit.scaled_mm's, and the
+    fake kernel (torch.compile's view of the op) gives the same shape and dtype."""
+    from fp8kit import torch_ops  # noqa: F401 (registers torch.ops.fp8kit.*)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    a, b, sa, sb = _ops(11)
+    args = (a, b, sa, sb, None, "bfloat16", "swiglu", 1.0, 0.0, None, False, "", "", False)
+    real = torch.ops.fp8kit.scaled_mm(*args)
+    assert real.shape == (a.shape[0], b.shape[1] // 2)
+    assert _same(real, fp8kit.scaled_mm(a, b, sa, sb, out_dtype=BF16, activation="swiglu"))
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fake = torch.ops.fp8kit.scaled_mm(*(mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in args))
+    assert (fake.shape, fake.dtype) == (real.shape, real.dtype)
