@@ -6,10 +6,11 @@
  * leaves out the unfused path's silu * mul pass (one more read of y and write of its half),
  * so it is a lower bound of the unfused time; ratio = peer / ours. Also printed: the
  * fused kernel with bf16 output, and the bf16 GEMM alone (the fused epilogue's overhead).
- * Scaling: block (1x128 A, 128x128 B) or row; e4m3 x e4m3, normal random inputs. Median
+ * Scaling: block (1x128 A, 128x128 B; block_mn: A's scales MN-major, which the kernels stage with
+ * each stage) or row; e4m3 x e4m3, normal random inputs. Median
  * of N CUDA-event timings after warm-up, L2 flushed before each. One JSON line per row (op,
  * case, shape, ours, peer, peer_name, ratio, unit us, device, date, commit) to --json FILE.
- * Usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,row] [--tuning SPEC]
+ * Usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,block_mn,row] [--tuning SPEC]
  *        [--json FILE] [--date D] [--commit C]   (N: the GEMM's, 2 x the intermediate size;
  *        --tuning: fp8kit_ctx_set_tuning overrides, docs/tuning.md)
  * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled. */
@@ -116,7 +117,7 @@ int main(int argc, char **argv)
 {
     int reps = 20;
     const char *json = NULL, *date = fk_bench_today(), *commit = getenv("FK_COMMIT"), *shapes_arg = NULL;
-    const char *modes = "block,row", *tuning = NULL;
+    const char *modes = "block,block_mn,row", *tuning = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -126,7 +127,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--modes") && i + 1 < argc) modes = argv[++i];
         else if (!strcmp(argv[i], "--tuning") && i + 1 < argc) tuning = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,row] [--tuning SPEC] "
+            fprintf(stderr, "usage: bench_swiglu [--reps N] [--shapes MxNxK,...] [--modes block,block_mn,row] [--tuning SPEC] "
                             "[--json FILE] [--date D] [--commit C]\n");
             return 2;
         }
@@ -168,7 +169,7 @@ int main(int argc, char **argv)
     void *flush = NULL;
     CK(cudaMalloc(&flush, flush_bytes));
     printf("%s, commit %s\n", prop.name, commit ? commit : "?");
-    printf("%-6s %-18s %11s %11s %7s %11s %11s %9s\n", "mode", "M x N x K", "fused us", "peer us", "ratio",
+    printf("%-8s %-18s %11s %11s %7s %11s %11s %9s\n", "mode", "M x N x K", "fused us", "peer us", "ratio",
            "fused bf16", "bf16 gemm", "overhead");
     for (int si = 0; si < nshapes; si++) {
         const int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], H = N / 2;
@@ -184,14 +185,21 @@ int main(int argc, char **argv)
         CK(cudaMalloc(&dsc, (size_t)(M * ((H + 127) / 128)) * 4));
         CK(cudaMemcpy(da, ha, (size_t)(M * K), cudaMemcpyHostToDevice));
         CK(cudaMemcpy(db, hb, (size_t)(N * K), cudaMemcpyHostToDevice));
-        for (int mi = 0; mi < 2; mi++) {
-            const char *mname = mi == 0 ? "block" : "row";
-            if (!strstr(modes, mname))
+        for (int mi = 0; mi < 3; mi++) {
+            static const char *const names[3] = {"block", "block_mn", "row"};
+            const char *mname = names[mi];
+            char key[16];
+            snprintf(key, sizeof key, ",%s,", mname);
+            char list[256];
+            snprintf(list, sizeof list, ",%s,", modes);
+            if (!strstr(list, key))
                 continue;
             job j;
             memset(&j, 0, sizeof j);
             j.ctx = ctx;
-            j.desc.scale_a = j.desc.scale_b = mi == 0 ? FP8KIT_SCALE_BLOCK : FP8KIT_SCALE_ROW;
+            j.desc.scale_a = j.desc.scale_b = mi < 2 ? FP8KIT_SCALE_BLOCK : FP8KIT_SCALE_ROW;
+            if (mi == 1) /* MN-major A scales: both kernels stage the block scales with each stage */
+                j.desc.scale_layout = FP8KIT_LAYOUT_MN_MAJOR;
             j.args.a = fp8kit_tensor_2d(da, FP8KIT_E4M3, M, K, K);
             j.args.b = fp8kit_tensor_2d(db, FP8KIT_E4M3, N, K, K);
             void *sa = dev_scales(&j.desc, 0, M, K, &j.args.scale_a), *sb = dev_scales(&j.desc, 1, N, K, &j.args.scale_b);
@@ -226,7 +234,7 @@ int main(int argc, char **argv)
             snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
             const double ratio = us_f > 0 && us_p > 0 ? us_p / us_f : 0.0;
             const double over = us_f > 0 && us_g > 0 ? 100.0 * (us_f / us_g - 1.0) : 0.0;
-            printf("%-6s %-18s %11.1f %11.1f %7.3f %11.1f %11.1f %8.1f%%\n", mname, shp, us_f, us_p, ratio, us_fb, us_g,
+            printf("%-8s %-18s %11.1f %11.1f %7.3f %11.1f %11.1f %8.1f%%\n", mname, shp, us_f, us_p, ratio, us_fb, us_g,
                    over);
             if (jf)
                 fprintf(jf,

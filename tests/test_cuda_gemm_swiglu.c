@@ -282,6 +282,10 @@ static int plans_glu(const ops *o, const ccase *c)
           fp8kit_last_error(g_gpu));
     const int want = g_cluster && c->at == FP8KIT_E4M3 && c->bt == FP8KIT_E4M3 ? 2 : 1;
     CHECK(strstr(buf, want == 2 ? "cluster=2" : "cluster=1") != NULL, "describe: '%s', want cluster=%d", buf, want);
+    /* block scales staged with each stage: MN-major A scales, whole 16-byte groups of 4 K blocks, 64 rows */
+    const int staged = want == 1 && c->mode == FP8KIT_SCALE_BLOCK && c->layout == FP8KIT_LAYOUT_MN_MAJOR &&
+                       ((c->k + 127) / 128) % 4 == 0 && c->m >= 64;
+    CHECK((strstr(buf, "scaling=staged") != NULL) == staged, "describe: '%s', want staged %d", buf, staged);
     return st == FP8KIT_OK;
 }
 
@@ -478,7 +482,7 @@ int main(int argc, char **argv)
     static const int64_t ms[] = {1, 5, 63, 64, 65, 127, 130, 257, 700};
     static const int64_t hs[] = {1, 3, 32, 64, 96, 100, 128, 129, 192, 256, 320, 384, 500, 640};
     static const int64_t hb[] = {128, 256, 384, 640, 1024};
-    static const int64_t ks[] = {16, 48, 112, 128, 144, 256, 400, 640, 1056};
+    static const int64_t ks[] = {16, 48, 112, 128, 144, 256, 400, 512, 640, 1056, 1536, 2048};
     static const fp8kit_scale_mode modes[] = {FP8KIT_SCALE_NONE, FP8KIT_SCALE_TENSOR, FP8KIT_SCALE_ROW,
                                               FP8KIT_SCALE_BLOCK};
     const int ncase = small ? 6 : 48;
@@ -488,7 +492,7 @@ int main(int argc, char **argv)
         c.mode = modes[fk_rng_u32(&rng) % 4];
         c.m = pick(ms, 9);
         c.n = 2 * (c.mode == FP8KIT_SCALE_BLOCK ? pick(hb, 5) : pick(hs, 14));
-        c.k = pick(ks, 9);
+        c.k = pick(ks, 12);
         c.ldd_pad = (fk_rng_u32(&rng) % 3) * 8;
         c.at = fk_rng_u32(&rng) % 2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
         c.bt = fk_rng_u32(&rng) % 2 ? FP8KIT_E5M2 : FP8KIT_E4M3;
