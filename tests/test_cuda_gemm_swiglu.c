@@ -478,6 +478,10 @@ int main(int argc, char **argv)
                  (long long)real[i].k, (int)real[i].mode);
         run_case(&real[i], name);
     }
+    /* staged block scales (MN-major A scales, K a multiple of 512) with a partial last tile row, also in --small */
+    const ccase st = {130, 2 * 256, 512, 8, FP8KIT_E4M3, FP8KIT_E4M3, FP8KIT_SCALE_BLOCK, FP8KIT_LAYOUT_MN_MAJOR,
+                      FP8KIT_BIAS_COL};
+    run_case(&st, "staged 130 x 512 x 512");
     /* the space: random shapes and modes */
     static const int64_t ms[] = {1, 5, 63, 64, 65, 127, 130, 257, 700};
     static const int64_t hs[] = {1, 3, 32, 64, 96, 100, 128, 129, 192, 256, 320, 384, 500, 640};
