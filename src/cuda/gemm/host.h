@@ -17,11 +17,6 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *job);
 int fk_f16_path(const fk_gemm_job *job);
 size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
 
-/* Whether a block-scaled job can take the staged-scale variants (MN-major A
- * scales, B's scale rows in 16-byte groups, 16-byte aligned pointers, at
- * least min_m rows; gemm/sm90/dense_host.cu). */
-int fk_staged_ok(const fk_gemm_job *job, int64_t min_m);
-
 /* Whether a call's block scale pointers fit the staged-scale variants (TMA
  * and bulk-copy sources: both 16-byte aligned; gemm/sm90/dense_host.cu,
  * gemm/sm90/grouped_host.cu). */

@@ -30,7 +30,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR), NS> S;
     constexpr bool GLU = NS == 2;
     static_assert(!ST || BLOCK, "staged scales are block scales");
-    static_assert(!GLU || (!GR && !TS && (!ST || CL == 1)), "the gated tile: dense; staged scales on single CTAs");
+    static_assert(!GLU || (!ST && !GR && !TS), "the gated tile: dense, global-load block scales");
     /* AROW: the gated tile without block scales promotes with A's row (or
      * tensor) scale, reloaded every K block like a block scale: with a factor
      * that is the same in every K block ptxas serializes the wgmma groups
@@ -114,21 +114,19 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
          * here) and reported them against the next bulk copy. The single-CTA dense
          * kernels keep the one uniform read (racecheck is clean there, and the
          * shuffle cost 1-3%; H200, 2026-11-29, bench/results/s23). */
-#define FK_PIPE_TAB(LO, HI, B, U, KB)                                                            \
+#define FK_PIPE_TAB(LO, HI, B, KB)                                                               \
     if (ST) {                                                                                    \
         const float *t_ = sct + stage * (S::SC_BYTES / 4);                                       \
         const int q_ = S::SC_B + ((w.kb0 + (KB)) & 3);                                           \
         LO = t_[rl + skew];                                                                      \
         HI = t_[rl + skew + 8];                                                                  \
         B = GR || CL > 1 ? __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[q_] : 0.0f, 0) : t_[q_];      \
-        if (GLU)                                                                                 \
-            U = t_[q_ + 4];                                                                      \
     }
         if (nkb > 0) {
             fk_mbar_wait(full0 + 8 * stage, phase);
             fk_sm90_issue<BN, AB>(acc0, fk_sm90_desc_at(da0, stage * S::A_BYTES),
                                   fk_sm90_desc_at(db0, stage * S::B_BYTES));
-            FK_PIPE_TAB(v_lo, v_hi, v_b, v_u, 0)
+            FK_PIPE_TAB(v_lo, v_hi, v_b, 0)
             int pstage = stage; /* stage of the group in flight */
             fk_sm90_lag_step(p, wg, ++issued);
             if (++stage == S::STAGES) {
@@ -142,7 +140,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         fk_mbar_wait(full0 + 8 * stage, phase);                                                  \
         fk_sm90_issue<BN, AB>(NEW, fk_sm90_desc_at(da0, stage * S::A_BYTES),                     \
                               fk_sm90_desc_at(db0, stage * S::B_BYTES));                         \
-        FK_PIPE_TAB(w_lo, w_hi, w_b, w_u, kb)                                                    \
+        FK_PIPE_TAB(w_lo, w_hi, w_b, kb)                                                         \
         fk_wgmma_wait<1>();                                                                      \
         FK_PIPE_RELEASE(pstage)                                                                  \
         fk_sm90_promote<true, S::NACC, GLU>(accf, OLD, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u); \

@@ -225,16 +225,15 @@ struct fk_device_guard {
 
 /* Whether a block-scaled job can take the staged-scale variants
  * (FK_SM90_SCALE_STAGED): A's 1x128 scales MN-major (the producer loads
- * the tile's rows of one K block by TMA), B's 128x128 scale rows in whole 16-byte
+ * 128 rows of one K block by TMA), B's 128x128 scale rows in whole 16-byte
  * groups (bulk copies of 4 K blocks' scales that stay inside the row), and
- * the pointers of fk_staged_ptrs_ok, which each run checks again; at least
- * min_m rows (the A scale box). */
-int fk_staged_ok(const fk_gemm_job *job, int64_t min_m)
+ * the pointers of fk_staged_ptrs_ok, which each run checks again. */
+static int fk_sm90_staged_ok(const fk_gemm_job *job)
 {
     const fp8kit_gemm_desc *dd = &job->desc;
     if (dd->scale_a != FP8KIT_SCALE_BLOCK || dd->scale_b != FP8KIT_SCALE_BLOCK || job->k <= 0 || fk_f16_path(job))
         return 0;
-    if (job->m < min_m) /* (fewer rows than A's scale box: not tried on a GPU yet) */
+    if (job->m < FK_GEMM_BM) /* (fewer rows than A's 128-row scale box: not tried on a GPU yet) */
         return 0;
     fk_scale_geom ga, gb;
     fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
@@ -440,7 +439,7 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int block = dd->scale_a == FP8KIT_SCALE_BLOCK;
     const int mx = dd->scale_a == FP8KIT_SCALE_MX; /* its own kernel (promotion every k32) */
     fk_sm90_scaling vscaling = mx ? FK_SM90_SCALE_MX : block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
-    if (block && fk_staged_ok(job, FK_GEMM_BM))
+    if (block && fk_sm90_staged_ok(job))
         vscaling = FK_SM90_SCALE_STAGED; /* (the block variants where no staged one fits the tuning keys) */
     const int f16 = fk_f16_path(job);
     const fk_sm90_operands vops = f16 ? FK_SM90_F16 : ab;

@@ -34,13 +34,12 @@ static_assert(sizeof(fk_glu_config) <= FK_PLAN_CONFIG_BYTES, "plan config too la
 /* The variant of the job's operands, scaling and promotion, or -1: fast
  * accumulation (no promotion) where the dense family takes it - fast_accum,
  * no block scales, output other than fp32 - else promotion every 128 of K
- * (64 on the fp16 copies); cluster: CTAs per cluster (1, or 2: B multicast);
- * staged: block scales staged with each stage (FK_SM90_SCALE_STAGED). */
-static int fk_glu_variant_of(const fk_gemm_job *job, int cluster, int staged)
+ * (64 on the fp16 copies); cluster: CTAs per cluster (1, or 2: B multicast). */
+static int fk_glu_variant_of(const fk_gemm_job *job, int cluster)
 {
     const int f16 = fk_f16_path(job), block = job->desc.scale_a == FP8KIT_SCALE_BLOCK;
     const fk_sm90_operands ops = f16 ? FK_SM90_F16 : fk_sm90_fp8_pair(job->a_type, job->b_type);
-    const fk_sm90_scaling sc = block ? (staged ? FK_SM90_SCALE_STAGED : FK_SM90_SCALE_BLOCK) : FK_SM90_SCALE_PLAIN;
+    const fk_sm90_scaling sc = block ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN;
     const int promo = job->desc.fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
     for (int i = 0; i < fk_sm90_glu_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_glu_variants[i];
@@ -67,7 +66,7 @@ static fp8kit_status fk_glu_can_implement(fp8kit_ctx *ctx, const void *jp)
                        "cuda gemm: act=swiglu with block scales needs N/2 to be a multiple of 128 on the GPU (the up "
                        "rows must start a 128x128 scale block; N = %lld)",
                        (long long)job->n);
-    if (fk_glu_variant_of(job, 1, 0) < 0)
+    if (fk_glu_variant_of(job, 1) < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: act=swiglu has no GPU kernel for these operands");
     return FP8KIT_OK;
 }
@@ -78,14 +77,9 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const fk_cuda_state *cs = fk_cuda(ctx);
     /* clusters of 2 (tuning gemm_cluster=2) where the operands have a variant; else single CTAs */
     const int want = fk_tuned(fk_ctx_tuning(ctx)->gemm_cluster, 1);
-    int vi = want == 2 ? fk_glu_variant_of(job, 2, 0) : -1;
-    /* block scales staged with each stage where the call fits them (fk_staged_ok; each run checks
-     * the pointers again and takes the global-load twin when they do not fit) */
-    const int staged = vi < 0 && fk_staged_ok(job, FK_GLU_BM);
-    if (vi < 0 && staged)
-        vi = fk_glu_variant_of(job, 1, 1);
+    int vi = want == 2 ? fk_glu_variant_of(job, 2) : -1;
     if (vi < 0)
-        vi = fk_glu_variant_of(job, 1, 0);
+        vi = fk_glu_variant_of(job, 1);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: no gated variant");
     const fk_sm90_variant *v = &fk_sm90_glu_variants[vi];
@@ -95,11 +89,6 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     FK_CUDA_CHECK(ctx, cudaSetDevice(cs->device));
     FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)v->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             v->smem_bytes));
-    if (v->scaling == FK_SM90_SCALE_STAGED) { /* its global-load twin, for calls whose pointers do not fit */
-        const fk_sm90_variant *t = &fk_sm90_glu_variants[fk_glu_variant_of(job, 1, 0)];
-        FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)t->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                t->smem_bytes));
-    }
     /* work items: tiles, or (clusters) pairs of tiles on adjacent tile rows */
     const int64_t tiles =
         fk_ceil_div(fk_ceil_div(job->m, FK_GLU_BM), v->cluster) * fk_ceil_div(job->n / 2, FK_GLU_BND);
@@ -167,10 +156,6 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
     memcpy(&cfg, plan->config, sizeof cfg);
     if (cfg.variant < 0 || cfg.variant >= fk_sm90_glu_variant_count)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: bad plan");
-    if (fk_sm90_glu_variants[cfg.variant].scaling == FK_SM90_SCALE_STAGED && !fk_staged_ptrs_ok(job))
-        cfg.variant = fk_glu_variant_of(job, 1, 0); /* this call's scale pointers do not fit the staged plan */
-    if (cfg.variant < 0)
-        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: no global-load twin of the gated plan");
     const fk_sm90_variant *v = &fk_sm90_glu_variants[cfg.variant];
     cudaStream_t st = (cudaStream_t)stream;
     const void *opa = job->a, *opb = job->b;
@@ -214,12 +199,6 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
         p.sa_sm = ga.sr;
         p.sa_sk = ga.sc;
         p.sb_ld = gb.sr;
-    }
-    if (v->scaling == FK_SM90_SCALE_STAGED) { /* A's scales by TMA: the tile's 64 rows of one K block per stage */
-        const CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, (uint64_t)p.num_kb, (uint64_t)p.sa_sk,
-                                             (uint64_t)p.sa_sk * 4, FK_GLU_BM, 1);
-        if (r != CUDA_SUCCESS)
-            return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: A scale tensor map failed (CUresult %d)", (int)r);
     }
     if (f16 && job->k > 0) {
         fp8kit_status wst = fk_f16_widen(ctx, job, job->workspace, st);

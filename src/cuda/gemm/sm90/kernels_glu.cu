@@ -33,18 +33,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_sm90_body<FK_GLU_BN, PROMO, BLOCK, AB, 2, 0, false, 1, false, 2>(ta, tb, p);
 }
 
-/* Block scales staged with each stage (MN-major A scales by TMA, the gate and up rows' B scales by
- * bulk copies; FK_SM90_SCALE_STAGED): the consumers read no global memory in the main loop. */
-template <int AB>
-__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
-    fk_gemm_sm90_glu_kernel_st(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-                               const __grid_constant__ fk_gemm_params p)
-{
-    fk_sm90_body<FK_GLU_BN, 4, true, AB, 1, 0, false, 1, true, 2>(ta, tb, p);
-}
-
 typedef fk_sm90_shape<FK_GLU_BN, false, 1, FK_SC_NONE, 2> fk_glu_shape;
-typedef fk_sm90_shape<FK_GLU_BN, false, 1, FK_SC_ALIGNED, 2> fk_glu_shape_st;
 
 #define FK_VG(AB, BLOCK, PROMO)                                                                                   \
     {FK_GLU_BN, PROMO, (BLOCK) ? FK_SM90_SCALE_BLOCK : FK_SM90_SCALE_PLAIN, AB, fk_glu_shape::STAGES,              \
@@ -60,15 +49,6 @@ typedef fk_sm90_shape<FK_GLU_BN, false, 1, FK_SC_ALIGNED, 2> fk_glu_shape_st;
 const fk_sm90_variant fk_sm90_glu_variants[] = {
     FK_VG3(FK_SM90_E4M3_E4M3), FK_VG3(FK_SM90_E4M3_E5M2), FK_VG3(FK_SM90_E5M2_E4M3), FK_VG3(FK_SM90_E5M2_E5M2),
     FK_VG(FK_SM90_F16, false, 4),
-    /* staged block scales */
-    {FK_GLU_BN, 4, FK_SM90_SCALE_STAGED, FK_SM90_E4M3_E4M3, fk_glu_shape_st::STAGES, fk_glu_shape_st::SMEM,
-     fk_gemm_sm90_glu_kernel_st<FK_SM90_E4M3_E4M3>, 1, 0},
-    {FK_GLU_BN, 4, FK_SM90_SCALE_STAGED, FK_SM90_E4M3_E5M2, fk_glu_shape_st::STAGES, fk_glu_shape_st::SMEM,
-     fk_gemm_sm90_glu_kernel_st<FK_SM90_E4M3_E5M2>, 1, 0},
-    {FK_GLU_BN, 4, FK_SM90_SCALE_STAGED, FK_SM90_E5M2_E4M3, fk_glu_shape_st::STAGES, fk_glu_shape_st::SMEM,
-     fk_gemm_sm90_glu_kernel_st<FK_SM90_E5M2_E4M3>, 1, 0},
-    {FK_GLU_BN, 4, FK_SM90_SCALE_STAGED, FK_SM90_E5M2_E5M2, fk_glu_shape_st::STAGES, fk_glu_shape_st::SMEM,
-     fk_gemm_sm90_glu_kernel_st<FK_SM90_E5M2_E5M2>, 1, 0},
     /* e4m3 x e4m3 in clusters of 2 */
     FK_VGC(FK_SM90_E4M3_E4M3, false, 4), FK_VGC(FK_SM90_E4M3_E4M3, false, 0), FK_VGC(FK_SM90_E4M3_E4M3, true, 4),
 };

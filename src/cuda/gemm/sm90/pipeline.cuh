@@ -57,7 +57,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
         for (int kb = w.kb0; kb < w.kb1; kb++) {
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
-            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 * NS : 0));
+            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 : 0));
             if constexpr (SC) {
                 const uint32_t t = sc0 + stage * S::SC_BYTES;
                 /* (FK_SC_ANY_ROW: from the 4-row boundary below the tile; the consumers skip the rows before it) */
@@ -65,9 +65,6 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                 fk_bulk_load(t + S::SC_B * 4,
                              p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16,
                              full);
-                if (NS == 2) /* the up rows' scale row (p.glu_up: a multiple of 128 with block scales) */
-                    fk_bulk_load(t + S::SC_B * 4 + 16, p.sb + (long long)((p.glu_up + tn * BN) >> 7) * p.sb_ld + (kb & ~3),
-                                 16, full);
             }
             if constexpr (NS == 2) {
                 fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);

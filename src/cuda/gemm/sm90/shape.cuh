@@ -36,9 +36,9 @@ template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE, int NS = 1> 
      * the K block, one per row of the tile (MN-major, by TMA; FK_SC_ANY_ROW: from the
      * 4-row boundary below it), then the 16 bytes of B's scale row holding
      * the K block's (bulk copy), the table padded to 128 bytes (pipeline.cuh) */
-    static constexpr int SC_ROWS = (NS == 2 ? 64 : WV * FK_GEMM_BM) + (SC == FK_SC_ANY_ROW ? 4 : 0);
-    static constexpr int SC_B = SC_ROWS; /* B's 16 bytes (NS 2: the gate row's, then the up row's) */
-    static constexpr int SC_BYTES = SC ? (SC_ROWS * 4 + 16 * NS + 127) / 128 * 128 : 0;
+    static constexpr int SC_ROWS = WV * FK_GEMM_BM + (SC == FK_SC_ANY_ROW ? 4 : 0);
+    static constexpr int SC_B = SC_ROWS; /* B's 16 bytes: floats into the table */
+    static constexpr int SC_BYTES = SC ? (SC_ROWS * 4 + 16 + 127) / 128 * 128 : 0;
     static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
     /* TS: no room for the bulk epilogue's staged rows; the TMA-store
      * epilogue's two 4 KB buffers fit in the general epilogue's chunk */
@@ -54,7 +54,7 @@ template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE, int NS = 1> 
     static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES + SC_BYTES) + FIXED;
     static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
     static_assert(STAGES >= 3, "stage ring too shallow");
-    static_assert(NS == 1 || (NS == 2 && WV == 1 && !TS && SC != FK_SC_ANY_ROW), "the gated tile: one wave, dense");
+    static_assert(NS == 1 || (NS == 2 && WV == 1 && !TS && !SC), "the gated tile: one wave, general epilogue");
     static_assert(!TS || CHUNK_FLOATS * 4 == 2 * 4096, "TMA-store buffers");
     static_assert(TAB_FLOATS % 4 == 0, "tables stay 16-byte aligned");
     static_assert(SC_BYTES % 128 == 0, "TMA writes 128-byte aligned scale tables");
