@@ -16,6 +16,10 @@ fp8kit_status fk_sm90_can_implement(fp8kit_ctx *ctx, const void *job);
  * and the workspace of those copies (0 off the path). */
 int fk_f16_path(const fk_gemm_job *job);
 size_t fk_f16_workspace_bytes(const fk_gemm_job *job);
+/* The fp16 copies as the kernel's operands (A, B, row bytes and strides), after checking the
+ * call's workspace (WORKSPACE_TOO_SMALL, MISALIGNED). */
+fp8kit_status fk_f16_operands(fp8kit_ctx *ctx, const fk_gemm_job *job, const void **opa, const void **opb,
+                              uint64_t *kbytes, uint64_t *lda, uint64_t *ldb);
 
 /* Whether a call's block scale pointers fit the staged-scale variants (TMA
  * and bulk-copy sources: both 16-byte aligned; gemm/sm90/dense_host.cu,

@@ -28,7 +28,6 @@ extern "C" fp8kit_status fk_cuda_gemm_autotune(fp8kit_ctx *ctx, const fk_gemm_jo
 
 /* The precise fp32-output path (gemm/sm90/f16_widen.cu; fk_f16_path and
  * fk_f16_workspace_bytes in gemm/host.h). */
-size_t fk_f16_b_offset(const fk_gemm_job *job);
 fp8kit_status fk_f16_widen(fp8kit_ctx *ctx, const fk_gemm_job *job, void *ws, cudaStream_t st);
 
 /* The plan's config bytes (FK_PLAN_CONFIG_BYTES = 64). */
@@ -610,17 +609,9 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     const void *opa = job->a, *opb = job->b;
     uint64_t kbytes = (uint64_t)job->k, lda = (uint64_t)job->lda, ldb = (uint64_t)job->ldb;
     if (f16) {
-        const size_t need = fk_f16_workspace_bytes(job);
-        if (need > job->workspace_bytes || (need && !job->workspace))
-            return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL,
-                           "cuda gemm: precise fp32 output needs %zu bytes of workspace, got %zu", need,
-                           job->workspace ? job->workspace_bytes : (size_t)0);
-        if (need && ((uintptr_t)job->workspace & 15u))
-            return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
-                           "cuda gemm: the workspace (fp16 copies of A and B) must be 16-byte aligned");
-        opa = job->workspace;
-        opb = (const unsigned char *)job->workspace + fk_f16_b_offset(job);
-        kbytes = lda = ldb = 2 * (uint64_t)job->k;
+        const fp8kit_status fst = fk_f16_operands(ctx, job, &opa, &opb, &kbytes, &lda, &ldb);
+        if (fst != FP8KIT_OK)
+            return fst;
     }
     /* MX with room for the normalized copies: the GEMM reads those */
     size_t mo[8];

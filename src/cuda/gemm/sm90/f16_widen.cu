@@ -31,6 +31,26 @@ size_t fk_f16_workspace_bytes(const fk_gemm_job *job)
     return fk_f16_b_offset(job) + (size_t)job->n * (size_t)job->k * 2;
 }
 
+/* The operands the f16 variants read: the fp16 copies in the call's workspace
+ * (row stride 2K bytes; checked here, before anything is written: size and
+ * 16-byte alignment). */
+fp8kit_status fk_f16_operands(fp8kit_ctx *ctx, const fk_gemm_job *job, const void **opa, const void **opb,
+                              uint64_t *kbytes, uint64_t *lda, uint64_t *ldb)
+{
+    const size_t need = fk_f16_workspace_bytes(job);
+    if (need > job->workspace_bytes || (need && !job->workspace))
+        return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL,
+                       "cuda gemm: precise fp32 output needs %zu bytes of workspace, got %zu", need,
+                       job->workspace ? job->workspace_bytes : (size_t)0);
+    if (need && ((uintptr_t)job->workspace & 15u))
+        return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
+                       "cuda gemm: the workspace (fp16 copies of A and B) must be 16-byte aligned");
+    *opa = job->workspace;
+    *opb = (const unsigned char *)job->workspace + fk_f16_b_offset(job);
+    *kbytes = *lda = *ldb = 2 * (uint64_t)job->k;
+    return FP8KIT_OK;
+}
+
 /* Widens 16 fp8 codes (one 16-byte unit) into 16 fp16 values. e5m2 is the
  * upper byte of fp16; e4m3 goes through the (exact) hardware conversion. */
 static __device__ __forceinline__ void fk_widen16(uint4 in, int e5, uint4 *out)

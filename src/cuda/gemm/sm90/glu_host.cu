@@ -16,7 +16,6 @@
 #define FK_GLU_BM 64  /* rows of D per tile */
 #define FK_GLU_BND 128 /* columns of D per tile (the kernels' BN: 64 per consumer warpgroup) */
 
-size_t fk_f16_b_offset(const fk_gemm_job *job);
 fp8kit_status fk_f16_widen(fp8kit_ctx *ctx, const fk_gemm_job *job, void *ws, cudaStream_t st);
 
 struct fk_glu_config {
@@ -162,17 +161,9 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
     uint64_t kbytes = (uint64_t)job->k, lda = (uint64_t)job->lda, ldb = (uint64_t)job->ldb;
     const int f16 = v->ops == FK_SM90_F16;
     if (f16) { /* precise fp32 output: fp16 copies of A and B (gemm/sm90/f16_widen.cu) */
-        const size_t need = fk_f16_workspace_bytes(job);
-        if (need > job->workspace_bytes || (need && !job->workspace))
-            return fk_fail(ctx, FP8KIT_ERR_WORKSPACE_TOO_SMALL,
-                           "cuda gemm: precise fp32 output needs %zu bytes of workspace, got %zu", need,
-                           job->workspace ? job->workspace_bytes : (size_t)0);
-        if (need && ((uintptr_t)job->workspace & 15u))
-            return fk_fail(ctx, FP8KIT_ERR_MISALIGNED,
-                           "cuda gemm: the workspace (fp16 copies of A and B) must be 16-byte aligned");
-        opa = job->workspace;
-        opb = (const unsigned char *)job->workspace + fk_f16_b_offset(job);
-        kbytes = lda = ldb = 2 * (uint64_t)job->k;
+        const fp8kit_status fst = fk_f16_operands(ctx, job, &opa, &opb, &kbytes, &lda, &ldb);
+        if (fst)
+            return fst;
     }
     FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
     if (dd->out_quant == FP8KIT_OUTQ_SCALED && job->amax_d)
