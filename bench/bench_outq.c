@@ -26,12 +26,6 @@
 
 #include "bench_cuda.h"
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Everything one timed step needs. */
 typedef struct job {
     fp8kit_ctx *ctx;
@@ -59,34 +53,7 @@ static int step(job *j)
     return 0;
 }
 
-/* Median microseconds of reps timed steps (3 warm-up), L2 flushed before each. */
-static double time_us(job *j, int reps, void *flush, size_t flush_bytes)
-{
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    float *t = malloc(sizeof(float) * (size_t)reps);
-    double med = -1.0;
-    for (int i = 0; i < 3; i++)
-        if (step(j))
-            goto out;
-    for (int i = 0; i < reps; i++) {
-        CK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, 0));
-        CK(cudaEventRecord(e0, 0));
-        if (step(j))
-            goto out;
-        CK(cudaEventRecord(e1, 0));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&t[i], e0, e1));
-    }
-    qsort(t, (size_t)reps, sizeof(float), cmp_float);
-    med = 1e3 * t[reps / 2];
-out:
-    free(t);
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
-    return med;
-}
+static int step_v(void *j) { return step((job *)j); }
 
 static uint64_t rng = 0x0ddc0ffee5eedull;
 static double rnorm(void)
@@ -214,7 +181,7 @@ int main(int argc, char **argv)
             double us[3];
             for (int w = 0; w < 3; w++) {
                 j.what = w;
-                us[w] = time_us(&j, reps, flush, flush_bytes);
+                us[w] = fk_bench_time_us(step_v, &j, reps, flush, flush_bytes);
             }
             /* fused vs unfused results (the unfused ones are from the last timed step) */
             j.what = 0;

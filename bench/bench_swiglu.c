@@ -26,12 +26,6 @@
 
 #include "bench_cuda.h"
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct job {
     fp8kit_ctx *ctx;
     fp8kit_gemm_desc desc;
@@ -53,33 +47,7 @@ static int step(job *j)
     return 0;
 }
 
-static double time_us(job *j, int reps, void *flush, size_t flush_bytes)
-{
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    float *t = malloc(sizeof(float) * (size_t)reps);
-    double med = -1.0;
-    for (int i = 0; i < 3; i++)
-        if (step(j))
-            goto out;
-    for (int i = 0; i < reps; i++) {
-        CK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, 0));
-        CK(cudaEventRecord(e0, 0));
-        if (step(j))
-            goto out;
-        CK(cudaEventRecord(e1, 0));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&t[i], e0, e1));
-    }
-    qsort(t, (size_t)reps, sizeof(float), cmp_float);
-    med = 1e3 * t[reps / 2];
-out:
-    free(t);
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
-    return med;
-}
+static int step_v(void *j) { return step((job *)j); }
 
 static uint64_t rng = 0x5e1f00d5eedull;
 static double rnorm(void)
@@ -226,8 +194,10 @@ int main(int argc, char **argv)
             p.qs = fp8kit_tensor_make(dsc, FP8KIT_F32, 2, sd_shape);
             job g = p;
             g.quantize = 0;
-            const double us_f = time_us(&f, reps, flush, flush_bytes), us_p = time_us(&p, reps, flush, flush_bytes);
-            const double us_fb = time_us(&fb, reps, flush, flush_bytes), us_g = time_us(&g, reps, flush, flush_bytes);
+            const double us_f = fk_bench_time_us(step_v, &f, reps, flush, flush_bytes);
+            const double us_p = fk_bench_time_us(step_v, &p, reps, flush, flush_bytes);
+            const double us_fb = fk_bench_time_us(step_v, &fb, reps, flush, flush_bytes);
+            const double us_g = fk_bench_time_us(step_v, &g, reps, flush, flush_bytes);
             char plan[400] = "";
             fp8kit_gemm_describe(ctx, &f.desc, &f.args, plan, sizeof plan);
             char shp[64];
