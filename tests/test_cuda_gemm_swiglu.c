@@ -31,6 +31,7 @@
 #ifdef FP8KIT_HAVE_CUDA
 #include <cuda_runtime.h>
 #include "test_cuda_util.h"
+#include "outstage_expect.h"
 
 #define U32 (1.0 / 16777216.0)
 static fp8kit_ctx *g_gpu;
@@ -38,11 +39,6 @@ static int g_cluster; /* --tuning gemm_cluster=2: e4m3 x e4m3 plans run clusters
 static fk_rng rng;
 
 static size_t dsize(fp8kit_dtype t) { return t == FP8KIT_F32 ? 4 : (t == FP8KIT_E4M3 || t == FP8KIT_E5M2) ? 1 : 2; }
-
-static float round_hp(float y, fp8kit_dtype t)
-{
-    return t == FP8KIT_BF16 ? fk_bf16_to_f32(fk_f32_to_bf16(y)) : t == FP8KIT_F16 ? fk_f16_to_f32(fk_f32_to_f16(y)) : y;
-}
 
 typedef struct ccase {
     int64_t m, n, k, ldd_pad;
@@ -219,53 +215,20 @@ static void check_oracle(const ccase *c, const ops *o, const float *r, int64_t l
     free(acc), free(sabs);
 }
 
-/* (2) the expected D (row stride ld, bytes) and scales of stage s from R's values. */
+/* (2) the expected D (row stride ld, bytes) and scales of stage s from R's values (row stride
+ * ldr), by the output stage of outstage_expect.h. */
 static void expected(const ccase *c, const stage *s, const float *r, int64_t ldr, int64_t ld, float scale_in,
                      uint8_t *d, uint8_t *sd, float *amax)
 {
     const int64_t M = c->m, h = c->n / 2;
-    const int e5 = s->dt == FP8KIT_E5M2;
-    const size_t es = dsize(s->dt);
+    const fk_outstage os = {s->dt, s->hp, s->oq, s->pow2, s->rceil, scale_in};
+    const int64_t ng = s->oq == FP8KIT_OUTQ_MX ? h / 32 : s->oq == FP8KIT_OUTQ_BLOCK1X128 ? (h + 127) / 128 : 0;
+    const size_t es = dsize(s->dt), ss = s->oq == FP8KIT_OUTQ_MX ? 1 : 4;
     float *row = (float *)malloc(sizeof(float) * (size_t)h + 4);
     uint32_t am = 0;
     for (int64_t m = 0; m < M; m++) {
-        for (int64_t j = 0; j < h; j++)
-            row[j] = r[m * ldr + j];
-        for (int64_t j = 0; j < h; j++) {
-            uint8_t *p = d + (size_t)(m * ld + j) * es;
-            if (s->dt == FP8KIT_BF16 || s->dt == FP8KIT_F16) {
-                uint16_t v = s->dt == FP8KIT_BF16 ? fk_f32_to_bf16(row[j]) : fk_f32_to_f16(row[j]);
-                memcpy(p, &v, 2);
-            } else if (s->oq == FP8KIT_OUTQ_NONE) {
-                *p = fk_f32_to_fp8(row[j], e5);
-            } else if (s->oq == FP8KIT_OUTQ_SCALED) {
-                *p = fk_quant_f32_elem(row[j], scale_in, e5);
-                am = fk_max_u32(am, fk_abs_bits(row[j]));
-            }
-        }
-        if (s->oq != FP8KIT_OUTQ_MX && s->oq != FP8KIT_OUTQ_BLOCK1X128)
-            continue;
-        for (int64_t j = 0; j < h; j++)
-            row[j] = round_hp(row[j], s->hp);
-        const int64_t gs = s->oq == FP8KIT_OUTQ_MX ? 32 : 128, ng = (h + gs - 1) / gs;
-        for (int64_t g = 0; g < ng; g++) {
-            const int64_t j0 = g * gs, j1 = j0 + gs < h ? j0 + gs : h;
-            uint32_t ga = 0;
-            for (int64_t j = j0; j < j1; j++)
-                ga = fk_max_u32(ga, fk_abs_bits(row[j]));
-            if (s->oq == FP8KIT_OUTQ_MX) {
-                const uint8_t sc = fk_mx_scale(ga, e5, s->rceil);
-                const float rc = fk_mx_recip(sc);
-                sd[m * ng + g] = sc;
-                for (int64_t j = j0; j < j1; j++)
-                    d[m * ld + j] = fk_quant_mx_elem(row[j], rc, e5);
-            } else {
-                const float sc = fk_scale_f32(ga, e5, s->pow2);
-                memcpy(sd + 4 * (m * ng + g), &sc, 4);
-                for (int64_t j = j0; j < j1; j++)
-                    d[m * ld + j] = fk_quant_f32_elem(row[j], sc, e5);
-            }
-        }
+        memcpy(row, r + m * ldr, sizeof(float) * (size_t)h);
+        fk_outstage_row(&os, row, h, d + es * (size_t)(m * ld), sd + ss * (size_t)(m * ng), &am);
     }
     *amax = fk_u2f(am);
     free(row);

@@ -15,6 +15,7 @@
 #include "format/scale.h"
 #include "ref/gemm_ref.h"
 #include "test_util.h"
+#include "outstage_expect.h"
 
 #define U32 (1.0 / 16777216.0)
 
@@ -22,11 +23,6 @@ static fp8kit_ctx *g_ctx;
 
 static size_t dsize(fp8kit_dtype t) { return t == FP8KIT_F32 ? 4 : (t == FP8KIT_E4M3 || t == FP8KIT_E5M2) ? 1 : 2; }
 static int is_fp8(fp8kit_dtype t) { return t == FP8KIT_E4M3 || t == FP8KIT_E5M2; }
-
-static float round_hp(float y, fp8kit_dtype t)
-{
-    return t == FP8KIT_BF16 ? fk_bf16_to_f32(fk_f32_to_bf16(y)) : t == FP8KIT_F16 ? fk_f16_to_f32(fk_f32_to_f16(y)) : y;
-}
 
 typedef struct scase {
     int64_t m, n, k;
@@ -100,53 +96,19 @@ static void make_ops(fk_rng *r, const scase *c, sops *o)
 static void free_ops(sops *o) { free(o->a), free(o->b), free(o->sa), free(o->sb), free(o->bias); }
 
 /* Expected D (bytes, row stride h) and scale_d from the act=none run's y (M x N f32), by the
- * definition: fk_swiglu of each pair, then the output stage. */
+ * definition: fk_swiglu of each pair, then the output stage (outstage_expect.h). */
 static void expected_out(const scase *c, const float *y, float scale_in, uint8_t *d, uint8_t *sd, float *amax)
 {
     const int64_t M = c->m, N = c->n, h = N / 2;
-    const int e5 = c->dt == FP8KIT_E5M2;
-    float *row = (float *)malloc(sizeof(float) * (size_t)h);
+    const fk_outstage os = {c->dt, c->hp, c->oq, c->pow2, c->rceil, scale_in};
+    const int64_t ng = c->oq == FP8KIT_OUTQ_MX ? h / 32 : c->oq == FP8KIT_OUTQ_BLOCK1X128 ? (h + 127) / 128 : 0;
+    const size_t es = dsize(c->dt), ss = c->oq == FP8KIT_OUTQ_MX ? 1 : 4;
+    float *row = (float *)malloc(sizeof(float) * (size_t)h + 4);
     uint32_t am = 0;
     for (int64_t m = 0; m < M; m++) {
         for (int64_t j = 0; j < h; j++)
             row[j] = fk_swiglu(y[m * N + j], y[m * N + j + h]);
-        for (int64_t j = 0; j < h; j++) {
-            const int64_t i = m * h + j;
-            if (c->dt == FP8KIT_F32)
-                memcpy(d + 4 * i, &row[j], 4);
-            else if (c->dt == FP8KIT_BF16 || c->dt == FP8KIT_F16) {
-                uint16_t v = c->dt == FP8KIT_BF16 ? fk_f32_to_bf16(row[j]) : fk_f32_to_f16(row[j]);
-                memcpy(d + 2 * i, &v, 2);
-            } else if (c->oq == FP8KIT_OUTQ_NONE)
-                d[i] = fk_f32_to_fp8(row[j], e5);
-            else if (c->oq == FP8KIT_OUTQ_SCALED) {
-                d[i] = fk_quant_f32_elem(row[j], scale_in, e5);
-                am = fk_max_u32(am, fk_abs_bits(row[j]));
-            }
-        }
-        if (c->oq != FP8KIT_OUTQ_MX && c->oq != FP8KIT_OUTQ_BLOCK1X128)
-            continue;
-        for (int64_t j = 0; j < h; j++)
-            row[j] = round_hp(row[j], c->hp);
-        const int64_t gs = c->oq == FP8KIT_OUTQ_MX ? 32 : 128, ng = (h + gs - 1) / gs;
-        for (int64_t g = 0; g < ng; g++) {
-            const int64_t j0 = g * gs, j1 = j0 + gs < h ? j0 + gs : h;
-            uint32_t ga = 0;
-            for (int64_t j = j0; j < j1; j++)
-                ga = fk_max_u32(ga, fk_abs_bits(row[j]));
-            if (c->oq == FP8KIT_OUTQ_MX) {
-                const uint8_t s = fk_mx_scale(ga, e5, c->rceil);
-                const float rc = fk_mx_recip(s);
-                sd[m * ng + g] = s;
-                for (int64_t j = j0; j < j1; j++)
-                    d[m * h + j] = fk_quant_mx_elem(row[j], rc, e5);
-            } else {
-                const float s = fk_scale_f32(ga, e5, c->pow2);
-                memcpy(sd + 4 * (m * ng + g), &s, 4);
-                for (int64_t j = j0; j < j1; j++)
-                    d[m * h + j] = fk_quant_f32_elem(row[j], s, e5);
-            }
-        }
+        fk_outstage_row(&os, row, h, d + es * (size_t)(m * h), sd + ss * (size_t)(m * ng), &am);
     }
     *amax = fk_u2f(am);
     free(row);
