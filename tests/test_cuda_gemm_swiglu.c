@@ -474,7 +474,9 @@ int main(int argc, char **argv)
     refused("mx scales", &r, "mx scales");
     grouped_refused();
     fp8kit_ctx_destroy(g_gpu);
+#else
+    (void)small;
+    (void)tuning;
 #endif
-    (void)argv;
     return fk_test_summary("test_cuda_gemm_swiglu");
 }
