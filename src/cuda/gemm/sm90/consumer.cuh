@@ -12,20 +12,9 @@
 
 #ifdef FK_SM90_DEVICE
 /* Consumer warpgroup wg (0 or 1): rows wg * 64 .. wg * 64 + 63 of each tile. */
-/* accf += acc times the block scales of a tile spanning two 128-column scale
- * blocks of B: accumulators below SPLIT (columns below 2 SPLIT) take the
- * first block's (lo / hi: rows r0 / r0 + 8), the others the second's. */
-template <int SPLIT, int NACC>
-static __device__ __forceinline__ void fk_sm90_promote2(float (&accf)[NACC], const float (&acc)[NACC], float lo,
-                                                        float hi, float lo2, float hi2)
-{
-#pragma unroll
-    for (int i = 0; i < NACC; i++)
-        accf[i] = fmaf(acc[i], i < SPLIT ? ((i & 2) ? hi : lo) : ((i & 2) ? hi2 : lo2), accf[i]);
-}
-
-/* NS = 2: the gated tile without block scales (kernels_glu.cu; as in consumer_pipe.cuh: both
- * warpgroups on the tile's 64 rows of A, each with its own BN rows of B, the gated epilogue). */
+/* NS = 2: the gated tile with fast accumulation (kernels_glu.cu; as in consumer_pipe.cuh, which
+ * takes it with promotion: both warpgroups on the tile's 64 rows of A, each with its own BN rows
+ * of B, the gated epilogue). */
 template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int NS = 1>
 static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p, int wg,
                                                         uint32_t sa0, uint32_t sb0,
@@ -34,7 +23,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
 {
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_NONE, NS> S;
     constexpr bool GLU = NS == 2;
-    static_assert(!GLU || (!BLOCK && !GR && !TS), "the gated tile: tensor / row scales, dense");
+    static_assert(!GLU || (PROMO == 0 && !BLOCK && !GR && !TS), "the gated tile: fast accumulation, dense");
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
@@ -173,9 +162,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
             else if (fk_sm90_sk_finish(p, w, acc, wg, tid))
                 fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         } else {
-            if constexpr (GLU)
-                fk_glu_epilogue(p, accf, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid, (w.t / w.step) & 1);
-            else if (fk_sm90_sk_finish(p, w, accf, wg, tid))
+            if (fk_sm90_sk_finish(p, w, accf, wg, tid))
                 fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         }
     }

@@ -36,6 +36,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
      * that is the same in every K block ptxas serializes the wgmma groups
      * (C7514); the epilogue then leaves A's scale out (epilogue_glu.cuh) */
     constexpr bool AROW = GLU && !BLOCK, SCL = BLOCK || AROW;
+    constexpr int SPLIT = GLU ? S::NACC / 2 : S::NACC; /* GLU: the up half's accumulators take v_u */
     /* ST: this thread's A rows in stage 0's table; B's 4-block group after them */
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const float *sct = (const float *)(fk_smem + (sc0 - fk_smem_addr(fk_smem)));
@@ -143,7 +144,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         FK_PIPE_TAB(w_lo, w_hi, w_b, kb)                                                         \
         fk_wgmma_wait<1>();                                                                      \
         FK_PIPE_RELEASE(pstage)                                                                  \
-        fk_sm90_promote<true, S::NACC, GLU>(accf, OLD, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u); \
+        fk_sm90_promote<true, S::NACC, SPLIT>(accf, OLD, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u); \
         pstage = stage;                                                                          \
         fk_sm90_lag_step(p, wg, ++issued);                                                       \
         if (++stage == S::STAGES) {                                                              \
@@ -177,11 +178,11 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 FK_PIPE_STEP(acc1, acc0)
                 fk_wgmma_wait<0>();
                 FK_PIPE_RELEASE(pstage)
-                fk_sm90_promote<true, S::NACC, GLU>(accf, acc1, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
+                fk_sm90_promote<true, S::NACC, SPLIT>(accf, acc1, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
             } else {
                 fk_wgmma_wait<0>();
                 FK_PIPE_RELEASE(pstage)
-                fk_sm90_promote<true, S::NACC, GLU>(accf, acc0, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
+                fk_sm90_promote<true, S::NACC, SPLIT>(accf, acc0, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
             }
 #undef FK_PIPE_STEP
 #undef FK_PIPE_TAB

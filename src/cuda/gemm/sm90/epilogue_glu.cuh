@@ -161,22 +161,7 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
         }
         return;
     }
-    /* the value docs/spec.md 3 quantizes: h rounded to out_hp (RNE) and widened back */
-    if (p.out_hp == FP8KIT_BF16) {
-#pragma unroll
-        for (int x = 0; x < H; x += 2) {
-            const uint32_t w = fk_cvt_bf16x2(h[x], h[x + 1]);
-            h[x] = fk_u2f(w << 16);
-            h[x + 1] = fk_u2f(w & 0xFFFF0000u);
-        }
-    } else if (p.out_hp == FP8KIT_F16) {
-#pragma unroll
-        for (int x = 0; x < H; x += 2) {
-            const uint32_t w = fk_cvt_f16x2(h[x], h[x + 1]);
-            h[x] = fk_epi_f16_f32(w & 0xFFFFu);
-            h[x + 1] = fk_epi_f16_f32(w >> 16);
-        }
-    }
+    fk_epi_round_hp(h, p.out_hp); /* the value docs/spec.md 3 quantizes */
     const bool e5 = p.d_type == FP8KIT_E5M2;
     const bool vec = (((uintptr_t)p.d | (uintptr_t)p.ldd) & 7u) == 0;
     if (p.out_quant == FP8KIT_OUTQ_MX) {
@@ -211,14 +196,8 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
     am_hi = fk_max_u32(am_hi, x0[(wg ^ 1) * 128 + par * 64 + r_lo + 8]);
     const float s_lo = fk_scale_f32(am_lo, e5, p.out_pow2), s_hi = fk_scale_f32(am_hi, e5, p.out_pow2);
     const int g0 = n0 & ~127; /* the group's first column */
-    if (wg == 0 && q == 0 && g0 < p.n) {
-        float *sd = (float *)p.scale_d_out + g0 / 128;
-        const long long ld = (p.n + 127) / 128;
-        if (row_lo < p.m)
-            sd[(long long)row_lo * ld] = s_lo;
-        if (row_lo + 8 < p.m)
-            sd[(long long)(row_lo + 8) * ld] = s_hi;
-    }
+    if (wg == 0 && g0 < p.n)
+        fk_epi_put_b128_scales(p, row_lo, g0, q, s_lo, s_hi);
     const fk_epi_qf lo = fk_epi_qf_div(s_lo), hi = fk_epi_qf_div(s_hi);
 #pragma unroll
     for (int c = 0; c < H / 16; c++)

@@ -18,6 +18,27 @@
  * among them gives each lane 8 consecutive codes of each row: one 8-byte
  * store per row and chunk, 32 contiguous bytes per row and warp store. */
 
+/* y[0 .. N-1] rounded to out_hp (RNE) and widened back, in place: the value
+ * docs/spec.md 3 quantizes (fp32 out_hp: unchanged). */
+template <int N> static __device__ __forceinline__ void fk_epi_round_hp(float (&y)[N], int hp)
+{
+    if (hp == FP8KIT_BF16) {
+#pragma unroll
+        for (int x = 0; x < N; x += 2) {
+            const uint32_t w = fk_cvt_bf16x2(y[x], y[x + 1]);
+            y[x] = fk_u2f(w << 16);
+            y[x + 1] = fk_u2f(w & 0xFFFF0000u);
+        }
+    } else if (hp == FP8KIT_F16) {
+#pragma unroll
+        for (int x = 0; x < N; x += 2) {
+            const uint32_t w = fk_cvt_f16x2(y[x], y[x + 1]);
+            y[x] = fk_epi_f16_f32(w & 0xFFFFu);
+            y[x + 1] = fk_epi_f16_f32(w >> 16);
+        }
+    }
+}
+
 /* y of one chunk in place: act(acc * (sa * cf) + bias + beta * C) (cf =
  * alpha * tensor scales * column scale, rounded once from double; sa the
  * row scale or 1; the bias of the unused kind is 0 in the table), rounded to
@@ -59,21 +80,7 @@ static __device__ __forceinline__ void fk_epi_rowq_y16(const fk_gemm_params &p, 
         }
     }
     fk_epi_act_n(y, p.act);
-    if (p.out_hp == FP8KIT_BF16) {
-#pragma unroll
-        for (int x = 0; x < 16; x += 2) {
-            const uint32_t w = fk_cvt_bf16x2(y[x], y[x + 1]);
-            y[x] = fk_u2f(w << 16);
-            y[x + 1] = fk_u2f(w & 0xFFFF0000u);
-        }
-    } else if (p.out_hp == FP8KIT_F16) {
-#pragma unroll
-        for (int x = 0; x < 16; x += 2) {
-            const uint32_t w = fk_cvt_f16x2(y[x], y[x + 1]);
-            y[x] = fk_epi_f16_f32(w & 0xFFFFu);
-            y[x + 1] = fk_epi_f16_f32(w >> 16);
-        }
-    }
+    fk_epi_round_hp(y, p.out_hp);
     if (n0 + tc0 + 32 > p.n) {
 #pragma unroll
         for (int x = 0; x < 16; x++)
@@ -219,6 +226,22 @@ static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, c
     fk_epi_rowq_codes<true>(p, y, lo, hi, row_lo, col0, q, e5, vec);
 }
 
+/* block1x128: lane q == 0 of each fragment row stores the f32 scales of its
+ * rows r_lo and r_lo + 8 for the group starting at column col0 (rows past M
+ * are not stored). */
+static __device__ __forceinline__ void fk_epi_put_b128_scales(const fk_gemm_params &p, int row_lo, int col0, int q,
+                                                              float s_lo, float s_hi)
+{
+    if (q == 0) {
+        float *sd = (float *)p.scale_d_out + col0 / 128;
+        const long long ld = (p.n + 127) / 128;
+        if (row_lo < p.m)
+            sd[(long long)row_lo * ld] = s_lo;
+        if (row_lo + 8 < p.m)
+            sd[(long long)(row_lo + 8) * ld] = s_hi;
+    }
+}
+
 /* block1x128: scales and codes of one 128-column group, y[0 .. 63] (its 4
  * chunks in order; chunks past N are skipped); am_lo / am_hi: this lane's
  * amax bits of the group's two rows (taken from the chunks' y before they
@@ -231,14 +254,7 @@ static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p,
 {
     const float s_lo = fk_scale_f32(fk_epi_quad_max(am_lo), e5, p.out_pow2);
     const float s_hi = fk_scale_f32(fk_epi_quad_max(am_hi), e5, p.out_pow2);
-    if (q == 0) {
-        float *sd = (float *)p.scale_d_out + col0 / 128;
-        const long long ld = (p.n + 127) / 128;
-        if (row_lo < p.m)
-            sd[(long long)row_lo * ld] = s_lo;
-        if (row_lo + 8 < p.m)
-            sd[(long long)(row_lo + 8) * ld] = s_hi;
-    }
+    fk_epi_put_b128_scales(p, row_lo, col0, q, s_lo, s_hi);
     const fk_epi_qf lo = fk_epi_qf_div(s_lo), hi = fk_epi_qf_div(s_hi);
 #pragma unroll
     for (int c = 0; c < 4; c++)

@@ -33,11 +33,25 @@ static __device__ __forceinline__ void fk_sm90_issue(float (&acc)[NACC], uint64_
     fk_wgmma_commit();
 }
 
-/* accf += acc (times the block scales of rows r0 / r0 + 8 when BLOCK; with
- * GLU, the gated tile's [gate | up] halves, u_lo / u_hi for the up half). */
-template <bool BLOCK, int NACC, bool GLU = false>
+/* accf += acc times block scales that change at accumulator SPLIT (a tile
+ * spanning two 128-column scale blocks of B, consumer.cuh; the gated tile's
+ * [gate | up] halves, consumer_pipe.cuh): accumulators below SPLIT (columns
+ * below 2 SPLIT) take the first scales (lo / hi: rows r0 / r0 + 8), the
+ * others the second. */
+template <int SPLIT, int NACC>
+static __device__ __forceinline__ void fk_sm90_promote2(float (&accf)[NACC], const float (&acc)[NACC], float lo,
+                                                        float hi, float lo2, float hi2)
+{
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        accf[i] = fmaf(acc[i], i < SPLIT ? ((i & 2) ? hi : lo) : ((i & 2) ? hi2 : lo2), accf[i]);
+}
+
+/* accf += acc (times the block scales of rows r0 / r0 + 8 when BLOCK; from
+ * accumulator SPLIT on, s_lo2 / s_hi2: fk_sm90_promote2). */
+template <bool BLOCK, int NACC, int SPLIT = NACC>
 static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], float (&acc)[NACC], float s_lo,
-                                                       float s_hi, float u_lo = 0.0f, float u_hi = 0.0f)
+                                                       float s_hi, float s_lo2 = 0.0f, float s_hi2 = 0.0f)
 {
 #pragma unroll
     for (int i = 0; i < NACC; i++)
@@ -46,9 +60,7 @@ static __device__ __forceinline__ void fk_sm90_promote(float (&accf)[NACC], floa
         /* fmaf: one rounding and one instruction (the build has
          * --fmad=false; a separate multiply and add made block-scaled
          * GEMMs 8-13% slower, H100, 2026-11-25: 8192^3 1202 vs 1090 us) */
-#pragma unroll
-        for (int i = 0; i < NACC; i++)
-            accf[i] = fmaf(acc[i], GLU && i >= NACC / 2 ? ((i & 2) ? u_hi : u_lo) : ((i & 2) ? s_hi : s_lo), accf[i]);
+        fk_sm90_promote2<SPLIT>(accf, acc, s_lo, s_hi, s_lo2, s_hi2);
     } else {
 #pragma unroll
         for (int i = 0; i < NACC; i++)
