@@ -321,9 +321,9 @@ typedef enum fp8kit_activation {
      * (each expert's B rows [gate; up], D of N/2 columns; the K-grouped GEMM refuses
      * it with FP8KIT_ERR_UNSUPPORTED). fp8kit_gemm: on the CPU backend and on Hopper
      * as one fused kernel (tensor, row and block scales - block: N/2 a multiple of
-     * 128 - not mx: FP8KIT_ERR_UNSUPPORTED); fp8kit_grouped_gemm: CPU backend only for
-     * now (the CUDA backend refuses it with FP8KIT_ERR_UNSUPPORTED); beta != 0 is
-     * FP8KIT_ERR_UNSUPPORTED. docs/spec.md 3. */
+     * 128 - not mx: FP8KIT_ERR_UNSUPPORTED); fp8kit_grouped_gemm: on the CPU backend
+     * and on Hopper as one fused grouped kernel (the same scale modes and rule);
+     * beta != 0 is FP8KIT_ERR_UNSUPPORTED. docs/spec.md 3. */
     FP8KIT_ACT_SWIGLU = 5
 } fp8kit_activation;
 /* The number of fp8kit_activation values: they run from 0 to FP8KIT_ACT_COUNT - 1
@@ -483,8 +483,9 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  * scale modes NONE / TENSOR / ROW (mixed freely), BLOCK and MX (each on
  * both), every activation, no C (else FP8KIT_ERR_UNSUPPORTED), D f32 / f16 /
  * bf16 without output quantization (an fp8 D needs it: else UNSUPPORTED).
- * CPU backend only for now (the CUDA backend refuses them with
- * FP8KIT_ERR_UNSUPPORTED):
+ * On both backends (CUDA: fused in the grouped kernel; swiglu there takes
+ * tensor, row and block scales - block: N/2 a multiple of 128 - not mx,
+ * else FP8KIT_ERR_UNSUPPORTED):
  * - FP8KIT_ACT_SWIGLU: each expert's N rows of B are [gate; up] (N even, else
  *   FP8KIT_ERR_INVALID_SHAPE) and D is (T, N/2), masked (G, M, N/2), each
  *   row as fp8kit_gemm's swiglu; the bias keeps G x N.
@@ -494,8 +495,10 @@ FP8KIT_API fp8kit_status fp8kit_gemm_call_ptrs(const fp8kit_gemm_call *call, con
  *   OUTQ_BLOCK1X128 (f32 scales (T, ceil(Nd/128))), each row of each group
  *   quantized as fp8kit_gemm does it; OUTQ_SCALED (scale_d one f32; amax_d,
  *   optional, receives the max |y| over every row a group owns, 0 when none
- *   does). Scale rows of rows no group owns are not written, as D's.
- *   fp8kit_gemm_scale_shape(desc, 2, T, N, ...) gives scale_d's shape.
+ *   does or, on the GPU, when the offsets are invalid). Scale rows of rows
+ *   no group owns are not written, as D's.
+ *   fp8kit_gemm_scale_shape(desc, 2, T, N, ...) gives scale_d's shape (it
+ *   halves N itself with swiglu).
  * workspace (optional): as fp8kit_gemm's; fp8kit_grouped_gemm_workspace_size
  * gives the size of the fastest path (0 on the CPU; on the GPU the
  * normalized MX copies of A and B, docs/spec.md 3 "the MX accuracy
@@ -538,7 +541,7 @@ typedef struct fp8kit_grouped_gemm_args {
     fp8kit_grouped_layout layout; /* FP8KIT_GROUPED_CONTIGUOUS (0) or FP8KIT_GROUPED_MASKED */
     void *workspace;          /* optional, 16-byte aligned (fp8kit_grouped_gemm_workspace_size) */
     size_t workspace_bytes;
-    /* Output quantization (desc->out_quant; CPU backend only for now), as fp8kit_gemm_args' fields
+    /* Output quantization (desc->out_quant; both backends), as fp8kit_gemm_args' fields
      * of the same names over every row of D: OUTQ_SCALED -> the f32 scalar input scale (amax_d:
      * optional f32 scalar output, max |y| over the rows the groups own); OUTQ_MX / BLOCK1X128 -> the
      * output scales of the (T, Nd) D, Nd = N or N/2 with swiglu: (T, Nd/32) e8m0 or

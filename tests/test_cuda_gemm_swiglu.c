@@ -10,8 +10,8 @@
  *      quantization equals quantizing the kernel's own D;
  *  (3) D's row padding (ldd > N/2) and the bytes past D and its scales stay untouched;
  *  (4) the plan is the gated family's; the combinations it refuses (MX scales, block scales
- *      with N/2 not a multiple of 128), and the grouped GEMM's swiglu (CPU only for now),
- *      give UNSUPPORTED and leave D untouched.
+ *      with N/2 not a multiple of 128) give UNSUPPORTED and leave D untouched (the grouped
+ *      GEMM's swiglu: test_cuda_grouped_swiglu.c).
  * Shapes are drawn at random (odd M, N/2 from 1, K a multiple of 16, real-model shapes);
  * every scale mode the family takes (none, tensor, row, block, both mn_major and plain block
  * layouts), both bias kinds, all fp8 pairs. Exits 77 without a usable CUDA device.
@@ -362,38 +362,6 @@ static void refused(const char *what, const ccase *c, const char *sub)
     free_ops(&o);
 }
 
-/* The grouped GEMM's swiglu and output quantization: src/core refuses both for the CUDA backend
- * (CPU only for now), with D untouched. */
-static void grouped_refused(void)
-{
-    const int64_t G = 2, T = 64, N = 256, K = 128, h = N / 2;
-    uint8_t *a = (uint8_t *)dmalloc((size_t)(T * K)), *b = (uint8_t *)dmalloc((size_t)(G * N * K));
-    uint8_t *d = (uint8_t *)dmalloc((size_t)(T * N) * 2);
-    int32_t offs_h[2] = {30, 64}, *offs = (int32_t *)dmalloc(8);
-    h2d(offs, offs_h, 8);
-    cudaMemset(d, FK_POISON, (size_t)(T * N) * 2);
-    fp8kit_gemm_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.act = FP8KIT_ACT_SWIGLU;
-    fp8kit_grouped_gemm_args ga;
-    memset(&ga, 0, sizeof ga);
-    ga.a = fp8kit_tensor_2d(a, FP8KIT_E4M3, T, K, K);
-    int64_t bs[3] = {G, N, K};
-    ga.b = fp8kit_tensor_make(b, FP8KIT_E4M3, 3, bs);
-    ga.offsets = offs;
-    ga.alpha = 1.0f;
-    ga.d = fp8kit_tensor_2d(d, FP8KIT_BF16, T, h, h);
-    fp8kit_status st = fp8kit_grouped_gemm(g_gpu, &desc, &ga, NULL);
-    const char *msg = fp8kit_last_error(g_gpu);
-    CHECK(st == FP8KIT_ERR_UNSUPPORTED && msg && strstr(msg, "swiglu"), "grouped swiglu on the GPU: %s (%s)",
-          fp8kit_status_string(st), msg ? msg : "");
-    uint8_t *hd = (uint8_t *)malloc((size_t)(T * N) * 2);
-    d2h(hd, d, (size_t)(T * N) * 2);
-    CHECK(fk_is_poisoned(hd, (size_t)(T * N) * 2), "grouped swiglu on the GPU: D was written");
-    free(hd);
-    cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(offs);
-}
-
 static int64_t pick(const int64_t *v, int n) { return v[fk_rng_u32(&rng) % (uint32_t)n]; }
 #endif
 
@@ -472,7 +440,6 @@ int main(int argc, char **argv)
     r.mode = FP8KIT_SCALE_MX;
     r.n = 2 * 256;
     refused("mx scales", &r, "mx scales");
-    grouped_refused();
     fp8kit_ctx_destroy(g_gpu);
 #else
     (void)small;

@@ -15,6 +15,12 @@ as the dense scaled_mm reads them: a's per 32 of K and each expert's
 call gets the workspace the library asks for
 (fp8kit_grouped_gemm_workspace_size: 0 on the CPU, the normalized MX copies
 on the GPU), allocated per call unless `workspace=` gives one.
+Output stage (desc.out_quant; the C call's scale_d / amax_d; CPU backend only
+for now): scale_d / return_amax / out_quant / out_hp / out_rounding / out_pow2
+as scaled_mm takes them and with its return convention: an e4m3 / e5m2 D with
+out_quant 'scaled' (D = fp8(y / scale_d), amax = max |y| over the rows the
+groups own), or 'mx' / 'block1x128' returning (d, scales), the scales of every
+row of D in D's leading dims ((T, cols), masked (G, M, cols)).
 CPU backend: numpy arrays, torch CPU tensors, offs on the
 host (checked before anything runs). CUDA backend: torch CUDA tensors with
 offs an int32 CUDA tensor on the same device, read by the kernel (no host
@@ -25,18 +31,19 @@ FP8KIT_ERR_INVALID_ARGUMENT (2). No hot path yet: each call builds its structs
 """
 import ctypes
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple, Union
 
 from ._arrays import as_view, torch_module
 from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, gemm_scale_shape,
                       group_offsets, numel, packed, prod, rup, set_tensor, status_pointer, stream_for, tensor_layout)
 from ._context import Context, on_clear
-from ._lib import Activation, Backend, BiasMode, DType, GemmDesc, GroupedLayout, ScaleLayout, ScaleMode, Tensor
-from ._names import GROUPED_LAYOUTS, SCALE_LAYOUTS, activation_of, dtype_of_name, enum_of
+from ._lib import (Activation, Backend, BiasMode, DType, GemmDesc, GroupedLayout, OutQuant, Rounding, ScaleLayout,
+                   ScaleMode, Status, Tensor)
+from ._names import GROUPED_LAYOUTS, OUT_QUANTS, ROUNDINGS, SCALE_LAYOUTS, activation_of, dtype_of_name, enum_of
 from ._outputs import check_disjoint, check_writable, flat_layout, region
 from ._typing import Array, DTypeLike, Stream
 from ._view import ITEMSIZE
-from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError
+from .errors import InvalidArgumentError, InvalidShapeError, InvalidStrideError, UnsupportedError, raise_status
 
 FN = "fp8kit.grouped_mm"
 
@@ -262,13 +269,69 @@ def _scale_modes(sav, sbv, a_shape, G, N, K, scale_layout=None):
 class _Call:
     """One grouped call's checked views and structs (everything but the output, offsets, status, workspace)."""
     __slots__ = ("av", "bv", "sav", "sbv", "biasv", "dev", "cx", "desc", "args", "rows", "G", "N", "K", "ddt",
-                 "lay", "ND")
+                 "lay", "ND", "sdv", "sd_shape", "sd_dtype", "return_amax")
 
 
-def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout=None):
+def _out_stage(c, av, sdv, out_dtype, out_quant, out_hp, out_rounding, out_pow2, return_amax):
+    """The output stage (desc.out_quant and the rest), checked as scaled_mm checks it: D's dtype (default
+    e4m3 with output quantization), OUTQ_SCALED with its scale_d (a float32 scalar, implied by scale_d) and
+    return_amax, OUTQ_MX / BLOCK1X128 with out_hp, out_rounding, out_pow2 and the shape of the output scales
+    (c.sd_shape: D's leading dims, (T,) or masked (G, M), + (Nd/32,) e8m0 or (ceil(Nd/128),) float32, Nd =
+    D's columns; None without them). Sets c.desc's output fields, c.ddt and c.args.scale_d (SCALED: scale_d
+    itself; MX / BLOCK1X128: the (T, cols) output scales without their pointer, which the call allocates)."""
+    desc, rows, ND = c.desc, c.rows, c.ND
+    oq = enum_of(OUT_QUANTS, out_quant, FN + ": out_quant", OutQuant) if out_quant is not None else None
+    if out_dtype is None:
+        ddt = DType.E4M3 if oq in (OutQuant.MX, OutQuant.BLOCK1X128) or sdv is not None else (
+            DType.BF16 if av.kind == "torch" or av.device == "cuda" else DType.F32)
+    else:
+        ddt = dtype_of_name(out_dtype, "out_dtype")
+    if oq is None:
+        oq = OutQuant.SCALED if sdv is not None else OutQuant.NONE
+    if oq == OutQuant.NONE and ddt not in HP:
+        raise UnsupportedError("%s: out_dtype must be float32, float16 or bfloat16 (got %s)%s"
+                               % (FN, ddt.name.lower(), "; an e4m3 / e5m2 D needs output quantization (out_quant or "
+                                  "scale_d)" if ddt in FP8 else ""))
+    if oq != OutQuant.NONE and ddt not in FP8:
+        raise UnsupportedError("%s: output quantization (%s) needs an e4m3/e5m2 out_dtype" % (FN, oq.name.lower()))
+    if oq == OutQuant.SCALED:
+        if sdv is None:
+            raise InvalidArgumentError("%s: out_quant 'scaled' needs scale_d" % FN)
+        if sdv.dtype != DType.F32 or numel(sdv) != 1:
+            raise InvalidArgumentError("%s: scale_d must be a float32 scalar" % FN)
+    elif sdv is not None:
+        raise InvalidArgumentError("%s: scale_d is an input only with out_quant 'scaled'" % FN)
+    if return_amax and oq != OutQuant.SCALED:
+        raise UnsupportedError("%s: return_amax needs an fp8 output with scale_d" % FN)
+    desc.out_quant = oq
+    c.ddt, c.sdv, c.sd_shape, c.sd_dtype, c.return_amax = ddt, sdv, None, None, bool(return_amax)
+    if oq == OutQuant.SCALED:
+        set_tensor(c.args.scale_d, sdv.ptr, DType.F32, (1,), (1,))
+    elif oq != OutQuant.NONE:  # MX / BLOCK1X128
+        hp = dtype_of_name(out_hp, "out_hp")
+        if hp not in HP:
+            raise UnsupportedError("%s: out_hp must be float32, float16 or bfloat16" % FN)
+        desc.out_hp = hp
+        desc.out_rounding = enum_of(ROUNDINGS, out_rounding, FN + ": out_rounding", Rounding)
+        desc.out_pow2 = 1 if out_pow2 else 0
+        st, msg, sd_dtype, shp = gemm_scale_shape(ScaleMode.NONE, ScaleLayout.PLAIN, 2, prod(rows), ND, oq)
+        if st == Status.ERR_INVALID_SHAPE:  # mx: D's columns % 32 != 0
+            raise InvalidShapeError("%s: out_quant 'mx' needs %s %% 32 == 0 (%s = %d)"
+                                    % ((FN,) + (("N", "N", ND) if ND == c.N else ("N/2", "N/2", ND))))
+        if st:
+            raise_status(st, msg.replace("fp8kit_gemm_scale_shape:", FN + ":", 1))
+        c.sd_shape, c.sd_dtype = tuple(rows) + (shp[1],), sd_dtype
+        # the library reads them as the (T, cols) matrix over every row of D, masked T = G x M
+        set_tensor(c.args.scale_d, None, sd_dtype, (prod(rows), shp[1]), (shp[1], 1))
+
+
+def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout=None,
+             scale_d=None, out_quant=None, out_hp="bfloat16", out_rounding="floor", out_pow2=False,
+             return_amax=False):
     """Checks a call's operands and options; returns a _Call whose args hold a, b (as the library's (G, N,
-    K)), the scales (mn_major A scales as the flat buffer from its start), the bias, alpha and the layout (no
-    pointers yet for d, offsets, status or workspace)."""
+    K)), the scales (mn_major A scales as the flat buffer from its start), the bias, alpha, the layout and the
+    output stage (scale_d: the input scalar of OUTQ_SCALED; the output scales' shape without their pointer)
+    (no pointers yet for d, the output scales, amax, offsets, status or workspace)."""
     if not isinstance(layout, (str, GroupedLayout)):
         raise InvalidArgumentError("%s: layout must be %s (got %r)"
                                    % (FN, " or ".join(repr(n) for n in GROUPED_LAYOUTS), layout))
@@ -302,7 +365,8 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
     sav = as_view(scale_a, "scale_a", DType.E8M0) if scale_a is not None else None
     sbv = as_view(scale_b, "scale_b", DType.E8M0) if scale_b is not None else None
     biasv = as_view(bias, "bias") if bias is not None else None
-    dev = device_of([av, bv, sav, sbv, biasv], FN)
+    sdv = as_view(scale_d, "scale_d") if scale_d is not None else None
+    dev = device_of([av, bv, sav, sbv, biasv, sdv], FN)
     cx = context_for(dev, ctx, FN)
     desc = GemmDesc()
     desc.scale_a, desc.scale_b, desc.scale_layout, n_mn = _scale_modes(sav, sbv, tuple(av.shape), G, N, K,
@@ -317,13 +381,10 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
         if biasv.dtype not in HP:
             raise InvalidArgumentError("%s: bias must be float32, float16 or bfloat16" % FN)
         desc.bias = BiasMode.COL
-    if out_dtype is None:
-        ddt = DType.BF16 if av.kind == "torch" or av.device == "cuda" else DType.F32
-    else:
-        ddt = dtype_of_name(out_dtype, "out_dtype")
-    if ddt not in HP:
-        raise UnsupportedError("%s: out_dtype must be float32, float16 or bfloat16 (got %s)" % (FN, ddt.name.lower()))
-    args = GroupedGemmArgs()
+    c = _Call()
+    c.desc, c.rows, c.N, c.ND = desc, rows, N, ND
+    args = c.args = GroupedGemmArgs()
+    _out_stage(c, av, sdv, out_dtype, out_quant, out_hp, out_rounding, out_pow2, return_amax)
     av.fill(args.a)
     # b as the library's (G, N, K): swap the last two dims of the (G, K, N) view
     bv.fill(args.b)
@@ -345,10 +406,36 @@ def _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, la
     if biasv is not None:
         biasv.fill(args.bias)
     args.alpha = float(alpha)
-    c = _Call()
-    c.av, c.bv, c.sav, c.sbv, c.biasv, c.dev, c.cx, c.desc, c.args = av, bv, sav, sbv, biasv, dev, cx, desc, args
-    c.rows, c.G, c.N, c.K, c.ddt, c.lay, c.ND = rows, G, N, K, ddt, lay, ND
+    c.av, c.bv, c.sav, c.sbv, c.biasv, c.dev, c.cx = av, bv, sav, sbv, biasv, dev, cx
+    c.G, c.K, c.lay = G, K, lay
     return c
+
+
+_AMAX_PROBE = 1 << 12  # a made-up, aligned amax_d for the probes (below every operand's placeholder)
+
+
+def _probe_args(c, addr=None):
+    """A copy of c.args for the probes (nothing is read or written): d and the output scales (when any) get
+    placeholder pointers, amax_d too when the call asks for it. addr: each operand's placeholder in turn,
+    256-byte aligned, each past the last one's bytes (the workspace probe); None: every one at 1 << 20
+    (describe)."""
+    probe = GroupedGemmArgs.from_buffer_copy(c.args)
+    set_tensor(probe.d, 1, c.ddt, c.rows + (c.ND,), (c.rows[-1] * c.ND, c.ND, 1)[-len(c.rows) - 1:])
+    if c.sd_shape is not None:
+        probe.scale_d.data = 1
+    if addr is not None:
+        for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.bias, probe.scale_d, probe.d):
+            if t.data:  # every operand given (a real pointer would also defeat the cache key)
+                t.data = addr
+                addr += rup(tensor_layout(t)[0], 256)
+        probe.offsets = addr
+    else:
+        for t in (probe.d, probe.scale_d):
+            if t.data:
+                t.data = 1 << 20
+        probe.offsets = 1 << 20
+    probe.amax_d = _AMAX_PROBE if c.return_amax else None
+    return probe
 
 
 _ws_sizes: Dict[Any, int] = {}  # (device, handle, desc bytes, probe args bytes) -> workspace bytes
@@ -371,14 +458,7 @@ def _workspace_bytes(c):
     fn = getattr(c.cx._lib, "fp8kit_grouped_gemm_workspace_size", None)
     if fn is None:  # an older library: no workspace, the call runs on the operands as given
         return 0
-    probe = GroupedGemmArgs.from_buffer_copy(c.args)
-    set_tensor(probe.d, 1, c.ddt, c.rows + (c.ND,), (c.rows[-1] * c.ND, c.ND, 1)[-len(c.rows) - 1:])
-    addr = 1 << 20
-    for t in (probe.a, probe.b, probe.scale_a, probe.scale_b, probe.bias, probe.d):
-        if t.data:  # every operand given (a real pointer would also defeat the cache key)
-            t.data = addr
-            addr += rup(tensor_layout(t)[0], 256)
-    probe.offsets = addr
+    probe = _probe_args(c, 1 << 20)
     probe.alpha = 1.0  # not part of the size
     probe.status = None
     probe.workspace = None
@@ -399,7 +479,10 @@ def _workspace_bytes(c):
 def grouped_mm_workspace_size(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
                               bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
                               activation: Optional[str] = None, ctx: Optional[Context] = None,
-                              layout: str = "contiguous", scale_layout: Optional[str] = None) -> int:
+                              layout: str = "contiguous", scale_layout: Optional[str] = None,
+                              scale_d: Optional[Array] = None, out_quant: Optional[str] = None,
+                              out_hp: DTypeLike = "bfloat16", out_rounding: str = "floor", out_pow2: bool = False,
+                              return_amax: bool = False) -> int:
     """The bytes of workspace fp8kit.grouped_mm asks the library for with these operands
     (fp8kit_grouped_gemm_workspace_size: 0 on the CPU and where none helps; on the GPU with mx scales, the
     normalized MX copies of a and b). Allocate it once (a uint8 tensor of this many bytes on the operands'
@@ -407,15 +490,19 @@ def grouped_mm_workspace_size(a: Array, b: Array, scale_a: Optional[Array] = Non
     strides and dtypes matter: nothing is read.
 
     Arguments: a, b, scale_a, scale_b, bias, out_dtype and the keywords activation, ctx, layout,
-    scale_layout as fp8kit.grouped_mm takes them (no offs: the size does not depend on them)."""
-    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout, scale_layout)
+    scale_layout, scale_d, out_quant, out_hp, out_rounding, out_pow2, return_amax as fp8kit.grouped_mm takes
+    them (no offs: the size does not depend on them)."""
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout, scale_layout, scale_d,
+                 out_quant, out_hp, out_rounding, out_pow2, return_amax)
     return _workspace_bytes(c)
 
 
 def grouped_mm_describe(a: Array, b: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
                         bias: Optional[Array] = None, out_dtype: Optional[DTypeLike] = None, *,
                         activation: Optional[str] = None, ctx: Optional[Context] = None, layout: str = "contiguous",
-                        scale_layout: Optional[str] = None) -> str:
+                        scale_layout: Optional[str] = None, scale_d: Optional[Array] = None,
+                        out_quant: Optional[str] = None, out_hp: DTypeLike = "bfloat16", out_rounding: str = "floor",
+                        out_pow2: bool = False, return_amax: bool = False) -> str:
     """The plan fp8kit.grouped_mm gets with these operands, in one line (fp8kit_grouped_gemm_describe): on
     the GPU the kernel family and its choices, e.g. "sm90_grouped variant=16 bn=128 ... scaling=staged ...";
     on the CPU "cpu: one gemm per group". Checks the call as grouped_mm does and plans it (the plan is cached
@@ -424,15 +511,15 @@ def grouped_mm_describe(a: Array, b: Array, scale_a: Optional[Array] = None, sca
     reports; the text is not a stable format.
 
     Arguments: a, b, scale_a, scale_b, bias, out_dtype and the keywords activation, ctx, layout,
-    scale_layout as fp8kit.grouped_mm takes them (no offs: the plan does not depend on them)."""
-    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout, scale_layout)
+    scale_layout, scale_d, out_quant, out_hp, out_rounding, out_pow2, return_amax as fp8kit.grouped_mm takes
+    them (no offs: the plan does not depend on them)."""
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, 1.0, ctx, layout, scale_layout, scale_d,
+                 out_quant, out_hp, out_rounding, out_pow2, return_amax)
     fn = getattr(c.cx._lib, "fp8kit_grouped_gemm_describe", None)
     if fn is None:
         raise UnsupportedError("%s: this fp8kit library has no fp8kit_grouped_gemm_describe (older than the "
                                "binding)" % FN)
-    probe = GroupedGemmArgs.from_buffer_copy(c.args)  # D and offsets: placeholders (nothing is read)
-    set_tensor(probe.d, 1 << 20, c.ddt, c.rows + (c.ND,), (c.rows[-1] * c.ND, c.ND, 1)[-len(c.rows) - 1:])
-    probe.offsets = 1 << 20
+    probe = _probe_args(c)  # D, the output scales, amax and offsets: placeholders (nothing is read)
     buf = ctypes.create_string_buffer(512)
     c.cx.check(fn(c.cx.handle, ctypes.byref(c.desc), ctypes.byref(probe), buf, len(buf)))
     return buf.value.decode("utf-8", "replace")
@@ -462,9 +549,13 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
                activation: Optional[str] = None, alpha: float = 1.0, out: Optional[Array] = None,
                ctx: Optional[Context] = None, stream: Optional[Stream] = None, status: Optional[Array] = None,
                layout: str = "contiguous", workspace: Optional[Array] = None,
-               scale_layout: Optional[str] = None) -> Array:
-    """D[rows of group g] = act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g]) for the G groups of rows that
+               scale_layout: Optional[str] = None, scale_d: Optional[Array] = None, out_quant: Optional[str] = None,
+               out_hp: DTypeLike = "bfloat16", out_rounding: str = "floor", out_pow2: bool = False,
+               return_amax: bool = False) -> Union[Array, Tuple[Array, Array]]:
+    """D[rows of group g] = out(act(alpha * deq(a[rows]) @ deq(b[g]) + bias[g])) for the G groups of rows that
     offs delimits.
+
+    Returns d; (d, amax) with return_amax; (d, scales) with out_quant 'mx' / 'block1x128' (as scaled_mm).
 
     layout="contiguous" (default; torch._scaled_grouped_mm's 2-D x 3-D case): a is (T, K), group g owns rows
     offs[g-1] <= row < offs[g] (offs[-1] = 0), D is (T, N), rows past offs[G-1] are not written.
@@ -503,7 +594,8 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         - else by count (float32): scale_a a scalar (tensor) or T values ((T,) / (T, 1); masked (G, M) /
           (G, M, 1)), scale_b (G,) per expert or (G, N) per expert and column.
       bias: (G, N).
-      out_dtype: bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy).
+      out_dtype: bfloat16 / float16 / float32 (default bfloat16 for torch, float32 for numpy); e4m3 / e5m2
+        with output quantization only (out_quant or scale_d; then the default is e4m3).
 
     Keyword arguments:
       activation: None, an Activation or a name the C library accepts, as scaled_mm's. 'swiglu' (CPU backend
@@ -521,13 +613,26 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
       scale_layout: None (inferred from the scales' shapes and strides, see block above), "plain" or
         "mn_major" (block scaling, a's scales), as scaled_mm's keyword. "mn_major" with tensor / row / mx
         scales and "blocked" are UnsupportedError (the grouped GEMM reads mx scales plain only).
+      scale_d: fp8 outputs: the float32 scalar divisor, D = fp8(y / scale_d) (out_quant 'scaled', which it
+        implies; torch's scale_result s is scale_d = 1/s), as scaled_mm's.
+      return_amax: with scale_d, also return max|y| over every row a group owns (a float32 scalar; 0 when
+        no group owns a row).
+      out_quant: 'mx' or 'block1x128' quantize each row of D as fp8kit.quantize does (axis -1) and return
+        (d, scales): scales of D's leading dims, (T, cols) or masked (G, M, cols), cols = Nd/32 e8m0 (mx,
+        Nd = D's columns, N or N/2 with swiglu, a multiple of 32) or ceil(Nd/128) float32 (block1x128);
+        the scale rows of rows no group owns are not written (as D's). 'scaled' (implied by scale_d) or
+        None. Output quantization runs on the CPU backend only for now (CUDA: UnsupportedError).
+      out_hp, out_rounding, out_pow2: for out_quant 'mx' / 'block1x128': the type y is rounded to first,
+        the mx scale rounding ('floor' / 'rceil'), power-of-two block scales (docs/spec.md 3), as
+        scaled_mm's.
       workspace: optional scratch memory for the library (a packed, writable array on the operands'
         device, 16-byte aligned, e.g. torch.empty(n, dtype=torch.uint8, device="cuda") with n from
         fp8kit._grouped.grouped_mm_workspace_size), sharing no byte with another argument. None: the call
         asks the library for the size its fastest path needs (0 on the CPU; on the GPU with mx scales the
         normalized MX copies of a and b) and allocates it, as scaled_mm does. One smaller than that size
         still works: the call then runs on the operands as given."""
-    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout)
+    c = _prepare(a, b, scale_a, scale_b, bias, out_dtype, activation, alpha, ctx, layout, scale_layout, scale_d,
+                 out_quant, out_hp, out_rounding, out_pow2, return_amax)
     av, bv, sbv, biasv, dev, G, ND = c.av, c.bv, c.sbv, c.biasv, c.dev, c.G, c.ND
     optr, owner = group_offsets(offs, G, dev, FN, "offs")
     sptr = status_pointer(status, dev, FN)
@@ -552,17 +657,26 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
                             ("status", sptr, flat_layout(4, 4)) if sptr else None,
                             ("workspace", wptr, flat_layout(wbytes)) if workspace is not None and wbytes else None],
                        [region("a", av), region("b", bv), _scale_a_region(c), region("scale_b", sbv),
-                        region("bias", biasv), ("offs", optr, flat_layout(4 * G, 4))])
+                        region("bias", biasv), region("scale_d", c.sdv), ("offs", optr, flat_layout(4 * G, 4))])
     args = c.args
     args.offsets = optr
     args.status = sptr or None
     args.workspace = wptr or None
     args.workspace_bytes = wbytes if wptr else 0
     dv.fill(args.d)
+    sd = amax = None
+    if c.sd_shape is not None:  # new: the output scales (D's leading dims + (cols,)) and amax
+        sd, sdo = empty_like_kind(av, c.sd_shape, c.sd_dtype)
+        args.scale_d.data = sdo.ptr
+    if c.return_amax:
+        amax, amv = empty_like_kind(av, (), DType.F32)
+        args.amax_d = amv.ptr
     fn = getattr(c.cx._lib, "fp8kit_grouped_gemm", None)
     if fn is None:
         raise UnsupportedError("%s: this libfp8kit has no fp8kit_grouped_gemm (rebuild it)" % FN)
     st = fn(c.cx.handle, ctypes.byref(c.desc), ctypes.byref(args), stream_for(av, stream))
     c.cx.check(st)
     del owner, ws
-    return d
+    if sd is not None:
+        return d, sd
+    return (d, amax) if amax is not None else d

@@ -19,11 +19,11 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 
 from . import _gemm, _grouped, _k_grouped, _quant
-from ._lib import Activation, DType, GroupedLayout, Scheme
-from ._names import GROUPED_LAYOUTS, SCHEMES, activation_of, dtype_of_name, enum_of
+from ._lib import Activation, DType, GroupedLayout, OutQuant, Scheme
+from ._names import GROUPED_LAYOUTS, OUT_QUANTS, SCHEMES, activation_of, dtype_of_name, enum_of
 from ._torch import torch_dtype
 from ._typing import DTypeLike
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedError
 
 
 _DTYPE_STR: Dict[Any, str] = {}
@@ -64,6 +64,11 @@ _LIB.define("scaled_mm(Tensor a, Tensor b, Tensor? scale_a, Tensor? scale_b, Ten
             "str scale_layout, bool bias_per_row) -> Tensor")
 _LIB.define("grouped_mm(Tensor a, Tensor b, Tensor offs, Tensor? scale_a, Tensor? scale_b, Tensor? bias, "
             "str out_dtype, str activation, float alpha, str layout=\"contiguous\", str scale_layout=\"\") -> Tensor")
+# grouped_mm with its fused output stage (out_quant 'scaled' / 'mx' / 'block1x128'; scaled implied by scale_d):
+# returns (d, amax) for 'scaled' (amax a float32 scalar, always computed), (d, scales) for 'mx' / 'block1x128'
+_LIB.define("grouped_mm_quant(Tensor a, Tensor b, Tensor offs, Tensor? scale_a, Tensor? scale_b, Tensor? bias, "
+            "str out_dtype, str activation, float alpha, str layout, str scale_layout, str out_quant, "
+            "Tensor? scale_d, str out_hp, str out_rounding, bool out_pow2) -> (Tensor, Tensor)")
 # functional: c (G, M, N), read when beta != 0, is copied into the new output (fp8kit.k_grouped_mm's out= and
 # in-place accumulation are the raw path's)
 _LIB.define("k_grouped_mm(Tensor a, Tensor b, Tensor offsets, Tensor? scale_a, Tensor? scale_b, str out_dtype, "
@@ -155,6 +160,50 @@ def _grouped_mm_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, 
     return a.new_empty((a.shape[0], nd), dtype=torch_dtype(dt))
 
 
+def _grouped_quant_of(out_quant, scale_d):
+    """The OutQuant of a grouped_mm_quant call: out_quant's, else 'scaled' when scale_d is given. None of them
+    (that call is fp8kit::grouped_mm's), or scale_d with another one, is InvalidArgumentError (the fake
+    kernel refuses what the real one does)."""
+    what = "fp8kit::grouped_mm_quant"
+    oq = enum_of(OUT_QUANTS, out_quant, what + ": out_quant", OutQuant) if out_quant else (
+        OutQuant.SCALED if scale_d is not None else OutQuant.NONE)
+    if scale_d is not None and oq != OutQuant.SCALED:
+        raise InvalidArgumentError("%s: scale_d is an input only with out_quant 'scaled'" % what)
+    if oq == OutQuant.NONE:
+        raise InvalidArgumentError("%s: needs output quantization (out_quant 'scaled', 'mx' or 'block1x128', or "
+                                   "scale_d); without it call fp8kit::grouped_mm" % what)
+    return oq
+
+
+def _grouped_mm_quant_op(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout, scale_layout,
+                         out_quant, scale_d, out_hp, out_rounding, out_pow2):
+    oq = _grouped_quant_of(out_quant, scale_d)
+    return _grouped.grouped_mm(a, b, offs, scale_a, scale_b, bias, _out_dtype(out_dtype),
+                               activation=activation or None, alpha=alpha, layout=layout,
+                               scale_layout=scale_layout or None, scale_d=scale_d, out_quant=out_quant or None,
+                               out_hp=out_hp or "bfloat16", out_rounding=out_rounding or "floor",
+                               out_pow2=out_pow2, return_amax=oq == OutQuant.SCALED)
+
+
+def _grouped_mm_quant_fake(a, b, offs, scale_a, scale_b, bias, out_dtype, activation, alpha, layout, scale_layout,
+                           out_quant, scale_d, out_hp, out_rounding, out_pow2):
+    # D as grouped_mm's fake gives it (fp8: e4m3 by default), then 'scaled': amax, a float32 scalar; 'mx' /
+    # 'block1x128': the output scales of every row of D, D's leading dims + (Nd/32,) e8m0 or (ceil(Nd/128),)
+    # float32 (Nd = D's columns; Nd % 32 for mx is the real kernel's check, as every other one)
+    oq = _grouped_quant_of(out_quant, scale_d)
+    dt = dtype_of_name(out_dtype) if out_dtype else DType.E4M3
+    nd = b.shape[2] // 2 if activation and activation_of(activation) == Activation.SWIGLU else b.shape[2]
+    masked = enum_of(GROUPED_LAYOUTS, layout, "fp8kit::grouped_mm_quant: layout",
+                     GroupedLayout) == GroupedLayout.MASKED
+    rows = (a.shape[0], a.shape[1]) if masked else (a.shape[0],)
+    d = a.new_empty(rows + (nd,), dtype=torch_dtype(dt))
+    if oq == OutQuant.SCALED:
+        return d, a.new_empty((), dtype=torch.float32)
+    if oq == OutQuant.MX:
+        return d, a.new_empty(rows + (nd // 32,), dtype=torch_dtype(DType.E8M0))
+    return d, a.new_empty(rows + ((nd + 127) // 128,), dtype=torch.float32)
+
+
 def _k_grouped_dtype(out_dtype, c):
     """D's torch dtype: out_dtype, else c's, else bfloat16."""
     if out_dtype:
@@ -182,6 +231,7 @@ for _name, _kernel, _fake in (("quantize", _quantize_op, _quantize_fake),
                               ("dequantize", _dequantize_op, _dequantize_fake),
                               ("scaled_mm", _scaled_mm_op, _scaled_mm_fake),
                               ("grouped_mm", _grouped_mm_op, _grouped_mm_fake),
+                              ("grouped_mm_quant", _grouped_mm_quant_op, _grouped_mm_quant_fake),
                               ("k_grouped_mm", _k_grouped_mm_op, _k_grouped_mm_fake)):
     for _key in ("CPU", "CUDA"):
         _LIB.impl(_name, _kernel, _key)
@@ -228,21 +278,45 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: Optional[torch.Tensor] 
 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, scale_a: Optional[torch.Tensor] = None,
                scale_b: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
-               out_dtype: DTypeLike = torch.bfloat16, *, activation: Optional[str] = None,
-               alpha: float = 1.0, layout: str = "contiguous", scale_layout: Optional[str] = None) -> torch.Tensor:
+               out_dtype: Optional[DTypeLike] = None, *, activation: Optional[str] = None,
+               alpha: float = 1.0, layout: str = "contiguous", scale_layout: Optional[str] = None,
+               scale_d: Optional[torch.Tensor] = None, out_quant: Optional[str] = None, out_hp: DTypeLike = "bfloat16",
+               out_rounding: str = "floor", out_pow2: bool = False,
+               return_amax: bool = False) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """torch.ops.fp8kit.grouped_mm with fp8kit.grouped_mm's arguments: a, b,
-    offs (an int32 tensor), scale_a, scale_b, bias, out_dtype and the
-    keywords activation, alpha, layout ('contiguous': a (T, K) -> (T, N);
-    'masked': a (G, M, K), offs the valid-row counts -> (G, M, N)),
-    scale_layout (None / '' inferred, 'plain' or 'mn_major': block scale_a
-    as DeepGEMM's mn_major buffer or its strided view); see
-    fp8kit.grouped_mm. The scales may be float32 (tensor / row / block) or
-    e8m0 (torch.float8_e8m0fnu or uint8: mx, a's (T, K/32) or (G, M, K/32)
-    and each expert's (G, N, K/32), as fp8kit.quantize(..., "mx") gives
-    them); the op asks the library for its workspace and allocates it on
-    each call (no workspace argument: the op is functional)."""
-    return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype), activation or "",
-                                       float(alpha), layout, scale_layout or "")
+    offs (an int32 tensor), scale_a, scale_b, bias, out_dtype (None:
+    bfloat16, e4m3 with output quantization) and the keywords activation,
+    alpha, layout ('contiguous': a (T, K) -> (T, N); 'masked': a (G, M, K),
+    offs the valid-row counts -> (G, M, N)), scale_layout (None / ''
+    inferred, 'plain' or 'mn_major': block scale_a as DeepGEMM's mn_major
+    buffer or its strided view); see fp8kit.grouped_mm. The scales may be
+    float32 (tensor / row / block) or e8m0 (torch.float8_e8m0fnu or uint8:
+    mx, a's (T, K/32) or (G, M, K/32) and each expert's (G, N, K/32), as
+    fp8kit.quantize(..., "mx") gives them); the op asks the library for its
+    workspace and allocates it on each call (no workspace argument: the op
+    is functional). The fused output stage, as fp8kit.grouped_mm's keywords
+    and return convention: scale_d (implies out_quant 'scaled'), out_quant
+    ('scaled', 'mx', 'block1x128': returns (d, scales)), out_hp,
+    out_rounding, out_pow2, return_amax (with scale_d: returns (d, amax));
+    these calls go through torch.ops.fp8kit.grouped_mm_quant, whose fake
+    kernel gives the scales' (or amax's) shape too."""
+    # (nothing here parses a name: torch.compile traces this function, and the names are the C library's; the
+    # op's kernel and fake parse them. scale_d means 'scaled': the op refuses it with any other out_quant)
+    if isinstance(out_quant, OutQuant):
+        out_quant = out_quant.name.lower()
+    if scale_d is None and (out_quant is None or (isinstance(out_quant, str) and out_quant.lower() == "none")):
+        if return_amax:
+            raise UnsupportedError("fp8kit.torch_ops.grouped_mm: return_amax needs an fp8 output with scale_d")
+        return torch.ops.fp8kit.grouped_mm(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype),
+                                           activation or "", float(alpha), layout, scale_layout or "")
+    if return_amax and scale_d is None:
+        raise UnsupportedError("fp8kit.torch_ops.grouped_mm: return_amax needs an fp8 output with scale_d")
+    d, extra = torch.ops.fp8kit.grouped_mm_quant(a, b, offs, scale_a, scale_b, bias, _dtype_str(out_dtype),
+                                                 activation or "", float(alpha), layout, scale_layout or "",
+                                                 out_quant or "", scale_d,
+                                                 out_hp if isinstance(out_hp, str) else _dtype_str(out_hp),
+                                                 out_rounding or "", bool(out_pow2))
+    return (d, extra) if scale_d is None or return_amax else d
 
 
 def k_grouped_mm(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, scale_a: Optional[torch.Tensor] = None,

@@ -14,8 +14,9 @@
  * GEMM's one implementation; OUTQ_SCALED's amax_d is the max of the groups'.
  * Backends with one (CUDA): the offsets stay in device memory; the call is
  * checked as one fp8kit_gemm view over all T rows and runs as one grouped
- * job, whose kernel checks the offsets itself; swiglu and output
- * quantization are refused for them here (no such epilogue yet). */
+ * job, whose kernel checks the offsets itself and fuses swiglu and the
+ * output stage as the dense GEMM's (OUTQ_SCALED's amax_d: over the rows the
+ * groups own; 0 when the offsets are invalid). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,16 +314,6 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     const int mx = d->scale_a == FP8KIT_SCALE_MX; /* (on both: fk_check_gemm_desc) */
     if (mx && d->scale_layout != FP8KIT_LAYOUT_PLAIN) /* (block: plain or mn_major, fk_check_gemm_desc) */
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": mx scales in the plain layout only");
-    /* (the backends with a grouped kernel have no swiglu / output-quantization epilogue yet) */
-    if (fk_grouped_on_device(ctx) && d->act == FP8KIT_ACT_SWIGLU)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       FN ": act=swiglu in the grouped GEMM is not implemented on the %s backend yet (CPU only)",
-                       ctx->ops->name);
-    if (fk_grouped_on_device(ctx) && d->out_quant != FP8KIT_OUTQ_NONE)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       FN ": output quantization in the grouped GEMM is not implemented on the %s backend yet "
-                          "(CPU only)",
-                       ctx->ops->name);
     if (d->bias == FP8KIT_BIAS_ROW)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN ": only a per-column bias (G x N) is supported");
     if ((st = fk_grouped_shapes(ctx, a, d->act == FP8KIT_ACT_SWIGLU, s)))
@@ -420,6 +411,7 @@ static fp8kit_status fk_grouped_check(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
  * with it), the options, the dtypes, the shapes and strides, alignment bits. */
 typedef struct fk_grouped_key {
     int32_t tag, scale_a, scale_b, scale_layout, bias, act, fast_accum, a_type, b_type, bias_type, d_type, align, layout;
+    int32_t out_quant, out_hp, out_rounding, out_pow2, has_amax;
     int64_t t, n, k, g, masked_m, lda, ldb, b_stride, ldd, tuning;
 } fk_grouped_key;
 
@@ -444,6 +436,9 @@ static void fk_grouped_job_of(const fp8kit_gemm_desc *d, const fp8kit_grouped_ge
     j->bias = d->bias != FP8KIT_BIAS_NONE ? v.bias.data : NULL;
     j->bias_type = v.bias.dtype;
     j->d = v.d.data; j->d_type = v.d.dtype; j->ldd = s->ldd;
+    j->scale_d_in = d->out_quant == FP8KIT_OUTQ_SCALED ? (const float *)v.scale_d.data : NULL;
+    j->amax_d = d->out_quant == FP8KIT_OUTQ_SCALED ? v.amax_d : NULL;
+    j->scale_d_out = d->out_quant == FP8KIT_OUTQ_MX || d->out_quant == FP8KIT_OUTQ_BLOCK1X128 ? v.scale_d.data : NULL;
     gj.groups = s->g;
     gj.b_stride = s->g > 1 ? fk_stride(&a->b, 0) : s->n * j->ldb;
     gj.sb_stride = d->scale_b ? s->gb.count : 0;
@@ -468,6 +463,8 @@ static const fk_plan *fk_grouped_plan(fp8kit_ctx *ctx, const fp8kit_gemm_desc *d
     key.scale_a = d->scale_a; key.scale_b = d->scale_b; key.scale_layout = d->scale_layout;
     key.bias = d->bias; key.act = d->act;
     key.fast_accum = d->fast_accum != 0;
+    key.out_quant = d->out_quant; key.out_hp = d->out_hp; key.out_rounding = d->out_rounding;
+    key.out_pow2 = d->out_pow2 != 0; key.has_amax = j->amax_d != NULL;
     key.a_type = j->a_type; key.b_type = j->b_type; key.bias_type = j->bias ? (int32_t)j->bias_type : -1;
     key.d_type = j->d_type;
     key.align = (int32_t)fk_job_align_bits(j);

@@ -45,8 +45,10 @@ const fk_gemm_family fk_family_sm100 = {
     fk_sm100_describe,
 };
 
-static const fk_gemm_family *const fk_families[] = {&fk_family_sm90_glu, &fk_family_sm90_small, &fk_family_sm90, &fk_family_sm90_grouped,
-                                                    &fk_family_sm90_k_grouped, &fk_family_sm100};
+static const fk_gemm_family *const fk_families[] = {&fk_family_sm90_glu,         &fk_family_sm90_small,
+                                                    &fk_family_sm90,             &fk_family_sm90_glu_grouped,
+                                                    &fk_family_sm90_grouped,     &fk_family_sm90_k_grouped,
+                                                    &fk_family_sm100};
 #define FK_NFAM ((int)(sizeof fk_families / sizeof fk_families[0]))
 
 const fk_gemm_family *fk_family_of(const fk_plan *plan)
@@ -67,10 +69,9 @@ static fp8kit_status fk_plan_families(fp8kit_ctx *ctx, const void *job, int kind
     if (!cs)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: context has no CUDA state");
     const int cc = 10 * cs->cc_major + cs->cc_minor;
-    /* (FP8KIT_ACT_SWIGLU, D of N/2 columns: the dense sm90_glu family, first in
-     * the order, plans or refuses every dense swiglu job; src/core refuses the
-     * grouped and K-grouped swiglu jobs before any backend with its own grouped
-     * kernel sees them) */
+    /* (FP8KIT_ACT_SWIGLU, D of N/2 columns: the sm90_glu and sm90_glu_grouped
+     * families, first of their kinds, plan or refuse every swiglu job; src/core
+     * refuses the K-grouped swiglu jobs) */
     for (int i = 0; i < FK_NFAM; i++) {
         const fk_gemm_family *f = fk_families[i];
         if (f->kind != kind || cc < f->cc_min || cc > f->cc_max)

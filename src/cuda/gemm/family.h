@@ -11,7 +11,8 @@
 #include "cuda/cuda_state.h"
 
 /* Family ids: the first int32 of every plan config made by a family. */
-enum { FK_FAM_SM90 = 1, FK_FAM_SM90_SMALL = 2, FK_FAM_SM90_GROUPED = 3, FK_FAM_SM100 = 4, FK_FAM_SM90_K_GROUPED = 5, FK_FAM_SM90_GLU = 6 };
+enum { FK_FAM_SM90 = 1, FK_FAM_SM90_SMALL = 2, FK_FAM_SM90_GROUPED = 3, FK_FAM_SM100 = 4, FK_FAM_SM90_K_GROUPED = 5, FK_FAM_SM90_GLU = 6,
+       FK_FAM_SM90_GLU_GROUPED = 7 };
 /* What a family runs, and the job its functions receive (const void *job):
  * fp8kit_gemm (an fk_gemm_job), fp8kit_grouped_gemm (the fk_gemm_job that
  * begins an fk_grouped_job) or fp8kit_k_grouped_gemm (an fk_k_grouped_job). */
@@ -48,6 +49,7 @@ typedef struct fk_gemm_family {
 extern const fk_gemm_family fk_family_sm90_glu;   /* gemm/sm90/glu_host.cu: act=swiglu only */
 extern const fk_gemm_family fk_family_sm90_small; /* gemm/sm90/small.cu */
 extern const fk_gemm_family fk_family_sm90;       /* gemm/sm90/dense_host.cu */
+extern const fk_gemm_family fk_family_sm90_glu_grouped; /* gemm/sm90/glu_grouped_host.cu: grouped act=swiglu only */
 extern const fk_gemm_family fk_family_sm90_grouped; /* gemm/sm90/grouped_host.cu */
 extern const fk_gemm_family fk_family_sm90_k_grouped; /* gemm/sm90/k_grouped_host.cu */
 extern const fk_gemm_family fk_family_sm100;      /* gemm/families.cu: declared, no kernels yet */

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include "cuda/cuda_state.h"
 #include "cuda/gemm/sm90/choose.h"
+#include "format/geometry.h"
 
 /* What the sm90 kernels need beyond the core's checks (gemm/sm90/dense_host.cu; the general
  * and small-M families' can_implement). */
@@ -61,5 +62,12 @@ void fk_launch_config(cudaLaunchConfig_t *lc, cudaLaunchAttribute at[2], unsigne
  * *slot (NULL: none), else through the runtime (gemm/sm90/dense_host.cu). */
 fp8kit_status fk_cuda_launch(fp8kit_ctx *ctx, int device, CUfunction *slot, const void *fn,
                              const cudaLaunchConfig_t *lc, void **args, const char *what);
+
+/* The grouped families' shared pieces (gemm/sm90/grouped_host.cu): what their kernels need
+ * beyond the core's checks; A's block-scale geometry of one slab (*slab: values from one
+ * slab to the next, 0: one slab); rows of B's 2-D tensor map per expert. */
+fp8kit_status fk_grp_check(fp8kit_ctx *ctx, const void *job);
+void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab);
+int64_t fk_grp_brows(const fk_grouped_job *gj);
 
 #endif

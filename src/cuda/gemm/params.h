@@ -98,6 +98,8 @@ extern const fk_sm90_variant fk_sm90_grouped_variants[]; /* the grouped GEMM's (
 extern const int fk_sm90_grouped_variant_count;
 extern const fk_sm90_variant fk_sm90_glu_variants[]; /* the gated (swiglu) GEMM's (gemm/sm90/kernels_glu.cu) */
 extern const int fk_sm90_glu_variant_count;
+extern const fk_sm90_variant fk_sm90_glu_grouped_variants[]; /* the grouped gated GEMM's (gemm/sm90/kernels_glu_grouped.cu) */
+extern const int fk_sm90_glu_grouped_variant_count;
 extern const fk_sm90_variant fk_sm90_kg_variants[]; /* the K-grouped GEMM's (gemm/sm90/k_grouped_host.cu), one per fp8 pair */
 extern const int fk_sm90_kg_variant_count;
 

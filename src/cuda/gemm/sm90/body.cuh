@@ -54,7 +54,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     fk_grid_dep_wait();
     if constexpr (GR) {
         static_assert(CL == 1 && !TS, "grouped: single CTAs, general epilogues");
-        const bool ok = fk_grp_prepare(p.grp_offs, p.grp_count, p.m, p.grp_masked_m, (int *)(fk_smem + p.grp_tab));
+        const bool ok = fk_grp_prepare<NS == 2 ? 64 : FK_GEMM_BM>(p.grp_offs, p.grp_count, p.m, p.grp_masked_m, (int *)(fk_smem + p.grp_tab));
         if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
             *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;
         if (!ok)

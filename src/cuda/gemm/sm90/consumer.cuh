@@ -23,7 +23,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
 {
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_NONE, NS> S;
     constexpr bool GLU = NS == 2;
-    static_assert(!GLU || (PROMO == 0 && !BLOCK && !GR && !TS), "the gated tile: fast accumulation, dense");
+    static_assert(!GLU || (PROMO == 0 && !BLOCK && !TS), "the gated tile: fast accumulation");
     constexpr int KSTEPS = FK_GEMM_BK / 32; /* wgmma k32 steps per stage */
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
@@ -158,7 +158,8 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     acc[i] = 0.0f;
             }
             if constexpr (GLU)
-                fk_glu_epilogue(p, acc, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid, (w.t / w.step) & 1);
+                fk_glu_epilogue(p, acc, stage_out, w.row0, w.m_end, w.g, tn * BN + wg * (BN / 2), wg, tid,
+                                (w.t / w.step) & 1);
             else if (fk_sm90_sk_finish(p, w, acc, wg, tid))
                 fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         } else {

@@ -30,7 +30,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
     typedef fk_sm90_shape<BN, (TS != 0), 1, FK_SC_OF(ST, GR), NS> S;
     constexpr bool GLU = NS == 2;
     static_assert(!ST || BLOCK, "staged scales are block scales");
-    static_assert(!GLU || (!ST && !GR && !TS), "the gated tile: dense, global-load block scales");
+    static_assert(!GLU || (!ST && !TS), "the gated tile: global-load block scales");
     /* AROW: the gated tile without block scales promotes with A's row (or
      * tensor) scale, reloaded every K block like a block scale: with a factor
      * that is the same in every K block ptxas serializes the wgmma groups
@@ -70,7 +70,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         const float *sb_t = BLOCK && !ST ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + w.kb0
                                   : nullptr;
         /* GLU: the scale row of the up rows (p.glu_up is a multiple of 128 with block scales) */
-        const float *sb_u = BLOCK && GLU ? p.sb + (long long)((p.glu_up + tn * BN) >> 7) * p.sb_ld + w.kb0 : nullptr;
+        const float *sb_u = BLOCK && GLU ? p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((p.glu_up + tn * BN) >> 7) * p.sb_ld + w.kb0
+                                         : nullptr;
         /* v = scales of the block promoted next, w = of the one after (_u: GLU's up rows) */
         float v_lo = 1.0f, v_hi = 1.0f, v_b = 1.0f, w_lo = 1.0f, w_hi = 1.0f, w_b = 1.0f, v_u = 1.0f, w_u = 1.0f;
         if (!SCL) {
@@ -189,7 +190,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
 #undef FK_PIPE_RELEASE
         }
         if constexpr (GLU)
-            fk_glu_epilogue<S::NACC, AROW>(p, accf, stage_out, w.row0, tn * BN + wg * (BN / 2), wg, tid,
+            fk_glu_epilogue<S::NACC, AROW>(p, accf, stage_out, w.row0, w.m_end, w.g, tn * BN + wg * (BN / 2), wg, tid,
                                            (w.t / w.step) & 1);
         else if (fk_sm90_sk_finish(p, w, accf, wg, tid))
             fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);

@@ -24,14 +24,19 @@ static __device__ __forceinline__ const float *fk_glu_arow(const fk_gemm_params 
 }
 
 /* alpha x tensor scales x B's scale of y column c, rounded once from double
- * (as the other epilogues' column factors); 0 past y's columns. */
-static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, double ar, int c, bool ok, bool sa_done)
+ * (as the other epilogues' column factors); 0 past y's columns. g: the
+ * expert (grouped kernel; 0 otherwise), whose B scales start at g (tensor)
+ * or g N (row; N = 2 p.glu_up, y's columns). */
+static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, double ar, int c, bool ok, bool sa_done,
+                                                    int g)
 {
     if (!ok)
         return 0.0f;
     if (p.sb_mode != FP8KIT_SCALE_ROW && p.sb_mode != FP8KIT_SCALE_TENSOR && (sa_done || p.sa_mode != FP8KIT_SCALE_TENSOR))
         return p.alpha; /* (ar is alpha, exactly: no double arithmetic) */
-    const double sb = p.sb_mode == FP8KIT_SCALE_ROW ? (double)p.sb[c] : p.sb_mode == FP8KIT_SCALE_TENSOR ? (double)p.sb[0] : 1.0;
+    const double sb = p.sb_mode == FP8KIT_SCALE_ROW      ? (double)p.sb[2LL * g * p.glu_up + c]
+                      : p.sb_mode == FP8KIT_SCALE_TENSOR ? (double)p.sb[g]
+                                                         : 1.0;
     return (float)(ar * sb);
 }
 
@@ -57,7 +62,8 @@ static __device__ __forceinline__ void fk_glu_quad_transpose(uint32_t (&w)[4], i
 }
 
 /* The gated tile's epilogue for one consumer warpgroup. acc: its 64 rows
- * (m0 ..) of y's columns [gate | up], the wgmma fragment of rows warp 16 +
+ * (m0 .., stored below m_end: p.m, or the grouped kernel's group end) of
+ * y's columns [gate | up] (expert g's B scales and bias: fk_glu_colf), the wgmma fragment of rows warp 16 +
  * lane / 4 + {0, 8}, columns 8 j + 2 (lane % 4) + {0, 1} at acc[4 j + 2 i +
  * e]; the up value of gate acc[x] is acc[x + NACC / 2]. SA_DONE: A's row or
  * tensor scale was applied in the main loop (consumer_pipe.cuh's AROW). n0: D's column of
@@ -72,7 +78,7 @@ static __device__ __forceinline__ void fk_glu_quad_transpose(uint32_t (&w)[4], i
  * one its peer may still read)). */
 template <int NACC, bool SA_DONE = false>
 static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *xch, int m0,
-                                                       int n0, int wg, int tid, int par)
+                                                       int m_end, int g, int n0, int wg, int tid, int par)
 {
     constexpr int H = NACC / 2; /* values of D per thread: 2 rows x H / 2 columns */
     const int warp = tid >> 5, lane = tid & 31, q = lane & 3, q2 = 2 * q;
@@ -88,6 +94,7 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
             br[i] = fk_epi_load(p.bias, row, p.bias_type);
     }
     const bool colb = p.bias_mode == FP8KIT_BIAS_COL;
+    const long long cg = 2LL * g * p.glu_up; /* expert g's bias */
     float h[H];
 #pragma unroll
     for (int j = 0; j < H / 4; j++) {
@@ -96,9 +103,9 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
             const int c = n0 + 8 * j + q2 + e; /* D's column */
             const bool ok = c < p.n;
             const int cu = p.glu_up + c;
-            const float fg = fk_glu_colf(p, ar, c, ok, SA_DONE), fu = fk_glu_colf(p, ar, cu, ok, SA_DONE);
-            const float bg = ok && colb ? fk_epi_load(p.bias, c, p.bias_type) : 0.0f;
-            const float bu = ok && colb ? fk_epi_load(p.bias, cu, p.bias_type) : 0.0f;
+            const float fg = fk_glu_colf(p, ar, c, ok, SA_DONE, g), fu = fk_glu_colf(p, ar, cu, ok, SA_DONE, g);
+            const float bg = ok && colb ? fk_epi_load(p.bias, cg + c, p.bias_type) : 0.0f;
+            const float bu = ok && colb ? fk_epi_load(p.bias, cg + cu, p.bias_type) : 0.0f;
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 const int x = 4 * j + 2 * i + e;
@@ -126,7 +133,7 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
                 }
                 fk_glu_quad_transpose(w, q);
                 const int row = row_lo + 8 * i, c = n0 + 32 * b4 + 8 * q;
-                if (row >= p.m || c >= p.n)
+                if (row >= m_end || c >= p.n)
                     continue;
                 uint16_t *d = (uint16_t *)p.d + (long long)row * p.ldd + c;
                 if (c + 8 <= p.n) {
@@ -148,7 +155,7 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 const int row = row_lo + 8 * i;
-                if (row < p.m && c < p.n) {
+                if (row < m_end && c < p.n) {
                     const float y4[4] = {h[4 * j + 2 * i], h[4 * j + 2 * i + 1], 0.0f, 0.0f};
                     fk_epi_store4(p, row, c, y4, min(2, p.n - c), amax);
                 }
@@ -172,7 +179,7 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
             for (int x = 0; x < 16; x++)
                 y[x] = h[16 * c + x];
             if (n0 + 32 * c < p.n)
-                fk_epi_rowq_mx(p, y, row_lo, n0 + 32 * c, q, e5, vec);
+                fk_epi_rowq_mx(p, y, row_lo, m_end, n0 + 32 * c, q, e5, vec);
         }
         return;
     }
@@ -197,12 +204,12 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
     const float s_lo = fk_scale_f32(am_lo, e5, p.out_pow2), s_hi = fk_scale_f32(am_hi, e5, p.out_pow2);
     const int g0 = n0 & ~127; /* the group's first column */
     if (wg == 0 && g0 < p.n)
-        fk_epi_put_b128_scales(p, row_lo, g0, q, s_lo, s_hi);
+        fk_epi_put_b128_scales(p, row_lo, m_end, g0, q, s_lo, s_hi);
     const fk_epi_qf lo = fk_epi_qf_div(s_lo), hi = fk_epi_qf_div(s_hi);
 #pragma unroll
     for (int c = 0; c < H / 16; c++)
         if (n0 + 32 * c < p.n)
-            fk_epi_rowq_codes<false>(p, h + 16 * c, lo, hi, row_lo, n0 + 32 * c, q, e5, vec);
+            fk_epi_rowq_codes<false>(p, h + 16 * c, lo, hi, row_lo, m_end, n0 + 32 * c, q, e5, vec);
 }
 #endif /* FK_SM90_DEVICE */
 #endif

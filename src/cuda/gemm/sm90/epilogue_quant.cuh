@@ -123,11 +123,12 @@ static __device__ __forceinline__ void fk_epi_quad_transpose(uint32_t &w0, uint3
     w1 = fk_epi_prmt(ev, od, h ? lo : hi);
 }
 
-/* Stores 8 codes (w0, w1) of row `row` at column col (edge: byte stores). */
-static __device__ __forceinline__ void fk_epi_rowq_put8(const fk_gemm_params &p, int row, int col, uint32_t w0,
-                                                        uint32_t w1, bool vec)
+/* Stores 8 codes (w0, w1) of row `row` at column col (edge: byte stores);
+ * rows at or past m_end (p.m, or a group's end) are not stored. */
+static __device__ __forceinline__ void fk_epi_rowq_put8(const fk_gemm_params &p, int row, int m_end, int col,
+                                                        uint32_t w0, uint32_t w1, bool vec)
 {
-    if (row >= p.m || col >= p.n)
+    if (row >= m_end || col >= p.n)
         return;
     uint8_t *d = (uint8_t *)p.d + (long long)row * p.ldd + col;
     if (vec && col + 8 <= p.n) {
@@ -177,8 +178,8 @@ template <bool MX> static __device__ __forceinline__ float fk_epi_qval(float x, 
  * fp8 type is a branch around the 8 conversions only). */
 template <bool MX>
 static __device__ __forceinline__ void fk_epi_rowq_codes(const fk_gemm_params &p, const float *y, const fk_epi_qf &lo,
-                                                         const fk_epi_qf &hi, int row_lo, int col0, int q, bool e5,
-                                                         bool vec)
+                                                         const fk_epi_qf &hi, int row_lo, int m_end, int col0, int q,
+                                                         bool e5, bool vec)
 {
     float v[16];
 #pragma unroll
@@ -199,22 +200,22 @@ static __device__ __forceinline__ void fk_epi_rowq_codes(const fk_gemm_params &p
     uint32_t w2 = hi.nan ? nan : c[4] | (c[5] << 16), w3 = hi.nan ? nan : c[6] | (c[7] << 16);
     fk_epi_quad_transpose(w0, w1, q);
     fk_epi_quad_transpose(w2, w3, q);
-    fk_epi_rowq_put8(p, row_lo, col0 + 8 * q, w0, w1, vec);
-    fk_epi_rowq_put8(p, row_lo + 8, col0 + 8 * q, w2, w3, vec);
+    fk_epi_rowq_put8(p, row_lo, m_end, col0 + 8 * q, w0, w1, vec);
+    fk_epi_rowq_put8(p, row_lo + 8, m_end, col0 + 8 * q, w2, w3, vec);
 }
 
 /* mx: scales and codes of one 32-column chunk (= one group) of y. */
 static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, const float (&y)[16], int row_lo,
-                                                      int col0, int q, bool e5, bool vec)
+                                                      int m_end, int col0, int q, bool e5, bool vec)
 {
     const uint8_t s_lo = fk_mx_scale(fk_epi_quad_max(fk_epi_rowq_amax(y, 0)), e5, p.out_rceil);
     const uint8_t s_hi = fk_mx_scale(fk_epi_quad_max(fk_epi_rowq_amax(y, 1)), e5, p.out_rceil);
     if (q == 0) {
         uint8_t *sd = (uint8_t *)p.scale_d_out + col0 / 32;
         const long long ld = p.n / 32;
-        if (row_lo < p.m)
+        if (row_lo < m_end)
             sd[(long long)row_lo * ld] = s_lo;
-        if (row_lo + 8 < p.m)
+        if (row_lo + 8 < m_end)
             sd[(long long)(row_lo + 8) * ld] = s_hi;
     }
     fk_epi_qf lo, hi;
@@ -223,21 +224,21 @@ static __device__ __forceinline__ void fk_epi_rowq_mx(const fk_gemm_params &p, c
     lo.nan = s_lo == 0xFFu;
     hi.nan = s_hi == 0xFFu;
     lo.s = hi.s = lo.xs = hi.xs = 1.0f;
-    fk_epi_rowq_codes<true>(p, y, lo, hi, row_lo, col0, q, e5, vec);
+    fk_epi_rowq_codes<true>(p, y, lo, hi, row_lo, m_end, col0, q, e5, vec);
 }
 
 /* block1x128: lane q == 0 of each fragment row stores the f32 scales of its
- * rows r_lo and r_lo + 8 for the group starting at column col0 (rows past M
- * are not stored). */
-static __device__ __forceinline__ void fk_epi_put_b128_scales(const fk_gemm_params &p, int row_lo, int col0, int q,
-                                                              float s_lo, float s_hi)
+ * rows r_lo and r_lo + 8 for the group starting at column col0 (rows at or
+ * past m_end are not stored). */
+static __device__ __forceinline__ void fk_epi_put_b128_scales(const fk_gemm_params &p, int row_lo, int m_end, int col0,
+                                                              int q, float s_lo, float s_hi)
 {
     if (q == 0) {
         float *sd = (float *)p.scale_d_out + col0 / 128;
         const long long ld = (p.n + 127) / 128;
-        if (row_lo < p.m)
+        if (row_lo < m_end)
             sd[(long long)row_lo * ld] = s_lo;
-        if (row_lo + 8 < p.m)
+        if (row_lo + 8 < m_end)
             sd[(long long)(row_lo + 8) * ld] = s_hi;
     }
 }
@@ -249,17 +250,17 @@ static __device__ __forceinline__ void fk_epi_put_b128_scales(const fk_gemm_para
  * makes the compiler carry them as integers through the main loop, where
  * ptxas then has to wait for every wgmma group). */
 static __device__ __forceinline__ void fk_epi_rowq_b128(const fk_gemm_params &p, const float *y, uint32_t am_lo,
-                                                        uint32_t am_hi, int row_lo, int col0, int q, bool e5,
-                                                        bool vec)
+                                                        uint32_t am_hi, int row_lo, int m_end, int col0, int q,
+                                                        bool e5, bool vec)
 {
     const float s_lo = fk_scale_f32(fk_epi_quad_max(am_lo), e5, p.out_pow2);
     const float s_hi = fk_scale_f32(fk_epi_quad_max(am_hi), e5, p.out_pow2);
-    fk_epi_put_b128_scales(p, row_lo, col0, q, s_lo, s_hi);
+    fk_epi_put_b128_scales(p, row_lo, m_end, col0, q, s_lo, s_hi);
     const fk_epi_qf lo = fk_epi_qf_div(s_lo), hi = fk_epi_qf_div(s_hi);
 #pragma unroll
     for (int c = 0; c < 4; c++)
         if (col0 + 32 * c < p.n)
-            fk_epi_rowq_codes<false>(p, y + 16 * c, lo, hi, row_lo, col0 + 32 * c, q, e5, vec);
+            fk_epi_rowq_codes<false>(p, y + 16 * c, lo, hi, row_lo, m_end, col0 + 32 * c, q, e5, vec);
 }
 
 /* The epilogue with fused output quantization: one compact loop over the
@@ -297,7 +298,7 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
             y[x] = acc[x];
         fk_epi_rowq_y16<BN>(p, y, tab, row_lo, n0, tc0, q2, sa_lo, sa_hi, br_lo, br_hi);
         if (mx) {
-            fk_epi_rowq_mx(p, y, row_lo, n0 + tc0, q, e5, vec);
+            fk_epi_rowq_mx(p, y, row_lo, pre.m_end, n0 + tc0, q, e5, vec);
 #pragma unroll
             for (int x = 0; x + 16 < NACC; x++)
                 acc[x] = acc[x + 16];
@@ -312,7 +313,7 @@ static __device__ __forceinline__ void fk_epilogue_rowq(const fk_gemm_params &p,
             for (int x = 0; x < 16; x++)
                 acc[48 + x] = y[x];
             if ((tc0 & 127) == 96) {
-                fk_epi_rowq_b128(p, acc, am_lo, am_hi, row_lo, n0 + tc0 - 96, q, e5, vec);
+                fk_epi_rowq_b128(p, acc, am_lo, am_hi, row_lo, pre.m_end, n0 + tc0 - 96, q, e5, vec);
 #pragma unroll
                 for (int x = 0; x + 64 < NACC; x++)
                     acc[x] = acc[x + 64];

@@ -53,7 +53,7 @@ static int fk_grp_find_variant(int bn, int promo, fk_sm90_scaling scaling, fk_sm
 
 /* A's block scales (format/geometry.h, fk_grouped_a_scale_geom): the geometry of
  * one slab; *slab: values from one slab to the next (0: one slab of all rows). */
-static void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
+void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
 {
     const fk_gemm_job *job = &gj->gemm;
     int64_t rows, slabs;
@@ -92,7 +92,7 @@ static int fk_grp_unstaged(int vi)
 }
 
 /* Rows of B's one 2-D tensor map per expert: its expert stride / its row stride. */
-static int64_t fk_grp_brows(const fk_grouped_job *gj)
+int64_t fk_grp_brows(const fk_grouped_job *gj)
 {
     return gj->groups > 1 ? gj->b_stride / gj->gemm.ldb : gj->gemm.n;
 }
@@ -128,8 +128,8 @@ extern "C" fp8kit_status fk_cuda_grouped_workspace(fp8kit_ctx *ctx, const fk_gro
     return FP8KIT_OK;
 }
 
-/* What the grouped kernel needs beyond the core's checks. */
-static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const void *jp)
+/* What the grouped kernels (this family's and the gated one's) need beyond the core's checks. */
+fp8kit_status fk_grp_check(fp8kit_ctx *ctx, const void *jp)
 {
     const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
     const fk_grouped_job *gj = (const fk_grouped_job *)job; /* job is gj->gemm, its first member */
@@ -154,6 +154,13 @@ static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const void *jp)
                        "cuda grouped gemm: A and B need 16-byte aligned bases and leading dims that are "
                        "multiples of 16 bytes (TMA)");
     return FP8KIT_OK;
+}
+
+static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const void *jp)
+{
+    if (((const fk_gemm_job *)jp)->desc.act == FP8KIT_ACT_SWIGLU) /* the gated family's (glu_grouped_host.cu) */
+        return FK_DECLINED;
+    return fk_grp_check(ctx, jp);
 }
 
 static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
@@ -181,6 +188,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
                                      fk_ceil_div(job->k, FK_GEMM_BK), cs->sm_count, (int)scaling, (int)ab, promo);
     ask.bn = fk_tuned(tu->gemm_bn, 0);
     ask.sk = 0;
+    ask.width_128 = job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128; /* a 1x128 group must not span two tiles */
     fk_sm90_cand cands[64];
     const int nc = fk_sm90_cands_of(fk_sm90_grouped_variants, fk_sm90_grouped_variant_count, cands, 64);
     fk_sm90_choice pick;
@@ -258,6 +266,8 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     FK_CUDA_CHECK(ctx, cudaGetDevice(&prev));
     if (prev != cfg.device)
         FK_CUDA_CHECK(ctx, cudaSetDevice(cfg.device));
+    if (job->desc.out_quant == FP8KIT_OUTQ_SCALED && job->amax_d) /* (the kernel's atomic maxima start at 0) */
+        FK_CUDA_CHECK(ctx, cudaMemsetAsync(job->amax_d, 0, sizeof(float), st));
     if (gj->groups == 0) { /* nothing to check or compute */
         if (gj->status)
             FK_CUDA_CHECK(ctx, cudaMemsetAsync(gj->status, 0, sizeof(int32_t), st));

@@ -37,8 +37,9 @@ struct fk_tile_sched {
  *   tab[G + g]      cum[g]: tile rows of groups 0 .. g-1 (cum[0] = 0), g <= G
  *   tab[2 G + 1]    1 when the offsets are invalid (then cum is garbage)
  * Group g owns tile rows cum[g] .. cum[g+1] - 1; its tile row i covers rows
- * start_g + 128 i .. of A and D (start_g: fk_grp_start), rows at or past
- * end_g are loaded but never stored. */
+ * start_g + TR i .. of A and D (start_g: fk_grp_start; TR: the kernel's tile
+ * rows, 128, or 64 for the gated tile), rows at or past end_g are loaded but
+ * never stored. */
 #define FK_GRP_TAB_BYTES(G) (8 * ((G) + 1))
 
 #ifdef FK_SM90_DEVICE /* (only the sm_90a kernel calls it; the host emulation test compiles this header as plain C++) */
@@ -46,6 +47,7 @@ struct fk_tile_sched {
  * returns whether the offsets are valid: contiguous (masked_m 0): row ends,
  * non-decreasing, >= 0 and <= rows; masked: counts, 0 <= counts[g] <=
  * masked_m. Every CTA reads the same offsets, so all of them agree. */
+template <int TR = 128>
 static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, int rows, int masked_m, int *tab)
 {
     int bad_count = 0;
@@ -70,7 +72,7 @@ static __device__ __forceinline__ bool fk_grp_prepare(const int *offs, int G, in
                 if (o < prev || o > rows)
                     bad = 1;
                 else
-                    n = (o - prev + 127) / 128;
+                    n = (o - prev + TR - 1) / TR;
             }
 #pragma unroll
             for (int d = 1; d < 32; d <<= 1) { /* inclusive scan over the warp */

@@ -18,7 +18,7 @@
  * an odd count: its A loads are zero-filled and its epilogue writes no row).
  * TM: rows per tile (128 per wave; 64 for the gated tile of kernels_glu.cu). */
 template <int CL, bool GR = false, int WV = 1, int TM = FK_GEMM_BM * WV> struct fk_sm90_walk {
-    static_assert(!GR || TM == FK_GEMM_BM * WV, "grouped walks: 128-row tiles");
+    static_assert(!GR || TM == FK_GEMM_BM * WV || (TM == 64 && WV == 1), "grouped walks: 128-row tiles, or the gated tile's 64");
     int t, step, rank;
     int row0, m_end, g; /* of the current tile: first row, row limit, group */
     int kb0, kb1;       /* its K blocks */
@@ -54,7 +54,7 @@ template <int CL, bool GR = false, int WV = 1, int TM = FK_GEMM_BM * WV> struct 
             s.tiles_m = gtab[2 * G];
             s.tile(t, tm, tn);
             g = fk_grp_find(gtab + G, G, tm);
-            row0 = fk_grp_start(gtab, g, p.grp_masked_m) + (tm - gtab[G + g]) * FK_GEMM_BM;
+            row0 = fk_grp_start(gtab, g, p.grp_masked_m) + (tm - gtab[G + g]) * TM;
             m_end = gtab[g];
         } else {
             int idx = t;
