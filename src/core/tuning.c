@@ -20,7 +20,7 @@ typedef struct fk_tuning_key {
 static const fk_tuning_key fk_tuning_keys[] = {
     FK_TK(gemm_small, 0, 2, "small-M family: 0 never, 1 when it can run the job, 2 always (or fail)"),
     FK_TK(gemm_bn, 64, 256, "sm90 tile width: 64, 128, 192 or 256"),
-    FK_TK(gemm_bm, 128, 256, "sm90 tile height: 128, or 256 (block scales: two 128-row waves per tile)"),
+    FK_TK(gemm_bm, 64, 256, "sm90 tile height: 128, or 256 (block scales: two 128-row waves per tile); the gated (swiglu) kernels: 64 or 128"),
     FK_TK(gemm_promo, 0, 4, "sm90 fp32 promotion interval in k32 steps: 0 (fast accumulation), 1, 2, 4"),
     FK_TK(gemm_cluster, 1, 2, "sm90 CTAs per cluster"),
     FK_TK(gemm_ts, 0, 1, "0: no TMA-store epilogue variants"),

@@ -19,7 +19,7 @@ typedef struct fk_tuning {
     int gemm_small;
     /* sm90 dense and grouped families */
     int gemm_bn;      /* tile width 64 | 128 | 192 | 256 */
-    int gemm_bm;      /* tile height 128 | 256 (256: block scales, two 128-row waves per tile) */
+    int gemm_bm;      /* tile height 128 | 256 (256: block scales, two 128-row waves per tile); gated: 64 | 128 */
     int gemm_promo;   /* fp32 promotion interval in k32 steps (k16 on the fp16 path): 0 (fast) | 1 | 2 | 4 */
     int gemm_cluster; /* CTAs per cluster: 1 | 2 */
     int gemm_ts;      /* 0 keeps epilogues off the TMA-store variants */

@@ -91,6 +91,8 @@ struct fk_sm90_variant {
     int tma_store; /* small epilogue area, one stage more: the TMA-store epilogue for plain epilogues (1) or
                     * with a column bias and / or an activation (2) */
     int waves;     /* 128-row waves per tile (tile height 128 x waves; 0 means 1) */
+    int bm;        /* the gated families' rows per tile (64: both warpgroups on the same rows; 128: the
+                    * paired tile, gemm/sm90/shape.cuh NS 3); 0 elsewhere */
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;

@@ -26,6 +26,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     typedef fk_sm90_shape<BN, (TS != 0), WV, SCT, NS> S;
     static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !TS), "staged scales: the pipelined consumer");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
+    static_assert(NS != 3 || (PROMO == 4 && CL == 1), "the paired gated tile: the pipelined consumer, single CTAs");
     extern __shared__ __align__(1024) unsigned char fk_smem[];
     const uint32_t base = (fk_smem_addr(fk_smem) + 1023u) & ~1023u;
     const uint32_t sa0 = base;
@@ -85,10 +86,10 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * Block tiles wider than 128 take the plain consumer: three sets of
          * BN / 2 accumulators do not fit in the registers. The gated tile
          * (NS 2): the pipelined consumer with promotion, the plain one for
-         * fast accumulation. */
+         * fast accumulation; the paired gated tile (NS 3) the pipelined one. */
         if constexpr (WV == 2)
             fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
-        else if constexpr ((NS == 2 && PROMO == 4) || (NS == 1 && PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
+        else if constexpr ((NS >= 2 && PROMO == 4) || (NS == 1 && PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR, ST, NS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab,
                                                                      sc0);
         else

@@ -75,10 +75,17 @@ static __device__ __forceinline__ void fk_glu_quad_transpose(uint32_t (&w)[4], i
  * inside the warpgroup; 1x128 per 128 columns: the two warpgroups' halves,
  * whose row maxima meet in the exchange buffers xch (per warpgroup two
  * buffers of 64 rows, by tile parity `par`, so a warpgroup never writes the
- * one its peer may still read)). */
-template <int NACC, bool SA_DONE = false>
+ * one its peer may still read)).
+ * PAIR: the paired gated tile (shape.cuh NS 3): the warpgroup holds all 128
+ * columns of its rows' 1x128 groups, as two halves (par: 0, 1) in two calls;
+ * the first (unless `last`: the item has one half) leaves its values in xch
+ * (64 x H fp32, value x of thread t at x 128 + t, conflict-free) and its row
+ * maxima in *hold_lo / *hold_hi; the second quantizes both. */
+template <int NACC, bool SA_DONE = false, bool PAIR = false>
 static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *xch, int m0,
-                                                       int m_end, int g, int n0, int wg, int tid, int par)
+                                                       int m_end, int g, int n0, int wg, int tid, int par,
+                                                       bool last = true, uint32_t *hold_lo = nullptr,
+                                                       uint32_t *hold_hi = nullptr)
 {
     constexpr int H = NACC / 2; /* values of D per thread: 2 rows x H / 2 columns */
     const int warp = tid >> 5, lane = tid & 31, q = lane & 3, q2 = 2 * q;
@@ -193,6 +200,39 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
             am_lo = fk_max_u32(am_lo, fk_abs_bits(h[x]));
     am_lo = fk_epi_quad_max(am_lo);
     am_hi = fk_epi_quad_max(am_hi);
+    if constexpr (PAIR) {
+        if (par == 0 && !last) { /* the first half: held until the second's maxima are known */
+#pragma unroll
+            for (int x = 0; x < H; x++)
+                xch[x * 128 + tid] = h[x];
+            *hold_lo = am_lo;
+            *hold_hi = am_hi;
+            return;
+        }
+        if (par == 1) {
+            am_lo = fk_max_u32(am_lo, *hold_lo);
+            am_hi = fk_max_u32(am_hi, *hold_hi);
+        }
+        const float s_lo = fk_scale_f32(am_lo, e5, p.out_pow2), s_hi = fk_scale_f32(am_hi, e5, p.out_pow2);
+        const int g0 = n0 & ~127; /* the group's first column */
+        if (g0 < p.n)
+            fk_epi_put_b128_scales(p, row_lo, m_end, g0, q, s_lo, s_hi);
+        const fk_epi_qf lo = fk_epi_qf_div(s_lo), hi = fk_epi_qf_div(s_hi);
+        if (par == 1) { /* the held first half: columns n0 - 2 H .. */
+            float y0[H];
+#pragma unroll
+            for (int x = 0; x < H; x++)
+                y0[x] = xch[x * 128 + tid];
+#pragma unroll
+            for (int c = 0; c < H / 16; c++)
+                fk_epi_rowq_codes<false>(p, y0 + 16 * c, lo, hi, row_lo, m_end, n0 - 2 * H + 32 * c, q, e5, vec);
+        }
+#pragma unroll
+        for (int c = 0; c < H / 16; c++)
+            if (n0 + 32 * c < p.n)
+                fk_epi_rowq_codes<false>(p, h + 16 * c, lo, hi, row_lo, m_end, n0 + 32 * c, q, e5, vec);
+        return;
+    }
     uint32_t *x0 = (uint32_t *)(xch - wg * 128); /* [warpgroup][parity][64 rows] */
     if (q == 0) {
         x0[wg * 128 + par * 64 + r_lo] = am_lo;

@@ -5,7 +5,9 @@
  * before the sm90_grouped family, which declines swiglu jobs. As that family: one
  * launch, no host sync and no allocation (CUDA-graph capturable), the device offsets
  * checked by the kernel (invalid: nothing stored, the status word says so). Tiles are
- * 64 rows of D by 128 of its N/2 columns; each expert's B rows are [gate; up]. */
+ * 64 rows of D by 128 of its N/2 columns, or with promotion the paired tile's 128 rows
+ * (gemm/sm90/shape.cuh NS 3) where the groups are large; each expert's B rows are
+ * [gate; up]. */
 #include <stdio.h>
 #include <string.h>
 #include "cuda/cuda_state.h"
@@ -15,7 +17,6 @@
 #include "cuda/gemm/family.h"
 #include "cuda/gemm/host.h"
 
-#define FK_GLUG_BM 64   /* rows of D per tile */
 #define FK_GLUG_BND 128 /* columns of D per tile */
 
 struct fk_glug_config {
@@ -30,8 +31,9 @@ static_assert(sizeof(fk_glug_config) <= FK_PLAN_CONFIG_BYTES, "plan config too l
 
 /* The variant of the job's operands and scaling: fast accumulation where the
  * ungated grouped family takes it (fast_accum, no block scales, output other
- * than fp32), else promotion every 128 of K. */
-static int fk_glug_variant_of(const fk_gemm_job *job)
+ * than fp32), else promotion every 128 of K; bm: rows per tile (64, or 128:
+ * the paired tile, promotion only). */
+static int fk_glug_variant_of(const fk_gemm_job *job, int bm)
 {
     const int block = job->desc.scale_a == FP8KIT_SCALE_BLOCK;
     const fk_sm90_operands ops = fk_sm90_fp8_pair(job->a_type, job->b_type);
@@ -39,7 +41,7 @@ static int fk_glug_variant_of(const fk_gemm_job *job)
     const int promo = job->desc.fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
     for (int i = 0; i < fk_sm90_glu_grouped_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_glu_grouped_variants[i];
-        if (v->ops == ops && v->scaling == sc && v->promo == promo)
+        if (v->ops == ops && v->scaling == sc && v->promo == promo && v->bm == bm)
             return i;
     }
     return -1;
@@ -62,7 +64,7 @@ static fp8kit_status fk_glug_can_implement(fp8kit_ctx *ctx, const void *jp)
                        "cuda grouped gemm: act=swiglu with block scales needs N/2 to be a multiple of 128 on the GPU "
                        "(the up rows must start a 128x128 scale block; N = %lld)",
                        (long long)job->n);
-    if (fk_glug_variant_of(job) < 0)
+    if (fk_glug_variant_of(job, 64) < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: act=swiglu has no GPU kernel for these operands");
     return FP8KIT_OK;
 }
@@ -72,7 +74,20 @@ static fp8kit_status fk_glug_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const fk_gemm_job *job = (const fk_gemm_job *)jp;
     const fk_grouped_job *gj = (const fk_grouped_job *)job;
     const fk_cuda_state *cs = fk_cuda(ctx);
-    const int vi = fk_glug_variant_of(job);
+    const fk_tuning *tu = fk_ctx_tuning(ctx);
+    /* The paired tile (128 rows) where the groups are large enough for its
+     * speed per row to outweigh its padding (each group wastes half a tile
+     * on average: 32 rows with 64-row tiles, 64 with 128): from about 192
+     * rows per group on (bench_swiglu --grouped at both heights,
+     * bench/results/s25), and where its items fill every SM at least once.
+     * Tuning gemm_bm (64 / 128) decides instead. */
+    const int64_t items128 = (fk_ceil_div(job->m, 128) + gj->groups / 2) * fk_ceil_div(job->n / 2, FK_GLUG_BND);
+    const int bm = fk_tuned(tu->gemm_bm, 0) == 64    ? 64
+                   : fk_tuned(tu->gemm_bm, 0) == 128 ? 128
+                   : job->m > 192 * gj->groups && items128 >= cs->sm_count ? 128 : 64;
+    int vi = bm == 128 ? fk_glug_variant_of(job, 128) : -1;
+    if (vi < 0)
+        vi = fk_glug_variant_of(job, 64);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda grouped gemm: no gated variant");
     const fk_sm90_variant *v = &fk_sm90_glu_grouped_variants[vi];
@@ -86,12 +101,11 @@ static fp8kit_status fk_glug_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     /* the device's limit, not this plan's need: plans of other G share the kernel */
     FK_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)v->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)cs->smem_optin));
-    const fk_tuning *tu = fk_ctx_tuning(ctx);
     fk_glug_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.family = FK_FAM_SM90_GLU_GROUPED;
     cfg.variant = vi;
-    cfg.group_m = fk_tuned(tu->grouped_gm, 16); /* 1024 rows of A, as the 128-row kernels' 8 */
+    cfg.group_m = fk_tuned(tu->grouped_gm, 1024 / v->bm); /* 1024 rows of A, as the 128-row kernels' 8 */
     if (cfg.group_m < 1)
         cfg.group_m = 1;
     cfg.device = cs->device;
@@ -103,26 +117,26 @@ static fp8kit_status fk_glug_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     return FP8KIT_OK;
 }
 
-/* A (T, K) in 64-row boxes; B's experts as rows g * brows + n of one map, in
- * 64-row boxes (a warpgroup's gate or up half); memoized per plan. */
+/* A (T, K) in boxes of the tile's bm rows; B's experts as rows g * brows + n
+ * of one map, in 64-row boxes (gate or up rows); memoized per plan. */
 static fp8kit_status fk_glug_maps(fp8kit_ctx *ctx, const fk_grouped_job *gj, const fk_plan *plan, int device,
-                                  CUtensorMap tmaps[2])
+                                  int bm, CUtensorMap tmaps[2])
 {
     const fk_gemm_job *job = &gj->gemm;
     memset(tmaps, 0, 2 * sizeof(CUtensorMap));
     const uint64_t brows = (uint64_t)((gj->groups - 1) * fk_grp_brows(gj) + job->n);
     const uint64_t key[8] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
                              (uint64_t)job->lda,           (uint64_t)(uintptr_t)job->b, brows,
-                             (uint64_t)job->ldb,           0x474c5547u};
+                             (uint64_t)job->ldb,           0x474c554700ull + (uint64_t)bm};
     static_assert(8 + 2 * sizeof(CUtensorMap) / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
     if (fk_plan_memo_get(plan, key, 8, tmaps, 2 * sizeof(CUtensorMap)))
         return FP8KIT_OK;
-    CUresult r =
-        fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)job->lda, FK_GEMM_BK, FK_GLUG_BM);
+    CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)job->lda,
+                                  FK_GEMM_BK, (uint32_t)bm);
     if (r == CUDA_ERROR_INVALID_CONTEXT) { /* a new thread: make the primary context current */
         FK_CUDA_CHECK(ctx, cudaSetDevice(device));
         r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)job->lda, FK_GEMM_BK,
-                             FK_GLUG_BM);
+                             (uint32_t)bm);
     }
     if (r == CUDA_SUCCESS)
         r = fk_tma_map_2d_u8(&tmaps[1], job->b, brows, (uint64_t)job->k, (uint64_t)job->ldb, FK_GEMM_BK,
@@ -158,7 +172,7 @@ static fp8kit_status fk_glug_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     CUtensorMap tmaps[2];
     memset(tmaps, 0, sizeof tmaps);
     if (load) {
-        const fp8kit_status mst = fk_glug_maps(ctx, gj, plan, cfg.device, tmaps);
+        const fp8kit_status mst = fk_glug_maps(ctx, gj, plan, cfg.device, v->bm, tmaps);
         if (mst)
             return mst;
     }
@@ -169,7 +183,7 @@ static fp8kit_status fk_glug_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     p.num_kb = load ? (int)fk_ceil_div(job->k, FK_GEMM_BK) : 0;
     /* tiles_m is set by each CTA from the offsets; the upper bound sizes the grid */
     const int64_t tn = fk_ceil_div(job->n / 2, FK_GLUG_BND);
-    const int64_t tiles = (fk_ceil_div(job->m, FK_GLUG_BM) + gj->groups) * tn;
+    const int64_t tiles = (fk_ceil_div(job->m, v->bm) + gj->groups) * tn;
     p.sched.tiles_m = 0;
     p.sched.tiles_n = (int)tn;
     p.sched.group_m = cfg.group_m;
@@ -215,7 +229,7 @@ static void fk_glug_describe(const fk_plan *plan, char *buf, size_t n)
     }
     const fk_sm90_variant *v = &fk_sm90_glu_grouped_variants[cfg.variant];
     snprintf(buf, n, "sm90_glu_grouped variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s stages=%d group_m=%d lag=%d pdl=%d",
-             cfg.variant, FK_GLUG_BND, FK_GLUG_BM, v->promo, fk_sm90_scaling_name(v->scaling),
+             cfg.variant, FK_GLUG_BND, v->bm, v->promo, fk_sm90_scaling_name(v->scaling),
              fk_sm90_operands_name(v->ops), v->stages, cfg.group_m, cfg.lag, cfg.pdl);
 }
 

@@ -2,8 +2,10 @@
  * kernels in gemm/sm90/kernels_glu.cu): fp8kit_gemm with FP8KIT_ACT_SWIGLU.
  * It comes first in the planner's order and declines every other job; the
  * other dense families never see a swiglu job. Tiles are 64 rows of D by 128
- * of its N/2 columns; the plan is the variant (scaling, operands) and the
- * persistent grid. */
+ * of its N/2 columns (both consumer warpgroups on the same rows), or with
+ * promotion the paired tile's 128 rows by 128 columns in two halves
+ * (gemm/sm90/shape.cuh NS 3); the plan is the variant (scaling, operands,
+ * tile height) and the persistent grid. */
 #include <stdio.h>
 #include <string.h>
 #include "cuda/cuda_state.h"
@@ -13,8 +15,7 @@
 #include "cuda/gemm/family.h"
 #include "cuda/gemm/host.h"
 
-#define FK_GLU_BM 64  /* rows of D per tile */
-#define FK_GLU_BND 128 /* columns of D per tile (the kernels' BN: 64 per consumer warpgroup) */
+#define FK_GLU_BND 128 /* columns of D per tile (the kernels' BN) */
 
 fp8kit_status fk_f16_widen(fp8kit_ctx *ctx, const fk_gemm_job *job, void *ws, cudaStream_t st);
 
@@ -33,8 +34,9 @@ static_assert(sizeof(fk_glu_config) <= FK_PLAN_CONFIG_BYTES, "plan config too la
 /* The variant of the job's operands, scaling and promotion, or -1: fast
  * accumulation (no promotion) where the dense family takes it - fast_accum,
  * no block scales, output other than fp32 - else promotion every 128 of K
- * (64 on the fp16 copies); cluster: CTAs per cluster (1, or 2: B multicast). */
-static int fk_glu_variant_of(const fk_gemm_job *job, int cluster)
+ * (64 on the fp16 copies); cluster: CTAs per cluster (1, or 2: B multicast);
+ * bm: rows per tile (64, or 128: the paired tile). */
+static int fk_glu_variant_of(const fk_gemm_job *job, int cluster, int bm)
 {
     const int f16 = fk_f16_path(job), block = job->desc.scale_a == FP8KIT_SCALE_BLOCK;
     const fk_sm90_operands ops = f16 ? FK_SM90_F16 : fk_sm90_fp8_pair(job->a_type, job->b_type);
@@ -42,7 +44,7 @@ static int fk_glu_variant_of(const fk_gemm_job *job, int cluster)
     const int promo = job->desc.fast_accum && !block && job->d_type != FP8KIT_F32 ? 0 : 4;
     for (int i = 0; i < fk_sm90_glu_variant_count; i++) {
         const fk_sm90_variant *v = &fk_sm90_glu_variants[i];
-        if (v->ops == ops && v->scaling == sc && v->promo == promo && v->cluster == cluster)
+        if (v->ops == ops && v->scaling == sc && v->promo == promo && v->cluster == cluster && v->bm == bm)
             return i;
     }
     return -1;
@@ -65,7 +67,7 @@ static fp8kit_status fk_glu_can_implement(fp8kit_ctx *ctx, const void *jp)
                        "cuda gemm: act=swiglu with block scales needs N/2 to be a multiple of 128 on the GPU (the up "
                        "rows must start a 128x128 scale block; N = %lld)",
                        (long long)job->n);
-    if (fk_glu_variant_of(job, 1) < 0)
+    if (fk_glu_variant_of(job, 1, 64) < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: act=swiglu has no GPU kernel for these operands");
     return FP8KIT_OK;
 }
@@ -74,11 +76,21 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
     const fk_gemm_job *job = (const fk_gemm_job *)jp;
     const fk_cuda_state *cs = fk_cuda(ctx);
-    /* clusters of 2 (tuning gemm_cluster=2) where the operands have a variant; else single CTAs */
-    const int want = fk_tuned(fk_ctx_tuning(ctx)->gemm_cluster, 1);
-    int vi = want == 2 ? fk_glu_variant_of(job, 2) : -1;
+    /* the paired tile where its 128-row items fill every SM at least once
+     * (else 64-row tiles, twice as many), unless tuning gemm_bm says which;
+     * clusters of 2 (tuning gemm_cluster=2, 64-row tiles) where the operands
+     * have a variant; else single CTAs */
+    const fk_tuning *tu = fk_ctx_tuning(ctx);
+    const int want = fk_tuned(tu->gemm_cluster, 1);
+    const int64_t items128 = fk_ceil_div(job->m, 128) * fk_ceil_div(job->n / 2, FK_GLU_BND);
+    const int bm = fk_tuned(tu->gemm_bm, 0) == 64    ? 64
+                   : fk_tuned(tu->gemm_bm, 0) == 128 ? 128
+                   : items128 >= cs->sm_count && want != 2 ? 128 : 64;
+    int vi = want == 2 ? fk_glu_variant_of(job, 2, 64) : -1;
+    if (vi < 0 && bm == 128)
+        vi = fk_glu_variant_of(job, 1, 128);
     if (vi < 0)
-        vi = fk_glu_variant_of(job, 1);
+        vi = fk_glu_variant_of(job, 1, 64);
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm: no gated variant");
     const fk_sm90_variant *v = &fk_sm90_glu_variants[vi];
@@ -90,7 +102,7 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
                                             v->smem_bytes));
     /* work items: tiles, or (clusters) pairs of tiles on adjacent tile rows */
     const int64_t tiles =
-        fk_ceil_div(fk_ceil_div(job->m, FK_GLU_BM), v->cluster) * fk_ceil_div(job->n / 2, FK_GLU_BND);
+        fk_ceil_div(fk_ceil_div(job->m, v->bm), v->cluster) * fk_ceil_div(job->n / 2, FK_GLU_BND);
     if (tiles > INT32_MAX / 2)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: too many output tiles");
     int slots = cs->sm_count;
@@ -106,35 +118,35 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     cfg.variant = vi;
     cfg.grid = (int32_t)((tiles < slots ? (tiles > 0 ? tiles : 1) : slots) * v->cluster);
     cfg.items = (int32_t)tiles;
-    cfg.group_m = 16 / v->cluster; /* 1024 rows of A, as an L2 group of the 128-row kernels */
+    cfg.group_m = 1024 / v->bm / v->cluster; /* 1024 rows of A, as an L2 group of the 128-row kernels */
     cfg.device = cs->device;
-    cfg.pdl = fk_tuned(fk_ctx_tuning(ctx)->gemm_pdl, 1) != 0;
-    cfg.lag = fk_tuned(fk_ctx_tuning(ctx)->gemm_lag, 0);
+    cfg.pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
+    cfg.lag = fk_tuned(tu->gemm_lag, 0);
     if (cfg.lag < 0 || cfg.lag >= v->stages)
         cfg.lag = 0;
     memcpy(config, &cfg, sizeof cfg);
     return FP8KIT_OK;
 }
 
-/* A's map in 64-row boxes, B's in 64-row boxes (a warpgroup's gate or up
- * half), memoized per plan as the dense family's (zeros when K = 0). */
+/* A's map in boxes of the tile's bm rows, B's in 64-row boxes (gate or up
+ * rows), memoized per plan as the dense family's (zeros when K = 0). */
 static fp8kit_status fk_glu_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, int device,
                                  const void *opa, const void *opb, uint64_t kbytes, uint64_t lda, uint64_t ldb,
-                                 CUtensorMap tmaps[2])
+                                 int bm, CUtensorMap tmaps[2])
 {
     enum { FK_GLU_MAPS_BYTES = 2 * sizeof(CUtensorMap) };
     memset(tmaps, 0, FK_GLU_MAPS_BYTES);
     if (job->k <= 0)
         return FP8KIT_OK;
     const uint64_t key[8] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes, lda,
-                             (uint64_t)(uintptr_t)opb, (uint64_t)job->n, ldb, 0x474c55u};
+                             (uint64_t)(uintptr_t)opb, (uint64_t)job->n, ldb, 0x474c5500u + (uint64_t)bm};
     static_assert(8 + FK_GLU_MAPS_BYTES / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
     if (fk_plan_memo_get(plan, key, 8, tmaps, FK_GLU_MAPS_BYTES))
         return FP8KIT_OK;
-    CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GLU_BM);
+    CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, (uint32_t)bm);
     if (r == CUDA_ERROR_INVALID_CONTEXT) { /* a new thread: make the primary context current */
         FK_CUDA_CHECK(ctx, cudaSetDevice(device));
-        r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, FK_GLU_BM);
+        r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, (uint32_t)bm);
     }
     if (r == CUDA_SUCCESS)
         r = fk_tma_map_2d_u8(&tmaps[1], opb, (uint64_t)job->n, kbytes, ldb, FK_GEMM_BK, FK_GLU_BND / 2);
@@ -145,7 +157,8 @@ static fp8kit_status fk_glu_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const 
 }
 
 #define FK_GLU_MAX_DEVICES 64
-static CUfunction fk_glu_cufn[FK_GLU_MAX_DEVICES][16];
+#define FK_GLU_MAX_VARIANTS 32 /* (more: launched without the cached CUfunction) */
+static CUfunction fk_glu_cufn[FK_GLU_MAX_DEVICES][FK_GLU_MAX_VARIANTS];
 
 static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
 {
@@ -171,7 +184,7 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
     if (job->m == 0 || job->n == 0)
         return FP8KIT_OK;
     CUtensorMap tmaps[2];
-    fp8kit_status mst = fk_glu_maps(ctx, job, plan, cfg.device, opa, opb, kbytes, lda, ldb, tmaps);
+    fp8kit_status mst = fk_glu_maps(ctx, job, plan, cfg.device, opa, opb, kbytes, lda, ldb, v->bm, tmaps);
     if (mst)
         return mst;
     fk_gemm_params p;
@@ -179,7 +192,7 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
     p.n = (int)(job->n / 2); /* D's columns; y's up column of D's column c is glu_up + c */
     p.glu_up = (int)(job->n / 2);
     p.num_kb = (int)fk_ceil_div((int64_t)kbytes, FK_GEMM_BK);
-    p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GLU_BM), v->cluster); /* in clusters */
+    p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, v->bm), v->cluster); /* in clusters */
     p.sched.tiles_n = (int)fk_ceil_div(job->n / 2, FK_GLU_BND);
     p.sched.group_m = cfg.group_m;
     p.lag = cfg.lag;
@@ -206,7 +219,7 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute at[2];
     fk_launch_config(&lc, at, grid, FK_GEMM_THREADS, (size_t)v->smem_bytes, st, 1, cfg.pdl);
-    CUfunction *slot = cfg.device >= 0 && cfg.device < FK_GLU_MAX_DEVICES && cfg.variant < 16
+    CUfunction *slot = cfg.device >= 0 && cfg.device < FK_GLU_MAX_DEVICES && cfg.variant < FK_GLU_MAX_VARIANTS
                            ? &fk_glu_cufn[cfg.device][cfg.variant]
                            : NULL;
     return fk_cuda_launch(ctx, cfg.device, slot, (const void *)v->fn, &lc, args, "cuda gemm (swiglu)");
@@ -232,7 +245,7 @@ static void fk_glu_describe(const fk_plan *plan, char *buf, size_t n)
     snprintf(buf, n,
              "sm90_glu variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s cluster=%d stages=%d grid=%d group_m=%d "
              "lag=%d pdl=%d items=%d",
-             cfg.variant, FK_GLU_BND, FK_GLU_BM, v->promo, fk_sm90_scaling_name(v->scaling),
+             cfg.variant, FK_GLU_BND, v->bm, v->promo, fk_sm90_scaling_name(v->scaling),
              fk_sm90_operands_name(v->ops), v->cluster, v->stages, cfg.grid, cfg.group_m, cfg.lag, cfg.pdl, cfg.items);
 }
 

@@ -32,7 +32,11 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
  * each consumer warpgroup w its gate rows tn BN + w BN / 2 and the up rows
  * p.glu_up past them, so each warpgroup's B operand is [gate | up]; in
  * clusters (CTAs on adjacent tile rows, the same B) each CTA loads 4 / CL of
- * the boxes, multicast to every CTA of the cluster. */
+ * the boxes, multicast to every CTA of the cluster.
+ * NS = 3 (the paired gated tile): per work item, for each of its halves
+ * (fk_glu_halves: D's columns tn BN + h BN / 2 ..) every K block again: A's
+ * 128 rows (a 128-row box) and two BN / 2-row boxes of B, the half's gate
+ * rows and their up rows. */
 template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
           class W = fk_sm90_walk<CL, GR, WV>, int SC = FK_SC_NONE, int NS = 1>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
@@ -54,6 +58,8 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
         int tm, tn;
         w.tile(p, tm, tn);
         const int brow = GR ? w.g * p.grp_brows : 0; /* grouped: expert g's rows of B */
+        const int halves = NS == 3 ? fk_glu_halves(p, tn, BN) : 1;
+        for (int hf = 0; hf < halves; hf++)
         for (int kb = w.kb0; kb < w.kb1; kb++) {
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
@@ -66,7 +72,13 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                              p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16,
                              full);
             }
-            if constexpr (NS == 2) {
+            if constexpr (NS == 3) {
+                fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
+#pragma unroll
+                for (int u = 0; u < 2; u++) /* the half's gate rows, then their up rows */
+                    fk_tma_load_2d(sb0 + stage * S::B_BYTES + u * (BN / 2) * FK_GEMM_BK, tb, full, kb * FK_GEMM_BK,
+                                   brow + (u ? p.glu_up : 0) + tn * BN + hf * (BN / 2));
+            } else if constexpr (NS == 2) {
                 fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
 #pragma unroll
                 for (int h = 0; h < 4; h++) { /* h = 2 w + (up); in clusters each CTA multicasts its 4 / CL */

@@ -28,10 +28,15 @@ enum { FK_SC_NONE = 0, FK_SC_ALIGNED = 1, FK_SC_ANY_ROW = 2 };
 /* NS = 2: the gated (swiglu) tile of kernels_glu.cu: 64 rows of A that both
  * consumer warpgroups share, and 2 BN rows of B (each warpgroup's BN / 2 gate
  * rows and the BN / 2 up rows that pair with them); its epilogue area is two
- * per-row exchange buffers per warpgroup (epilogue_glu.cuh), no tables. */
+ * per-row exchange buffers per warpgroup (epilogue_glu.cuh), no tables.
+ * NS = 3: the paired gated tile: 128 rows of A (each warpgroup its own 64, as
+ * NS 1) by BN rows of B ([BN / 2 gate | BN / 2 up], both warpgroups), run
+ * twice per work item for D's two halves of 128 columns (BN / 2 each); its
+ * epilogue area holds a warpgroup's first half (64 x BN / 2 fp32) until the
+ * second completes its 1x128 groups. */
 template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE, int NS = 1> struct fk_sm90_shape {
     static constexpr int A_BYTES = (NS == 2 ? 64 : WV * FK_GEMM_BM) * FK_GEMM_BK; /* WV 128-row waves */
-    static constexpr int B_BYTES = NS * BN * FK_GEMM_BK;
+    static constexpr int B_BYTES = (NS == 2 ? 2 : 1) * BN * FK_GEMM_BK;
     /* SC: a stage's scale table (FK_SM90_SCALE_STAGED): A's block scales of
      * the K block, one per row of the tile (MN-major, by TMA; FK_SC_ANY_ROW: from the
      * 4-row boundary below it), then the 16 bytes of B's scale row holding
@@ -44,9 +49,11 @@ template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE, int NS = 1> 
      * epilogue's two 4 KB buffers fit in the general epilogue's chunk */
     static constexpr int ROWS_FLOATS = TS ? 0 : 64 * FK_EPI_ROW_BYTES(BN) / 4;
     /* per consumer warpgroup */
-    static constexpr int STAGE_OUT_FLOATS = NS == 2 ? 2 * 64 : CHUNK_FLOATS > ROWS_FLOATS ? CHUNK_FLOATS : ROWS_FLOATS;
+    static constexpr int STAGE_OUT_FLOATS = NS == 2   ? 2 * 64
+                                            : NS == 3 ? 64 * BN / 2
+                                            : CHUNK_FLOATS > ROWS_FLOATS ? CHUNK_FLOATS : ROWS_FLOATS;
     static constexpr int TAB_FLOATS = /* per consumer warpgroup */
-        NS == 2 ? 0 : TS && 4 * FK_EPI_WTAB(BN) > FK_EPI_TAB(BN) ? 4 * FK_EPI_WTAB(BN) : FK_EPI_TAB(BN);
+        NS >= 2 ? 0 : TS && 4 * FK_EPI_WTAB(BN) > FK_EPI_TAB(BN) ? 4 * FK_EPI_WTAB(BN) : FK_EPI_TAB(BN);
     static constexpr int EPI_BYTES = 2 * (STAGE_OUT_FLOATS + TAB_FLOATS) * 4;
     static constexpr int FIXED = EPI_BYTES + 1024 + 2 * 8 * 8 + (SC ? 128 : 0); /* (SC: the tables' alignment) */
     static constexpr int FIT = (FK_SM90_SMEM_MAX - FIXED) / (A_BYTES + B_BYTES + SC_BYTES);
@@ -54,7 +61,7 @@ template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE, int NS = 1> 
     static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES + SC_BYTES) + FIXED;
     static constexpr int NACC = BN / 2; /* fp32 accumulators per consumer thread */
     static_assert(STAGES >= 3, "stage ring too shallow");
-    static_assert(NS == 1 || (NS == 2 && WV == 1 && !TS && !SC), "the gated tile: one wave, general epilogue");
+    static_assert(NS == 1 || (NS <= 3 && WV == 1 && !TS && !SC), "the gated tiles: one wave, general epilogue");
     static_assert(!TS || CHUNK_FLOATS * 4 == 2 * 4096, "TMA-store buffers");
     static_assert(TAB_FLOATS % 4 == 0, "tables stay 16-byte aligned");
     static_assert(SC_BYTES % 128 == 0, "TMA writes 128-byte aligned scale tables");

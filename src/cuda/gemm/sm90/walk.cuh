@@ -101,5 +101,12 @@ template <int CL, bool GR = false, int WV = 1, int TM = FK_GEMM_BM * WV> struct 
         return GR && p.sa_g ? g * p.num_kb + kb : kb;
     }
 };
+
+/* The paired gated tile (NS 3, consumer_pipe.cuh): how many of work item tn's
+ * two halves of bn / 2 of D's p.n columns hold any (1 or 2). */
+static __device__ __forceinline__ int fk_glu_halves(const fk_gemm_params &p, int tn, int bn)
+{
+    return tn * bn + bn / 2 < p.n ? 2 : 1;
+}
 #endif /* FK_SM90_DEVICE */
 #endif
