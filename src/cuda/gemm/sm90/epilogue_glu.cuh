@@ -23,21 +23,41 @@ static __device__ __forceinline__ const float *fk_glu_arow(const fk_gemm_params 
     return p.sa_mode == FP8KIT_SCALE_ROW ? p.sa + min(r, p.m - 1) : p.sa_mode == FP8KIT_SCALE_TENSOR ? p.sa : &fk_glu_one;
 }
 
-/* alpha x tensor scales x B's scale of y column c, rounded once from double
- * (as the other epilogues' column factors); 0 past y's columns. g: the
- * expert (grouped kernel; 0 otherwise), whose B scales start at g (tensor)
- * or g N (row; N = 2 p.glu_up, y's columns). */
-static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, double ar, int c, bool ok, bool sa_done,
+/* alpha x tensor scales x B's scale of a column of y, rounded once from
+ * double (as the other epilogues' column factors); 0 past y's columns. sbr:
+ * the column's row scale of B (row mode, loaded by the caller); g: the
+ * expert (grouped kernel; 0 otherwise), whose tensor scale of B is p.sb[g]. */
+static __device__ __forceinline__ float fk_glu_colf(const fk_gemm_params &p, double ar, float sbr, bool ok, bool sa_done,
                                                     int g)
 {
     if (!ok)
         return 0.0f;
     if (p.sb_mode != FP8KIT_SCALE_ROW && p.sb_mode != FP8KIT_SCALE_TENSOR && (sa_done || p.sa_mode != FP8KIT_SCALE_TENSOR))
         return p.alpha; /* (ar is alpha, exactly: no double arithmetic) */
-    const double sb = p.sb_mode == FP8KIT_SCALE_ROW      ? (double)p.sb[2LL * g * p.glu_up + c]
-                      : p.sb_mode == FP8KIT_SCALE_TENSOR ? (double)p.sb[g]
-                                                         : 1.0;
+    const double sb = p.sb_mode == FP8KIT_SCALE_ROW ? (double)sbr : p.sb_mode == FP8KIT_SCALE_TENSOR ? (double)p.sb[g] : 1.0;
     return (float)(ar * sb);
+}
+
+/* Loads v[k] = x[base + c_k] of type `type` (f32 / bf16 / f16) as fp32 for
+ * this thread's NC columns c_k = n0 + 8 (k / 2) + q2 + k % 2 (clamped to
+ * the last column), all issued before any is used. */
+template <int NC>
+static __device__ __forceinline__ void fk_glu_cols(float (&v)[NC], const void *x, long long base, int type, int n0,
+                                                   int q2, int n)
+{
+    if (type == FP8KIT_F32) {
+#pragma unroll
+        for (int k = 0; k < NC; k++)
+            v[k] = ((const float *)x)[base + min(n0 + 8 * (k >> 1) + q2 + (k & 1), n - 1)];
+    } else {
+        uint16_t u[NC];
+#pragma unroll
+        for (int k = 0; k < NC; k++)
+            u[k] = ((const uint16_t *)x)[base + min(n0 + 8 * (k >> 1) + q2 + (k & 1), n - 1)];
+#pragma unroll
+        for (int k = 0; k < NC; k++)
+            v[k] = type == FP8KIT_BF16 ? fk_bf16_to_f32(u[k]) : fk_f16_to_f32(u[k]);
+    }
 }
 
 /* The 4 x 4 transpose of 32-bit words among the 4 lanes (q = lane % 4) of a
@@ -101,18 +121,30 @@ static __device__ __forceinline__ void fk_glu_epilogue(const fk_gemm_params &p, 
             br[i] = fk_epi_load(p.bias, row, p.bias_type);
     }
     const bool colb = p.bias_mode == FP8KIT_BIAS_COL;
-    const long long cg = 2LL * g * p.glu_up; /* expert g's bias */
+    const long long cg = 2LL * g * p.glu_up; /* expert g's row scales of B and bias */
+    /* the per-column inputs of this thread's H / 2 columns (k = 2 j + e), gate
+     * and up, loaded together up front (one after the other they wait on each
+     * other's latency) */
+    constexpr int NC = H / 2;
+    float sbg[NC] = {}, sbu[NC] = {}, bcg[NC] = {}, bcu[NC] = {};
+    if (p.sb_mode == FP8KIT_SCALE_ROW) {
+        fk_glu_cols(sbg, p.sb, cg, FP8KIT_F32, n0, q2, p.n);
+        fk_glu_cols(sbu, p.sb, cg + p.glu_up, FP8KIT_F32, n0, q2, p.n);
+    }
+    if (colb) {
+        fk_glu_cols(bcg, p.bias, cg, p.bias_type, n0, q2, p.n);
+        fk_glu_cols(bcu, p.bias, cg + p.glu_up, p.bias_type, n0, q2, p.n);
+    }
     float h[H];
 #pragma unroll
     for (int j = 0; j < H / 4; j++) {
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const int c = n0 + 8 * j + q2 + e; /* D's column */
+            const int c = n0 + 8 * j + q2 + e, k = 2 * j + e; /* D's column */
             const bool ok = c < p.n;
-            const int cu = p.glu_up + c;
-            const float fg = fk_glu_colf(p, ar, c, ok, SA_DONE, g), fu = fk_glu_colf(p, ar, cu, ok, SA_DONE, g);
-            const float bg = ok && colb ? fk_epi_load(p.bias, cg + c, p.bias_type) : 0.0f;
-            const float bu = ok && colb ? fk_epi_load(p.bias, cg + cu, p.bias_type) : 0.0f;
+            const float fg = fk_glu_colf(p, ar, sbg[k], ok, SA_DONE, g), fu = fk_glu_colf(p, ar, sbu[k], ok, SA_DONE, g);
+            const float bg = ok && colb ? bcg[k] : 0.0f;
+            const float bu = ok && colb ? bcu[k] : 0.0f;
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 const int x = 4 * j + 2 * i + e;
