@@ -70,4 +70,10 @@ fp8kit_status fk_grp_check(fp8kit_ctx *ctx, const void *job);
 void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab);
 int64_t fk_grp_brows(const fk_grouped_job *gj);
 
+/* The gated families' two tensor maps (gemm/sm90/glu_host.cu): A (rows_a, kbytes) in boxes of bm
+ * rows, B (rows_b, kbytes) in 64-row boxes (gate or up rows); memoized in the plan. */
+fp8kit_status fk_glu_maps(fp8kit_ctx *ctx, const fk_plan *plan, int device, const void *a, uint64_t rows_a,
+                          uint64_t lda, const void *b, uint64_t rows_b, uint64_t ldb, uint64_t kbytes, int bm,
+                          CUtensorMap tmaps[2]);
+
 #endif

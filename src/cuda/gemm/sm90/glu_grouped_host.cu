@@ -117,36 +117,6 @@ static fp8kit_status fk_glug_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     return FP8KIT_OK;
 }
 
-/* A (T, K) in boxes of the tile's bm rows; B's experts as rows g * brows + n
- * of one map, in 64-row boxes (gate or up rows); memoized per plan. */
-static fp8kit_status fk_glug_maps(fp8kit_ctx *ctx, const fk_grouped_job *gj, const fk_plan *plan, int device,
-                                  int bm, CUtensorMap tmaps[2])
-{
-    const fk_gemm_job *job = &gj->gemm;
-    memset(tmaps, 0, 2 * sizeof(CUtensorMap));
-    const uint64_t brows = (uint64_t)((gj->groups - 1) * fk_grp_brows(gj) + job->n);
-    const uint64_t key[8] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
-                             (uint64_t)job->lda,           (uint64_t)(uintptr_t)job->b, brows,
-                             (uint64_t)job->ldb,           0x474c554700ull + (uint64_t)bm};
-    static_assert(8 + 2 * sizeof(CUtensorMap) / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
-    if (fk_plan_memo_get(plan, key, 8, tmaps, 2 * sizeof(CUtensorMap)))
-        return FP8KIT_OK;
-    CUresult r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)job->lda,
-                                  FK_GEMM_BK, (uint32_t)bm);
-    if (r == CUDA_ERROR_INVALID_CONTEXT) { /* a new thread: make the primary context current */
-        FK_CUDA_CHECK(ctx, cudaSetDevice(device));
-        r = fk_tma_map_2d_u8(&tmaps[0], job->a, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)job->lda, FK_GEMM_BK,
-                             (uint32_t)bm);
-    }
-    if (r == CUDA_SUCCESS)
-        r = fk_tma_map_2d_u8(&tmaps[1], job->b, brows, (uint64_t)job->k, (uint64_t)job->ldb, FK_GEMM_BK,
-                             FK_GLUG_BND / 2);
-    if (r != CUDA_SUCCESS)
-        return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);
-    fk_plan_memo_put(plan, key, 8, tmaps, 2 * sizeof(CUtensorMap));
-    return FP8KIT_OK;
-}
-
 static fp8kit_status fk_glug_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
 {
     const fk_gemm_job *job = (const fk_gemm_job *)jp;
@@ -172,7 +142,10 @@ static fp8kit_status fk_glug_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     CUtensorMap tmaps[2];
     memset(tmaps, 0, sizeof tmaps);
     if (load) {
-        const fp8kit_status mst = fk_glug_maps(ctx, gj, plan, cfg.device, v->bm, tmaps);
+        /* A (T, K); B's experts as rows g * brows + n of one map */
+        const uint64_t brows = (uint64_t)((gj->groups - 1) * fk_grp_brows(gj) + job->n);
+        const fp8kit_status mst = fk_glu_maps(ctx, plan, cfg.device, job->a, (uint64_t)job->m, (uint64_t)job->lda,
+                                              job->b, brows, (uint64_t)job->ldb, (uint64_t)job->k, v->bm, tmaps);
         if (mst)
             return mst;
     }

@@ -128,28 +128,27 @@ static fp8kit_status fk_glu_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     return FP8KIT_OK;
 }
 
-/* A's map in boxes of the tile's bm rows, B's in 64-row boxes (gate or up
- * rows), memoized per plan as the dense family's (zeros when K = 0). */
-static fp8kit_status fk_glu_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan, int device,
-                                 const void *opa, const void *opb, uint64_t kbytes, uint64_t lda, uint64_t ldb,
-                                 int bm, CUtensorMap tmaps[2])
+/* The gated families' tensor maps (host.h): A (rows_a, kbytes) in boxes of
+ * the tile's bm rows, B (rows_b, kbytes) in 64-row boxes (gate or up rows),
+ * memoized per plan. */
+fp8kit_status fk_glu_maps(fp8kit_ctx *ctx, const fk_plan *plan, int device, const void *a, uint64_t rows_a,
+                          uint64_t lda, const void *b, uint64_t rows_b, uint64_t ldb, uint64_t kbytes, int bm,
+                          CUtensorMap tmaps[2])
 {
     enum { FK_GLU_MAPS_BYTES = 2 * sizeof(CUtensorMap) };
     memset(tmaps, 0, FK_GLU_MAPS_BYTES);
-    if (job->k <= 0)
-        return FP8KIT_OK;
-    const uint64_t key[8] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes, lda,
-                             (uint64_t)(uintptr_t)opb, (uint64_t)job->n, ldb, 0x474c5500u + (uint64_t)bm};
+    const uint64_t key[8] = {(uint64_t)(uintptr_t)a, rows_a, kbytes, lda, (uint64_t)(uintptr_t)b, rows_b, ldb,
+                             0x474c5500u + (uint64_t)bm};
     static_assert(8 + FK_GLU_MAPS_BYTES / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
     if (fk_plan_memo_get(plan, key, 8, tmaps, FK_GLU_MAPS_BYTES))
         return FP8KIT_OK;
-    CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, (uint32_t)bm);
+    CUresult r = fk_tma_map_2d_u8(&tmaps[0], a, rows_a, kbytes, lda, FK_GEMM_BK, (uint32_t)bm);
     if (r == CUDA_ERROR_INVALID_CONTEXT) { /* a new thread: make the primary context current */
         FK_CUDA_CHECK(ctx, cudaSetDevice(device));
-        r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, (uint32_t)bm);
+        r = fk_tma_map_2d_u8(&tmaps[0], a, rows_a, kbytes, lda, FK_GEMM_BK, (uint32_t)bm);
     }
     if (r == CUDA_SUCCESS)
-        r = fk_tma_map_2d_u8(&tmaps[1], opb, (uint64_t)job->n, kbytes, ldb, FK_GEMM_BK, FK_GLU_BND / 2);
+        r = fk_tma_map_2d_u8(&tmaps[1], b, rows_b, kbytes, ldb, FK_GEMM_BK, FK_GLU_BND / 2);
     if (r != CUDA_SUCCESS)
         return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);
     fk_plan_memo_put(plan, key, 8, tmaps, FK_GLU_MAPS_BYTES);
@@ -183,10 +182,14 @@ static fp8kit_status fk_glu_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *
         FK_CUDA_CHECK(ctx, cudaMemsetAsync(job->amax_d, 0, sizeof(float), st));
     if (job->m == 0 || job->n == 0)
         return FP8KIT_OK;
-    CUtensorMap tmaps[2];
-    fp8kit_status mst = fk_glu_maps(ctx, job, plan, cfg.device, opa, opb, kbytes, lda, ldb, v->bm, tmaps);
-    if (mst)
-        return mst;
+    CUtensorMap tmaps[2]; /* (zeros when K = 0: nothing is loaded) */
+    memset(tmaps, 0, sizeof tmaps);
+    if (job->k > 0) {
+        const fp8kit_status mst = fk_glu_maps(ctx, plan, cfg.device, opa, (uint64_t)job->m, lda, opb, (uint64_t)job->n,
+                                              ldb, kbytes, v->bm, tmaps);
+        if (mst)
+            return mst;
+    }
     fk_gemm_params p;
     fk_gemm_job_params(&p, job);
     p.n = (int)(job->n / 2); /* D's columns; y's up column of D's column c is glu_up + c */
