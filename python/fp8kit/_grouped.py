@@ -15,8 +15,8 @@ as the dense scaled_mm reads them: a's per 32 of K and each expert's
 call gets the workspace the library asks for
 (fp8kit_grouped_gemm_workspace_size: 0 on the CPU, the normalized MX copies
 on the GPU), allocated per call unless `workspace=` gives one.
-Output stage (desc.out_quant; the C call's scale_d / amax_d; CPU backend only
-for now): scale_d / return_amax / out_quant / out_hp / out_rounding / out_pow2
+Output stage (desc.out_quant; the C call's scale_d / amax_d; both backends):
+scale_d / return_amax / out_quant / out_hp / out_rounding / out_pow2
 as scaled_mm takes them and with its return convention: an e4m3 / e5m2 D with
 out_quant 'scaled' (D = fp8(y / scale_d), amax = max |y| over the rows the
 groups own), or 'mx' / 'block1x128' returning (d, scales), the scales of every
@@ -598,8 +598,8 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         with output quantization only (out_quant or scale_d; then the default is e4m3).
 
     Keyword arguments:
-      activation: None, an Activation or a name the C library accepts, as scaled_mm's. 'swiglu' (CPU backend
-        only for now): each expert's N columns of b are [gate; up] (N even) and D has N/2 columns,
+      activation: None, an Activation or a name the C library accepts, as scaled_mm's. 'swiglu' (both
+        backends; CUDA: not with mx scales): each expert's N columns of b are [gate; up] (N even) and D has N/2 columns,
         silu(y[:, :N/2]) * y[:, N/2:] of the group's y (out is then (T, N/2), masked (G, M, N/2)).
       alpha: the multiplier of the accumulator.
       out: a (T, N) array ((G, M, N) when masked) to write D into instead of a new one (writable, sharing
@@ -621,7 +621,7 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         (d, scales): scales of D's leading dims, (T, cols) or masked (G, M, cols), cols = Nd/32 e8m0 (mx,
         Nd = D's columns, N or N/2 with swiglu, a multiple of 32) or ceil(Nd/128) float32 (block1x128);
         the scale rows of rows no group owns are not written (as D's). 'scaled' (implied by scale_d) or
-        None. Output quantization runs on the CPU backend only for now (CUDA: UnsupportedError).
+        None. Output quantization runs on both backends (CUDA: fused in the grouped kernel).
       out_hp, out_rounding, out_pow2: for out_quant 'mx' / 'block1x128': the type y is rounded to first,
         the mx scale rounding ('floor' / 'rceil'), power-of-two block scales (docs/spec.md 3), as
         scaled_mm's.
