@@ -8,7 +8,7 @@ against a bf16 path (torch all_to_all_single of bf16 tokens + torch._grouped_mm)
 
     torchrun --nproc-per-node 2 examples/moe_ep.py                  # check, T = 128 per rank
     torchrun --nproc-per-node 2 examples/moe_ep.py --tokens 1,7,128,1024 --uneven
-    torchrun --nproc-per-node 2 examples/moe_ep.py --issue-shape --bench --tokens 128,1024,4096
+    torchrun --nproc-per-node 2 examples/moe_ep.py --model-shape --bench --tokens 128,1024,4096
     python3 examples/moe_ep.py                                      # one GPU: world size 1, no torchrun
 
 Every rank draws the same data from one seed (all ranks' tokens, routing
@@ -79,7 +79,7 @@ def parse_args():
     p.add_argument("--hidden", type=int, default=2048, help="H (a multiple of 128)")
     p.add_argument("--intermediate", type=int, default=1024, help="I (a multiple of 128)")
     p.add_argument("--topk", type=int, default=4, help="experts per token")
-    p.add_argument("--issue-shape", action="store_true", help="H 7168, I 2048, E 64, top-8 (issue 33's table)")
+    p.add_argument("--model-shape", action="store_true", help="H 7168, I 2048, E 64, top-8 (a DeepSeek-V3-sized MoE layer)")
     p.add_argument("--routing", choices=["uniform", "skewed", "holes"], default="holes",
                    help="uniform: top-k of random scores; skewed: low experts favoured (uneven counts); holes "
                    "(default): skewed, the last expert never chosen, ~10%% of entries -1, ~5%% repeating the "
@@ -99,7 +99,7 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--jsonl", default="", help="rank 0 appends the timing rows to this file")
     a = p.parse_args()
-    if a.issue_shape:
+    if a.model_shape:
         a.hidden, a.intermediate, a.experts, a.topk = 7168, 2048, 64, 8
     a.tokens = [int(t) for t in a.tokens.split(",") if t.strip()]
     return a
