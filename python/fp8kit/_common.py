@@ -55,6 +55,23 @@ def packed(shape, strides):
     return True
 
 
+def check_out_quant(fn, oq, ddt, sdv, return_amax):
+    """The output-stage keywords of scaled_mm and grouped_mm (an OutQuant oq, D's dtype ddt, the
+    scale_d view sdv or None, return_amax): output quantization needs an fp8 D; OUTQ_SCALED a
+    float32 scalar scale_d, which no other stage takes; return_amax OUTQ_SCALED."""
+    if oq != OutQuant.NONE and ddt not in FP8:
+        raise UnsupportedError("%s: output quantization (%s) needs an e4m3/e5m2 out_dtype" % (fn, oq.name.lower()))
+    if oq == OutQuant.SCALED:
+        if sdv is None:
+            raise InvalidArgumentError("%s: out_quant 'scaled' needs scale_d" % fn)
+        if sdv.dtype != DType.F32 or numel(sdv) != 1:
+            raise InvalidArgumentError("%s: scale_d must be a float32 scalar" % fn)
+    elif sdv is not None:
+        raise InvalidArgumentError("%s: scale_d is an input only with out_quant 'scaled'" % fn)
+    if return_amax and oq != OutQuant.SCALED:
+        raise UnsupportedError("%s: return_amax needs an fp8 output with scale_d" % fn)
+
+
 def set_tensor(t, ptr, dtype, shape, strides):
     """Writes an fp8kit Tensor struct t (strides in elements)."""
     t.data = ptr

@@ -17,8 +17,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from ._arrays import TaggedArray, as_view, numpy_pointer_getter, numpy_ptr, torch_module
-from ._common import (FP8, HP, check_out, context_for, device_of, gemm_scale_shape, numel, packed, rup,
-                      set_tensor, tensor_layout)
+from ._common import (FP8, HP, check_out, check_out_quant, context_for, device_of, gemm_scale_shape, numel,
+                      packed, rup, set_tensor, tensor_layout)
 from ._context import Context, on_clear
 from ._hooks import on_torch
 from ._lib import Activation, BiasMode, DType, GemmArgs, GemmCall, GemmDesc, OutQuant, Rounding, ScaleLayout, ScaleMode, Status
@@ -938,17 +938,7 @@ def _make_plan(av, bv, sa, sb, cv, biasv, sdv, out_dtype, o):
         raise UnsupportedError("%s: out_dtype %s is not an output type" % (FN, ddt.name.lower()))
     if oq is None:
         oq = OutQuant.SCALED if sdv is not None else OutQuant.NONE
-    if oq != OutQuant.NONE and ddt not in FP8:
-        raise UnsupportedError("%s: output quantization (%s) needs an e4m3/e5m2 out_dtype" % (FN, oq.name.lower()))
-    if oq == OutQuant.SCALED:
-        if sdv is None:
-            raise InvalidArgumentError("%s: out_quant 'scaled' needs scale_d" % FN)
-        if sdv.dtype != DType.F32 or numel(sdv) != 1:
-            raise InvalidArgumentError("%s: scale_d must be a float32 scalar" % FN)
-    elif sdv is not None:
-        raise InvalidArgumentError("%s: scale_d is an input only with out_quant 'scaled'" % FN)
-    if return_amax and oq != OutQuant.SCALED:
-        raise UnsupportedError("%s: return_amax needs an fp8 output with scale_d" % FN)
+    check_out_quant(FN, oq, ddt, sdv, return_amax)
     desc.out_quant = oq
     plan = _Plan()
     plan.sd_shape = plan.sd_dtype = None

@@ -34,8 +34,9 @@ import threading
 from typing import Any, Dict, Optional, Tuple, Union
 
 from ._arrays import as_view, torch_module
-from ._common import (FP8, HP, cdiv, check_out, context_for, device_of, empty_like_kind, gemm_scale_shape,
-                      group_offsets, numel, packed, prod, rup, set_tensor, status_pointer, stream_for, tensor_layout)
+from ._common import (FP8, HP, cdiv, check_out, check_out_quant, context_for, device_of, empty_like_kind,
+                      gemm_scale_shape, group_offsets, numel, packed, prod, rup, set_tensor, status_pointer,
+                      stream_for, tensor_layout)
 from ._context import Context, on_clear
 from ._lib import (Activation, Backend, BiasMode, DType, GemmDesc, GroupedLayout, OutQuant, Rounding, ScaleLayout,
                    ScaleMode, Status, Tensor)
@@ -292,17 +293,7 @@ def _out_stage(c, av, sdv, out_dtype, out_quant, out_hp, out_rounding, out_pow2,
         raise UnsupportedError("%s: out_dtype must be float32, float16 or bfloat16 (got %s)%s"
                                % (FN, ddt.name.lower(), "; an e4m3 / e5m2 D needs output quantization (out_quant or "
                                   "scale_d)" if ddt in FP8 else ""))
-    if oq != OutQuant.NONE and ddt not in FP8:
-        raise UnsupportedError("%s: output quantization (%s) needs an e4m3/e5m2 out_dtype" % (FN, oq.name.lower()))
-    if oq == OutQuant.SCALED:
-        if sdv is None:
-            raise InvalidArgumentError("%s: out_quant 'scaled' needs scale_d" % FN)
-        if sdv.dtype != DType.F32 or numel(sdv) != 1:
-            raise InvalidArgumentError("%s: scale_d must be a float32 scalar" % FN)
-    elif sdv is not None:
-        raise InvalidArgumentError("%s: scale_d is an input only with out_quant 'scaled'" % FN)
-    if return_amax and oq != OutQuant.SCALED:
-        raise UnsupportedError("%s: return_amax needs an fp8 output with scale_d" % FN)
+    check_out_quant(FN, oq, ddt, sdv, return_amax)
     desc.out_quant = oq
     c.ddt, c.sdv, c.sd_shape, c.sd_dtype, c.return_amax = ddt, sdv, None, None, bool(return_amax)
     if oq == OutQuant.SCALED:
