@@ -31,7 +31,8 @@ The exit status is 1 when a check fails on any rank. With --bench, rank 0
 prints the mean time per call (the slowest rank's, CUDA events over --iters
 calls after --warmup) of the whole layer, of dispatch + combine alone, and of
 the bf16 path (skipped, on every rank, where torch._grouped_mm is missing or
-refuses the shapes), and --jsonl appends one row per measurement.
+refuses the shapes), and --jsonl appends one row per T (ours, the bf16
+path as peer, the ratio peer / ours, and dispatch + combine alone).
 """
 import os
 
@@ -89,6 +90,9 @@ def parse_args():
     p.add_argument("--scale-layout", choices=["mn_major", "plain"], default="mn_major",
                    help="the received tokens' scales")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--transport", choices=["nccl", "nccl_ep"], default="nccl",
+                   help="the layer's transport (nccl_ep: NCCL EP; its rows come in its own order, so the "
+                   "all-token comparison of h and y is skipped and the output is checked against BOUND only)")
     p.add_argument("--intermediates", choices=["auto", "on", "off"], default="auto",
                    help="compare h, y and the output with the all-token reference (auto: when it needs <= 6 GiB)")
     p.add_argument("--exact", action="store_true", help="fail unless h, y and the output equal the all-token "
@@ -179,10 +183,17 @@ def check_dispatch(recv, x_all, ids_all, E, args):
             continue
         if not c:
             continue
-        if not torch.equal(bits(recv.x[e, :c]), q[toks]):
-            bad.append("expert %d: codes differ from quantize's" % ge)
         rs = recv.scale[e, :c] if recv.scale_layout == "plain" else recv.scale[e, :, :c].t()
-        if not torch.equal(bits(rs), s[toks]):
+        got_x, got_s = bits(recv.x[e, :c]), bits(rs)
+        if recv.transport == "nccl_ep":  # the same rows in NCCL EP's order: compared as sets
+            got = torch.cat([got_x.view(torch.uint8), got_s.contiguous().view(torch.uint8)], 1)
+            want = torch.cat([q[toks].view(torch.uint8), s[toks].contiguous().view(torch.uint8)], 1)
+            if sorted(bytes(r) for r in got.cpu().numpy()) != sorted(bytes(r) for r in want.cpu().numpy()):
+                bad.append("expert %d: rows differ from quantize's (compared as sets)" % ge)
+            continue
+        if not torch.equal(got_x, q[toks]):
+            bad.append("expert %d: codes differ from quantize's" % ge)
+        if not torch.equal(got_s, s[toks]):
             bad.append("expert %d: scales differ from quantize's" % ge)
     st = int(recv.status.item())
     if st:
@@ -294,7 +305,8 @@ def main():
         mt = args.max_tokens or T
         x_all, ids_all, w_all = make_tokens(sum(counts), E, H, k, args.routing, args.seed + T, dev)
         x, ids, w = x_all[off:off + t], ids_all[off:off + t].contiguous(), w_all[off:off + t].contiguous()
-        moe = fd.MoE(group, E, H, I, k, mt, dtype=args.dtype, pow2=args.pow2, scale_layout=args.scale_layout)
+        moe = fd.MoE(group, E, H, I, k, mt, dtype=args.dtype, pow2=args.pow2, scale_layout=args.scale_layout,
+                     transport=args.transport)
         moe.load_weights(q13[first:first + el], s13[first:first + el], q2[first:first + el], s2[first:first + el])
         report = {"rank": rank, "t": t, "bad": []}
         if not args.no_check:
@@ -310,7 +322,8 @@ def main():
                 report["bad"].append("output: rel %.3g > %.3g against moe_reference" % (report["rel"], BOUND))
             M = moe.ep.recv.max_rows
             need = E * M * (3 * H + I)
-            if args.intermediates == "on" or (args.intermediates == "auto" and need <= INTERMEDIATES_AUTO_BYTES):
+            if args.transport == "nccl" and (args.intermediates == "on" or (args.intermediates == "auto" and
+                                                                              need <= INTERMEDIATES_AUTO_BYTES)):
                 ref_all, want = fd.moe_reference(x_all, ids_all, w_all, q13, s13, q2, s2, dtype=args.dtype,
                                                  pow2=args.pow2, max_rows=M, return_intermediates=True)
                 diff = {"h": [0, 0], "h_scale": [0, 0], "y": [0, 0]}
@@ -365,18 +378,25 @@ def main():
                 else:
                     line += ", bf16 path skipped (torch._grouped_mm unusable)"
                 print(line, flush=True)
-                for name, key, transport in (("fp8kit_moe", "us_layer", "fp8kit_ep (NCCL p2p)"),
-                                             ("fp8kit_ep_dispatch_combine", "us_ep", "fp8kit_ep (NCCL p2p)"),
-                                             ("bf16_a2a_torch_grouped_mm", "us_bf16", "torch all_to_all_single")):
-                    if key in r0:
-                        rows.append({"bench": "moe_ep", "peer_name": name, "us": round(r0[key], 2),
-                                     "transport": transport, "world": world, "tokens_per_rank": counts,
-                                     "max_tokens": mt, "experts": E, "hidden": H, "intermediate": I, "top_k": k,
-                                     "dtype": args.dtype, "pow2": args.pow2, "scale_layout": args.scale_layout,
-                                     "routing": args.routing, "iters": args.iters, "torch": torch.__version__,
-                                     "nccl": group.nccl_version, "fp8kit": fp8kit.__version__,
-                                     "device": torch.cuda.get_device_name(dev),
-                                     "date": datetime.datetime.now(datetime.timezone.utc).isoformat()})
+                # one row per T: ours (the whole fp8 layer) beside the peer (the bf16 path) and the ratio
+                # peer / ours (> 1: ours is faster); dispatch + combine alone rides along as ep_us
+                common = {"peer_transport": "torch all_to_all_single",
+                          "world": world, "tokens_per_rank": counts, "max_tokens": mt, "experts": E, "hidden": H,
+                          "intermediate": I, "top_k": k, "dtype": args.dtype, "pow2": args.pow2,
+                          "scale_layout": args.scale_layout, "routing": args.routing, "iters": args.iters,
+                          "torch": torch.__version__, "nccl": group.nccl_version, "fp8kit": fp8kit.__version__,
+                          "device": torch.cuda.get_device_name(dev),
+                          "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+                row = {"bench": "moe_ep", "op": "moe_layer", "ours_transport": args.transport,
+                       "ours_us": round(r0["us_layer"], 2),
+                       "ep_us": round(r0["us_ep"], 2)}
+                if "us_bf16" in r0:
+                    row.update({"peer_name": "bf16_a2a_torch_grouped_mm", "peer_us": round(r0["us_bf16"], 2),
+                                "ratio": round(r0["us_bf16"] / r0["us_layer"], 4)})
+                else:
+                    row.update({"peer_name": None, "peer_us": None, "ratio": None})
+                row.update(common)
+                rows.append(row)
     if rank == 0 and args.jsonl and rows:
         with open(args.jsonl, "a") as f:
             for r in rows:

@@ -5,10 +5,13 @@
  * tokens' ranks, weighted by the router's top-k weights. docs/ep.md has the
  * layouts, the numerics and the limits.
  *
- * Transport: NCCL point-to-point (one ncclSend / ncclRecv per peer inside
- * ncclGroupStart / ncclGroupEnd) of fixed sizes (max_tokens token slots per
- * peer, whatever the routing), so no call synchronizes the host and both can
- * be captured in a CUDA graph. NCCL is
+ * Transports (fp8kit_ep_config.transport): fp8kit's own exchange on NCCL
+ * point-to-point (one ncclSend / ncclRecv per peer inside ncclGroupStart /
+ * ncclGroupEnd) of fixed sizes (max_tokens token slots per peer, whatever the
+ * routing), deterministic and bit-exact against the CPU reference; or NCCL
+ * EP's low-latency kernels (libnccl_ep.so, loaded at run time; it needs NCCL
+ * 2.30 or newer), which carry the same quantized tokens. With either, no call
+ * synchronizes the host and both can be captured in a CUDA graph. NCCL is
  * loaded at run time (dlopen("libnccl.so.2")): libfp8kit has no link
  * dependency on it. The ncclComm_t passed to fp8kit_ep_create must come from
  * that same library (the one the process's dynamic loader resolves for the
@@ -40,6 +43,18 @@ extern "C" {
 
 typedef struct fp8kit_ep fp8kit_ep;
 
+/* How the tokens travel (docs/ep.md, "Transports"). */
+typedef enum fp8kit_ep_transport {
+    /* fp8kit's exchange over NCCL point-to-point (the default): received rows
+     * in a fixed order, combine bit-exact against the CPU reference */
+    FP8KIT_EP_TRANSPORT_NCCL = 0,
+    /* NCCL EP (libnccl_ep.so, low-latency mode, expert-major layout), the
+     * tokens quantized by fp8kit and forwarded as they are
+     * (NCCL_EP_DISP_QUANT_FWD): the same rows and counts, in the order NCCL EP
+     * writes them; NCCL EP sums the combine. Needs H a multiple of 512 */
+    FP8KIT_EP_TRANSPORT_NCCL_EP = 1
+} fp8kit_ep_transport;
+
 /* The layer's shape; the same on every rank. Zero-initialise, then set the
  * fields: the zeros of the optional ones (rounding, pow2, scale_layout) are
  * the defaults. With W ranks, rank r owns the E / W experts
@@ -55,6 +70,7 @@ typedef struct fp8kit_ep_config {
     int32_t pow2;         /* block1x128 only: scales rounded up to powers of two (fp8kit_quant_desc.pow2) */
     fp8kit_scale_layout scale_layout; /* the received scales: PLAIN, or MN_MAJOR (block1x128 only: the
                                          grouped GEMM's fastest layout on Hopper) */
+    fp8kit_ep_transport transport;    /* NCCL (the default) or NCCL_EP */
 } fp8kit_ep_config;
 
 /* What a dispatch delivered to this rank: views of buffers the fp8kit_ep
@@ -66,7 +82,7 @@ typedef struct fp8kit_ep_config {
  * The rows of local expert e are x[e, 0 .. counts[e]): one per token that
  * lists global expert first_expert + e among its top-k (once, however often
  * it lists it), ordered by source rank, then by the token's index on that
- * rank. Rows past a count hold stale data; the grouped GEMM does not use
+ * rank (transport NCCL; with NCCL_EP the same rows in NCCL EP's order). Rows past a count hold stale data; the grouped GEMM does not use
  * them. The contents are valid after the dispatch, in stream order, until
  * the next dispatch. */
 typedef struct fp8kit_ep_recv {
@@ -81,6 +97,7 @@ typedef struct fp8kit_ep_recv {
     int64_t local_experts;  /* E_local = E / W */
     int64_t first_expert;   /* rank * E_local: global id of local expert 0 */
     int64_t max_rows;       /* M = W * max_tokens: rows per local expert, the worst case */
+    fp8kit_ep_transport transport; /* the config's */
 } fp8kit_ep_recv;
 
 /* Device memory fp8kit_ep_create allocates for this configuration on a
@@ -100,7 +117,8 @@ FP8KIT_API fp8kit_status fp8kit_ep_buffer_size(const fp8kit_ep_config *cfg, int6
  * wait in the all-reduce). Statuses: NULL_POINTER (ctx, nccl_comm, cfg, out);
  * UNSUPPORTED (ctx not a CUDA context, a build without NCCL, libnccl.so.2 or
  * one of its functions missing, an fp8 dtype that is not e4m3 / e5m2, mn_major
- * with mx); INVALID_ARGUMENT (a field out of range, E not a multiple of the
+ * with mx; transport NCCL_EP with libnccl_ep.so not loadable or H not a
+ * multiple of 512); INVALID_ARGUMENT (a field out of range, E not a multiple of the
  * world size, the communicator on another device than ctx, configurations
  * that differ between ranks); INVALID_SHAPE (H not a positive multiple of
  * 128); SIZE_OVERFLOW (rows E_local x M or a buffer beyond 2^31 rows or
@@ -150,9 +168,13 @@ FP8KIT_API fp8kit_status fp8kit_ep_dispatch(fp8kit_ep *ep, const fp8kit_tensor *
  * summed in fp32 in top-k order from +0 (each product and each sum rounded
  * to fp32, no FMA), rounded once to bf16 (RNE); a token without a valid
  * expert gets +0. A token listing an expert twice reads its one row twice.
+ * That is transport NCCL. With NCCL_EP, NCCL EP computes the weighted sum
+ * (its order and rounding; a token listing an expert twice gets that row once
+ * with the sum of the two weights), and y and out must be contiguous (row
+ * stride H, expert stride M x H).
  * Statuses: NULL_POINTER, INVALID_ARGUMENT (no dispatch yet, overlapping
- * tensors), INVALID_SHAPE, UNSUPPORTED (a dtype other than bf16),
- * INVALID_STRIDE, MISALIGNED, DEVICE. */
+ * tensors), INVALID_SHAPE, UNSUPPORTED (a dtype other than bf16; strided y or
+ * out with NCCL_EP), INVALID_STRIDE, MISALIGNED, DEVICE. */
 FP8KIT_API fp8kit_status fp8kit_ep_combine(fp8kit_ep *ep, const fp8kit_tensor *y, fp8kit_tensor *out,
                                            void *stream);
 

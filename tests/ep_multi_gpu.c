@@ -14,13 +14,18 @@
  * replayed on new inputs, and on sm_90 the received layout through
  * fp8kit_grouped_gemm (masked) against the CPU backend's.
  * World size 1 runs the whole path too (NCCL sends to itself).
- * Usage: ep_multi_gpu [--world N] [--timeout S]   (N: default every visible
- * GPU, one rank per GPU; S: seconds before a hung rank is killed, 300)
+ * Usage: ep_multi_gpu [--world N] [--timeout S] [--transport nccl|nccl_ep]
+ * (N: default every visible GPU, one rank per GPU; S: seconds before a hung
+ * rank is killed, 300; nccl_ep: the NCCL EP transport, whose rows are
+ * compared as sets per expert and whose combine is checked within 2^-7
+ * relative per token, H a multiple of 512; it needs libnccl_ep.so and NCCL
+ * 2.30 in the process, and skips when they cannot be loaded)
  * FK_TEST_SEED=n replays. Exit 0 pass, 1 fail, 2 bad usage, 77 skipped (no
  * GPU, no CUDA backend, no libnccl.so.2). Built by CMake when the library is
  * built with NCCL (FP8KIT_HAVE_NCCL); also a CTest test. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +105,28 @@ static void *hmalloc(size_t n)
     return p;
 }
 
+/* The transport under test (--transport): NCCL EP delivers the same rows in
+ * its own order and sums the combine itself. */
+static fp8kit_ep_transport transport = FP8KIT_EP_TRANSPORT_NCCL;
+
+/* Rows compared as multisets: records of rec_len bytes (a row's codes, then
+ * its scale bytes), sorted. */
+static size_t rec_len;
+static int rec_cmp(const void *a, const void *b) { return memcmp(a, b, rec_len); }
+
+/* Row `row` of expert e of a recv layout (codes x, scales s) as one record. */
+static void row_record(uint8_t *dst, const uint8_t *x, const uint8_t *s, int64_t e, int64_t row, int64_t m,
+                       int64_t H, int mn)
+{
+    const int64_t nbf = H / 128, sb = H / 32, mp4 = (m + 3) / 4 * 4, at = e * m + row;
+    memcpy(dst, x + at * H, (size_t)H);
+    if (mn)
+        for (int64_t b = 0; b < nbf; b++)
+            memcpy(dst + H + b * 4, s + ((e * nbf + b) * mp4 + row) * 4, 4);
+    else
+        memcpy(dst + H, s + at * sb, (size_t)sb);
+}
+
 /* This rank's dispatch result against the reference's. */
 static void check_recv(const char *what, const fp8kit_ep_config *cfg, const fp8kit_ep_recv *rv,
                        const fk_ep_ref_rank *ref)
@@ -118,6 +145,21 @@ static void check_recv(const char *what, const fp8kit_ep_config *cfg, const fp8k
         CHECK(counts[e] == ref->counts[e], "%s: expert %lld: count %d, want %d", what, (long long)e, counts[e],
               ref->counts[e]);
         const int64_t n = counts[e] < ref->counts[e] ? counts[e] : ref->counts[e];
+        if (transport == FP8KIT_EP_TRANSPORT_NCCL_EP) { /* the same rows, in NCCL EP's order */
+            rec_len = (size_t)(H + sb);
+            uint8_t *ga = (uint8_t *)hmalloc(rec_len * (size_t)n), *wa = (uint8_t *)hmalloc(rec_len * (size_t)n);
+            for (int64_t row = 0; row < n; row++) {
+                row_record(ga + rec_len * (size_t)row, x, s, e, row, m, H, mn);
+                row_record(wa + rec_len * (size_t)row, ref->x, (const uint8_t *)ref->scale, e, row, m, H, mn);
+            }
+            qsort(ga, (size_t)n, rec_len, rec_cmp);
+            qsort(wa, (size_t)n, rec_len, rec_cmp);
+            CHECK(memcmp(ga, wa, rec_len * (size_t)n) == 0, "%s: expert %lld: the %lld rows (as a set) differ",
+                  what, (long long)e, (long long)n);
+            free(ga);
+            free(wa);
+            continue;
+        }
         for (int64_t row = 0; row < n; row++) {
             const int64_t at = e * m + row;
             const int32_t src = ref->src[at];
@@ -146,6 +188,22 @@ static void check_out(const char *what, const fp8kit_ep_config *cfg, const void 
     const int64_t H = cfg->hidden;
     uint16_t *o = (uint16_t *)hmalloc((size_t)(t * H) * 2);
     CU(cudaMemcpy(o, dout, (size_t)(t * H) * 2, cudaMemcpyDeviceToHost));
+    if (transport == FP8KIT_EP_TRANSPORT_NCCL_EP) {
+        /* NCCL EP sums in its own order (and folds a repeated expert's weights):
+         * per token, relative error of at most two bf16 roundings, 2^-7 */
+        for (int64_t i = 0; i < t; i++) {
+            double err = 0, ref = 0;
+            for (int64_t j = 0; j < H; j++) {
+                const double a = fk_bf16_to_f32(o[i * H + j]), b = fk_bf16_to_f32(want[i * H + j]);
+                err += (a - b) * (a - b);
+                ref += b * b;
+            }
+            CHECK(err <= ref / (128.0 * 128.0) && (ref > 0 || err == 0), "%s: token %lld: rel %g against the reference",
+                  what, (long long)i, sqrt(err / (ref + 1e-300)));
+        }
+        free(o);
+        return;
+    }
     long bad = 0;
     for (int64_t i = 0; i < t * H; i++)
         if (o[i] != want[i] && bad++ < 3)
@@ -391,6 +449,7 @@ static fp8kit_ep_config cfg_make(int64_t E, int64_t H, int64_t k, int64_t mt, fp
     c.fp8 = fp8;
     c.mx = mx;
     c.scale_layout = (fp8kit_scale_layout)layout;
+    c.transport = transport;
     return c;
 }
 
@@ -424,17 +483,20 @@ static int rank_main(const t_nccl *nc, int idfd_r, int idfd_w, int sm90, uint64_
     CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     rng.s = seed;
 
-    const int W = world_n;
+    const int W = world_n, nep = transport == FP8KIT_EP_TRANSPORT_NCCL_EP;
+    /* (NCCL EP: H a multiple of 512) */
     const fp8kit_ep_config a = cfg_make(4 * W, 512, 4, 256, FP8KIT_E4M3, 0, FP8KIT_LAYOUT_PLAIN);
-    fp8kit_ep_config b = cfg_make(2 * W, 256, 6, 131, FP8KIT_E5M2, 0, FP8KIT_LAYOUT_MN_MAJOR);
+    fp8kit_ep_config b = cfg_make(2 * W, nep ? 1024 : 256, 6, 131, FP8KIT_E5M2, 0, FP8KIT_LAYOUT_MN_MAJOR);
     b.pow2 = 1;
-    fp8kit_ep_config c = cfg_make(8 * W, 384, 8, 130, FP8KIT_E4M3, 1, FP8KIT_LAYOUT_PLAIN);
+    fp8kit_ep_config c = cfg_make(8 * W, nep ? 1536 : 384, 8, 130, FP8KIT_E4M3, 1, FP8KIT_LAYOUT_PLAIN);
     c.rounding = FP8KIT_ROUND_RCEIL;
     run_config("1x128 plain e4m3 E=4W k=4 H=512 mt=256", &a);
     run_config("1x128 mn_major e5m2 pow2 E=2W k=6 H=256 mt=131", &b);
     run_config("mx rceil E=8W k=8 H=384 mt=130", &c);
     graph_case(&a);
-    if (sm90) {
+    if (nep) { /* the reference's rows are in another order: the grouped GEMM is checked through moe_ep.py */
+        printf("ep_multi_gpu rank %d: transport nccl_ep: the grouped GEMM check skipped\n", rank_id);
+    } else if (sm90) {
         grouped_case(&a);
         fp8kit_ep_config bm = b;
         bm.fp8 = FP8KIT_E4M3;
@@ -469,6 +531,8 @@ static int probe(int *ndev, int *sm90, int *nccl_ok, int *fk_ok)
         int v[4] = {0, 0, 0, 0};
         t_nccl nc;
         v[2] = t_nccl_load(&nc);
+        if (v[2] && transport == FP8KIT_EP_TRANSPORT_NCCL_EP) /* NCCL EP, and through it an NCCL new enough */
+            v[2] = dlopen("libnccl_ep.so.0", RTLD_NOW | RTLD_LOCAL) || dlopen("libnccl_ep.so", RTLD_NOW | RTLD_LOCAL);
         v[3] = fp8kit_backend_available(FP8KIT_BACKEND_CUDA);
         if (cudaGetDeviceCount(&v[0]) != cudaSuccess)
             v[0] = 0;
@@ -491,17 +555,29 @@ static int probe(int *ndev, int *sm90, int *nccl_ok, int *fk_ok)
 int main(int argc, char **argv)
 {
     int world = 0, timeout = 300;
-    for (int i = 1; i < argc; i++) {
-        const int is_world = !strcmp(argv[i], "--world"), is_timeout = !strcmp(argv[i], "--timeout");
+    static const struct option opts[] = {{"world", required_argument, NULL, 'w'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {"transport", required_argument, NULL, 'p'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *usage = "usage: ep_multi_gpu [--world N] [--timeout SECONDS] [--transport nccl|nccl_ep]\n";
+    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         char *end = NULL;
-        const long v = (is_world || is_timeout) && i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-        if (end && !*end && v >= 1 && v <= 100000) {
-            *(is_world ? &world : &timeout) = (int)v;
-            i++;
-        } else {
-            fprintf(stderr, "usage: ep_multi_gpu [--world N] [--timeout SECONDS]\n");
-            return strcmp(argv[i], "--help") ? 2 : 0;
+        const long v = o == 'w' || o == 't' ? strtol(optarg, &end, 10) : 0;
+        if ((o == 'w' || o == 't') && end && !*end && v >= 1 && v <= 100000)
+            *(o == 'w' ? &world : &timeout) = (int)v;
+        else if (o == 'p' && !strcmp(optarg, "nccl"))
+            transport = FP8KIT_EP_TRANSPORT_NCCL;
+        else if (o == 'p' && !strcmp(optarg, "nccl_ep"))
+            transport = FP8KIT_EP_TRANSPORT_NCCL_EP;
+        else {
+            fputs(usage, o == 'h' ? stdout : stderr);
+            return o == 'h' ? 0 : 2;
         }
+    }
+    if (optind < argc) {
+        fputs(usage, stderr);
+        return 2;
     }
     int ndev = 0, sm90 = 0, nccl_ok = 0, fk_ok = 0;
     if (probe(&ndev, &sm90, &nccl_ok, &fk_ok)) {
@@ -513,7 +589,8 @@ int main(int argc, char **argv)
         return FK_TEST_SKIP;
     }
     if (!nccl_ok) {
-        printf("ep_multi_gpu: libnccl.so.2 not loadable, skipped\n");
+        printf("ep_multi_gpu: %s not loadable, skipped\n",
+               transport == FP8KIT_EP_TRANSPORT_NCCL_EP ? "libnccl.so.2 or libnccl_ep.so" : "libnccl.so.2");
         return FK_TEST_SKIP;
     }
     if (world == 0)

@@ -18,6 +18,7 @@ library's message (fp8kit_last_error of the context the layer was made
 with). Nothing here imports torch at import time.
 """
 import ctypes
+import os
 import operator
 import threading
 from typing import Any, Dict, Optional
@@ -36,6 +37,8 @@ from .errors import (FP8KitError, InternalError, InvalidArgumentError, InvalidSh
 MAX_TOP_K = 64  # FP8KIT_EP_MAX_TOP_K
 FN = "fp8kit.distributed.ExpertParallel"
 _ENUM = ctypes.c_int  # C enums are int on every ABI fp8kit targets
+# fp8kit_ep_transport, by value: 'nccl' (fp8kit's exchange on NCCL point-to-point) or 'nccl_ep' (NCCL EP)
+TRANSPORTS = ("nccl", "nccl_ep")
 
 
 class EpConfig(ctypes.Structure):
@@ -51,13 +54,16 @@ class EpConfig(ctypes.Structure):
         ("rounding", _ENUM),
         ("pow2", ctypes.c_int32),
         ("scale_layout", _ENUM),
+        ("transport", _ENUM),
     ]
 
     def __repr__(self):
         return ("EpConfig(num_experts=%d, hidden=%d, top_k=%d, max_tokens=%d, fp8=%s, mx=%d, rounding=%s, pow2=%d, "
-                "scale_layout=%s)" % (self.num_experts, self.hidden, self.top_k, self.max_tokens,
-                                      _name(DType, self.fp8), self.mx, _name(Rounding, self.rounding), self.pow2,
-                                      _name(ScaleLayout, self.scale_layout)))
+                "scale_layout=%s, transport=%s)" % (self.num_experts, self.hidden, self.top_k, self.max_tokens,
+                                                    _name(DType, self.fp8), self.mx, _name(Rounding, self.rounding),
+                                                    self.pow2, _name(ScaleLayout, self.scale_layout),
+                                                    TRANSPORTS[self.transport] if 0 <= self.transport < len(
+                                                        TRANSPORTS) else self.transport))
 
 
 class EpRecv(ctypes.Structure):
@@ -72,6 +78,7 @@ class EpRecv(ctypes.Structure):
         ("local_experts", ctypes.c_int64),
         ("first_expert", ctypes.c_int64),
         ("max_rows", ctypes.c_int64),
+        ("transport", _ENUM),
     ]
 
 
@@ -148,7 +155,7 @@ def _flag(v, name):
 
 def ep_config(num_experts: int, hidden: int, top_k: int, max_tokens: int, *, dtype: DTypeLike = "e4m3",
               mx: bool = False, rounding: str = "floor", pow2: bool = False,
-              scale_layout: str = "plain") -> EpConfig:
+              scale_layout: str = "plain", transport: str = "nccl") -> EpConfig:
     """An fp8kit_ep_config (EpConfig) with these fields. Only the Python types are checked here (names
     parsed, ints in int64); the library checks the values (ep_buffer_size, and ExpertParallel on every rank
     together).
@@ -163,7 +170,10 @@ def ep_config(num_experts: int, hidden: int, top_k: int, max_tokens: int, *, dty
       rounding: MX's scale rule, 'floor' (the default) or 'rceil'; must be 'floor' without mx.
       pow2: block1x128 only: scales rounded up to powers of two (quantize's pow2).
       scale_layout: the received scales, 'plain' or 'mn_major' (block1x128 only: the grouped GEMM's fastest
-        layout on Hopper)."""
+        layout on Hopper).
+      transport: 'nccl' (fp8kit's exchange on NCCL point-to-point: a fixed row order, combine bit-exact
+        against the reference) or 'nccl_ep' (NCCL EP's low-latency kernels; needs libnccl_ep.so, NCCL 2.30 or
+        newer and H a multiple of 512; docs/ep.md)."""
     cfg = EpConfig()
     cfg.num_experts = _int64(num_experts, "num_experts")
     cfg.hidden = _int64(hidden, "hidden")
@@ -174,6 +184,10 @@ def ep_config(num_experts: int, hidden: int, top_k: int, max_tokens: int, *, dty
     cfg.rounding = int(enum_of(ROUNDINGS, rounding, FN + ": rounding", Rounding))
     cfg.pow2 = _flag(pow2, "pow2")
     cfg.scale_layout = int(enum_of(SCALE_LAYOUTS, scale_layout, FN + ": scale_layout", ScaleLayout))
+    if transport not in TRANSPORTS:
+        raise InvalidArgumentError("%s: transport must be one of %s (got %r)" % (FN, ", ".join(TRANSPORTS),
+                                                                               transport))
+    cfg.transport = TRANSPORTS.index(transport)
     return cfg
 
 
@@ -300,9 +314,10 @@ class Received:
         outside [-1, E) in the last dispatch (those entries were dropped). Reading it syncs the host.
       world, rank, local_experts, first_expert, max_rows: W, this rank, E_local = E / W, rank * E_local, and
         M = W * max_tokens.
-      scale_layout: 'plain' or 'mn_major'; mx: whether the scales are MX."""
+      scale_layout: 'plain' or 'mn_major'; mx: whether the scales are MX; transport: 'nccl' or 'nccl_ep' (with
+        'nccl_ep' the same rows per expert, in the order NCCL EP writes them)."""
     __slots__ = ("x", "scale", "counts", "status", "world", "rank", "local_experts", "first_expert", "max_rows",
-                 "scale_layout", "mx")
+                 "scale_layout", "mx", "transport")
 
     def __repr__(self):
         return ("<fp8kit.distributed.Received rank %d of %d: experts %d..%d, x %s, scale %s>"
@@ -323,7 +338,35 @@ def _received(r, cfg, device, owner):
     out.first_expert, out.max_rows = int(r.first_expert), int(r.max_rows)
     out.scale_layout = "mn_major" if cfg.scale_layout == ScaleLayout.MN_MAJOR else "plain"
     out.mx = bool(cfg.mx)
+    out.transport = TRANSPORTS[cfg.transport]
     return out
+
+
+def preload_nccl_ep() -> Optional[str]:
+    """Loads the libnccl_ep.so of the nccl-extensions wheel (package nccl.ep, the build for the CUDA major
+    version torch uses) into the process under its soname, so that libfp8kit's dlopen("libnccl_ep.so.0")
+    finds it, and points NCCL_EP_HOME (unless set) at the package, whose headers NCCL EP's run-time kernel
+    compilation reads; returns the library's path, or None when the package has none (libfp8kit then searches
+    the loader's path). NCCL EP itself needs NCCL 2.30 or newer in the process and nvcc at run time."""
+    import importlib.util
+    spec = importlib.util.find_spec("nccl")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    try:
+        major = str(torch_module().version.cuda or "13").split(".")[0]
+    except Exception:  # noqa: BLE001 - no torch: the newest build
+        major = "13"
+    for d in spec.submodule_search_locations:
+        for m in (major, "13", "12"):
+            p = os.path.join(d, "ep", "lib", "cu" + m, "libnccl_ep.so")
+            if os.path.isfile(p):
+                # NCCL EP compiles its kernels at first use (nvcc) with the headers the wheel ships: it finds
+                # them through NCCL_EP_HOME (as its own Python package sets it)
+                if os.path.isdir(os.path.join(d, "ep", "include", "nccl_ep")):
+                    os.environ.setdefault("NCCL_EP_HOME", os.path.join(d, "ep"))
+                ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+                return p
+    return None
 
 
 def _cuda_tensor(t, name, device, fn):
@@ -350,16 +393,17 @@ class ExpertParallel:
 
     Arguments:
       group: the EPGroup (its NCCL communicator and CUDA device).
-      num_experts, hidden, top_k, max_tokens, dtype, mx, rounding, pow2, scale_layout: the configuration, as
-        ep_config takes them (E a multiple of the world size, H a multiple of 128, top_k 1 .. min(E, 64),
-        max_tokens >= 1: every buffer is sized for it; ep_buffer_size gives the bytes).
+      num_experts, hidden, top_k, max_tokens, dtype, mx, rounding, pow2, scale_layout, transport: the
+        configuration, as ep_config takes them (E a multiple of the world size, H a multiple of 128, top_k
+        1 .. min(E, 64), max_tokens >= 1: every buffer is sized for it; ep_buffer_size gives the bytes).
+        transport='nccl_ep' first loads the nccl-extensions wheel's libnccl_ep.so (preload_nccl_ep).
 
     Attributes: config (EpConfig), group, device (CUDA index), ctx (the fp8kit Context it was made with),
     recv (Received: the views every dispatch fills), buffer_bytes."""
 
     def __init__(self, group: EPGroup, num_experts: int, hidden: int, top_k: int, max_tokens: int, *,
                  dtype: DTypeLike = "e4m3", mx: bool = False, rounding: str = "floor", pow2: bool = False,
-                 scale_layout: str = "plain") -> None:
+                 scale_layout: str = "plain", transport: str = "nccl") -> None:
         self._h: Optional[_Handle] = None
         if not isinstance(group, EPGroup):
             raise InvalidArgumentError("%s: group must be an fp8kit.distributed.EPGroup (got %s)"
@@ -371,7 +415,9 @@ class ExpertParallel:
         err = None
         try:
             cfg = ep_config(num_experts, hidden, top_k, max_tokens, dtype=dtype, mx=mx, rounding=rounding,
-                            pow2=pow2, scale_layout=scale_layout)
+                            pow2=pow2, scale_layout=scale_layout, transport=transport)
+            if transport == "nccl_ep":
+                preload_nccl_ep()
         except FP8KitError as e:
             # still take part in the ranks' agreement, with a configuration every library refuses, so that the
             # other ranks fail with this one instead of waiting for it

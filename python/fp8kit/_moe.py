@@ -230,12 +230,15 @@ class MoE(torch.nn.Module):
         quantizes the weights with it).
       scale_layout: the received tokens' scales, 'mn_major' (default: the grouped GEMM's fast layout on
         Hopper) or 'plain'.
+      transport: 'nccl' (default: fp8kit's exchange on NCCL point-to-point) or 'nccl_ep' (NCCL EP's kernels;
+        ExpertParallel says what it needs).
 
     Parameters (requires_grad False): w13 (E_local, 2I, H) fp8 and w13_scale (E_local, ceil(2I/128),
     ceil(H/128)) float32; w2 (E_local, H, I) and w2_scale (E_local, ceil(H/128), ceil(I/128))."""
 
     def __init__(self, group: Any, num_experts: int, hidden: int, intermediate: int, top_k: int, max_tokens: int,
-                 *, dtype: DTypeLike = "e4m3", pow2: bool = False, scale_layout: str = "mn_major") -> None:
+                 *, dtype: DTypeLike = "e4m3", pow2: bool = False, scale_layout: str = "mn_major",
+                 transport: str = "nccl") -> None:
         super().__init__()
         fp8 = _fp8_dtype(dtype, FN + ": dtype")
         if isinstance(intermediate, bool) or not isinstance(intermediate, int) or intermediate < 128 or \
@@ -248,7 +251,7 @@ class MoE(torch.nn.Module):
         self._made_group = own
         try:
             self.ep = ExpertParallel(self._group, num_experts, hidden, top_k, max_tokens, dtype=fp8, pow2=pow2,
-                                     scale_layout=scale_layout)
+                                     scale_layout=scale_layout, transport=transport)
         except Exception:
             if own:
                 self._group.close()
@@ -277,7 +280,7 @@ class MoE(torch.nn.Module):
     @classmethod
     def from_bf16(cls, group: Any, w13: torch.Tensor, w2: torch.Tensor, top_k: int, max_tokens: int, *,
                   num_experts: Optional[int] = None, dtype: DTypeLike = "e4m3", pow2: bool = False,
-                  scale_layout: str = "mn_major") -> "MoE":
+                  scale_layout: str = "mn_major", transport: str = "nccl") -> "MoE":
         """A MoE whose weights are bf16 (or f16 / f32) ones quantized with quantize_experts (128x128 block
         scales). Collective, as the constructor.
 
@@ -286,7 +289,7 @@ class MoE(torch.nn.Module):
           w13: (E_w, 2I, H) gate/up weights: this rank's E_local experts, or every expert (E_w = num_experts:
             this rank's E/W are taken).
           w2: (E_w, H, I) down weights, the same experts.
-          top_k, max_tokens, dtype, pow2, scale_layout: as the constructor's.
+          top_k, max_tokens, dtype, pow2, scale_layout, transport: as the constructor's.
           num_experts: E (default: E_w times the world size, i.e. w13 and w2 hold this rank's experts)."""
         if isinstance(group, EPGroup):
             world, rank = group.world, group.rank
@@ -310,7 +313,7 @@ class MoE(torch.nn.Module):
                                     % (FN, Ew, "%d" % (E // world) if E % world == 0 else "E / W", E))
         q13, s13, q2, s2 = quantize_experts(w13, w2, dtype=dtype, pow2=pow2)
         m = cls(group, E, int(w13.shape[2]), int(w13.shape[1]) // 2, top_k, max_tokens, dtype=dtype, pow2=pow2,
-                scale_layout=scale_layout)
+                scale_layout=scale_layout, transport=transport)
         m.load_weights(q13, s13, q2, s2)
         return m
 
@@ -372,7 +375,7 @@ class MoE(torch.nn.Module):
     def extra_repr(self) -> str:
         """The layer's shape in torch's module printout."""
         return ("experts=%d (local %d from %d), hidden=%d, intermediate=%d, top_k=%d, max_tokens=%d, dtype=%s, "
-                "pow2=%s, scale_layout=%s, rank %d of %d" % (
+                "pow2=%s, scale_layout=%s, transport=%s, rank %d of %d" % (
                     self.num_experts, self.local_experts, self.first_expert, self.hidden, self.intermediate,
-                    self.top_k, self.max_tokens, self.dtype, self.pow2, self.scale_layout, self.ep.group.rank,
-                    self.ep.group.world))
+                    self.top_k, self.max_tokens, self.dtype, self.pow2, self.scale_layout, self.ep.recv.transport,
+                    self.ep.group.rank, self.ep.group.world))

@@ -111,7 +111,7 @@ def test_every_ep_function_is_bound():
 # ------------------------------------------------------------------ configuration
 def _cfg(**kw):
     base = dict(num_experts=64, hidden=7168, top_k=8, max_tokens=128)
-    opts = {k: kw.pop(k) for k in ("dtype", "mx", "rounding", "pow2", "scale_layout") if k in kw}
+    opts = {k: kw.pop(k) for k in ("dtype", "mx", "rounding", "pow2", "scale_layout", "transport") if k in kw}
     base.update(kw)
     return fd.ep_config(base["num_experts"], base["hidden"], base["top_k"], base["max_tokens"], **opts)
 
@@ -155,6 +155,8 @@ def test_buffer_sizes_docs_quote():
     (dict(mx=True, scale_layout="mn_major"), 1, fp8kit.UnsupportedError, "mn_major with mx scales"),
     (dict(scale_layout="blocked"), 1, fp8kit.UnsupportedError, "blocked with block1x128 scales"),
     (dict(num_experts=1 << 20, top_k=1, max_tokens=1 << 20), 1, fp8kit.SizeOverflowError, "lower max_tokens"),
+    (dict(hidden=640, transport="nccl_ep"), 1, fp8kit.UnsupportedError,
+     "cfg->hidden = 640; the NCCL EP transport needs a multiple of 512"),
 ])
 def test_config_rules_are_the_library_s(kw, world, exc, text):
     with pytest.raises(exc) as e:
@@ -173,10 +175,22 @@ def test_config_rules_are_the_library_s(kw, world, exc, text):
     (dict(scale_layout="column"), "scale_layout"),
     (dict(mx=2), "mx must be True or False"),
     (dict(pow2="yes"), "pow2 must be True or False"),
+    (dict(transport="nvshmem"), "transport must be one of nccl, nccl_ep"),
 ])
 def test_config_types_are_checked_in_python(kw, text):
     with pytest.raises(fp8kit.InvalidArgumentError, match=re.escape(text)):
         _cfg(**kw)
+
+
+def test_nccl_ep_transport_needs_fewer_buffers():
+    """The NCCL EP transport keeps no receive or return chunks of its own (NCCL EP's buffers carry the tokens):
+    its fp8kit buffers are the send chunk, the recv layout, the counts and the weights; mn_major adds the plain
+    scales NCCL EP writes."""
+    for layout in ("plain", "mn_major"):
+        a = fd.ep_buffer_size(_cfg(hidden=1024, scale_layout=layout), 4)
+        b = fd.ep_buffer_size(_cfg(hidden=1024, scale_layout=layout, transport="nccl_ep"), 4)
+        assert 0 < b < a, (layout, a, b)
+    assert repr(_cfg(transport="nccl_ep")).endswith("transport=nccl_ep)")
 
 
 def test_buffer_size_wants_a_config():

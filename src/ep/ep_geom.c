@@ -56,6 +56,15 @@ fp8kit_status fk_ep_check_config(const fp8kit_ctx *ctx, const char *fn, const fp
                        "%s: cfg->scale_layout %s with %s scales; the received scales are plain, or mn_major for "
                        "block1x128 (the grouped GEMM's layouts)",
                        fn, fp8kit_scale_layout_name(cfg->scale_layout), cfg->mx ? "mx" : "block1x128");
+    if ((unsigned)cfg->transport > FP8KIT_EP_TRANSPORT_NCCL_EP)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: cfg->transport = %d is not a fp8kit_ep_transport", fn,
+                       (int)cfg->transport);
+    /* NCCL EP forwards rows whose bytes are multiples of 16: the scales' H / 32 */
+    if (cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP && cfg->hidden % 512)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "%s: cfg->hidden = %lld; the NCCL EP transport needs a multiple of 512 (its rows of scales "
+                       "are H / 32 bytes, a multiple of 16)",
+                       fn, (long long)cfg->hidden);
     return FP8KIT_OK;
 }
 
@@ -135,8 +144,19 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
     a.bad |= c.bad;
 
     const uint64_t W = (uint64_t)world, el = (uint64_t)r.el, m = (uint64_t)r.m;
+    /* NCCL EP: its own buffers carry the tokens; ours are the send chunk, the
+     * plain scales NCCL EP writes when the recv scales are mn_major (at
+     * off_recv), the recv layout, counts, status and the folded weights */
+    const int nep = cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP;
+    if (nep)
+        r.ret_chunk = 0;
     r.off_send = (size_t)fk_ep_take(&a, r.chunk);
-    r.off_recv = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.chunk));
+    if (!nep)
+        r.off_recv = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.chunk));
+    else
+        r.off_recv = (size_t)fk_ep_take(&a, cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR
+                                                ? fk_ep_mul(&a, fk_ep_mul(&a, el, m), (uint64_t)r.sbytes)
+                                                : 0);
     r.off_x = (size_t)fk_ep_take(&a, fk_ep_mul(&a, fk_ep_mul(&a, el, m), (uint64_t)H));
     if (cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR)
         r.scale_bytes = (size_t)fk_ep_mul(&a, fk_ep_mul(&a, el * (uint64_t)r.nb, (uint64_t)r.mp4), 4);
@@ -145,9 +165,9 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
     r.off_scale = (size_t)fk_ep_take(&a, r.scale_bytes);
     r.off_counts = (size_t)fk_ep_take(&a, el * 4u);
     r.off_status = (size_t)fk_ep_take(&a, 4);
-    r.off_slot = (size_t)fk_ep_take(&a, el * m * 4u);
+    r.off_slot = (size_t)fk_ep_take(&a, nep ? 0 : el * m * 4u);
     r.off_w = (size_t)fk_ep_take(&a, (uint64_t)mt * (uint64_t)k * 4u);
-    r.off_retidx = (size_t)fk_ep_take(&a, (uint64_t)mt * (uint64_t)k * 4u);
+    r.off_retidx = (size_t)fk_ep_take(&a, nep ? 0 : (uint64_t)mt * (uint64_t)k * 4u);
     r.off_ret_send = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.ret_chunk));
     r.off_ret_recv = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.ret_chunk));
     fk_ep_take(&a, 0);
@@ -181,4 +201,5 @@ void fk_ep_views(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char
     recv->local_experts = g->el;
     recv->first_expert = g->rank * g->el;
     recv->max_rows = g->m;
+    recv->transport = cfg->transport;
 }

@@ -38,7 +38,9 @@ typedef struct fk_ep_geom {
     size_t ck_ids, ck_codes, ck_scales, chunk; /* inside a dispatch chunk; its size */
     size_t ret_chunk;                          /* a return chunk: max_tokens x kp x H x 2 */
     size_t off_send;    /* this rank's dispatch chunk */
-    size_t off_recv;    /* W received chunks, peer p's at p x chunk */
+    size_t off_recv;    /* W received chunks, peer p's at p x chunk (NCCL EP: the plain
+                           (el, m, H / 32 bytes) scales it writes when the recv scales
+                           are mn_major; else empty) */
     size_t off_x;       /* A codes (el, m, H) */
     size_t off_scale;   /* A scales (recv layout) */
     size_t scale_bytes;
@@ -51,6 +53,8 @@ typedef struct fk_ep_geom {
     size_t total;
 } fk_ep_geom;
 
+struct fk_ncclep; /* nccl/ncclep.c: the NCCL EP group and handle */
+
 struct fp8kit_ep {
     fp8kit_ctx *ctx;
     fp8kit_ep_config cfg;
@@ -59,6 +63,7 @@ struct fp8kit_ep {
     unsigned char *base;   /* device memory, g.total bytes */
     int64_t last_t;        /* t of the last dispatch; -1 before the first */
     int sm_count;
+    struct fk_ncclep *nep; /* transport NCCL_EP; NULL with NCCL */
 };
 
 /* ---- ep_geom.c */

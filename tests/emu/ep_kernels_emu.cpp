@@ -10,8 +10,10 @@
  * routing pattern of tests/ep_test_util.h, block1x128 (plain, mn_major) and
  * MX, max_tokens above and below the scan's 256-token blocks, twice per case
  * (stale buffers from the first round must not matter), with the vector and
- * the scalar paths of the pack and combine kernels. NCCL itself, streams and
- * the launch configuration of ep_kernels.cu are not emulated.
+ * the scalar paths of the pack and combine kernels; and the NCCL EP
+ * transport's prep and scale-transpose kernels against their rules. NCCL and
+ * NCCL EP themselves, streams and the launch configuration of ep_kernels.cu
+ * are not emulated.
  * Built and run by tests/test_ep_kernels_emu.sh. */
 #include <barrier>
 #include <stdarg.h>
@@ -212,6 +214,61 @@ static void combine(const char *what, const fp8kit_ep_config *cfg, int W, const 
     }
 }
 
+/* The NCCL EP transport's own kernels on rank r's inputs: the prep (ids NCCL
+ * EP routes by: invalid and repeated experts -1, status; combine weights: an
+ * expert's weights summed in top-k order at its first entry) and, for
+ * mn_major, the transpose of the plain scales NCCL EP writes. */
+static void nep_checks(const char *what, const fp8kit_ep_config *cfg, int W, const ep_t_inputs &c)
+{
+    const int64_t k = cfg->top_k, E = cfg->num_experts;
+    for (int r = 0; r < W; r++) {
+        const int64_t t = c.in[r].t;
+        std::vector<int32_t> cids((size_t)(t * k + 1), 77);
+        std::vector<float> wb((size_t)(t * k + 1), 77.0f);
+        int32_t status = 0;
+        const unsigned blocks = t > 0 ? (unsigned)((t + FK_EP_THREADS - 1) / FK_EP_THREADS) : 1;
+        launch({blocks, 1, 1}, FK_EP_THREADS, [&] {
+            fk_ep_nep_prep_kernel(cids.data(), wb.data(), &status, c.ids[r], c.w[r], t, (int)k, (int32_t)E);
+        });
+        int bad_id = 0;
+        for (int64_t i = 0; i < t; i++)
+            for (int64_t j = 0; j < k; j++) {
+                const int32_t e = c.ids[r][i * k + j];
+                const int valid = e >= 0 && e < E;
+                bad_id |= e < -1 || e >= E;
+                int first = valid;
+                for (int64_t q = 0; q < j && first; q++)
+                    first = c.ids[r][i * k + q] != e;
+                float sum = 0.0f;
+                for (int64_t q = j; q < k && first; q++)
+                    if (c.ids[r][i * k + q] == e)
+                        sum += c.w[r][i * k + q];
+                CHECK(cids[(size_t)(i * k + j)] == (first ? e : -1), "%s: nep prep rank %d token %lld entry %lld: id %d",
+                      what, r, (long long)i, (long long)j, cids[(size_t)(i * k + j)]);
+                CHECK(!memcmp(&wb[(size_t)(i * k + j)], &sum, 4), "%s: nep prep rank %d token %lld entry %lld: w %g, "
+                      "want %g", what, r, (long long)i, (long long)j, wb[(size_t)(i * k + j)], sum);
+            }
+        CHECK(status == (bad_id ? (int32_t)FP8KIT_ERR_INVALID_ARGUMENT : 0), "%s: nep prep rank %d: status %d", what,
+              r, status);
+        CHECK(cids[(size_t)(t * k)] == 77, "%s: nep prep rank %d wrote past t x k", what, r);
+    }
+    if (cfg->scale_layout != FP8KIT_LAYOUT_MN_MAJOR)
+        return;
+    const int32_t el = 3, m = 37, nb = (int32_t)(cfg->hidden / 128), mp4 = (m + 3) / 4 * 4;
+    const int32_t counts[3] = {0, 37, 5};
+    std::vector<float> plain((size_t)(el * m * nb)), mn((size_t)(el * nb * mp4), -1.0f);
+    for (size_t i = 0; i < plain.size(); i++)
+        plain[i] = (float)i;
+    launch({(unsigned)el, 2, 1}, 64, [&] { fk_ep_nep_scales_kernel(plain.data(), mn.data(), counts, m, nb, mp4); });
+    for (int32_t e = 0; e < el; e++)
+        for (int32_t b = 0; b < nb; b++)
+            for (int32_t row = 0; row < mp4; row++) {
+                const float want = row < counts[e] ? plain[(size_t)((e * m + row) * nb + b)] : -1.0f;
+                CHECK(mn[(size_t)((e * nb + b) * mp4 + row)] == want, "%s: nep scales e %d b %d row %d", what, e, b,
+                      row);
+            }
+}
+
 static void run_case(const fp8kit_ep_config *cfg, int W, int route, const int64_t *t, const char *what)
 {
     std::vector<fk_ep_geom> g((size_t)W);
@@ -233,6 +290,7 @@ static void run_case(const fp8kit_ep_config *cfg, int W, int route, const int64_
         dispatch(what, cfg, W, c, g, base, res.data());
         combine(what, cfg, W, c, g, base, y, res.data(), round == 0, round ? 8 : 0);
     }
+    nep_checks(what, cfg, W, c);
     ep_t_free_y(y, W);
     fk_ep_ref_free(res.data(), W);
     ep_t_free(&c);

@@ -68,3 +68,24 @@ extern "C" cudaError_t fk_ep_launch_combine(const fp8kit_ep_config *cfg, const f
         (uint16_t *)out, ld, vec, cfg->hidden, (int)cfg->top_k, (int32_t)(cfg->max_tokens * g->kp));
     return cudaGetLastError();
 }
+
+extern "C" cudaError_t fk_ep_launch_nep_prep(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base,
+                                             const int32_t *ids, const float *w, int64_t t, cudaStream_t s)
+{
+    if (t <= 0)
+        return cudaSuccess;
+    unsigned char *send = base + g->off_send;
+    fk_ep_nep_prep_kernel<<<(unsigned)((t + FK_EP_THREADS - 1) / FK_EP_THREADS), FK_EP_THREADS, 0, s>>>(
+        (int32_t *)(send + g->ck_ids), (float *)(base + g->off_w), (int32_t *)(base + g->off_status), ids, w, t,
+        (int)cfg->top_k, (int32_t)cfg->num_experts);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t fk_ep_launch_nep_scales(const fk_ep_geom *g, unsigned char *base, int sm_count, cudaStream_t s)
+{
+    const dim3 grid((unsigned)g->el, fk_ep_rows_grid(g->el, g->m, sm_count));
+    fk_ep_nep_scales_kernel<<<grid, FK_EP_THREADS, 0, s>>>(
+        (const float *)(base + g->off_recv), (float *)(base + g->off_scale), (const int32_t *)(base + g->off_counts),
+        (int32_t)g->m, (int32_t)g->nb, (int32_t)g->mp4);
+    return cudaGetLastError();
+}

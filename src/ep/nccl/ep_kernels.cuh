@@ -217,4 +217,51 @@ __global__ void fk_ep_combine_kernel(const unsigned char *ret_recv, size_t ret_c
     }
 }
 
+/* NCCL_EP transport, one thread per token: the ids NCCL EP routes by (ids
+ * outside [-1, E) made -1, status set; an expert listed again made -1, so
+ * each token reaches each expert once, as with the NCCL transport) and the
+ * combine weights (at an expert's first entry the fp32 sum, in top-k order,
+ * of the weights of all its entries; 0 at the entries made -1). */
+__global__ void fk_ep_nep_prep_kernel(int32_t *cids, float *wb, int32_t *status, const int32_t *ids, const float *w,
+                                      int64_t t, int k, int32_t E)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= t)
+        return;
+    int bad = 0;
+    for (int j = 0; j < k; j++) {
+        int32_t e = ids[i * k + j];
+        if (e < -1 || e >= E) {
+            bad = 1;
+            e = -1;
+        }
+        for (int q = 0; q < j && e >= 0; q++)
+            if (ids[i * k + q] == e)
+                e = -1; /* listed before: its weight joins the first entry's */
+        cids[i * k + j] = e;
+        float sum = 0.0f;
+        if (e >= 0)
+            for (int q = j; q < k; q++)
+                if (ids[i * k + q] == e)
+                    sum = __fadd_rn(sum, w[i * k + q]);
+        wb[i * k + j] = sum;
+    }
+    if (bad)
+        atomicExch(status, (int)FP8KIT_ERR_INVALID_ARGUMENT);
+}
+
+/* NCCL_EP transport, mn_major scales: blocks (expert, y) copy the plain f32
+ * scales NCCL EP wrote ([e][row][b]) of the rows below the count to
+ * [e][b][row] (rows mp4 apart). */
+__global__ void fk_ep_nep_scales_kernel(const float *plain, float *mn, const int32_t *counts, int32_t m, int32_t nb,
+                                        int32_t mp4)
+{
+    const int32_t e = (int32_t)blockIdx.x, cnt = counts[e];
+    const int64_t n = (int64_t)cnt * nb;
+    for (int64_t v = (int64_t)blockIdx.y * blockDim.x + threadIdx.x; v < n; v += (int64_t)gridDim.y * blockDim.x) {
+        const int32_t r = (int32_t)(v / nb), b = (int32_t)(v % nb);
+        mn[((int64_t)e * nb + b) * mp4 + r] = plain[((int64_t)e * m + r) * nb + b];
+    }
+}
+
 #endif

@@ -37,6 +37,17 @@ cudaError_t fk_ep_launch_ret_pack(const fp8kit_ep_config *cfg, const fk_ep_geom 
 cudaError_t fk_ep_launch_combine(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base, void *out,
                                  int64_t ld, int64_t t, cudaStream_t s);
 
+/* NCCL_EP transport, before NCCL EP's dispatch: the ids it routes by into
+ * the send chunk's id slots (invalid ids -1 and reported in the status word,
+ * which must be 0 before; an expert listed again -1) and the combine weights
+ * (off_w: an expert's weights summed at its first entry). Nothing for t = 0. */
+cudaError_t fk_ep_launch_nep_prep(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base,
+                                  const int32_t *ids, const float *w, int64_t t, cudaStream_t s);
+
+/* NCCL_EP transport, mn_major: the plain f32 scales NCCL EP wrote at off_recv
+ * into the recv scales' mn_major layout, rows below the counts. */
+cudaError_t fk_ep_launch_nep_scales(const fk_ep_geom *g, unsigned char *base, int sm_count, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,8 @@
  * as fp8kit_quantize + kernels (ep_kernels.cu) around one NCCL group of
  * ncclSend / ncclRecv per peer over fixed-size buffers, all on the caller's
  * stream: no host synchronization, no allocation, capturable in a CUDA graph.
- * NCCL through dlopen (nccl_lib.c). */
+ * NCCL through dlopen (nccl_lib.c). With transport NCCL_EP the exchange and
+ * the combine's sum are NCCL EP's (ncclep.c) instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "ep/ep_impl.h"
 #include "ep/nccl/ep_kernels.h"
 #include "ep/nccl/nccl_lib.h"
+#include "ep/nccl/ncclep.h"
 
 /* A CUDA runtime failure as FP8KIT_ERR_DEVICE (OUT_OF_MEMORY for an
  * allocation) naming the call. */
@@ -56,7 +58,8 @@ static void fk_ep_agree_vec(const fp8kit_ep_config *cfg, int64_t failed, int64_t
     v[3] = cfg->top_k;
     v[4] = cfg->max_tokens;
     v[5] = (int64_t)cfg->fp8 * 16 + cfg->mx;
-    v[6] = (int64_t)cfg->rounding * 256 + (int64_t)cfg->pow2 * 16 + (int64_t)cfg->scale_layout;
+    v[6] = (int64_t)cfg->transport * 4096 + (int64_t)cfg->rounding * 256 + (int64_t)cfg->pow2 * 16 +
+           (int64_t)cfg->scale_layout;
 }
 
 /* Meets the other ranks on the communicator's device, on the internal
@@ -68,7 +71,7 @@ static fp8kit_status fk_ep_agree(fp8kit_ctx *ctx, const fk_nccl *nc, ncclComm_t 
                                  const char **differs)
 {
     static const char *const names[FK_EP_NAGREE] = {"", "num_experts", "hidden", "top_k", "max_tokens",
-                                                    "fp8 / mx", "rounding / pow2 / scale_layout"};
+                                                    "fp8 / mx", "transport / rounding / pow2 / scale_layout"};
     const char *fn = "fp8kit_ep_create";
     int64_t h[2 * FK_EP_NAGREE];
     fk_ep_agree_vec(cfg, failed, h);
@@ -133,6 +136,9 @@ fp8kit_status fk_ep_impl_create(fp8kit_ctx *ctx, void *comm, const fp8kit_ep_con
                      fn, dev, fk_ctx_device(ctx));
     else
         st = fk_ep_geometry(ctx, fn, cfg, world, rank, &g);
+    const char *nep_why = NULL;
+    if (!st && cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP && (nep_why = fk_ncclep_available()))
+        st = fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "%s: transport NCCL_EP: %s", fn, nep_why);
     unsigned char *base = NULL;
     int sm = 0;
     if (!st)
@@ -163,11 +169,7 @@ fp8kit_status fk_ep_impl_create(fp8kit_ctx *ctx, void *comm, const fp8kit_ep_con
                      fn);
     else if (differs)
         st = fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: the ranks' configurations differ (%s)", fn, differs);
-    if (st) {
-        if (base)
-            (void)cudaFree(base);
-        free(ep);
-    } else {
+    if (!st) {
         ep->ctx = ctx;
         ep->cfg = *cfg;
         ep->g = g;
@@ -175,6 +177,15 @@ fp8kit_status fk_ep_impl_create(fp8kit_ctx *ctx, void *comm, const fp8kit_ep_con
         ep->base = base;
         ep->last_t = -1;
         ep->sm_count = sm;
+        /* NCCL EP's group and handle: collective, every rank got this far */
+        if (cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP)
+            st = fk_ncclep_create(ep);
+    }
+    if (st) {
+        if (base)
+            (void)cudaFree(base);
+        free(ep);
+    } else {
         *out = ep;
     }
     if (cur >= 0 && cur != dev)
@@ -186,6 +197,7 @@ void fk_ep_impl_destroy(fp8kit_ep *ep)
 {
     if (ep->base && !fk_ep_bind(ep->ctx, "fp8kit_ep_destroy")) {
         (void)cudaDeviceSynchronize(); /* work in flight on any stream may still use the buffers */
+        fk_ncclep_destroy(ep);
         (void)cudaFree(ep->base);
         (void)cudaGetLastError();
     }
@@ -276,6 +288,12 @@ fp8kit_status fk_ep_impl_dispatch(fp8kit_ep *ep, const fp8kit_tensor *x, const i
     /* fp8kit_quantize checks its call before it writes: a refusal leaves everything as it was */
     if (t > 0 && (st = fk_ep_quantize(ep, x, t, stream)))
         return st;
+    if (ep->nep) {
+        if ((st = fk_ep_cuda(ep->ctx, fn, cudaMemsetAsync(ep->base + g->off_status, 0, 4, s), "cudaMemsetAsync")) ||
+            (st = fk_ncclep_dispatch(ep, topk_idx, topk_w, t, s)))
+            return fk_ep_broken(ep, st);
+        return FP8KIT_OK;
+    }
     if ((st = fk_ep_cuda(ep->ctx, fn, cudaMemsetAsync(ep->base + g->off_status, 0, 4, s), "cudaMemsetAsync")) ||
         (st = fk_ep_cuda(ep->ctx, fn, fk_ep_launch_prep(&ep->cfg, g, ep->base, topk_idx, topk_w, t, s),
                          "the prep kernel")) ||
@@ -296,6 +314,8 @@ fp8kit_status fk_ep_impl_combine(fp8kit_ep *ep, const fp8kit_tensor *y, fp8kit_t
     fp8kit_status st = fk_ep_bind(ep->ctx, fn);
     if (st)
         return st;
+    if (ep->nep)
+        return (st = fk_ncclep_combine(ep, y, out, s)) ? fk_ep_broken(ep, st) : FP8KIT_OK;
     /* y is (E_local, M, H): its expert and row strides in elements */
     const int64_t sr = y->strides[1] ? y->strides[1] : ep->cfg.hidden;
     const int64_t se = y->strides[0] ? y->strides[0] : g->m * sr;
