@@ -182,6 +182,48 @@ static void check_recv(const char *what, const fp8kit_ep_config *cfg, const fp8k
     free(s);
 }
 
+/* NCCL EP: y in the received order. y_ref holds the reference's rows (its
+ * order); each received row is found among the reference's rows of its expert
+ * by its bytes (codes and scales: one row per token and expert) and gets that
+ * row's y. Uploaded into dy. */
+static void upload_y_in_recv_order(const fp8kit_ep_config *cfg, const fp8kit_ep_recv *rv, const fk_ep_ref_rank *ref,
+                                   const uint16_t *y_ref, void *dy)
+{
+    const int64_t el = ref->el, m = ref->m, H = cfg->hidden;
+    const int mn = cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
+    rec_len = (size_t)(H + H / 32);
+    uint8_t *x = (uint8_t *)hmalloc((size_t)(el * m * H)), *s = (uint8_t *)hmalloc(ref->scale_bytes);
+    uint8_t *a = (uint8_t *)hmalloc(rec_len);
+    uint16_t *y = (uint16_t *)hmalloc((size_t)(el * m * H) * 2);
+    memset(y, 0, (size_t)(el * m * H) * 2);
+    CU(cudaMemcpy(x, rv->x.data, (size_t)(el * m * H), cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(s, rv->scale.data, ref->scale_bytes, cudaMemcpyDeviceToHost));
+    for (int64_t e = 0; e < el; e++) {
+        const int64_t n = ref->counts[e];
+        /* the reference's rows sorted by their bytes, each followed by its row index */
+        const size_t rl = rec_len;
+        uint8_t *tab = (uint8_t *)hmalloc((rl + 8) * (size_t)n);
+        for (int64_t q = 0; q < n; q++) {
+            row_record(tab + (rl + 8) * (size_t)q, ref->x, (const uint8_t *)ref->scale, e, q, m, H, mn);
+            memcpy(tab + (rl + 8) * (size_t)q + rl, &q, 8);
+        }
+        qsort(tab, (size_t)n, rl + 8, rec_cmp); /* compares the first rec_len bytes */
+        for (int64_t r = 0; r < n; r++) {
+            row_record(a, x, s, e, r, m, H, mn);
+            const uint8_t *hit = (const uint8_t *)bsearch(a, tab, (size_t)n, rl + 8, rec_cmp);
+            CHECK(hit != NULL, "NCCL EP: expert %lld row %lld is no row of the reference", (long long)e, (long long)r);
+            if (hit) {
+                int64_t q;
+                memcpy(&q, hit + rl, 8);
+                memcpy(y + (e * m + r) * H, y_ref + (e * m + q) * H, (size_t)H * 2);
+            }
+        }
+        free(tab);
+    }
+    CU(cudaMemcpy(dy, y, (size_t)(el * m * H) * 2, cudaMemcpyHostToDevice));
+    free(x), free(s), free(a), free(y);
+}
+
 static void check_out(const char *what, const fp8kit_ep_config *cfg, const void *dout, int64_t t,
                       const uint16_t *want)
 {
@@ -270,6 +312,8 @@ static void run_config(const char *name, const fp8kit_ep_config *cfg)
                                   tr ? (const float *)d.w : NULL, tr, &rv, stream));
             CU(cudaStreamSynchronize(stream));
             check_recv(what, cfg, &rv, &res[rank_id]);
+            if (transport == FP8KIT_EP_TRANSPORT_NCCL_EP) /* y follows NCCL EP's row order */
+                upload_y_in_recv_order(cfg, &rv, &res[rank_id], y[rank_id], d.y);
             const int64_t ys[3] = {el, m, H};
             fp8kit_tensor yt = fp8kit_tensor_make(d.y, FP8KIT_BF16, 3, ys);
             fp8kit_tensor out = fp8kit_tensor_2d(d.out, FP8KIT_BF16, tr ? tr : 1, H, H);
@@ -329,7 +373,9 @@ static void graph_case(const fp8kit_ep_config *cfg)
         char what[64];
         snprintf(what, sizeof what, "graph replay %d", it);
         check_recv(what, cfg, &rv, &res[rank_id]);
-        if (tr)
+        /* (NCCL EP: y, uploaded before the replay, cannot follow the order NCCL EP
+         * picks during it; its combine is checked by run_config) */
+        if (tr && transport == FP8KIT_EP_TRANSPORT_NCCL)
             check_out(what, cfg, d.out, tr, res[rank_id].out);
         ep_t_free_y(y, world_n);
         fk_ep_ref_free(res, world_n);
@@ -490,9 +536,12 @@ static int rank_main(const t_nccl *nc, int idfd_r, int idfd_w, int sm90, uint64_
     b.pow2 = 1;
     fp8kit_ep_config c = cfg_make(8 * W, nep ? 1536 : 384, 8, 130, FP8KIT_E4M3, 1, FP8KIT_LAYOUT_PLAIN);
     c.rounding = FP8KIT_ROUND_RCEIL;
+    char nb_[80], nc_[80];
+    snprintf(nb_, sizeof nb_, "1x128 mn_major e5m2 pow2 E=2W k=6 H=%lld mt=131", (long long)b.hidden);
+    snprintf(nc_, sizeof nc_, "mx rceil E=8W k=8 H=%lld mt=130", (long long)c.hidden);
     run_config("1x128 plain e4m3 E=4W k=4 H=512 mt=256", &a);
-    run_config("1x128 mn_major e5m2 pow2 E=2W k=6 H=256 mt=131", &b);
-    run_config("mx rceil E=8W k=8 H=384 mt=130", &c);
+    run_config(nb_, &b);
+    run_config(nc_, &c);
     graph_case(&a);
     if (nep) { /* the reference's rows are in another order: the grouped GEMM is checked through moe_ep.py */
         printf("ep_multi_gpu rank %d: transport nccl_ep: the grouped GEMM check skipped\n", rank_id);
