@@ -11,16 +11,19 @@ combine of:
   ours nccl     fp8kit's layer, transport 'nccl' (1x128 e4m3, scales in the
                 grouped GEMM's mn_major layout, NCCL point-to-point)
   ours nccl_ep  the same layer with transport 'nccl_ep' (fp8kit quantizes,
-                NCCL EP forwards codes and scales: NCCL_EP_DISP_QUANT_FWD)
+                NCCL EP forwards codes and scales: NCCL_EP_DISP_QUANT_FWD),
+                low-latency mode (masked) and high-throughput mode
+                (contiguous)
   ncclep_ds     NCCL EP alone, expert-major layout,
                 NCCL_EP_DISP_QUANT_DS_FP8E3M4 (NCCL EP quantizes: e4m3 + f32
                 per 128), then its bf16 combine: NCCL EP's own fp8 recipe,
                 the peer
 The NCCL EP timings include the handle update with the step's top-k ids.
-Checked before timing: the two transports deliver the same counts and the
-same rows per expert bit for bit (compared as sets: NCCL EP keeps no order),
-and their combines of the same expert outputs agree within 1e-2 (relative,
-Frobenius; NCCL EP sums in its own order); ncclep_ds's counts equal ours.
+Checked: every variant delivers the same counts and the same rows per expert
+bit for bit as the NCCL transport (compared as sets: NCCL EP keeps no
+order), and their combines of the same expert outputs agree within 1e-2
+(relative, Frobenius; NCCL EP sums in its own order, and the high-throughput
+mode weights each row in bf16 first); ncclep_ds's counts equal ours.
 
 NCCL EP needs NCCL 2.30 or newer in the process (preload it: LD_PRELOAD) and
 compiles its kernels at run time with nvcc (NCCL_HOME must point at that
@@ -44,6 +47,10 @@ import torch.distributed as dist  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import fp8kit  # noqa: E402
 import fp8kit.distributed as fd  # noqa: E402
+
+
+# ours: transport / mode; the first is the reference the others are compared with
+VARIANTS = ("nccl/low_latency", "nccl_ep/low_latency", "nccl_ep/high_throughput")
 
 
 def args_():
@@ -133,22 +140,30 @@ class NcclEp:
         self.group.destroy()
 
 
-def same_rows(a, b, counts_a, counts_b, el):
-    """Per local expert: equal counts, and the same rows (codes and their mn_major scales) as multisets.
-    a, b: (codes (E_local, M, H), scales (E_local, H/128, 4*ceil(M/4)))."""
+def expert_rows(recv, e):
+    """(codes, scales) of local expert e's received rows, whatever the layout (scales as (rows, H/128))."""
+    c = int(recv.counts[e])
+    if recv.layout == "contiguous":
+        r0 = int(recv.offsets[e - 1]) if e else 0
+        sc = recv.scale[r0:r0 + c] if recv.scale_layout == "plain" else recv.scale[:, r0:r0 + c].t()
+        return recv.x[r0:r0 + c], sc
+    sc = recv.scale[e, :c] if recv.scale_layout == "plain" else recv.scale[e, :, :c].t()
+    return recv.x[e, :c], sc
+
+
+def row_keys(recv, e):
+    x, sc = expert_rows(recv, e)
+    rows = torch.cat([x.contiguous().view(torch.uint8), sc.contiguous().view(torch.uint8)], 1)
+    return sorted(bytes(r) for r in rows.cpu().numpy())
+
+
+def same_rows(a, b, el):
+    """Per local expert: equal counts and the same rows (codes and scales) as multisets."""
     bad = []
     for e in range(el):
-        c, cb = counts_a[e], counts_b[e]
-        if c != cb:
-            bad.append("expert %d: count %d (nccl) vs %d (nccl_ep)" % (e, c, cb))
-            continue
-        if not c:
-            continue
-
-        def keys(t):
-            rows = torch.cat([t[0][e, :c].view(torch.uint8), t[1][e, :, :c].t().contiguous().view(torch.uint8)], 1)
-            return sorted(bytes(r) for r in rows.cpu().numpy())
-        if keys(a) != keys(b):
+        if int(a.counts[e]) != int(b.counts[e]):
+            bad.append("expert %d: count %d vs %d" % (e, int(a.counts[e]), int(b.counts[e])))
+        elif row_keys(a, e) != row_keys(b, e):
             bad.append("expert %d: the received rows differ" % e)
     return bad
 
@@ -185,39 +200,47 @@ def main():
         ids64 = ids.long().contiguous()
         res = {"T": T}
         layers, outs = {}, {}
-        for tr in ("nccl", "nccl_ep"):
+        for tr in VARIANTS:
+            transport, mode = tr.split("/")
             try:
-                layers[tr] = fd.ExpertParallel(group, E, H, k, T, scale_layout="mn_major", transport=tr)
+                layers[tr] = fd.ExpertParallel(group, E, H, k, T, scale_layout="mn_major", transport=transport,
+                                               mode=mode)
             except Exception as exc:  # noqa: BLE001 - reported; nccl_ep needs NCCL EP
                 res["ours_%s_error" % tr] = "%s: %s" % (type(exc).__name__, exc)
-                failed |= tr == "nccl"
+                failed |= tr == VARIANTS[0]
         for tr, ep_ in layers.items():
             recv = ep_.dispatch(x, ids, w)
-            # y of each received row from the row itself, so that both transports' outputs are comparable
-            scale = (1.0 + 0.01 * torch.arange(el, device=dev, dtype=torch.float32)).view(el, 1, 1)
-            y = (recv.x.float() * scale).to(torch.bfloat16).contiguous()
-            outs[tr] = (recv.counts.clone(), (recv.x.clone(), recv.scale.clone()), ep_.combine(y).clone())
+            # y of each received row from the row itself, so that every variant's output is comparable
+            y = recv.x.to(torch.bfloat16).contiguous()
+            out = ep_.combine(y).clone()
             torch.cuda.synchronize(dev)
+            outs[tr] = (recv, out)
             y0 = torch.zeros_like(y)
             res["ours_%s_us" % tr] = timed(lambda: (ep_.dispatch(x, ids, w), ep_.combine(y0)), a, dev)
+            ep_.dispatch(x, ids, w)  # recv holds this routing again for the row comparison
+            torch.cuda.synchronize(dev)
             del y, y0
-        if "nccl" in outs and "nccl_ep" in outs:
-            (c1, x1, o1), (c2, x2, o2) = outs["nccl"], outs["nccl_ep"]
-            bad = same_rows(x1, x2, c1.tolist(), c2.tolist(), el)
-            err = float((o1.float() - o2.float()).norm() / max(float(o1.float().norm()), 1e-30)) if T else 0.0
-            res["nccl_ep_vs_nccl"] = {"rows": bad or "same", "combine_rel": err}
-            if bad or err > 1e-2:
-                failed = True
+        base = VARIANTS[0]
+        for tr in VARIANTS[1:]:
+            if base in outs and tr in outs:
+                (r1, o1), (r2, o2) = outs[base], outs[tr]
+                bad = same_rows(r1, r2, el)
+                err = float((o1.float() - o2.float()).norm() / max(float(o1.float().norm()), 1e-30)) if T else 0.0
+                res["%s_vs_%s" % (tr, base)] = {"rows": bad or "same", "combine_rel": err}
+                if bad or err > 1e-2:
+                    failed = True
+        counts0 = outs[base][0].counts.tolist() if base in outs else None
         for ep_ in layers.values():
             ep_.close()
+        outs.clear()
         if have_ep:
             n = None
             try:
                 n = NcclEp(ep, comm, E, H, k, T, world, dev, "ds")
                 n.dispatch(x, ids64, w)
                 torch.cuda.synchronize(dev)
-                if "nccl" in outs:
-                    res["ncclep_ds_counts_equal"] = outs["nccl"][0].tolist() == n.counts.tolist()
+                if counts0 is not None:
+                    res["ncclep_ds_counts_equal"] = counts0 == n.counts.tolist()
                 res["ncclep_ds_us"] = timed(lambda: (n.dispatch(x, ids64, w), n.combine(w)), a, dev)
             except Exception as exc:  # noqa: BLE001
                 res["ncclep_ds_error"] = "%s: %s" % (type(exc).__name__, exc)
@@ -230,12 +253,13 @@ def main():
         if rank == 0:
             print("T %d per rank: %s" % (T, json.dumps(allres)), flush=True)
             peer = res.get("ncclep_ds_us")
-            for tr in ("nccl", "nccl_ep"):
+            for tr in VARIANTS:
                 us = res.get("ours_%s_us" % tr)
                 if us is None:
                     continue
                 row = {"bench": "ep_dispatch_combine", "world": world, "tokens_per_rank": T, "experts": E,
-                       "hidden": H, "top_k": k, "ours_us": round(us, 2), "ours_transport": tr,
+                       "hidden": H, "top_k": k, "ours_us": round(us, 2), "ours_transport": tr.split("/")[0],
+                       "ours_mode": tr.split("/")[1],
                        "peer_name": "ncclep_ll_ds_fp8e3m4" if peer else None,
                        "peer_us": round(peer, 2) if peer else None,
                        "ratio": round(peer / us, 4) if peer else None,

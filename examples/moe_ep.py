@@ -90,6 +90,9 @@ def parse_args():
     p.add_argument("--scale-layout", choices=["mn_major", "plain"], default="mn_major",
                    help="the received tokens' scales")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--mode", choices=["low_latency", "high_throughput"], default="low_latency",
+                   help="the received layout: masked (low_latency) or contiguous (high_throughput: NCCL EP's "
+                   "high-throughput kernels; implies --transport nccl_ep)")
     p.add_argument("--transport", choices=["nccl", "nccl_ep"], default="nccl",
                    help="the layer's transport (nccl_ep: NCCL EP; its rows come in its own order, so the "
                    "all-token comparison of h and y is skipped and the output is checked against BOUND only)")
@@ -106,6 +109,8 @@ def parse_args():
     if a.model_shape:
         a.hidden, a.intermediate, a.experts, a.topk = 7168, 2048, 64, 8
     a.tokens = [int(t) for t in a.tokens.split(",") if t.strip()]
+    if a.mode == "high_throughput":
+        a.transport = "nccl_ep"
     return a
 
 
@@ -183,8 +188,13 @@ def check_dispatch(recv, x_all, ids_all, E, args):
             continue
         if not c:
             continue
-        rs = recv.scale[e, :c] if recv.scale_layout == "plain" else recv.scale[e, :, :c].t()
-        got_x, got_s = bits(recv.x[e, :c]), bits(rs)
+        if recv.layout == "contiguous":  # expert e's rows between its row ends
+            r0 = int(recv.offsets[e - 1]) if e else 0
+            rs = recv.scale[r0:r0 + c] if recv.scale_layout == "plain" else recv.scale[:, r0:r0 + c].t()
+            got_x, got_s = bits(recv.x[r0:r0 + c]), bits(rs)
+        else:
+            rs = recv.scale[e, :c] if recv.scale_layout == "plain" else recv.scale[e, :, :c].t()
+            got_x, got_s = bits(recv.x[e, :c]), bits(rs)
         if recv.transport == "nccl_ep":  # the same rows in NCCL EP's order: compared as sets
             got = torch.cat([got_x.view(torch.uint8), got_s.contiguous().view(torch.uint8)], 1)
             want = torch.cat([q[toks].view(torch.uint8), s[toks].contiguous().view(torch.uint8)], 1)
@@ -306,7 +316,7 @@ def main():
         x_all, ids_all, w_all = make_tokens(sum(counts), E, H, k, args.routing, args.seed + T, dev)
         x, ids, w = x_all[off:off + t], ids_all[off:off + t].contiguous(), w_all[off:off + t].contiguous()
         moe = fd.MoE(group, E, H, I, k, mt, dtype=args.dtype, pow2=args.pow2, scale_layout=args.scale_layout,
-                     transport=args.transport)
+                     transport=args.transport, mode=args.mode)
         moe.load_weights(q13[first:first + el], s13[first:first + el], q2[first:first + el], s2[first:first + el])
         report = {"rank": rank, "t": t, "bad": []}
         if not args.no_check:
@@ -340,7 +350,8 @@ def main():
                 if args.exact and any(v[0] for v in diff.values()):
                     report["bad"].append("not bit-exact against the all-token reference: %s" % diff)
         if args.bench:
-            y0 = torch.zeros((el, moe.ep.recv.max_rows, H), dtype=torch.bfloat16, device=dev)
+            ysh = (moe.ep.recv.max_rows, H) if moe.ep.recv.layout == "contiguous" else (el, moe.ep.recv.max_rows, H)
+            y0 = torch.zeros(ysh, dtype=torch.bfloat16, device=dev)
             report["us_layer"] = timed(lambda: moe(x, ids, w), args, dev)
             report["us_ep"] = timed(lambda: (moe.ep.dispatch(x, ids, w), moe.ep.combine(y0)), args, dev)
             del y0
@@ -387,7 +398,7 @@ def main():
                           "torch": torch.__version__, "nccl": group.nccl_version, "fp8kit": fp8kit.__version__,
                           "device": torch.cuda.get_device_name(dev),
                           "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
-                row = {"bench": "moe_ep", "op": "moe_layer", "ours_transport": args.transport,
+                row = {"bench": "moe_ep", "op": "moe_layer", "ours_transport": args.transport, "ours_mode": args.mode,
                        "ours_us": round(r0["us_layer"], 2),
                        "ep_us": round(r0["us_ep"], 2)}
                 if "us_bf16" in r0:

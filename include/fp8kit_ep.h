@@ -55,6 +55,19 @@ typedef enum fp8kit_ep_transport {
     FP8KIT_EP_TRANSPORT_NCCL_EP = 1
 } fp8kit_ep_transport;
 
+/* The received layout (docs/ep.md, "Modes"). */
+typedef enum fp8kit_ep_mode {
+    /* the masked layout, (E_local, M, H) with M = W x max_tokens: fixed shapes,
+     * for decode-sized batches */
+    FP8KIT_EP_LOW_LATENCY = 0,
+    /* the contiguous layout, (R, H) rows grouped by local expert with R = W x
+     * max_tokens x min(top_k, E_local) slots, rows past the last expert's end
+     * unused: for large batches; transport NCCL_EP only (NCCL EP's
+     * high-throughput kernels), whose combine then takes y weighted row by
+     * row (bf16(w x y), one rounding) before NCCL EP sums it */
+    FP8KIT_EP_HIGH_THROUGHPUT = 1
+} fp8kit_ep_mode;
+
 /* The layer's shape; the same on every rank. Zero-initialise, then set the
  * fields: the zeros of the optional ones (rounding, pow2, scale_layout) are
  * the defaults. With W ranks, rank r owns the E / W experts
@@ -71,24 +84,27 @@ typedef struct fp8kit_ep_config {
     fp8kit_scale_layout scale_layout; /* the received scales: PLAIN, or MN_MAJOR (block1x128 only: the
                                          grouped GEMM's fastest layout on Hopper) */
     fp8kit_ep_transport transport;    /* NCCL (the default) or NCCL_EP */
+    fp8kit_ep_mode mode;              /* LOW_LATENCY (the default, masked) or HIGH_THROUGHPUT (contiguous) */
 } fp8kit_ep_config;
 
 /* What a dispatch delivered to this rank: views of buffers the fp8kit_ep
  * owns (device memory; the same addresses for the object's lifetime), ready
- * to be an fp8kit_grouped_gemm's A in the masked layout:
- *   args.a = recv.x; args.scale_a = recv.scale; args.offsets = recv.counts;
- *   args.layout = FP8KIT_GROUPED_MASKED; desc.scale_a = desc.scale_b =
+ * to be an fp8kit_grouped_gemm's A:
+ *   args.a = recv.x; args.scale_a = recv.scale; args.offsets = recv.offsets;
+ *   args.layout = recv.layout; desc.scale_a = desc.scale_b =
  *   FP8KIT_SCALE_BLOCK (or FP8KIT_SCALE_MX); desc.scale_layout = config's.
- * The rows of local expert e are x[e, 0 .. counts[e]): one per token that
+ * Low latency: the rows of local expert e are x[e, 0 .. counts[e]); high
+ * throughput: x[offsets[e - 1] .. offsets[e]). They are one per token that
  * lists global expert first_expert + e among its top-k (once, however often
  * it lists it), ordered by source rank, then by the token's index on that
- * rank (transport NCCL; with NCCL_EP the same rows in NCCL EP's order). Rows past a count hold stale data; the grouped GEMM does not use
- * them. The contents are valid after the dispatch, in stream order, until
- * the next dispatch. */
+ * rank (transport NCCL; with NCCL_EP the same rows in NCCL EP's order). Rows
+ * past them hold stale data; the grouped GEMM does not use them. The contents
+ * are valid after the dispatch, in stream order, until the next dispatch. */
 typedef struct fp8kit_ep_recv {
-    fp8kit_tensor x;        /* (E_local, M, H) fp8 codes */
+    fp8kit_tensor x;        /* (E_local, M, H) fp8 codes; high throughput (R, H) */
     fp8kit_tensor scale;    /* block1x128 plain (E_local, M, H / 128) f32; mn_major (E_local, H / 128, 4 ceil(M / 4))
-                               f32, padding 0; mx (E_local, M, H / 32) e8m0 */
+                               f32, padding 0; mx (E_local, M, H / 32) e8m0. High throughput: (R, H / 128),
+                               (H / 128, 4 ceil(R / 4)), (R, H / 32) */
     const int32_t *counts;  /* E_local int32 valid-row counts (device memory) */
     int32_t *status;        /* one int32 (device memory), set by each dispatch: 0, or FP8KIT_ERR_INVALID_ARGUMENT
                                when some top-k id of this rank's tokens was outside [-1, E) (those entries were
@@ -96,8 +112,13 @@ typedef struct fp8kit_ep_recv {
     int64_t world, rank;    /* W and this rank */
     int64_t local_experts;  /* E_local = E / W */
     int64_t first_expert;   /* rank * E_local: global id of local expert 0 */
-    int64_t max_rows;       /* M = W * max_tokens: rows per local expert, the worst case */
+    int64_t max_rows;       /* low latency: M = W * max_tokens, rows per local expert (the worst case);
+                               high throughput: R = W * max_tokens * min(top_k, E_local), rows of x */
     fp8kit_ep_transport transport; /* the config's */
+    fp8kit_grouped_layout layout;  /* MASKED (low latency) or CONTIGUOUS (high throughput) */
+    const int32_t *offsets; /* the grouped GEMM's offsets for this layout (device memory): counts (masked),
+                               or E_local int32 row ends (contiguous: expert e owns rows offsets[e-1] ..
+                               offsets[e] - 1 of x) */
 } fp8kit_ep_recv;
 
 /* Device memory fp8kit_ep_create allocates for this configuration on a
@@ -158,8 +179,9 @@ FP8KIT_API fp8kit_status fp8kit_ep_dispatch(fp8kit_ep *ep, const fp8kit_tensor *
                                             const float *topk_w, int64_t t, fp8kit_ep_recv *recv, void *stream);
 
 /* Combine (collective), for the last dispatch. y: the experts' outputs in
- * the masked layout of that dispatch, (E_local, M, H) bf16 in device memory
- * (rows strided, K-contiguous; rows past the counts are not read). Each row
+ * the layout of that dispatch, (E_local, M, H) bf16 in device memory (high
+ * throughput: (R, H), contiguous) (rows strided, K-contiguous; rows past the
+ * counts are not read). Each row
  * goes back to its token's rank, where out (t, H) bf16 (t of the last
  * dispatch; row stride >= H; with t = 0 out is not written and may be NULL)
  * gets

@@ -39,6 +39,8 @@ FN = "fp8kit.distributed.ExpertParallel"
 _ENUM = ctypes.c_int  # C enums are int on every ABI fp8kit targets
 # fp8kit_ep_transport, by value: 'nccl' (fp8kit's exchange on NCCL point-to-point) or 'nccl_ep' (NCCL EP)
 TRANSPORTS = ("nccl", "nccl_ep")
+# fp8kit_ep_mode, by value: 'low_latency' (the masked layout) or 'high_throughput' (contiguous; transport nccl_ep)
+MODES = ("low_latency", "high_throughput")
 
 
 class EpConfig(ctypes.Structure):
@@ -55,15 +57,16 @@ class EpConfig(ctypes.Structure):
         ("pow2", ctypes.c_int32),
         ("scale_layout", _ENUM),
         ("transport", _ENUM),
+        ("mode", _ENUM),
     ]
 
     def __repr__(self):
         return ("EpConfig(num_experts=%d, hidden=%d, top_k=%d, max_tokens=%d, fp8=%s, mx=%d, rounding=%s, pow2=%d, "
-                "scale_layout=%s, transport=%s)" % (self.num_experts, self.hidden, self.top_k, self.max_tokens,
-                                                    _name(DType, self.fp8), self.mx, _name(Rounding, self.rounding),
-                                                    self.pow2, _name(ScaleLayout, self.scale_layout),
-                                                    TRANSPORTS[self.transport] if 0 <= self.transport < len(
-                                                        TRANSPORTS) else self.transport))
+                "scale_layout=%s, transport=%s, mode=%s)" % (
+                    self.num_experts, self.hidden, self.top_k, self.max_tokens, _name(DType, self.fp8), self.mx,
+                    _name(Rounding, self.rounding), self.pow2, _name(ScaleLayout, self.scale_layout),
+                    TRANSPORTS[self.transport] if 0 <= self.transport < len(TRANSPORTS) else self.transport,
+                    MODES[self.mode] if 0 <= self.mode < len(MODES) else self.mode))
 
 
 class EpRecv(ctypes.Structure):
@@ -79,6 +82,8 @@ class EpRecv(ctypes.Structure):
         ("first_expert", ctypes.c_int64),
         ("max_rows", ctypes.c_int64),
         ("transport", _ENUM),
+        ("layout", _ENUM),
+        ("offsets", ctypes.c_void_p),  # const int32_t *
     ]
 
 
@@ -155,7 +160,7 @@ def _flag(v, name):
 
 def ep_config(num_experts: int, hidden: int, top_k: int, max_tokens: int, *, dtype: DTypeLike = "e4m3",
               mx: bool = False, rounding: str = "floor", pow2: bool = False,
-              scale_layout: str = "plain", transport: str = "nccl") -> EpConfig:
+              scale_layout: str = "plain", transport: str = "nccl", mode: str = "low_latency") -> EpConfig:
     """An fp8kit_ep_config (EpConfig) with these fields. Only the Python types are checked here (names
     parsed, ints in int64); the library checks the values (ep_buffer_size, and ExpertParallel on every rank
     together).
@@ -173,7 +178,9 @@ def ep_config(num_experts: int, hidden: int, top_k: int, max_tokens: int, *, dty
         layout on Hopper).
       transport: 'nccl' (fp8kit's exchange on NCCL point-to-point: a fixed row order, combine bit-exact
         against the reference) or 'nccl_ep' (NCCL EP's low-latency kernels; needs libnccl_ep.so, NCCL 2.30 or
-        newer and H a multiple of 512; docs/ep.md)."""
+        newer and H a multiple of 512; docs/ep.md).
+      mode: 'low_latency' (the masked layout, (E_local, M, H)) or 'high_throughput' (the contiguous layout,
+        (R, H) with R = W * max_tokens * min(top_k, E_local); transport 'nccl_ep' only)."""
     cfg = EpConfig()
     cfg.num_experts = _int64(num_experts, "num_experts")
     cfg.hidden = _int64(hidden, "hidden")
@@ -188,6 +195,9 @@ def ep_config(num_experts: int, hidden: int, top_k: int, max_tokens: int, *, dty
         raise InvalidArgumentError("%s: transport must be one of %s (got %r)" % (FN, ", ".join(TRANSPORTS),
                                                                                transport))
     cfg.transport = TRANSPORTS.index(transport)
+    if mode not in MODES:
+        raise InvalidArgumentError("%s: mode must be one of %s (got %r)" % (FN, ", ".join(MODES), mode))
+    cfg.mode = MODES.index(mode)
     return cfg
 
 
@@ -300,7 +310,7 @@ class Received:
     buffers (the same for its lifetime; contents valid after a dispatch, in stream order, until the next
     one), ready to be a masked fp8kit.grouped_mm's A:
 
-        grouped_mm(recv.x, w.transpose(-2, -1), recv.counts, recv.scale, w_scale, layout="masked",
+        grouped_mm(recv.x, w.transpose(-2, -1), recv.offsets, recv.scale, w_scale, layout=recv.layout,
                    scale_layout=recv.scale_layout)
 
     Attributes:
@@ -315,9 +325,12 @@ class Received:
       world, rank, local_experts, first_expert, max_rows: W, this rank, E_local = E / W, rank * E_local, and
         M = W * max_tokens.
       scale_layout: 'plain' or 'mn_major'; mx: whether the scales are MX; transport: 'nccl' or 'nccl_ep' (with
-        'nccl_ep' the same rows per expert, in the order NCCL EP writes them)."""
+        'nccl_ep' the same rows per expert, in the order NCCL EP writes them).
+      layout: 'masked' (low latency) or 'contiguous' (high throughput: x (R, H), scale (R, H/128) / (H/128,
+        4*ceil(R/4)) / (R, H/32), expert e's rows x[offsets[e-1]:offsets[e]], max_rows = R); offsets: the
+        grouped GEMM's offs for that layout (counts, or the (E_local,) int32 row ends)."""
     __slots__ = ("x", "scale", "counts", "status", "world", "rank", "local_experts", "first_expert", "max_rows",
-                 "scale_layout", "mx", "transport")
+                 "scale_layout", "mx", "transport", "layout", "offsets")
 
     def __repr__(self):
         return ("<fp8kit.distributed.Received rank %d of %d: experts %d..%d, x %s, scale %s>"
@@ -339,6 +352,9 @@ def _received(r, cfg, device, owner):
     out.scale_layout = "mn_major" if cfg.scale_layout == ScaleLayout.MN_MAJOR else "plain"
     out.mx = bool(cfg.mx)
     out.transport = TRANSPORTS[cfg.transport]
+    out.layout = "contiguous" if cfg.mode == 1 else "masked"
+    out.offsets = alias_tensor(r.offsets, (r.local_experts,), "int32", device, owner) if cfg.mode == 1 \
+        else out.counts
     return out
 
 
@@ -393,7 +409,7 @@ class ExpertParallel:
 
     Arguments:
       group: the EPGroup (its NCCL communicator and CUDA device).
-      num_experts, hidden, top_k, max_tokens, dtype, mx, rounding, pow2, scale_layout, transport: the
+      num_experts, hidden, top_k, max_tokens, dtype, mx, rounding, pow2, scale_layout, transport, mode: the
         configuration, as ep_config takes them (E a multiple of the world size, H a multiple of 128, top_k
         1 .. min(E, 64), max_tokens >= 1: every buffer is sized for it; ep_buffer_size gives the bytes).
         transport='nccl_ep' first loads the nccl-extensions wheel's libnccl_ep.so (preload_nccl_ep).
@@ -403,7 +419,7 @@ class ExpertParallel:
 
     def __init__(self, group: EPGroup, num_experts: int, hidden: int, top_k: int, max_tokens: int, *,
                  dtype: DTypeLike = "e4m3", mx: bool = False, rounding: str = "floor", pow2: bool = False,
-                 scale_layout: str = "plain", transport: str = "nccl") -> None:
+                 scale_layout: str = "plain", transport: str = "nccl", mode: str = "low_latency") -> None:
         self._h: Optional[_Handle] = None
         if not isinstance(group, EPGroup):
             raise InvalidArgumentError("%s: group must be an fp8kit.distributed.EPGroup (got %s)"
@@ -415,7 +431,7 @@ class ExpertParallel:
         err = None
         try:
             cfg = ep_config(num_experts, hidden, top_k, max_tokens, dtype=dtype, mx=mx, rounding=rounding,
-                            pow2=pow2, scale_layout=scale_layout, transport=transport)
+                            pow2=pow2, scale_layout=scale_layout, transport=transport, mode=mode)
             if transport == "nccl_ep":
                 preload_nccl_ep()
         except FP8KitError as e:

@@ -232,13 +232,14 @@ class MoE(torch.nn.Module):
         Hopper) or 'plain'.
       transport: 'nccl' (default: fp8kit's exchange on NCCL point-to-point) or 'nccl_ep' (NCCL EP's kernels;
         ExpertParallel says what it needs).
+      mode: 'low_latency' (default: the masked layout) or 'high_throughput' (the contiguous layout; 'nccl_ep').
 
     Parameters (requires_grad False): w13 (E_local, 2I, H) fp8 and w13_scale (E_local, ceil(2I/128),
     ceil(H/128)) float32; w2 (E_local, H, I) and w2_scale (E_local, ceil(H/128), ceil(I/128))."""
 
     def __init__(self, group: Any, num_experts: int, hidden: int, intermediate: int, top_k: int, max_tokens: int,
                  *, dtype: DTypeLike = "e4m3", pow2: bool = False, scale_layout: str = "mn_major",
-                 transport: str = "nccl") -> None:
+                 transport: str = "nccl", mode: str = "low_latency") -> None:
         super().__init__()
         fp8 = _fp8_dtype(dtype, FN + ": dtype")
         if isinstance(intermediate, bool) or not isinstance(intermediate, int) or intermediate < 128 or \
@@ -251,7 +252,7 @@ class MoE(torch.nn.Module):
         self._made_group = own
         try:
             self.ep = ExpertParallel(self._group, num_experts, hidden, top_k, max_tokens, dtype=fp8, pow2=pow2,
-                                     scale_layout=scale_layout, transport=transport)
+                                     scale_layout=scale_layout, transport=transport, mode=mode)
         except Exception:
             if own:
                 self._group.close()
@@ -280,7 +281,8 @@ class MoE(torch.nn.Module):
     @classmethod
     def from_bf16(cls, group: Any, w13: torch.Tensor, w2: torch.Tensor, top_k: int, max_tokens: int, *,
                   num_experts: Optional[int] = None, dtype: DTypeLike = "e4m3", pow2: bool = False,
-                  scale_layout: str = "mn_major", transport: str = "nccl") -> "MoE":
+                  scale_layout: str = "mn_major", transport: str = "nccl",
+                  mode: str = "low_latency") -> "MoE":
         """A MoE whose weights are bf16 (or f16 / f32) ones quantized with quantize_experts (128x128 block
         scales). Collective, as the constructor.
 
@@ -289,7 +291,7 @@ class MoE(torch.nn.Module):
           w13: (E_w, 2I, H) gate/up weights: this rank's E_local experts, or every expert (E_w = num_experts:
             this rank's E/W are taken).
           w2: (E_w, H, I) down weights, the same experts.
-          top_k, max_tokens, dtype, pow2, scale_layout, transport: as the constructor's.
+          top_k, max_tokens, dtype, pow2, scale_layout, transport, mode: as the constructor's.
           num_experts: E (default: E_w times the world size, i.e. w13 and w2 hold this rank's experts)."""
         if isinstance(group, EPGroup):
             world, rank = group.world, group.rank
@@ -313,7 +315,7 @@ class MoE(torch.nn.Module):
                                     % (FN, Ew, "%d" % (E // world) if E % world == 0 else "E / W", E))
         q13, s13, q2, s2 = quantize_experts(w13, w2, dtype=dtype, pow2=pow2)
         m = cls(group, E, int(w13.shape[2]), int(w13.shape[1]) // 2, top_k, max_tokens, dtype=dtype, pow2=pow2,
-                scale_layout=scale_layout, transport=transport)
+                scale_layout=scale_layout, transport=transport, mode=mode)
         m.load_weights(q13, s13, q2, s2)
         return m
 
@@ -355,11 +357,11 @@ class MoE(torch.nn.Module):
             topk_weights = topk_weights.to(torch.float32).contiguous()
         ep = self.ep
         recv = ep.dispatch(x, topk_ids, topk_weights)
-        h, h_scale = grouped_mm(recv.x, self.w13.transpose(-2, -1), recv.counts, recv.scale, self.w13_scale,
-                                layout="masked", activation="swiglu", out_quant="block1x128", out_dtype=self.dtype,
+        h, h_scale = grouped_mm(recv.x, self.w13.transpose(-2, -1), recv.offsets, recv.scale, self.w13_scale,
+                                layout=recv.layout, activation="swiglu", out_quant="block1x128", out_dtype=self.dtype,
                                 out_pow2=self.pow2, scale_layout=self.scale_layout, ctx=ep.ctx)
-        y = grouped_mm(h, self.w2.transpose(-2, -1), recv.counts, h_scale, self.w2_scale, out_dtype="bfloat16",
-                       layout="masked", ctx=ep.ctx)
+        y = grouped_mm(h, self.w2.transpose(-2, -1), recv.offsets, h_scale, self.w2_scale, out_dtype="bfloat16",
+                       layout=recv.layout, ctx=ep.ctx)
         out = ep.combine(y)
         if return_intermediates:
             return out, {"recv": recv, "h": h, "h_scale": h_scale, "y": y}

@@ -111,7 +111,8 @@ def test_every_ep_function_is_bound():
 # ------------------------------------------------------------------ configuration
 def _cfg(**kw):
     base = dict(num_experts=64, hidden=7168, top_k=8, max_tokens=128)
-    opts = {k: kw.pop(k) for k in ("dtype", "mx", "rounding", "pow2", "scale_layout", "transport") if k in kw}
+    opts = {k: kw.pop(k) for k in ("dtype", "mx", "rounding", "pow2", "scale_layout", "transport", "mode")
+            if k in kw}
     base.update(kw)
     return fd.ep_config(base["num_experts"], base["hidden"], base["top_k"], base["max_tokens"], **opts)
 
@@ -190,7 +191,17 @@ def test_nccl_ep_transport_needs_fewer_buffers():
         a = fd.ep_buffer_size(_cfg(hidden=1024, scale_layout=layout), 4)
         b = fd.ep_buffer_size(_cfg(hidden=1024, scale_layout=layout, transport="nccl_ep"), 4)
         assert 0 < b < a, (layout, a, b)
-    assert repr(_cfg(transport="nccl_ep")).endswith("transport=nccl_ep)")
+    assert repr(_cfg(transport="nccl_ep")).endswith("transport=nccl_ep, mode=low_latency)")
+    # the high-throughput mode: the contiguous layout of R = W x max_tokens x min(top_k, E_local) rows
+    ht = _cfg(hidden=1024, transport="nccl_ep", mode="high_throughput")
+    assert fd.ep_buffer_size(ht, 4) > 0
+
+
+def test_high_throughput_needs_nccl_ep():
+    with pytest.raises(fp8kit.UnsupportedError, match="cfg->mode is high throughput"):
+        fd.ep_buffer_size(_cfg(mode="high_throughput"), 2)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="mode must be one of low_latency, high_throughput"):
+        _cfg(mode="fast")
 
 
 def test_buffer_size_wants_a_config():

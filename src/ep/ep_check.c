@@ -77,15 +77,26 @@ fp8kit_status fk_ep_check_combine(const fp8kit_ctx *ctx, const fp8kit_ep_config 
     if (y->dtype != FP8KIT_BF16)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, FN_C ": y->dtype is %s; the experts' outputs must be bf16",
                        fp8kit_dtype_name(y->dtype));
-    if (y->ndim != 3 || y->shape[0] != g->el || y->shape[1] != g->m || y->shape[2] != cfg->hidden)
-        return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN_C ": y is %s; it must be (E_local, M, H) = (%lld, %lld, %lld)",
-                       fk_ep_shape(y, sh, sizeof sh), (long long)g->el, (long long)g->m, (long long)cfg->hidden);
-    const int64_t H = cfg->hidden, ysr = y->strides[1] ? y->strides[1] : H,
-                  yse = y->strides[0] ? y->strides[0] : g->m * ysr;
-    if (cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP && (ysr != H || yse != g->m * H))
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       FN_C ": y has strides (%lld, %lld); the NCCL EP transport takes a contiguous y (%lld, %lld)",
-                       (long long)yse, (long long)ysr, (long long)(g->m * H), (long long)H);
+    const int64_t H = cfg->hidden;
+    if (cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT) {
+        if (y->ndim != 2 || y->shape[0] != g->rows || y->shape[1] != H)
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN_C ": y is %s; it must be (R, H) = (%lld, %lld)",
+                           fk_ep_shape(y, sh, sizeof sh), (long long)g->rows, (long long)H);
+        if (y->strides[0] && y->strides[0] != H)
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                           FN_C ": y has row stride %lld; the high-throughput mode takes a contiguous y (stride %lld)",
+                           (long long)y->strides[0], (long long)H);
+    } else {
+        if (y->ndim != 3 || y->shape[0] != g->el || y->shape[1] != g->m || y->shape[2] != H)
+            return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE,
+                           FN_C ": y is %s; it must be (E_local, M, H) = (%lld, %lld, %lld)",
+                           fk_ep_shape(y, sh, sizeof sh), (long long)g->el, (long long)g->m, (long long)H);
+        const int64_t ysr = y->strides[1] ? y->strides[1] : H, yse = y->strides[0] ? y->strides[0] : g->m * ysr;
+        if (cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP && (ysr != H || yse != g->m * H))
+            return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                           FN_C ": y has strides (%lld, %lld); the NCCL EP transport takes a contiguous y (%lld, %lld)",
+                           (long long)yse, (long long)ysr, (long long)(g->m * H), (long long)H);
+    }
     if (last_t == 0) { /* out is not written */
         const fk_region r[2] = {fk_region_tensor("y", y, 0),
                                 fk_region_bytes("the fp8kit_ep's buffers", base, g->total, 1)};

@@ -60,6 +60,14 @@ fp8kit_status fk_ep_check_config(const fp8kit_ctx *ctx, const char *fn, const fp
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: cfg->transport = %d is not a fp8kit_ep_transport", fn,
                        (int)cfg->transport);
     /* NCCL EP forwards rows whose bytes are multiples of 16: the scales' H / 32 */
+    if ((unsigned)cfg->mode > FP8KIT_EP_HIGH_THROUGHPUT)
+        return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: cfg->mode = %d is not a fp8kit_ep_mode", fn,
+                       (int)cfg->mode);
+    if (cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT && cfg->transport != FP8KIT_EP_TRANSPORT_NCCL_EP)
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "%s: cfg->mode is high throughput (the contiguous layout), which the NCCL EP transport "
+                       "provides; cfg->transport is NCCL",
+                       fn);
     if (cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP && cfg->hidden % 512)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "%s: cfg->hidden = %lld; the NCCL EP transport needs a multiple of 512 (its rows of scales "
@@ -130,7 +138,14 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
         return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW,
                        "%s: %lld ranks x %lld max_tokens x %lld return slots is 2^31 or more; lower max_tokens", fn,
                        (long long)world, (long long)mt, (long long)r.kp);
-    r.mp4 = (r.m + 3) / 4 * 4;
+    const int ht = cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT;
+    if (ht && (__builtin_mul_overflow(r.m, r.kp, &r.rows) || r.rows > INT32_MAX))
+        return fk_fail(ctx, FP8KIT_ERR_SIZE_OVERFLOW,
+                       "%s: R = %lld ranks x %lld max_tokens x %lld experts per token and rank is 2^31 rows or more; "
+                       "lower max_tokens", fn, (long long)world, (long long)mt, (long long)r.kp);
+    /* the rows of x (and of the mn_major scale rows) */
+    const int64_t xr = ht ? r.rows : r.el * r.m;
+    r.mp4 = ((ht ? r.rows : r.m) + 3) / 4 * 4;
 
     fk_ep_pack a = {0, 0};
     /* the dispatch chunk: header, ids, codes, scales */
@@ -155,13 +170,13 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
         r.off_recv = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.chunk));
     else
         r.off_recv = (size_t)fk_ep_take(&a, cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR
-                                                ? fk_ep_mul(&a, fk_ep_mul(&a, el, m), (uint64_t)r.sbytes)
+                                                ? fk_ep_mul(&a, (uint64_t)xr, (uint64_t)r.sbytes)
                                                 : 0);
-    r.off_x = (size_t)fk_ep_take(&a, fk_ep_mul(&a, fk_ep_mul(&a, el, m), (uint64_t)H));
+    r.off_x = (size_t)fk_ep_take(&a, fk_ep_mul(&a, (uint64_t)xr, (uint64_t)H));
     if (cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR)
-        r.scale_bytes = (size_t)fk_ep_mul(&a, fk_ep_mul(&a, el * (uint64_t)r.nb, (uint64_t)r.mp4), 4);
+        r.scale_bytes = (size_t)fk_ep_mul(&a, fk_ep_mul(&a, (ht ? 1 : el) * (uint64_t)r.nb, (uint64_t)r.mp4), 4);
     else
-        r.scale_bytes = (size_t)fk_ep_mul(&a, el * m, (uint64_t)r.sbytes);
+        r.scale_bytes = (size_t)fk_ep_mul(&a, (uint64_t)xr, (uint64_t)r.sbytes);
     r.off_scale = (size_t)fk_ep_take(&a, r.scale_bytes);
     r.off_counts = (size_t)fk_ep_take(&a, el * 4u);
     r.off_status = (size_t)fk_ep_take(&a, 4);
@@ -170,6 +185,10 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
     r.off_retidx = (size_t)fk_ep_take(&a, nep ? 0 : (uint64_t)mt * (uint64_t)k * 4u);
     r.off_ret_send = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.ret_chunk));
     r.off_ret_recv = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.ret_chunk));
+    r.off_ends = (size_t)fk_ep_take(&a, ht ? el * 4u : 0);
+    r.off_cnt64 = (size_t)fk_ep_take(&a, ht ? el * 8u : 0);
+    r.off_slotw = (size_t)fk_ep_take(&a, ht ? (uint64_t)r.rows * 4u : 0);
+    r.off_yw = (size_t)fk_ep_take(&a, ht ? fk_ep_mul(&a, (uint64_t)r.rows, (uint64_t)H * 2u) : 0);
     fk_ep_take(&a, 0);
     r.total = (size_t)a.off;
     if (a.bad)
@@ -182,6 +201,24 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
 void fk_ep_views(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base, fp8kit_ep_recv *recv)
 {
     memset(recv, 0, sizeof *recv);
+    if (cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT) {
+        const int64_t R = g->rows, xs[2] = {R, cfg->hidden};
+        recv->x = fp8kit_tensor_make(base + g->off_x, cfg->fp8, 2, xs);
+        const int64_t ss[2] = {R, g->nb}, sm[2] = {g->nb, g->mp4};
+        recv->scale = fp8kit_tensor_make(base + g->off_scale, cfg->mx ? FP8KIT_E8M0 : FP8KIT_F32, 2,
+                                         cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR ? sm : ss);
+        recv->counts = (const int32_t *)(base + g->off_counts);
+        recv->status = (int32_t *)(base + g->off_status);
+        recv->world = g->world;
+        recv->rank = g->rank;
+        recv->local_experts = g->el;
+        recv->first_expert = g->rank * g->el;
+        recv->max_rows = R;
+        recv->transport = cfg->transport;
+        recv->layout = FP8KIT_GROUPED_CONTIGUOUS;
+        recv->offsets = (const int32_t *)(base + g->off_ends);
+        return;
+    }
     const int64_t xs[3] = {g->el, g->m, cfg->hidden};
     recv->x = fp8kit_tensor_make(base + g->off_x, cfg->fp8, 3, xs);
     if (cfg->mx) {
@@ -202,4 +239,6 @@ void fk_ep_views(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char
     recv->first_expert = g->rank * g->el;
     recv->max_rows = g->m;
     recv->transport = cfg->transport;
+    recv->layout = FP8KIT_GROUPED_MASKED;
+    recv->offsets = recv->counts;
 }

@@ -83,9 +83,32 @@ extern "C" cudaError_t fk_ep_launch_nep_prep(const fp8kit_ep_config *cfg, const 
 
 extern "C" cudaError_t fk_ep_launch_nep_scales(const fk_ep_geom *g, unsigned char *base, int sm_count, cudaStream_t s)
 {
+    if (g->rows) { /* high throughput: one (R, nb) block, rows below the last row end */
+        const dim3 grid(1u, fk_ep_rows_grid(1, g->rows, sm_count));
+        fk_ep_nep_scales_kernel<<<grid, FK_EP_THREADS, 0, s>>>(
+            (const float *)(base + g->off_recv), (float *)(base + g->off_scale),
+            (const int32_t *)(base + g->off_ends) + (g->el - 1), (int32_t)g->rows, (int32_t)g->nb, (int32_t)g->mp4);
+        return cudaGetLastError();
+    }
     const dim3 grid((unsigned)g->el, fk_ep_rows_grid(g->el, g->m, sm_count));
     fk_ep_nep_scales_kernel<<<grid, FK_EP_THREADS, 0, s>>>(
         (const float *)(base + g->off_recv), (float *)(base + g->off_scale), (const int32_t *)(base + g->off_counts),
         (int32_t)g->m, (int32_t)g->nb, (int32_t)g->mp4);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t fk_ep_launch_nep_ends(const fk_ep_geom *g, unsigned char *base, cudaStream_t s)
+{
+    fk_ep_nep_ends_kernel<<<1, 1, 0, s>>>((const int64_t *)(base + g->off_cnt64), (int32_t *)(base + g->off_counts),
+                                          (int32_t *)(base + g->off_ends), (int32_t)g->el);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t fk_ep_launch_nep_weight(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base,
+                                               const void *y, int sm_count, cudaStream_t s)
+{
+    fk_ep_nep_weight_kernel<<<(unsigned)(4 * (sm_count > 0 ? sm_count : 1)), FK_EP_THREADS, 0, s>>>(
+        (const uint16_t *)y, (const float *)(base + g->off_slotw), (uint16_t *)(base + g->off_yw),
+        (const int32_t *)(base + g->off_ends) + (g->el - 1), cfg->hidden);
     return cudaGetLastError();
 }

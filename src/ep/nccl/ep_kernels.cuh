@@ -264,4 +264,30 @@ __global__ void fk_ep_nep_scales_kernel(const float *plain, float *mn, const int
     }
 }
 
+/* NCCL_EP transport, high throughput, one thread: NCCL EP's int64 rows per
+ * local expert into the int32 counts and row ends of the contiguous layout. */
+__global__ void fk_ep_nep_ends_kernel(const int64_t *cnt64, int32_t *counts, int32_t *ends, int32_t el)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    int32_t end = 0;
+    for (int32_t e = 0; e < el; e++) {
+        const int64_t c = cnt64[e] < 0 ? 0 : cnt64[e];
+        counts[e] = (int32_t)c;
+        end += (int32_t)c;
+        ends[e] = end;
+    }
+}
+
+/* NCCL_EP transport, high throughput: NCCL EP's combine sums rows already
+ * weighted: yw[r] = bf16(w[r] x y[r]) (fp32 product, RNE), rows below
+ * *total (the last row end), grid-stride over the row's elements. */
+__global__ void fk_ep_nep_weight_kernel(const uint16_t *y, const float *w, uint16_t *yw, const int32_t *total,
+                                        int64_t H)
+{
+    const int64_t n = (int64_t)*total * H;
+    for (int64_t v = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += (int64_t)gridDim.x * blockDim.x)
+        yw[v] = fk_f32_to_bf16(__fmul_rn(w[v / H], fk_bf16_to_f32(y[v])));
+}
+
 #endif

@@ -45,8 +45,19 @@ cudaError_t fk_ep_launch_nep_prep(const fp8kit_ep_config *cfg, const fk_ep_geom 
                                   const int32_t *ids, const float *w, int64_t t, cudaStream_t s);
 
 /* NCCL_EP transport, mn_major: the plain f32 scales NCCL EP wrote at off_recv
- * into the recv scales' mn_major layout, rows below the counts. */
+ * into the recv scales' mn_major layout, rows below the counts (high
+ * throughput: below the last row end). */
 cudaError_t fk_ep_launch_nep_scales(const fk_ep_geom *g, unsigned char *base, int sm_count, cudaStream_t s);
+
+/* NCCL_EP transport, high throughput, after NCCL EP's dispatch: its int64
+ * per-expert rows (off_cnt64) into the counts and the contiguous layout's
+ * row ends (off_ends). */
+cudaError_t fk_ep_launch_nep_ends(const fk_ep_geom *g, unsigned char *base, cudaStream_t s);
+
+/* NCCL_EP transport, high throughput, before NCCL EP's combine: y (R, H)
+ * bf16 weighted row by row by the slots' weights (off_slotw) into off_yw. */
+cudaError_t fk_ep_launch_nep_weight(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base,
+                                    const void *y, int sm_count, cudaStream_t s);
 
 #ifdef __cplusplus
 }

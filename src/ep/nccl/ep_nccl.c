@@ -58,8 +58,8 @@ static void fk_ep_agree_vec(const fp8kit_ep_config *cfg, int64_t failed, int64_t
     v[3] = cfg->top_k;
     v[4] = cfg->max_tokens;
     v[5] = (int64_t)cfg->fp8 * 16 + cfg->mx;
-    v[6] = (int64_t)cfg->transport * 4096 + (int64_t)cfg->rounding * 256 + (int64_t)cfg->pow2 * 16 +
-           (int64_t)cfg->scale_layout;
+    v[6] = (int64_t)cfg->mode * 65536 + (int64_t)cfg->transport * 4096 + (int64_t)cfg->rounding * 256 +
+           (int64_t)cfg->pow2 * 16 + (int64_t)cfg->scale_layout;
 }
 
 /* Meets the other ranks on the communicator's device, on the internal
@@ -71,7 +71,7 @@ static fp8kit_status fk_ep_agree(fp8kit_ctx *ctx, const fk_nccl *nc, ncclComm_t 
                                  const char **differs)
 {
     static const char *const names[FK_EP_NAGREE] = {"", "num_experts", "hidden", "top_k", "max_tokens",
-                                                    "fp8 / mx", "transport / rounding / pow2 / scale_layout"};
+                                                    "fp8 / mx", "mode / transport / rounding / pow2 / scale_layout"};
     const char *fn = "fp8kit_ep_create";
     int64_t h[2 * FK_EP_NAGREE];
     fk_ep_agree_vec(cfg, failed, h);

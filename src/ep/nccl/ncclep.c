@@ -4,7 +4,10 @@
  * layout. fp8kit quantizes the tokens into its send chunk as the NCCL
  * transport does, and NCCL EP forwards codes and scales as they are
  * (NCCL_EP_DISP_QUANT_FWD) into the recv views; NCCL EP's combine sums the
- * experts' rows with the router's weights. Called by ep_nccl.c, which owns
+ * experts' rows with the router's weights. High-throughput mode: NCCL EP's
+ * high-throughput kernels with static receive slots, the contiguous layout
+ * (its expert-major 2-D output), and y weighted before its combine. Called by
+ * ep_nccl.c, which owns
  * the object, its allocation and the ranks' agreement. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -118,9 +121,14 @@ fp8kit_status fk_ncclep_create(fp8kit_ep *ep)
     fk_nep_group_config gc;
     FK_NEP_INIT(gc);
     gc.version = FK_NEP_API_VERSION;
-    gc.algorithm = FK_NEP_ALGO_LOW_LATENCY;
+    const int ht = cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT;
+    gc.algorithm = ht ? FK_NEP_ALGO_HIGH_THROUGHPUT : FK_NEP_ALGO_LOW_LATENCY;
     gc.num_experts = (unsigned)cfg->num_experts;
     gc.max_tokens_per_rank = (unsigned)cfg->max_tokens;
+    if (ht) { /* static receive slots: no host synchronization, capturable */
+        gc.max_recv_tokens_per_rank = (unsigned)ep->g.rows;
+        gc.num_topk = (unsigned)cfg->top_k;
+    }
     /* a token: H codes + H / 32 scale bytes out, H bf16 back */
     gc.max_token_bytes = (unsigned)(2 * cfg->hidden);
     ncclResult_t r = fk_nep.CreateGroup(&n->group, (ncclComm_t)ep->comm, &gc);
@@ -128,7 +136,7 @@ fp8kit_status fk_ncclep_create(fp8kit_ep *ep)
         free(n);
         return fk_nep_fail(ep->ctx, fn, "ncclEpCreateGroup", r);
     }
-    r = fk_nep.InitHandle(&n->handle, n->group, FK_NEP_LAYOUT_EXPERT_MAJOR, NULL, (int)cfg->top_k, NULL);
+    r = fk_nep.InitHandle(&n->handle, n->group, FK_NEP_LAYOUT_EXPERT_MAJOR, NULL, ht ? -1 : (int)cfg->top_k, NULL);
     if (r != ncclSuccess) {
         (void)fk_nep.GroupDestroy(n->group);
         free(n);
@@ -164,35 +172,48 @@ fp8kit_status fk_ncclep_dispatch(fp8kit_ep *ep, const int32_t *topk_idx, const f
     const ncclDataType_t code = cfg->fp8 == FP8KIT_E5M2 ? ncclFloat8e5m2 : ncclFloat8e4m3;
     /* scales travel as bytes: f32 per 128 or e8m0 per 32, H / 32 bytes a token either way */
     const ncclDataType_t sdt = cfg->mx ? ncclUint8 : ncclFloat32;
-    const int mn = cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR;
+    const int mn = cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR, ht = cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT;
+    /* received: low latency (el, m, .) expert-major 3-D; high throughput (R, .) 2-D */
     size_t d_ids[2] = {(size_t)t, (size_t)cfg->top_k}, d_x[2] = {(size_t)t, (size_t)H},
-           d_s[2] = {(size_t)t, (size_t)g->nb}, d_rx[3] = {(size_t)g->el, (size_t)g->m, (size_t)H},
-           d_rs[3] = {(size_t)g->el, (size_t)g->m, (size_t)g->nb}, d_c[1] = {(size_t)g->el};
+           d_s[2] = {(size_t)t, (size_t)g->nb}, d_c[1] = {(size_t)g->el};
+    size_t d_rx[3] = {(size_t)g->el, (size_t)g->m, (size_t)H}, d_rs[3] = {(size_t)g->el, (size_t)g->m, (size_t)g->nb};
+    size_t h_rx[2] = {(size_t)g->rows, (size_t)H}, h_rs[2] = {(size_t)g->rows, (size_t)g->nb},
+           h_w[1] = {(size_t)g->rows};
     fk_nep_tensor ids = fk_nep_tensor_of(send + g->ck_ids, ncclInt32, 2, d_ids);
     fk_nep_tensor x = fk_nep_tensor_of(send + g->ck_codes, code, 2, d_x);
     fk_nep_tensor sc = fk_nep_tensor_of(send + g->ck_scales, sdt, 2, d_s);
-    fk_nep_tensor rx = fk_nep_tensor_of(ep->base + g->off_x, code, 3, d_rx);
-    fk_nep_tensor rs = fk_nep_tensor_of(ep->base + (mn ? g->off_recv : g->off_scale), sdt, 3, d_rs);
-    fk_nep_tensor cnt = fk_nep_tensor_of(ep->base + g->off_counts, ncclInt32, 1, d_c);
-    ncclResult_t r = fk_nep.UpdateHandle(n->handle, &ids, NULL, s);
+    fk_nep_tensor w = fk_nep_tensor_of(ep->base + g->off_w, ncclFloat32, 2, d_ids);
+    fk_nep_tensor rx = fk_nep_tensor_of(ep->base + g->off_x, code, ht ? 2 : 3, ht ? h_rx : d_rx);
+    fk_nep_tensor rs = fk_nep_tensor_of(ep->base + (mn ? g->off_recv : g->off_scale), sdt, ht ? 2 : 3, ht ? h_rs : d_rs);
+    fk_nep_tensor rw = fk_nep_tensor_of(ep->base + g->off_slotw, ncclFloat32, 1, h_w);
+    fk_nep_tensor cnt = ht ? fk_nep_tensor_of(ep->base + g->off_cnt64, ncclInt64, 1, d_c)
+                           : fk_nep_tensor_of(ep->base + g->off_counts, ncclInt32, 1, d_c);
+    fk_nep_layout_info info;
+    FK_NEP_INIT(info);
+    info.expert_counters = &cnt;
+    /* high throughput: the routing's metadata is exchanged here, the counts written */
+    ncclResult_t r = fk_nep.UpdateHandle(n->handle, &ids, ht ? &info : NULL, s);
     if (r != ncclSuccess)
         return fk_nep_fail(ep->ctx, fn, "ncclEpUpdateHandle", r);
     fk_nep_dispatch_in in;
     fk_nep_dispatch_out out;
-    fk_nep_layout_info info;
     fk_nep_dispatch_config dc;
     FK_NEP_INIT(in);
     FK_NEP_INIT(out);
-    FK_NEP_INIT(info);
     FK_NEP_INIT(dc);
     in.tokens = &x;
     in.scales = &sc;
     out.tokens = &rx;
     out.scales = &rs;
-    info.expert_counters = &cnt;
+    if (ht) { /* each slot's weight comes along, for the combine */
+        in.topk_weights = &w;
+        out.topk_weights = &rw;
+    }
     dc.quant_recipe = FK_NEP_DISP_QUANT_FWD;
-    if ((r = fk_nep.Dispatch(n->handle, &in, &out, &info, &dc, s)) != ncclSuccess)
+    if ((r = fk_nep.Dispatch(n->handle, &in, &out, ht ? NULL : &info, &dc, s)) != ncclSuccess)
         return fk_nep_fail(ep->ctx, fn, "ncclEpDispatch", r);
+    if (ht && (ce = fk_ep_launch_nep_ends(g, ep->base, s)) != cudaSuccess)
+        return fk_fail(ep->ctx, FP8KIT_ERR_DEVICE, "%s: the row-ends kernel failed: %s", fn, cudaGetErrorString(ce));
     if (mn && (ce = fk_ep_launch_nep_scales(g, ep->base, ep->sm_count, s)) != cudaSuccess)
         return fk_fail(ep->ctx, FP8KIT_ERR_DEVICE, "%s: the scale transpose kernel failed: %s", fn,
                        cudaGetErrorString(ce));
@@ -206,7 +227,16 @@ fp8kit_status fk_ncclep_combine(fp8kit_ep *ep, const fp8kit_tensor *y, fp8kit_te
     const int64_t t = ep->last_t, H = cfg->hidden;
     size_t d_y[3] = {(size_t)g->el, (size_t)g->m, (size_t)H}, d_o[2] = {(size_t)t, (size_t)H},
            d_w[2] = {(size_t)t, (size_t)cfg->top_k};
-    fk_nep_tensor ty = fk_nep_tensor_of(y->data, ncclBfloat16, 3, d_y);
+    const int ht = cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT;
+    size_t h_y[2] = {(size_t)g->rows, (size_t)H};
+    if (ht) { /* NCCL EP's high-throughput combine sums rows weighted beforehand */
+        cudaError_t ce = fk_ep_launch_nep_weight(cfg, g, ep->base, y->data, ep->sm_count, s);
+        if (ce != cudaSuccess)
+            return fk_fail(ep->ctx, FP8KIT_ERR_DEVICE, "fp8kit_ep_combine: the weighting kernel failed: %s",
+                           cudaGetErrorString(ce));
+    }
+    fk_nep_tensor ty = ht ? fk_nep_tensor_of(ep->base + g->off_yw, ncclBfloat16, 2, h_y)
+                          : fk_nep_tensor_of(y->data, ncclBfloat16, 3, d_y);
     /* t = 0: out is not written (may be NULL); the call still takes part */
     fk_nep_tensor to = fk_nep_tensor_of(t > 0 ? out->data : ep->base + g->off_x, ncclBfloat16, 2, d_o);
     fk_nep_tensor tw = fk_nep_tensor_of(ep->base + g->off_w, ncclFloat32, 2, d_w);
@@ -216,7 +246,8 @@ fp8kit_status fk_ncclep_combine(fp8kit_ep *ep, const fp8kit_tensor *y, fp8kit_te
     FK_NEP_INIT(o);
     in.tokens = &ty;
     o.tokens = &to;
-    o.topk_weights = &tw;
+    if (!ht) /* low latency: NCCL EP weights the rows as it sums them */
+        o.topk_weights = &tw;
     ncclResult_t r = fk_nep.Combine(ep->nep->handle, &in, &o, NULL, s);
     if (r != ncclSuccess)
         return fk_nep_fail(ep->ctx, "fp8kit_ep_combine", "ncclEpCombine", r);

@@ -18,7 +18,7 @@
 #define FK_NEP_TENSOR_MAGIC 0xCAFECAFEu /* a caller-made tensor descriptor */
 #define FK_NEP_API_VERSION 2u
 
-enum { FK_NEP_ALGO_LOW_LATENCY = 0 };
+enum { FK_NEP_ALGO_LOW_LATENCY = 0, FK_NEP_ALGO_HIGH_THROUGHPUT = 1 };
 enum { FK_NEP_LAYOUT_EXPERT_MAJOR = 1 };
 enum { FK_NEP_DISP_QUANT_FWD = 1 };
 
@@ -45,7 +45,7 @@ typedef struct fk_nep_group_config {
     int algorithm;
     unsigned int num_experts;
     unsigned int max_tokens_per_rank;
-    unsigned int max_recv_tokens_per_rank; /* low latency: 0 */
+    unsigned int max_recv_tokens_per_rank; /* low latency: 0; high throughput: the receive slots (static) */
     unsigned int max_token_bytes;          /* a token's bytes, dispatch or combine, whichever is larger */
     unsigned long rdma_buffer_size;        /* 0: sized by the library */
     unsigned int num_qp_per_rank, num_channels, max_num_sms;
@@ -59,7 +59,8 @@ typedef struct fk_nep_group_config {
 
 typedef struct fk_nep_layout_info {
     unsigned int size, magic;
-    fk_nep_tensor *expert_counters; /* low latency, expert-major: per local expert received rows (int32) */
+    fk_nep_tensor *expert_counters; /* expert-major: per local expert received rows (low latency int32, at
+                                       dispatch; high throughput int64, at the handle update) */
     fk_nep_tensor *src_rank_counters, *expert_offsets, *recv_total_counter;
     int recv_topk_idx_kind;
     unsigned char pad[4];
