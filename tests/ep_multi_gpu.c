@@ -277,6 +277,9 @@ static void upload_y_in_recv_order(const fp8kit_ep_config *cfg, const fp8kit_ep_
         free(tab);
     }
     CU(cudaMemcpy(dy, y, (size_t)(R * H) * 2, cudaMemcpyHostToDevice));
+    /* a copy from pageable memory may still be in flight when cudaMemcpy returns, and the
+     * test's stream does not wait for the legacy stream: wait here */
+    CU(cudaDeviceSynchronize());
     free(x), free(s), free(a), free(y);
 }
 
@@ -323,6 +326,7 @@ static void upload(const fp8kit_ep_config *cfg, const ep_t_inputs *c, uint16_t *
     CU(cudaMemcpy(d->w, c->w[rank_id], (size_t)(t * k) * 4, cudaMemcpyHostToDevice));
     if (y)
         CU(cudaMemcpy(d->y, y[rank_id], (size_t)(ref->el * ref->m * H) * 2, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* (pageable copies may still be in flight; the stream does not wait for them) */
 }
 
 /* t of each rank for a case whose own count is T: even ranks T, odd ranks
@@ -592,14 +596,18 @@ static int rank_main(const t_nccl *nc, int idfd_r, int idfd_w, int sm90, uint64_
 
     const int W = world_n, nep = transport == FP8KIT_EP_TRANSPORT_NCCL_EP;
     /* (NCCL EP: H a multiple of 512) */
+    /* (high throughput: E / W and max_tokens multiples of 4) */
+    const int ht = ep_mode == FP8KIT_EP_HIGH_THROUGHPUT;
     const fp8kit_ep_config a = cfg_make(4 * W, 512, 4, 256, FP8KIT_E4M3, 0, FP8KIT_LAYOUT_PLAIN);
-    fp8kit_ep_config b = cfg_make(2 * W, nep ? 1024 : 256, 6, 131, FP8KIT_E5M2, 0, FP8KIT_LAYOUT_MN_MAJOR);
+    fp8kit_ep_config b = cfg_make((ht ? 4 : 2) * W, nep ? 1024 : 256, 6, ht ? 132 : 131, FP8KIT_E5M2, 0,
+                                  FP8KIT_LAYOUT_MN_MAJOR);
     b.pow2 = 1;
-    fp8kit_ep_config c = cfg_make(8 * W, nep ? 1536 : 384, 8, 130, FP8KIT_E4M3, 1, FP8KIT_LAYOUT_PLAIN);
+    fp8kit_ep_config c = cfg_make(8 * W, nep ? 1536 : 384, 8, ht ? 132 : 130, FP8KIT_E4M3, 1, FP8KIT_LAYOUT_PLAIN);
     c.rounding = FP8KIT_ROUND_RCEIL;
     char nb_[80], nc_[80];
-    snprintf(nb_, sizeof nb_, "1x128 mn_major e5m2 pow2 E=2W k=6 H=%lld mt=131", (long long)b.hidden);
-    snprintf(nc_, sizeof nc_, "mx rceil E=8W k=8 H=%lld mt=130", (long long)c.hidden);
+    snprintf(nb_, sizeof nb_, "1x128 mn_major e5m2 pow2 E=%lldW k=6 H=%lld mt=%lld", (long long)(b.num_experts / W),
+             (long long)b.hidden, (long long)b.max_tokens);
+    snprintf(nc_, sizeof nc_, "mx rceil E=8W k=8 H=%lld mt=%lld", (long long)c.hidden, (long long)c.max_tokens);
     run_config("1x128 plain e4m3 E=4W k=4 H=512 mt=256", &a);
     run_config(nb_, &b);
     run_config(nc_, &c);

@@ -117,6 +117,14 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT,
                        "%s: cfg->num_experts = %lld is not a multiple of the world size %lld", fn,
                        (long long)cfg->num_experts, (long long)world);
+    /* NCCL EP's high-throughput kernels copy per-expert and per-token tables in
+     * 16-byte steps: they abort (an assertion, no error code) unless both
+     * counts are multiples of 4 */
+    if (cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT && ((cfg->num_experts / world) % 4 || cfg->max_tokens % 4))
+        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
+                       "%s: the high-throughput mode needs E / W = %lld and max_tokens = %lld to be multiples of 4 "
+                       "(NCCL EP's high-throughput kernels)",
+                       fn, (long long)(cfg->num_experts / world), (long long)cfg->max_tokens);
     fk_ep_geom r;
     memset(&r, 0, sizeof r);
     const int64_t H = cfg->hidden, mt = cfg->max_tokens, k = cfg->top_k;

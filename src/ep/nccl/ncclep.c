@@ -136,7 +136,7 @@ fp8kit_status fk_ncclep_create(fp8kit_ep *ep)
         free(n);
         return fk_nep_fail(ep->ctx, fn, "ncclEpCreateGroup", r);
     }
-    r = fk_nep.InitHandle(&n->handle, n->group, FK_NEP_LAYOUT_EXPERT_MAJOR, NULL, ht ? -1 : (int)cfg->top_k, NULL);
+    r = fk_nep.InitHandle(&n->handle, n->group, FK_NEP_LAYOUT_EXPERT_MAJOR, NULL, (int)cfg->top_k, NULL);
     if (r != ncclSuccess) {
         (void)fk_nep.GroupDestroy(n->group);
         free(n);
