@@ -389,7 +389,7 @@ static void config_checks(void)
         fp8kit_status want;
         int64_t world;
         fp8kit_ep_config c;
-    } bad[24];
+    } bad[32];
     int n = 0;
 #define BAD(w, st, wld, ...)                                   \
     do {                                                       \
@@ -423,6 +423,14 @@ static void config_checks(void)
     BAD("E % world", FP8KIT_ERR_INVALID_ARGUMENT, 3, (void)c);
     BAD("world 0", FP8KIT_ERR_INVALID_ARGUMENT, 0, (void)c);
     BAD("rows 2^31", FP8KIT_ERR_SIZE_OVERFLOW, 8, c->max_tokens = (int64_t)1 << 30);
+    BAD("transport 2", FP8KIT_ERR_INVALID_ARGUMENT, 1, c->transport = (fp8kit_ep_transport)2);
+    BAD("nccl_ep H 256", FP8KIT_ERR_UNSUPPORTED, 1, c->transport = FP8KIT_EP_TRANSPORT_NCCL_EP);
+    BAD("mode 2", FP8KIT_ERR_INVALID_ARGUMENT, 1, c->mode = (fp8kit_ep_mode)2);
+    BAD("high throughput on nccl", FP8KIT_ERR_UNSUPPORTED, 1, c->hidden = 512, c->mode = FP8KIT_EP_HIGH_THROUGHPUT);
+    BAD("high throughput E/W 2", FP8KIT_ERR_UNSUPPORTED, 4, c->hidden = 512, c->transport = FP8KIT_EP_TRANSPORT_NCCL_EP,
+        c->mode = FP8KIT_EP_HIGH_THROUGHPUT);
+    BAD("high throughput max_tokens 18", FP8KIT_ERR_UNSUPPORTED, 1, c->hidden = 512, c->max_tokens = 18,
+        c->transport = FP8KIT_EP_TRANSPORT_NCCL_EP, c->mode = FP8KIT_EP_HIGH_THROUGHPUT);
 #undef BAD
     for (int i = 0; i < n; i++) {
         bytes = 12345;
@@ -439,6 +447,39 @@ static void config_checks(void)
     CHECK_STATUS(fp8kit_ep_buffer_size(&mx, 2, &bx), FP8KIT_OK);
     CHECK(bm == good_bytes, "mn_major size %zu, plain %zu (M = 32 needs no padding)", bm, good_bytes);
     CHECK(bx == good_bytes, "mx size %zu, 1x128 %zu (both H / 32 scale bytes per token)", bx, good_bytes);
+    /* NCCL EP keeps no chunks of ours; its high-throughput layout has R = W x max_tokens x min(top_k, E / W)
+     * rows (here 2 x 16 x 2 = 64 of the masked layout's 4 x 32 = 128) */
+    fp8kit_ep_config ne = good, ht;
+    ne.hidden = 512;
+    ne.transport = FP8KIT_EP_TRANSPORT_NCCL_EP;
+    ht = ne;
+    ht.mode = FP8KIT_EP_HIGH_THROUGHPUT;
+    fp8kit_ep_config nl = good;
+    nl.hidden = 512;
+    size_t bn = 0, bl = 0, bh = 0;
+    CHECK_STATUS(fp8kit_ep_buffer_size(&nl, 2, &bl), FP8KIT_OK);
+    CHECK_STATUS(fp8kit_ep_buffer_size(&ne, 2, &bn), FP8KIT_OK);
+    CHECK_STATUS(fp8kit_ep_buffer_size(&ht, 2, &bh), FP8KIT_OK);
+    CHECK(bn < bl, "nccl_ep buffers %zu, nccl %zu", bn, bl);
+    const size_t ht_min = (size_t)64 * 512 * (1 + 2) + (size_t)64 * 16; /* x, y weighted, scales */
+    CHECK(bh >= ht_min && bh < ht_min + 64 * 1024, "high-throughput buffers %zu, want about %zu", bh, ht_min);
+    fk_ep_geom g;
+    CHECK_STATUS(fk_ep_geometry(NULL, "test", &ht, 2, 1, &g), FP8KIT_OK);
+    CHECK(g.rows == 64, "high-throughput rows %lld, want 64", (long long)g.rows);
+    /* its combine takes y (R, H), contiguous; the masked shape is refused */
+    const fp8kit_ctx *cc = cpu;
+    unsigned char *base = (unsigned char *)malloc(g.total);
+    uint16_t *yb = (uint16_t *)malloc((size_t)64 * 600 * 2), *ob = (uint16_t *)malloc((size_t)16 * 512 * 2);
+    fp8kit_tensor y2 = fp8kit_tensor_2d(yb, FP8KIT_BF16, 64, 512, 512), out = fp8kit_tensor_2d(ob, FP8KIT_BF16, 5, 512, 512);
+    CHECK_STATUS(fk_ep_check_combine(cc, &ht, &g, base, 5, &y2, &out), FP8KIT_OK);
+    fp8kit_tensor ys = fp8kit_tensor_2d(yb, FP8KIT_BF16, 64, 512, 600);
+    CHECK_STATUS(fk_ep_check_combine(cc, &ht, &g, base, 5, &ys, &out), FP8KIT_ERR_UNSUPPORTED);
+    const int64_t y3s[3] = {2, 32, 512};
+    fp8kit_tensor y3 = fp8kit_tensor_make(yb, FP8KIT_BF16, 3, y3s);
+    CHECK_STATUS(fk_ep_check_combine(cc, &ht, &g, base, 5, &y3, &out), FP8KIT_ERR_INVALID_SHAPE);
+    fp8kit_tensor os = fp8kit_tensor_2d(ob, FP8KIT_BF16, 5, 512, 520);
+    CHECK_STATUS(fk_ep_check_combine(cc, &ht, &g, base, 5, &y2, &os), FP8KIT_ERR_UNSUPPORTED);
+    free(base), free(yb), free(ob);
 }
 
 static void api_checks(void)
