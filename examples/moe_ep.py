@@ -9,6 +9,7 @@ against a bf16 path (torch all_to_all_single of bf16 tokens + torch._grouped_mm)
     torchrun --nproc-per-node 2 examples/moe_ep.py                  # check, T = 128 per rank
     torchrun --nproc-per-node 2 examples/moe_ep.py --tokens 1,7,128,1024 --uneven
     torchrun --nproc-per-node 2 examples/moe_ep.py --model-shape --bench --tokens 128,1024,4096
+    torchrun --nproc-per-node 2 examples/moe_ep.py --graph                          # + CUDA graph replay
     python3 examples/moe_ep.py                                      # one GPU: world size 1, no torchrun
 
 Every rank draws the same data from one seed (all ranks' tokens, routing
@@ -102,6 +103,9 @@ def parse_args():
                    "reference bit for bit")
     p.add_argument("--no-check", action="store_true", help="skip the checks (timing only)")
     p.add_argument("--bench", action="store_true", help="time the layer, dispatch + combine, and the bf16 path")
+    p.add_argument("--graph", action="store_true", help="also capture the whole layer in a CUDA graph (after one "
+                   "eager call), replay it on new tokens, routing and weights copied into the captured inputs, "
+                   "and require its output to equal an eager call's bit for bit")
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--jsonl", default="", help="rank 0 appends the timing rows to this file")
@@ -258,6 +262,34 @@ def bf16_layer(x, ids, w, w13, w2, el, world):
     return (pairs.view(T, k, H) * (w * (ids >= 0)).unsqueeze(-1)).sum(1).to(torch.bfloat16)
 
 
+def graph_check(moe, x, ids, w, E, H, k, routing, seed, dev):
+    """The layer captured in a CUDA graph (collective: every rank captures and replays together), replayed on
+    other inputs copied into the captured ones; its output against an eager call on those inputs, bit for bit."""
+    xg, idsg, wg = x.clone(), ids.clone(), w.clone()
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        moe(xg, idsg, wg)  # warm: plans made, buffers allocated outside the capture
+    torch.cuda.current_stream(dev).wait_stream(side)
+    torch.cuda.synchronize(dev)
+    dist.barrier()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out_g = moe(xg, idsg, wg)
+    x2, ids2, w2 = make_tokens(x.shape[0], E, H, k, routing, seed, dev)
+    xg.copy_(x2)
+    idsg.copy_(ids2)
+    wg.copy_(w2)
+    g.replay()
+    torch.cuda.synchronize(dev)
+    got = out_g.clone()
+    want = moe(x2, ids2, w2)
+    torch.cuda.synchronize(dev)
+    d, n = compare_bits(got, want)
+    del g
+    return [] if d == 0 else ["CUDA graph replay: %d of %d output values differ from an eager call" % (d, n)]
+
+
 def grouped_mm_works(dev):
     """Whether torch._grouped_mm runs here (agreed by every rank: the bf16 path is collective)."""
     ok = 1
@@ -349,6 +381,8 @@ def main():
                 report["exact"] = diff
                 if args.exact and any(v[0] for v in diff.values()):
                     report["bad"].append("not bit-exact against the all-token reference: %s" % diff)
+        if args.graph:
+            report["bad"] += graph_check(moe, x, ids, w, E, H, k, args.routing, args.seed + 7 * T, dev)
         if args.bench:
             ysh = (moe.ep.recv.max_rows, H) if moe.ep.recv.layout == "contiguous" else (el, moe.ep.recv.max_rows, H)
             y0 = torch.zeros(ysh, dtype=torch.bfloat16, device=dev)
