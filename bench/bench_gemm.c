@@ -12,7 +12,8 @@
  * Usage: bench_gemm [--quick] [--reps N] [--json FILE] [--date D] [--commit C]
  *        [--small | --small-only | --small-sweep]: the M <= 128 section (small-M
  *        kernel, general kernel, cuBLASLt, copy-bandwidth roofline)
- *        [--shapes MxNxK,...] (also filters the small-M section)
+ *        [--shapes MxNxK,...] (these shapes instead of the built-in list; also
+ *        filters the small-M section)
  *        [--small-shapes MxNxK,...] (the small-M section on these shapes, M <= 128)
  *        [--modes tensor,tensor_fast,row,block,bias_gelu] [--tag T]
  *        [--tuning SPEC]: fp8kit_ctx_set_tuning overrides (docs/tuning.md) for
@@ -622,7 +623,32 @@ int main(int argc, char **argv)
                                 {8192, 8192, 8192},  {16384, 8192, 8192}};
     static const shape few[] = {{64, 7168, 7168}, {4096, 7168, 2048}, {8192, 8192, 8192}};
     const shape *shapes = quick ? few : all;
-    const int nshapes = quick ? 3 : (int)(sizeof all / sizeof all[0]);
+    int nshapes = quick ? 3 : (int)(sizeof all / sizeof all[0]);
+    /* --shapes: exactly these shapes (the built-in list only when none is given) */
+    shape *given = NULL;
+    if (only_shapes && small_m < 2) {
+        int n = 1;
+        for (const char *p = only_shapes; *p; p++)
+            n += *p == ',';
+        given = (shape *)calloc((size_t)n, sizeof *given);
+        int ng = 0;
+        for (const char *p = only_shapes; given && *p;) {
+            long long m = 0, nn = 0, k = 0;
+            int used = 0;
+            if (sscanf(p, "%lldx%lldx%lld%n", &m, &nn, &k, &used) != 3 || m < 1 || nn < 1 || k < 1) {
+                fprintf(stderr, "bench_gemm: --shapes: '%s' is not MxNxK,...\n", p);
+                return 2;
+            }
+            given[ng++] = (shape){m, nn, k};
+            p += used;
+            if (*p == ',')
+                p++;
+        }
+        if (given) {
+            shapes = given;
+            nshapes = ng;
+        }
+    }
     int64_t maxa = 0, maxb = 0, maxd = 0;
     for (int i = 0; i < nshapes; i++) {
         if (shapes[i].m * shapes[i].k > maxa) maxa = shapes[i].m * shapes[i].k;
@@ -786,7 +812,7 @@ int main(int argc, char **argv)
     if (jf) fclose(jf);
     cudaFree(dBias);
     cudaFree(dA); cudaFree(dB); cudaFree(dD); cudaFree(dDl); cudaFree(ws); cudaFree(flush); cudaFree(dS);
-    free(h); free(hs);
+    free(h); free(hs); free(given);
     fp8kit_ctx_destroy(ctx);
     return 0;
 }
