@@ -118,6 +118,18 @@ static fp8kit_ep_mode ep_mode = FP8KIT_EP_LOW_LATENCY;
 static size_t rec_len;
 static int rec_cmp(const void *a, const void *b) { return memcmp(a, b, rec_len); }
 
+/* The n records of got and want (rec_len bytes each) are the same multiset;
+ * frees both. */
+static void check_same_set(const char *what, int64_t e, int64_t n, uint8_t *got, uint8_t *want)
+{
+    qsort(got, (size_t)n, rec_len, rec_cmp);
+    qsort(want, (size_t)n, rec_len, rec_cmp);
+    CHECK(memcmp(got, want, rec_len * (size_t)n) == 0, "%s: expert %lld: the %lld rows (as a set) differ", what,
+          (long long)e, (long long)n);
+    free(got);
+    free(want);
+}
+
 /* Row r (of R) of a contiguous recv layout as one record (mn_major scale rows rp4 apart). */
 static void row_record_ht(uint8_t *dst, const uint8_t *x, const uint8_t *s, int64_t r, int64_t R, int64_t H, int mn)
 {
@@ -175,12 +187,7 @@ static void check_recv(const char *what, const fp8kit_ep_config *cfg, const fp8k
                 row_record_ht(ga + rec_len * (size_t)row, xh, sh, b0 + row, R, H, mn);
                 row_record(wa + rec_len * (size_t)row, ref->x, (const uint8_t *)ref->scale, e, row, m, H, mn);
             }
-            qsort(ga, (size_t)n, rec_len, rec_cmp);
-            qsort(wa, (size_t)n, rec_len, rec_cmp);
-            CHECK(memcmp(ga, wa, rec_len * (size_t)n) == 0, "%s: expert %lld: the %lld rows (as a set) differ",
-                  what, (long long)e, (long long)n);
-            free(ga);
-            free(wa);
+            check_same_set(what, e, n, ga, wa);
         }
         free(xh), free(sh), free(x), free(s);
         return;
@@ -198,12 +205,7 @@ static void check_recv(const char *what, const fp8kit_ep_config *cfg, const fp8k
                 row_record(ga + rec_len * (size_t)row, x, s, e, row, m, H, mn);
                 row_record(wa + rec_len * (size_t)row, ref->x, (const uint8_t *)ref->scale, e, row, m, H, mn);
             }
-            qsort(ga, (size_t)n, rec_len, rec_cmp);
-            qsort(wa, (size_t)n, rec_len, rec_cmp);
-            CHECK(memcmp(ga, wa, rec_len * (size_t)n) == 0, "%s: expert %lld: the %lld rows (as a set) differ",
-                  what, (long long)e, (long long)n);
-            free(ga);
-            free(wa);
+            check_same_set(what, e, n, ga, wa);
             continue;
         }
         for (int64_t row = 0; row < n; row++) {

@@ -206,6 +206,19 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
     return FP8KIT_OK;
 }
 
+/* The fields of the recv views both layouts share. */
+static void fk_ep_views_common(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base,
+                               fp8kit_ep_recv *recv)
+{
+    recv->counts = (const int32_t *)(base + g->off_counts);
+    recv->status = (int32_t *)(base + g->off_status);
+    recv->world = g->world;
+    recv->rank = g->rank;
+    recv->local_experts = g->el;
+    recv->first_expert = g->rank * g->el;
+    recv->transport = cfg->transport;
+}
+
 void fk_ep_views(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base, fp8kit_ep_recv *recv)
 {
     memset(recv, 0, sizeof *recv);
@@ -215,14 +228,8 @@ void fk_ep_views(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char
         const int64_t ss[2] = {R, g->nb}, sm[2] = {g->nb, g->mp4};
         recv->scale = fp8kit_tensor_make(base + g->off_scale, cfg->mx ? FP8KIT_E8M0 : FP8KIT_F32, 2,
                                          cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR ? sm : ss);
-        recv->counts = (const int32_t *)(base + g->off_counts);
-        recv->status = (int32_t *)(base + g->off_status);
-        recv->world = g->world;
-        recv->rank = g->rank;
-        recv->local_experts = g->el;
-        recv->first_expert = g->rank * g->el;
+        fk_ep_views_common(cfg, g, base, recv);
         recv->max_rows = R;
-        recv->transport = cfg->transport;
         recv->layout = FP8KIT_GROUPED_CONTIGUOUS;
         recv->offsets = (const int32_t *)(base + g->off_ends);
         return;
@@ -239,14 +246,8 @@ void fk_ep_views(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char
         const int64_t ss[3] = {g->el, g->m, g->nb};
         recv->scale = fp8kit_tensor_make(base + g->off_scale, FP8KIT_F32, 3, ss);
     }
-    recv->counts = (const int32_t *)(base + g->off_counts);
-    recv->status = (int32_t *)(base + g->off_status);
-    recv->world = g->world;
-    recv->rank = g->rank;
-    recv->local_experts = g->el;
-    recv->first_expert = g->rank * g->el;
+    fk_ep_views_common(cfg, g, base, recv);
     recv->max_rows = g->m;
-    recv->transport = cfg->transport;
     recv->layout = FP8KIT_GROUPED_MASKED;
     recv->offsets = recv->counts;
 }

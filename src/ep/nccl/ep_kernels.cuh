@@ -16,6 +16,17 @@
 
 #define FK_EP_THREADS 256
 
+/* A top-k id as the kernels route it: -1 for none or for an id outside
+ * [-1, E) (which also sets *bad). */
+__device__ static int32_t fk_ep_valid_id(int32_t e, int32_t E, int *bad)
+{
+    if (e < -1 || e >= E) {
+        *bad = 1;
+        return -1;
+    }
+    return e;
+}
+
 /* The position d of global expert g among the token's distinct experts on
  * g's rank (ids in [g / el * el, g / el * el + el)), in top-k order of first
  * occurrence; -1 when the token does not list g. Ids outside that range are
@@ -55,11 +66,7 @@ __global__ void fk_ep_prep_kernel(int32_t *hdr, int32_t *cids, float *wb, int32_
         return;
     int bad = 0;
     for (int j = 0; j < k; j++) {
-        int32_t e = ids[i * k + j];
-        if (e < -1 || e >= E) {
-            bad = 1;
-            e = -1;
-        }
+        const int32_t e = fk_ep_valid_id(ids[i * k + j], E, &bad);
         cids[i * k + j] = e;
         wb[i * k + j] = w[i * k + j];
     }
@@ -230,11 +237,7 @@ __global__ void fk_ep_nep_prep_kernel(int32_t *cids, float *wb, int32_t *status,
         return;
     int bad = 0;
     for (int j = 0; j < k; j++) {
-        int32_t e = ids[i * k + j];
-        if (e < -1 || e >= E) {
-            bad = 1;
-            e = -1;
-        }
+        int32_t e = fk_ep_valid_id(ids[i * k + j], E, &bad);
         for (int q = 0; q < j && e >= 0; q++)
             if (ids[i * k + q] == e)
                 e = -1; /* listed before: its weight joins the first entry's */
