@@ -197,6 +197,17 @@ def test_nccl_ep_transport_needs_fewer_buffers():
     assert fd.ep_buffer_size(ht, 4) > 0
 
 
+def test_preload_nccl_ep_without_the_package(monkeypatch):
+    """Without the nccl-extensions package there is nothing to preload: None, nothing loaded, no error (the
+    library then searches the loader's path and fp8kit_ep_create says what it did not find)."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nccl" else real(name, *a))
+    before = os.environ.get("NCCL_EP_HOME")
+    assert _ep.preload_nccl_ep() is None
+    assert os.environ.get("NCCL_EP_HOME") == before
+
+
 def test_high_throughput_needs_nccl_ep():
     with pytest.raises(fp8kit.UnsupportedError, match="cfg->mode is high throughput"):
         fd.ep_buffer_size(_cfg(mode="high_throughput"), 2)
