@@ -11,7 +11,8 @@
  * MX, max_tokens above and below the scan's 256-token blocks, twice per case
  * (stale buffers from the first round must not matter), with the vector and
  * the scalar paths of the pack and combine kernels; and the NCCL EP
- * transport's prep and scale-transpose kernels against their rules. NCCL and
+ * transport's prep, scale-transpose, row-ends and weighting kernels against
+ * their rules. NCCL and
  * NCCL EP themselves, streams and the launch configuration of ep_kernels.cu
  * are not emulated.
  * Built and run by tests/test_ep_kernels_emu.sh. */
@@ -251,6 +252,33 @@ static void nep_checks(const char *what, const fp8kit_ep_config *cfg, int W, con
         CHECK(status == (bad_id ? (int32_t)FP8KIT_ERR_INVALID_ARGUMENT : 0), "%s: nep prep rank %d: status %d", what,
               r, status);
         CHECK(cids[(size_t)(t * k)] == 77, "%s: nep prep rank %d wrote past t x k", what, r);
+    }
+    /* high throughput: NCCL EP's int64 counts into counts and row ends (a negative count as 0), and y weighted
+     * row by row in bf16 below the last row end */
+    {
+        const int32_t hel = 5;
+        const int64_t cnt64[5] = {3, 0, 7, -2, 4};
+        int32_t counts[5] = {0}, ends[5] = {0};
+        launch({1, 1, 1}, 1, [&] { fk_ep_nep_ends_kernel(cnt64, counts, ends, hel); });
+        const int32_t wc[5] = {3, 0, 7, 0, 4}, we[5] = {3, 3, 10, 10, 14};
+        for (int e = 0; e < hel; e++)
+            CHECK(counts[e] == wc[e] && ends[e] == we[e], "%s: nep ends e %d: %d / %d, want %d / %d", what, e,
+                  counts[e], ends[e], wc[e], we[e]);
+        const int64_t H = 24, R = 20;
+        std::vector<uint16_t> y((size_t)(R * H)), yw((size_t)(R * H), 0xBEEF);
+        std::vector<float> w((size_t)R);
+        for (int64_t i = 0; i < R * H; i++)
+            y[(size_t)i] = fk_f32_to_bf16((float)fk_rng_normal(&rng));
+        for (int64_t r = 0; r < R; r++)
+            w[(size_t)r] = (float)fk_rng_unif(&rng);
+        launch({2, 1, 1}, 32, [&] { fk_ep_nep_weight_kernel(y.data(), w.data(), yw.data(), &ends[hel - 1], H); });
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t h = 0; h < H; h++) {
+                const uint16_t want = r < ends[hel - 1] ? fk_f32_to_bf16(w[(size_t)r] * fk_bf16_to_f32(y[(size_t)(r * H + h)]))
+                                                        : (uint16_t)0xBEEF;
+                CHECK(yw[(size_t)(r * H + h)] == want, "%s: nep weight row %lld col %lld", what, (long long)r,
+                      (long long)h);
+            }
     }
     if (cfg->scale_layout != FP8KIT_LAYOUT_MN_MAJOR)
         return;
