@@ -14,7 +14,8 @@
 # Usage (repository root): bash bench/peer/ep_pack.sh BUILD [OUT]   (OUT default
 #   devbin/ep, git-ignored; name it in the call's carry)
 # Env: NCCL=DIR (see above), NCCL_GIT (a clone or git dir of NVIDIA/nccl for the
-#   source bundle; else the fetch tool's mirror path must be given here).
+#   source bundle); DEEPEP_GIT and FMT_GIT (clones of deepseek-ai/DeepEP and
+#   fmtlib/fmt) add OUT/deepep-src.tar.xz, DeepEP's HEAD with its pinned fmt.
 set -euo pipefail
 build=${1:?usage: ep_pack.sh BUILD [OUT]}
 out=${2:-devbin/ep}
@@ -38,5 +39,16 @@ if [ -n "${NCCL:-}" ]; then
 else
     src=${NCCL_GIT:?set NCCL=DIR (a built NCCL 2.30) or NCCL_GIT (NVIDIA/nccl) for the source bundle}
     git -C "$src" archive --prefix=nccl/ v2.30.7-1 src makefiles Makefile | xz -6 >"$out/nccl-src.tar.xz"
+fi
+# DeepEP (a peer to build on the GPU machine: ep_run.sh's deepep step), with its fmt submodule
+if [ -n "${DEEPEP_GIT:-}" ]; then
+    mkdir -p "$tmp/deepep"
+    git -C "$DEEPEP_GIT" archive HEAD | tar -x -C "$tmp/deepep"
+    fmt_commit=$(git -C "$DEEPEP_GIT" ls-tree HEAD third-party/fmt | awk '{print $3}')
+    mkdir -p "$tmp/deepep/third-party/fmt"
+    git -C "${FMT_GIT:?FMT_GIT: a clone of fmtlib/fmt holding the fmt commit DeepEP pins}" archive "$fmt_commit" |
+        tar -x -C "$tmp/deepep/third-party/fmt"
+    echo "DeepEP $(git -C "$DEEPEP_GIT" rev-parse HEAD), fmt $fmt_commit" >"$tmp/deepep/BUNDLE-INFO.txt"
+    tar cJf "$out/deepep-src.tar.xz" -C "$tmp" deepep
 fi
 du -sh "$out" "$out"/*

@@ -7,7 +7,8 @@
 # Usage (repository root): bash bench/peer/ep_run.sh [PACK [OUT]]   (PACK default devbin/ep)
 # Env: FK_EP_STEPS (default "check bench": check = ep_multi_gpu for every
 #      transport and mode + examples/moe_ep.py bit-exact sweep and CUDA graph;
-#      bench = bench/ep_peer.py and the model-shaped layer benchmark),
+#      bench = bench/ep_peer.py and the model-shaped layer benchmark; deepep = build
+#      DeepEP from PACK/deepep-src.tar.xz and import it),
 #      FK_EP_TOKENS (the benchmarks' tokens per rank, default 1,128,1024,4096).
 set -uo pipefail
 pack=${1:-devbin/ep}
@@ -60,6 +61,17 @@ if [[ " $steps " == *" check "* ]]; then
     timeout 150 torchrun --nproc-per-node "$W" examples/moe_ep.py --mode high_throughput --graph \
         --tokens 1,7,128,1000 --max-tokens 1024 --uneven 2>&1 | grep -v "nccl_ep jit" >>"$log"
     echo "rc ${PIPESTATUS[0]}" | tee -a "$log"
+fi
+if [[ " $steps " == *" deepep "* ]]; then
+    # DeepEP (V2: NCCL's device API, kernels compiled at run time) against this NCCL 2.30 and the machine's
+    # torch and nvidia-nvshmem wheel: a build and an import, the first step towards timing it as a peer
+    say "DeepEP build"
+    rm -rf /tmp/ep-deepep && mkdir -p /tmp/ep-deepep && tar xJf "$pack/deepep-src.tar.xz" -C /tmp/ep-deepep
+    (cd /tmp/ep-deepep/deepep && EP_NCCL_ROOT_DIR=/tmp/ep-nccl TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=$(nproc) \
+        timeout 400 python3 setup.py build_ext --inplace >"$out/deepep-build.log" 2>&1)
+    echo "rc $?" | tee -a "$log"
+    tail -5 "$out/deepep-build.log" | tee -a "$log"
+    (cd /tmp/ep-deepep/deepep && python3 -c "import deep_ep; print('deep_ep', deep_ep.__file__)") 2>&1 | tail -3 | tee -a "$log"
 fi
 if [[ " $steps " == *" bench "* ]]; then
     say "bench/ep_peer.py (both transports and modes beside NCCL EP's own fp8 recipe)"
