@@ -15,7 +15,10 @@
 #   devbin/ep, git-ignored; name it in the call's carry)
 # Env: NCCL=DIR (see above), NCCL_GIT (a clone or git dir of NVIDIA/nccl for the
 #   source bundle); DEEPEP_GIT and FMT_GIT (clones of deepseek-ai/DeepEP and
-#   fmtlib/fmt) add OUT/deepep-src.tar.xz, DeepEP's HEAD with its pinned fmt.
+#   fmtlib/fmt) add OUT/deepep-src.tar.xz, DeepEP's HEAD with its pinned fmt,
+#   and Debian's libibverbs-dev package (rdma-core's headers, which NVSHMEM's
+#   include); DeepEP built here in about 2 minutes on 2 cores against the
+#   nvidia-nccl-cu13 2.30.7 and nvidia-nvshmem-cu13 3.8.0 wheels.
 set -euo pipefail
 build=${1:?usage: ep_pack.sh BUILD [OUT]}
 out=${2:-devbin/ep}
@@ -50,5 +53,7 @@ if [ -n "${DEEPEP_GIT:-}" ]; then
         tar -x -C "$tmp/deepep/third-party/fmt"
     echo "DeepEP $(git -C "$DEEPEP_GIT" rev-parse HEAD), fmt $fmt_commit" >"$tmp/deepep/BUNDLE-INFO.txt"
     tar cJf "$out/deepep-src.tar.xz" -C "$tmp" deepep
+    # NVSHMEM's headers include rdma-core's (infiniband/mlx5dv.h): the headers package, unpacked there
+    (cd "$out" && apt-get download libibverbs-dev >/dev/null)
 fi
 du -sh "$out" "$out"/*

@@ -66,8 +66,10 @@ if [[ " $steps " == *" deepep "* ]]; then
     # DeepEP (V2: NCCL's device API, kernels compiled at run time) against this NCCL 2.30 and the machine's
     # torch and nvidia-nvshmem wheel: a build and an import, the first step towards timing it as a peer
     say "DeepEP build"
-    rm -rf /tmp/ep-deepep && mkdir -p /tmp/ep-deepep && tar xJf "$pack/deepep-src.tar.xz" -C /tmp/ep-deepep
-    (cd /tmp/ep-deepep/deepep && EP_NCCL_ROOT_DIR=/tmp/ep-nccl TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=$(nproc) \
+    rm -rf /tmp/ep-deepep && mkdir -p /tmp/ep-deepep/ib && tar xJf "$pack/deepep-src.tar.xz" -C /tmp/ep-deepep
+    for d in "$pack"/libibverbs-dev_*.deb; do [ -f "$d" ] && dpkg -x "$d" /tmp/ep-deepep/ib; done
+    (cd /tmp/ep-deepep/deepep && CPATH=/tmp/ep-deepep/ib/usr/include${CPATH:+:$CPATH} EP_NCCL_ROOT_DIR=/tmp/ep-nccl \
+        TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=$(nproc) \
         timeout 400 python3 setup.py build_ext --inplace >"$out/deepep-build.log" 2>&1)
     echo "rc $?" | tee -a "$log"
     tail -5 "$out/deepep-build.log" | tee -a "$log"
