@@ -18,6 +18,10 @@ combine of:
                 NCCL_EP_DISP_QUANT_DS_FP8E3M4 (NCCL EP quantizes: e4m3 + f32
                 per 128), then its bf16 combine: NCCL EP's own fp8 recipe,
                 the peer
+  deepep        DeepEP V2 when it imports (bench/peer/ep_run.sh builds it):
+                fp8 dispatch of tokens quantized by fp8kit.quantize, bf16
+                combine; with a new routing handle per call and with the
+                cached one
 The NCCL EP timings include the handle update with the step's top-k ids.
 Checked: every variant delivers the same counts and the same rows per expert
 bit for bit as the NCCL transport (compared as sets: NCCL EP keeps no
@@ -51,6 +55,32 @@ import fp8kit.distributed as fd  # noqa: E402
 
 # ours: transport / mode; the first is the reference the others are compared with
 VARIANTS = ("nccl/low_latency", "nccl_ep/low_latency", "nccl_ep/high_throughput")
+
+
+def deepep_times(deep_ep, x, ids64, w, E, H, k, T, a, dev):
+    """DeepEP V2 (ElasticBuffer, fp8 dispatch of tokens the caller quantized: fp8kit.quantize 1x128, then its
+    bf16 combine): us per dispatch + combine with a new routing handle each call (its CPU synchronization
+    included) and with the cached handle (its decode path)."""
+    buf = deep_ep.ElasticBuffer(dist.group.WORLD, num_max_tokens_per_rank=T, hidden=H, num_topk=k,
+                                use_fp8_dispatch=True)
+
+    def fresh():
+        q, s = fp8kit.quantize(x, scheme="block1x128", dtype="e4m3")
+        r = buf.dispatch((q, s), topk_idx=ids64, topk_weights=w, num_experts=E, num_max_tokens_per_rank=T)
+        return r
+
+    r = fresh()
+    recv = r[0][0] if isinstance(r[0], tuple) else r[0]
+    y = torch.zeros(tuple(recv.shape), dtype=torch.bfloat16, device=dev)
+    handle = r[3]
+
+    def cached():
+        q, s = fp8kit.quantize(x, scheme="block1x128", dtype="e4m3")
+        buf.combine(y, handle=buf.dispatch((q, s), handle=handle)[3])
+    out = {"deepep_fresh_us": timed(lambda: buf.combine(y, handle=fresh()[3]), a, dev),
+           "deepep_cached_us": timed(cached, a, dev)}
+    del buf
+    return out
 
 
 def args_():
@@ -189,6 +219,11 @@ def main():
         if rank == 0:
             print("NCCL EP unavailable: %s: %s" % (type(exc).__name__, exc), flush=True)
         have_ep, ep_version, comm = False, None, None
+    try:
+        import deep_ep  # DeepEP V2, when built (bench/peer/ep_run.sh, step deepep)
+        have_deepep = True
+    except Exception:  # noqa: BLE001 - the peer is optional
+        deep_ep, have_deepep = None, False
     group = fd.EPGroup(device=dev)
     if rank == 0:
         print("fp8kit %s, torch %s, NCCL %d (fp8kit's comm), NCCL EP %s, %d ranks on %s; E %d, H %d, top-%d" % (
@@ -251,6 +286,11 @@ def main():
                 failed = True
             if n is not None:
                 n.close()
+        if have_deepep:
+            try:  # (not yet run on a GPU machine: errors are reported, not fatal)
+                res.update(deepep_times(deep_ep, x, ids64, w, E, H, k, T, a, dev))
+            except Exception as exc:  # noqa: BLE001
+                res["deepep_error"] = "%s: %s" % (type(exc).__name__, exc)
         torch.cuda.empty_cache()
         allres = [None] * world
         dist.all_gather_object(allres, res)
@@ -272,6 +312,18 @@ def main():
                        "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
+            for key, name in (("deepep_fresh_us", "deepep_v2_fp8_fresh_handle"),
+                              ("deepep_cached_us", "deepep_v2_fp8_cached_handle")):
+                if key in res and "ours_nccl_ep/low_latency_us" in res:
+                    us = res["ours_nccl_ep/low_latency_us"]
+                    row = {"bench": "ep_dispatch_combine", "world": world, "tokens_per_rank": T, "experts": E,
+                           "hidden": H, "top_k": k, "ours_us": round(us, 2), "ours_transport": "nccl_ep",
+                           "ours_mode": "low_latency", "peer_name": name, "peer_us": round(res[key], 2),
+                           "ratio": round(res[key] / us, 4), "torch": torch.__version__,
+                           "device": torch.cuda.get_device_name(dev), "iters": a.iters,
+                           "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
     if rank == 0 and a.jsonl:
         with open(a.jsonl, "a") as f:
             for r in rows:
