@@ -9,7 +9,9 @@ nccl-extensions wheel), in one process group, one process per GPU:
 Each T (tokens per rank) times, on the same tokens and routing, dispatch +
 combine of:
   ours nccl     fp8kit's layer, transport 'nccl' (1x128 e4m3, scales in the
-                grouped GEMM's mn_major layout, NCCL point-to-point)
+                grouped GEMM's mn_major layout, NCCL point-to-point), in
+                the low-latency (masked) and high-throughput (contiguous)
+                modes
   ours nccl_ep  the same layer with transport 'nccl_ep' (fp8kit quantizes,
                 NCCL EP forwards codes and scales: NCCL_EP_DISP_QUANT_FWD),
                 low-latency mode (masked) and high-throughput mode
@@ -54,7 +56,7 @@ import fp8kit.distributed as fd  # noqa: E402
 
 
 # ours: transport / mode; the first is the reference the others are compared with
-VARIANTS = ("nccl/low_latency", "nccl_ep/low_latency", "nccl_ep/high_throughput")
+VARIANTS = ("nccl/low_latency", "nccl/high_throughput", "nccl_ep/low_latency", "nccl_ep/high_throughput")
 
 
 def deepep_times(deep_ep, x, ids64, w, E, H, k, T, a, dev):
@@ -240,8 +242,8 @@ def main():
         for tr in VARIANTS:
             transport, mode = tr.split("/")
             try:
-                # (high throughput: max_tokens a multiple of 4)
-                mt = -(-T // 4) * 4 if mode == "high_throughput" else T
+                # (high throughput on NCCL EP: max_tokens a multiple of 4)
+                mt = -(-T // 4) * 4 if mode == "high_throughput" and transport == "nccl_ep" else T
                 layers[tr] = fd.ExpertParallel(group, E, H, k, mt, scale_layout="mn_major", transport=transport,
                                                mode=mode)
             except Exception as exc:  # noqa: BLE001 - reported; nccl_ep needs NCCL EP

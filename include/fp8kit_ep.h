@@ -62,9 +62,11 @@ typedef enum fp8kit_ep_mode {
     FP8KIT_EP_LOW_LATENCY = 0,
     /* the contiguous layout, (R, H) rows grouped by local expert with R = W x
      * max_tokens x min(top_k, E_local) slots, rows past the last expert's end
-     * unused: for large batches; transport NCCL_EP only (NCCL EP's
-     * high-throughput kernels), whose combine then takes y weighted row by
-     * row (bf16(w x y), one rounding) before NCCL EP sums it */
+     * unused: for large batches (a fraction of the masked layout's memory).
+     * Transport NCCL: the same transfers and combine, the rows placed by
+     * expert in the same order. NCCL_EP: NCCL EP's high-throughput kernels
+     * (E / W and max_tokens multiples of 4), whose combine then takes y
+     * weighted row by row (bf16(w x y), one rounding) before NCCL EP sums it */
     FP8KIT_EP_HIGH_THROUGHPUT = 1
 } fp8kit_ep_mode;
 
@@ -138,8 +140,9 @@ FP8KIT_API fp8kit_status fp8kit_ep_buffer_size(const fp8kit_ep_config *cfg, int6
  * wait in the all-reduce). Statuses: NULL_POINTER (ctx, nccl_comm, cfg, out);
  * UNSUPPORTED (ctx not a CUDA context, a build without NCCL, libnccl.so.2 or
  * one of its functions missing, an fp8 dtype that is not e4m3 / e5m2, mn_major
- * with mx; transport NCCL_EP with libnccl_ep.so not loadable or H not a
- * multiple of 512); INVALID_ARGUMENT (a field out of range, E not a multiple of the
+ * with mx; transport NCCL_EP with libnccl_ep.so not loadable, H not a
+ * multiple of 512, or in the high-throughput mode E / W or max_tokens not a
+ * multiple of 4); INVALID_ARGUMENT (a field out of range, E not a multiple of the
  * world size, the communicator on another device than ctx, configurations
  * that differ between ranks); INVALID_SHAPE (H not a positive multiple of
  * 128); SIZE_OVERFLOW (rows E_local x M or a buffer beyond 2^31 rows or
@@ -180,8 +183,8 @@ FP8KIT_API fp8kit_status fp8kit_ep_dispatch(fp8kit_ep *ep, const fp8kit_tensor *
 
 /* Combine (collective), for the last dispatch. y: the experts' outputs in
  * the layout of that dispatch, (E_local, M, H) bf16 in device memory (high
- * throughput: (R, H), contiguous) (rows strided, K-contiguous; rows past the
- * counts are not read). Each row
+ * throughput: (R, H)) (rows strided, K-contiguous; NCCL_EP: contiguous; rows
+ * past the counts are not read). Each row
  * goes back to its token's rank, where out (t, H) bf16 (t of the last
  * dispatch; row stride >= H; with t = 0 out is not written and may be NULL)
  * gets

@@ -426,7 +426,6 @@ static void config_checks(void)
     BAD("transport 2", FP8KIT_ERR_INVALID_ARGUMENT, 1, c->transport = (fp8kit_ep_transport)2);
     BAD("nccl_ep H 256", FP8KIT_ERR_UNSUPPORTED, 1, c->transport = FP8KIT_EP_TRANSPORT_NCCL_EP);
     BAD("mode 2", FP8KIT_ERR_INVALID_ARGUMENT, 1, c->mode = (fp8kit_ep_mode)2);
-    BAD("high throughput on nccl", FP8KIT_ERR_UNSUPPORTED, 1, c->hidden = 512, c->mode = FP8KIT_EP_HIGH_THROUGHPUT);
     BAD("high throughput E/W 2", FP8KIT_ERR_UNSUPPORTED, 4, c->hidden = 512, c->transport = FP8KIT_EP_TRANSPORT_NCCL_EP,
         c->mode = FP8KIT_EP_HIGH_THROUGHPUT);
     BAD("high throughput max_tokens 18", FP8KIT_ERR_UNSUPPORTED, 1, c->hidden = 512, c->max_tokens = 18,
@@ -466,6 +465,17 @@ static void config_checks(void)
     fk_ep_geom g;
     CHECK_STATUS(fk_ep_geometry(NULL, "test", &ht, 2, 1, &g), FP8KIT_OK);
     CHECK(g.rows == 64, "high-throughput rows %lld, want 64", (long long)g.rows);
+    /* the NCCL transport's high-throughput mode: its chunks and the contiguous layout, no NCCL EP rule on E / W
+     * or max_tokens */
+    fp8kit_ep_config hn = good;
+    hn.mode = FP8KIT_EP_HIGH_THROUGHPUT;
+    hn.max_tokens = 18;
+    size_t bhn = 0;
+    CHECK_STATUS(fp8kit_ep_buffer_size(&hn, 4, &bhn), FP8KIT_OK);
+    fk_ep_geom gn;
+    CHECK_STATUS(fk_ep_geometry(NULL, "test", &hn, 4, 0, &gn), FP8KIT_OK);
+    CHECK(gn.rows == 4 * 18 * 2 && gn.chunk > 0 && gn.ret_chunk > 0, "nccl high throughput: rows %lld",
+          (long long)gn.rows);
     /* its combine takes y (R, H), contiguous; the masked shape is refused */
     const fp8kit_ctx *cc = cpu;
     unsigned char *base = (unsigned char *)malloc(g.total);

@@ -24,9 +24,11 @@ export FP8KIT_LIBRARY=$root/$pack/s/libfp8kit.so PYTHONPATH=$root/python
 steps=${FK_EP_STEPS:-check bench}
 tokens=${FK_EP_TOKENS:-1,128,1024,4096}
 if [[ " $steps " == *" check "* ]]; then
-    say "ep_multi_gpu, transport nccl (the system's NCCL)"
-    timeout 150 "$pack/s/ep_multi_gpu" --world "$W" --timeout 140 >>"$log" 2>&1
-    echo "rc $?" | tee -a "$log"
+    for m in "" "--high-throughput"; do
+        say "ep_multi_gpu, transport nccl (the system's NCCL) $m"
+        timeout 150 "$pack/s/ep_multi_gpu" --world "$W" --timeout 140 $m >>"$log" 2>&1
+        echo "rc $?" | tee -a "$log"
+    done
     say "moe_ep.py bit-exact sweep, transport nccl"
     timeout 150 torchrun --nproc-per-node "$W" examples/moe_ep.py --tokens 1,7,128,1024,8192 --uneven --exact \
         --graph >>"$log" 2>&1
@@ -52,15 +54,17 @@ lib=$(ls /tmp/ep-nccl/lib/libnccl.so.2.*.* | head -1)
 export PYTHONPATH=/tmp/ep-site:$root/python LD_PRELOAD=$lib NCCL_HOME=/tmp/ep-nccl \
     LD_LIBRARY_PATH=/tmp/ep-site/nccl/ep/lib/cu13:${LD_LIBRARY_PATH:-} NCCL_EP_HOME=/tmp/ep-site/nccl/ep
 if [[ " $steps " == *" check "* ]]; then
-    for m in "--transport nccl_ep" "--high-throughput"; do
+    for m in "--transport nccl_ep" "--transport nccl_ep --high-throughput"; do
         say "ep_multi_gpu $m"
         timeout 150 "$pack/s/ep_multi_gpu" --world "$W" --timeout 140 $m 2>&1 | grep -v "nccl_ep jit" >>"$log"
         echo "rc ${PIPESTATUS[0]}" | tee -a "$log"
     done
-    say "moe_ep.py, NCCL EP high-throughput mode, CUDA graph"
-    timeout 150 torchrun --nproc-per-node "$W" examples/moe_ep.py --mode high_throughput --graph \
-        --tokens 1,7,128,1000 --max-tokens 1024 --uneven 2>&1 | grep -v "nccl_ep jit" >>"$log"
-    echo "rc ${PIPESTATUS[0]}" | tee -a "$log"
+    for tr in nccl nccl_ep; do
+        say "moe_ep.py, transport $tr, high-throughput mode, CUDA graph"
+        timeout 150 torchrun --nproc-per-node "$W" examples/moe_ep.py --transport $tr --mode high_throughput \
+            --graph --tokens 1,7,128,1000 --max-tokens 1024 --uneven 2>&1 | grep -v "nccl_ep jit" >>"$log"
+        echo "rc ${PIPESTATUS[0]}" | tee -a "$log"
+    done
 fi
 if [[ " $steps " == *" deepep "* ]]; then
     # DeepEP (V2: NCCL's device API, kernels compiled at run time) against this NCCL 2.30 and the machine's
@@ -80,7 +84,8 @@ if [[ " $steps " == *" bench "* ]]; then
     timeout 200 torchrun --nproc-per-node "$W" bench/ep_peer.py --tokens "$tokens" --jsonl "$out/ep-peer.jsonl" \
         2>&1 | grep -v "nccl_ep jit" >>"$log"
     echo "rc ${PIPESTATUS[0]}" | tee -a "$log"
-    for args in "--transport nccl" "--transport nccl_ep" "--mode high_throughput"; do
+    for args in "--transport nccl" "--transport nccl_ep" "--transport nccl --mode high_throughput" \
+        "--transport nccl_ep --mode high_throughput"; do
         say "moe_ep.py --model-shape --bench $args"
         timeout 150 torchrun --nproc-per-node "$W" examples/moe_ep.py --model-shape --bench --no-check $args \
             --tokens 128,1024,4096 --jsonl "$out/moe-ep.jsonl" 2>&1 | grep -v "nccl_ep jit" >>"$log"

@@ -180,7 +180,7 @@ def ep_config(num_experts: int, hidden: int, top_k: int, max_tokens: int, *, dty
         against the reference) or 'nccl_ep' (NCCL EP's low-latency kernels; needs libnccl_ep.so, NCCL 2.30 or
         newer and H a multiple of 512; docs/ep.md).
       mode: 'low_latency' (the masked layout, (E_local, M, H)) or 'high_throughput' (the contiguous layout,
-        (R, H) with R = W * max_tokens * min(top_k, E_local); transport 'nccl_ep' only)."""
+        (R, H) with R = W * max_tokens * min(top_k, E_local); either transport)."""
     cfg = EpConfig()
     cfg.num_experts = _int64(num_experts, "num_experts")
     cfg.hidden = _int64(hidden, "hidden")

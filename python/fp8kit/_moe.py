@@ -232,7 +232,7 @@ class MoE(torch.nn.Module):
         Hopper) or 'plain'.
       transport: 'nccl' (default: fp8kit's exchange on NCCL point-to-point) or 'nccl_ep' (NCCL EP's kernels;
         ExpertParallel says what it needs).
-      mode: 'low_latency' (default: the masked layout) or 'high_throughput' (the contiguous layout; 'nccl_ep').
+      mode: 'low_latency' (default: the masked layout) or 'high_throughput' (the contiguous layout).
 
     Parameters (requires_grad False): w13 (E_local, 2I, H) fp8 and w13_scale (E_local, ceil(2I/128),
     ceil(H/128)) float32; w2 (E_local, H, I) and w2_scale (E_local, ceil(H/128), ceil(I/128))."""

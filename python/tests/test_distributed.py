@@ -208,9 +208,11 @@ def test_preload_nccl_ep_without_the_package(monkeypatch):
     assert os.environ.get("NCCL_EP_HOME") == before
 
 
-def test_high_throughput_needs_nccl_ep():
-    with pytest.raises(fp8kit.UnsupportedError, match="cfg->mode is high throughput"):
-        fd.ep_buffer_size(_cfg(mode="high_throughput"), 2)
+def test_high_throughput_rules():
+    """Both transports have the contiguous layout; NCCL EP's adds its multiples of 4."""
+    assert fd.ep_buffer_size(_cfg(mode="high_throughput", max_tokens=18), 2) > 0
+    with pytest.raises(fp8kit.UnsupportedError, match="multiples of 4"):
+        fd.ep_buffer_size(_cfg(hidden=1024, mode="high_throughput", transport="nccl_ep", max_tokens=18), 2)
     with pytest.raises(fp8kit.InvalidArgumentError, match="mode must be one of low_latency, high_throughput"):
         _cfg(mode="fast")
 

@@ -82,9 +82,9 @@ fp8kit_status fk_ep_check_combine(const fp8kit_ctx *ctx, const fp8kit_ep_config 
         if (y->ndim != 2 || y->shape[0] != g->rows || y->shape[1] != H)
             return fk_fail(ctx, FP8KIT_ERR_INVALID_SHAPE, FN_C ": y is %s; it must be (R, H) = (%lld, %lld)",
                            fk_ep_shape(y, sh, sizeof sh), (long long)g->rows, (long long)H);
-        if (y->strides[0] && y->strides[0] != H)
+        if (cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP && y->strides[0] && y->strides[0] != H)
             return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                           FN_C ": y has row stride %lld; the high-throughput mode takes a contiguous y (stride %lld)",
+                           FN_C ": y has row stride %lld; the NCCL EP transport takes a contiguous y (stride %lld)",
                            (long long)y->strides[0], (long long)H);
     } else {
         if (y->ndim != 3 || y->shape[0] != g->el || y->shape[1] != g->m || y->shape[2] != H)

@@ -63,11 +63,6 @@ fp8kit_status fk_ep_check_config(const fp8kit_ctx *ctx, const char *fn, const fp
     if ((unsigned)cfg->mode > FP8KIT_EP_HIGH_THROUGHPUT)
         return fk_fail(ctx, FP8KIT_ERR_INVALID_ARGUMENT, "%s: cfg->mode = %d is not a fp8kit_ep_mode", fn,
                        (int)cfg->mode);
-    if (cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT && cfg->transport != FP8KIT_EP_TRANSPORT_NCCL_EP)
-        return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "%s: cfg->mode is high throughput (the contiguous layout), which the NCCL EP transport "
-                       "provides; cfg->transport is NCCL",
-                       fn);
     if (cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP && cfg->hidden % 512)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "%s: cfg->hidden = %lld; the NCCL EP transport needs a multiple of 512 (its rows of scales "
@@ -120,10 +115,11 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
     /* NCCL EP's high-throughput kernels copy per-expert and per-token tables in
      * 16-byte steps: they abort (an assertion, no error code) unless both
      * counts are multiples of 4 */
-    if (cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT && ((cfg->num_experts / world) % 4 || cfg->max_tokens % 4))
+    if (cfg->mode == FP8KIT_EP_HIGH_THROUGHPUT && cfg->transport == FP8KIT_EP_TRANSPORT_NCCL_EP &&
+        ((cfg->num_experts / world) % 4 || cfg->max_tokens % 4))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
-                       "%s: the high-throughput mode needs E / W = %lld and max_tokens = %lld to be multiples of 4 "
-                       "(NCCL EP's high-throughput kernels)",
+                       "%s: the high-throughput mode on NCCL EP needs E / W = %lld and max_tokens = %lld to be "
+                       "multiples of 4 (NCCL EP's high-throughput kernels)",
                        fn, (long long)(cfg->num_experts / world), (long long)cfg->max_tokens);
     fk_ep_geom r;
     memset(&r, 0, sizeof r);
@@ -194,9 +190,9 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
     r.off_ret_send = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.ret_chunk));
     r.off_ret_recv = (size_t)fk_ep_take(&a, fk_ep_mul(&a, W, r.ret_chunk));
     r.off_ends = (size_t)fk_ep_take(&a, ht ? el * 4u : 0);
-    r.off_cnt64 = (size_t)fk_ep_take(&a, ht ? el * 8u : 0);
-    r.off_slotw = (size_t)fk_ep_take(&a, ht ? (uint64_t)r.rows * 4u : 0);
-    r.off_yw = (size_t)fk_ep_take(&a, ht ? fk_ep_mul(&a, (uint64_t)r.rows, (uint64_t)H * 2u) : 0);
+    r.off_cnt64 = (size_t)fk_ep_take(&a, ht && nep ? el * 8u : 0);
+    r.off_slotw = (size_t)fk_ep_take(&a, ht && nep ? (uint64_t)r.rows * 4u : 0);
+    r.off_yw = (size_t)fk_ep_take(&a, ht && nep ? fk_ep_mul(&a, (uint64_t)r.rows, (uint64_t)H * 2u) : 0);
     fk_ep_take(&a, 0);
     r.total = (size_t)a.off;
     if (a.bad)

@@ -50,8 +50,8 @@ typedef struct fk_ep_geom {
     size_t off_w;       /* max_tokens x top_k f32: the last dispatch's weights */
     size_t off_retidx;  /* max_tokens x top_k int32: where each top-k entry's row comes back (-1: none) */
     size_t off_ret_send, off_ret_recv; /* W return chunks each */
-    /* high throughput (NCCL EP): R rows of x; NCCL EP's int64 per-expert
-     * counts, the int32 row ends, each slot's weight, y weighted (R, H) bf16 */
+    /* high throughput: R rows of x and the int32 row ends; with NCCL EP also
+     * its int64 per-expert counts, each slot's weight, y weighted (R, H) bf16 */
     int64_t rows;
     size_t off_ends, off_cnt64, off_slotw, off_yw;
     size_t total;

@@ -9,7 +9,9 @@
  * the CPU reference's (src/ep/ep_ref.c) bit for bit, over 1 to 3 ranks, every
  * routing pattern of tests/ep_test_util.h, block1x128 (plain, mn_major) and
  * MX, max_tokens above and below the scan's 256-token blocks, twice per case
- * (stale buffers from the first round must not matter), with the vector and
+ * (stale buffers from the first round must not matter), then once in the
+ * high-throughput mode's contiguous layout (the same rows in the same order
+ * between the row ends, the same combine), with the vector and
  * the scalar paths of the pack and combine kernels; and the NCCL EP
  * transport's prep, scale-transpose, row-ends and weighting kernels against
  * their rules. NCCL and
@@ -140,11 +142,15 @@ static void dispatch(const char *what, const fp8kit_ep_config *cfg, int W, const
                               (int32_t *)(b + G->off_slot), W, (int32_t)G->rank, (int)k, (int32_t)G->el,
                               (int32_t)cfg->max_tokens, (int32_t)G->kp, (int32_t)G->m);
         });
+        /* high throughput: the row ends, then the rows into the contiguous layout */
+        int32_t *ends = G->rows ? (int32_t *)(b + G->off_ends) : NULL;
+        if (ends)
+            launch({1, 1, 1}, 1, [&] { fk_ep_ends_kernel((int32_t *)(b + G->off_counts), ends, (int32_t)G->el); });
         launch({(unsigned)G->el, 3, 1}, 64, [&] {
             fk_ep_copy_kernel(b + G->off_recv, G->chunk, G->ck_codes, G->ck_scales, (int32_t *)(b + G->off_counts),
                               (int32_t *)(b + G->off_slot), b + G->off_x, b + G->off_scale, H, (int32_t)G->m,
                               (int32_t)cfg->max_tokens, (int32_t)G->kp, cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR,
-                              (int32_t)G->mp4);
+                              (int32_t)G->mp4, ends);
         });
         const fk_ep_ref_rank *R = &res[p];
         const int32_t *cnt = (const int32_t *)(b + G->off_counts);
@@ -154,18 +160,24 @@ static void dispatch(const char *what, const fp8kit_ep_config *cfg, int W, const
         for (int64_t e = 0; e < G->el; e++) {
             CHECK(cnt[e] == R->counts[e], "%s: rank %d expert %lld: count %d, want %d", what, p, (long long)e, cnt[e],
                   R->counts[e]);
+            if (ends)
+                CHECK(ends[e] == (e ? ends[e - 1] : 0) + cnt[e], "%s: rank %d expert %lld: row end %d", what, p,
+                      (long long)e, ends[e]);
             for (int64_t row = 0; row < R->counts[e] && row < cnt[e]; row++) {
-                const int64_t at = e * m + row;
-                CHECK(!memcmp(b + G->off_x + at * H, R->x + at * H, (size_t)H),
+                const int64_t at = e * m + row; /* the reference's (masked) row */
+                const int64_t gr = ends ? (e ? ends[e - 1] : 0) + row : at; /* ours: the same row, in order */
+                const int64_t rmp4 = (m + 3) / 4 * 4;
+                CHECK(!memcmp(b + G->off_x + gr * H, R->x + at * H, (size_t)H),
                       "%s: rank %d expert %lld row %lld: codes differ", what, p, (long long)e, (long long)row);
                 int same = 1;
                 if (cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR) {
                     for (int64_t bb = 0; bb < nbf; bb++) {
-                        const int64_t o = ((e * nbf + bb) * G->mp4 + row) * 4;
-                        same &= !memcmp(b + G->off_scale + o, (const uint8_t *)R->scale + o, 4);
+                        const int64_t o = ends ? (bb * G->mp4 + gr) * 4 : ((e * nbf + bb) * G->mp4 + row) * 4;
+                        same &= !memcmp(b + G->off_scale + o,
+                                        (const uint8_t *)R->scale + ((e * nbf + bb) * rmp4 + row) * 4, 4);
                     }
                 } else {
-                    same = !memcmp(b + G->off_scale + at * sb, (const uint8_t *)R->scale + at * sb, (size_t)sb);
+                    same = !memcmp(b + G->off_scale + gr * sb, (const uint8_t *)R->scale + at * sb, (size_t)sb);
                 }
                 CHECK(same, "%s: rank %d expert %lld row %lld: scales differ", what, p, (long long)e, (long long)row);
             }
@@ -183,10 +195,17 @@ static void combine(const char *what, const fp8kit_ep_config *cfg, int W, const 
     for (int p = 0; p < W; p++) {
         const fk_ep_geom *G = &g[p];
         unsigned char *b = base[p];
+        /* high throughput: y (R, H) holds the reference's rows in the received (the same) order */
+        const int32_t *ends = G->rows ? (const int32_t *)(b + G->off_ends) : NULL;
+        std::vector<uint16_t> yc(ends ? (size_t)(G->rows * H) : 0, 0x7FC0);
+        for (int64_t e = 0; ends && e < G->el; e++) {
+            const int64_t b0 = e ? ends[e - 1] : 0;
+            memcpy(yc.data() + b0 * H, y[p] + e * G->m * H, (size_t)((ends[e] - b0) * H) * 2);
+        }
         launch({(unsigned)G->el, 2, 1}, 64, [&] {
-            fk_ep_ret_pack_kernel(y[p], G->m * H, H, vec, (const int32_t *)(b + G->off_counts),
+            fk_ep_ret_pack_kernel(ends ? yc.data() : y[p], G->m * H, H, vec, (const int32_t *)(b + G->off_counts),
                                   (const int32_t *)(b + G->off_slot), b + G->off_ret_send, G->ret_chunk, H,
-                                  (int32_t)G->m, (int32_t)cfg->max_tokens, (int32_t)G->kp);
+                                  (int32_t)G->m, (int32_t)cfg->max_tokens, (int32_t)G->kp, ends);
         });
     }
     for (int r = 0; r < W; r++) /* rank p's return chunk for r to r, at slot p */
@@ -318,6 +337,23 @@ static void run_case(const fp8kit_ep_config *cfg, int W, int route, const int64_
         dispatch(what, cfg, W, c, g, base, res.data());
         combine(what, cfg, W, c, g, base, y, res.data(), round == 0, round ? 8 : 0);
     }
+    /* the high-throughput mode on the same transport: the same rows and order in the contiguous layout,
+     * the same combine */
+    fp8kit_ep_config ht = *cfg;
+    ht.mode = FP8KIT_EP_HIGH_THROUGHPUT;
+    std::vector<fk_ep_geom> gh((size_t)W);
+    std::vector<unsigned char *> bh((size_t)W);
+    char whatht[200];
+    snprintf(whatht, sizeof whatht, "%s high throughput", what);
+    for (int r = 0; r < W; r++) {
+        CHECK_STATUS(fk_ep_geometry(NULL, "ep_kernels_emu", &ht, W, r, &gh[r]), FP8KIT_OK);
+        CHECK(gh[r].rows == gh[r].m * gh[r].kp, "%s: R %lld", whatht, (long long)gh[r].rows);
+        bh[r] = (unsigned char *)calloc(gh[r].total, 1);
+    }
+    dispatch(whatht, &ht, W, c, gh, bh, res.data());
+    combine(whatht, &ht, W, c, gh, bh, y, res.data(), 1, 0);
+    for (int r = 0; r < W; r++)
+        free(bh[r]);
     nep_checks(what, cfg, W, c);
     ep_t_free_y(y, W);
     fk_ep_ref_free(res.data(), W);

@@ -39,11 +39,18 @@ extern "C" cudaError_t fk_ep_launch_unpack(const fp8kit_ep_config *cfg, const fk
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return e;
+    /* high throughput: the contiguous layout's row ends first */
+    int32_t *ends = g->rows ? (int32_t *)(base + g->off_ends) : NULL;
+    if (ends) {
+        fk_ep_ends_kernel<<<1, 1, 0, s>>>(counts, ends, (int32_t)g->el);
+        if ((e = cudaGetLastError()) != cudaSuccess)
+            return e;
+    }
     const dim3 grid((unsigned)g->el, fk_ep_rows_grid(g->el, g->m, sm_count));
     fk_ep_copy_kernel<<<grid, FK_EP_THREADS, 0, s>>>(
         recv, g->chunk, g->ck_codes, g->ck_scales, counts, slot, base + g->off_x, base + g->off_scale, cfg->hidden,
         (int32_t)g->m, (int32_t)cfg->max_tokens, (int32_t)g->kp, cfg->scale_layout == FP8KIT_LAYOUT_MN_MAJOR,
-        (int32_t)g->mp4);
+        (int32_t)g->mp4, ends);
     return cudaGetLastError();
 }
 
@@ -55,7 +62,7 @@ extern "C" cudaError_t fk_ep_launch_ret_pack(const fp8kit_ep_config *cfg, const 
     fk_ep_ret_pack_kernel<<<grid, FK_EP_THREADS, 0, s>>>(
         (const uint16_t *)y, se, sr, vec, (const int32_t *)(base + g->off_counts),
         (const int32_t *)(base + g->off_slot), base + g->off_ret_send, g->ret_chunk, cfg->hidden, (int32_t)g->m,
-        (int32_t)cfg->max_tokens, (int32_t)g->kp);
+        (int32_t)cfg->max_tokens, (int32_t)g->kp, g->rows ? (const int32_t *)(base + g->off_ends) : NULL);
     return cudaGetLastError();
 }
 

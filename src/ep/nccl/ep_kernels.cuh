@@ -122,13 +122,32 @@ __global__ void fk_ep_scan_kernel(const unsigned char *recv, size_t chunk, size_
         counts[e] = row;
 }
 
+/* One thread: the contiguous layout's row ends from the counts. */
+__global__ void fk_ep_ends_kernel(const int32_t *counts, int32_t *ends, int32_t el)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    int32_t end = 0;
+    for (int32_t e = 0; e < el; e++)
+        ends[e] = end += counts[e];
+}
+
+/* Where row r of local expert e goes: masked (ends NULL) e x m + r; contiguous
+ * the expert's first row (its previous expert's end) + r. */
+__device__ static int64_t fk_ep_row(const int32_t *ends, int32_t e, int32_t m, int32_t r)
+{
+    return ends ? (int64_t)(e ? ends[e - 1] : 0) + r : (int64_t)e * m + r;
+}
+
 /* Blocks (expert, y) copy rows y, y + gridDim.y, ... below the expert's
  * count: the codes (16-byte vectors: H is a multiple of 128 and every base
  * 256-aligned) and the H / 32 scale bytes as words, plain or, for f32
- * block scales, mn_major ([e][b][row], rows mp4 apart). */
+ * block scales, mn_major ([e][b][row], rows mp4 apart; contiguous, ends
+ * given: [b][row]). */
 __global__ void fk_ep_copy_kernel(const unsigned char *recv, size_t chunk, size_t ck_codes, size_t ck_scales,
                                   const int32_t *counts, const int32_t *slot, unsigned char *x, unsigned char *scale,
-                                  int64_t H, int32_t m, int32_t mt, int32_t kp, int mn_major, int32_t mp4)
+                                  int64_t H, int32_t m, int32_t mt, int32_t kp, int mn_major, int32_t mp4,
+                                  const int32_t *ends)
 {
     const int32_t e = (int32_t)blockIdx.x, cnt = counts[e];
     const int64_t nv = H / 16;
@@ -137,32 +156,36 @@ __global__ void fk_ep_copy_kernel(const unsigned char *recv, size_t chunk, size_
     for (int32_t r = (int32_t)blockIdx.y; r < cnt; r += (int32_t)gridDim.y) {
         const int32_t sl = slot[(int64_t)e * m + r];
         const int32_t p = sl / (mt * kp), j = sl % (mt * kp) / kp;
+        const int64_t row = fk_ep_row(ends, e, m, r);
         const unsigned char *c = recv + (size_t)p * chunk;
         const uint4 *src = (const uint4 *)(c + ck_codes + (size_t)j * (size_t)H);
-        uint4 *dst = (uint4 *)(x + ((size_t)e * (size_t)m + (size_t)r) * (size_t)H);
+        uint4 *dst = (uint4 *)(x + (size_t)row * (size_t)H);
         for (int64_t v = threadIdx.x; v < nv; v += blockDim.x)
             dst[v] = src[v];
         const uint32_t *ss = (const uint32_t *)(c + ck_scales + (size_t)j * (size_t)(H / 32));
         for (int32_t b = (int32_t)threadIdx.x; b < nw; b += (int32_t)blockDim.x) {
-            const size_t at = mn_major ? ((size_t)e * (size_t)nw + (size_t)b) * (size_t)mp4 + (size_t)r
-                                       : ((size_t)e * (size_t)m + (size_t)r) * (size_t)nw + (size_t)b;
+            const size_t at = !mn_major ? (size_t)row * (size_t)nw + (size_t)b
+                              : ends    ? (size_t)b * (size_t)mp4 + (size_t)row
+                                        : ((size_t)e * (size_t)nw + (size_t)b) * (size_t)mp4 + (size_t)r;
             sd[at] = ss[b];
         }
     }
 }
 
 /* Blocks (expert, y): each received row of y below the count into its
- * return slot: peer p's return chunk, row rem (16-byte vectors when vec). */
+ * return slot: peer p's return chunk, row rem (16-byte vectors when vec).
+ * y masked (ends NULL: expert and row strides se, sr) or contiguous (rows
+ * sr apart, the expert's rows from its previous expert's end). */
 __global__ void fk_ep_ret_pack_kernel(const uint16_t *y, int64_t se, int64_t sr, int vec, const int32_t *counts,
                                       const int32_t *slot, unsigned char *ret_send, size_t ret_chunk, int64_t H,
-                                      int32_t m, int32_t mt, int32_t kp)
+                                      int32_t m, int32_t mt, int32_t kp, const int32_t *ends)
 {
     const int32_t e = (int32_t)blockIdx.x, cnt = counts[e];
     for (int32_t r = (int32_t)blockIdx.y; r < cnt; r += (int32_t)gridDim.y) {
         const int32_t sl = slot[(int64_t)e * m + r];
         const int32_t p = sl / (mt * kp), rem = sl % (mt * kp);
         uint16_t *dst = (uint16_t *)(ret_send + (size_t)p * ret_chunk) + (size_t)rem * (size_t)H;
-        const uint16_t *src = y + e * se + r * sr;
+        const uint16_t *src = ends ? y + fk_ep_row(ends, e, m, r) * sr : y + e * se + r * sr;
         if (vec) {
             for (int64_t v = threadIdx.x; v < H / 8; v += blockDim.x)
                 ((uint4 *)dst)[v] = ((const uint4 *)src)[v];

@@ -316,9 +316,10 @@ fp8kit_status fk_ep_impl_combine(fp8kit_ep *ep, const fp8kit_tensor *y, fp8kit_t
         return st;
     if (ep->nep)
         return (st = fk_ncclep_combine(ep, y, out, s)) ? fk_ep_broken(ep, st) : FP8KIT_OK;
-    /* y is (E_local, M, H): its expert and row strides in elements */
-    const int64_t sr = y->strides[1] ? y->strides[1] : ep->cfg.hidden;
-    const int64_t se = y->strides[0] ? y->strides[0] : g->m * sr;
+    /* y is (E_local, M, H): its expert and row strides in elements; high throughput (R, H): its row stride */
+    const int ht = ep->cfg.mode == FP8KIT_EP_HIGH_THROUGHPUT;
+    const int64_t sr = y->strides[ht ? 0 : 1] ? y->strides[ht ? 0 : 1] : ep->cfg.hidden;
+    const int64_t se = ht ? 0 : y->strides[0] ? y->strides[0] : g->m * sr;
     if ((st = fk_ep_cuda(ep->ctx, fn, fk_ep_launch_ret_pack(&ep->cfg, g, ep->base, y->data, se, sr, ep->sm_count, s),
                          "the pack kernel")) ||
         (st = fk_ep_exchange(ep, fn, ep->base + g->off_ret_send, g->ret_chunk, ep->base + g->off_ret_recv,
