@@ -108,6 +108,27 @@ static void *hmalloc(size_t n)
     return p;
 }
 
+/* A layer of cfg on the communicator, its recv views and the device inputs
+ * of its largest dispatch; with_yo: also y (room for either layout: E_local
+ * x W x max_tokens rows, at least R) and out. */
+static fp8kit_ep *open_layer(const fp8kit_ep_config *cfg, int with_yo, fp8kit_ep_recv *rv, dev_bufs *d)
+{
+    fp8kit_ep *ep = NULL;
+    FK(fp8kit_ep_create(gctx, comm, cfg, &ep));
+    FK(fp8kit_ep_recv_view(ep, rv));
+    const int64_t H = cfg->hidden, k = cfg->top_k, mt = cfg->max_tokens;
+    const int64_t yrows = rv->local_experts * rv->world * mt;
+    *d = (dev_bufs){dmalloc((size_t)(mt * H) * 2), dmalloc((size_t)(mt * k) * 4), dmalloc((size_t)(mt * k) * 4),
+                    with_yo ? dmalloc((size_t)(yrows * H) * 2) : NULL, with_yo ? dmalloc((size_t)(mt * H) * 2) : NULL};
+    return ep;
+}
+
+static void close_layer(fp8kit_ep *ep, dev_bufs *d)
+{
+    FK(fp8kit_ep_destroy(ep));
+    cudaFree(d->x), cudaFree(d->ids), cudaFree(d->w), cudaFree(d->y), cudaFree(d->out);
+}
+
 /* The transport under test (--transport): NCCL EP delivers the same rows in
  * its own order and sums the combine itself. */
 static fp8kit_ep_transport transport = FP8KIT_EP_TRANSPORT_NCCL;
@@ -347,13 +368,10 @@ static void rank_counts(int64_t T, int64_t mt, int route, int64_t *t)
 
 static void run_config(const char *name, const fp8kit_ep_config *cfg)
 {
-    fp8kit_ep *ep = NULL;
-    FK(fp8kit_ep_create(gctx, comm, cfg, &ep));
     fp8kit_ep_recv rv;
-    FK(fp8kit_ep_recv_view(ep, &rv));
-    const int64_t H = cfg->hidden, k = cfg->top_k, mt = cfg->max_tokens, el = rv.local_experts, m = rv.max_rows;
-    dev_bufs d = {dmalloc((size_t)(mt * H) * 2), dmalloc((size_t)(mt * k) * 4), dmalloc((size_t)(mt * k) * 4),
-                  dmalloc((size_t)(el * m * H) * 2), dmalloc((size_t)(mt * H) * 2)};
+    dev_bufs d;
+    fp8kit_ep *ep = open_layer(cfg, 1, &rv, &d);
+    const int64_t H = cfg->hidden, mt = cfg->max_tokens, el = rv.local_experts, m = rv.max_rows;
     const int64_t Ts[4] = {1, 7, 128, mt};
     long ncase = 0;
     for (int ti = 0; ti < 4; ti++) {
@@ -398,21 +416,17 @@ static void run_config(const char *name, const fp8kit_ep_config *cfg)
         }
     }
     printf("ep_multi_gpu rank %d: %s: %ld cases\n", rank_id, name, ncase);
-    FK(fp8kit_ep_destroy(ep));
-    cudaFree(d.x), cudaFree(d.ids), cudaFree(d.w), cudaFree(d.y), cudaFree(d.out);
+    close_layer(ep, &d);
 }
 
 /* Dispatch + combine captured once in a CUDA graph, replayed on new inputs
  * written into the same buffers. */
 static void graph_case(const fp8kit_ep_config *cfg)
 {
-    fp8kit_ep *ep = NULL;
-    FK(fp8kit_ep_create(gctx, comm, cfg, &ep));
     fp8kit_ep_recv rv;
-    FK(fp8kit_ep_recv_view(ep, &rv));
-    const int64_t H = cfg->hidden, k = cfg->top_k, mt = cfg->max_tokens, el = rv.local_experts, m = rv.max_rows;
-    dev_bufs d = {dmalloc((size_t)(mt * H) * 2), dmalloc((size_t)(mt * k) * 4), dmalloc((size_t)(mt * k) * 4),
-                  dmalloc((size_t)(el * m * H) * 2), dmalloc((size_t)(mt * H) * 2)};
+    dev_bufs d;
+    fp8kit_ep *ep = open_layer(cfg, 1, &rv, &d);
+    const int64_t H = cfg->hidden, mt = cfg->max_tokens, el = rv.local_experts, m = rv.max_rows;
     int64_t t[64];
     rank_counts(mt, mt, EP_ROUTE_UNIFORM, t);
     const int64_t tr = t[rank_id];
@@ -455,8 +469,7 @@ static void graph_case(const fp8kit_ep_config *cfg)
     }
     CU(cudaGraphExecDestroy(exec));
     CU(cudaGraphDestroy(graph));
-    FK(fp8kit_ep_destroy(ep));
-    cudaFree(d.x), cudaFree(d.ids), cudaFree(d.w), cudaFree(d.y), cudaFree(d.out);
+    close_layer(ep, &d);
     printf("ep_multi_gpu rank %d: graph capture and 2 replays\n", rank_id);
 }
 
@@ -465,14 +478,11 @@ static void graph_case(const fp8kit_ep_config *cfg)
  * docs/spec.md 3's bf16 bound over each expert's valid rows). */
 static void grouped_case(const fp8kit_ep_config *cfg)
 {
-    fp8kit_ep *ep = NULL;
-    FK(fp8kit_ep_create(gctx, comm, cfg, &ep));
     fp8kit_ep_recv rv;
-    FK(fp8kit_ep_recv_view(ep, &rv));
-    const int64_t H = cfg->hidden, k = cfg->top_k, mt = cfg->max_tokens, el = rv.local_experts, m = rv.max_rows;
+    dev_bufs d;
+    fp8kit_ep *ep = open_layer(cfg, 0, &rv, &d);
+    const int64_t H = cfg->hidden, mt = cfg->max_tokens, el = rv.local_experts, m = rv.max_rows;
     const int64_t N = 256;
-    dev_bufs d = {dmalloc((size_t)(mt * H) * 2), dmalloc((size_t)(mt * k) * 4), dmalloc((size_t)(mt * k) * 4),
-                  NULL, NULL};
     int64_t t[64];
     rank_counts(mt, mt, EP_ROUTE_SKEWED, t);
     ep_t_inputs c;
@@ -550,10 +560,10 @@ static void grouped_case(const fp8kit_ep_config *cfg)
     printf("ep_multi_gpu rank %d: grouped GEMM on the received layout (%s)\n", rank_id,
            mx ? "mx" : cfg->scale_layout ? "1x128 mn_major" : "1x128");
     free(bf), free(bq.data), free(bs.data), free(dc), free(dg);
-    cudaFree(dbq), cudaFree(dbs), cudaFree(dd), cudaFree(dstat), cudaFree(d.x), cudaFree(d.ids), cudaFree(d.w);
+    cudaFree(dbq), cudaFree(dbs), cudaFree(dd), cudaFree(dstat);
     fk_ep_ref_free(res, world_n);
     ep_t_free(&c);
-    FK(fp8kit_ep_destroy(ep));
+    close_layer(ep, &d);
 }
 
 static fp8kit_ep_config cfg_make(int64_t E, int64_t H, int64_t k, int64_t mt, fp8kit_dtype fp8, int mx, int layout)

@@ -202,6 +202,17 @@ fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit
     return FP8KIT_OK;
 }
 
+fp8kit_quant_desc fk_ep_quant_desc(const fp8kit_ep_config *cfg)
+{
+    fp8kit_quant_desc d = fp8kit_quant_desc_default(cfg->mx ? FP8KIT_SCHEME_MX : FP8KIT_SCHEME_BLOCK1X128);
+    d.elem = cfg->fp8;
+    if (cfg->mx)
+        d.rounding = cfg->rounding;
+    else
+        d.pow2 = cfg->pow2;
+    return d;
+}
+
 /* The fields of the recv views both layouts share. */
 static void fk_ep_views_common(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base,
                                fp8kit_ep_recv *recv)

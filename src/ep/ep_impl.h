@@ -78,6 +78,9 @@ fp8kit_status fk_ep_check_config(const fp8kit_ctx *ctx, const char *fn, const fp
  * byte counts in range), and fills *g for rank `rank` of `world`. */
 fp8kit_status fk_ep_geometry(const fp8kit_ctx *ctx, const char *fn, const fp8kit_ep_config *cfg, int64_t world,
                              int64_t rank, fk_ep_geom *g);
+/* The quantization a dispatch applies to the tokens (fp8kit_quantize's desc:
+ * block1x128 or MX along H, the config's element format, rounding, pow2). */
+fp8kit_quant_desc fk_ep_quant_desc(const fp8kit_ep_config *cfg);
 /* The recv views of an object whose allocation starts at base. */
 void fk_ep_views(const fp8kit_ep_config *cfg, const fk_ep_geom *g, unsigned char *base, fp8kit_ep_recv *recv);
 

@@ -110,12 +110,7 @@ static void dispatch(const char *what, const fp8kit_ep_config *cfg, int W, const
         unsigned char *b = base[r], *send = b + G->off_send;
         const int64_t t = c.in[r].t;
         if (t > 0) {
-            fp8kit_quant_desc d = fp8kit_quant_desc_default(cfg->mx ? FP8KIT_SCHEME_MX : FP8KIT_SCHEME_BLOCK1X128);
-            d.elem = cfg->fp8;
-            if (cfg->mx)
-                d.rounding = cfg->rounding;
-            else
-                d.pow2 = cfg->pow2;
+            const fp8kit_quant_desc d = fk_ep_quant_desc(cfg);
             fp8kit_tensor x = fp8kit_tensor_2d(c.x[r], FP8KIT_BF16, t, H, H);
             fp8kit_tensor q = fp8kit_tensor_2d(send + G->ck_codes, cfg->fp8, t, H, H);
             fp8kit_tensor sc = cfg->mx ? fp8kit_tensor_2d(send + G->ck_scales, FP8KIT_E8M0, t, H / 32, H / 32)
@@ -145,7 +140,9 @@ static void dispatch(const char *what, const fp8kit_ep_config *cfg, int W, const
         /* high throughput: the row ends, then the rows into the contiguous layout */
         int32_t *ends = G->rows ? (int32_t *)(b + G->off_ends) : NULL;
         if (ends)
-            launch({1, 1, 1}, 1, [&] { fk_ep_ends_kernel((int32_t *)(b + G->off_counts), ends, (int32_t)G->el); });
+            launch({1, 1, 1}, 1, [&] {
+                fk_ep_ends_kernel((int32_t *)(b + G->off_counts), (int32_t *)(b + G->off_counts), ends, (int32_t)G->el);
+            });
         launch({(unsigned)G->el, 3, 1}, 64, [&] {
             fk_ep_copy_kernel(b + G->off_recv, G->chunk, G->ck_codes, G->ck_scales, (int32_t *)(b + G->off_counts),
                               (int32_t *)(b + G->off_slot), b + G->off_x, b + G->off_scale, H, (int32_t)G->m,
@@ -278,7 +275,7 @@ static void nep_checks(const char *what, const fp8kit_ep_config *cfg, int W, con
         const int32_t hel = 5;
         const int64_t cnt64[5] = {3, 0, 7, -2, 4};
         int32_t counts[5] = {0}, ends[5] = {0};
-        launch({1, 1, 1}, 1, [&] { fk_ep_nep_ends_kernel(cnt64, counts, ends, hel); });
+        launch({1, 1, 1}, 1, [&] { fk_ep_ends_kernel(cnt64, counts, ends, hel); });
         const int32_t wc[5] = {3, 0, 7, 0, 4}, we[5] = {3, 3, 10, 10, 14};
         for (int e = 0; e < hel; e++)
             CHECK(counts[e] == wc[e] && ends[e] == we[e], "%s: nep ends e %d: %d / %d, want %d / %d", what, e,

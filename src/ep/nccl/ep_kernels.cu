@@ -42,7 +42,7 @@ extern "C" cudaError_t fk_ep_launch_unpack(const fp8kit_ep_config *cfg, const fk
     /* high throughput: the contiguous layout's row ends first */
     int32_t *ends = g->rows ? (int32_t *)(base + g->off_ends) : NULL;
     if (ends) {
-        fk_ep_ends_kernel<<<1, 1, 0, s>>>(counts, ends, (int32_t)g->el);
+        fk_ep_ends_kernel<<<1, 1, 0, s>>>(counts, counts, ends, (int32_t)g->el);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return e;
     }
@@ -106,8 +106,8 @@ extern "C" cudaError_t fk_ep_launch_nep_scales(const fk_ep_geom *g, unsigned cha
 
 extern "C" cudaError_t fk_ep_launch_nep_ends(const fk_ep_geom *g, unsigned char *base, cudaStream_t s)
 {
-    fk_ep_nep_ends_kernel<<<1, 1, 0, s>>>((const int64_t *)(base + g->off_cnt64), (int32_t *)(base + g->off_counts),
-                                          (int32_t *)(base + g->off_ends), (int32_t)g->el);
+    fk_ep_ends_kernel<<<1, 1, 0, s>>>((const int64_t *)(base + g->off_cnt64), (int32_t *)(base + g->off_counts),
+                                      (int32_t *)(base + g->off_ends), (int32_t)g->el);
     return cudaGetLastError();
 }
 

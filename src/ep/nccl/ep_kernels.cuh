@@ -122,14 +122,19 @@ __global__ void fk_ep_scan_kernel(const unsigned char *recv, size_t chunk, size_
         counts[e] = row;
 }
 
-/* One thread: the contiguous layout's row ends from the counts. */
-__global__ void fk_ep_ends_kernel(const int32_t *counts, int32_t *ends, int32_t el)
+/* One thread: the contiguous layout's counts and row ends from per-expert
+ * counts of type C (the scan's int32, in place; NCCL EP's int64; a negative
+ * count as 0). */
+template <class C> __global__ void fk_ep_ends_kernel(const C *cnt, int32_t *counts, int32_t *ends, int32_t el)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0)
         return;
     int32_t end = 0;
-    for (int32_t e = 0; e < el; e++)
-        ends[e] = end += counts[e];
+    for (int32_t e = 0; e < el; e++) {
+        const int32_t c = cnt[e] < 0 ? 0 : (int32_t)cnt[e];
+        counts[e] = c;
+        ends[e] = end += c;
+    }
 }
 
 /* Where row r of local expert e goes: masked (ends NULL) e x m + r; contiguous
@@ -287,21 +292,6 @@ __global__ void fk_ep_nep_scales_kernel(const float *plain, float *mn, const int
     for (int64_t v = (int64_t)blockIdx.y * blockDim.x + threadIdx.x; v < n; v += (int64_t)gridDim.y * blockDim.x) {
         const int32_t r = (int32_t)(v / nb), b = (int32_t)(v % nb);
         mn[((int64_t)e * nb + b) * mp4 + r] = plain[((int64_t)e * m + r) * nb + b];
-    }
-}
-
-/* NCCL_EP transport, high throughput, one thread: NCCL EP's int64 rows per
- * local expert into the int32 counts and row ends of the contiguous layout. */
-__global__ void fk_ep_nep_ends_kernel(const int64_t *cnt64, int32_t *counts, int32_t *ends, int32_t el)
-{
-    if (blockIdx.x != 0 || threadIdx.x != 0)
-        return;
-    int32_t end = 0;
-    for (int32_t e = 0; e < el; e++) {
-        const int64_t c = cnt64[e] < 0 ? 0 : cnt64[e];
-        counts[e] = (int32_t)c;
-        end += (int32_t)c;
-        ends[e] = end;
     }
 }
 

@@ -258,12 +258,7 @@ static fp8kit_status fk_ep_quantize(fp8kit_ep *ep, const fp8kit_tensor *x, int64
     const fp8kit_ep_config *cfg = &ep->cfg;
     const int64_t H = cfg->hidden;
     unsigned char *send = ep->base + ep->g.off_send;
-    fp8kit_quant_desc d = fp8kit_quant_desc_default(cfg->mx ? FP8KIT_SCHEME_MX : FP8KIT_SCHEME_BLOCK1X128);
-    d.elem = cfg->fp8;
-    if (cfg->mx)
-        d.rounding = cfg->rounding;
-    else
-        d.pow2 = cfg->pow2;
+    const fp8kit_quant_desc d = fk_ep_quant_desc(cfg);
     fp8kit_tensor q = fp8kit_tensor_2d(send + ep->g.ck_codes, cfg->fp8, t, H, H);
     fp8kit_tensor sc = cfg->mx ? fp8kit_tensor_2d(send + ep->g.ck_scales, FP8KIT_E8M0, t, H / 32, H / 32)
                                : fp8kit_tensor_2d(send + ep->g.ck_scales, FP8KIT_F32, t, H / 128, H / 128);
