@@ -631,8 +631,12 @@ int main(int argc, char **argv)
         for (const char *p = only_shapes; *p; p++)
             n += *p == ',';
         given = (shape *)calloc((size_t)n, sizeof *given);
+        if (!given) {
+            fprintf(stderr, "bench_gemm: out of host memory\n");
+            return 1;
+        }
         int ng = 0;
-        for (const char *p = only_shapes; given && *p;) {
+        for (const char *p = only_shapes; *p;) {
             long long m = 0, nn = 0, k = 0;
             int used = 0;
             if (sscanf(p, "%lldx%lldx%lld%n", &m, &nn, &k, &used) != 3 || m < 1 || nn < 1 || k < 1) {
@@ -644,10 +648,8 @@ int main(int argc, char **argv)
             if (*p == ',')
                 p++;
         }
-        if (given) {
-            shapes = given;
-            nshapes = ng;
-        }
+        shapes = given;
+        nshapes = ng;
     }
     int64_t maxa = 0, maxb = 0, maxd = 0;
     for (int i = 0; i < nshapes; i++) {
@@ -708,8 +710,6 @@ int main(int argc, char **argv)
         const int64_t ka = (s.k + 127) / 128;
         char shp[64];
         snprintf(shp, sizeof shp, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
-        if (only_shapes && !list_has(only_shapes, shp))
-            continue;
         float ours_plain = -1.0f; /* tensor mode, for the bias_gelu overhead */
         for (int mode = 0; mode < MODE_COUNT; mode++) {
             if (only_modes && !list_has(only_modes, mode_name[mode]))

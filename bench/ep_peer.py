@@ -125,17 +125,16 @@ def routing(T, E, k, seed, dev):
 
 
 class NcclEp:
-    """NCCL EP alone, low-latency mode, expert-major output, for one T ("ds": NCCL EP quantizes; "fwd": the
-    caller's codes and scales forwarded)."""
+    """NCCL EP alone, low-latency mode, expert-major output, its own fp8 recipe (DS_FP8E3M4: NCCL EP
+    quantizes), for one T. (Forwarding our codes and scales is the layer's transport 'nccl_ep'.)"""
 
-    def __init__(self, ep, comm, E, H, k, T, world, dev, recipe):
+    def __init__(self, ep, comm, E, H, k, T, world, dev):
         self.ep, self.E, self.H, self.k, self.T = ep, E, H, k, T
         self.el = E // world
         M = world * T
         cfg = ep.GroupConfig(algorithm=ep.Algorithm.LOW_LATENCY, num_experts=E, max_dispatch_tokens_per_rank=T,
                              max_token_bytes=max(2 * H, H + 4 * (H // 128)))
         self.group = ep.Group.create(comm, cfg)
-        self.recipe = recipe
         self.out_x = torch.empty((self.el, M, H), dtype=torch.float8_e4m3fn, device=dev)
         self.out_s = torch.empty((self.el, M, H // 128), dtype=torch.float32, device=dev)
         self.counts = torch.zeros((self.el,), dtype=torch.int32, device=dev)
@@ -143,7 +142,7 @@ class NcclEp:
         self.out = torch.empty((T, H), dtype=torch.bfloat16, device=dev)
         self.handle = None
 
-    def dispatch(self, x, ids64, w, q=None, s=None):
+    def dispatch(self, x, ids64, w):
         ep, st = self.ep, torch.cuda.current_stream().cuda_stream
         tk = ep.Tensor(ids64)
         if self.handle is None:
@@ -151,12 +150,8 @@ class NcclEp:
         else:
             self.handle.update(tk, stream=st)
         self._keep = (tk, w)
-        if self.recipe == "ds":
-            ins = ep.DispatchInputs(tokens=ep.Tensor(x))
-            cfg = ep.DispatchConfig(quantization_recipe=ep.DispatchQuantizationRecipe.DS_FP8E3M4)
-        else:
-            ins = ep.DispatchInputs(tokens=ep.Tensor(q), scales=ep.Tensor(s))
-            cfg = ep.DispatchConfig(quantization_recipe=ep.DispatchQuantizationRecipe.FWD)
+        ins = ep.DispatchInputs(tokens=ep.Tensor(x))
+        cfg = ep.DispatchConfig(quantization_recipe=ep.DispatchQuantizationRecipe.DS_FP8E3M4)
         outs = ep.DispatchOutputs(tokens=ep.Tensor(self.out_x), scales=ep.Tensor(self.out_s))
         info = ep.LayoutInfo(expert_counters=ep.Tensor(self.counts))
         self.handle.dispatch(ins, outs, layout_info=info, config=cfg, stream=st)
@@ -277,7 +272,7 @@ def main():
         if have_ep:
             n = None
             try:
-                n = NcclEp(ep, comm, E, H, k, T, world, dev, "ds")
+                n = NcclEp(ep, comm, E, H, k, T, world, dev)
                 n.dispatch(x, ids64, w)
                 torch.cuda.synchronize(dev)
                 if counts0 is not None:

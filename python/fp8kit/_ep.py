@@ -352,8 +352,9 @@ def _received(r, cfg, device, owner):
     out.scale_layout = "mn_major" if cfg.scale_layout == ScaleLayout.MN_MAJOR else "plain"
     out.mx = bool(cfg.mx)
     out.transport = TRANSPORTS[cfg.transport]
-    out.layout = "contiguous" if cfg.mode == 1 else "masked"
-    out.offsets = alias_tensor(r.offsets, (r.local_experts,), "int32", device, owner) if cfg.mode == 1 \
+    contiguous = MODES[cfg.mode] == "high_throughput"
+    out.layout = "contiguous" if contiguous else "masked"
+    out.offsets = alias_tensor(r.offsets, (r.local_experts,), "int32", device, owner) if contiguous \
         else out.counts
     return out
 
