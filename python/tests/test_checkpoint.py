@@ -11,13 +11,11 @@ files byte-equal, the kept list and warnings; dequantize_checkpoint back with
 weights bit-equal to decode(q) * scale computed in numpy; bad arguments raise
 the package's exceptions without creating dst; the ctypes structs match the C
 compiler. Skipped when the library was built without safetensors support."""
-import ctypes
 import functools
 import json
 import os
 import pathlib
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -25,6 +23,7 @@ import pytest
 import fp8kit
 from fp8kit import _lib
 import spec_ref
+from abi_check import c_values, check_layout
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -326,32 +325,12 @@ def test_bad_inputs_and_dequantize_arguments(model, tmp_path):
 def test_ckpt_structs_match_the_header(tmp_path):
     """CkptOpts / CkptReport / CkptFormat against the C compiler (as test_abi
     does for the other structs), and fp8kit_ckpt_opts_default's values."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not cc:
-        pytest.skip("no C compiler to check the ABI with")
     structs = {"fp8kit_ckpt_opts": _lib.CkptOpts, "fp8kit_ckpt_report": _lib.CkptReport}
-    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "fp8kit.h"', "int main(void) {"]
-    for cname, st in structs.items():
-        lines.append('printf("sizeof %s %%zu\\n", sizeof(%s));' % (cname, cname))
-        for fname, _ in st._fields_:
-            lines.append('printf("offset %s.%s %%zu\\n", offsetof(%s, %s));' % (cname, fname, cname, fname))
-    for m in _lib.CkptFormat:
-        lines.append('printf("enum %s %%d\\n", (int)FP8KIT_CKPT_FORMAT_%s);' % (m.name, m.name))
-    lines.append("return 0; }")
-    src = tmp_path / "abi.c"
-    src.write_text("\n".join(lines))
-    subprocess.run([cc, "-std=c11", "-I", os.path.join(REPO, "include"), str(src), "-o", str(tmp_path / "abi")],
-                   check=True)
-    out = subprocess.run([str(tmp_path / "abi")], check=True, capture_output=True, text=True).stdout.splitlines()
-    for line in out:
-        kind, name, value = line.split()
-        if kind == "sizeof":
-            assert ctypes.sizeof(structs[name]) == int(value), name
-        elif kind == "offset":
-            sname, fname = name.split(".")
-            assert getattr(structs[sname], fname).offset == int(value), name
-        else:
-            assert int(_lib.CkptFormat[name]) == int(value), name
+    enums = ['printf("enum %s %%d\\n", (int)FP8KIT_CKPT_FORMAT_%s);' % (m.name, m.name) for m in _lib.CkptFormat]
+    out = c_values(tmp_path, "fp8kit.h", structs, enums)
+    for kind, name, value in out:
+        if not check_layout(structs, kind, name, value):
+            assert int(_lib.CkptFormat[name]) == value, name
     assert len(out) == 2 + len(_lib.CkptOpts._fields_) + len(_lib.CkptReport._fields_) + 3
     d = _lib.load().fp8kit_ckpt_opts_default(int(fp8kit.Scheme.MX))
     assert (d.scheme, d.format, d.rounding, d.pow2, d.out_dtype, d.force, d.nexclude) == (4, 0, 1, 0, 2, 0, 0)

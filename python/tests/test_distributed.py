@@ -16,17 +16,15 @@
 With a GPU, a CUDA build of libfp8kit with NCCL and torch, test_moe_one_rank_* run MoE on a one-rank group
 against moe_reference (skipped otherwise). Multi-GPU runs: examples/moe_ep.py under torchrun.
 """
-import ctypes
 import inspect
 import os
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import fp8kit
+from abi_check import c_values, check_layout
 from fp8kit import _ep, _nccl
 
 torch = pytest.importorskip("torch")
@@ -71,30 +69,12 @@ def test_public_functions_document_every_parameter():
 
 
 def test_structs_match_the_header(tmp_path):
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not cc:
-        pytest.skip("no C compiler to check the ABI with")
     structs = {"fp8kit_ep_config": fd.EpConfig, "fp8kit_ep_recv": fd.EpRecv}
-    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "fp8kit_ep.h"', "int main(void) {"]
-    for cname, st in structs.items():
-        lines.append('printf("sizeof %s %%zu\\n", sizeof(%s));' % (cname, cname))
-        for fname, _ in st._fields_:
-            lines.append('printf("offset %s.%s %%zu\\n", offsetof(%s, %s));' % (cname, fname, cname, fname))
-    lines += ['printf("const FP8KIT_EP_MAX_TOP_K %d\\n", FP8KIT_EP_MAX_TOP_K);', "return 0; }"]
-    src = tmp_path / "abi_ep.c"
-    src.write_text("\n".join(lines))
-    exe = tmp_path / "abi_ep"
-    subprocess.run([cc, "-std=c11", "-I", os.path.join(REPO, "include"), str(src), "-o", str(exe)], check=True)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
-    for line in out:
-        kind, name, value = line.split()
-        if kind == "sizeof":
-            assert ctypes.sizeof(structs[name]) == int(value), name
-        elif kind == "offset":
-            sname, fname = name.split(".")
-            assert getattr(structs[sname], fname).offset == int(value), name
-        else:
-            assert fd.MAX_TOP_K == int(value)
+    out = c_values(tmp_path, "fp8kit_ep.h", structs,
+                   ['printf("const FP8KIT_EP_MAX_TOP_K %d\\n", FP8KIT_EP_MAX_TOP_K);'])
+    for kind, name, value in out:
+        if not check_layout(structs, kind, name, value):
+            assert fd.MAX_TOP_K == value
     assert len(out) == 2 + len(fd.EpConfig._fields_) + len(fd.EpRecv._fields_) + 1
 
 
