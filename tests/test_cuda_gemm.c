@@ -91,6 +91,8 @@ typedef struct gcase {
     const char *bm;  /* tuning gemm_bm or NULL */
     const char *promo; /* tuning gemm_promo or NULL */
     const char *sk;  /* tuning gemm_sk or NULL */
+    const char *cl;  /* tuning gemm_cluster or NULL */
+    const char *mc;  /* tuning gemm_mc or NULL */
     double bound;    /* max rel error; 0 = by output dtype */
     fp8kit_dtype hp; /* OUTQ_MX / BLOCK1X128: desc.out_hp */
     int rceil, pow2; /* desc.out_rounding (RCEIL), desc.out_pow2 */
@@ -276,6 +278,8 @@ static double run_case(const gcase *g)
     if (g->bm) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_bm=%s", g->bm);
     if (g->promo) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_promo=%s", g->promo);
     if (g->sk) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_sk=%s", g->sk);
+    if (g->cl) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_cluster=%s", g->cl);
+    if (g->mc) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_mc=%s", g->mc);
     fp8kit_ctx *ctx = gctx;
     if (keys[0]) {
         ctx = fctx;
@@ -970,6 +974,47 @@ static void act_inf(void)
     }
 }
 
+/* Staged block scales on 256-row (two-wave) tiles, single CTAs and 2-CTA
+ * clusters along N that multicast A (gemm_mc=1): odd M and N (a second wave
+ * past M, a cluster whose second tile lies past N), several tiles per CTA, an
+ * epilogue with bias and activation, K not a multiple of 4 blocks (the
+ * global-load two-wave kernel), and A's scales off 16 bytes (the call runs
+ * the unstaged twin). small: the first two cases. */
+static void staged_two_wave_cases(int small)
+{
+    static const char *const cls[2] = {"1", "2"};
+    for (int c = 0; c < 2; c++) {
+        const char *mc = c ? "1" : NULL;
+        const char *want = c ? "bm=256 promo=4 scaling=staged ops=e4m3.e4m3 cluster=2 mc=a" : "bm=256 promo=4 scaling=staged";
+        gcase g = base_case("staged 2-wave 301x520x1024", 301, 520, 1024);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.want = want; run_case(&g);
+        g = base_case("staged 2-wave 100x136x512 (one tile, half of it past N)", 100, 136, 512);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.want = want; run_case(&g);
+        if (small)
+            continue;
+        g = base_case("staged 2-wave multi-tile f32 1100x2048x4096", 1100, 2048, 4096);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.dt = FP8KIT_F32; g.fast = 1; g.bound = 5e-4; g.want = want; run_case(&g);
+        g = base_case("staged 2-wave many tiles 2304x3200x512", 2304, 3200, 512);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.want = want; run_case(&g);
+        g = base_case("staged 2-wave e4m3 bias gelu f16 523x777x1536", 523, 777, 1536);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; g.want = want; run_case(&g);
+        g = base_case("staged 2-wave heavy beta 640x384x3584", 640, 384, 3584);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.heavy = 1; g.beta = 0.5f; g.ct = FP8KIT_BF16; g.want = want; run_case(&g);
+        g = base_case("staged 2-wave, A scales off 16 bytes", 301, 520, 1024);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.sa_off = 1; g.want = "bm=256 promo=4 scaling=block"; run_case(&g);
+        g = base_case("staged 2-wave K=1152 (9 K blocks): global loads", 301, 520, 1152);
+        g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
+        g.want = "bm=256 promo=4 scaling=block"; run_case(&g);
+    }
+}
+
 /* Block scales staged with each stage (FK_SM90_SCALE_STAGED): MN-major A
  * scales and B's scale rows in whole 16-byte groups take those variants
  * (the plan says so), every other block case the global-load ones; odd M
@@ -990,6 +1035,7 @@ static void staged_cases(int small)
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.want = "scaling=block"; run_case(&g);
     g = base_case("staged M=64 (under one scale box): global loads", 64, 264, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=block"; run_case(&g);
+    staged_two_wave_cases(small);
     if (small)
         return;
     g = base_case("staged multi-tile f32 K=4096", 1100, 2048, 4096);

@@ -19,24 +19,25 @@
 #define X FK_SM90_SCALE_MX
 #define S FK_SM90_SCALE_STAGED
 static const fk_sm90_cand k_tab[] = {
-    {128, 128, 1, 4, P, 0, 0}, {128, 128, 1, 4, P, 1, 0}, {128, 128, 1, 4, P, 2, 0}, {128, 128, 1, 4, P, 3, 0},
-    {64, 128, 1, 4, P, 0, 0},  {128, 128, 1, 0, P, 0, 0}, {64, 128, 1, 0, P, 0, 0},  {128, 128, 1, 4, B, 0, 0},
-    {64, 128, 1, 4, B, 0, 0},  {128, 128, 1, 2, P, 0, 0}, {128, 128, 1, 1, P, 0, 0}, {192, 128, 1, 4, P, 0, 0},
-    {192, 128, 1, 0, P, 0, 0}, {256, 128, 1, 0, P, 0, 0},
-    {128, 128, 1, 4, B, 1, 0}, {128, 128, 1, 4, B, 2, 0}, {128, 128, 1, 4, B, 3, 0},
-    {192, 128, 1, 4, B, 0, 0},
-    {128, 128, 1, 1, X, 0, 0}, {128, 128, 1, 1, X, 1, 0}, {128, 128, 1, 1, X, 2, 0}, {128, 128, 1, 1, X, 3, 0},
-    {64, 128, 1, 1, X, 0, 0},  {192, 128, 1, 1, X, 0, 0},
-    {192, 128, 2, 4, P, 0, 0}, {256, 128, 2, 0, P, 0, 0},
-    {128, 128, 2, 4, B, 0, 0}, {192, 128, 2, 4, B, 0, 0},
-    {128, 128, 1, 4, S, 0, 0}, {128, 128, 1, 4, S, 1, 0}, {128, 128, 1, 4, S, 2, 0}, {128, 128, 1, 4, S, 3, 0},
-    {64, 128, 1, 4, S, 0, 0},  {128, 128, 2, 4, S, 0, 0},
-    {128, 256, 1, 4, B, 0, 0}, {128, 256, 2, 4, B, 0, 0},
-    {256, 128, 1, 0, P, 0, 1}, {192, 128, 1, 4, P, 0, 1}, {192, 128, 1, 0, P, 0, 1}, {128, 128, 1, 4, P, 0, 1},
-    {128, 128, 1, 0, P, 0, 1},
-    {256, 128, 1, 0, P, 0, 2}, {192, 128, 1, 4, P, 0, 2}, {192, 128, 1, 0, P, 0, 2}, {128, 128, 1, 4, P, 0, 2},
-    {128, 128, 1, 0, P, 0, 2},
-    {128, 128, 1, 4, P, 4, 0}, {64, 128, 1, 4, P, 4, 0}, {192, 128, 1, 4, P, 4, 0}, {128, 128, 1, 0, P, 4, 0},
+    {128, 128, 1, 4, P, 0, 0, 0}, {128, 128, 1, 4, P, 1, 0, 0}, {128, 128, 1, 4, P, 2, 0, 0}, {128, 128, 1, 4, P, 3, 0, 0},
+    {64, 128, 1, 4, P, 0, 0, 0},  {128, 128, 1, 0, P, 0, 0, 0}, {64, 128, 1, 0, P, 0, 0, 0},  {128, 128, 1, 4, B, 0, 0, 0},
+    {64, 128, 1, 4, B, 0, 0, 0},  {128, 128, 1, 2, P, 0, 0, 0}, {128, 128, 1, 1, P, 0, 0, 0}, {192, 128, 1, 4, P, 0, 0, 0},
+    {192, 128, 1, 0, P, 0, 0, 0}, {256, 128, 1, 0, P, 0, 0, 0},
+    {128, 128, 1, 4, B, 1, 0, 0}, {128, 128, 1, 4, B, 2, 0, 0}, {128, 128, 1, 4, B, 3, 0, 0},
+    {192, 128, 1, 4, B, 0, 0, 0},
+    {128, 128, 1, 1, X, 0, 0, 0}, {128, 128, 1, 1, X, 1, 0, 0}, {128, 128, 1, 1, X, 2, 0, 0}, {128, 128, 1, 1, X, 3, 0, 0},
+    {64, 128, 1, 1, X, 0, 0, 0},  {192, 128, 1, 1, X, 0, 0, 0},
+    {192, 128, 2, 4, P, 0, 0, 0}, {256, 128, 2, 0, P, 0, 0, 0},
+    {128, 128, 2, 4, B, 0, 0, 0}, {192, 128, 2, 4, B, 0, 0, 0},
+    {128, 128, 1, 4, S, 0, 0, 0}, {128, 128, 1, 4, S, 1, 0, 0}, {128, 128, 1, 4, S, 2, 0, 0}, {128, 128, 1, 4, S, 3, 0, 0},
+    {64, 128, 1, 4, S, 0, 0, 0},  {128, 128, 2, 4, S, 0, 0, 0},
+    {128, 256, 1, 4, B, 0, 0, 0}, {128, 256, 2, 4, B, 0, 0, 0},
+    {128, 256, 1, 4, S, 0, 0, 0}, {128, 256, 2, 4, S, 0, 0, 1},
+    {256, 128, 1, 0, P, 0, 1, 0}, {192, 128, 1, 4, P, 0, 1, 0}, {192, 128, 1, 0, P, 0, 1, 0}, {128, 128, 1, 4, P, 0, 1, 0},
+    {128, 128, 1, 0, P, 0, 1, 0},
+    {256, 128, 1, 0, P, 0, 2, 0}, {192, 128, 1, 4, P, 0, 2, 0}, {192, 128, 1, 0, P, 0, 2, 0}, {128, 128, 1, 4, P, 0, 2, 0},
+    {128, 128, 1, 0, P, 0, 2, 0},
+    {128, 128, 1, 4, P, 4, 0, 0}, {64, 128, 1, 4, P, 4, 0, 0}, {192, 128, 1, 4, P, 4, 0, 0}, {128, 128, 1, 0, P, 4, 0, 0},
 };
 #undef P
 #undef B
@@ -69,7 +70,7 @@ static void test_hand_costed(void)
     CHECK(near(c.cost, (5 + 1.0 / 3 + 0.35) * 192) && c.items == 704 && c.waves == 6 && c.sk_parts == 3,
           "4096^3 plain: cost %.3f items %lld waves %lld parts %lld", c.cost, (long long)c.items, (long long)c.waves,
           (long long)c.sk_parts);
-    fk_sm90_cand c128 = {128, 128, 1, 4, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0};
+    fk_sm90_cand c128 = {128, 128, 1, 4, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0, 0};
     CHECK(near(fk_sm90_cost(&c128, &a, NULL), 8 * 128 * 1.15), "4096^3 plain: the 128-wide cost");
     /* the TMA-store epilogue when the job may use it */
     a.ts_kind = 1;
@@ -85,11 +86,11 @@ static void test_hand_costed(void)
     CHECK(p && p->bn == 128 && p->bm == 128 && p->cluster == 1, "8192^3 block: 128 x 128");
     CHECK(near(c.cost, (31 + 0.25 + 0.35) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
     /* the 256-row tile and the cluster are costed, not picked */
-    fk_sm90_cand w2 = {128, 256, 1, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0};
+    fk_sm90_cand w2 = {128, 256, 1, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0, 0};
     fk_sm90_choice cw;
     CHECK(near(fk_sm90_cost(&w2, &a, &cw), 16 * 2 * 128 * 1.05) && cw.sk_parts == 0 && cw.items == 2048,
           "8192^3 block: the 256-row tile's cost (no stream-K)");
-    fk_sm90_cand c2 = {128, 128, 2, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0};
+    fk_sm90_cand c2 = {128, 128, 2, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0, 0};
     CHECK(near(fk_sm90_cost(&c2, &a, &cw), 32 * 128 * 1.05) && cw.slots == 66, "8192^3 block: the cluster's cost");
 
     /* a device the 128-wide tiles do not fill: 64 wide (more SMs busy) */
@@ -170,6 +171,28 @@ static void test_tuning_keys(void)
     a.scaling = FK_SM90_SCALE_BLOCK;
     p = pick(&a, &c);
     CHECK(p && p->bn == 192 && c.dropped == 0, "block, gemm_bn=192: 192 wide");
+    /* staged 256-row tiles: single CTAs, or pairs along N sharing A (gemm_mc=1); pairs along M
+     * (gemm_mc=2) exist only with 128-row staged tiles */
+    a = ask_of(8192, 8192, 8192, 132, FK_SM90_SCALE_STAGED, FK_SM90_E4M3_E4M3, 4);
+    a.bm = 256;
+    p = pick(&a, &c);
+    CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && p->bm == 256 && p->cluster == 1 && c.dropped == 0,
+          "staged, gemm_bm=256");
+    a.cluster = 2;
+    a.mc = 1;
+    p = pick(&a, &c);
+    CHECK(p && p->bm == 256 && p->cluster == 2 && p->mc_a == 1 && c.dropped == 0 && c.items == 32 * 32,
+          "staged, gemm_bm=256, pairs along N: %lld items", (long long)c.items);
+    a.mc = 2;
+    p = pick(&a, &c);
+    CHECK(p && p->bm == 256 && p->cluster == 1 && c.dropped == FK_SM90_DROP_CLUSTER, "staged 256 rows, gemm_mc=2: dropped");
+    a.bm = 0;
+    p = pick(&a, &c);
+    CHECK(p && p->bm == 128 && p->cluster == 2 && p->mc_a == 0 && c.dropped == 0, "staged, gemm_mc=2: 128-row pairs");
+    a.cluster = 0;
+    a.mc = 1; /* gemm_mc alone asks for clusters too */
+    p = pick(&a, &c);
+    CHECK(p && p->cluster == 2 && p->mc_a == 1 && c.dropped == 0, "staged, gemm_mc=1 alone");
     /* a job no variant runs */
     a = ask_of(4096, 7168, 7168, 132, FK_SM90_SCALE_ROWCOL, FK_SM90_E4M3_E4M3, 4);
     CHECK(fk_sm90_choose(k_tab, k_n, &a, &c) == -1 && c.index == -1, "no variant: -1");
@@ -186,8 +209,8 @@ static void test_stream_k(void)
     CHECK(fk_sm90_sk_parts(-1, 660, 132, 64, &tail) == 0 && tail == 0, "full waves: no tail");
     CHECK(fk_sm90_sk_parts(-1, 16, 132, 64, &tail) == 4 && tail == 16, "16 tiles on 132: 4 parts each");
     CHECK(fk_sm90_sk_parts(9, 16, 132, 4, &tail) == 4, "parts at most the K blocks");
-    const fk_sm90_cand mx = {192, 128, 1, 1, FK_SM90_SCALE_MX, 0, 0}, cl = {128, 128, 2, 4, 1, 0, 0},
-                       w2 = {128, 256, 1, 4, 1, 0, 0}, ok = {128, 128, 1, 4, 1, 0, 0};
+    const fk_sm90_cand mx = {192, 128, 1, 1, FK_SM90_SCALE_MX, 0, 0, 0}, cl = {128, 128, 2, 4, 1, 0, 0, 0},
+                       w2 = {128, 256, 1, 4, 1, 0, 0, 0}, ok = {128, 128, 1, 4, 1, 0, 0, 0};
     CHECK(!fk_sm90_sk_able(&mx) && !fk_sm90_sk_able(&cl) && !fk_sm90_sk_able(&w2) && fk_sm90_sk_able(&ok),
           "stream-K: single-CTA 128-row tiles, not MX");
 }
@@ -213,6 +236,7 @@ static int fits(const fk_sm90_cand *c, const fk_sm90_ask *a)
     return c->scaling == a->scaling && c->ops == a->ops && c->promo == a->promo &&
            (!c->tma_store || c->tma_store == a->ts_kind) && (!a->width_128 || c->bn % 128 == 0) &&
            (!a->bn || c->bn == a->bn) && (!a->bm || c->bm == a->bm) && (!a->cluster || c->cluster == a->cluster) &&
+           (!a->mc || (c->cluster > 1 && (c->mc_a ? 1 : 2) == a->mc)) &&
            (a->bn || c->bn >= 128 || (t128 < a->sms && a->n > 64));
 }
 
@@ -222,8 +246,9 @@ static void test_grid(void)
     static const int64_t ns[] = {64, 200, 576, 2112, 4096, 7168, 18432, 129280};
     static const int sms[] = {132, 114, 78};
     static const int kinds[][3] = {{0, 0, 4}, {0, 0, 0}, {0, 1, 4}, {0, 3, 0}, {0, 4, 4}, {1, 0, 4},
-                                   {1, 2, 4}, {2, 0, 1}, {2, 3, 1}, {0, 0, 1}};
-    static const int tunes[][3] = {{0, 0, 0}, {64, 0, 0}, {192, 0, 0}, {256, 0, 0}, {0, 256, 0}, {0, 0, 2}, {0, 256, 2}};
+                                   {1, 2, 4}, {2, 0, 1}, {2, 3, 1}, {0, 0, 1}, {4, 0, 4}};
+    static const int tunes[][4] = {{0, 0, 0, 0},   {64, 0, 0, 0}, {192, 0, 0, 0}, {256, 0, 0, 0}, {0, 256, 0, 0},
+                                   {0, 0, 2, 0},   {0, 256, 2, 0}, {0, 256, 2, 1}, {0, 0, 0, 1},   {0, 0, 2, 2}};
     long bad_fit = 0, bad_min = 0, bad_drop = 0, n = 0;
     for (unsigned k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
         for (unsigned t = 0; t < sizeof tunes / sizeof tunes[0]; t++)
@@ -238,6 +263,7 @@ static void test_grid(void)
                                 a.bn = tunes[t][0];
                                 a.bm = tunes[t][1];
                                 a.cluster = tunes[t][2];
+                                a.mc = tunes[t][3];
                                 fk_sm90_choice c;
                                 const fk_sm90_cand *p = pick(&a, &c);
                                 int any = 0;

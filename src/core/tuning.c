@@ -23,6 +23,7 @@ static const fk_tuning_key fk_tuning_keys[] = {
     FK_TK(gemm_bm, 64, 256, "sm90 tile height: 128, or 256 (block scales: two 128-row waves per tile); the gated (swiglu) kernels: 64 or 128"),
     FK_TK(gemm_promo, 0, 4, "sm90 fp32 promotion interval in k32 steps: 0 (fast accumulation), 1, 2, 4"),
     FK_TK(gemm_cluster, 1, 2, "sm90 CTAs per cluster"),
+    FK_TK(gemm_mc, 1, 2, "sm90 operand a 2-CTA cluster multicasts: 1 A (CTAs along N), 2 B (CTAs along M)"),
     FK_TK(gemm_ts, 0, 1, "0: no TMA-store epilogue variants"),
     FK_TK(gemm_bulk, 0, 1, "0: the general epilogue instead of the bulk-copy one"),
     FK_TK(gemm_lag, 0, 7, "stages the second consumer warpgroup runs behind the first"),

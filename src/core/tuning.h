@@ -22,6 +22,7 @@ typedef struct fk_tuning {
     int gemm_bm;      /* tile height 128 | 256 (256: block scales, two 128-row waves per tile); gated: 64 | 128 */
     int gemm_promo;   /* fp32 promotion interval in k32 steps (k16 on the fp16 path): 0 (fast) | 1 | 2 | 4 */
     int gemm_cluster; /* CTAs per cluster: 1 | 2 */
+    int gemm_mc;      /* the operand a cluster multicasts: 1 A (CTAs along N) | 2 B (CTAs along M) */
     int gemm_ts;      /* 0 keeps epilogues off the TMA-store variants */
     int gemm_bulk;    /* 0: the general epilogue instead of the bulk-copy one */
     int gemm_lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 */

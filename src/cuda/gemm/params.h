@@ -93,6 +93,7 @@ struct fk_sm90_variant {
     int waves;     /* 128-row waves per tile (tile height 128 x waves; 0 means 1) */
     int bm;        /* the gated families' rows per tile (64: both warpgroups on the same rows; 128: the
                     * paired tile, gemm/sm90/shape.cuh NS 3); 0 elsewhere */
+    int mc_a;      /* 1: the cluster's CTAs lie along N instead and share each A tile through multicast */
 };
 extern const fk_sm90_variant fk_sm90_variants[];
 extern const int fk_sm90_variant_count;

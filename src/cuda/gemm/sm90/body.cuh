@@ -17,14 +17,15 @@
  * and builds the group table of gemm/sm90/sched.cuh; with invalid offsets every CTA
  * leaves before loading or storing anything. */
 template <int BN, int PROMO, bool BLOCK, int AB, int CL, int TS, bool GR = false, int WV = 1, bool ST = false,
-          int NS = 1>
+          int NS = 1, bool MCA = false>
 static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const CUtensorMap &tb,
                                                     const fk_gemm_params &p)
 {
 #ifdef FK_SM90_DEVICE
     constexpr int SCT = FK_SC_OF(ST, GR); /* the scale tables' shape (shape.cuh) */
     typedef fk_sm90_shape<BN, (TS != 0), WV, SCT, NS> S;
-    static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && WV == 1 && !TS), "staged scales: the pipelined consumer");
+    static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && !TS), "staged scales: the pipelined or two-wave consumer");
+    static_assert(!MCA || (WV == 2 && CL == 2), "A multicast: two-wave tiles in clusters of 2 along N");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
     static_assert(NS != 3 || (PROMO == 4 && CL == 1), "the paired gated tile: the pipelined consumer, single CTAs");
     extern __shared__ __align__(1024) unsigned char fk_smem[];
@@ -67,8 +68,8 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256)
-            fk_sm90_producer<BN, S::STAGES, CL, GR, WV, fk_sm90_walk<CL, GR, WV, NS == 2 ? 64 : FK_GEMM_BM * WV>, SCT,
-                             NS>(&ta, &tb, p, sa0, sb0, full0, empty0, sc0);
+            fk_sm90_producer<BN, S::STAGES, CL, GR, WV, fk_sm90_walk<CL, GR, WV, NS == 2 ? 64 : FK_GEMM_BM * WV, MCA>,
+                             SCT, NS, MCA>(&ta, &tb, p, sa0, sb0, full0, empty0, sc0);
     } else {
         fk_setmaxnreg_inc<232>();
         /* TS: both staging areas first, so each stays 1024-aligned for the
@@ -88,7 +89,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
          * (NS 2): the pipelined consumer with promotion, the plain one for
          * fast accumulation; the paired gated tile (NS 3) the pipelined one. */
         if constexpr (WV == 2)
-            fk_sm90_consumer_2w<BN, AB, CL>(p, wg, sa0, sb0, full0, empty0, stage_out, tab);
+            fk_sm90_consumer_2w<BN, AB, CL, ST, MCA>(p, wg, sa0, sb0, full0, empty0, stage_out, tab, sc0);
         else if constexpr ((NS >= 2 && PROMO == 4) || (NS == 1 && PROMO == 4 && (BLOCK || AB == 4) && BN <= 128))
             fk_sm90_consumer_pipe<BN, BLOCK, AB, CL, TS, GR, ST, NS>(p, wg, sa0, sb0, full0, empty0, stage_out, tab,
                                                                      sc0);
@@ -141,7 +142,8 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_sm90_body<BN, 4, true, AB, 2, 0, false, 1, true>(ta, tb, p);
 }
 
-/* Two-wave (256-row) block-scaled tiles, single CTAs and clusters of 2 along M. */
+/* Two-wave (256-row) block-scaled tiles, single CTAs and clusters of 2 along M; with staged
+ * scales, single CTAs and clusters of 2 along N (A multicast, the pair's tiles share A's rows). */
 template <int BN, int AB>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel_w2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
@@ -155,5 +157,19 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
                              const __grid_constant__ fk_gemm_params p)
 {
     fk_sm90_body<BN, 4, true, AB, 2, 0, false, 2>(ta, tb, p);
+}
+template <int BN, int AB>
+__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_w2st(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                             const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 2, true>(ta, tb, p);
+}
+template <int BN, int AB>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
+    fk_gemm_sm90_kernel_w2stn2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                               const __grid_constant__ fk_gemm_params p)
+{
+    fk_sm90_body<BN, 4, true, AB, 2, 0, false, 2, true, 1, true>(ta, tb, p);
 }
 #endif

@@ -80,9 +80,10 @@ double fk_sm90_cost(const fk_sm90_cand *c, const fk_sm90_ask *a, fk_sm90_choice 
 {
     const int cl = c->cluster > 1 ? c->cluster : 1;
     const int bm = c->bm > 0 ? c->bm : 128;
-    /* clusters pair tiles along M; a pair takes two SMs (an estimate: the
-     * kernel's own occupancy query gives the plan's real count) */
-    const int64_t items = fk_cdiv(fk_cdiv(a->m, bm), cl) * fk_cdiv(a->n, c->bn);
+    /* clusters pair tiles along M (along N with A multicast); a pair takes two
+     * SMs (an estimate: the kernel's own occupancy query gives the plan's real count) */
+    const int64_t items = c->mc_a ? fk_cdiv(a->m, bm) * fk_cdiv(fk_cdiv(a->n, c->bn), cl)
+                                  : fk_cdiv(fk_cdiv(a->m, bm), cl) * fk_cdiv(a->n, c->bn);
     int64_t slots = a->sms / cl;
     if (slots < 1)
         slots = 1;
@@ -121,6 +122,8 @@ static int fk_fits(const fk_sm90_cand *c, const fk_sm90_ask *a, int drop, int pr
         return 0;
     if (a->cluster && !(drop & FK_SM90_DROP_CLUSTER) && (c->cluster > 1 ? c->cluster : 1) != a->cluster)
         return 0;
+    if (a->mc && !(drop & FK_SM90_DROP_CLUSTER) && (c->cluster <= 1 || (c->mc_a ? 1 : 2) != a->mc))
+        return 0;
     /* tiles narrower than 128 only where the 128-wide ones leave SMs idle
      * (they spread the work over more SMs) and N spans more than one; on a
      * full device they halve B's reuse (unless tuning asks for them) */
@@ -149,7 +152,9 @@ static int fk_better_tie(const fk_sm90_cand *x, const fk_sm90_cand *y, int parti
         return x->tma_store > y->tma_store;
     if (x->bm != y->bm)
         return x->bm < y->bm;
-    return x->cluster < y->cluster;
+    if (x->cluster != y->cluster)
+        return x->cluster < y->cluster;
+    return x->mc_a < y->mc_a;
 }
 
 int fk_sm90_choose(const fk_sm90_cand *tab, int n, const fk_sm90_ask *a, fk_sm90_choice *out)
@@ -164,7 +169,9 @@ int fk_sm90_choose(const fk_sm90_cand *tab, int n, const fk_sm90_ask *a, fk_sm90
         drop |= steps[s];
         const int promo = (drop & FK_SM90_DROP_PROMO) ? 4 : a->promo;
         if (s > 0 && s < 4) { /* a key that was not set has nothing to drop */
-            const int key = steps[s] == FK_SM90_DROP_CLUSTER ? a->cluster : steps[s] == FK_SM90_DROP_BM ? a->bm : a->bn;
+            const int key = steps[s] == FK_SM90_DROP_CLUSTER ? a->cluster | a->mc
+                            : steps[s] == FK_SM90_DROP_BM  ? a->bm
+                                                           : a->bn;
             if (!key)
                 continue;
         }
@@ -183,7 +190,7 @@ int fk_sm90_choose(const fk_sm90_cand *tab, int n, const fk_sm90_ask *a, fk_sm90
                 best = c;
             }
         }
-        best.dropped = drop & ((a->cluster ? FK_SM90_DROP_CLUSTER : 0) | (a->bm ? FK_SM90_DROP_BM : 0) |
+        best.dropped = drop & ((a->cluster || a->mc ? FK_SM90_DROP_CLUSTER : 0) | (a->bm ? FK_SM90_DROP_BM : 0) |
                                (a->bn ? FK_SM90_DROP_BN : 0) | (s == 4 ? FK_SM90_DROP_PROMO : 0));
     }
     if (out)

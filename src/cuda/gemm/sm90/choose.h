@@ -22,6 +22,7 @@ typedef struct fk_sm90_cand {
     int scaling;   /* fk_sm90_scaling */
     int ops;       /* fk_sm90_operands */
     int tma_store; /* 0 general epilogue, 1 / 2 the TMA-store kinds */
+    int mc_a;      /* 1: the cluster lies along N instead (A multicast) */
 } fk_sm90_cand;
 
 /* The job and the tuning as the planner sees them. */
@@ -33,6 +34,7 @@ typedef struct fk_sm90_ask {
     int ts_kind;       /* the TMA-store kind the job may use, 0 none */
     int width_128;     /* fused 1x128 output quantization: widths that are multiples of 128 */
     int bn, bm, cluster; /* tuning keys gemm_bn / gemm_bm / gemm_cluster, 0 free */
+    int mc;            /* tuning gemm_mc: the multicast operand of clusters, 1 A, 2 B, 0 free */
     int64_t nkb;       /* K blocks of 128 (of the operands' bytes: fp16 copies count twice) */
     int sk;            /* tuning gemm_sk: -1 auto, 0 off, s parts */
 } fk_sm90_ask;
@@ -56,6 +58,7 @@ typedef struct fk_sm90_choice {
 } fk_sm90_choice;
 
 enum { FK_SM90_DROP_CLUSTER = 1, FK_SM90_DROP_BM = 2, FK_SM90_DROP_BN = 4, FK_SM90_DROP_PROMO = 8 };
+/* (gemm_mc is dropped with gemm_cluster) */
 
 /* Stream-K tail: with tiles = W x slots + tail work items, the tail tiles
  * are split along K into s parts on s SMs (s = min(slots / tail, nkb / 8,

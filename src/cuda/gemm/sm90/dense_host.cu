@@ -56,10 +56,26 @@ static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too l
 /* 128-row waves per tile of variant v (its tile height / 128). */
 static int fk_waves(const fk_sm90_variant *v) { return v->waves > 1 ? v->waves : 1; }
 
+/* Variant v's work items on an m x n output: tiles, or a cluster's tiles
+ * (along M, or along N with A multicast), and its schedule's grid of them. */
+static void fk_sm90_items(const fk_sm90_variant *v, int64_t m, int64_t n, int64_t *im, int64_t *in)
+{
+    const int cl = v->cluster > 1 ? v->cluster : 1;
+    *im = fk_ceil_div(m, FK_GEMM_BM * fk_waves(v));
+    *in = fk_ceil_div(n, v->bn);
+    if (v->mc_a)
+        *in = fk_ceil_div(*in, cl);
+    else
+        *im = fk_ceil_div(*im, cl);
+}
+
+/* Rows of B one CTA loads per K block: the tile's, or its share of a multicast tile. */
+static int fk_sm90_b_box(const fk_sm90_variant *v) { return v->mc_a ? v->bn : v->bn / v->cluster; }
+
 fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v)
 {
     const fk_sm90_cand c = {v->bn, FK_GEMM_BM * fk_waves(v), v->cluster, v->promo, (int)v->scaling, (int)v->ops,
-                            v->tma_store};
+                            v->tma_store, v->mc_a};
     return c;
 }
 
@@ -253,7 +269,13 @@ static int fk_sm90_unstaged(int vi)
     for (int i = 0; i < fk_sm90_variant_count; i++) {
         const fk_sm90_variant *u = &fk_sm90_variants[i];
         if (u->scaling == FK_SM90_SCALE_BLOCK && u->bn == v->bn && u->ops == v->ops && u->promo == v->promo &&
-            u->cluster == v->cluster && fk_waves(u) == 1 && !u->tma_store)
+            u->cluster == v->cluster && u->mc_a == v->mc_a && fk_waves(u) == fk_waves(v) && !u->tma_store)
+            return i;
+    }
+    for (int i = 0; i < fk_sm90_variant_count; i++) { /* (no such twin: the single-CTA one) */
+        const fk_sm90_variant *u = &fk_sm90_variants[i];
+        if (u->scaling == FK_SM90_SCALE_BLOCK && u->bn == v->bn && u->ops == v->ops && u->promo == v->promo &&
+            u->cluster == 1 && fk_waves(u) == fk_waves(v) && !u->tma_store)
             return i;
     }
     return -1;
@@ -283,9 +305,10 @@ static fp8kit_status fk_sm90_fill(fp8kit_ctx *ctx, const fk_gemm_job *job, int v
                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 fk_sm90_variants[t].smem_bytes));
     }
-    /* work items: tiles, or pairs of tiles along M for 2-CTA clusters */
-    const int64_t tiles =
-        fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM * fk_waves(v)), v->cluster) * fk_ceil_div(job->n, v->bn);
+    /* work items: tiles, or pairs of tiles for 2-CTA clusters */
+    int64_t items_m, items_n;
+    fk_sm90_items(v, job->m, job->n, &items_m, &items_n);
+    const int64_t tiles = items_m * items_n;
     if (tiles > INT32_MAX / 2)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda gemm: too many output tiles");
     int64_t slots = cs->sm_count; /* work items running at once */
@@ -467,6 +490,7 @@ static fp8kit_status fk_sm90_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     ask.bn = fk_tuned(tu->gemm_bn, 0);
     ask.bm = fk_tuned(tu->gemm_bm, 0);
     ask.cluster = fk_tuned(tu->gemm_cluster, 0);
+    ask.mc = fk_tuned(tu->gemm_mc, 0);
     /* the TMA-store epilogue's variants (one stage more): plain (1) or with bias / activation (2) */
     ask.ts_kind = ask.cluster <= 1 && fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0 ? fk_tma_store_kind(job) : 0;
     ask.width_128 = dd->out_quant == FP8KIT_OUTQ_BLOCK1X128; /* a 1x128 group must not span two tiles */
@@ -531,7 +555,7 @@ static fp8kit_status fk_sm90_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const
     if (job->k > 0) {
         const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
                                    lda, FK_GEMM_BM, (uint64_t)(uintptr_t)opb,
-                                   (uint64_t)job->n, ldb, (uint64_t)(v->bn / v->cluster), FK_GEMM_BK,
+                                   (uint64_t)job->n, ldb, (uint64_t)fk_sm90_b_box(v), FK_GEMM_BK,
                                    (uint64_t)tstore, tstore ? (uint64_t)(uintptr_t)job->d : 0,
                                    tstore ? (uint64_t)job->ldd : 0, tstore ? (uint64_t)job->d_type : 0};
         static_assert(14 + FK_SM90_MAPS_BYTES / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
@@ -546,7 +570,7 @@ static fp8kit_status fk_sm90_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const
             }
             if (r == CUDA_SUCCESS)
                 r = fk_tma_map_2d_u8(&tmaps[1], opb, (uint64_t)job->n, kbytes, ldb, FK_GEMM_BK,
-                                     (uint32_t)(v->bn / v->cluster));
+                                     (uint32_t)fk_sm90_b_box(v));
             if (r == CUDA_SUCCESS && tstore)
                 r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
                                            (uint64_t)job->n, (uint64_t)job->ldd, 32, 16);
@@ -643,8 +667,10 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     fk_gemm_params p;
     fk_gemm_job_params(&p, job);
     p.num_kb = (int)fk_ceil_div((int64_t)kbytes, FK_GEMM_BK); /* stages of 128 bytes of K */
-    p.sched.tiles_m = (int)fk_ceil_div(fk_ceil_div(job->m, FK_GEMM_BM * fk_waves(v)), v->cluster); /* in clusters */
-    p.sched.tiles_n = (int)fk_ceil_div(job->n, v->bn);
+    int64_t items_m, items_n; /* (in clusters along their axis) */
+    fk_sm90_items(v, job->m, job->n, &items_m, &items_n);
+    p.sched.tiles_m = (int)items_m;
+    p.sched.tiles_n = (int)items_n;
     p.sched.group_m = cfg.group_m;
     if (dd->scale_a == FP8KIT_SCALE_BLOCK || dd->scale_a == FP8KIT_SCALE_MX) { /* format/geometry.h */
         fk_scale_geom ga, gb;
@@ -730,10 +756,11 @@ static void fk_sm90_describe(const fk_plan *plan, char *buf, size_t n)
     }
     const fk_sm90_variant *v = &fk_sm90_variants[cfg.variant];
     snprintf(buf, n,
-             "sm90 variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s cluster=%d tma_store=%d stages=%d grid=%d group_m=%d "
+             "sm90 variant=%d bn=%d bm=%d promo=%d scaling=%s ops=%s cluster=%d%s tma_store=%d stages=%d grid=%d group_m=%d "
              "lag=%d bulk=%d store=%s sk_parts=%d sk_tail=%d pdl=%d",
              cfg.variant, v->bn, FK_GEMM_BM * fk_waves(v), v->promo,
-             fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops), v->cluster, v->tma_store, v->stages, cfg.grid,
+             fk_sm90_scaling_name(v->scaling), fk_sm90_operands_name(v->ops), v->cluster,
+             v->cluster > 1 ? (v->mc_a ? " mc=a" : " mc=b") : "", v->tma_store, v->stages, cfg.grid,
              cfg.group_m, cfg.lag, !cfg.no_bulk, fk_store_name(cfg.store), cfg.sk_parts, cfg.sk_tail, cfg.pdl);
     /* the cost model's inputs: work items, waves of them, the last wave's fill */
     if (cfg.slots > 0) {

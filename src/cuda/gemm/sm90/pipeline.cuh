@@ -36,17 +36,22 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
  * NS = 3 (the paired gated tile): per work item, for each of its halves
  * (fk_glu_halves: D's columns tn BN + h BN / 2 ..) every K block again: A's
  * 128 rows (a 128-row box) and two BN / 2-row boxes of B, the half's gate
- * rows and their up rows. */
+ * rows and their up rows.
+ * MCA (clusters along N, two-wave tiles): the CTAs share A's rows; CTA rank r
+ * loads the waves l with l % CL == r, multicast to every CTA of the cluster,
+ * and its own B tile and scale rows. */
 template <int BN, int STAGES = fk_sm90_shape<BN>::STAGES, int CL = 1, bool GR = false, int WV = 1,
-          class W = fk_sm90_walk<CL, GR, WV>, int SC = FK_SC_NONE, int NS = 1>
+          class W = fk_sm90_walk<CL, GR, WV>, int SC = FK_SC_NONE, int NS = 1, bool MCA = false>
 static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, const CUtensorMap *tb,
                                                         const fk_gemm_params &p, uint32_t sa0,
                                                         uint32_t sb0, uint32_t full0,
                                                         uint32_t empty0, uint32_t sc0 = 0)
 {
     typedef fk_sm90_shape<BN, false, WV, SC, NS> S;
-    static_assert(!SC || WV == 1, "staged scales: single-wave tiles");
     static_assert(SC != FK_SC_ALIGNED || !GR, "grouped tiles start at any row: FK_SC_ANY_ROW tables");
+    static_assert(!MCA || (NS == 1 && WV % CL == 0), "A multicast: whole waves per CTA");
+    /* B's scale rows exist up to N's last 128-column block (MCA: a tile past N reads that one) */
+    const int sb_last = (p.n - 1) >> 7;
     if (p.num_kb > 0) {
         fk_tma_prefetch_desc(ta);
         fk_tma_prefetch_desc(tb);
@@ -66,11 +71,16 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
             fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 : 0));
             if constexpr (SC) {
                 const uint32_t t = sc0 + stage * S::SC_BYTES;
-                /* (FK_SC_ANY_ROW: from the 4-row boundary below the tile; the consumers skip the rows before it) */
-                fk_tma_load_2d(t, &p.tsa, full, SC == FK_SC_ANY_ROW ? w.sa_x(p) & ~3 : w.sa_x(p), w.sa_y(p, kb));
+                /* (FK_SC_ANY_ROW: from the 4-row boundary below the tile; the consumers skip the rows before it;
+                 * two-wave tiles: one 128-row box per wave) */
+#pragma unroll
+                for (int l = 0; l < WV; l++)
+                    fk_tma_load_2d(t + l * FK_GEMM_BM * 4, &p.tsa, full,
+                                   (SC == FK_SC_ANY_ROW ? w.sa_x(p) & ~3 : w.sa_x(p)) + l * FK_GEMM_BM, w.sa_y(p, kb));
                 fk_bulk_load(t + S::SC_B * 4,
-                             p.sb + (GR ? w.g * p.sb_g : 0) + (long long)((tn * BN) >> 7) * p.sb_ld + (kb & ~3), 16,
-                             full);
+                             p.sb + (GR ? w.g * p.sb_g : 0) + (long long)min((tn * BN) >> 7, sb_last) * p.sb_ld +
+                                 (kb & ~3),
+                             16, full);
             }
             if constexpr (NS == 3) {
                 fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
@@ -91,10 +101,15 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                 }
             } else {
 #pragma unroll
-                for (int l = 0; l < WV; l++) /* one 128-row box per wave */
-                    fk_tma_load_2d(sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK, ta, full, kb * FK_GEMM_BK,
-                                   w.row0 + l * FK_GEMM_BM);
-                if (CL == 1)
+                for (int l = 0; l < WV; l++) { /* one 128-row box per wave */
+                    const uint32_t dst = sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK;
+                    if (!MCA)
+                        fk_tma_load_2d(dst, ta, full, kb * FK_GEMM_BK, w.row0 + l * FK_GEMM_BM);
+                    else if (l % CL == w.rank)
+                        fk_tma_load_2d_mc(dst, ta, full, kb * FK_GEMM_BK, w.row0 + l * FK_GEMM_BM,
+                                          (uint16_t)((1u << CL) - 1u));
+                }
+                if (CL == 1 || MCA)
                     fk_tma_load_2d(sb0 + stage * S::B_BYTES, tb, full, kb * FK_GEMM_BK, brow + tn * BN);
                 else
                     fk_tma_load_2d_mc(sb0 + stage * S::B_BYTES + w.rank * (S::B_BYTES / CL), tb, full,

@@ -16,9 +16,13 @@
  * units of CL), cluster c takes items c, c + gridDim.x / CL, ... and CTA
  * rank r of it the tile row item_row * CL + r (past the last tile row for
  * an odd count: its A loads are zero-filled and its epilogue writes no row).
+ * MCA: the cluster's CTAs lie along N instead (A multicast): p.sched counts
+ * tile columns in units of CL, and rank r takes tile column item_col * CL + r
+ * (past N for an odd count: its B loads are zero-filled, it stores nothing).
  * TM: rows per tile (128 per wave; 64 for the gated tile of kernels_glu.cu). */
-template <int CL, bool GR = false, int WV = 1, int TM = FK_GEMM_BM * WV> struct fk_sm90_walk {
+template <int CL, bool GR = false, int WV = 1, int TM = FK_GEMM_BM * WV, bool MCA = false> struct fk_sm90_walk {
     static_assert(!GR || TM == FK_GEMM_BM * WV || (TM == 64 && WV == 1), "grouped walks: 128-row tiles, or the gated tile's 64");
+    static_assert(!MCA || (CL > 1 && !GR), "clusters along N: dense tiles");
     int t, step, rank;
     int row0, m_end, g; /* of the current tile: first row, row limit, group */
     int kb0, kb1;       /* its K blocks */
@@ -73,7 +77,10 @@ template <int CL, bool GR = false, int WV = 1, int TM = FK_GEMM_BM * WV> struct 
                 kb1 = (r + 1) * p.num_kb / s;
             }
             p.sched.tile(idx, tm, tn);
-            tm = tm * CL + rank;
+            if (MCA)
+                tn = tn * CL + rank;
+            else
+                tm = tm * CL + rank;
             row0 = tm * TM;
             m_end = p.m;
             g = 0;
