@@ -80,10 +80,11 @@ static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params 
             fk_mbar_wait(full0 + 8 * stage, phase);
             const uint64_t da = fk_sm90_desc_at(da0, stage * S::A_BYTES), db = fk_sm90_desc_at(db0, stage * S::B_BYTES);
             fk_sm90_issue<BN, AB>(acc, da, db);
-            if (ST) { /* the stage's table: A's rows of both waves, B's 4-block group after them */
+            if (ST) { /* the stage's table: A's rows of both waves, B's 4-block group after them (B's read by
+                       * lane 0, the lane that releases the stage, and shuffled: compute-sanitizer's racecheck
+                       * reported the other lanes' uniform read of it against the next bulk copy, H200, 2026-11-29) */
                 const float *t_ = sct + stage * (S::SC_BYTES / 4);
-                const float b_ = CL > 1 ? __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[S::SC_B + ((w.kb0 + kb) & 3)] : 0.0f, 0)
-                                        : t_[S::SC_B + ((w.kb0 + kb) & 3)];
+                const float b_ = __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[S::SC_B + ((w.kb0 + kb) & 3)] : 0.0f, 0);
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     s[j] = t_[rl + (j >> 1) * FK_GEMM_BM + (j & 1) * 8] * b_;
