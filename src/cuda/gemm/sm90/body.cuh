@@ -143,33 +143,19 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
 }
 
 /* Two-wave (256-row) block-scaled tiles, single CTAs and clusters of 2 along M; with staged
- * scales, single CTAs and clusters of 2 along N (A multicast, the pair's tiles share A's rows). */
-template <int BN, int AB>
+ * scales (ST), single CTAs and clusters of 2 along N (MCA: A multicast, the pair's tiles share A's rows). */
+template <int BN, int AB, bool ST = false>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel_w2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                            const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 2>(ta, tb, p);
+    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 2, ST>(ta, tb, p);
 }
-template <int BN, int AB>
+template <int BN, int AB, bool ST = false, bool MCA = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel_w2c2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                              const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<BN, 4, true, AB, 2, 0, false, 2>(ta, tb, p);
-}
-template <int BN, int AB>
-__global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
-    fk_gemm_sm90_kernel_w2st(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-                             const __grid_constant__ fk_gemm_params p)
-{
-    fk_sm90_body<BN, 4, true, AB, 1, 0, false, 2, true>(ta, tb, p);
-}
-template <int BN, int AB>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
-    fk_gemm_sm90_kernel_w2stn2(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-                               const __grid_constant__ fk_gemm_params p)
-{
-    fk_sm90_body<BN, 4, true, AB, 2, 0, false, 2, true, 1, true>(ta, tb, p);
+    fk_sm90_body<BN, 4, true, AB, 2, 0, false, 2, ST, 1, MCA>(ta, tb, p);
 }
 #endif

@@ -85,9 +85,9 @@ const fk_sm90_variant fk_sm90_variants[] = {
      fk_sm90_shape<128, false, 2>::SMEM, fk_gemm_sm90_kernel_w2c2<128, FK_SM90_E4M3_E4M3>, 2, 0, 2},
     /* the same with staged scales: single CTAs, and clusters of 2 along N sharing A (multicast) */
     {128, 4, FK_SM90_SCALE_STAGED, FK_SM90_E4M3_E4M3, fk_sm90_shape<128, false, 2, FK_SC_ALIGNED>::STAGES,
-     fk_sm90_shape<128, false, 2, FK_SC_ALIGNED>::SMEM, fk_gemm_sm90_kernel_w2st<128, FK_SM90_E4M3_E4M3>, 1, 0, 2},
+     fk_sm90_shape<128, false, 2, FK_SC_ALIGNED>::SMEM, fk_gemm_sm90_kernel_w2<128, FK_SM90_E4M3_E4M3, true>, 1, 0, 2},
     {128, 4, FK_SM90_SCALE_STAGED, FK_SM90_E4M3_E4M3, fk_sm90_shape<128, false, 2, FK_SC_ALIGNED>::STAGES,
-     fk_sm90_shape<128, false, 2, FK_SC_ALIGNED>::SMEM, fk_gemm_sm90_kernel_w2stn2<128, FK_SM90_E4M3_E4M3>, 2, 0, 2, 0,
+     fk_sm90_shape<128, false, 2, FK_SC_ALIGNED>::SMEM, fk_gemm_sm90_kernel_w2c2<128, FK_SM90_E4M3_E4M3, true, true>, 2, 0, 2, 0,
      1},
     /* TMA-store epilogue (plain epilogues): a smaller epilogue area, one stage more */
     FK_VTS(256, 0, false, FK_SM90_E4M3_E4M3), FK_VTS(192, 4, false, FK_SM90_E4M3_E4M3),
