@@ -13,6 +13,7 @@ B=${1:-build-gpu}
 OUT=${OUT:-$PWD/profile-out}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
+command -v cuobjdump >/dev/null || PATH=$(bash "$(dirname "$0")/sass_tools.sh"):$PATH
 command -v cuobjdump >/dev/null || { echo "cuobjdump not on PATH"; exit 1; }
 obj=$(find "$B" -path '*src/cuda/gemm/sm90/kernels_dense.cu.o' | head -1)
 if [ -n "$obj" ]; then
