@@ -6,6 +6,7 @@ immediate constants masked, so that a refactor can be shown to change nothing. P
 Needs cuobjdump and nvdisasm on PATH (bench/profile/sass_tools.sh).
 Usage: python3 bench/profile/sass_diff.py OLD NEW"""
 import re
+import signal
 import subprocess
 import sys
 
@@ -44,4 +45,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # (piped into head: stop quietly)
     sys.exit(main())
