@@ -1,5 +1,6 @@
 /* nccl_lib.c - loads libnccl.so.2 with dlopen once per process and looks up
- * the functions of nccl_lib.h; never unloads it. */
+ * the functions of nccl_lib.h; never unloads it. fk_dl_bind, the lookup, also
+ * serves NCCL EP's loader (ncclep.c). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,14 +12,17 @@ static fk_nccl fk_nccl_fns;
 static int fk_nccl_ok;
 static char fk_nccl_why[512];
 
-/* One symbol into *slot; 0 and the reason recorded when absent. */
-static int fk_nccl_sym(void *lib, const char *name, void **slot)
+int fk_dl_bind(void *lib, const fk_dl_fn *fns, int n, const char *lib_name, const char *need, char *why,
+               size_t why_len)
 {
-    *slot = dlsym(lib, name);
-    if (!*slot)
-        snprintf(fk_nccl_why, sizeof fk_nccl_why, "libnccl.so.2 has no %s (a point-to-point capable NCCL, 2.7 or "
-                 "newer, is needed)", name);
-    return *slot != NULL;
+    for (int i = 0; i < n; i++) {
+        *fns[i].slot = dlsym(lib, fns[i].name);
+        if (!*fns[i].slot) {
+            snprintf(why, why_len, "%s has no %s (%s)", lib_name, fns[i].name, need);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static void fk_nccl_load(void)
@@ -31,18 +35,22 @@ static void fk_nccl_load(void)
         return;
     }
     fk_nccl *f = &fk_nccl_fns;
-    /* dlsym returns void *; the function pointers are stored through it */
-    if (!fk_nccl_sym(lib, "ncclGetVersion", (void **)&f->GetVersion) ||
-        !fk_nccl_sym(lib, "ncclGetErrorString", (void **)&f->GetErrorString) ||
-        !fk_nccl_sym(lib, "ncclGetLastError", (void **)&f->GetLastError) ||
-        !fk_nccl_sym(lib, "ncclCommCount", (void **)&f->CommCount) ||
-        !fk_nccl_sym(lib, "ncclCommUserRank", (void **)&f->CommUserRank) ||
-        !fk_nccl_sym(lib, "ncclCommCuDevice", (void **)&f->CommCuDevice) ||
-        !fk_nccl_sym(lib, "ncclCommGetAsyncError", (void **)&f->CommGetAsyncError) ||
-        !fk_nccl_sym(lib, "ncclGroupStart", (void **)&f->GroupStart) ||
-        !fk_nccl_sym(lib, "ncclGroupEnd", (void **)&f->GroupEnd) ||
-        !fk_nccl_sym(lib, "ncclSend", (void **)&f->Send) || !fk_nccl_sym(lib, "ncclRecv", (void **)&f->Recv) ||
-        !fk_nccl_sym(lib, "ncclAllReduce", (void **)&f->AllReduce))
+    const fk_dl_fn fns[] = {
+        {"ncclGetVersion", (void **)&f->GetVersion},
+        {"ncclGetErrorString", (void **)&f->GetErrorString},
+        {"ncclGetLastError", (void **)&f->GetLastError},
+        {"ncclCommCount", (void **)&f->CommCount},
+        {"ncclCommUserRank", (void **)&f->CommUserRank},
+        {"ncclCommCuDevice", (void **)&f->CommCuDevice},
+        {"ncclCommGetAsyncError", (void **)&f->CommGetAsyncError},
+        {"ncclGroupStart", (void **)&f->GroupStart},
+        {"ncclGroupEnd", (void **)&f->GroupEnd},
+        {"ncclSend", (void **)&f->Send},
+        {"ncclRecv", (void **)&f->Recv},
+        {"ncclAllReduce", (void **)&f->AllReduce},
+    };
+    if (!fk_dl_bind(lib, fns, (int)(sizeof fns / sizeof fns[0]), "libnccl.so.2",
+                    "a point-to-point capable NCCL, 2.7 or newer, is needed", fk_nccl_why, sizeof fk_nccl_why))
         return;
     if (f->GetVersion(&f->version) != ncclSuccess || f->version < 2700) {
         snprintf(fk_nccl_why, sizeof fk_nccl_why, "libnccl.so.2 is version code %d; the expert-parallel layer needs "

@@ -28,6 +28,19 @@ typedef struct fk_nccl {
                               ncclComm_t comm, cudaStream_t stream);
 } fk_nccl;
 
+/* One function of a library loaded with dlopen: its name, and where its
+ * address goes (dlsym returns void *; the function pointers are stored
+ * through it). */
+typedef struct fk_dl_fn {
+    const char *name;
+    void **slot;
+} fk_dl_fn;
+
+/* Looks up the n functions of lib into their slots: 1, or 0 at the first
+ * one missing, with "LIB_NAME has no NAME (NEED)" in why. */
+int fk_dl_bind(void *lib, const fk_dl_fn *fns, int n, const char *lib_name, const char *need, char *why,
+               size_t why_len);
+
 /* r, or for a non-blocking communicator's ncclInProgress the result once
  * NCCL has finished enqueueing the call (polling ncclCommGetAsyncError on
  * the host; the GPU is not waited for). */

@@ -30,14 +30,6 @@ static fk_nep_fns fk_nep;
 static int fk_nep_ok;
 static char fk_nep_why[768];
 
-static int fk_nep_sym(void *lib, const char *name, void **slot)
-{
-    *slot = dlsym(lib, name);
-    if (!*slot)
-        snprintf(fk_nep_why, sizeof fk_nep_why, "libnccl_ep.so has no %s (NCCL EP 0.2 or newer is needed)", name);
-    return *slot != NULL;
-}
-
 static void fk_nep_load(void)
 {
     /* the soname first: a process that loaded NCCL EP by path (its Python
@@ -58,14 +50,18 @@ static void fk_nep_load(void)
         return;
     }
     fk_nep_fns *f = &fk_nep;
-    if (!fk_nep_sym(lib, "ncclEpGetVersion", (void **)&f->GetVersion) ||
-        !fk_nep_sym(lib, "ncclEpCreateGroup", (void **)&f->CreateGroup) ||
-        !fk_nep_sym(lib, "ncclEpGroupDestroy", (void **)&f->GroupDestroy) ||
-        !fk_nep_sym(lib, "ncclEpInitHandle", (void **)&f->InitHandle) ||
-        !fk_nep_sym(lib, "ncclEpUpdateHandle", (void **)&f->UpdateHandle) ||
-        !fk_nep_sym(lib, "ncclEpHandleDestroy", (void **)&f->HandleDestroy) ||
-        !fk_nep_sym(lib, "ncclEpDispatch", (void **)&f->Dispatch) ||
-        !fk_nep_sym(lib, "ncclEpCombine", (void **)&f->Combine))
+    const fk_dl_fn fns[] = {
+        {"ncclEpGetVersion", (void **)&f->GetVersion},
+        {"ncclEpCreateGroup", (void **)&f->CreateGroup},
+        {"ncclEpGroupDestroy", (void **)&f->GroupDestroy},
+        {"ncclEpInitHandle", (void **)&f->InitHandle},
+        {"ncclEpUpdateHandle", (void **)&f->UpdateHandle},
+        {"ncclEpHandleDestroy", (void **)&f->HandleDestroy},
+        {"ncclEpDispatch", (void **)&f->Dispatch},
+        {"ncclEpCombine", (void **)&f->Combine},
+    };
+    if (!fk_dl_bind(lib, fns, (int)(sizeof fns / sizeof fns[0]), "libnccl_ep.so", "NCCL EP 0.2 or newer is needed",
+                    fk_nep_why, sizeof fk_nep_why))
         return;
     if (f->GetVersion(&f->version) != ncclSuccess || f->version < 200) {
         snprintf(fk_nep_why, sizeof fk_nep_why,
