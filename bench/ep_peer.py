@@ -50,9 +50,12 @@ import sys  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(_root, "python"))
+sys.path.insert(0, os.path.join(_root, "examples"))
 import fp8kit  # noqa: E402
 import fp8kit.distributed as fd  # noqa: E402
+from moe_ep import timed  # noqa: E402  (the layer example's timing: the slowest rank's mean us per call)
 
 
 # ours: transport / mode; the first is the reference the others are compared with
@@ -98,22 +101,6 @@ def args_():
     a = p.parse_args()
     a.tokens = [int(t) for t in a.tokens.split(",") if t.strip()]
     return a
-
-
-def timed(fn, a, dev):
-    for _ in range(a.warmup):
-        fn()
-    torch.cuda.synchronize(dev)
-    dist.barrier()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(a.iters):
-        fn()
-    e.record()
-    torch.cuda.synchronize(dev)
-    t = torch.tensor([s.elapsed_time(e) * 1000.0 / a.iters], device=dev)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t.item())
 
 
 def routing(T, E, k, seed, dev):
