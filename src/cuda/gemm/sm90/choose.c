@@ -76,14 +76,26 @@ int fk_sm90_sk_able(const fk_sm90_cand *c)
  * finish (fitted to the stream-K runs in docs/perf.md: 0.2-0.45). */
 #define FK_SK_OVERHEAD 0.35
 
+void fk_sm90_item_grid(const fk_sm90_cand *c, int64_t m, int64_t n, int64_t *im, int64_t *in)
+{
+    const int cl = c->cluster > 1 ? c->cluster : 1;
+    *im = fk_cdiv(m, c->bm > 0 ? c->bm : 128);
+    *in = fk_cdiv(n, c->bn);
+    if (c->mc_a)
+        *in = fk_cdiv(*in, cl);
+    else
+        *im = fk_cdiv(*im, cl);
+}
+
 double fk_sm90_cost(const fk_sm90_cand *c, const fk_sm90_ask *a, fk_sm90_choice *out)
 {
     const int cl = c->cluster > 1 ? c->cluster : 1;
     const int bm = c->bm > 0 ? c->bm : 128;
-    /* clusters pair tiles along M (along N with A multicast); a pair takes two
-     * SMs (an estimate: the kernel's own occupancy query gives the plan's real count) */
-    const int64_t items = c->mc_a ? fk_cdiv(a->m, bm) * fk_cdiv(fk_cdiv(a->n, c->bn), cl)
-                                  : fk_cdiv(fk_cdiv(a->m, bm), cl) * fk_cdiv(a->n, c->bn);
+    /* a cluster's pair takes two SMs (an estimate: the kernel's own occupancy
+     * query gives the plan's real count) */
+    int64_t im, in;
+    fk_sm90_item_grid(c, a->m, a->n, &im, &in);
+    const int64_t items = im * in;
     int64_t slots = a->sms / cl;
     if (slots < 1)
         slots = 1;

@@ -39,6 +39,11 @@ typedef struct fk_sm90_ask {
     int sk;            /* tuning gemm_sk: -1 auto, 0 off, s parts */
 } fk_sm90_ask;
 
+/* Candidate c's grid of work items on an m x n output: *im x *in items,
+ * tiles or a 2-CTA cluster's tiles (along M, or along N with A multicast).
+ * The cost model and the launch (gemm/sm90/dense_host.cu) both count by it. */
+void fk_sm90_item_grid(const fk_sm90_cand *c, int64_t m, int64_t n, int64_t *im, int64_t *in);
+
 /* An ask with no tuning key and no TMA-store kind, the stream-K tail left
  * to the model (sk -1). */
 fk_sm90_ask fk_sm90_ask_of(int64_t m, int64_t n, int64_t nkb, int sms, int scaling, int ops, int promo);

@@ -56,19 +56,6 @@ static_assert(sizeof(fk_sm90_config) <= FK_PLAN_CONFIG_BYTES, "plan config too l
 /* 128-row waves per tile of variant v (its tile height / 128). */
 static int fk_waves(const fk_sm90_variant *v) { return v->waves > 1 ? v->waves : 1; }
 
-/* Variant v's work items on an m x n output: tiles, or a cluster's tiles
- * (along M, or along N with A multicast), and its schedule's grid of them. */
-static void fk_sm90_items(const fk_sm90_variant *v, int64_t m, int64_t n, int64_t *im, int64_t *in)
-{
-    const int cl = v->cluster > 1 ? v->cluster : 1;
-    *im = fk_ceil_div(m, FK_GEMM_BM * fk_waves(v));
-    *in = fk_ceil_div(n, v->bn);
-    if (v->mc_a)
-        *in = fk_ceil_div(*in, cl);
-    else
-        *im = fk_ceil_div(*im, cl);
-}
-
 /* Rows of B one CTA loads per K block: the tile's, or its share of a multicast tile. */
 static int fk_sm90_b_box(const fk_sm90_variant *v) { return v->mc_a ? v->bn : v->bn / v->cluster; }
 
@@ -77,6 +64,13 @@ fk_sm90_cand fk_sm90_cand_of(const fk_sm90_variant *v)
     const fk_sm90_cand c = {v->bn, FK_GEMM_BM * fk_waves(v), v->cluster, v->promo, (int)v->scaling, (int)v->ops,
                             v->tma_store, v->mc_a};
     return c;
+}
+
+/* Variant v's grid of work items on an m x n output (fk_sm90_item_grid). */
+static void fk_sm90_items(const fk_sm90_variant *v, int64_t m, int64_t n, int64_t *im, int64_t *in)
+{
+    const fk_sm90_cand c = fk_sm90_cand_of(v);
+    fk_sm90_item_grid(&c, m, n, im, in);
 }
 
 int fk_sm90_cands_of(const fk_sm90_variant *tab, int count, fk_sm90_cand *out, int max)
@@ -266,19 +260,18 @@ static int fk_sm90_unstaged(int vi)
     const fk_sm90_variant *v = &fk_sm90_variants[vi];
     if (v->scaling != FK_SM90_SCALE_STAGED)
         return vi;
+    int single = -1; /* (no twin in the same cluster shape: the single-CTA one) */
     for (int i = 0; i < fk_sm90_variant_count; i++) {
         const fk_sm90_variant *u = &fk_sm90_variants[i];
-        if (u->scaling == FK_SM90_SCALE_BLOCK && u->bn == v->bn && u->ops == v->ops && u->promo == v->promo &&
-            u->cluster == v->cluster && u->mc_a == v->mc_a && fk_waves(u) == fk_waves(v) && !u->tma_store)
+        if (u->scaling != FK_SM90_SCALE_BLOCK || u->bn != v->bn || u->ops != v->ops || u->promo != v->promo ||
+            fk_waves(u) != fk_waves(v) || u->tma_store)
+            continue;
+        if (u->cluster == v->cluster && u->mc_a == v->mc_a)
             return i;
+        if (u->cluster == 1 && single < 0)
+            single = i;
     }
-    for (int i = 0; i < fk_sm90_variant_count; i++) { /* (no such twin: the single-CTA one) */
-        const fk_sm90_variant *u = &fk_sm90_variants[i];
-        if (u->scaling == FK_SM90_SCALE_BLOCK && u->bn == v->bn && u->ops == v->ops && u->promo == v->promo &&
-            u->cluster == 1 && fk_waves(u) == fk_waves(v) && !u->tma_store)
-            return i;
-    }
-    return -1;
+    return single;
 }
 
 /* The plan config of general variant vi for the job (shared-memory limit
