@@ -63,7 +63,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params 
                 vb = sb_t[0];
             }
         }
-        for (int kb = 0; kb < nkb; kb++) {
+        auto step = [&](int kb) {
             float s[4];
             if (!ST) {
 #pragma unroll
@@ -103,7 +103,17 @@ static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params 
                 stage = 0;
                 phase ^= 1u;
             }
+        };
+        /* eight K blocks per trip, then the rest one by one: the unrolled body lets the compiler
+         * move the next block's barrier wait and descriptors above this block's promotion */
+        int kb = 0;
+        for (; kb + 8 <= nkb; kb += 8) {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                step(kb + j);
         }
+        for (; kb < nkb; kb++)
+            step(kb);
         if (MCA && tn * BN >= p.n) /* a cluster's tile past N: nothing to store */
             continue;
         fk_epi_pre pre = fk_sm90_epi_start<BN, 0>(p, tab, w.row0 + wg * 64, tn * BN, tid, w.m_end, 0);

@@ -180,6 +180,19 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         }
                 /* invariant at the loop head: the group of kb - 1 is in acc0 */
                 int kb = 1;
+                /* eight K blocks per trip while they last (the unrolled body lets the compiler move each
+                 * block's barrier wait and descriptors above the previous one's promotion), then two;
+                 * the f16 variants keep two (eight spill there) */
+                for (; AB != FK_SM90_F16 && kb + 7 < nkb;) {
+                    FK_PIPE_STEP(acc1, acc0)
+                    FK_PIPE_STEP(acc0, acc1)
+                    FK_PIPE_STEP(acc1, acc0)
+                    FK_PIPE_STEP(acc0, acc1)
+                    FK_PIPE_STEP(acc1, acc0)
+                    FK_PIPE_STEP(acc0, acc1)
+                    FK_PIPE_STEP(acc1, acc0)
+                    FK_PIPE_STEP(acc0, acc1)
+                }
                 for (; kb + 1 < nkb;) {
                     FK_PIPE_STEP(acc1, acc0)
                     FK_PIPE_STEP(acc0, acc1)

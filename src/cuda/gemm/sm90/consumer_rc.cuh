@@ -63,7 +63,9 @@ static __device__ __forceinline__ void fk_rc_promote(float (&accf)[NACC], float 
  * tables (sempty0: the helper warps wait on those barriers). The two consumer warpgroups keep the
  * tensor cores busy in turn while the other promotes; with p.lag warpgroup
  * 1 runs that many stages behind, so that the warpgroups' epilogues do not
- * coincide (fk_sm90_lag_start). W: the work walk
+ * coincide (fk_sm90_lag_start). The K-grouped tiles up to 128 wide (PIPE)
+ * keep two accumulator sets instead and promote each stage while the next
+ * one's wgmma group runs. W: the work walk
  * (fk_sm90_walk, or fk_kg_walk with group g's D at rows g * kg_drows). */
 template <int BN, int AB, bool KG, class S, class W, int NQ = 1>
 static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params &p, int wg, uint32_t sa0, uint32_t sb0,
@@ -76,7 +78,9 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
     const int warp = tid >> 5, lane = tid & 31;
     const int rl = wg * 64 + warp * 16 + (lane >> 2), cq = 2 * (lane & 3);
     const uint32_t wa = sa0 + wg * 64 * FK_GEMM_BK; /* this warpgroup's 64 rows of A */
-    float acc[G::NACC], accf[G::NACC];
+    /* PIPE: the pipelined K-grouped loop (its second accumulator set) */
+    constexpr bool PIPE = KG && BN <= 128;
+    float acc[G::NACC], accf[G::NACC], acc2[PIPE ? G::NACC : 1];
     int stage = 0;
     uint32_t phase = 0;
     int issued = 0; /* stages this warpgroup has finished (for the lag: warpgroup 1 runs p.lag behind) */
@@ -99,6 +103,63 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
 #pragma unroll
         for (int i = 0; i < G::NACC; i++)
             accf[i] = 0.0f;
+        if constexpr (PIPE) {
+            /* the K-grouped tile up to 128 wide: two wgmma accumulator sets, so that each stage's
+             * promotion runs while the next stage's wgmma group is on the tensor cores (as
+             * consumer_pipe.cuh); the stage's A and B tiles are released once its group is done,
+             * its scale area (every lane) after its promotion */
+            const int nkb = w.kb1 - w.kb0;
+            if (nkb > 0) {
+                fk_mbar_wait(full0 + 8 * stage, phase);
+                fk_sm90_issue<BN, AB>(acc, fk_wgmma_desc_sw128(wa + stage * G::A_BYTES),
+                                      fk_wgmma_desc_sw128(sb0 + stage * G::B_BYTES));
+                int pstage = stage;
+                fk_sm90_lag_step(p, wg, ++issued);
+                if (++stage == S::STAGES) {
+                    stage = 0;
+                    phase ^= 1u;
+                }
+#define FK_RC_DONE(OLD)                                                                          \
+        {                                                                                            \
+            if (lane == 0)                                                                           \
+                fk_mbar_arrive(empty0 + 8 * pstage);                                                 \
+            const float *area_ = (const float *)(sc0 + pstage * S::SC_BYTES);                        \
+            fk_rc_promote<BN>(accf, OLD, area_, area_ + TB, rl, cq);                                 \
+            fk_mbar_arrive(sempty0 + 8 * pstage);                                                    \
+        }
+#define FK_RC_STEP(NEW, OLD)                                                                     \
+        {                                                                                            \
+            fk_mbar_wait(full0 + 8 * stage, phase);                                                  \
+            fk_sm90_issue<BN, AB>(NEW, fk_wgmma_desc_sw128(wa + stage * G::A_BYTES),                 \
+                                  fk_wgmma_desc_sw128(sb0 + stage * G::B_BYTES));                    \
+            fk_wgmma_wait<1>();                                                                      \
+            FK_RC_DONE(OLD)                                                                          \
+            pstage = stage;                                                                          \
+            fk_sm90_lag_step(p, wg, ++issued);                                                       \
+            if (++stage == S::STAGES) {                                                              \
+                stage = 0;                                                                           \
+                phase ^= 1u;                                                                         \
+            }                                                                                        \
+            kb++;                                                                                    \
+        }
+                /* invariant at the loop head: the group of kb - 1 is in acc */
+                int kb = 1;
+                for (; kb + 1 < nkb;) {
+                    FK_RC_STEP(acc2, acc)
+                    FK_RC_STEP(acc, acc2)
+                }
+                if (kb < nkb) {
+                    FK_RC_STEP(acc2, acc)
+                    fk_wgmma_wait<0>();
+                    FK_RC_DONE(acc2)
+                } else {
+                    fk_wgmma_wait<0>();
+                    FK_RC_DONE(acc)
+                }
+#undef FK_RC_STEP
+#undef FK_RC_DONE
+            }
+        } else
         for (int kb = w.kb0; kb < w.kb1; kb++) {
             fk_mbar_wait(full0 + 8 * stage, phase);
             const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
