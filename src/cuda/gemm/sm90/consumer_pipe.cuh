@@ -8,6 +8,7 @@
 #include "cuda/gemm/sm90/pipeline.cuh"
 #include "cuda/gemm/sm90/streamk.cuh"
 #include "cuda/gemm/sm90/mma.cuh"
+#include "cuda/gemm/sm90/pipe_loop.cuh"
 #include "cuda/gemm/sm90/epilogue_glu.cuh"
 
 #ifdef FK_SM90_DEVICE
@@ -178,35 +179,12 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             }                                                                                        \
             kb++;                                                                                    \
         }
-                /* invariant at the loop head: the group of kb - 1 is in acc0 */
-                int kb = 1;
-                /* eight K blocks per trip while they last (the unrolled body lets the compiler move each
-                 * block's barrier wait and descriptors above the previous one's promotion), then two;
-                 * the f16 variants keep two (eight spill there) */
-                for (; AB != FK_SM90_F16 && kb + 7 < nkb;) {
-                    FK_PIPE_STEP(acc1, acc0)
-                    FK_PIPE_STEP(acc0, acc1)
-                    FK_PIPE_STEP(acc1, acc0)
-                    FK_PIPE_STEP(acc0, acc1)
-                    FK_PIPE_STEP(acc1, acc0)
-                    FK_PIPE_STEP(acc0, acc1)
-                    FK_PIPE_STEP(acc1, acc0)
-                    FK_PIPE_STEP(acc0, acc1)
-                }
-                for (; kb + 1 < nkb;) {
-                    FK_PIPE_STEP(acc1, acc0)
-                    FK_PIPE_STEP(acc0, acc1)
-                }
-                if (kb < nkb) {
-                    FK_PIPE_STEP(acc1, acc0)
-                    fk_wgmma_wait<0>();
-                    FK_PIPE_RELEASE(pstage)
-                    fk_sm90_promote<true, S::NACC, SPLIT>(accf, acc1, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
-                } else {
-                    fk_wgmma_wait<0>();
-                    FK_PIPE_RELEASE(pstage)
-                    fk_sm90_promote<true, S::NACC, SPLIT>(accf, acc0, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
-                }
+#define FK_PIPE_LAST(X)                                                                          \
+        FK_PIPE_RELEASE(pstage)                                                                      \
+        fk_sm90_promote<true, S::NACC, SPLIT>(accf, X, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u);
+                /* (the f16 variants keep two K blocks per trip: eight spill there) */
+                FK_PIPE_K(acc0, acc1, FK_PIPE_STEP, FK_PIPE_LAST, AB != FK_SM90_F16)
+#undef FK_PIPE_LAST
 #undef FK_PIPE_STEP
 #undef FK_PIPE_TAB
 #undef FK_PIPE_RELEASE

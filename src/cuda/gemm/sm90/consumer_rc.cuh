@@ -5,6 +5,7 @@
 #define FK_SM90_CONSUMER_RC_CUH
 
 #include "cuda/gemm/sm90/mma.cuh"
+#include "cuda/gemm/sm90/pipe_loop.cuh"
 #include "cuda/gemm/sm90/tile_epilogue.cuh"
 #include "cuda/gemm/sm90/mx_math.cuh"
 
@@ -142,20 +143,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
             }                                                                                        \
             kb++;                                                                                    \
         }
-                /* invariant at the loop head: the group of kb - 1 is in acc */
-                int kb = 1;
-                for (; kb + 1 < nkb;) {
-                    FK_RC_STEP(acc2, acc)
-                    FK_RC_STEP(acc, acc2)
-                }
-                if (kb < nkb) {
-                    FK_RC_STEP(acc2, acc)
-                    fk_wgmma_wait<0>();
-                    FK_RC_DONE(acc2)
-                } else {
-                    fk_wgmma_wait<0>();
-                    FK_RC_DONE(acc)
-                }
+                FK_PIPE_K(acc, acc2, FK_RC_STEP, FK_RC_DONE, false)
 #undef FK_RC_STEP
 #undef FK_RC_DONE
             }
