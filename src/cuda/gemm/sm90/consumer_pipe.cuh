@@ -156,12 +156,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             fk_wgmma_wait<1>();                                                                      \
             FK_PIPE_RELEASE(pstage)                                                                  \
             fk_sm90_promote<true, S::NACC, SPLIT>(accf, OLD, v_lo * v_b, v_hi * v_b, v_lo * v_u, v_hi * v_u); \
-            pstage = stage;                                                                          \
-            fk_sm90_lag_step(p, wg, ++issued);                                                       \
-            if (++stage == S::STAGES) {                                                              \
-                stage = 0;                                                                           \
-                phase ^= 1u;                                                                         \
-            }                                                                                        \
+            FK_PIPE_NEXT(S::STAGES)                                                                  \
             if (SCL) {                                                                               \
                 v_lo = w_lo;                                                                         \
                 v_hi = w_hi;                                                                         \

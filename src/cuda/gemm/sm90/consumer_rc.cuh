@@ -135,12 +135,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
                                   fk_wgmma_desc_sw128(sb0 + stage * G::B_BYTES));                    \
             fk_wgmma_wait<1>();                                                                      \
             FK_RC_DONE(OLD)                                                                          \
-            pstage = stage;                                                                          \
-            fk_sm90_lag_step(p, wg, ++issued);                                                       \
-            if (++stage == S::STAGES) {                                                              \
-                stage = 0;                                                                           \
-                phase ^= 1u;                                                                         \
-            }                                                                                        \
+            FK_PIPE_NEXT(S::STAGES)                                                                  \
             kb++;                                                                                    \
         }
                 FK_PIPE_K(acc, acc2, FK_RC_STEP, FK_RC_DONE, false)

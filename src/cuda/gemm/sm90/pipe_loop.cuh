@@ -12,6 +12,16 @@
  * previous one's promotion), then two. A macro, so that each consumer's steps
  * stay its own code (as lambdas they changed the register allocation and
  * spilled in the grouped block kernel). */
+/* After a group was issued from `stage`: it becomes the group in flight (pstage),
+ * the lag counts it, the ring advances. */
+#define FK_PIPE_NEXT(STAGES)                                                                     \
+    pstage = stage;                                                                              \
+    fk_sm90_lag_step(p, wg, ++issued);                                                           \
+    if (++stage == (STAGES)) {                                                                   \
+        stage = 0;                                                                               \
+        phase ^= 1u;                                                                             \
+    }
+
 #define FK_PIPE_K(A0, A1, STEP, LAST, U8)                                                        \
     {                                                                                            \
         /* invariant at the loop heads: the group of kb - 1 is in A0 */                          \
