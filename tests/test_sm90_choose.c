@@ -80,11 +80,12 @@ static void test_hand_costed(void)
     p = pick(&a, &c);
     CHECK(p && p->tma_store == 2, "bias / activation: the second TMA-store kind");
 
-    /* block, 8192^3: 128 wide, 4096 tiles = 31 x 132 + 4, tail split in 4 */
+    /* block, 8192^3: 128 wide, 4096 tiles = 31 x 132 + 4, tail split in 4 (one turn of a quarter;
+     * the hand-off of 64 K blocks: 11.2 / 64 of a tile) */
     a = ask_of(8192, 8192, 8192, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
     p = pick(&a, &c);
     CHECK(p && p->bn == 128 && p->bm == 128 && p->cluster == 1, "8192^3 block: 128 x 128");
-    CHECK(near(c.cost, (31 + 0.25 + 0.35) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
+    CHECK(near(c.cost, (31 + 0.25 + 11.2 / 64) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
     /* the 256-row tile and the cluster are costed, not picked */
     fk_sm90_cand w2 = {128, 256, 1, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0, 0};
     fk_sm90_choice cw;
@@ -216,6 +217,7 @@ static void test_stream_k(void)
     CHECK(fk_sm90_sk_parts(-1, 76, 132, 32, &tail) == 0, "76 tiles, 32 K blocks: the hand-off eats the gain");
     CHECK(fk_sm90_sk_parts(-1, 112, 132, 144, &tail) == 0, "112 tiles on 132: no split pays");
     CHECK(fk_sm90_sk_parts(4, 60, 132, 16, &tail) == 4, "gemm_sk=4 on 60 tiles: 240 parts in two turns");
+    CHECK(fk_sm90_sk_parts(64, 100, 132, 200, &tail) == 5, "gemm_sk=64 on 100 tiles: at most four turns (5 parts)");
     CHECK(near(fk_sm90_sk_tail_cost(3, 76, 132, 40), 2.0 / 3 + 11.2 / 40), "tail cost, two turns");
     CHECK(near(fk_sm90_sk_tail_cost(3, 44, 132, 32), 1.0 / 3 + 0.35), "tail cost, one turn, short K");
     CHECK(near(fk_sm90_sk_tail_cost(1, 44, 132, 32), 1.0), "tail cost, whole tiles");

@@ -75,8 +75,12 @@ int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, in
     *tail = tiles > 0 && slots > 0 ? tiles % slots : 0;
     if (want == 0 || *tail == 0)
         return 0;
-    if (want > 0) /* (parts past one wave run in turn: every CTA does its writer parts first) */
-        return (want < nkb ? want : nkb) < 2 ? 0 : (want < nkb ? want : nkb);
+    if (want > 0) { /* (parts past one wave run in turns: every CTA does its writer parts first) */
+        int64_t s = want < nkb ? want : nkb;
+        if (s * *tail > 4 * slots) /* at most four turns (the workspace holds s - 1 partial tiles per tail tile) */
+            s = 4 * slots / *tail;
+        return s < 2 ? 0 : s;
+    }
     int64_t best = 0;
     double best_cost = 1.0; /* whole tiles: one more wave */
     const int64_t smax = nkb / 8 < FK_SK_MAX ? nkb / 8 : FK_SK_MAX;

@@ -70,7 +70,8 @@ enum { FK_SM90_DROP_CLUSTER = 1, FK_SM90_DROP_BM = 2, FK_SM90_DROP_BN = 4, FK_SM
  * slots) turns of 1 / s of a tile (a tail below one wave of parts: one turn).
  * s is the count in 2 .. min(nkb / 8, 4) of the cheapest tail
  * (fk_sm90_sk_tail_cost, ties to fewer parts) when that beats whole tiles,
- * or `want` (at most nkb) when > 0; 0 when under 2 or want is 0. *tail gets
+ * or `want` (at most nkb, and at most four turns) when > 0; 0 when under 2
+ * or want is 0. *tail gets
  * tail. */
 int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail);
 
