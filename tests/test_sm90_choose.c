@@ -80,11 +80,12 @@ static void test_hand_costed(void)
     p = pick(&a, &c);
     CHECK(p && p->tma_store == 2, "bias / activation: the second TMA-store kind");
 
-    /* block, 8192^3: 128 wide, 4096 tiles = 31 x 132 + 4, tail split in 4 */
+    /* block, 8192^3: 128 wide, 4096 tiles = 31 x 132 + 4, tail split in 4 (one turn of a quarter;
+     * the hand-off of 64 K blocks: 11.2 / 64 of a tile) */
     a = ask_of(8192, 8192, 8192, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
     p = pick(&a, &c);
     CHECK(p && p->bn == 128 && p->bm == 128 && p->cluster == 1, "8192^3 block: 128 x 128");
-    CHECK(near(c.cost, (31 + 0.25 + 0.35) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
+    CHECK(near(c.cost, (31 + 0.25 + 11.2 / 64) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
     /* the 256-row tile and the cluster are costed, not picked */
     fk_sm90_cand w2 = {128, 256, 1, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0, 0};
     fk_sm90_choice cw;
@@ -209,6 +210,17 @@ static void test_stream_k(void)
     CHECK(fk_sm90_sk_parts(-1, 660, 132, 64, &tail) == 0 && tail == 0, "full waves: no tail");
     CHECK(fk_sm90_sk_parts(-1, 16, 132, 64, &tail) == 4 && tail == 16, "16 tiles on 132: 4 parts each");
     CHECK(fk_sm90_sk_parts(9, 16, 132, 4, &tail) == 4, "parts at most the K blocks");
+    /* below one wave of parts: 76 tiles on 132 SMs, 3 parts each take two turns of a third
+     * (0.667 + 11.2 / 40 < 1); 112 tiles gain nothing from 2-4 parts; a forced count is kept
+     * whatever the turns */
+    CHECK(fk_sm90_sk_parts(-1, 76, 132, 40, &tail) == 3 && tail == 76, "76 tiles on 132, 40 K blocks: 3 parts");
+    CHECK(fk_sm90_sk_parts(-1, 76, 132, 32, &tail) == 0, "76 tiles, 32 K blocks: the hand-off eats the gain");
+    CHECK(fk_sm90_sk_parts(-1, 112, 132, 144, &tail) == 0, "112 tiles on 132: no split pays");
+    CHECK(fk_sm90_sk_parts(4, 60, 132, 16, &tail) == 4, "gemm_sk=4 on 60 tiles: 240 parts in two turns");
+    CHECK(fk_sm90_sk_parts(64, 100, 132, 200, &tail) == 5, "gemm_sk=64 on 100 tiles: at most four turns (5 parts)");
+    CHECK(near(fk_sm90_sk_tail_cost(3, 76, 132, 40), 2.0 / 3 + 11.2 / 40), "tail cost, two turns");
+    CHECK(near(fk_sm90_sk_tail_cost(3, 44, 132, 32), 1.0 / 3 + 0.35), "tail cost, one turn, short K");
+    CHECK(near(fk_sm90_sk_tail_cost(1, 44, 132, 32), 1.0), "tail cost, whole tiles");
     const fk_sm90_cand mx = {192, 128, 1, 1, FK_SM90_SCALE_MX, 0, 0, 0}, cl = {128, 128, 2, 4, 1, 0, 0, 0},
                        w2 = {128, 256, 1, 4, 1, 0, 0, 0}, ok = {128, 128, 1, 4, 1, 0, 0, 0};
     CHECK(!fk_sm90_sk_able(&mx) && !fk_sm90_sk_able(&cl) && !fk_sm90_sk_able(&w2) && fk_sm90_sk_able(&ok),

@@ -53,28 +53,51 @@ fk_sm90_ask fk_sm90_ask_of(int64_t m, int64_t n, int64_t nkb, int sms, int scali
     return a;
 }
 
+/* The hand-off of a split tail tile (partial tiles written and reduced through
+ * L2, the parts' uneven finish) in tiles: FK_SK_OVERHEAD of a tile, fitted
+ * to the stream-K runs in docs/perf.md (0.2-0.45, tiles of 16 to 32 K
+ * blocks), or FK_SK_OVERHEAD_KB K blocks' time where that is less (long K:
+ * the hand-off does not grow with K). */
+#define FK_SK_OVERHEAD 0.35
+#define FK_SK_OVERHEAD_KB 11.2
+#define FK_SK_MAX 4 /* parts per tile the planner tries */
+
+double fk_sm90_sk_tail_cost(int64_t s, int64_t tail, int64_t slots, int64_t nkb)
+{
+    if (s < 2 || tail <= 0 || slots <= 0 || nkb <= 0)
+        return tail > 0 ? 1.0 : 0.0;
+    const double over = FK_SK_OVERHEAD_KB / (double)nkb;
+    return (double)fk_cdiv(s * tail, slots) / (double)s + (over < FK_SK_OVERHEAD ? over : FK_SK_OVERHEAD);
+}
+
 int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)
 {
     *tail = tiles > 0 && slots > 0 ? tiles % slots : 0;
     if (want == 0 || *tail == 0)
         return 0;
-    int64_t s = want > 0 ? want : (nkb / 8 < 4 ? nkb / 8 : 4);
-    if (s > slots / *tail)
-        s = slots / *tail;
-    if (s > nkb)
-        s = nkb;
-    return s < 2 ? 0 : s;
+    if (want > 0) { /* (parts past one wave run in turns: every CTA does its writer parts first) */
+        int64_t s = want < nkb ? want : nkb;
+        if (s * *tail > 4 * slots) /* at most four turns (the workspace holds s - 1 partial tiles per tail tile) */
+            s = 4 * slots / *tail;
+        return s < 2 ? 0 : s;
+    }
+    int64_t best = 0;
+    double best_cost = 1.0; /* whole tiles: one more wave */
+    const int64_t smax = nkb / 8 < FK_SK_MAX ? nkb / 8 : FK_SK_MAX;
+    for (int64_t s = 2; s <= smax; s++) {
+        const double c = fk_sm90_sk_tail_cost(s, *tail, slots, nkb);
+        if (c < best_cost - 1e-9) {
+            best = s;
+            best_cost = c;
+        }
+    }
+    return best;
 }
 
 int fk_sm90_sk_able(const fk_sm90_cand *c)
 {
     return c->cluster <= 1 && c->scaling != FK_SM90_SCALE_MX && (c->bm <= 128);
 }
-
-/* What a tail tile split into s parts costs in tiles: its share of K, plus
- * the partial tiles written and reduced through L2 and the parts' uneven
- * finish (fitted to the stream-K runs in docs/perf.md: 0.2-0.45). */
-#define FK_SK_OVERHEAD 0.35
 
 void fk_sm90_item_grid(const fk_sm90_cand *c, int64_t m, int64_t n, int64_t *im, int64_t *in)
 {
@@ -102,7 +125,7 @@ double fk_sm90_cost(const fk_sm90_cand *c, const fk_sm90_ask *a, fk_sm90_choice 
     const int64_t waves = fk_cdiv(items, slots);
     int64_t tail = 0;
     const int64_t sk = fk_sm90_sk_able(c) ? fk_sm90_sk_parts(a->sk, items, slots, a->nkb, &tail) : 0;
-    const double eff = sk ? (double)(items / slots) + 1.0 / (double)sk + FK_SK_OVERHEAD : (double)waves;
+    const double eff = sk ? (double)(items / slots) + fk_sm90_sk_tail_cost(sk, tail, slots, a->nkb) : (double)waves;
     const double w = fk_sm90_weight(c);
     const double cost = eff * (bm / 128.0) * c->bn * w;
     if (out) {

@@ -66,9 +66,18 @@ enum { FK_SM90_DROP_CLUSTER = 1, FK_SM90_DROP_BM = 2, FK_SM90_DROP_BN = 4, FK_SM
 /* (gemm_mc is dropped with gemm_cluster) */
 
 /* Stream-K tail: with tiles = W x slots + tail work items, the tail tiles
- * are split along K into s parts on s SMs (s = min(slots / tail, nkb / 8,
- * 4), or `want` when > 0; 0 when under 2 or want is 0); *tail gets tail. */
+ * are split along K into s parts each; s x tail parts take ceil(s tail /
+ * slots) turns of 1 / s of a tile (a tail below one wave of parts: one turn).
+ * s is the count in 2 .. min(nkb / 8, 4) of the cheapest tail
+ * (fk_sm90_sk_tail_cost, ties to fewer parts) when that beats whole tiles,
+ * or `want` (at most nkb, and at most four turns) when > 0; 0 when under 2
+ * or want is 0. *tail gets
+ * tail. */
 int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail);
+
+/* The tail's time in tiles when each of its tiles is split into s parts (1:
+ * whole tiles, one more wave): the turns of parts plus the hand-off. */
+double fk_sm90_sk_tail_cost(int64_t s, int64_t tail, int64_t slots, int64_t nkb);
 
 /* Whether a candidate can run a stream-K tail (single-CTA 128-row tiles, not MX). */
 int fk_sm90_sk_able(const fk_sm90_cand *c);

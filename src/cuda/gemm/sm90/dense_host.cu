@@ -117,7 +117,7 @@ static void fk_sm90_sk_plan(int want, const fk_sm90_variant *v, int64_t tiles, i
         return;
     cfg->sk_parts = (int32_t)s;
     cfg->sk_tail = (int32_t)tail;
-    cfg->sk_grid = (int32_t)(tiles >= slots ? slots : tail * s);
+    cfg->sk_grid = (int32_t)(tiles >= slots || tail * s > slots ? slots : tail * s);
 }
 
 static size_t fk_sm90_sk_bytes(const fk_sm90_config *cfg)
