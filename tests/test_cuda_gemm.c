@@ -1236,11 +1236,11 @@ int main(int argc, char **argv)
           want_sk);
 
     /* stream-K tails of more parts than SMs: each SM runs more than one part, its writer parts
-     * first (a forced count on 60 tiles; the planner's own split of 76 tiles on a 114- or
-     * 132-SM device, 40 K blocks) */
+     * first (a forced count on 60 tiles; the planner's own split of 76 tiles in two turns on a
+     * 114- or 132-SM device, 96 K blocks) */
     g = base_case("sk 4 parts of 60 tiles (two turns)", 640, 1536, 2048); g.bn = "128"; g.sk = "4";
     g.want = "sk_parts=4 sk_tail=60"; run_case(&g);
-    g = base_case("sk planner's 3 parts of 76 tiles", 256, 4864, 5120); g.bn = "128"; g.bias = FP8KIT_BIAS_COL;
+    g = base_case("sk planner's 3 parts of 76 tiles", 256, 4864, 12288); g.bn = "128"; g.bias = FP8KIT_BIAS_COL;
     g.want = "sk_parts=3 sk_tail=76"; run_case(&g);
 
     /* plan cache: a second call of the same shape reuses the plan */

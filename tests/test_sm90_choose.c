@@ -210,15 +210,17 @@ static void test_stream_k(void)
     CHECK(fk_sm90_sk_parts(-1, 660, 132, 64, &tail) == 0 && tail == 0, "full waves: no tail");
     CHECK(fk_sm90_sk_parts(-1, 16, 132, 64, &tail) == 4 && tail == 16, "16 tiles on 132: 4 parts each");
     CHECK(fk_sm90_sk_parts(9, 16, 132, 4, &tail) == 4, "parts at most the K blocks");
-    /* below one wave of parts: 76 tiles on 132 SMs, 3 parts each take two turns of a third
-     * (0.667 + 11.2 / 40 < 1); 112 tiles gain nothing from 2-4 parts; a forced count is kept
+    /* below one wave of parts: 76 tiles on 132 SMs, 3 parts each take two turns of a third,
+     * each with its hand-off (2 (1/3 + 11.2 / 200) < 1); at 40 K blocks the hand-offs eat the
+     * gain (2 (1/3 + 0.28) > 1); 112 tiles gain nothing from 2-4 parts; a forced count is kept
      * whatever the turns */
-    CHECK(fk_sm90_sk_parts(-1, 76, 132, 40, &tail) == 3 && tail == 76, "76 tiles on 132, 40 K blocks: 3 parts");
-    CHECK(fk_sm90_sk_parts(-1, 76, 132, 32, &tail) == 0, "76 tiles, 32 K blocks: the hand-off eats the gain");
+    CHECK(fk_sm90_sk_parts(-1, 76, 132, 200, &tail) == 3 && tail == 76, "76 tiles on 132, 200 K blocks: 3 parts");
+    CHECK(fk_sm90_sk_parts(-1, 76, 132, 40, &tail) == 0, "76 tiles, 40 K blocks: two hand-offs eat the gain");
+    CHECK(fk_sm90_sk_parts(-1, 96, 132, 56, &tail) == 0, "96 tiles, 56 K blocks: three turns of 4 parts lose");
     CHECK(fk_sm90_sk_parts(-1, 112, 132, 144, &tail) == 0, "112 tiles on 132: no split pays");
     CHECK(fk_sm90_sk_parts(4, 60, 132, 16, &tail) == 4, "gemm_sk=4 on 60 tiles: 240 parts in two turns");
     CHECK(fk_sm90_sk_parts(64, 100, 132, 200, &tail) == 5, "gemm_sk=64 on 100 tiles: at most four turns (5 parts)");
-    CHECK(near(fk_sm90_sk_tail_cost(3, 76, 132, 40), 2.0 / 3 + 11.2 / 40), "tail cost, two turns");
+    CHECK(near(fk_sm90_sk_tail_cost(3, 76, 132, 40), 2.0 / 3 + 2 * 11.2 / 40), "tail cost, two turns");
     CHECK(near(fk_sm90_sk_tail_cost(3, 44, 132, 32), 1.0 / 3 + 0.35), "tail cost, one turn, short K");
     CHECK(near(fk_sm90_sk_tail_cost(1, 44, 132, 32), 1.0), "tail cost, whole tiles");
     const fk_sm90_cand mx = {192, 128, 1, 1, FK_SM90_SCALE_MX, 0, 0, 0}, cl = {128, 128, 2, 4, 1, 0, 0, 0},

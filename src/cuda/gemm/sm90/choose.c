@@ -54,10 +54,12 @@ fk_sm90_ask fk_sm90_ask_of(int64_t m, int64_t n, int64_t nkb, int sms, int scali
 }
 
 /* The hand-off of a split tail tile (partial tiles written and reduced through
- * L2, the parts' uneven finish) in tiles: FK_SK_OVERHEAD of a tile, fitted
- * to the stream-K runs in docs/perf.md (0.2-0.45, tiles of 16 to 32 K
- * blocks), or FK_SK_OVERHEAD_KB K blocks' time where that is less (long K:
- * the hand-off does not grow with K). */
+ * L2, the parts' uneven finish) in tiles, paid once per turn of parts:
+ * FK_SK_OVERHEAD of a tile, or FK_SK_OVERHEAD_KB K blocks' time where that
+ * is less (long K: the hand-off does not grow with K). Fitted to the
+ * stream-K rows of the dense sweep (docs/perf.md): one turn 0.2-0.45 of a
+ * tile; two or three turns of short-K parts cost more than a wave of whole
+ * tiles. */
 #define FK_SK_OVERHEAD 0.35
 #define FK_SK_OVERHEAD_KB 11.2
 #define FK_SK_MAX 4 /* parts per tile the planner tries */
@@ -66,8 +68,9 @@ double fk_sm90_sk_tail_cost(int64_t s, int64_t tail, int64_t slots, int64_t nkb)
 {
     if (s < 2 || tail <= 0 || slots <= 0 || nkb <= 0)
         return tail > 0 ? 1.0 : 0.0;
-    const double over = FK_SK_OVERHEAD_KB / (double)nkb;
-    return (double)fk_cdiv(s * tail, slots) / (double)s + (over < FK_SK_OVERHEAD ? over : FK_SK_OVERHEAD);
+    const double kb = FK_SK_OVERHEAD_KB / (double)nkb, over = kb < FK_SK_OVERHEAD ? kb : FK_SK_OVERHEAD;
+    const int64_t turns = fk_cdiv(s * tail, slots);
+    return (double)turns * (1.0 / (double)s + over);
 }
 
 int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail)

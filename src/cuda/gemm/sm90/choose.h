@@ -76,7 +76,8 @@ enum { FK_SM90_DROP_CLUSTER = 1, FK_SM90_DROP_BM = 2, FK_SM90_DROP_BN = 4, FK_SM
 int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail);
 
 /* The tail's time in tiles when each of its tiles is split into s parts (1:
- * whole tiles, one more wave): the turns of parts plus the hand-off. */
+ * whole tiles, one more wave): each turn of parts is 1 / s of a tile plus
+ * the hand-off. */
 double fk_sm90_sk_tail_cost(int64_t s, int64_t tail, int64_t slots, int64_t nkb);
 
 /* Whether a candidate can run a stream-K tail (single-CTA 128-row tiles, not MX). */
