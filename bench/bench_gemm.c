@@ -5,7 +5,7 @@
  * 1x128/128x128 block scales. Median of N CUDA-event timings after warm-up,
  * L2 flushed before each timing. Prints a table and writes one JSON line per
  * row (op, case, shape, ours, peer, peer_name, ratio, unit, device, date,
- * commit) to --json FILE.
+ * commit, and the plan fp8kit_gemm_describe gives) to --json FILE.
  * Mode bias_gelu (8192^3 only): bias per column + gelu_tanh + bf16 output,
  * against cuBLASLt's CUBLASLT_EPILOGUE_GELU_BIAS, with the overhead over our
  * plain tensor-scaled kernel timed in turn with it.
@@ -805,6 +805,10 @@ int main(int argc, char **argv)
                 fprintf(jf, ", \"ours_plain_us\": %.2f, \"overhead_pct\": %.2f", ours_plain * 1e3, over);
             if (jf && whole > 0)
                 fprintf(jf, ", \"workspace_bytes\": %zu, \"whole_tiles_us\": %.2f", wsb, whole * 1e3);
+            char plan[256];
+            if (jf && fp8kit_gemm_describe(fc.ctx, &fc.desc, &fc.args, plan, sizeof plan) == FP8KIT_OK &&
+                !strchr(plan, '"') && !strchr(plan, '\\'))
+                fprintf(jf, ", \"plan\": \"%s\"", plan);
             if (jf)
                 fprintf(jf, "}\n");
         }
