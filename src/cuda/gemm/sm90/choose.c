@@ -11,8 +11,8 @@ static int64_t fk_cdiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 
 /* Relative time per output column of a tile on a full device, by design
  * (docs/perf.md, "How the planner chooses", lists the runs behind each):
  * - plain fp8: 128-wide tiles do about 15% less per column than 192 or 256
- *   (256 a little more than 192); 64 does 20% less than 128 (its tiles
- *   load as many bytes of A per column twice over: the forced-width sweep
+ *   (256 a little more than 192); 64 costs 30% more per column than 128
+ *   (each of its columns loads twice the bytes of A: the forced-width sweep
  *   at M 256-1024 in docs/perf.md);
  * - the f16 operands (precise fp32 output): 128 runs the pipelined consumer
  *   and is only ~3% behind 192;
@@ -28,7 +28,7 @@ double fk_sm90_weight(const fk_sm90_cand *c)
     if (c->scaling == FK_SM90_SCALE_PLAIN && c->ops == FK_SM90_F16)
         w = c->bn >= 192 ? 1.0 : 1.03;
     else if (c->scaling == FK_SM90_SCALE_PLAIN)
-        w = c->bn >= 256 ? 0.98 : c->bn >= 192 ? 1.0 : c->bn >= 128 ? 1.15 : 1.38;
+        w = c->bn >= 256 ? 0.98 : c->bn >= 192 ? 1.0 : c->bn >= 128 ? 1.15 : 1.5;
     else if (c->scaling == FK_SM90_SCALE_MX)
         w = c->bn >= 192 ? 1.0 : 1.10;
     else
