@@ -94,6 +94,21 @@ static void test_hand_costed(void)
     fk_sm90_cand c2 = {128, 128, 2, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0, 0};
     CHECK(near(fk_sm90_cost(&c2, &a, &cw), 32 * 128 * 1.05) && cw.slots == 66, "8192^3 block: the cluster's cost");
 
+    /* plain fp8 on a device the 128-wide tiles do not fill: 64-wide tiles weigh 1.5 (each column
+     * loads twice the bytes of A), so long K at M 256-512 keeps 128 or 192 wide (the forced-width
+     * sweep: 64 wide ran 0.6-0.8x cuBLASLt there, 128 wide 0.96-1.0x) */
+    a = ask_of(256, 7168, 16384, 132, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 4);
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128 && c.sk_parts == 0, "256x7168x16384 plain: 128 wide, whole tiles");
+    fk_sm90_cand c64 = {64, 128, 1, 4, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0, 0};
+    /* 64 wide: 224 tiles, a tail of 92 that no split of 2-4 parts pays for (2, 3 or 3 turns), two
+     * waves; 128 wide: 112 tiles, one wave (cost 128 x 1.15) */
+    CHECK(near(fk_sm90_cost(&c64, &a, NULL), 2 * 64 * 1.5) && near(c.cost, 128 * 1.15),
+          "256x7168x16384 plain: the 64-wide cost %.3f, the pick's %.3f", fk_sm90_cost(&c64, &a, NULL), c.cost);
+    a = ask_of(512, 4096, 7168, 132, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0);
+    p = pick(&a, &c);
+    CHECK(p && p->bn == 128, "512x4096x7168 plain fast: 128 wide");
+
     /* a device the 128-wide tiles do not fill: 64 wide (more SMs busy) */
     a = ask_of(256, 1024, 4096, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
     p = pick(&a, &c);
