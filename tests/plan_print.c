@@ -1,16 +1,16 @@
-/* bench_plan.c - the dense sm90 planner's pick for shapes on a device of any SM count, without a
+/* plan_print.c - the dense sm90 planner's pick for shapes on a device of any SM count, without a
  * GPU: the library's own variant table and cost model (src/cuda/gemm/sm90/choose.c), as a call
  * without tuning keys would see them. For each shape: the pick (tile, cluster, store kind, stream-K
  * parts) and its cost, and with --all every fitting candidate's cost, cheapest first. The planner
  * of a real call also weighs what only the call knows (TMA-store eligibility, a fused 1x128 output,
  * the small-M family for M <= 128): fp8kit_gemm_describe on a GPU prints that plan.
- * Usage: bench_plan [--sms N] [--mode tensor|tensor_fast|row|block|staged|mx|f16] [--ts 0|1|2]
+ * Usage: plan_print [--sms N] [--mode tensor|tensor_fast|row|block|staged|mx|f16] [--ts 0|1|2]
  *                   [--all] MxNxK ...
  *   --sms (default 132, an H100 / H200 SXM), --mode (default tensor; row scales plan as tensor),
  *   --ts: the TMA-store kind the call may use (default 1: bf16 output, no bias or activation;
  *   2: with them; 0: none).
- * Build: part of the CMake tree (bench/bench_*.c), CUDA enabled (the variant table is the CUDA
- * backend's). */
+ * Build: with the tests, CUDA builds only (the variant table is the CUDA backend's); it reads the
+ * library's internals, so it lives beside the tests, not in bench/ (which uses the public API). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,19 +74,19 @@ int main(int argc, char **argv)
                 if (strcmp(optarg, k_modes[i].name) == 0)
                     md = &k_modes[i];
             if (!md) {
-                fprintf(stderr, "bench_plan: unknown mode '%s'\n", optarg);
+                fprintf(stderr, "plan_print: unknown mode '%s'\n", optarg);
                 return 2;
             }
             break;
         }
         default:
-            fprintf(stderr, "usage: bench_plan [--sms N] [--mode tensor|tensor_fast|row|block|staged|mx|f16] "
+            fprintf(stderr, "usage: plan_print [--sms N] [--mode tensor|tensor_fast|row|block|staged|mx|f16] "
                             "[--ts 0|1|2] [--all] MxNxK ...\n");
             return o == 'h' ? 0 : 2;
         }
     }
     if (sms < 1 || sms > 1024 || ts < 0 || ts > 2 || optind >= argc) {
-        fprintf(stderr, "bench_plan: needs 1 <= --sms <= 1024, --ts 0-2 and at least one MxNxK shape\n");
+        fprintf(stderr, "plan_print: needs 1 <= --sms <= 1024, --ts 0-2 and at least one MxNxK shape\n");
         return 2;
     }
     fk_sm90_cand cands[256];
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++) {
         long long m = 0, n = 0, k = 0;
         if (sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) != 3 || m < 1 || n < 1 || k < 1) {
-            fprintf(stderr, "bench_plan: '%s' is not a shape MxNxK\n", argv[i]);
+            fprintf(stderr, "plan_print: '%s' is not a shape MxNxK\n", argv[i]);
             return 2;
         }
         fk_sm90_ask a = fk_sm90_ask_of(m, n, (md->ops == FK_SM90_F16 ? 2 * k + 127 : k + 127) / 128, sms,
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 #else
 int main(void)
 {
-    printf("bench_plan: built without CUDA (the variant table is the CUDA backend's), nothing to print\n");
+    printf("plan_print: built without CUDA (the variant table is the CUDA backend's), nothing to print\n");
     return 0;
 }
 #endif
