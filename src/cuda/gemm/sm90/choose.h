@@ -71,8 +71,7 @@ enum { FK_SM90_DROP_CLUSTER = 1, FK_SM90_DROP_BM = 2, FK_SM90_DROP_BN = 4, FK_SM
  * s is the count in 2 .. min(nkb / 8, 4) of the cheapest tail
  * (fk_sm90_sk_tail_cost, ties to fewer parts) when that beats whole tiles,
  * or `want` (at most nkb, and at most four turns) when > 0; 0 when under 2
- * or want is 0. *tail gets
- * tail. */
+ * or want is 0. *tail gets tail. */
 int64_t fk_sm90_sk_parts(int want, int64_t tiles, int64_t slots, int64_t nkb, int64_t *tail);
 
 /* The tail's time in tiles when each of its tiles is split into s parts (1:

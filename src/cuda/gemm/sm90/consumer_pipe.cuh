@@ -139,12 +139,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 fk_sm90_issue<BN, AB>(acc0, fk_sm90_desc_at(da0, stage * S::A_BYTES),
                                       fk_sm90_desc_at(db0, stage * S::B_BYTES));
                 FK_PIPE_TAB(v_lo, v_hi, v_b, 0)
-                int pstage = stage; /* stage of the group in flight */
-                fk_sm90_lag_step(p, wg, ++issued);
-                if (++stage == S::STAGES) {
-                    stage = 0;
-                    phase ^= 1u;
-                }
+                int pstage; /* stage of the group in flight */
+                FK_PIPE_NEXT(S::STAGES)
                 /* Step kb: issue kb into one set, wait for kb - 1 in the other,
                  * promote it, release its stage, shift the scale registers. */
 #define FK_PIPE_STEP(NEW, OLD)                                                                   \

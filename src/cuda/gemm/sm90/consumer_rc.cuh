@@ -114,12 +114,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
                 fk_mbar_wait(full0 + 8 * stage, phase);
                 fk_sm90_issue<BN, AB>(acc, fk_wgmma_desc_sw128(wa + stage * G::A_BYTES),
                                       fk_wgmma_desc_sw128(sb0 + stage * G::B_BYTES));
-                int pstage = stage;
-                fk_sm90_lag_step(p, wg, ++issued);
-                if (++stage == S::STAGES) {
-                    stage = 0;
-                    phase ^= 1u;
-                }
+                int pstage; /* stage of the group in flight */
+                FK_PIPE_NEXT(S::STAGES)
 #define FK_RC_DONE(OLD)                                                                          \
         {                                                                                            \
             if (lane == 0)                                                                           \
