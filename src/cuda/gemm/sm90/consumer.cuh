@@ -32,6 +32,9 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
     int stage = 0;
     uint32_t phase = 0;
     int issued = 0; /* stages this warpgroup has issued (for the lag) */
+    /* this warpgroup's first-stage descriptors, advanced by fk_sm90_desc_at */
+    const uint64_t da0 = fk_wgmma_desc_sw128(sa0 + (GLU ? 0 : wg * 64 * FK_GEMM_BK)),
+                   db0 = fk_wgmma_desc_sw128(sb0 + (GLU ? wg * BN * FK_GEMM_BK : 0));
     fk_sm90_lag_start(p, wg);
     fk_sm90_walk<CL, GR, 1, GLU ? 64 : FK_GEMM_BM> w;
     for (; w.more(p); w.t += w.step) {
@@ -86,8 +89,8 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 }
             }
             fk_mbar_wait(full0 + 8 * stage, phase);
-            const uint32_t a_base = sa0 + stage * S::A_BYTES + (GLU ? 0 : wg * 64 * FK_GEMM_BK);
-            const uint32_t b_base = sb0 + stage * S::B_BYTES + (GLU ? wg * BN * FK_GEMM_BK : 0);
+            const uint64_t da = fk_sm90_desc_at(da0, stage * S::A_BYTES),
+                           db = fk_sm90_desc_at(db0, stage * S::B_BYTES);
 #pragma unroll
             for (int ks = 0; ks < KSTEPS; ks++) {
                 const bool first = PROMO ? (ks % PROMO == 0) : (ks == 0);
@@ -98,8 +101,7 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                     fk_wgmma_fence();
                 }
                 const int sd = PROMO ? (ks % PROMO != 0) : (kb > 0 || ks > 0);
-                fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a_base + ks * 32),
-                                      fk_wgmma_desc_sw128(b_base + ks * 32), sd);
+                fk_wgmma<BN, AB>::mma(acc, fk_sm90_desc_at(da, ks * 32), fk_sm90_desc_at(db, ks * 32), sd);
                 if (PROMO && (ks + 1) % PROMO == 0) {
                     fk_wgmma_commit();
 #pragma unroll

@@ -10,15 +10,16 @@
 #include "cuda/gemm/sm90/mx_math.cuh"
 
 #ifdef FK_SM90_DEVICE
-/* One wgmma k32 step into acc (overwriting it), committed as its own group. */
+/* One wgmma k32 step into acc (overwriting it), committed as its own group;
+ * da / db: the step's A and B descriptors. */
 template <int BN, int AB, int NACC>
-static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint32_t a, uint32_t b)
+static __device__ __forceinline__ void fk_mx_issue(float (&acc)[NACC], uint64_t da, uint64_t db)
 {
 #pragma unroll
     for (int i = 0; i < NACC; i++)
         fk_reg_fence(acc[i]);
     fk_wgmma_fence();
-    fk_wgmma<BN, AB>::mma(acc, fk_wgmma_desc_sw128(a), fk_wgmma_desc_sw128(b), 0);
+    fk_wgmma<BN, AB>::mma(acc, da, db, 0);
     fk_wgmma_commit();
 }
 
@@ -78,7 +79,9 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5, lane = tid & 31;
     const int rl = wg * 64 + warp * 16 + (lane >> 2), cq = 2 * (lane & 3);
-    const uint32_t wa = sa0 + wg * 64 * FK_GEMM_BK; /* this warpgroup's 64 rows of A */
+    /* the first stage's descriptors of this warpgroup's 64 rows of A and of B, advanced by
+     * fk_sm90_desc_at */
+    const uint64_t da0 = fk_wgmma_desc_sw128(sa0 + wg * 64 * FK_GEMM_BK), db0 = fk_wgmma_desc_sw128(sb0);
     /* PIPE: the pipelined K-grouped loop (its second accumulator set) */
     constexpr bool PIPE = KG && BN <= 128;
     float acc[G::NACC], accf[G::NACC], acc2[PIPE ? G::NACC : 1];
@@ -112,8 +115,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
             const int nkb = w.kb1 - w.kb0;
             if (nkb > 0) {
                 fk_mbar_wait(full0 + 8 * stage, phase);
-                fk_sm90_issue<BN, AB>(acc, fk_wgmma_desc_sw128(wa + stage * G::A_BYTES),
-                                      fk_wgmma_desc_sw128(sb0 + stage * G::B_BYTES));
+                fk_sm90_issue<BN, AB>(acc, fk_sm90_desc_at(da0, stage * G::A_BYTES),
+                                      fk_sm90_desc_at(db0, stage * G::B_BYTES));
                 int pstage; /* stage of the group in flight */
                 FK_PIPE_NEXT(S::STAGES)
 #define FK_RC_DONE(OLD)                                                                          \
@@ -127,8 +130,8 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
 #define FK_RC_STEP(NEW, OLD)                                                                     \
         {                                                                                            \
             fk_mbar_wait(full0 + 8 * stage, phase);                                                  \
-            fk_sm90_issue<BN, AB>(NEW, fk_wgmma_desc_sw128(wa + stage * G::A_BYTES),                 \
-                                  fk_wgmma_desc_sw128(sb0 + stage * G::B_BYTES));                    \
+            fk_sm90_issue<BN, AB>(NEW, fk_sm90_desc_at(da0, stage * G::A_BYTES),                     \
+                                  fk_sm90_desc_at(db0, stage * G::B_BYTES));                         \
             fk_wgmma_wait<1>();                                                                      \
             FK_RC_DONE(OLD)                                                                          \
             FK_PIPE_NEXT(S::STAGES)                                                                  \
@@ -142,7 +145,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
         for (int kb = w.kb0; kb < w.kb1; kb++) {
             fk_mbar_wait(full0 + 8 * stage, phase);
             const float *area = (const float *)(sc0 + stage * S::SC_BYTES);
-            const uint32_t a = wa + stage * G::A_BYTES, b = sb0 + stage * G::B_BYTES;
+            const uint64_t da = fk_sm90_desc_at(da0, stage * G::A_BYTES), db = fk_sm90_desc_at(db0, stage * G::B_BYTES);
             bool one = true, slow = false;
             if (!KG) {
                 slow = fk_mx_slow<BN, NQ>(area);
@@ -152,7 +155,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
              * wgmma group is done, before the promotion; its scale area
              * (read by the promotion) after it */
             if (one) {
-                fk_sm90_issue<BN, AB>(acc, fk_wgmma_desc_sw128(a), fk_wgmma_desc_sw128(b));
+                fk_sm90_issue<BN, AB>(acc, da, db);
                 fk_wgmma_wait<0>();
                 if (lane == 0)
                     fk_mbar_arrive(empty0 + 8 * stage);
@@ -160,7 +163,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_rc(const fk_gemm_params 
             } else {
 #pragma unroll 1
                 for (int ks = 0; ks < 4; ks++) {
-                    fk_mx_issue<BN, AB>(acc, a + 32 * ks, b + 32 * ks);
+                    fk_mx_issue<BN, AB>(acc, fk_sm90_desc_at(da, 32 * ks), fk_sm90_desc_at(db, 32 * ks));
                     fk_wgmma_wait<0>();
                     if (ks == 3 && lane == 0)
                         fk_mbar_arrive(empty0 + 8 * stage);

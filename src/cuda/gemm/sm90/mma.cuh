@@ -8,13 +8,15 @@
 
 #ifdef FK_SM90_DEVICE
 /* The descriptor of the tile off bytes (a multiple of 16) past the one d
- * describes: only the start address field, in the low word, changes (shared
- * memory addresses stay below 2^18, so it cannot carry). One integer add on
- * a descriptor the consumer computed once, instead of building each from an
- * address. */
+ * describes: only the start address field, in the low bits, changes (shared
+ * memory addresses stay below 2^18, so the add cannot carry out of it). One
+ * 64-bit add on a descriptor the consumer computed once, instead of building
+ * each from an address: ptxas emits it as one uniform 64-bit add, where
+ * adding to the low word alone made it rewrite the constant high word
+ * before every wgmma. */
 static __device__ __forceinline__ uint64_t fk_sm90_desc_at(uint64_t d, uint32_t off)
 {
-    return (d & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)d + (off >> 4));
+    return d + (uint64_t)(off >> 4);
 }
 
 /* Issues the 4 k32 wgmma steps of one stage into acc (overwriting it) and

@@ -46,6 +46,7 @@
 #include <string.h>
 #include "cuda/cuda_state.h"
 #include "cuda/gemm/sm90/epilogue_op.cuh"
+#include "cuda/gemm/sm90/mma.cuh"
 #include "cuda/gemm/family.h"
 #include "cuda/gemm/sm90/small.h"
 #include "cuda/gemm/store.h"
@@ -294,18 +295,20 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
         if (wg < q.w) {
             /* the A sharer's empty barrier (same offset), for mc == 2 */
             const uint32_t peer = (uint32_t)((j ^ 1) * split + sr);
+            /* the first stage's descriptors of this warpgroup's operands (B's rows take the
+             * wgmma A slot), advanced by fk_sm90_desc_at */
+            const uint64_t da0 = fk_wgmma_desc_sw128(sb0 + (CS ? 0 : wg * 64 * 128)),
+                           db0 = fk_wgmma_desc_sw128(sa0 + (CS ? wg * NW * 128 : 0));
             /* 4 wgmma of one K block into accumulator set d (zeroed by the first) */
             auto issue = [&](float *d, int st) {
-                const uint32_t a_base = sb0 + st * bslot + (CS ? 0 : wg * 64 * 128);
-                const uint32_t b_base = sa0 + st * aslot + (CS ? wg * NW * 128 : 0);
+                const uint64_t da = fk_sm90_desc_at(da0, st * bslot), db = fk_sm90_desc_at(db0, st * aslot);
 #pragma unroll
                 for (int e = 0; e < NACC; e++)
                     fk_reg_fence(d[e]);
                 fk_wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < FK_GEMM_BK / 32; ks++)
-                    fk_small_mma<NW, WAB>(d, fk_wgmma_desc_sw128(a_base + ks * 32),
-                                          fk_wgmma_desc_sw128(b_base + ks * 32), ks > 0);
+                    fk_small_mma<NW, WAB>(d, fk_sm90_desc_at(da, ks * 32), fk_sm90_desc_at(db, ks * 32), ks > 0);
                 fk_wgmma_commit();
 #pragma unroll
                 for (int e = 0; e < NACC; e++)
