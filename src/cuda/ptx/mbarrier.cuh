@@ -56,17 +56,21 @@ FK_DEV void fk_cp_async_mbar_arrive(uint32_t bar)
 #endif
 }
 
-/* Spins until the phase with the given parity has completed. */
+/* Waits until the phase with the given parity has completed. The suspend
+ * time hint (10 ms, CUTLASS's value) lets a warp whose try_wait finds the
+ * phase open sleep until the barrier completes (NANOSLEEP.SYNCS) instead of
+ * re-issuing the wait, which takes issue slots from the warps it shares a
+ * scheduler with. */
 FK_DEV void fk_mbar_wait(uint32_t bar, uint32_t parity)
 {
 #ifdef FK_SM90_DEVICE
     asm volatile("{\n\t"
                  ".reg .pred done;\n\t"
                  "FK_WAIT_%=:\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n\t"
                  "@!done bra FK_WAIT_%=;\n\t"
                  "}" ::"r"(bar),
-                 "r"(parity)
+                 "r"(parity), "r"(10000000u)
                  : "memory");
 #endif
 }
