@@ -63,11 +63,12 @@ static void test_hand_costed(void)
     fk_sm90_choice c;
     /* plain e4m3, 4096^3, 132 SMs: 128 wide is 1024 tiles, 8 waves (a tail of
      * 100 cannot split): 8 x 128 x 1.15; 192 wide is 704 tiles = 5 x 132 +
-     * 44, the tail split in 3: (5 + 1/3 + 0.35) x 192 */
+     * 44, the tail split in 3: (5 + 1/3 + 0.45) x 192 (the hand-off: 5 K blocks per part, at most
+     * 0.45 of a tile) */
     fk_sm90_ask a = ask_of(4096, 4096, 4096, 132, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 4);
     const fk_sm90_cand *p = pick(&a, &c);
     CHECK(p && p->bn == 192 && p->tma_store == 0 && p->cluster == 1, "4096^3 plain: 192 wide");
-    CHECK(near(c.cost, (5 + 1.0 / 3 + 0.35) * 192) && c.items == 704 && c.waves == 6 && c.sk_parts == 3,
+    CHECK(near(c.cost, (5 + 1.0 / 3 + 0.45) * 192) && c.items == 704 && c.waves == 6 && c.sk_parts == 3,
           "4096^3 plain: cost %.3f items %lld waves %lld parts %lld", c.cost, (long long)c.items, (long long)c.waves,
           (long long)c.sk_parts);
     fk_sm90_cand c128 = {128, 128, 1, 4, FK_SM90_SCALE_PLAIN, FK_SM90_E4M3_E4M3, 0, 0};
@@ -81,11 +82,11 @@ static void test_hand_costed(void)
     CHECK(p && p->tma_store == 2, "bias / activation: the second TMA-store kind");
 
     /* block, 8192^3: 128 wide, 4096 tiles = 31 x 132 + 4, tail split in 4 (one turn of a quarter;
-     * the hand-off of 64 K blocks: 11.2 / 64 of a tile) */
+     * the hand-off of 4 parts of 64 K blocks: 20 / 64 of a tile) */
     a = ask_of(8192, 8192, 8192, 132, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 4);
     p = pick(&a, &c);
     CHECK(p && p->bn == 128 && p->bm == 128 && p->cluster == 1, "8192^3 block: 128 x 128");
-    CHECK(near(c.cost, (31 + 0.25 + 11.2 / 64) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
+    CHECK(near(c.cost, (31 + 0.25 + 20.0 / 64) * 128) && c.sk_parts == 4, "8192^3 block: cost %.3f", c.cost);
     /* the 256-row tile and the cluster are costed, not picked */
     fk_sm90_cand w2 = {128, 256, 1, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, 0, 0};
     fk_sm90_choice cw;
@@ -226,8 +227,8 @@ static void test_stream_k(void)
     CHECK(fk_sm90_sk_parts(-1, 16, 132, 64, &tail) == 4 && tail == 16, "16 tiles on 132: 4 parts each");
     CHECK(fk_sm90_sk_parts(9, 16, 132, 4, &tail) == 4, "parts at most the K blocks");
     /* below one wave of parts: 76 tiles on 132 SMs, 3 parts each take two turns of a third,
-     * each with its hand-off (2 (1/3 + 11.2 / 200) < 1); at 40 K blocks the hand-offs eat the
-     * gain (2 (1/3 + 0.28) > 1); 112 tiles gain nothing from 2-4 parts; a forced count is kept
+     * each with its hand-off (2 (1/3 + 15 / 200) < 1); at 40 K blocks the hand-offs eat the
+     * gain (2 (1/3 + 15 / 40) > 1); 112 tiles gain nothing from 2-4 parts; a forced count is kept
      * whatever the turns */
     CHECK(fk_sm90_sk_parts(-1, 76, 132, 200, &tail) == 3 && tail == 76, "76 tiles on 132, 200 K blocks: 3 parts");
     CHECK(fk_sm90_sk_parts(-1, 76, 132, 40, &tail) == 0, "76 tiles, 40 K blocks: two hand-offs eat the gain");
@@ -235,8 +236,9 @@ static void test_stream_k(void)
     CHECK(fk_sm90_sk_parts(-1, 112, 132, 144, &tail) == 0, "112 tiles on 132: no split pays");
     CHECK(fk_sm90_sk_parts(4, 60, 132, 16, &tail) == 4, "gemm_sk=4 on 60 tiles: 240 parts in two turns");
     CHECK(fk_sm90_sk_parts(64, 100, 132, 200, &tail) == 5, "gemm_sk=64 on 100 tiles: at most four turns (5 parts)");
-    CHECK(near(fk_sm90_sk_tail_cost(3, 76, 132, 40), 2.0 / 3 + 2 * 11.2 / 40), "tail cost, two turns");
-    CHECK(near(fk_sm90_sk_tail_cost(3, 44, 132, 32), 1.0 / 3 + 0.35), "tail cost, one turn, short K");
+    CHECK(near(fk_sm90_sk_tail_cost(3, 76, 132, 40), 2.0 / 3 + 2 * 15.0 / 40), "tail cost, two turns");
+    CHECK(near(fk_sm90_sk_tail_cost(3, 44, 132, 32), 1.0 / 3 + 0.45), "tail cost, one turn, short K (capped)");
+    CHECK(near(fk_sm90_sk_tail_cost(2, 44, 132, 200), 0.5 + 10.0 / 200), "tail cost, one turn, long K");
     CHECK(near(fk_sm90_sk_tail_cost(1, 44, 132, 32), 1.0), "tail cost, whole tiles");
     const fk_sm90_cand mx = {192, 128, 1, 1, FK_SM90_SCALE_MX, 0, 0, 0}, cl = {128, 128, 2, 4, 1, 0, 0, 0},
                        w2 = {128, 256, 1, 4, 1, 0, 0, 0}, ok = {128, 128, 1, 4, 1, 0, 0, 0};

@@ -57,20 +57,21 @@ fk_sm90_ask fk_sm90_ask_of(int64_t m, int64_t n, int64_t nkb, int sms, int scali
 
 /* The hand-off of a split tail tile (partial tiles written and reduced through
  * L2, the parts' uneven finish) in tiles, paid once per turn of parts:
- * FK_SK_OVERHEAD of a tile, or FK_SK_OVERHEAD_KB K blocks' time where that
- * is less (long K: the hand-off does not grow with K). Fitted to the
- * stream-K rows of the dense sweep (docs/perf.md): one turn 0.2-0.45 of a
- * tile; two or three turns of short-K parts cost more than a wave of whole
- * tiles. */
-#define FK_SK_OVERHEAD 0.35
-#define FK_SK_OVERHEAD_KB 11.2
+ * FK_SK_OVERHEAD_KB K blocks' time per part, at most FK_SK_OVERHEAD of a
+ * tile. Fitted to the stream-K rows of the dense sweep, each timed beside the
+ * same plan on whole tiles, and to its forced-width rows (docs/perf.md): one
+ * turn costs 0.35-0.5 of a tile at 40-64 K blocks with 3-4 parts, 0.2-0.25
+ * with 2, about 0.1-0.2 at 128-224 K blocks; two or three turns of short-K
+ * parts cost more than a wave of whole tiles. */
+#define FK_SK_OVERHEAD 0.45
+#define FK_SK_OVERHEAD_KB 5.0
 #define FK_SK_MAX 4 /* parts per tile the planner tries */
 
 double fk_sm90_sk_tail_cost(int64_t s, int64_t tail, int64_t slots, int64_t nkb)
 {
     if (s < 2 || tail <= 0 || slots <= 0 || nkb <= 0)
         return tail > 0 ? 1.0 : 0.0;
-    const double kb = FK_SK_OVERHEAD_KB / (double)nkb, over = kb < FK_SK_OVERHEAD ? kb : FK_SK_OVERHEAD;
+    const double kb = FK_SK_OVERHEAD_KB * (double)s / (double)nkb, over = kb < FK_SK_OVERHEAD ? kb : FK_SK_OVERHEAD;
     const int64_t turns = fk_cdiv(s * tail, slots);
     return (double)turns * (1.0 / (double)s + over);
 }
