@@ -76,12 +76,20 @@ typedef struct fk_small_shape {
  * faster on every swept shape (mean 1.017 of the best launch shape against
  * 1.056; 1x2112x7168 9.9 vs 12.1 us, 1x1536x7168 8.3 vs 11.8). */
 #define FK_SMALL_KB_FLOOR 7500.0
+
+/* Waves of a launch shape: its clusters over the clusters that fit at once. */
+static int64_t fk_small_waves(int64_t n, fk_small_shape c, int64_t slots)
+{
+    const int64_t clusters = ((n + c.r - 1) / c.r + c.mc - 1) / c.mc;
+    return slots > 0 ? (clusters + slots - 1) / slots : clusters;
+}
+
 static double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c, int64_t slots,
                             int64_t sms)
 {
     const int64_t bands = (n + c.r - 1) / c.r;
     const int64_t clusters = (bands + c.mc - 1) / c.mc;
-    const int64_t waves = (clusters + slots - 1) / slots;
+    const int64_t waves = fk_small_waves(n, c, slots);
     const int64_t active = (clusters < slots ? clusters : slots) * c.split * c.mc;
     const int bw = c.r > 64 ? 2 : 1;
     double share = sms > 0 ? (double)active / (double)sms : 1.0;
@@ -152,6 +160,13 @@ static int fk_small_preferred(const fk_gemm_job *job, const fk_tuning *tu, int s
     return !(job->n * job->k < ((int64_t)1 << 20) || tu->gemm_promo != FK_AUTO || tu->gemm_bn != FK_AUTO ||
              (job->m > 64 && (job->n + 63) / 64 * 4 >= (int64_t)sm_count * 3 && job->k < 7168) ||
              (job->m > 32 && (job->n + 127) / 128 >= (int64_t)sm_count && job->k <= 2048));
+}
+
+/* Whether none of the small family's launch-shape tunings is set. */
+static int fk_small_free(const fk_tuning *tu)
+{
+    return tu->small_r == FK_AUTO && tu->small_split == FK_AUTO && tu->small_mc == FK_AUTO &&
+           tu->small_cs == FK_AUTO && tu->small_mh == FK_AUTO;
 }
 
 /* Raises the shared-memory limit of the small variants vi[0] (and vi[1]
@@ -241,6 +256,16 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
                         tu->small_cs == FK_AUTO ? 0 : tu->small_cs ? 1 : -1, &c);
     if (c.r == 0)
         FK_SMALL_DECLINE("small_r / small_split / small_mc / small_cs do not fit this shape");
+    /* Left to the general kernel when the small plan needs more than one
+     * wave of CTAs (two for M <= 64): with that many bands the general
+     * kernel's tiles fill the SMs and stream B once per 128 rows of A
+     * (H200, 2026-11-29: 128x10240x8192 46.5 us small, 34.4 general;
+     * 128x36864x7168 110 vs 85; 128x5120x25600 65 vs 50; 64x51200x5120
+     * 103 vs 90; but 64x28672x4096, two waves, 45.1 vs 47.3). */
+    if (force < 0 && fk_small_free(tu) &&
+        fk_small_waves(job->n, c, part_slots[(c.split == 1 ? 0 : c.split == 2 ? 1 : 2) + c.mc - 1]) >
+            (job->m > 64 ? 1 : 2))
+        return 0;
     if (c.cs && vi[1] < 0)
         FK_SMALL_DECLINE("no column-split kernel variant");
     fk_small_config cfg;
