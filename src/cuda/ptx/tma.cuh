@@ -131,6 +131,19 @@ FK_DEV void fk_bulk_store(void *gdst, uint32_t ssrc, uint32_t bytes)
 #endif
 }
 
+/* Adds `bytes` (a multiple of 16) of fp32 at shared memory ssrc to global
+ * memory at gdst (both 16-byte aligned) element by element, in L2, in this
+ * thread's bulk group. The adds round to nearest even and flush subnormal
+ * inputs and results to zero (the PTX ISA's cp.reduce.async.bulk .add.f32). */
+FK_DEV void fk_bulk_reduce_add_f32(float *gdst, uint32_t ssrc, uint32_t bytes)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"((uint64_t)gdst),
+                 "r"(ssrc), "r"(bytes)
+                 : "memory");
+#endif
+}
+
 FK_DEV void fk_bulk_commit(void)
 {
 #ifdef FK_SM90_DEVICE

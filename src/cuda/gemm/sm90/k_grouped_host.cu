@@ -13,6 +13,7 @@
 #include "cuda/gemm/family.h"
 #include "cuda/gemm/host.h"
 #include "cuda/gemm/params.h"
+#include "cuda/gemm/store.h"
 #include "core/tuning.h"
 
 #define FN "cuda k-grouped gemm"
@@ -56,6 +57,7 @@ typedef struct fk_kg_config {
     int32_t variant; /* index into fk_sm90_kg_variants */
     int32_t lag;     /* stages consumer warpgroup 1 runs behind warpgroup 0 */
     int32_t pdl;     /* programmatic dependent launch */
+    int32_t store;   /* D's store path (gemm/store.h): reduce, bulk32, bulk or general */
 } fk_kg_config;
 static_assert(sizeof(fk_kg_config) <= FK_PLAN_CONFIG_BYTES, "plan config too large");
 
@@ -71,6 +73,27 @@ static int fk_kg_variant(fp8kit_ctx *ctx, const fk_k_grouped_job *j)
             (fk_sm90_kg_variants[i].bn == bn || (vi < 0 && fk_sm90_kg_variants[i].bn == 128)))
             vi = i;
     return vi;
+}
+
+/* Whether D may leave through store path `store` (gemm/store.h): fp32 D +=
+ * (beta 1) by bulk reduce-add copies, fp32 or 16-bit D = (beta 0) by bulk
+ * copies; the general path always. The K-grouped epilogue has no bias,
+ * activation or output quantization. */
+static int fk_kg_store_fits(const fk_k_grouped_job *j, int store)
+{
+    const void *c = j->beta != 0.0f ? j->d : NULL; /* C is D itself when read */
+    const int work = j->m > 0 && j->n > 0 && j->ktot > 0;
+    switch (store) {
+    case FK_STORE_REDUCE:
+        return work && fk_d32_reducible(j->d_type, j->d, j->ldd, c, j->ldd, j->beta, j->n, 1);
+    case FK_STORE_BULK32:
+        return work && fk_d32_copyable(j->d_type, j->d, j->ldd, c, j->n, 1);
+    case FK_STORE_BULK:
+        return work && !c && (j->d_type == FP8KIT_BF16 || j->d_type == FP8KIT_F16) && ((uintptr_t)j->d & 15u) == 0 &&
+               j->ldd % 8 == 0 && j->n % 8 == 0;
+    default:
+        return store == FK_STORE_GENERAL;
+    }
 }
 
 static fp8kit_status fk_kg_can_implement(fp8kit_ctx *ctx, const void *jp)
@@ -94,6 +117,16 @@ static fp8kit_status fk_kg_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     if (cfg.lag < 0 || cfg.lag >= fk_sm90_kg_variants[cfg.variant].stages)
         cfg.lag = 0;
     cfg.pdl = fk_tuned(fk_ctx_tuning(ctx)->gemm_pdl, 1) != 0;
+    /* D through bulk copies (fp32 D += by bulk reduce-add copies) where D allows: H200, 2026-11-29,
+     * G 4, M 4096, N 7168, K 34304: fp32 D += 3408 us through the general path, 2503 reduced; tuning
+     * gemm_bulk=0: the general path */
+    static const int order[3] = {FK_STORE_REDUCE, FK_STORE_BULK32, FK_STORE_BULK};
+    cfg.store = FK_STORE_GENERAL;
+    for (int i = 0; i < 3 && fk_tuned(fk_ctx_tuning(ctx)->gemm_bulk, 1) != 0; i++)
+        if (fk_kg_store_fits((const fk_k_grouped_job *)jp, order[i])) {
+            cfg.store = order[i];
+            break;
+        }
     memcpy(config, &cfg, sizeof cfg);
     return FP8KIT_OK;
 }
@@ -103,8 +136,9 @@ static void fk_kg_describe(const fk_plan *plan, char *buf, size_t n)
     fk_kg_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
     const fk_sm90_variant *v = &fk_sm90_kg_variants[cfg.variant];
-    snprintf(buf, n, "sm90_k_grouped variant=%d bn=%d bm=%d ops=%s stages=%d lag=%d pdl=%d", cfg.variant,
-             v->bn, FK_GEMM_BM, fk_sm90_operands_name(v->ops), v->stages, cfg.lag, cfg.pdl);
+    snprintf(buf, n, "sm90_k_grouped variant=%d bn=%d bm=%d ops=%s stages=%d lag=%d pdl=%d store=%s", cfg.variant,
+             v->bn, FK_GEMM_BM, fk_sm90_operands_name(v->ops), v->stages, cfg.lag, cfg.pdl,
+             fk_store_name(cfg.store));
 }
 
 static fp8kit_status fk_kg_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan, void *stream)
@@ -180,6 +214,9 @@ static fp8kit_status fk_kg_run(fp8kit_ctx *ctx, const void *jp, const fk_plan *p
     p.grp_tab = v->smem_bytes;
     p.grp_status = j->status;
     p.lag = cfg.lag;
+    /* the plan's store path when this call's D still allows it */
+    if (fk_kg_store_fits(j, cfg.store))
+        p.d_bulk = cfg.store;
     const int64_t tiles = j->groups * (int64_t)p.sched.count();
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     const size_t smem = (size_t)v->smem_bytes + 4 * (size_t)j->groups;

@@ -25,8 +25,10 @@ static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_par
     return fk_epi_prefetch<BN>(p, m0, n0, tid, m_end, g);
 }
 
-/* The epilogue of one finished tile: the TMA-store path (TS variants), the
- * bulk-copy path (the others) or the general one. */
+/* The epilogue of one finished tile by p.d_bulk (gemm/store.h's ids): the
+ * TMA-store path (2, TS variants), the fp32 row paths (3 reduce-add, 4
+ * bulk copies) or the 16-bit bulk-copy path (1) (the others), or the
+ * general one (0). */
 template <int BN, int TS = 0, int NACC>
 static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *area,
                                                         float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
@@ -34,6 +36,8 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
 {
     if (TS && p.d_bulk == 2)
         fk_epilogue_tma<BN, TS == 2>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid);
+    else if (!TS && (p.d_bulk == 3 || p.d_bulk == 4))
+        fk_epilogue_rows32<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id, p.d_bulk == 3);
     else if (!TS && p.d_bulk)
         fk_epilogue_bulk<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
     else
