@@ -696,10 +696,28 @@ int main(int argc, char **argv)
          0.5f, 0, 1},
         {"tensor x tensor bf16 every group empty", 200, 72, 3, kb_empty, 0, 256, 0, 0, 2, 0, E5, E5, BF, S_TT, 2,
          1.0f, 0.0f, 0, 1},
+        /* the store paths: fp32 D = (the general path), fp32 D += with N 258 (not a multiple of 4: the
+         * general path, not the reduce-add) */
+        {"1x128 f32 fast G3, beta 0", 256, 1000, 3, kb_g3c, 0, 0, 0, 0, 8, 0, E4, E4, F, S_1X128, 8,
+         1.0f, 0.0f, 0, 1},
+        {"1x128 f32 fast G3 N 258, beta 1", 129, 258, 3, kb_g3a, 0, 0, 0, 0, 2, 1, E4, E4, F, S_1X128, 8, 0.5f, 1.0f,
+         0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (cases[i].small || !g_small)
             run_case(&cases[i]);
+    /* the fp32 D += cases again through the general epilogue (tuning gemm_bulk=0: the exact path
+     * instead of the bulk reduce-add copies) */
+    CHECK(fp8kit_ctx_set_tuning(gctx, "gemm_bulk=0") == FP8KIT_OK, "set_tuning gemm_bulk=0");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (cases[i].dt == F && cases[i].beta == 1.0f && (cases[i].small || !g_small)) {
+            char name[128];
+            snprintf(name, sizeof name, "%s, gemm_bulk=0", cases[i].name);
+            kcase c = cases[i];
+            c.name = name;
+            run_case(&c);
+        }
+    CHECK(fp8kit_ctx_set_tuning(gctx, NULL) == FP8KIT_OK, "set_tuning cleared");
     bad_device_offsets();
     repeat_offsets();
     bad_inputs();

@@ -43,8 +43,8 @@ struct fk_gemm_params {
     int out_rceil;          /* OUTQ_MX: RCEIL scale rounding (else FLOOR) */
     int out_pow2;           /* OUTQ_BLOCK1X128: power-of-two scales */
     int d_bulk;             /* D's store path (gemm/store.h's ids): 0 general, 1 bf16/f16 rows by bulk copies
-                             * (fk_epilogue_bulk), 2 TMA stores, 3 fp32 D += by bulk reduce-add copies,
-                             * 4 fp32 rows by bulk copies (fk_epilogue_rows32) */
+                             * (fk_epilogue_bulk), 2 TMA stores, 3 fp32 D += by bulk reduce-add copies
+                             * (fk_epilogue_reduce) */
     int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm/sm90/kernels_dense.cu) */
     CUtensorMap td;         /* d_bulk 2: D in 16 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
     /* stream-K tail (general kernel, gemm/sm90/kernels_dense.cu): the last sk_tail tiles

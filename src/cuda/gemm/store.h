@@ -16,7 +16,7 @@
  * beta * C, bias, activation, output cast or quantization) is the same on
  * every path (fk_gemm_job_params). The predicates take the job and the
  * kernel variant (NULL in families without TMA-store variants). */
-enum { FK_STORE_GENERAL = 0, FK_STORE_BULK = 1, FK_STORE_TMA = 2, FK_STORE_REDUCE = 3, FK_STORE_BULK32 = 4 };
+enum { FK_STORE_GENERAL = 0, FK_STORE_BULK = 1, FK_STORE_TMA = 2, FK_STORE_REDUCE = 3 };
 #define FK_STORE_BIT(id) (1u << (id))
 #define FK_STORES_SM90 (FK_STORE_BIT(FK_STORE_TMA) | FK_STORE_BIT(FK_STORE_BULK) | FK_STORE_BIT(FK_STORE_GENERAL))
 #define FK_STORES_GROUPED (FK_STORE_BIT(FK_STORE_BULK) | FK_STORE_BIT(FK_STORE_GENERAL))
@@ -89,22 +89,6 @@ static inline int fk_d32_reducible(fp8kit_dtype d_type, const void *d, int64_t l
            ((uintptr_t)d & 15u) == 0 && ldd % 4 == 0 && n % 4 == 0;
 }
 
-/* fp32 D without C that an epilogue may copy out of shared memory in bulk
- * (FK_STORE_BULK32, the K-grouped family's): no bias, activation or output
- * quantization, base 16-byte aligned, N and the row stride multiples of 4. */
-static inline int fk_d32_copyable(fp8kit_dtype d_type, const void *d, int64_t ldd, const void *c, int64_t n,
-                                  int plain_epilogue)
-{
-    return d_type == FP8KIT_F32 && !c && plain_epilogue && ((uintptr_t)d & 15u) == 0 && ldd % 4 == 0 && n % 4 == 0;
-}
-
-static inline int fk_store_bulk32_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
-{
-    return !(v && v->tma_store) &&
-           fk_d32_copyable(job->d_type, job->d, job->ldd, job->c, job->n,
-                           !job->bias && job->desc.act == FP8KIT_ACT_NONE && job->desc.out_quant == FP8KIT_OUTQ_NONE);
-}
-
 static inline int fk_store_reduce_fits(const fk_sm90_variant *v, const fk_gemm_job *job)
 {
     return !(v && v->tma_store) && job->c_type == FP8KIT_F32 &&
@@ -123,7 +107,6 @@ static inline const fk_store_path *fk_store_paths(size_t *count)
 {
     static const fk_store_path paths[] = {
         {FK_STORE_REDUCE, "reduce", fk_store_reduce_fits},
-        {FK_STORE_BULK32, "bulk32", fk_store_bulk32_fits},
         {FK_STORE_TMA, "tma", fk_store_tma_fits},
         {FK_STORE_BULK, "bulk", fk_store_bulk_fits},
         {FK_STORE_GENERAL, "general", fk_store_general_fits},

@@ -1,6 +1,6 @@
 /* store_bulk.cuh - the bulk-copy store paths of the Hopper GEMM epilogue: bf16/f16 rows
  * staged in shared memory and sent to D with one bulk copy per row, and fp32
- * rows sent or added to D in place the same way (bulk reduce-add copies). */
+ * rows added to D in place with one bulk reduce-add copy per row. */
 #ifndef FK_SM90_STORE_BULK_CUH
 #define FK_SM90_STORE_BULK_CUH
 
@@ -104,20 +104,19 @@ static __device__ __forceinline__ void fk_epilogue_bulk(const fk_gemm_params &p,
     }
 }
 
-/* The epilogue for fp32 D without C (D = y: p.d_bulk == FK_STORE_BULK32) or
- * accumulated in place (D += y, beta 1 and C = D: FK_STORE_REDUCE; add),
- * with no bias, activation or output quantization, D 16-byte aligned, N and
- * its row stride multiples of 4 (gemm/store.h): y = acc * (sa * f) as
- * fk_epilogue_bulk computes it, in two passes of BN / 2 columns, each staged
- * as fp32 rows in buf (the bulk path's rows: 2 BN + 16 bytes) and sent to D
- * by 64 threads, one bulk copy or bulk reduce-add copy per row (the add
- * happens in L2, so no thread waits for D); the warpgroup goes on while the
- * copies drain. Before buf is written again each of those threads waits
- * until its copy has read it. */
+/* The epilogue for fp32 D += y in place (p.d_bulk == FK_STORE_REDUCE: beta 1
+ * and C = D, no bias, activation or output quantization, D 16-byte aligned,
+ * N and its row stride multiples of 4; gemm/store.h fk_d32_reducible): y =
+ * acc * (sa * f) as fk_epilogue_bulk computes it, in two passes of BN / 2
+ * columns, each staged as fp32 rows in buf (the bulk path's rows: 2 BN + 16
+ * bytes) and added to D by 64 threads, one bulk reduce-add copy per row; the
+ * add happens in L2, so no thread waits for D, and the warpgroup goes on
+ * while the copies drain. Before buf is written again each of those threads
+ * waits until its copy has read it. */
 template <int BN, int NACC>
-static __device__ __forceinline__ void fk_epilogue_rows32(const fk_gemm_params &p, float (&acc)[NACC],
+static __device__ __forceinline__ void fk_epilogue_reduce(const fk_gemm_params &p, float (&acc)[NACC],
                                                           unsigned char *buf, float *tab, const fk_epi_pre &pre,
-                                                          int m0, int n0, int tid, int bar_id, bool add)
+                                                          int m0, int n0, int tid, int bar_id)
 {
     constexpr int RB = FK_EPI_ROW_BYTES(BN), H = BN / 2;
     static_assert(H % 8 == 0 && H * 4 + 16 <= RB, "a pass's fp32 row fits a staged row");
@@ -144,11 +143,8 @@ static __device__ __forceinline__ void fk_epilogue_rows32(const fk_gemm_params &
         fk_named_bar_sync(bar_id, 128);
         const int c0 = n0 + h * H, cols = min(H, p.n - c0);
         if (tid < 64 && m0 + tid < pre.m_end && cols > 0) {
-            float *dst = (float *)p.d + ((long long)(m0 + tid) * p.ldd + c0);
-            if (add)
-                fk_bulk_reduce_add_f32(dst, fk_smem_addr(buf + tid * RB), (uint32_t)cols * 4u);
-            else
-                fk_bulk_store(dst, fk_smem_addr(buf + tid * RB), (uint32_t)cols * 4u);
+            fk_bulk_reduce_add_f32((float *)p.d + ((long long)(m0 + tid) * p.ldd + c0), fk_smem_addr(buf + tid * RB),
+                                   (uint32_t)cols * 4u);
             fk_bulk_commit();
         }
     }

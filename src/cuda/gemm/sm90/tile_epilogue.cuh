@@ -26,9 +26,8 @@ static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_par
 }
 
 /* The epilogue of one finished tile by p.d_bulk (gemm/store.h's ids): the
- * TMA-store path (2, TS variants), the fp32 row paths (3 reduce-add, 4
- * bulk copies) or the 16-bit bulk-copy path (1) (the others), or the
- * general one (0). */
+ * TMA-store path (2, TS variants), the reduce-add path (3) or the
+ * bulk-copy path (1) (the others), or the general one (0). */
 template <int BN, int TS = 0, int NACC>
 static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *area,
                                                         float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
@@ -36,8 +35,8 @@ static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p,
 {
     if (TS && p.d_bulk == 2)
         fk_epilogue_tma<BN, TS == 2>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid);
-    else if (!TS && (p.d_bulk == 3 || p.d_bulk == 4))
-        fk_epilogue_rows32<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id, p.d_bulk == 3);
+    else if (!TS && p.d_bulk == 3)
+        fk_epilogue_reduce<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
     else if (!TS && p.d_bulk)
         fk_epilogue_bulk<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
     else
