@@ -1,9 +1,12 @@
 /* plan_print.c - the dense sm90 planner's pick for shapes on a device of any SM count, without a
  * GPU: the library's own variant table and cost model (src/cuda/gemm/sm90/choose.c), as a call
  * without tuning keys would see them. For each shape: the pick (tile, cluster, store kind, stream-K
- * parts) and its cost, and with --all every fitting candidate's cost, cheapest first. The planner
- * of a real call also weighs what only the call knows (TMA-store eligibility, a fused 1x128 output,
- * the small-M family for M <= 128): fp8kit_gemm_describe on a GPU prints that plan.
+ * parts) and its cost, and with --all every fitting candidate's cost, cheapest first; for M <= 128
+ * with tensor or row scales also the small-M family's launch shape and whether it takes the call
+ * (src/cuda/gemm/sm90/small_choose.c; clusters of 2^i CTAs assumed to fit SMs / 2^i at once, where
+ * the library asks the device). The planner of a real call also weighs what only the call knows
+ * (TMA-store eligibility, a fused 1x128 output, tuning keys): fp8kit_gemm_describe on a GPU prints
+ * that plan.
  * Usage: plan_print [--sms N] [--mode tensor|tensor_fast|row|block|staged|mx|f16] [--ts 0|1|2]
  *                   [--all] MxNxK ...
  *   --sms (default 132, an H100 / H200 SXM), --mode (default tensor; row scales plan as tensor),
@@ -19,6 +22,7 @@
 #ifdef FP8KIT_HAVE_CUDA
 #include "cuda/gemm/design.h"
 #include "cuda/gemm/sm90/choose.h"
+#include "cuda/gemm/sm90/small_choose.h"
 
 typedef struct mode_def {
     const char *name;
@@ -45,6 +49,25 @@ static int by_cost(const void *a, const void *b)
 {
     const double x = ((const double *)a)[0], y = ((const double *)b)[0];
     return x < y ? -1 : x > y;
+}
+
+/* The small-M family's launch shape for an M <= 128 call and whether it takes the call. */
+static void print_small(long long m, long long n, long long k, int sms)
+{
+    const int64_t slots[4] = {sms, sms / 2, sms / 4, sms / 8};
+    const int nt = m <= 32 ? 32 : m <= 64 ? 64 : 128;
+    const int64_t kb = (k + 127) / 128;
+    fk_small_shape c;
+    if (k < 16 || !fk_small_pick(n, m, kb, nt, slots, 0, 0, 0, 0, &c)) {
+        printf("  small-M family: no launch shape fits\n");
+        return;
+    }
+    const int si = (c.split == 1 ? 0 : c.split == 2 ? 1 : 2) + c.mc - 1;
+    const char *what = !fk_small_preferred_shape(m, n, k, sms, 0) ? "declines it by shape"
+                       : fk_small_too_many_waves(m, n, c, slots) ? "leaves it to the general kernel (waves)"
+                                                                  : "takes it";
+    printf("  small-M family %s: r=%d split=%d mc=%d cs=%d waves=%lld cost=%.0f\n", what, c.r, c.split, c.mc, c.cs,
+           (long long)fk_small_waves(n, c, slots[si]), fk_small_cost(n, m, kb, nt, c, slots[si], slots[0]));
 }
 
 int main(int argc, char **argv)
@@ -108,6 +131,8 @@ int main(int argc, char **argv)
             continue;
         }
         print_cand("", &cands[vi], &ch);
+        if (m <= 128 && md->scaling == FK_SM90_SCALE_PLAIN && md->ops != FK_SM90_F16)
+            print_small(m, n, k, sms);
         if (!all)
             continue;
         double rows[256][2];
