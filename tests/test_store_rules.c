@@ -1,7 +1,7 @@
 /* test_store_rules.c - what each store path of the CUDA GEMM epilogue asks
  * of a job's D (src/cuda/gemm/store_rules.h), which needs no GPU: from a
  * job every rule accepts, each condition broken alone must turn the rule
- * down, and the families' sets of paths. */
+ * down; the K-grouped GEMM's pick; and the families' sets of paths. */
 #include <stdio.h>
 #include <string.h>
 #include "cuda/gemm/store_rules.h"
@@ -132,6 +132,52 @@ static void reduce_rules(void)
     CHECK(!fk_job_reducible(&j), "output quantization: not a plain add");
 }
 
+/* The K-grouped GEMM's D: 4 groups of 256 x 512. */
+static fk_k_grouped_job kg_job(fp8kit_dtype dt, float beta)
+{
+    fk_k_grouped_job j;
+    memset(&j, 0, sizeof j);
+    j.groups = 4;
+    j.m = 256;
+    j.n = 512;
+    j.ktot = 1024;
+    j.d = g_mem[0];
+    j.d_type = dt;
+    j.ldd = 512;
+    j.sdg = 256 * 512;
+    j.alpha = 1.0f;
+    j.beta = beta;
+    return j;
+}
+
+static void kg_rules(void)
+{
+    fk_k_grouped_job j = kg_job(FP8KIT_F32, 1.0f);
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_REDUCE, "fp32 D += : reduce-add");
+    CHECK(fk_kg_store_pick(&j, 0) == FK_STORE_GENERAL, "fp32 D += with gemm_bulk=0: general");
+    j.n = 258;
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_GENERAL, "fp32 D += with N 258: general");
+    j = kg_job(FP8KIT_F32, 0.5f);
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_GENERAL, "fp32 D = 0.5 D + ...: general");
+    j = kg_job(FP8KIT_F32, 0.0f);
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_GENERAL, "fp32 D = : general (no fp32 bulk copies)");
+    j = kg_job(FP8KIT_BF16, 0.0f);
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_BULK, "bf16 D = : bulk copies");
+    CHECK(fk_kg_store_pick(&j, 0) == FK_STORE_GENERAL, "bf16 D = with gemm_bulk=0: general");
+    j.ldd = 516;
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_GENERAL, "bf16 D with row stride 516: general");
+    j = kg_job(FP8KIT_F16, 1.0f);
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_GENERAL, "f16 D += : general");
+    j = kg_job(FP8KIT_F32, 1.0f);
+    j.ktot = 0;
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_GENERAL, "nothing to multiply (Ktot 0): general");
+    j = kg_job(FP8KIT_F32, 1.0f);
+    j.d = g_mem[0] + 4;
+    CHECK(fk_kg_store_pick(&j, 1) == FK_STORE_GENERAL, "D 4-byte aligned: general");
+    CHECK(fk_kg_store_fits(&j, FK_STORE_GENERAL) && !fk_kg_store_fits(&j, FK_STORE_TMA),
+          "the general path always fits, the TMA store never");
+}
+
 static void families(void)
 {
     CHECK((FK_STORES_SM90 & FK_STORE_BIT(FK_STORE_GENERAL)) && (FK_STORES_GROUPED & FK_STORE_BIT(FK_STORE_GENERAL)) &&
@@ -146,6 +192,7 @@ int main(void)
 {
     d16_rules();
     reduce_rules();
+    kg_rules();
     families();
     return fk_test_summary("test_store_rules");
 }

@@ -76,4 +76,35 @@ static inline int fk_job_reducible(const fk_gemm_job *job)
                             !job->bias && job->desc.act == FP8KIT_ACT_NONE && job->desc.out_quant == FP8KIT_OUTQ_NONE);
 }
 
+/* Whether the K-grouped GEMM's D may leave through store path `store`: fp32
+ * D += (beta 1) by bulk reduce-add copies, 16-bit D = (beta 0) by bulk
+ * copies; the general path always. Its epilogue has no bias, activation or
+ * output quantization. */
+static inline int fk_kg_store_fits(const fk_k_grouped_job *j, int store)
+{
+    const void *c = j->beta != 0.0f ? j->d : NULL; /* C is D itself when read */
+    const int work = j->m > 0 && j->n > 0 && j->ktot > 0;
+    switch (store) {
+    case FK_STORE_REDUCE:
+        return work && fk_d32_reducible(j->d_type, j->d, j->ldd, c, j->ldd, j->beta, j->n, 1);
+    case FK_STORE_BULK:
+        return work && !c && (j->d_type == FP8KIT_BF16 || j->d_type == FP8KIT_F16) && ((uintptr_t)j->d & 15u) == 0 &&
+               j->ldd % 8 == 0 && j->n % 8 == 0;
+    default:
+        return store == FK_STORE_GENERAL;
+    }
+}
+
+/* The K-grouped GEMM's store path: the reduce-add, else the bulk copies,
+ * where D allows and bulk paths are allowed (tuning gemm_bulk), else the
+ * general one. */
+static inline int fk_kg_store_pick(const fk_k_grouped_job *j, int bulk_allowed)
+{
+    if (bulk_allowed && fk_kg_store_fits(j, FK_STORE_REDUCE))
+        return FK_STORE_REDUCE;
+    if (bulk_allowed && fk_kg_store_fits(j, FK_STORE_BULK))
+        return FK_STORE_BULK;
+    return FK_STORE_GENERAL;
+}
+
 #endif

@@ -75,25 +75,6 @@ static int fk_kg_variant(fp8kit_ctx *ctx, const fk_k_grouped_job *j)
     return vi;
 }
 
-/* Whether D may leave through store path `store` (gemm/store.h): fp32 D +=
- * (beta 1) by bulk reduce-add copies, 16-bit D = (beta 0) by bulk copies;
- * the general path always. The K-grouped epilogue has no bias, activation
- * or output quantization. */
-static int fk_kg_store_fits(const fk_k_grouped_job *j, int store)
-{
-    const void *c = j->beta != 0.0f ? j->d : NULL; /* C is D itself when read */
-    const int work = j->m > 0 && j->n > 0 && j->ktot > 0;
-    switch (store) {
-    case FK_STORE_REDUCE:
-        return work && fk_d32_reducible(j->d_type, j->d, j->ldd, c, j->ldd, j->beta, j->n, 1);
-    case FK_STORE_BULK:
-        return work && !c && (j->d_type == FP8KIT_BF16 || j->d_type == FP8KIT_F16) && ((uintptr_t)j->d & 15u) == 0 &&
-               j->ldd % 8 == 0 && j->n % 8 == 0;
-    default:
-        return store == FK_STORE_GENERAL;
-    }
-}
-
 static fp8kit_status fk_kg_can_implement(fp8kit_ctx *ctx, const void *jp)
 {
     const fk_k_grouped_job *j = (const fk_k_grouped_job *)jp;
@@ -118,13 +99,7 @@ static fp8kit_status fk_kg_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     /* D through bulk copies (fp32 D += by bulk reduce-add copies) where D allows: H200, 2026-11-29,
      * G 4, M 4096, N 7168, K 34304: fp32 D += 3408 us through the general path, 2503 reduced; tuning
      * gemm_bulk=0: the general path */
-    static const int order[2] = {FK_STORE_REDUCE, FK_STORE_BULK};
-    cfg.store = FK_STORE_GENERAL;
-    for (int i = 0; i < 2 && fk_tuned(fk_ctx_tuning(ctx)->gemm_bulk, 1) != 0; i++)
-        if (fk_kg_store_fits((const fk_k_grouped_job *)jp, order[i])) {
-            cfg.store = order[i];
-            break;
-        }
+    cfg.store = fk_kg_store_pick((const fk_k_grouped_job *)jp, fk_tuned(fk_ctx_tuning(ctx)->gemm_bulk, 1) != 0);
     memcpy(config, &cfg, sizeof cfg);
     return FP8KIT_OK;
 }
