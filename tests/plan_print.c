@@ -62,7 +62,7 @@ static void print_small(long long m, long long n, long long k, int sms)
         printf("  small-M family: no launch shape fits\n");
         return;
     }
-    const int si = (c.split == 1 ? 0 : c.split == 2 ? 1 : 2) + c.mc - 1;
+    const int si = fk_small_slot_index(c);
     const char *what = !fk_small_preferred_shape(m, n, k, sms, 0) ? "declines it by shape"
                        : fk_small_too_many_waves(m, n, c, slots) ? "leaves it to the general kernel (waves)"
                                                                   : "takes it";

@@ -55,7 +55,7 @@ static void picks_are_cheapest(void)
                 const int64_t m = ms[i], n = ns[j], kb = (ks[l] + 127) / 128;
                 const int nt = nt_of(m);
                 const fk_small_shape c = pick(m, n, ks[l]);
-                const int ci = c.split == 1 ? 0 : c.split == 2 ? 1 : 2;
+                const int ci = fk_small_slot_index(c);
                 const double best = fk_small_cost(n, m, kb, nt, c, k_slots[ci], k_slots[0]);
                 for (int s = 1, si = 0; s <= 4 && s <= kb; s *= 2, si++)
                     for (int r = 8; r <= 128; r += 8) {
@@ -106,7 +106,7 @@ static void waves_rule(void)
         const int leave = fk_small_too_many_waves(cases[i].m, cases[i].n, c, k_slots);
         CHECK(leave == cases[i].leave, "%lldx%lldx%lld: pick r %d split %d mc %d (%lld waves) %s, want %s",
               (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, c.r, c.split, c.mc,
-              (long long)fk_small_waves(cases[i].n, c, k_slots[(c.split == 1 ? 0 : c.split == 2 ? 1 : 2)]),
+              (long long)fk_small_waves(cases[i].n, c, k_slots[fk_small_slot_index(c)]),
               leave ? "left" : "kept", cases[i].leave ? "left" : "kept");
     }
 }

@@ -24,12 +24,17 @@ enum { FK_STORE_GENERAL = 0, FK_STORE_BULK = 1, FK_STORE_TMA = 2, FK_STORE_REDUC
 #define FK_STORES_SMALL FK_STORE_BIT(FK_STORE_GENERAL)
 
 /* 16-bit D that an epilogue may copy out of shared memory in bulk (the
- * bulk-copy and TMA-store paths): no C, no output quantization, base
- * 16-byte aligned, row stride a multiple of 8 elements. */
+ * bulk-copy and TMA-store paths), from the fields any family's job has: no
+ * C, base 16-byte aligned, row stride a multiple of 8 elements. */
+static inline int fk_d16_rows_copyable(fp8kit_dtype d_type, const void *d, int64_t ldd, const void *c)
+{
+    return (d_type == FP8KIT_BF16 || d_type == FP8KIT_F16) && !c && ((uintptr_t)d & 15u) == 0 && ldd % 8 == 0;
+}
+
+/* fk_d16_rows_copyable over a dense job, without output quantization. */
 static inline int fk_d16_copyable(const fk_gemm_job *job)
 {
-    return (job->d_type == FP8KIT_BF16 || job->d_type == FP8KIT_F16) && !job->c &&
-           job->desc.out_quant == FP8KIT_OUTQ_NONE && ((uintptr_t)job->d & 15u) == 0 && job->ldd % 8 == 0;
+    return fk_d16_rows_copyable(job->d_type, job->d, job->ldd, job->c) && job->desc.out_quant == FP8KIT_OUTQ_NONE;
 }
 
 /* Whether D leaves through the TMA-store epilogue in the variants that have
@@ -87,9 +92,8 @@ static inline int fk_kg_store_fits(const fk_k_grouped_job *j, int store)
     switch (store) {
     case FK_STORE_REDUCE:
         return work && fk_d32_reducible(j->d_type, j->d, j->ldd, c, j->ldd, j->beta, j->n, 1);
-    case FK_STORE_BULK:
-        return work && !c && (j->d_type == FP8KIT_BF16 || j->d_type == FP8KIT_F16) && ((uintptr_t)j->d & 15u) == 0 &&
-               j->ldd % 8 == 0 && j->n % 8 == 0;
+    case FK_STORE_BULK: /* rows of whole 16-byte units, as the dense bulk path */
+        return work && fk_d16_rows_copyable(j->d_type, j->d, j->ldd, c) && j->n % 8 == 0;
     default:
         return store == FK_STORE_GENERAL;
     }

@@ -31,6 +31,8 @@
  * 1.056; 1x2112x7168 9.9 vs 12.1 us, 1x1536x7168 8.3 vs 11.8). */
 #define FK_SMALL_KB_FLOOR 7500.0
 
+int fk_small_slot_index(fk_small_shape c) { return (c.split == 1 ? 0 : c.split == 2 ? 1 : 2) + c.mc - 1; }
+
 /* Waves of a launch shape: its clusters over the clusters that fit at once. */
 int64_t fk_small_waves(int64_t n, fk_small_shape c, int64_t slots)
 {
@@ -124,6 +126,5 @@ int fk_small_preferred_shape(int64_t m, int64_t n, int64_t k, int sm_count, int 
  * 64x28672x4096, two waves, 45.1 vs 47.3). */
 int fk_small_too_many_waves(int64_t m, int64_t n, fk_small_shape c, const int64_t slots[4])
 {
-    const int si = (c.split == 1 ? 0 : c.split == 2 ? 1 : 2) + c.mc - 1;
-    return fk_small_waves(n, c, slots[si]) > (m > 64 ? 1 : 2);
+    return fk_small_waves(n, c, slots[fk_small_slot_index(c)]) > (m > 64 ? 1 : 2);
 }

@@ -19,6 +19,10 @@ typedef struct fk_small_shape {
     int r, split, mc, cs;
 } fk_small_shape;
 
+/* Index into a slots[4] table (clusters of 2^i CTAs that fit at once) of
+ * launch shape c's clusters: split x mc CTAs each. */
+int fk_small_slot_index(fk_small_shape c);
+
 /* Waves of a launch shape: its clusters over the clusters that fit at once. */
 int64_t fk_small_waves(int64_t n, fk_small_shape c, int64_t slots);
 
