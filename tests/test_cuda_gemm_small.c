@@ -137,6 +137,14 @@ static void force(fp8kit_ctx *c, const scase *g, const fp8kit_gemm_desc *desc, c
         CHECK(plan_field(plan, "pf") == xv, "%s: small_pf=%d, plan %s", g->name, xv, plan);
     if (g->xk && strcmp(g->xk, "small_mh") == 0)
         CHECK(plan_field(plan, "mh") == xv, "%s: small_mh=%d, plan %s", g->name, xv, plan);
+    /* A's rows per stage: M rounded up to 8 below the row width (32 / 64 / 128 by M, 64 in parts), alone
+     * only (a multicast cluster shares A's box in halves) */
+    {
+        const int mh = plan_field(plan, "mh"), mc = plan_field(plan, "mc");
+        const int nt = g->m <= 32 ? 32 : g->m <= 64 || mh == 2 ? 64 : 128;
+        const int ra = mh == 1 && mc == 1 && (g->m + 7) / 8 * 8 < nt ? (int)((g->m + 7) / 8 * 8) : nt;
+        CHECK(plan_field(plan, "ra") == ra, "%s: A's rows per stage %d expected, plan %s", g->name, ra, plan);
+    }
     if (g->xk && strcmp(g->xk, "small_stages") == 0) /* deeper than the default 8, as deep as shared memory allows */
         CHECK(plan_field(plan, "stages") > 8 && plan_field(plan, "stages") <= xv, "%s: small_stages=%d, plan %s",
               g->name, xv, plan);

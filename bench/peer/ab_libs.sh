@@ -15,7 +15,8 @@
 #           e.g. --ours-sfa mn_major
 # Repeat a line to interleave runs (the device drifts between processes).
 # Output in OUT: peer-N-TAG.jsonl / .log per process, and 0-table.txt (ours us
-# / DeepGEMM us = ratio per case and column), named to come back first.
+# / DeepGEMM us = ratio per case and column; with --kernel-time in PEER_ARGS a
+# second table of the kernel times alone), named to come back first.
 set -u
 spec=${1:?usage: ab_libs.sh SPEC}
 O=${OUT:-/tmp/ab-out}
@@ -45,13 +46,15 @@ while read -r tag lib tun py args; do
 done <"$spec"
 python3 - "$O" <<'PY' | tee "$O/0-table.txt"
 import collections, glob, json, sys
-rows, tags = collections.OrderedDict(), []
+rows, krows, tags = collections.OrderedDict(), collections.OrderedDict(), []
 for f in sorted(glob.glob(sys.argv[1] + "/peer-*.jsonl"), key=lambda f: int(f.split("peer-")[1].split("-")[0])):
     tag = f.split("peer-")[1].rsplit(".", 1)[0]
     tags.append(tag)
     for line in open(f):
         r = json.loads(line)
         rows.setdefault(r["case"], {})[tag] = (r.get("ours_us"), r.get("peer_us"), r.get("ratio"))
+        if r.get("kernel_ratio"):  # --kernel-time in PEER_ARGS
+            krows.setdefault(r["case"], {})[tag] = (r["ours_kernel_us"], r["peer_kernel_us"], r["kernel_ratio"])
 def cell(v):
     if not v or not v[0] or not v[1]:
         return "-"
@@ -59,4 +62,8 @@ def cell(v):
 print("case".ljust(34), *tags)
 for case, v in rows.items():
     print(case[:34].ljust(34), *[cell(v.get(t)) for t in tags])
+if krows:
+    print("kernel time alone (CUDA profiler)")
+    for case, v in krows.items():
+        print(case[:34].ljust(34), *[cell(v.get(t)) for t in tags])
 PY

@@ -36,7 +36,9 @@ off; grouped: the valid rows only): rel_err = ||out - ref||_F / ||ref||_F, check
 --tol. A figure counts only when checked (JSON *_checked). Timing: the first call (the JIT
 compiles DeepGEMM's kernel there) and the check, --warmup more calls, then --reps timings
 with CUDA events around the call alone and L2 flushed (a 256 MiB memset) before each; the
-median is reported. TFLOP/s count the valid rows only.
+median is reported. TFLOP/s count the valid rows only. --kernel-time adds, per implementation,
+the median device time of the call's own kernels by the CUDA profiler (the host time between the
+flush and the launch left out, as DeepGEMM's own benchmarks time) and its host time per call.
 
 Output: a table on stdout and one JSON line per case appended to --out: op, case, shape,
 peer_name ("DeepGEMM <version>"), peer_us, peer_tflops, peer_rel_err, peer_checked,
@@ -519,6 +521,72 @@ def timed(fn, reps, warmup):
     return median_ms(fn, reps, warmup)
 
 
+def host_us(fn, reps):
+    """Median host time (us) of one call of fn: what the caller's thread spends enqueueing it, measured
+    with the GPU kept busy by the calls before it (no synchronization inside the loop)."""
+    ts = []
+    torch.cuda.synchronize()
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    ts.sort()
+    return 1e6 * ts[len(ts) // 2]
+
+
+_trace_n = [0]
+
+
+def _device_spans(prof_fn):
+    """Runs prof_fn under the CUDA profiler; -> its device activities (kernels, memsets, copies) as
+    (name, start us, end us), in start order."""
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        prof_fn()
+        torch.cuda.synchronize()
+    _trace_n[0] += 1
+    path = os.path.join(tempfile.gettempdir(), "dg-peer-trace-%d-%d.json" % (os.getpid(), _trace_n[0]))
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        ev = json.load(f)
+    os.unlink(path)
+    ev = ev.get("traceEvents", ev) if isinstance(ev, dict) else ev
+    out = [(e.get("name", ""), float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
+           for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")]
+    out.sort(key=lambda x: x[1])
+    return out
+
+
+def kernel_us(fn, reps):
+    """Median over reps of the device time of fn's own work: the span from the start of its first
+    kernel (or memset, copy) to the end of its last, by the CUDA profiler, L2 flushed (a 256 MiB fill)
+    before each call. Unlike the event timing it leaves out any host time between the flush and the
+    launch; DeepGEMM's own benchmarks time kernels this way."""
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    fill_names = {n for n, _, _ in _device_spans(lambda: flush.fill_(1))}
+
+    def body():
+        for i in range(reps):
+            flush.fill_(i & 0xFF)
+            fn()
+    spans, cur = [], None
+    for name, t0, t1 in _device_spans(body):
+        if name in fill_names:
+            if cur:
+                spans.append(cur[1] - cur[0])
+            cur = None
+            continue
+        cur = [t0, t1] if cur is None else [cur[0], max(cur[1], t1)]
+    if cur:
+        spans.append(cur[1] - cur[0])
+    if len(spans) != reps:
+        raise RuntimeError("kernel timing: %d spans for %d calls" % (len(spans), reps))
+    spans.sort()
+    return spans[len(spans) // 2]
+
+
 def run_impl(name, maker, inp, args):
     """-> dict(us, tflops, rel_err, checked, first_s, label) or dict(na=reason)."""
     try:
@@ -533,6 +601,10 @@ def run_impl(name, maker, inp, args):
         first_s = time.time() - t0
         err = rel_err(inp, out)
         ms = timed(fn, args.reps, args.warmup)
+        k_us = h_us = None
+        if args.kernel_time:
+            k_us = kernel_us(fn, args.reps)
+            h_us = host_us(fn, args.reps)
     except NotAvailable as e:
         return dict(na=str(e))
     except Exception as e:  # noqa: BLE001 - one failing implementation must not end the run
@@ -543,7 +615,8 @@ def run_impl(name, maker, inp, args):
         return dict(na="failed: %s: %s" % (type(e).__name__, str(e).strip().splitlines()[0][:300] if str(e).strip() else ""))
     us = 1000.0 * ms
     return dict(us=round(us, 2), tflops=round(inp["flops"] / (us * 1e-6) / 1e12, 1), rel_err=float("%.3g" % err),
-                checked=bool(err < args.tol), first_s=round(first_s, 2), label=getattr(fn, "label", None))
+                checked=bool(err < args.tol), first_s=round(first_s, 2), label=getattr(fn, "label", None),
+                kernel_us=None if k_us is None else round(k_us, 2), host_us=None if h_us is None else round(h_us, 1))
 
 
 def git_commit():
@@ -569,6 +642,9 @@ def main():
                     help="dense and grouped (contiguous, masked) rows: the layout of A's 1x128 scales ours gets "
                          "(plain (M, K/128) as vLLM and torchao store them, or mn_major as DeepGEMM requires); "
                          "ours_sfa in the JSON lines")
+    ap.add_argument("--kernel-time", action="store_true",
+                    help="also time each call's device work alone by the CUDA profiler (*_kernel_us, the "
+                         "ratio of those as kernel_ratio) and its host time per call (*_host_us)")
     ap.add_argument("--date", default=os.environ.get("FK_DATE") or
                     datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -613,8 +689,9 @@ def main():
         cells = []
         for i in impls:
             r = res[i]
-            cells.append("n/a" if "na" in r else "%8.1f us %6.1f TF %s%.1e" % (
-                r["us"], r["tflops"], "" if r["checked"] else "BAD ", r["rel_err"]))
+            cells.append("n/a" if "na" in r else "%8.1f us %6.1f TF %s%.1e%s" % (
+                r["us"], r["tflops"], "" if r["checked"] else "BAD ", r["rel_err"],
+                "" if r.get("kernel_us") is None else " (kernels %.1f us, host %.1f us)" % (r["kernel_us"], r["host_us"])))
         print("%-19s %-24s" % (op, name) + "".join(" | %-30s" % c for c in cells), flush=True)
         for i in impls:
             r = res[i]
@@ -640,6 +717,9 @@ def main():
             row[p + "_tflops"] = r["tflops"]
             row[p + "_rel_err"] = r["rel_err"]
             row[p + "_checked"] = r["checked"]
+            if r.get("kernel_us") is not None:
+                row[p + "_kernel_us"] = r["kernel_us"]
+                row[p + "_host_us"] = r["host_us"]
             if i == "deepgemm":
                 row["peer_first_call_s"] = r["first_s"]
             if i == "ours":
@@ -649,6 +729,8 @@ def main():
         pr, orr = res.get("deepgemm", {}), res.get("ours", {})
         if "us" in pr and "us" in orr:
             row.update(ours=orr["tflops"], peer=pr["tflops"], ratio=round(pr["us"] / orr["us"], 3))
+            if pr.get("kernel_us") and orr.get("kernel_us"):
+                row["kernel_ratio"] = round(pr["kernel_us"] / orr["kernel_us"], 3)
         if na:
             row["na"] = na
         if op in ("gemm_block", "grouped_contiguous", "grouped_masked"):

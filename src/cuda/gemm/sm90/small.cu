@@ -164,14 +164,16 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.grid = (int32_t)grid;
     cfg.smem = smem;
     cfg.pdl = fk_tuned(tu->small_pdl, 1) != 0;
+    const int bw = fk_small_bw(c.r);
     cfg.q.r = c.r;
-    cfg.q.bw = c.r > 64 ? 2 : 1;
-    cfg.q.w = c.cs ? 2 : cfg.q.bw;
+    cfg.q.w = c.cs ? 2 : bw;
     cfg.q.split = c.split;
     cfg.q.mc = c.mc;
     cfg.q.kb_total = (int)kb;
     cfg.q.mh = mh;
-    const int slot = cfg.q.bw * 64 * 128 + nt * 128;
+    /* A's loads stop at M rounded up to 8 (a box partly past M's end loaded as slowly as a whole one) */
+    cfg.q.ra = mh == 1 && c.mc == 1 && (job->m + 7) / 8 * 8 < nt ? (int)((job->m + 7) / 8 * 8) : nt;
+    const int slot = bw * 64 * 128 + nt * 128;
     /* ring, barriers, fk_small_warm's scales */
     int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST - 4 * FK_SMALL_WARM_FLOATS) / slot;
     /* FK_SMALL_DEPTH stages by default: deeper rings (and more L2
@@ -194,7 +196,7 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     /* 4 adjacent columns of a row per thread through the general element stores (fk_epi_store4) */
     cfg.store = (int8_t)fk_store_plan(FK_STORES_SMALL, NULL, job, 0);
     /* the partial tile (NT x (64 bw + 4) fp32) lives in the ring */
-    if (cfg.q.stages < 2 || nt * (64 * cfg.q.bw + 4) * 4 > cfg.q.stages * slot)
+    if (cfg.q.stages < 2 || nt * (64 * bw + 4) * 4 > cfg.q.stages * slot)
         FK_SMALL_DECLINE("shared memory layout does not fit");
 #undef FK_SMALL_DECLINE
     memcpy(config, &cfg, sizeof cfg);
@@ -240,9 +242,9 @@ void fk_small_describe(const fk_plan *plan, char *buf, size_t n)
     fk_small_config cfg;
     memcpy(&cfg, plan->config, sizeof cfg);
     snprintf(buf, n,
-             "sm90_small variant=%d grid=%d r=%d bw=%d w=%d split=%d mc=%d mh=%d stages=%d pf=%d flags=%d bpromo=%d pdl=%d "
-             "store=%s",
-             cfg.variant, cfg.grid, cfg.q.r, cfg.q.bw, cfg.q.w, cfg.q.split, cfg.q.mc, cfg.q.mh,
+             "sm90_small variant=%d grid=%d r=%d bw=%d w=%d split=%d mc=%d mh=%d ra=%d stages=%d pf=%d flags=%d bpromo=%d "
+             "pdl=%d store=%s",
+             cfg.variant, cfg.grid, cfg.q.r, fk_small_bw(cfg.q.r), cfg.q.w, cfg.q.split, cfg.q.mc, cfg.q.mh, cfg.q.ra,
              cfg.q.stages, cfg.q.pf, cfg.q.flags, cfg.bpromo, cfg.pdl, fk_store_name(cfg.store));
 }
 
@@ -257,6 +259,8 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan
         fk_store_run(FK_STORES_SMALL, cfg.store, NULL, job) != cfg.store) /* general: p.d_bulk stays 0 */
         return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
     const fk_small_variant *v = &fk_small_variants[cfg.variant];
+    if (cfg.q.ra < 8 || cfg.q.ra > v->nt || cfg.q.ra % 8 || (cfg.q.ra < v->nt && (cfg.q.mc > 1 || cfg.q.mh > 1)))
+        return fk_fail(ctx, FP8KIT_ERR_INTERNAL, "cuda gemm (small M): bad plan");
     const fp8kit_gemm_desc *dd = &job->desc;
     cudaStream_t st = (cudaStream_t)stream;
     int prev = -1;
@@ -277,7 +281,7 @@ fp8kit_status fk_small_gemm(fp8kit_ctx *ctx, const void *jp, const fk_plan *plan
         /* tensor maps: A (M x K, boxes of NT / mc rows), B (N x K, boxes of
          * R rows), memoized per plan like the general kernel's */
         CUtensorMap tmaps[2];
-        const uint32_t abox = (uint32_t)(v->nt / cfg.q.mc);
+        const uint32_t abox = (uint32_t)(cfg.q.mc > 1 ? v->nt / cfg.q.mc : cfg.q.ra);
         const uint64_t tkey[11] = {(uint64_t)(uintptr_t)job->a, (uint64_t)job->m, (uint64_t)job->k,
                                    (uint64_t)job->lda, (uint64_t)abox, (uint64_t)(uintptr_t)job->b,
                                    (uint64_t)job->n, (uint64_t)job->ldb, (uint64_t)cfg.q.r | (uint64_t)cfg.bpromo << 32, FK_GEMM_BK,

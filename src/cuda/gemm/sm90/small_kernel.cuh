@@ -77,19 +77,22 @@ __device__ unsigned long long fk_small_trace_buf[1024][12];
 
 /* What the kernel needs besides fk_gemm_params. */
 struct fk_small_params {
-    int r;        /* rows of B per band (1..128) */
-    int bw;       /* 64-row groups of B per band: 1 (r <= 64) or 2 */
-    int w;        /* multiplying warpgroups: bw, or 2 with column split */
+    int r;        /* rows of B per band (1..128; over 64: two 64-row groups, fk_small_bw) */
+    int w;        /* multiplying warpgroups: the band's 64-row groups, or 2 with column split */
     int split;    /* CTAs of a cluster sharing a band's K range */
     int mc;       /* bands per cluster sharing A's loads by TMA multicast (1, 2) */
     int stages;   /* ring depth */
     int kb_total; /* ceil(K / 128) */
     int pf;       /* K blocks of B prefetched into L2 before the previous grid ends (PDL) */
     int mh;       /* parts of M (1, 2): part h takes A's rows h NT.. (grid: mh x the CTAs of one part) */
+    int ra;       /* rows of A landing in a stage: NT, or M rounded up to 8 when that is fewer (mc = mh = 1;
+                   * the rows past it keep stale bytes that only reach sums of rows past M) */
     int flags;    /* FK_SMALL_ROT: each cluster starts its K range at its own offset (A's
                    * reads spread over L2); FK_SMALL_BNOHINT: B loads without the
                    * evict-first L2 hint */
 };
+/* 64-row groups of B in a band of r rows: 1 (r <= 64) or 2 */
+static inline __host__ __device__ int fk_small_bw(int r) { return r > 64 ? 2 : 1; }
 #define FK_SMALL_ROT 1
 #define FK_SMALL_BNOHINT 2
 #define FK_SMALL_NOPP 4 /* one accumulator set (N <= 64 use two by default) */
@@ -202,7 +205,8 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     const uint32_t raw = fk_smem_addr(fk_smem);
     const uint32_t base = (raw + 1023u) & ~1023u;
     float *tile = (float *)(fk_smem + (base - raw)); /* M x R partial sums, after the main loop */
-    const uint32_t bslot = (uint32_t)q.bw * 64u * 128u, aslot = NT * 128u;
+    const int bw = fk_small_bw(q.r);
+    const uint32_t bslot = (uint32_t)bw * 64u * 128u, aslot = NT * 128u;
     const uint32_t sb0 = base, sa0 = base + q.stages * bslot;
     const uint32_t full0 = sa0 + q.stages * aslot, empty0 = full0 + 8 * FK_SMALL_MAXST;
     const int split = q.split, mc = q.mc, csize = split * mc;
@@ -237,7 +241,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
     if (threadIdx.x == 0)
         FK_TR(1);
     const int wg = threadIdx.x >> 7;
-    const int stride = 64 * q.bw + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
+    const int stride = 64 * bw + 4; /* floats per row of the partial tile (+4: no bank conflicts) */
     if (wg == 2) {
         fk_setmaxnreg_dec<40>();
         if (threadIdx.x == 256) {
@@ -261,7 +265,7 @@ __global__ void __launch_bounds__(FK_SMALL_THREADS, 1)
             for (int i = 0, kb = kb0 + kr; i < nk; i++, kb = kb + 1 == kb1 ? kb0 : kb + 1) {
                 fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
                 const uint32_t full = full0 + 8 * stage;
-                fk_mbar_arrive_expect_tx(full, (uint32_t)q.r * 128u + NT * 128u);
+                fk_mbar_arrive_expect_tx(full, (uint32_t)(q.r + q.ra) * 128u);
                 if (q.flags & FK_SMALL_BNOHINT)
                     fk_tma_load_2d(sb0 + stage * bslot, &tb, full, kb * FK_GEMM_BK, n0);
                 else
