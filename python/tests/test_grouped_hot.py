@@ -1,0 +1,183 @@
+"""test_grouped_hot.py - grouped_mm's hot path for plain torch tensors (torch CPU tensors on the CPU
+backend; skipped without torch): a repeated call of one signature skips the full checks and gives the
+full path's bytes on new data; operands that differ in any fact the entry was checked for (dtype, shape,
+strides, type, device, which scales and bias), out= that meets an input or cannot be written, a
+non-contiguous offs and calls with options outside the hot path all get the full checks; masked and
+block-scaled calls (mn_major A scales) take it too; clear_contexts() drops the entries."""
+import numpy as np
+import pytest
+
+import fp8kit
+from fp8kit import _grouped
+
+torch = pytest.importorskip("torch")
+if not hasattr(torch, "float8_e4m3fn"):
+    pytest.skip("this torch has no float8 dtypes", allow_module_level=True)
+
+G, T, N, K = 4, 96, 48, 256
+F8 = torch.float8_e4m3fn
+
+
+def _ops(seed, scheme="row"):
+    g = torch.Generator().manual_seed(seed)
+    qa, sa = fp8kit.quantize(torch.randn(T, K, generator=g), scheme="1x128" if scheme == "block" else "row")
+    qw, sw = fp8kit.quantize(torch.randn(G, N, K, generator=g), scheme="128x128" if scheme == "block" else "row")
+    if scheme != "block":
+        sw = sw.reshape(G, N)
+        sa = sa.reshape(T)
+    offs = torch.tensor([10, 10, 60, T], dtype=torch.int32)
+    return qa, qw.transpose(1, 2), offs, sa, sw
+
+
+def _full(*args, **kw):
+    """The same call through the full path (a ctx keeps it off the hot path)."""
+    return fp8kit.grouped_mm(*args, ctx=fp8kit.get_context("cpu"), **kw)
+
+
+def _same(x, y):
+    return x.dtype == y.dtype and x.shape == y.shape and torch.equal(x.view(torch.int16) if x.dtype ==
+                                                                       torch.bfloat16 else x,
+                                                                       y.view(torch.int16) if y.dtype ==
+                                                                       torch.bfloat16 else y)
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    fp8kit.clear_contexts()
+    yield
+    fp8kit.clear_contexts()
+
+
+def _no_full_path(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("the full path ran")
+    monkeypatch.setattr(_grouped, "_prepare", refuse)
+
+
+@pytest.mark.parametrize("scheme", ["row", "block"])
+def test_repeated_call_is_hot_and_exact(monkeypatch, scheme):
+    a, b, offs, sa, sb = _ops(1, scheme)
+    want = _full(a, b, offs, sa, sb, out_dtype=torch.bfloat16)
+    assert _same(fp8kit.grouped_mm(a, b, offs, sa, sb, out_dtype=torch.bfloat16), want)
+    assert len(_grouped._hot) == 1
+    a2, b2, offs2, sa2, sb2 = _ops(2, scheme)  # same signatures, other data and pointers
+    want2 = _full(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16, alpha=0.5)
+    with monkeypatch.context() as m:
+        _no_full_path(m)
+        d = fp8kit.grouped_mm(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16, alpha=0.5)
+        assert _same(d, want2)
+        assert d.data_ptr() != fp8kit.grouped_mm(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16).data_ptr()
+    out = torch.full((T, N), 7.0, dtype=torch.bfloat16)
+    fp8kit.grouped_mm(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16, out=out, alpha=0.5)  # out=: a new entry
+    assert _same(out, want2) and len(_grouped._hot) == 2
+    with monkeypatch.context() as m:
+        _no_full_path(m)
+        out.fill_(7.0)
+        assert fp8kit.grouped_mm(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16, out=out, alpha=0.5) is out
+        assert _same(out, want2)
+        rows_past = torch.tensor([10, 10, 60, 80], dtype=torch.int32)  # rows 80.. belong to no group
+        out.fill_(7.0)
+        fp8kit.grouped_mm(a2, b2, rows_past, sa2, sb2, out_dtype=torch.bfloat16, out=out, alpha=0.5)
+        assert bool((out[80:] == 7.0).all()) and _same(out[:80], want2[:80])
+
+
+def test_mn_major_block_scales_are_hot(monkeypatch):
+    a, b, offs, sa, sb = _ops(3, "block")
+    sam = torch.zeros(K // 128, T).t()  # (T, K/128) view of the (K/128, T) buffer, DeepGEMM's layout
+    sam.copy_(sa)
+    want = _full(a, b, offs, sa, sb, out_dtype=torch.float32)
+    assert _same(fp8kit.grouped_mm(a, b, offs, sam, sb, out_dtype=torch.float32, scale_layout="mn_major"), want)
+    with monkeypatch.context() as m:
+        _no_full_path(m)
+        assert _same(fp8kit.grouped_mm(a, b, offs, sam, sb, out_dtype=torch.float32, scale_layout="mn_major"), want)
+
+
+def test_masked_layout_is_hot(monkeypatch):
+    g = torch.Generator().manual_seed(4)
+    M = 32
+    qa, sa = fp8kit.quantize(torch.randn(G, M, K, generator=g), scheme="row")
+    qw, sw = fp8kit.quantize(torch.randn(G, N, K, generator=g), scheme="row")
+    counts = torch.tensor([0, 5, 32, 17], dtype=torch.int32)
+    args = (qa, qw.transpose(1, 2), counts, sa.reshape(G, M), sw.reshape(G, N))
+    want = _full(*args, layout="masked", out_dtype=torch.float32)
+    fp8kit.grouped_mm(*args, layout="masked", out_dtype=torch.float32)
+    with monkeypatch.context() as m:
+        _no_full_path(m)
+        got = fp8kit.grouped_mm(*args, layout="masked", out_dtype=torch.float32)
+    for e, n in enumerate(counts.tolist()):
+        assert torch.equal(got[e, :n], want[e, :n])
+
+
+def test_changed_operands_get_every_check():
+    a, b, offs, sa, sb = _ops(5)
+    for _ in range(2):
+        fp8kit.grouped_mm(a, b, offs, sa, sb)
+    with pytest.raises(fp8kit.InvalidShapeError):  # scale_a of another length
+        fp8kit.grouped_mm(a, b, offs, sa[:T - 1], sb)
+    with pytest.raises(fp8kit.InvalidArgumentError):  # bf16 scales
+        fp8kit.grouped_mm(a, b, offs, sa.to(torch.bfloat16), sb)
+    with pytest.raises(fp8kit.InvalidStrideError):  # b N-contiguous instead of the K-contiguous view
+        fp8kit.grouped_mm(a, b.contiguous(), offs, sa, sb)
+    with pytest.raises(fp8kit.InvalidArgumentError):  # int64 offs
+        fp8kit.grouped_mm(a, b, offs.long(), sa, sb)
+    with pytest.raises(fp8kit.UnsupportedError):  # another device
+        fp8kit.grouped_mm(a.to("meta"), b, offs, sa, sb)
+    with pytest.raises(fp8kit.InvalidShapeError):  # G + 1 offsets
+        fp8kit.grouped_mm(a, b, torch.tensor([1, 2, 3, 4, T], dtype=torch.int32), sa, sb)
+    e5 = a.float().to(torch.float8_e5m2)  # another fp8 format: its own entry, the full path's bytes
+    assert _same(fp8kit.grouped_mm(e5, b, offs, sa, sb), _full(e5, b, offs, sa, sb))
+    p = torch.nn.Parameter(a, requires_grad=False)  # a subclass: never a plain tensor's entry
+    assert _same(fp8kit.grouped_mm(p, b, offs, sa, sb), _full(a, b, offs, sa, sb))
+    assert _same(fp8kit.grouped_mm(a, b, offs, None, None), _full(a, b, offs, None, None))  # no scales
+
+
+def test_out_meeting_an_input_or_read_only_is_refused():
+    a, b, offs, sa, sb = _ops(6)
+    buf = torch.zeros(T * N + 2 * T, dtype=torch.float32)
+    out = buf[:T * N].view(T, N)
+    for _ in range(2):
+        fp8kit.grouped_mm(a, b, offs, sa, sb, out_dtype=torch.float32, out=out)
+    assert len(_grouped._hot) == 1
+    sa_in_out = buf[T * N - 8:T * N - 8 + T]  # scale_a shares bytes with out: same signatures
+    with pytest.raises(fp8kit.InvalidArgumentError, match="shares memory"):
+        fp8kit.grouped_mm(a, b, offs, sa_in_out, sb, out_dtype=torch.float32, out=out)
+    beside = torch.zeros(T, dtype=torch.float32)  # same signatures, its own bytes: runs
+    beside.copy_(sa)
+    fp8kit.grouped_mm(a, b, offs, beside, sb, out_dtype=torch.float32, out=out)
+    ro = torch.zeros(T, N, dtype=torch.float32, requires_grad=True)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="read-only"):
+        fp8kit.grouped_mm(a, b, offs, sa, sb, out_dtype=torch.float32, out=ro)
+    out2 = torch.zeros(T, N, dtype=torch.float32)
+    fp8kit.grouped_mm(a, b, offs, sa, sb, out_dtype=torch.float32, out=out2)
+    with torch.inference_mode():
+        inf = torch.zeros(T, N, dtype=torch.float32)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="read-only"):  # the guard passes; the write check not
+        fp8kit.grouped_mm(a, b, offs, sa, sb, out_dtype=torch.float32, out=inf)
+
+
+def test_strided_offs_and_other_options_stay_off_the_hot_path():
+    a, b, offs, sa, sb = _ops(7)
+    wide = torch.zeros(2 * G, dtype=torch.int32)
+    wide[::2] = offs
+    for _ in range(2):
+        d = fp8kit.grouped_mm(a, b, wide[::2], sa, sb)
+    assert len(_grouped._hot) == 0  # offs copied to be contiguous: never an entry
+    assert _same(d, _full(a, b, offs, sa, sb))
+    status = torch.zeros(1, dtype=torch.int32)
+    for _ in range(2):
+        fp8kit.grouped_mm(a, b, offs, sa, sb, status=status)
+    assert len(_grouped._hot) == 0
+    fp8kit.grouped_mm(a, b, offs, sa, sb)
+    assert len(_grouped._hot) == 1
+    fp8kit.clear_contexts()
+    assert len(_grouped._hot) == 0
+    assert _same(fp8kit.grouped_mm(a, b, offs, sa, sb), _full(a, b, offs, sa, sb))
+
+
+def test_hot_path_validates_offsets_as_the_library_does():
+    a, b, offs, sa, sb = _ops(8)
+    fp8kit.grouped_mm(a, b, offs, sa, sb)
+    with pytest.raises(fp8kit.FP8KitError):  # decreasing ends: the library refuses them on the host
+        fp8kit.grouped_mm(a, b, torch.tensor([10, 5, 60, T], dtype=torch.int32), sa, sb)
+    with pytest.raises(fp8kit.FP8KitError):  # past T
+        fp8kit.grouped_mm(a, b, torch.tensor([10, 10, 60, T + 1], dtype=torch.int32), sa, sb)
