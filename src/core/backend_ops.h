@@ -129,11 +129,11 @@ typedef struct fk_k_grouped_job {
 
 /* A resolved GEMM configuration, cached per key. Backends own `config`.
  * memo: a small per-plan cache of what a backend derives from a call's data
- * pointers (CUDA: the last pair of TMA tensor maps), read and written only
+ * pointers (CUDA: the last set of TMA tensor maps), read and written only
  * through fk_plan_memo_get / fk_plan_memo_put (a sequence lock: lock-free
  * readers, one writer at a time, no allocation; memo_seq 0 = empty). */
 #define FK_PLAN_CONFIG_BYTES 64
-#define FK_PLAN_MEMO_WORDS 64
+#define FK_PLAN_MEMO_WORDS 80
 struct fk_plan {
     uint64_t key_hash;
     unsigned char key[160];

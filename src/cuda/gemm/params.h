@@ -47,6 +47,11 @@ struct fk_gemm_params {
                              * (fk_epilogue_reduce) */
     int lag;                /* stages consumer warpgroup 1 runs behind warpgroup 0 (gemm/sm90/kernels_dense.cu) */
     CUtensorMap td;         /* d_bulk 2: D in 16 x 32 boxes, 64-byte swizzle (the TMA-store epilogue) */
+    /* dense one-wave tiles (gemm/sm90/pipeline.cuh): the tile starting at A's row a_tail_row0 loads
+     * a_tail_rows rows (M's rest rounded up to 8) through ta_tail instead of a 128-row box reaching past
+     * M; a_tail_rows 0: none */
+    CUtensorMap ta_tail;
+    int a_tail_row0, a_tail_rows;
     /* stream-K tail (general kernel, gemm/sm90/kernels_dense.cu): the last sk_tail tiles
      * are split along K into sk_parts parts each (sk_parts 0 or 1: none) */
     int sk_parts, sk_tail;

@@ -536,15 +536,26 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
     return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, &lc, args, "cuda gemm");
 }
 
-/* The call's tensor maps (A, B, and D's for the TMA-store path): encoding
+/* Rows of the box that loads the last tile of A's m rows when a 128-row box would reach past m: the
+ * rest rounded up to 8 (whole 128-byte swizzle atoms); 0 when the last tile is whole or the rounding
+ * gives 128 anyway. A box past the tensor's end loads slower than a whole one (H200: 129x7168x7168
+ * 38.5 us, 256x7168x7168 29.6). */
+static int fk_sm90_a_tail_rows(int64_t m)
+{
+    const int64_t r = m % FK_GEMM_BM, rr = (r + 7) / 8 * 8;
+    return r && rr < FK_GEMM_BM ? (int)rr : 0;
+}
+
+/* The call's tensor maps (A, B, D's for the TMA-store path, A's last partial tile's): encoding
  * one costs about a microsecond of host time, so the plan memoizes the last
- * set, keyed by everything they encode (zeros for D's unless tstore; all
- * zeros when K = 0). */
+ * set, keyed by everything they encode (zeros for D's unless tstore, for the tail's unless M leaves
+ * one; all zeros when K = 0). */
 static fp8kit_status fk_sm90_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
                                   const fk_sm90_variant *v, int device, const void *opa, const void *opb,
-                                  uint64_t kbytes, uint64_t lda, uint64_t ldb, int tstore, CUtensorMap tmaps[3])
+                                  uint64_t kbytes, uint64_t lda, uint64_t ldb, int tstore, CUtensorMap tmaps[4])
 {
-    enum { FK_SM90_MAPS_BYTES = 3 * sizeof(CUtensorMap) }; /* (tmaps is a pointer here) */
+    enum { FK_SM90_MAPS_BYTES = 4 * sizeof(CUtensorMap) }; /* (tmaps is a pointer here) */
+    const int tail = fk_sm90_a_tail_rows(job->m);
     if (job->k > 0) {
         const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
                                    lda, FK_GEMM_BM, (uint64_t)(uintptr_t)opb,
@@ -567,6 +578,8 @@ static fp8kit_status fk_sm90_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const
             if (r == CUDA_SUCCESS && tstore)
                 r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
                                            (uint64_t)job->n, (uint64_t)job->ldd, 32, 16);
+            if (r == CUDA_SUCCESS && tail)
+                r = fk_tma_map_2d_u8(&tmaps[3], opa, (uint64_t)job->m, kbytes, lda, FK_GEMM_BK, (uint32_t)tail);
             if (r != CUDA_SUCCESS)
                 return fk_fail(ctx, FP8KIT_ERR_DEVICE,
                                "cuda gemm: cuTensorMapEncodeTiled failed (%d)", (int)r);
@@ -651,7 +664,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     /* the plan's store path if this call's pointers fit it, else the general one */
     const int store = fk_store_run(FK_STORES_SM90, cfg.store, v, job);
     const int tstore = store == FK_STORE_TMA;
-    CUtensorMap tmaps[3];
+    CUtensorMap tmaps[4];
     fp8kit_status mst = fk_sm90_maps(ctx, job, plan, v, cfg.device, opa, opb, kbytes, lda, ldb, tstore, tmaps);
     if (mst != FP8KIT_OK)
         return mst;
@@ -659,6 +672,10 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
 
     fk_gemm_params p;
     fk_gemm_job_params(&p, job);
+    if ((p.a_tail_rows = job->k > 0 ? fk_sm90_a_tail_rows(job->m) : 0) != 0) {
+        p.ta_tail = tmaps[3];
+        p.a_tail_row0 = (int)(job->m / FK_GEMM_BM * FK_GEMM_BM);
+    }
     p.num_kb = (int)fk_ceil_div((int64_t)kbytes, FK_GEMM_BK); /* stages of 128 bytes of K */
     int64_t items_m, items_n; /* (in clusters along their axis) */
     fk_sm90_items(v, job->m, job->n, &items_m, &items_n);

@@ -68,7 +68,11 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
         for (int kb = w.kb0; kb < w.kb1; kb++) {
             fk_mbar_wait(empty0 + 8 * stage, phase ^ 1u);
             const uint32_t full = full0 + 8 * stage;
-            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 : 0));
+            /* the last tile of A's rows: a box of M's rest only (the stage's other rows keep stale bytes,
+             * which reach only the sums of rows past M, never stored) */
+            const bool atail = NS == 1 && WV == 1 && !MCA && p.a_tail_rows && w.row0 == p.a_tail_row0;
+            fk_mbar_arrive_expect_tx(full, S::A_BYTES + S::B_BYTES + (SC ? S::SC_ROWS * 4 + 16 : 0) -
+                                               (atail ? (uint32_t)(FK_GEMM_BM - p.a_tail_rows) * FK_GEMM_BK : 0u));
             if constexpr (SC) {
                 const uint32_t t = sc0 + stage * S::SC_BYTES;
                 /* (FK_SC_ANY_ROW: from the 4-row boundary below the tile; the consumers skip the rows before it;
@@ -104,7 +108,7 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                 for (int l = 0; l < WV; l++) { /* one 128-row box per wave */
                     const uint32_t dst = sa0 + stage * S::A_BYTES + l * FK_GEMM_BM * FK_GEMM_BK;
                     if (!MCA)
-                        fk_tma_load_2d(dst, ta, full, kb * FK_GEMM_BK, w.row0 + l * FK_GEMM_BM);
+                        fk_tma_load_2d(dst, atail ? &p.ta_tail : ta, full, kb * FK_GEMM_BK, w.row0 + l * FK_GEMM_BM);
                     else if (l % CL == w.rank)
                         fk_tma_load_2d_mc(dst, ta, full, kb * FK_GEMM_BK, w.row0 + l * FK_GEMM_BM,
                                           (uint16_t)((1u << CL) - 1u));
