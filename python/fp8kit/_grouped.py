@@ -26,11 +26,9 @@ host (checked before anything runs). CUDA backend: torch CUDA tensors with
 offs an int32 CUDA tensor on the same device, read by the kernel (no host
 sync, graph-capturable); invalid offs leave out unwritten, and the optional
 `status` (an int32 CUDA tensor of one element) receives 0 or
-FP8KIT_ERR_INVALID_ARGUMENT (2). Hot path: a call with plain torch tensors whose
-types, dtypes, devices, shapes and strides (one C++ guard over all of them)
-and options match an earlier call's reuses that call's checked arguments and
-only sets this call's pointers and stream (see _hot_call); anything else, and
-any out= that might share bytes with an input, takes the full checks.
+FP8KIT_ERR_INVALID_ARGUMENT (2). Hot path (_hot.py): plain torch tensors of an
+earlier call's signatures and options, without ctx / stream / status /
+workspace / output quantization.
 """
 import ctypes
 import threading
@@ -40,8 +38,8 @@ from ._arrays import as_view, torch_module
 from ._common import (FP8, HP, cdiv, check_out, check_out_quant, context_for, device_of, empty_like_kind,
                       gemm_scale_shape, group_offsets, numel, packed, prod, rup, set_tensor, status_pointer,
                       stream_for, tensor_layout)
+from . import _hot as _hotpath
 from ._context import Context, on_clear
-from ._hooks import on_torch
 from ._lib import (Activation, Backend, BiasMode, DType, GemmDesc, GroupedLayout, OutQuant, Rounding, ScaleLayout,
                    ScaleMode, Status, Tensor)
 from ._names import GROUPED_LAYOUTS, OUT_QUANTS, ROUNDINGS, SCALE_LAYOUTS, activation_of, dtype_of_name, enum_of
@@ -539,38 +537,8 @@ def _workspace(workspace, dev):
     return wv.ptr, numel(wv) * ITEMSIZE[wv.dtype]
 
 
-# ------------------------------------------------------------------ hot path
-class _NoTorch:  # no tensor is of this type: the hot path stays off until torch is seen
-    pass
-
-
-_TT: Any = _NoTorch
-_tm: Any = None
-_hot: Dict[Any, "_Hot"] = {}  # _hot_key of a call -> the entry its last fully checked call made
-_HOT_MAX = 256
-
-
-def _use_torch(tm):
-    global _TT, _tm
-    _tm = tm
-    _TT = tm.torch.Tensor  # last: the hot path turns on once the module is bound
-
-
-on_torch(_use_torch)
-
-
-def _clear_hot():
-    _hot.clear()
-
-
-on_clear(_clear_hot)  # the entries hold contexts, which clear_contexts frees
-
-
-class _Hot:
-    """What a fully checked call leaves for later calls of the same signatures: the guard over its tensors,
-    its arguments (pointers rewritten per call), the C function and context, D's allocator, the workspace
-    size and the byte extents of what it reads (for out='s overlap test)."""
-    __slots__ = ("guard", "args", "desc", "fn", "cx", "index", "alloc", "wbytes", "ext", "nd", "has_sa", "has_sb")
+# ------------------------------------------------------------------ hot path (_hot.py)
+_hot = _hotpath.Table()
 
 
 def _hot_key(a, b, offs, scale_a, scale_b, bias, out, out_dtype, activation, layout, scale_layout):
@@ -579,63 +547,35 @@ def _hot_key(a, b, offs, scale_a, scale_b, bias, out, out_dtype, activation, lay
 
 
 def _hot_register(key, c, tensors, owner, offs, wbytes, dv, out):
-    """Keeps the entry of a call that passed every check (plain torch tensors, offs contiguous as given)."""
-    make_guard = _tm.make_guard
-    if owner is not offs or any(type(t) is not _TT for t in tensors) or make_guard is None:
+    """Keeps the entry of a call that passed every check (offs contiguous as given: no copy per call)."""
+    if owner is not offs:
         return
-    guard = make_guard(tensors)
-    if guard is None:
-        return
-    h = _Hot()
-    h.guard, h.args, h.desc, h.cx = guard, GroupedGemmArgs.from_buffer_copy(c.args), c.desc, c.cx
-    h.fn = c.cx._lib.fp8kit_grouped_gemm
-    h.index = c.dev[1] if c.dev[0] == "cuda" else None
-    h.alloc = None if out is not None else _tm.allocator(c.rows + (c.ND,), c.ddt, h.index)
-    h.wbytes = wbytes
-    h.has_sa, h.has_sb = c.sav is not None, c.sbv is not None
-    # what the call reads, in the order _hot_call takes the pointers: a, b, scale_a, scale_b, bias, offs
-    h.ext = (view_layout(c.av)[0], view_layout(c.bv)[0],
-             tensor_layout(c.args.scale_a)[0] if c.sav is not None else 0,
-             view_layout(c.sbv)[0] if c.sbv is not None else 0,
-             view_layout(c.biasv)[0] if c.biasv is not None else 0, 4 * c.G)
-    h.nd = view_layout(dv)[0]
-    if len(_hot) >= _HOT_MAX:
-        _hot.clear()
-    _hot[key] = h
+    # what the call reads, in _hot_call's pointer order: a, b, scale_a, scale_b, bias, offs
+    ext = (view_layout(c.av)[0], view_layout(c.bv)[0],
+           tensor_layout(c.args.scale_a)[0] if c.sav is not None else 0,
+           view_layout(c.sbv)[0] if c.sbv is not None else 0,
+           view_layout(c.biasv)[0] if c.biasv is not None else 0, 4 * c.G)
+    _hot.put(key, tensors, c.args, c.desc, c.cx._lib.fp8kit_grouped_gemm, c.cx, c.dev,
+             c.rows + (c.ND,) if out is None else None, c.ddt, ext, view_layout(dv)[0], wbytes)
 
 
 def _hot_call(h, a, b, offs, scale_a, scale_b, bias, out, alpha):
-    """One call through a hot entry; None (nothing done) when out= is read-only or its bytes might meet an
-    input's (the full path then decides)."""
-    ptrs = (a.data_ptr(), b.data_ptr(), scale_a.data_ptr() if h.has_sa else 0,
-            scale_b.data_ptr() if h.has_sb else 0, bias.data_ptr() if bias is not None else 0, offs.data_ptr())
-    if out is not None:
-        if _tm.readonly_reason(out) is not None:
-            return None
-        pd, nd = out.data_ptr(), h.nd
-        for p, e in zip(ptrs, h.ext):
-            if p and p < pd + nd and pd < p + e:
-                return None
-        d = out
-    else:
-        d, pd = h.alloc()
+    """One call through a hot entry; None (nothing done) when the full checks must decide about out=."""
+    ptrs = (a.data_ptr(), b.data_ptr(), 0 if scale_a is None else scale_a.data_ptr(),
+            0 if scale_b is None else scale_b.data_ptr(), 0 if bias is None else bias.data_ptr(), offs.data_ptr())
+    d, pd = _hotpath.output(h, out, ptrs)
+    if d is None:
+        return None
     args = GroupedGemmArgs.from_buffer_copy(h.args)
     args.a.data, args.b.data, args.d.data, args.offsets = ptrs[0], ptrs[1], pd, ptrs[5]
-    if h.has_sa:
+    if scale_a is not None:
         args.scale_a.data = ptrs[2]
-    if h.has_sb:
+    if scale_b is not None:
         args.scale_b.data = ptrs[3]
     if bias is not None:
         args.bias.data = ptrs[4]
     args.alpha = float(alpha)
-    ws = None
-    if h.wbytes:
-        ws = _tm.torch.empty((h.wbytes,), dtype=_tm.torch.uint8, device=a.device)
-        args.workspace, args.workspace_bytes = ws.data_ptr(), h.wbytes
-    st = h.fn(h.cx.handle, ctypes.byref(h.desc), ctypes.byref(args),
-              _tm.current_stream(h.index) if h.index is not None else None)
-    h.cx.check(st)
-    del ws
+    _hotpath.run(h, args, a.device)
     return d
 
 
@@ -727,14 +667,14 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         normalized MX copies of a and b) and allocates it, as scaled_mm does. One smaller than that size
         still works: the call then runs on the operands as given."""
     hkey = None
-    if (type(a) is _TT and ctx is None and stream is None and status is None and workspace is None and
+    if (type(a) is _hotpath.TT and ctx is None and stream is None and status is None and workspace is None and
             scale_d is None and out_quant is None and not return_amax):
         try:
             hkey = _hot_key(a, b, offs, scale_a, scale_b, bias, out, out_dtype, activation, layout, scale_layout)
-            h = _hot.get(hkey)
+            h = _hot.get(hkey, [t for t in (a, b, offs, scale_a, scale_b, bias, out) if t is not None])
         except TypeError:  # an unhashable option: the full path reports it
             hkey = h = None
-        if h is not None and h.guard(*(t for t in (a, b, offs, scale_a, scale_b, bias, out) if t is not None)):
+        if h is not None:
             d = _hot_call(h, a, b, offs, scale_a, scale_b, bias, out, alpha)
             if d is not None:
                 return d

@@ -1,14 +1,15 @@
-"""test_grouped_hot.py - grouped_mm's hot path for plain torch tensors (torch CPU tensors on the CPU
-backend; skipped without torch): a repeated call of one signature skips the full checks and gives the
+"""test_grouped_hot.py - the hot path of grouped_mm and k_grouped_mm for plain torch tensors (torch CPU
+tensors on the CPU backend; skipped without torch): a repeated call of one signature skips the full checks and gives the
 full path's bytes on new data; operands that differ in any fact the entry was checked for (dtype, shape,
 strides, type, device, which scales and bias), out= that meets an input or cannot be written, a
 non-contiguous offs and calls with options outside the hot path all get the full checks; masked and
-block-scaled calls (mn_major A scales) take it too; clear_contexts() drops the entries."""
+block-scaled calls (mn_major A scales) take it too; clear_contexts() drops the entries. k_grouped_mm:
+the same for D = and D += (beta accumulating into out), its checks and overlap rule."""
 import numpy as np
 import pytest
 
 import fp8kit
-from fp8kit import _grouped
+from fp8kit import _grouped, _k_grouped
 
 torch = pytest.importorskip("torch")
 if not hasattr(torch, "float8_e4m3fn"):
@@ -59,7 +60,7 @@ def test_repeated_call_is_hot_and_exact(monkeypatch, scheme):
     a, b, offs, sa, sb = _ops(1, scheme)
     want = _full(a, b, offs, sa, sb, out_dtype=torch.bfloat16)
     assert _same(fp8kit.grouped_mm(a, b, offs, sa, sb, out_dtype=torch.bfloat16), want)
-    assert len(_grouped._hot) == 1
+    assert len(_grouped._hot.entries) == 1
     a2, b2, offs2, sa2, sb2 = _ops(2, scheme)  # same signatures, other data and pointers
     want2 = _full(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16, alpha=0.5)
     with monkeypatch.context() as m:
@@ -69,7 +70,7 @@ def test_repeated_call_is_hot_and_exact(monkeypatch, scheme):
         assert d.data_ptr() != fp8kit.grouped_mm(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16).data_ptr()
     out = torch.full((T, N), 7.0, dtype=torch.bfloat16)
     fp8kit.grouped_mm(a2, b2, offs2, sa2, sb2, out_dtype=torch.bfloat16, out=out, alpha=0.5)  # out=: a new entry
-    assert _same(out, want2) and len(_grouped._hot) == 2
+    assert _same(out, want2) and len(_grouped._hot.entries) == 2
     with monkeypatch.context() as m:
         _no_full_path(m)
         out.fill_(7.0)
@@ -137,7 +138,7 @@ def test_out_meeting_an_input_or_read_only_is_refused():
     out = buf[:T * N].view(T, N)
     for _ in range(2):
         fp8kit.grouped_mm(a, b, offs, sa, sb, out_dtype=torch.float32, out=out)
-    assert len(_grouped._hot) == 1
+    assert len(_grouped._hot.entries) == 1
     sa_in_out = buf[T * N - 8:T * N - 8 + T]  # scale_a shares bytes with out: same signatures
     with pytest.raises(fp8kit.InvalidArgumentError, match="shares memory"):
         fp8kit.grouped_mm(a, b, offs, sa_in_out, sb, out_dtype=torch.float32, out=out)
@@ -161,16 +162,16 @@ def test_strided_offs_and_other_options_stay_off_the_hot_path():
     wide[::2] = offs
     for _ in range(2):
         d = fp8kit.grouped_mm(a, b, wide[::2], sa, sb)
-    assert len(_grouped._hot) == 0  # offs copied to be contiguous: never an entry
+    assert len(_grouped._hot.entries) == 0  # offs copied to be contiguous: never an entry
     assert _same(d, _full(a, b, offs, sa, sb))
     status = torch.zeros(1, dtype=torch.int32)
     for _ in range(2):
         fp8kit.grouped_mm(a, b, offs, sa, sb, status=status)
-    assert len(_grouped._hot) == 0
+    assert len(_grouped._hot.entries) == 0
     fp8kit.grouped_mm(a, b, offs, sa, sb)
-    assert len(_grouped._hot) == 1
+    assert len(_grouped._hot.entries) == 1
     fp8kit.clear_contexts()
-    assert len(_grouped._hot) == 0
+    assert len(_grouped._hot.entries) == 0
     assert _same(fp8kit.grouped_mm(a, b, offs, sa, sb), _full(a, b, offs, sa, sb))
 
 
@@ -181,3 +182,63 @@ def test_hot_path_validates_offsets_as_the_library_does():
         fp8kit.grouped_mm(a, b, torch.tensor([10, 5, 60, T], dtype=torch.int32), sa, sb)
     with pytest.raises(fp8kit.FP8KitError):  # past T
         fp8kit.grouped_mm(a, b, torch.tensor([10, 10, 60, T + 1], dtype=torch.int32), sa, sb)
+
+
+def _kg_ops(seed, scheme="1x128"):
+    g = torch.Generator().manual_seed(seed)
+    qa, sa = fp8kit.quantize(torch.randn(40, 640, generator=g), scheme=scheme)
+    qb, sb = fp8kit.quantize(torch.randn(56, 640, generator=g), scheme=scheme)
+    return qa, qb, torch.tensor([128, 128, 512, 640], dtype=torch.int32), sa, sb
+
+
+def _kg_full(*args, **kw):
+    return fp8kit.k_grouped_mm(*args, ctx=fp8kit.get_context("cpu"), **kw)
+
+
+@pytest.mark.parametrize("scheme", ["1x128", "tensor"])
+def test_k_grouped_repeated_call_is_hot_and_exact(monkeypatch, scheme):
+    ops = _kg_ops(9, scheme)
+    want = _kg_full(*ops, out_dtype=torch.float32, alpha=2.0)
+    assert torch.equal(fp8kit.k_grouped_mm(*ops, out_dtype=torch.float32, alpha=2.0), want)
+    out, acc = torch.full(want.shape, 3.0), torch.full(want.shape, 3.0)
+    fp8kit.k_grouped_mm(*ops, out=out, beta=1.0, alpha=2.0)
+    _kg_full(*ops, out=acc, beta=1.0, alpha=2.0)
+    assert torch.equal(out, acc) and len(_k_grouped._hot.entries) == 2
+    ops2 = _kg_ops(10, scheme)
+    want2 = _kg_full(*ops2, out_dtype=torch.float32, alpha=0.5)
+    acc.fill_(1.0)
+    _kg_full(*ops2, out=acc, beta=2.0, alpha=0.5)
+    with monkeypatch.context() as m:
+        m.setattr(_k_grouped, "_scale_modes", lambda *a, **k: (_ for _ in ()).throw(AssertionError("full path")))
+        assert torch.equal(fp8kit.k_grouped_mm(*ops2, out_dtype=torch.float32, alpha=0.5), want2)
+        out.fill_(1.0)
+        assert fp8kit.k_grouped_mm(*ops2, out=out, beta=2.0, alpha=0.5) is out
+        assert torch.equal(out, acc)
+        out.fill_(1.0)
+        fp8kit.k_grouped_mm(*ops2, out=out, alpha=0.5)  # beta 0: D = only
+        assert torch.equal(out, want2)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="beta"):  # beta without out: the full path refuses
+        fp8kit.k_grouped_mm(*ops2, out_dtype=torch.float32, beta=1.0)
+
+
+def test_k_grouped_changed_operands_and_overlap_get_every_check():
+    a, b, offs, sa, sb = _kg_ops(11)
+    for _ in range(2):
+        fp8kit.k_grouped_mm(a, b, offs, sa, sb)
+    with pytest.raises(fp8kit.InvalidShapeError):  # scale_b of another K
+        fp8kit.k_grouped_mm(a, b, offs, sa, sb[:, :4])
+    with pytest.raises(fp8kit.InvalidShapeError):  # b transposed the way grouped_mm takes it
+        fp8kit.k_grouped_mm(a, b.t(), offs, sa, sb)
+    with pytest.raises(fp8kit.FP8KitError):  # offsets not multiples of 128: the library refuses them
+        fp8kit.k_grouped_mm(a, b, torch.tensor([128, 100, 512, 640], dtype=torch.int32), sa, sb)
+    buf = torch.zeros(4 * 40 * 56 + 64)
+    out = buf[:4 * 40 * 56].view(4, 40, 56)
+    for _ in range(2):
+        fp8kit.k_grouped_mm(a, b, offs, sa, sb, out=out)
+    sa_in_out = buf[100:100 + sa.numel()].view(sa.shape)
+    sa_in_out.copy_(sa)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="shares memory"):
+        fp8kit.k_grouped_mm(a, b, offs, sa_in_out, sb, out=out)
+    ro = torch.zeros(4, 40, 56, requires_grad=True)
+    with pytest.raises(fp8kit.InvalidArgumentError, match="read-only"):
+        fp8kit.k_grouped_mm(a, b, offs, sa, sb, out=ro)

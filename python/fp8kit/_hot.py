@@ -1,0 +1,97 @@
+"""_hot.py - the hot path grouped_mm and k_grouped_mm share: a call with plain torch tensors whose
+types, dtypes, devices, shapes and strides (one torch guard checks them all) and options match an earlier
+fully checked call reuses that call's argument struct, with only this call's pointers, scalars and
+stream written into a copy of it. What stays per call: out= is writable and shares no byte with an
+input (a byte-range test; a range that meets one sends the call to the full checks, which decide), and
+a new output or workspace when the call allocates them. Entries hold contexts: clear_contexts() drops
+them (a closed context passes NULL, which the library refuses)."""
+import ctypes
+from typing import Any, Dict
+
+from ._context import on_clear
+from ._hooks import on_torch
+
+
+class _NoTorch:  # no tensor is of this type: the hot path stays off until torch is seen
+    pass
+
+
+TT: Any = _NoTorch  # torch.Tensor once fp8kit._torch is imported
+_tm: Any = None
+_MAX = 256  # entries per table; a full table starts over
+
+
+def _use_torch(tm):
+    global TT, _tm
+    _tm = tm
+    TT = tm.torch.Tensor  # last: the hot path turns on once the module is bound
+
+
+on_torch(_use_torch)
+
+
+class Entry:
+    """What a fully checked call leaves: the guard over its tensors, its argument struct (pointers
+    rewritten per call), descriptor, C function and context, the device index (None: CPU), D's allocator
+    (None with out=), the workspace bytes it allocates per call, the byte extents of the inputs in the
+    order of the call's pointers, and D's extent."""
+    __slots__ = ("guard", "args", "desc", "fn", "cx", "index", "alloc", "wbytes", "ext", "nd")
+
+
+class Table:
+    """Entries by a call's key (shapes and options); cleared with the contexts."""
+
+    def __init__(self):
+        self.entries: Dict[Any, Entry] = {}
+        on_clear(self.entries.clear)
+
+    def get(self, key, tensors):
+        """The entry of key when the guard passes for tensors (the call's non-None tensors, in the order
+        its entry was made with), else None. An unhashable key is TypeError."""
+        h = self.entries.get(key)
+        return h if h is not None and h.guard(*tensors) else None
+
+    def put(self, key, tensors, args, desc, fn, cx, dev, out_shape, ddt, ext, nd, wbytes=0):
+        """Keeps an entry for a call that passed every check, when its tensors are all plain torch tensors
+        and torch has a usable guard. out_shape: D's shape when the call allocates it, else None."""
+        if any(type(t) is not TT for t in tensors) or _tm.make_guard is None:
+            return
+        guard = _tm.make_guard(tensors)
+        if guard is None:
+            return
+        h = Entry()
+        h.guard, h.args, h.desc, h.fn, h.cx = guard, type(args).from_buffer_copy(args), desc, fn, cx
+        h.index = dev[1] if dev[0] == "cuda" else None
+        h.alloc = _tm.allocator(out_shape, ddt, h.index) if out_shape is not None else None
+        h.wbytes, h.ext, h.nd = wbytes, tuple(ext), nd
+        if len(self.entries) >= _MAX:
+            self.entries.clear()
+        self.entries[key] = h
+
+
+def output(h, out, ptrs):
+    """(D, its pointer) for a call through h: out= when it is writable and no input's bytes (ptrs, in the
+    order of h.ext; 0 for an absent one) meet its own; a new D without out=; (None, 0) when the full
+    checks must decide."""
+    if out is None:
+        return h.alloc()
+    if _tm.readonly_reason(out) is not None:
+        return None, 0
+    pd, nd = out.data_ptr(), h.nd
+    for p, e in zip(ptrs, h.ext):
+        if p and p < pd + nd and pd < p + e:
+            return None, 0
+    return out, pd
+
+
+def run(h, args, device):
+    """The C call of h with args (a filled copy of h.args) on torch's current stream of h's device; a
+    workspace of h.wbytes bytes when h has one (args.workspace / workspace_bytes)."""
+    ws = None
+    if h.wbytes:
+        ws = _tm.torch.empty((h.wbytes,), dtype=_tm.torch.uint8, device=device)
+        args.workspace, args.workspace_bytes = ws.data_ptr(), h.wbytes
+    st = h.fn(h.cx.handle, ctypes.byref(h.desc), ctypes.byref(args),
+              _tm.current_stream(h.index) if h.index is not None else None)
+    h.cx.check(st)
+    del ws
