@@ -550,30 +550,22 @@ def _hot_register(key, c, tensors, owner, offs, wbytes, dv, out):
     """Keeps the entry of a call that passed every check (offs contiguous as given: no copy per call)."""
     if owner is not offs:
         return
-    # what the call reads, in _hot_call's pointer order: a, b, scale_a, scale_b, bias, offs
+    # what the call reads, in _hot.prepare's pointer order: a, b, scale_a, scale_b, offs, bias
     ext = (view_layout(c.av)[0], view_layout(c.bv)[0],
            tensor_layout(c.args.scale_a)[0] if c.sav is not None else 0,
-           view_layout(c.sbv)[0] if c.sbv is not None else 0,
-           view_layout(c.biasv)[0] if c.biasv is not None else 0, 4 * c.G)
+           view_layout(c.sbv)[0] if c.sbv is not None else 0, 4 * c.G,
+           view_layout(c.biasv)[0] if c.biasv is not None else 0)
     _hot.put(key, tensors, c.args, c.desc, c.cx._lib.fp8kit_grouped_gemm, c.cx, c.dev,
              c.rows + (c.ND,) if out is None else None, c.ddt, ext, view_layout(dv)[0], wbytes)
 
 
 def _hot_call(h, a, b, offs, scale_a, scale_b, bias, out, alpha):
     """One call through a hot entry; None (nothing done) when the full checks must decide about out=."""
-    ptrs = (a.data_ptr(), b.data_ptr(), 0 if scale_a is None else scale_a.data_ptr(),
-            0 if scale_b is None else scale_b.data_ptr(), 0 if bias is None else bias.data_ptr(), offs.data_ptr())
-    d, pd = _hotpath.output(h, out, ptrs)
+    d, args, ptrs = _hotpath.prepare(h, out, a, b, offs, scale_a, scale_b, bias)
     if d is None:
         return None
-    args = GroupedGemmArgs.from_buffer_copy(h.args)
-    args.a.data, args.b.data, args.d.data, args.offsets = ptrs[0], ptrs[1], pd, ptrs[5]
-    if scale_a is not None:
-        args.scale_a.data = ptrs[2]
-    if scale_b is not None:
-        args.scale_b.data = ptrs[3]
     if bias is not None:
-        args.bias.data = ptrs[4]
+        args.bias.data = ptrs[5]
     args.alpha = float(alpha)
     _hotpath.run(h, args, a.device)
     return d

@@ -69,6 +69,24 @@ class Table:
         self.entries[key] = h
 
 
+def prepare(h, out, a, b, offs, scale_a, scale_b, *more):
+    """(D, a filled copy of h.args, the input pointers) for a call through h: the pointers of a, b, the
+    scales, the offsets (fields a, b, scale_a, scale_b, offsets of both grouped GEMMs' argument structs) and
+    D set; `more` inputs (None where absent) only in the pointers, after those, for the caller to set.
+    (None, None, None) when the full checks must decide about out= (see output)."""
+    ptrs = tuple(0 if t is None else t.data_ptr() for t in (a, b, scale_a, scale_b, offs) + more)
+    d, pd = output(h, out, ptrs)
+    if d is None:
+        return None, None, None
+    args = type(h.args).from_buffer_copy(h.args)
+    args.a.data, args.b.data, args.d.data, args.offsets = ptrs[0], ptrs[1], pd, ptrs[4]
+    if scale_a is not None:
+        args.scale_a.data = ptrs[2]
+    if scale_b is not None:
+        args.scale_b.data = ptrs[3]
+    return d, args, ptrs
+
+
 def output(h, out, ptrs):
     """(D, its pointer) for a call through h: out= when it is writable and no input's bytes (ptrs, in the
     order of h.ext; 0 for an absent one) meet its own; a new D without out=; (None, 0) when the full

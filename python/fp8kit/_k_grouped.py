@@ -127,17 +127,9 @@ def _hot_call(h, a, b, offsets, scale_a, scale_b, out, alpha, beta):
     beta = float(beta)
     if out is None and beta != 0.0:
         return None
-    ptrs = (a.data_ptr(), b.data_ptr(), 0 if scale_a is None else scale_a.data_ptr(),
-            0 if scale_b is None else scale_b.data_ptr(), offsets.data_ptr())
-    d, pd = _hotpath.output(h, out, ptrs)
+    d, args, _ = _hotpath.prepare(h, out, a, b, offsets, scale_a, scale_b)
     if d is None:
         return None
-    args = KGroupedGemmArgs.from_buffer_copy(h.args)
-    args.a.data, args.b.data, args.d.data, args.offsets = ptrs[0], ptrs[1], pd, ptrs[4]
-    if scale_a is not None:
-        args.scale_a.data = ptrs[2]
-    if scale_b is not None:
-        args.scale_b.data = ptrs[3]
     args.alpha, args.beta = float(alpha), beta
     _hotpath.run(h, args, a.device)
     return d

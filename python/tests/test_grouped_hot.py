@@ -1,7 +1,7 @@
 """test_grouped_hot.py - the hot path of grouped_mm and k_grouped_mm for plain torch tensors (torch CPU
 tensors on the CPU backend; skipped without torch): a repeated call of one signature skips the full checks and gives the
 full path's bytes on new data; operands that differ in any fact the entry was checked for (dtype, shape,
-strides, type, device, which scales and bias), out= that meets an input or cannot be written, a
+strides, type, device, which scales and bias; a new bias's values), out= that meets an input or cannot be written, a
 non-contiguous offs and calls with options outside the hot path all get the full checks; masked and
 block-scaled calls (mn_major A scales) take it too; clear_contexts() drops the entries. k_grouped_mm:
 the same for D = and D += (beta accumulating into out), its checks and overlap rule."""
@@ -80,6 +80,18 @@ def test_repeated_call_is_hot_and_exact(monkeypatch, scheme):
         out.fill_(7.0)
         fp8kit.grouped_mm(a2, b2, rows_past, sa2, sb2, out_dtype=torch.bfloat16, out=out, alpha=0.5)
         assert bool((out[80:] == 7.0).all()) and _same(out[:80], want2[:80])
+
+
+def test_bias_and_activation_are_hot(monkeypatch):
+    a, b, offs, sa, sb = _ops(12)
+    fp8kit.grouped_mm(a, b, offs, sa, sb, torch.zeros(G, N), out_dtype=torch.float32, activation="gelu_tanh")
+    g = torch.Generator().manual_seed(13)
+    bias = torch.randn(G, N, generator=g)
+    want = _full(a, b, offs, sa, sb, bias, out_dtype=torch.float32, activation="gelu_tanh")
+    with monkeypatch.context() as m:
+        _no_full_path(m)
+        got = fp8kit.grouped_mm(a, b, offs, sa, sb, bias, out_dtype=torch.float32, activation="gelu_tanh")
+    assert _same(got, want)
 
 
 def test_mn_major_block_scales_are_hot(monkeypatch):
