@@ -27,8 +27,8 @@ offs an int32 CUDA tensor on the same device, read by the kernel (no host
 sync, graph-capturable); invalid offs leave out unwritten, and the optional
 `status` (an int32 CUDA tensor of one element) receives 0 or
 FP8KIT_ERR_INVALID_ARGUMENT (2). Hot path (_hot.py): plain torch tensors of an
-earlier call's signatures and options, without ctx / stream / status /
-workspace / output quantization.
+earlier call's signatures and options (ctx and mx / block1x128 output
+quantization included), without stream / status / workspace / scale_d / amax.
 """
 import ctypes
 import threading
@@ -541,9 +541,9 @@ def _workspace(workspace, dev):
 _hot = _hotpath.Table()
 
 
-def _hot_key(a, b, offs, scale_a, scale_b, bias, out, out_dtype, activation, layout, scale_layout):
+def _hot_key(a, b, offs, scale_a, scale_b, bias, out, out_dtype, activation, layout, scale_layout, ctx, oq):
     return (a.shape, b.shape, scale_a is None, scale_b is None, bias is None, out is None, out_dtype, activation,
-            layout, scale_layout)
+            layout, scale_layout, ctx, oq)
 
 
 def _hot_register(key, c, tensors, owner, offs, wbytes, dv, out):
@@ -555,8 +555,10 @@ def _hot_register(key, c, tensors, owner, offs, wbytes, dv, out):
            tensor_layout(c.args.scale_a)[0] if c.sav is not None else 0,
            view_layout(c.sbv)[0] if c.sbv is not None else 0, 4 * c.G,
            view_layout(c.biasv)[0] if c.biasv is not None else 0)
+    # output quantization (mx / block1x128): the row scales of D, new with each call
+    sd_alloc = _hotpath.allocator(c.sd_shape, c.sd_dtype, c.dev) if c.sd_shape is not None else None
     _hot.put(key, tensors, c.args, c.desc, c.cx._lib.fp8kit_grouped_gemm, c.cx, c.dev,
-             c.rows + (c.ND,) if out is None else None, c.ddt, ext, view_layout(dv)[0], wbytes)
+             c.rows + (c.ND,) if out is None else None, c.ddt, ext, view_layout(dv)[0], wbytes, sd_alloc)
 
 
 def _hot_call(h, a, b, offs, scale_a, scale_b, bias, out, alpha):
@@ -567,8 +569,11 @@ def _hot_call(h, a, b, offs, scale_a, scale_b, bias, out, alpha):
     if bias is not None:
         args.bias.data = ptrs[5]
     args.alpha = float(alpha)
+    sd = None
+    if h.extra is not None:
+        sd, args.scale_d.data = h.extra()
     _hotpath.run(h, args, a.device)
-    return d
+    return d if sd is None else (d, sd)
 
 
 def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None, scale_b: Optional[Array] = None,
@@ -659,10 +664,11 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         normalized MX copies of a and b) and allocates it, as scaled_mm does. One smaller than that size
         still works: the call then runs on the operands as given."""
     hkey = None
-    if (type(a) is _hotpath.TT and ctx is None and stream is None and status is None and workspace is None and
-            scale_d is None and out_quant is None and not return_amax):
+    if (type(a) is _hotpath.TT and stream is None and status is None and workspace is None and scale_d is None and
+            not return_amax):
         try:
-            hkey = _hot_key(a, b, offs, scale_a, scale_b, bias, out, out_dtype, activation, layout, scale_layout)
+            hkey = _hot_key(a, b, offs, scale_a, scale_b, bias, out, out_dtype, activation, layout, scale_layout, ctx,
+                            None if out_quant is None else (out_quant, out_hp, out_rounding, bool(out_pow2)))
             h = _hot.get(hkey, [t for t in (a, b, offs, scale_a, scale_b, bias, out) if t is not None])
         except TypeError:  # an unhashable option: the full path reports it
             hkey = h = None
@@ -715,7 +721,7 @@ def grouped_mm(a: Array, b: Array, offs: Array, scale_a: Optional[Array] = None,
         raise UnsupportedError("%s: this libfp8kit has no fp8kit_grouped_gemm (rebuild it)" % FN)
     st = fn(c.cx.handle, ctypes.byref(c.desc), ctypes.byref(args), stream_for(av, stream))
     c.cx.check(st)
-    if hkey is not None and sd is None and amax is None:
+    if hkey is not None and amax is None:
         _hot_register(hkey, c, tuple(t for t in (a, b, offs, scale_a, scale_b, bias, out) if t is not None), owner,
                       offs, wbytes, dv, out)
     del owner, ws

@@ -35,7 +35,7 @@ class Entry:
     rewritten per call), descriptor, C function and context, the device index (None: CPU), D's allocator
     (None with out=), the workspace bytes it allocates per call, the byte extents of the inputs in the
     order of the call's pointers, and D's extent."""
-    __slots__ = ("guard", "args", "desc", "fn", "cx", "index", "alloc", "wbytes", "ext", "nd")
+    __slots__ = ("guard", "args", "desc", "fn", "cx", "index", "alloc", "wbytes", "ext", "nd", "extra")
 
 
 class Table:
@@ -51,9 +51,10 @@ class Table:
         h = self.entries.get(key)
         return h if h is not None and h.guard(*tensors) else None
 
-    def put(self, key, tensors, args, desc, fn, cx, dev, out_shape, ddt, ext, nd, wbytes=0):
+    def put(self, key, tensors, args, desc, fn, cx, dev, out_shape, ddt, ext, nd, wbytes=0, extra=None):
         """Keeps an entry for a call that passed every check, when its tensors are all plain torch tensors
-        and torch has a usable guard. out_shape: D's shape when the call allocates it, else None."""
+        and torch has a usable guard. out_shape: D's shape when the call allocates it, else None. extra:
+        what the caller's hot call needs besides (see allocator)."""
         if any(type(t) is not TT for t in tensors) or _tm.make_guard is None:
             return
         guard = _tm.make_guard(tensors)
@@ -63,10 +64,16 @@ class Table:
         h.guard, h.args, h.desc, h.fn, h.cx = guard, type(args).from_buffer_copy(args), desc, fn, cx
         h.index = dev[1] if dev[0] == "cuda" else None
         h.alloc = _tm.allocator(out_shape, ddt, h.index) if out_shape is not None else None
-        h.wbytes, h.ext, h.nd = wbytes, tuple(ext), nd
+        h.wbytes, h.ext, h.nd, h.extra = wbytes, tuple(ext), nd, extra
         if len(self.entries) >= _MAX:
             self.entries.clear()
         self.entries[key] = h
+
+
+def allocator(shape, dt, dev):
+    """A function () -> (new torch tensor, its pointer) of `shape` and fp8kit dtype dt on dev ((kind, index)),
+    for outputs a hot call allocates besides D."""
+    return _tm.allocator(shape, dt, dev[1] if dev[0] == "cuda" else None)
 
 
 def prepare(h, out, a, b, offs, scale_a, scale_b, *more):

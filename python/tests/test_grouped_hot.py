@@ -2,8 +2,8 @@
 tensors on the CPU backend; skipped without torch): a repeated call of one signature skips the full checks and gives the
 full path's bytes on new data; operands that differ in any fact the entry was checked for (dtype, shape,
 strides, type, device, which scales and bias; a new bias's values), out= that meets an input or cannot be written, a
-non-contiguous offs and calls with options outside the hot path all get the full checks; masked and
-block-scaled calls (mn_major A scales) take it too; clear_contexts() drops the entries. k_grouped_mm:
+non-contiguous offs and calls with options outside the hot path all get the full checks; masked,
+block-scaled (mn_major A scales), row-quantized outputs (mx, block1x128) and a given context take it too; clear_contexts() drops the entries. k_grouped_mm:
 the same for D = and D += (beta accumulating into out), its checks and overlap rule."""
 import numpy as np
 import pytest
@@ -31,8 +31,8 @@ def _ops(seed, scheme="row"):
 
 
 def _full(*args, **kw):
-    """The same call through the full path (a ctx keeps it off the hot path)."""
-    return fp8kit.grouped_mm(*args, ctx=fp8kit.get_context("cpu"), **kw)
+    """The same call through the full path (a status word keeps it off the hot path)."""
+    return fp8kit.grouped_mm(*args, status=torch.zeros(1, dtype=torch.int32), **kw)
 
 
 def _same(x, y):
@@ -92,6 +92,36 @@ def test_bias_and_activation_are_hot(monkeypatch):
         _no_full_path(m)
         got = fp8kit.grouped_mm(a, b, offs, sa, sb, bias, out_dtype=torch.float32, activation="gelu_tanh")
     assert _same(got, want)
+
+
+@pytest.mark.parametrize("oq", ["block1x128", "mx"])
+def test_quantized_output_and_ctx_are_hot(monkeypatch, oq):
+    """The MoE layer's gate/up call: swiglu, D quantized per row (new scales each call), its own context."""
+    g = torch.Generator().manual_seed(14)
+    qa, sa = fp8kit.quantize(torch.randn(T, K, generator=g), scheme="1x128")
+    qw, sw = fp8kit.quantize(torch.randn(G, 2 * 256, K, generator=g), scheme="128x128")
+    offs = torch.tensor([10, 10, 60, T], dtype=torch.int32)
+    ctx = fp8kit.get_context("cpu")
+    kw = dict(activation="swiglu", out_quant=oq, out_dtype="e4m3", ctx=ctx)
+    d0, s0 = fp8kit.grouped_mm(qa, qw.transpose(1, 2), offs, sa, sw, **kw)
+    qa2, sa2 = fp8kit.quantize(torch.randn(T, K, generator=g), scheme="1x128")
+    want, wsc = _full(qa2, qw.transpose(1, 2), offs, sa2, sw, **kw)
+    with monkeypatch.context() as m:
+        _no_full_path(m)
+        d, sc = fp8kit.grouped_mm(qa2, qw.transpose(1, 2), offs, sa2, sw, **kw)
+        d2, sc2 = fp8kit.grouped_mm(qa2, qw.transpose(1, 2), offs, sa2, sw, **kw)
+    assert torch.equal(d.view(torch.uint8), want.view(torch.uint8)) and torch.equal(sc.view(torch.uint8),
+                                                                                     wsc.view(torch.uint8))
+    assert sc2.data_ptr() != sc.data_ptr() and d2.data_ptr() != d.data_ptr()  # new outputs each call
+    assert not torch.equal(d.view(torch.uint8), d0.view(torch.uint8))
+    other = fp8kit.Context("cpu")  # another context: its own entry, the full path first
+    try:
+        with monkeypatch.context() as m:
+            _no_full_path(m)
+            with pytest.raises(AssertionError, match="full path"):
+                fp8kit.grouped_mm(qa2, qw.transpose(1, 2), offs, sa2, sw, **dict(kw, ctx=other))
+    finally:
+        other.close()
 
 
 def test_mn_major_block_scales_are_hot(monkeypatch):
@@ -204,7 +234,7 @@ def _kg_ops(seed, scheme="1x128"):
 
 
 def _kg_full(*args, **kw):
-    return fp8kit.k_grouped_mm(*args, ctx=fp8kit.get_context("cpu"), **kw)
+    return fp8kit.k_grouped_mm(*args, status=torch.zeros(1, dtype=torch.int32), **kw)
 
 
 @pytest.mark.parametrize("scheme", ["1x128", "tensor"])
