@@ -337,8 +337,24 @@ static void test_library_table(void)
 }
 #endif
 
+/* The rows of a box cut at a tensor's end: whole 8-row atoms, never more than the box; the dense
+ * kernels' tail and the small-M kernel's A rows both read it. */
+static void test_box_rows(void)
+{
+    static const int64_t rest[] = {1, 7, 8, 9, 48, 77, 80, 120, 121, 127, 128, 129, 1000};
+    static const int want128[] = {8, 8, 8, 16, 48, 80, 80, 120, 128, 128, 128, 128, 128};
+    static const int want32[] = {8, 8, 8, 16, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+    for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) {
+        CHECK(fk_sm90_box_rows(rest[i], 128) == want128[i], "box_rows(%lld, 128) = %d, want %d", (long long)rest[i],
+              fk_sm90_box_rows(rest[i], 128), want128[i]);
+        CHECK(fk_sm90_box_rows(rest[i], 32) == want32[i], "box_rows(%lld, 32) = %d, want %d", (long long)rest[i],
+              fk_sm90_box_rows(rest[i], 32), want32[i]);
+    }
+}
+
 int main(void)
 {
+    test_box_rows();
     test_hand_costed();
     test_tuning_keys();
     test_stream_k();

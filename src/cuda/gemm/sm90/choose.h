@@ -102,6 +102,18 @@ int fk_sm90_candidates(fk_sm90_cand *out, int max);
  * description in buf (nothing when considered is 0: not the model's pick). */
 void fk_sm90_describe_pick(char *buf, size_t n, double cost, int considered, int dropped);
 
+/* Rows of a TMA box that loads the last `rest` rows of a tensor when a box of `box` rows would reach
+ * past its end: `rest` rounded up to 8 (whole 128-byte swizzle atoms), at most `box`. A box past the
+ * tensor's end loads slower than a whole one (H200, 2026-11-29: 129x7168x7168 38.5 us with the last
+ * tile row's 128-row box, 29.1 with a 8-row one; the small-M kernel at M 80 1.3x slower than at 128);
+ * the rows past the cut keep stale bytes that reach only sums of rows past the tensor, never stored.
+ * The dense kernels' last tile row of A and the small-M kernel's A rows use it. */
+static inline int fk_sm90_box_rows(int64_t rest, int box)
+{
+    const int64_t r = (rest + 7) / 8 * 8;
+    return r < box ? (int)r : box;
+}
+
 #ifdef __cplusplus
 }
 #endif

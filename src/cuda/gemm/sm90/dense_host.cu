@@ -536,14 +536,12 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
     return fk_cuda_launch(ctx, device, slot, (const void *)v->fn, &lc, args, "cuda gemm");
 }
 
-/* Rows of the box that loads the last tile of A's m rows when a 128-row box would reach past m: the
- * rest rounded up to 8 (whole 128-byte swizzle atoms); 0 when the last tile is whole or the rounding
- * gives 128 anyway. A box past the tensor's end loads slower than a whole one (H200: 129x7168x7168
- * 38.5 us, 256x7168x7168 29.6). */
+/* Rows of the box that loads the last tile row of A's m rows through the tail map when it is partial
+ * (fk_sm90_box_rows), 0 when it is whole or its box would have 128 rows anyway. */
 static int fk_sm90_a_tail_rows(int64_t m)
 {
-    const int64_t r = m % FK_GEMM_BM, rr = (r + 7) / 8 * 8;
-    return r && rr < FK_GEMM_BM ? (int)rr : 0;
+    const int64_t r = m % FK_GEMM_BM;
+    return r && fk_sm90_box_rows(r, FK_GEMM_BM) < FK_GEMM_BM ? fk_sm90_box_rows(r, FK_GEMM_BM) : 0;
 }
 
 /* The call's tensor maps (A, B, D's for the TMA-store path, A's last partial tile's): encoding

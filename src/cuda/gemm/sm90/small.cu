@@ -4,6 +4,7 @@
  * entry. */
 #include "cuda/gemm/sm90/small_kernel.cuh"
 #include "cuda/gemm/sm90/small_choose.h"
+#include "cuda/gemm/sm90/choose.h"
 #include "cuda/driver.h"
 
 #ifdef FK_SMALL_TRACE
@@ -171,8 +172,8 @@ int fk_small_plan(fp8kit_ctx *ctx, const fk_gemm_job *job, void *config, fp8kit_
     cfg.q.mc = c.mc;
     cfg.q.kb_total = (int)kb;
     cfg.q.mh = mh;
-    /* A's loads stop at M rounded up to 8 (a box partly past M's end loaded as slowly as a whole one) */
-    cfg.q.ra = mh == 1 && c.mc == 1 && (job->m + 7) / 8 * 8 < nt ? (int)((job->m + 7) / 8 * 8) : nt;
+    /* A's loads stop at M rounded up to 8 (fk_sm90_box_rows); in parts or shared by multicast, whole boxes */
+    cfg.q.ra = mh == 1 && c.mc == 1 ? fk_sm90_box_rows(job->m, nt) : nt;
     const int slot = bw * 64 * 128 + nt * 128;
     /* ring, barriers, fk_small_warm's scales */
     int stages = (smem - 1024 - 2 * 8 * FK_SMALL_MAXST - 4 * FK_SMALL_WARM_FLOATS) / slot;
