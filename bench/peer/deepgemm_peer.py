@@ -559,13 +559,18 @@ def _device_spans(prof_fn):
     return out
 
 
+_kflush = []
+
+
 def kernel_us(fn, reps):
     """Median over reps of the device time of fn's own work: the span from the start of its first
     kernel (or memset, copy) to the end of its last, by the CUDA profiler, L2 flushed (a 256 MiB fill)
     before each call. Unlike the event timing it leaves out any host time between the flush and the
     launch; DeepGEMM's own benchmarks time kernels this way."""
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    fill_names = {n for n, _, _ in _device_spans(lambda: flush.fill_(1))}
+    if not _kflush:  # the flush buffer and its fill kernel's names, once per process
+        buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        _kflush.extend((buf, {n for n, _, _ in _device_spans(lambda: buf.fill_(1))}))
+    flush, fill_names = _kflush
 
     def body():
         for i in range(reps):

@@ -540,20 +540,20 @@ static fp8kit_status fk_sm90_launch(fp8kit_ctx *ctx, int device, int vi, unsigne
  * (fk_sm90_box_rows), 0 when it is whole or its box would have 128 rows anyway. */
 static int fk_sm90_a_tail_rows(int64_t m)
 {
-    const int64_t r = m % FK_GEMM_BM;
-    return r && fk_sm90_box_rows(r, FK_GEMM_BM) < FK_GEMM_BM ? fk_sm90_box_rows(r, FK_GEMM_BM) : 0;
+    const int rows = fk_sm90_box_rows(m % FK_GEMM_BM, FK_GEMM_BM);
+    return rows < FK_GEMM_BM ? rows : 0;
 }
 
-/* The call's tensor maps (A, B, D's for the TMA-store path, A's last partial tile's): encoding
- * one costs about a microsecond of host time, so the plan memoizes the last
- * set, keyed by everything they encode (zeros for D's unless tstore, for the tail's unless M leaves
- * one; all zeros when K = 0). */
+/* The call's tensor maps (A, B, D's for the TMA-store path, A's last partial tile's: boxes of tail
+ * rows, fk_sm90_a_tail_rows): encoding one costs about a microsecond of host time, so the plan memoizes
+ * the last set, keyed by everything they encode (zeros for D's unless tstore, for the tail's unless M
+ * leaves one; all zeros when K = 0). */
 static fp8kit_status fk_sm90_maps(fp8kit_ctx *ctx, const fk_gemm_job *job, const fk_plan *plan,
                                   const fk_sm90_variant *v, int device, const void *opa, const void *opb,
-                                  uint64_t kbytes, uint64_t lda, uint64_t ldb, int tstore, CUtensorMap tmaps[4])
+                                  uint64_t kbytes, uint64_t lda, uint64_t ldb, int tstore, int tail,
+                                  CUtensorMap tmaps[4])
 {
     enum { FK_SM90_MAPS_BYTES = 4 * sizeof(CUtensorMap) }; /* (tmaps is a pointer here) */
-    const int tail = fk_sm90_a_tail_rows(job->m);
     if (job->k > 0) {
         const uint64_t tkey[14] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m, kbytes,
                                    lda, FK_GEMM_BM, (uint64_t)(uintptr_t)opb,
@@ -662,15 +662,17 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     /* the plan's store path if this call's pointers fit it, else the general one */
     const int store = fk_store_run(FK_STORES_SM90, cfg.store, v, job);
     const int tstore = store == FK_STORE_TMA;
+    const int tail = job->k > 0 ? fk_sm90_a_tail_rows(job->m) : 0;
     CUtensorMap tmaps[4];
-    fp8kit_status mst = fk_sm90_maps(ctx, job, plan, v, cfg.device, opa, opb, kbytes, lda, ldb, tstore, tmaps);
+    fp8kit_status mst = fk_sm90_maps(ctx, job, plan, v, cfg.device, opa, opb, kbytes, lda, ldb, tstore, tail,
+                                     tmaps);
     if (mst != FP8KIT_OK)
         return mst;
     const CUtensorMap &ta = tmaps[0], &tb = tmaps[1];
 
     fk_gemm_params p;
     fk_gemm_job_params(&p, job);
-    if ((p.a_tail_rows = job->k > 0 ? fk_sm90_a_tail_rows(job->m) : 0) != 0) {
+    if ((p.a_tail_rows = tail) != 0) {
         p.ta_tail = tmaps[3];
         p.a_tail_row0 = (int)(job->m / FK_GEMM_BM * FK_GEMM_BM);
     }

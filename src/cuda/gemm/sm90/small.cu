@@ -3,7 +3,6 @@
  * (launch shape by small_choose.c's cost model), the launch and the family
  * entry. */
 #include "cuda/gemm/sm90/small_kernel.cuh"
-#include "cuda/gemm/sm90/small_choose.h"
 #include "cuda/gemm/sm90/choose.h"
 #include "cuda/driver.h"
 

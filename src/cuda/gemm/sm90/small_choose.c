@@ -47,7 +47,7 @@ double fk_small_cost(int64_t n, int64_t m, int64_t kb, int nt, fk_small_shape c,
     const int64_t clusters = (bands + c.mc - 1) / c.mc;
     const int64_t waves = fk_small_waves(n, c, slots);
     const int64_t active = (clusters < slots ? clusters : slots) * c.split * c.mc;
-    const int bw = c.r > 64 ? 2 : 1;
+    const int bw = fk_small_bw(c.r);
     double share = sms > 0 ? (double)active / (double)sms : 1.0;
     if (share < 0.95)
         share = 0.95;

@@ -8,10 +8,14 @@
 #define FK_SM90_SMALL_CHOOSE_H
 
 #include <stdint.h>
+#include "format/fk_hd.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* 64-row groups of B (warpgroups of the MMA) in a band of r rows: 1 (r <= 64) or 2 */
+FK_HD int fk_small_bw(int r) { return r > 64 ? 2 : 1; }
 
 /* One candidate launch shape: rows of B per CTA (band), CTAs splitting K,
  * CTAs sharing A by multicast, column split (two warpgroups side by side). */

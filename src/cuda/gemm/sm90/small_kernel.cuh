@@ -51,6 +51,7 @@
 #include "cuda/gemm/sm90/small.h"
 #include "cuda/gemm/store.h"
 #include "cuda/ptx/ptx.cuh"
+#include "cuda/gemm/sm90/small_choose.h"
 
 
 /* FK_SMALL_TRACE (a build flag for experiments, off in every build):
@@ -91,8 +92,6 @@ struct fk_small_params {
                    * reads spread over L2); FK_SMALL_BNOHINT: B loads without the
                    * evict-first L2 hint */
 };
-/* 64-row groups of B in a band of r rows: 1 (r <= 64) or 2 */
-static inline __host__ __device__ int fk_small_bw(int r) { return r > 64 ? 2 : 1; }
 #define FK_SMALL_ROT 1
 #define FK_SMALL_BNOHINT 2
 #define FK_SMALL_NOPP 4 /* one accumulator set (N <= 64 use two by default) */
