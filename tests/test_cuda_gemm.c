@@ -93,6 +93,7 @@ typedef struct gcase {
     const char *sk;  /* tuning gemm_sk or NULL */
     const char *cl;  /* tuning gemm_cluster or NULL */
     const char *mc;  /* tuning gemm_mc or NULL */
+    const char *ts;  /* tuning gemm_ts or NULL */
     double bound;    /* max rel error; 0 = by output dtype */
     fp8kit_dtype hp; /* OUTQ_MX / BLOCK1X128: desc.out_hp */
     int rceil, pow2; /* desc.out_rounding (RCEIL), desc.out_pow2 */
@@ -280,6 +281,7 @@ static double run_case(const gcase *g)
     if (g->sk) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_sk=%s", g->sk);
     if (g->cl) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_cluster=%s", g->cl);
     if (g->mc) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_mc=%s", g->mc);
+    if (g->ts) snprintf(keys + strlen(keys), sizeof keys - strlen(keys), ",gemm_ts=%s", g->ts);
     fp8kit_ctx *ctx = gctx;
     if (keys[0]) {
         ctx = fctx;
@@ -1035,9 +1037,33 @@ static void staged_cases(int small)
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.want = "scaling=block"; run_case(&g);
     g = base_case("staged M=64 (under one scale box): global loads", 64, 264, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=block"; run_case(&g);
+    /* the TMA-store epilogue of the staged tiles (bf16/f16 D, N a multiple of 8, no C): plain (1), with a
+     * column bias and / or an activation (2), and the bulk-copy epilogue it replaces (tuning gemm_ts=0) */
+    g = base_case("staged TMA store 301x520x1024", 301, 520, 1024);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128";
+    g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
+    g.name = "staged bulk-copy store (gemm_ts=0) 301x520x1024"; g.ts = "0";
+    g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=0"; run_case(&g);
+    g = base_case("staged TMA store, bias gelu 523x776x1536", 523, 776, 1536);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128";
+    g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=2";
+    run_case(&g);
     staged_two_wave_cases(small);
     if (small)
         return;
+    g = base_case("staged TMA store, f16 D, bf16 bias, alpha, padded D rows 777x1032x2048", 777, 1032, 2048);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128"; g.dt = FP8KIT_F16;
+    g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16; g.alpha = 0.375f; g.ldd_pad = 24;
+    g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=2"; run_case(&g);
+    g = base_case("staged TMA store, relu, alpha 1100x2056x512", 1100, 2056, 512);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.act = FP8KIT_ACT_RELU;
+    g.alpha = 2.5f; g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=2"; run_case(&g);
+    g = base_case("staged TMA store, sk tail K=2560", 1100, 2048, 2560);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "4";
+    g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
+    g = base_case("staged TMA store, many tiles 2304x3200x512", 2304, 3200, 512);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128";
+    g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
     g = base_case("staged multi-tile f32 K=4096", 1100, 2048, 4096);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.dt = FP8KIT_F32; g.fast = 1;
     g.bound = 5e-4; g.want = "scaling=staged"; run_case(&g);

@@ -30,7 +30,7 @@ static const fk_sm90_cand k_tab[] = {
     {192, 128, 2, 4, P, 0, 0, 0}, {256, 128, 2, 0, P, 0, 0, 0},
     {128, 128, 2, 4, B, 0, 0, 0}, {192, 128, 2, 4, B, 0, 0, 0},
     {128, 128, 1, 4, S, 0, 0, 0}, {128, 128, 1, 4, S, 1, 0, 0}, {128, 128, 1, 4, S, 2, 0, 0}, {128, 128, 1, 4, S, 3, 0, 0},
-    {64, 128, 1, 4, S, 0, 0, 0},  {128, 128, 2, 4, S, 0, 0, 0},
+    {64, 128, 1, 4, S, 0, 0, 0},  {128, 128, 2, 4, S, 0, 0, 0},  {128, 128, 1, 4, S, 0, 1, 0}, {128, 128, 1, 4, S, 0, 2, 0},
     {128, 256, 1, 4, B, 0, 0, 0}, {128, 256, 2, 4, B, 0, 0, 0},
     {128, 256, 1, 4, S, 0, 0, 0}, {128, 256, 2, 4, S, 0, 0, 1},
     {256, 128, 1, 0, P, 0, 1, 0}, {192, 128, 1, 4, P, 0, 1, 0}, {192, 128, 1, 0, P, 0, 1, 0}, {128, 128, 1, 4, P, 0, 1, 0},
@@ -181,7 +181,16 @@ static void test_tuning_keys(void)
      * is a dropped key (the planner then takes those: dense_host.cu) */
     a = ask_of(4096, 4096, 7168, 132, FK_SM90_SCALE_STAGED, FK_SM90_E4M3_E4M3, 4);
     p = pick(&a, &c);
-    CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && p->bn == 128 && c.dropped == 0, "staged: 128 wide");
+    CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && p->bn == 128 && p->tma_store == 0 && c.dropped == 0,
+          "staged: 128 wide");
+    /* with a job the TMA-store epilogue takes, its staged variants of the job's kind */
+    for (int kind = 1; kind <= 2; kind++) {
+        a.ts_kind = kind;
+        p = pick(&a, &c);
+        CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && p->bn == 128 && p->tma_store == kind && c.dropped == 0,
+              "staged, TMA-store kind %d", kind);
+    }
+    a.ts_kind = 0;
     a.bn = 192;
     p = pick(&a, &c);
     CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && c.dropped == FK_SM90_DROP_BN, "staged, gemm_bn=192: dropped");

@@ -110,10 +110,11 @@ MORE_MASKED = [(16, 256, 128, 3072, 4096), (16, 256, 128, 4096, 1536), (32, 512,
                (64, 256, 32, 4096, 7168), (8, 1024, 768, 7168, 2048)]
 
 
-def all_cases(more=False):
-    """(op, case name, builder) for every case, in run order (more: with the --more shapes)."""
+def all_cases(more=False, dense=None):
+    """(op, case name, builder) for every case, in run order (more: with the --more shapes; dense: the
+    dense shapes to run instead of DENSE)."""
     out = []
-    for m, n, k in DENSE:
+    for m, n, k in DENSE if dense is None else dense:
         out.append(("gemm_block", "%dx%dx%d" % (m, n, k), lambda m=m, n=n, k=k: build_dense(m, n, k)))
     for g, e, n, k in CONTIGUOUS + (MORE_CONTIGUOUS if more else []):
         out.append(("grouped_contiguous", "g%dx%d_n%d_k%d" % (g, e, n, k),
@@ -654,14 +655,24 @@ def main():
                     datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--more", action="store_true", help="also the MORE_CONTIGUOUS / MORE_MASKED model shapes")
+    ap.add_argument("--dense", help="comma list of MxNxK: the dense cases to run instead of the default list "
+                                    "(e.g. a K sweep at one M x N)")
     args = ap.parse_args()
+    dense = None
+    if args.dense:
+        try:
+            dense = [tuple(int(v) for v in s.split("x")) for s in args.dense.split(",") if s]
+        except ValueError:
+            ap.error("--dense: MxNxK,MxNxK,...")
+        if any(len(t) != 3 or min(t) < 1 for t in dense):
+            ap.error("--dense: MxNxK with positive sizes")
     global OURS_SFA
     OURS_SFA = args.ours_sfa
     impls = [i for i in args.impls.split(",") if i]
     bad = [i for i in impls if i not in IMPLS]
     if bad:
         ap.error("unknown implementation(s) %s" % bad)
-    cases = [c for c in all_cases(args.more) if not args.only or re.search(args.only, "%s/%s" % (c[0], c[1]))]
+    cases = [c for c in all_cases(args.more, dense) if not args.only or re.search(args.only, "%s/%s" % (c[0], c[1]))]
     if args.list:
         for op, name, _ in cases:
             print("%s/%s" % (op, name))

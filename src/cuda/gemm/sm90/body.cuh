@@ -24,7 +24,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
 #ifdef FK_SM90_DEVICE
     constexpr int SCT = FK_SC_OF(ST, GR); /* the scale tables' shape (shape.cuh) */
     typedef fk_sm90_shape<BN, (TS != 0), WV, SCT, NS> S;
-    static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128 && !TS), "staged scales: the pipelined or two-wave consumer");
+    static_assert(!ST || (BLOCK && PROMO == 4 && BN <= 128), "staged scales: the pipelined or two-wave consumer");
     static_assert(!MCA || (WV == 2 && CL == 2), "A multicast: two-wave tiles in clusters of 2 along N");
     static_assert(WV == 1 || (BLOCK && PROMO == 4 && TS == 0 && !GR), "two-wave tiles: block scales, general epilogue");
     static_assert(NS != 3 || (PROMO == 4 && CL == 1), "the paired gated tile: the pipelined consumer, single CTAs");
@@ -126,13 +126,13 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)
 }
 
 /* Block-scaled tiles with staged scales (FK_SM90_SCALE_STAGED), single CTAs (GR: the grouped
- * GEMM) and clusters of 2 along M. */
-template <int BN, int AB, bool GR = false>
+ * GEMM; TS: the dense TMA-store epilogue kinds) and clusters of 2 along M. */
+template <int BN, int AB, bool GR = false, int TS = 0>
 __global__ void __launch_bounds__(FK_GEMM_THREADS, 1)
     fk_gemm_sm90_kernel_st(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                            const __grid_constant__ fk_gemm_params p)
 {
-    fk_sm90_body<BN, 4, true, AB, 1, 0, GR, 1, true>(ta, tb, p);
+    fk_sm90_body<BN, 4, true, AB, 1, TS, GR, 1, true>(ta, tb, p);
 }
 template <int BN, int AB>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(FK_GEMM_THREADS, 1)

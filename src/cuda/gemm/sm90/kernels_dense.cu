@@ -40,6 +40,10 @@
     {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, false, 1, FK_SC_ALIGNED>::STAGES,          \
      fk_sm90_shape<BN, false, 1, FK_SC_ALIGNED>::SMEM, KERNEL<BN, AB>, CLUSTER, 0}
 
+#define FK_VSTTS(BN, AB, TS)                                                                     \
+    {BN, 4, FK_SM90_SCALE_STAGED, AB, fk_sm90_shape<BN, true, 1, FK_SC_ALIGNED>::STAGES,            \
+     fk_sm90_shape<BN, true, 1, FK_SC_ALIGNED>::SMEM, fk_gemm_sm90_kernel_st<BN, AB, false, TS>, 1, TS}
+
 #define FK_VMX(BN, AB)                                                                   \
     {BN, 1, FK_SM90_SCALE_MX, AB, fk_sm90_mx_shape<BN>::STAGES, fk_sm90_mx_shape<BN>::SMEM,                       \
      fk_gemm_sm90_mx_kernel<BN, AB>, 1, 0}
@@ -78,6 +82,9 @@ const fk_sm90_variant fk_sm90_variants[] = {
     FK_VST(128, FK_SM90_E4M3_E4M3, fk_gemm_sm90_kernel_st, 1), FK_VST(128, FK_SM90_E4M3_E5M2, fk_gemm_sm90_kernel_st, 1),
     FK_VST(128, FK_SM90_E5M2_E4M3, fk_gemm_sm90_kernel_st, 1), FK_VST(128, FK_SM90_E5M2_E5M2, fk_gemm_sm90_kernel_st, 1),
     FK_VST(64, FK_SM90_E4M3_E4M3, fk_gemm_sm90_kernel_st, 1), FK_VST(128, FK_SM90_E4M3_E4M3, fk_gemm_sm90_kernel_stc2, 2),
+    /* the same with the TMA-store epilogue (one TMA store per warp and 32 columns instead of a bulk copy
+     * per row; one stage more), plain (1) and with a column bias and / or an activation (2) */
+    FK_VSTTS(128, FK_SM90_E4M3_E4M3, 1), FK_VSTTS(128, FK_SM90_E4M3_E4M3, 2),
     /* block scaling on 256-row tiles (two waves; tuning gemm_bm=256), alone and in clusters of 2 */
     {128, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, fk_sm90_shape<128, false, 2>::STAGES,
      fk_sm90_shape<128, false, 2>::SMEM, fk_gemm_sm90_kernel_w2<128, FK_SM90_E4M3_E4M3>, 1, 0, 2},
