@@ -118,21 +118,21 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
             __syncwarp();                                                                            \
         if (lane == 0)                                                                               \
             fk_sm90_release<CL>(empty0 + 8 * (S));
-            /* ST: the scales of K block KB (issued from `stage`), from its table. Grouped
-             * and in clusters: B's (the same for the whole warp) read by lane 0, the lane
-             * that releases the stage, and passed to the others by shuffle:
-             * compute-sanitizer's racecheck does not see the other lanes' reads of it
-             * ordered before the release of lane 0 (__syncwarp compiles to nothing
-             * here) and reported them against the next bulk copy. The single-CTA dense
-             * kernels keep the one uniform read (racecheck is clean there, and the
-             * shuffle cost 1-3%; H200, 2026-11-29, bench/results/s23). */
+            /* ST: the scales of K block KB (issued from `stage`), from its table. B's (the
+             * same for the whole warp) read by lane 0, the lane that releases the stage, and
+             * passed to the others by shuffle. Read by every lane, the code is as correct
+             * (__syncwarp orders the other lanes' reads before lane 0's release), but
+             * compute-sanitizer's racecheck does not model that order (__syncwarp compiles
+             * to nothing here) and reported the reads against the next bulk copy into the
+             * table, in every kernel with these tables (the single-CTA dense ones once a
+             * test ran their 128-wide tiles under it). */
 #define FK_PIPE_TAB(LO, HI, B, KB)                                                               \
         if (ST) {                                                                                    \
             const float *t_ = sct + stage * (S::SC_BYTES / 4);                                       \
             const int q_ = S::SC_B + ((w.kb0 + (KB)) & 3);                                           \
             LO = t_[rl + skew];                                                                      \
             HI = t_[rl + skew + 8];                                                                  \
-            B = GR || CL > 1 ? __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[q_] : 0.0f, 0) : t_[q_];      \
+            B = __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[q_] : 0.0f, 0);                                \
         }
             if (nkb > 0) {
                 fk_mbar_wait(full0 + 8 * stage, phase);
