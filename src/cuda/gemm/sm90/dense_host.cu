@@ -253,8 +253,8 @@ static int fk_sm90_staged_ok(const fk_gemm_job *job)
 }
 
 /* The variant that runs what v runs with block scales read from global
- * memory (v itself unless it stages them): a call whose pointers do not fit
- * the staged plan takes it. */
+ * memory (v itself unless it stages them; with the same store epilogue): a
+ * call whose pointers do not fit the staged plan takes it. */
 static int fk_sm90_unstaged(int vi)
 {
     const fk_sm90_variant *v = &fk_sm90_variants[vi];
@@ -264,7 +264,7 @@ static int fk_sm90_unstaged(int vi)
     for (int i = 0; i < fk_sm90_variant_count; i++) {
         const fk_sm90_variant *u = &fk_sm90_variants[i];
         if (u->scaling != FK_SM90_SCALE_BLOCK || u->bn != v->bn || u->ops != v->ops || u->promo != v->promo ||
-            fk_waves(u) != fk_waves(v) || u->tma_store)
+            fk_waves(u) != fk_waves(v) || u->tma_store != v->tma_store)
             continue;
         if (u->cluster == v->cluster && u->mc_a == v->mc_a)
             return i;
