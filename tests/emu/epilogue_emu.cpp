@@ -42,6 +42,9 @@ static inline uint32_t fk_cvt_f16x2(float lo, float hi)
 thread_local int emu_tid;
 std::barrier<> *emu_bar;
 uint32_t emu_xchg[128];
+unsigned char *emu_smem_base; /* (null: the general epilogue reads no shared-memory address) */
+std::barrier<> *emu_warp_bar[4];
+emu_tmap emu_td;
 
 static uint64_t rng_state = 0x5eed0f8c0ffeeull;
 static int rand_int(int r) /* uniform in [-r, r] */

@@ -6,7 +6,7 @@
 
 #include "cuda/gemm/sm90/shape.cuh"
 
-#ifdef FK_SM90_DEVICE
+#ifdef __CUDACC__ /* (also compiled as host C++ by tests/emu/store_tma_emu.cpp) */
 /* The TMA-store epilogue (p.d_bulk == 2, only in TS variants): tensor or
  * row scales, alpha, an optional column bias, an optional activation,
  * bf16/f16 D, no C. The warpgroup converts its 64 x BN fragment 32 columns
@@ -267,5 +267,5 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
                                               sa_lo, sa_hi, fu, m0, n0, tid, m_end);
     }
 }
-#endif /* FK_SM90_DEVICE */
+#endif /* __CUDACC__ */
 #endif
