@@ -36,20 +36,6 @@ static inline float __fmul_rn(float a, float b) { return a * b; } /* (host fp32:
 #include <thread>
 #include <vector>
 
-static inline uint32_t fk_cvt_bf16x2(float lo, float hi)
-{
-    return fk_f32_to_bf16(lo) | ((uint32_t)fk_f32_to_bf16(hi) << 16);
-}
-static inline uint32_t fk_cvt_f16x2(float lo, float hi)
-{
-    return fk_f32_to_f16(lo) | ((uint32_t)fk_f32_to_f16(hi) << 16);
-}
-thread_local int emu_tid;
-std::barrier<> *emu_bar;
-uint32_t emu_xchg[128];
-unsigned char *emu_smem_base;
-std::barrier<> *emu_warp_bar[4];
-emu_tmap emu_td;
 
 static uint64_t rng_state = 0x7a57011e5eedull;
 static int rand_int(int r) /* uniform in [-r, r] */
