@@ -1062,13 +1062,14 @@ static void staged_cases(int small)
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "4";
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
     g = base_case("block TMA store, plain A scales 1100x2048x1024", 1100, 2048, 1024);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128";
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128"; g.bn = "128";
     g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
     g = base_case("block TMA store, plain A scales, bias silu f16 odd M 1001x2056x1152", 1001, 2056, 1152);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128"; g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_SILU;
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128"; g.bn = "128"; g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL;
+    g.act = FP8KIT_ACT_SILU;
     g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=2"; run_case(&g);
     g = base_case("mn_major A scales off 16 bytes: the block TMA-store tile", 1100, 2048, 1024);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sa_off = 1;
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128"; g.sa_off = 1;
     g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
     g = base_case("staged TMA store, many tiles 2304x3200x512", 2304, 3200, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128";
