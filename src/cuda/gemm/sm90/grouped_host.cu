@@ -62,6 +62,14 @@ void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
     *slab = slabs > 1 ? ga->count : 0;
 }
 
+/* The values of B's block scales the kernels read: every expert's (sb_stride
+ * apart), ceil(N / 128) rows of ceil(K / 128). */
+static int64_t fk_grp_sb_count(const fk_grouped_job *gj)
+{
+    const int64_t nkb = fk_ceil_div(gj->gemm.k, FK_GEMM_BK);
+    return (gj->groups - 1) * gj->sb_stride + fk_ceil_div(gj->gemm.n, 128) * nkb;
+}
+
 /* A's scale box of the grouped staged variants: FK_GST_ROWS rows from the 4-row
  * boundary below a tile (shape.cuh FK_SC_ANY_ROW: TMA boxes start 16-byte
  * aligned along their innermost dimension). */
@@ -69,9 +77,8 @@ void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
 
 /* Whether a block-scaled job can take the staged-scale variants (as the dense
  * planner's fk_sm90_staged_ok): A's scales mn_major with slabs of at least
- * one scale box (FK_GST_ROWS), ceil(K/128) a multiple of 4 (B's 16-byte
- * groups of 4 K blocks stay inside a row and every expert's scales start
- * 16-byte aligned). */
+ * one scale box (FK_GST_ROWS), and every expert's B scales in one vector
+ * that 32-bit indices reach (p.tsb). */
 static int fk_grp_staged_ok(const fk_grouped_job *gj)
 {
     const fk_gemm_job *job = &gj->gemm;
@@ -80,7 +87,7 @@ static int fk_grp_staged_ok(const fk_grouped_job *gj)
     fk_scale_geom ga;
     int64_t slab;
     fk_grp_sa_geom(gj, &ga, &slab);
-    return ga.cols >= FK_GST_ROWS && fk_ceil_div(job->k, FK_GEMM_BK) % 4 == 0 && fk_staged_ptrs_ok(job);
+    return ga.cols >= FK_GST_ROWS && fk_grp_sb_count(gj) < ((int64_t)1 << 31) && fk_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what variant vi runs with block scales read from
@@ -354,12 +361,14 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
         p.sb_g = gj->sb_stride;
         if (v->scaling == FK_SM90_SCALE_STAGED && load) { /* A's scales by TMA: 128 rows of one K block per stage */
             const uint64_t kbs = (uint64_t)(slab ? gj->groups : 1) * (uint64_t)p.num_kb;
-            const CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, kbs, (uint64_t)ga.sc, (uint64_t)ga.sc * 4,
-                                                 FK_GST_ROWS, 1);
+            CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, kbs, (uint64_t)ga.sc, (uint64_t)ga.sc * 4,
+                                           FK_GST_ROWS, 1);
+            if (r == CUDA_SUCCESS) /* B's: 4 values from each K block's group of 4 */
+                r = fk_tma_map_1d_f32(&p.tsb, p.sb, (uint64_t)fk_grp_sb_count(gj), 4);
             if (r != CUDA_SUCCESS) {
                 if (prev != cfg.device)
                     (void)cudaSetDevice(prev);
-                return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: A scale tensor map failed (CUresult %d)",
+                return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: block scale tensor map failed (CUresult %d)",
                                (int)r);
             }
         }

@@ -25,8 +25,9 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
  * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
  * multicast to the same stage of every CTA of the cluster (which share B).
  * SC (staged block scales, dense): each stage also gets its scale table at
- * sc0: A's scales of the tile rows by TMA (p.tsa), and the 16 bytes of B's
- * scale row holding the K block's, on the same barrier.
+ * sc0: A's scales of the tile rows by TMA (p.tsa), and 4 of B's scales
+ * from the K block's group of 4 (p.tsb, a 1-D box at any index: B's rows need
+ * not be whole 16-byte groups), on the same barrier.
  * NS = 2 (the gated tile, kernels_glu.cu): 64 rows of A (A's map has 64-row
  * boxes) and four BN / 2-row boxes of B (B's map has BN / 2-row boxes): for
  * each consumer warpgroup w its gate rows tn BN + w BN / 2 and the up rows
@@ -81,10 +82,9 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                 for (int l = 0; l < WV; l++)
                     fk_tma_load_2d(t + l * FK_GEMM_BM * 4, &p.tsa, full,
                                    (SC == FK_SC_ANY_ROW ? w.sa_x(p) & ~3 : w.sa_x(p)) + l * FK_GEMM_BM, w.sa_y(p, kb));
-                fk_bulk_load(t + S::SC_B * 4,
-                             p.sb + (GR ? w.g * p.sb_g : 0) + (long long)min((tn * BN) >> 7, sb_last) * p.sb_ld +
-                                 (kb & ~3),
-                             16, full);
+                /* B's scales from the K block's group of 4: the box at any index of the vector (p.tsb) */
+                fk_tma_load_1d(t + S::SC_B * 4, &p.tsb, full,
+                               (GR ? w.g * (int)p.sb_g : 0) + min((tn * BN) >> 7, sb_last) * (int)p.sb_ld + (kb & ~3));
             }
             if constexpr (NS == 3) {
                 fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);
