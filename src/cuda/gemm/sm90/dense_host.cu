@@ -234,10 +234,10 @@ struct fk_device_guard {
 
 /* Whether a block-scaled job can take the staged-scale variants
  * (FK_SM90_SCALE_STAGED): A's 1x128 scales MN-major (the producer loads
- * 128 rows of one K block by TMA), B's 128x128 scales row-major (4 of a row
- * at a time by TMA from one vector, p.tsb: rows need not be whole 16-byte
- * groups), and the pointers of fk_staged_ptrs_ok, which each run checks
- * again. */
+ * 128 rows of one K block by TMA), B's 128x128 scales row-major (the 16
+ * bytes holding a K block's by TMA from one vector over all of them, p.tsb:
+ * rows need not be whole 16-byte groups), and the pointers of
+ * fk_staged_ptrs_ok, which each run checks again. */
 static int fk_sm90_staged_ok(const fk_gemm_job *job)
 {
     const fp8kit_gemm_desc *dd = &job->desc;
@@ -699,7 +699,7 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
     if (v->scaling == FK_SM90_SCALE_STAGED) { /* A's scales by TMA, 128 rows of one K block per stage */
         CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, (uint64_t)p.num_kb, (uint64_t)p.sa_sk, (uint64_t)p.sa_sk * 4,
                                        FK_GEMM_BM, 1);
-        if (r == CUDA_SUCCESS) /* B's: 4 values from each K block's group of 4, rows sb_ld apart */
+        if (r == CUDA_SUCCESS) /* B's: one vector, rows sb_ld apart (boxes of 16 bytes) */
             r = fk_tma_map_1d_f32(&p.tsb, p.sb, (uint64_t)((fk_ceil_div(job->n, 128) - 1) * p.sb_ld + p.num_kb), 4);
         if (r != CUDA_SUCCESS)
             return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: block scale tensor map failed (CUresult %d)", (int)r);

@@ -363,7 +363,7 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
             const uint64_t kbs = (uint64_t)(slab ? gj->groups : 1) * (uint64_t)p.num_kb;
             CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, kbs, (uint64_t)ga.sc, (uint64_t)ga.sc * 4,
                                            FK_GST_ROWS, 1);
-            if (r == CUDA_SUCCESS) /* B's: 4 values from each K block's group of 4 */
+            if (r == CUDA_SUCCESS) /* B's: one vector over every expert's (boxes of 16 bytes) */
                 r = fk_tma_map_1d_f32(&p.tsb, p.sb, (uint64_t)fk_grp_sb_count(gj), 4);
             if (r != CUDA_SUCCESS) {
                 if (prev != cfg.device)
