@@ -979,9 +979,9 @@ static void act_inf(void)
 /* Staged block scales on 256-row (two-wave) tiles, single CTAs and 2-CTA
  * clusters along N that multicast A (gemm_mc=1): odd M and N (a second wave
  * past M, a cluster whose second tile lies past N), several tiles per CTA, an
- * epilogue with bias and activation, K not a multiple of 4 blocks (the
- * global-load two-wave kernel), and A's scales off 16 bytes (the call runs
- * the unstaged twin). small: the first two cases. */
+ * epilogue with bias and activation, K not a multiple of 4 blocks (B's
+ * scales' rows not 16-byte groups), and A's scales off 16 bytes (the call runs the
+ * unstaged twin). small: the first two cases. */
 static void staged_two_wave_cases(int small)
 {
     static const char *const cls[2] = {"1", "2"};
@@ -1011,15 +1011,15 @@ static void staged_two_wave_cases(int small)
         g = base_case("staged 2-wave, A scales off 16 bytes", 301, 520, 1024);
         g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
         g.sa_off = 1; g.want = "bm=256 promo=4 scaling=block"; run_case(&g);
-        g = base_case("staged 2-wave K=1152 (9 K blocks): global loads", 301, 520, 1152);
+        g = base_case("staged 2-wave K=1152 (9 K blocks: B's rows not 16-byte groups)", 301, 520, 1152);
         g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "256"; g.cl = cls[c]; g.mc = mc;
-        g.want = "bm=256 promo=4 scaling=block"; run_case(&g);
+        g.want = want; run_case(&g);
     }
 }
 
 /* Block scales staged with each stage (FK_SM90_SCALE_STAGED): MN-major A
- * scales and B's scale rows in whole 16-byte groups take those variants
- * (the plan says so), every other block case the global-load ones; odd M
+ * scales take those variants (the plan says so; B's rows need not be whole
+ * 16-byte groups: K 256, 1152, 2880), every other block case the global-load ones; odd M
  * and N, several tiles per CTA, a stream-K tail whose parts start off the
  * 4-block groups, e5m2, 64 wide, and A's scales off 16 bytes (the planned
  * staged variant's call falls back to its twin). The staged variants have
@@ -1031,8 +1031,14 @@ static void staged_cases(int small)
     /* (the scale pointers' alignment is part of the plan key: a call whose A scales are off 16 bytes
      * plans the global-load variant) */
     g.name = "staged, A scales off 16 bytes"; g.sa_off = 1; g.want = "scaling=block"; run_case(&g);
-    g = base_case("staged K=1152 (9 K blocks): global loads", 301, 520, 1152);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=block"; run_case(&g);
+    g = base_case("staged K=1152 (9 K blocks: B's rows not 16-byte groups)", 301, 520, 1152);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=staged"; run_case(&g);
+    g = base_case("staged TMA store, K=256 (2 K blocks), many tiles", 1100, 2048, 256);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128";
+    g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
+    g = base_case("staged K=2880 (23 K blocks), stream-K tail", 1100, 2048, 2880);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "3"; g.want = "scaling=staged";
+    run_case(&g);
     g = base_case("staged plain A scales: global loads", 200, 264, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.want = "scaling=block"; run_case(&g);
     g = base_case("staged M=64 (under one scale box): global loads", 64, 264, 512);
@@ -1061,6 +1067,16 @@ static void staged_cases(int small)
     g = base_case("staged TMA store, sk tail K=2560", 1100, 2048, 2560);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "4";
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
+    g = base_case("block TMA store, plain A scales 1100x2048x1024", 1100, 2048, 1024);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128"; g.bn = "128";
+    g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
+    g = base_case("block TMA store, plain A scales, bias silu f16 odd M 1001x2056x1152", 1001, 2056, 1152);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128"; g.bn = "128"; g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL;
+    g.act = FP8KIT_ACT_SILU;
+    g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=2"; run_case(&g);
+    g = base_case("mn_major A scales off 16 bytes: the block TMA-store tile", 1100, 2048, 1024);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128"; g.sa_off = 1;
+    g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
     g = base_case("staged TMA store, many tiles 2304x3200x512", 2304, 3200, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128";
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);

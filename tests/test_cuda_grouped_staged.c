@@ -1,7 +1,7 @@
 /* test_cuda_grouped_staged.c - the CUDA grouped GEMM with A's block scales in the
  * mn_major layout (fp8kit_grouped_gemm, contiguous and masked): the staged
  * kernels (each stage brings its scales: slabs of at least one 132-row box,
- * ceil(K/128) a multiple of 4, 16-byte aligned scale pointers; A's box
+ * 16-byte aligned scale pointers, any ceil(K/128); A's box
  * starts at the 4-row boundary below a tile that starts at any row) and the
  * global-load kernels that run every other mn_major call. Each case is planned
  * first (fp8kit_grouped_gemm_describe must name the scaling the rules give),
@@ -14,7 +14,10 @@
  * empty groups, rows past the last offset, masked slabs of M not a multiple
  * of 4 (or of 128), e5m2 on either side, bias and activations, a scale
  * pointer off 16 bytes (the global-load twin of the staged plan), K with
- * ceil(K/128) not a multiple of 4, tuning keys no staged variant meets.
+ * ceil(K/128) not a multiple of 4 (B's rows not 16-byte groups), tuning keys
+ * no staged variant meets; the
+ * staged tiles' TMA-store epilogue (group ends inside a warp's 16 rows) and
+ * their bulk-copy one (tuning gemm_ts=0).
  * A call whose scale pointers are off 16 bytes plans the global-load
  * variant (their alignment is part of the plan key). Then 40 random cases
  * over the same space (not with --small).
@@ -55,6 +58,7 @@ static char g_base[512];
 static const int32_t k_off_odd[5] = {3, 130, 130, 517, 700};   /* groups start off 4 and 128 rows; one empty */
 static const int32_t k_off_short[3] = {200, 201, 450};        /* rows 450 .. T - 1 owned by no group */
 static const int32_t k_off_masked[4] = {300, 0, 1, 257};      /* masked counts: full, empty, 1, most */
+static const int32_t k_off_cut[6] = {9, 25, 151, 151, 300, 461}; /* group ends inside a warp's 16 rows */
 
 /* fp64 reference over the owned rows (plain scales), bytes elsewhere 0x5A */
 static void check_result(const scase *c, const fp8kit_gemm_desc *d, const fp8kit_grouped_gemm_args *hga,
@@ -190,6 +194,12 @@ static void run_case(const scase *c)
     /* (the scale pointers' alignment is part of the plan key: a call whose scales are off 16 bytes
      * plans the global-load variant) */
     CHECK(strstr(plan, want) != NULL, "%s: the plan \"%s\" does not have %s", c->name, plan, want);
+    /* the staged e4m3 x e4m3 tiles store 16-bit D by TMA where N is a multiple of 8 (unless gemm_ts=0);
+     * the bytes must be the bulk-copy path's (the plain call's) all the same */
+    const int tma = !strcmp(c->want, "staged") && !c->e5a && !c->e5b && c->dt != FP8KIT_F32 && N % 8 == 0 &&
+                    !strstr(c->keys, "gemm_ts=0");
+    CHECK(!!strstr(plan, "store=tma ") == tma, "%s: the plan \"%s\" %s the TMA store", c->name, plan,
+          tma ? "lacks" : "has");
 
     void *plain = malloc(dbytes), *mn = malloc(dbytes);
     CHECK(cudaMemset(dd, 0x5A, dbytes) == cudaSuccess, "memset");
@@ -238,10 +248,10 @@ static void sweep(int n)
         c.act = av[fk_rng_u32(&rng) % 3];
         c.misalign = fk_rng_u32(&rng) % 8 == 0;
         c.keys = "";
-        /* staged: slabs (masked M, else T) of at least one 132-row box once padded to 4, K blocks in 4s,
-         * 16-byte aligned scales */
-        const int64_t rp = (c.t + 3) / 4 * 4, kb = (c.k + 127) / 128;
-        c.want = rp >= 132 && kb % 4 == 0 && !c.misalign ? "staged" : "block";
+        /* staged: slabs (masked M, else T) of at least one 132-row box once padded to 4, 16-byte aligned
+         * scales (K blocks not in 4s: B's rows not 16-byte groups) */
+        const int64_t rp = (c.t + 3) / 4 * 4;
+        c.want = rp >= 132 && !c.misalign ? "staged" : "block";
         snprintf(name, sizeof name, "space #%d %s", i, c.masked ? "masked" : "contig");
         c.name = name;
         run_case(&c);
@@ -315,7 +325,8 @@ int main(int argc, char **argv)
         return fk_test_summary("test_cuda_grouped_staged");
     CHECK_STATUS(fp8kit_ctx_get_tuning(gctx, g_base, sizeof g_base), FP8KIT_OK);
     const fp8kit_dtype BF = FP8KIT_BF16, F16 = FP8KIT_F16, F32 = FP8KIT_F32;
-    const fp8kit_activation NONE = FP8KIT_ACT_NONE, SILU = FP8KIT_ACT_SILU, GELU = FP8KIT_ACT_GELU_TANH;
+    const fp8kit_activation NONE = FP8KIT_ACT_NONE, SILU = FP8KIT_ACT_SILU, GELU = FP8KIT_ACT_GELU_TANH,
+                            RELU = FP8KIT_ACT_RELU;
     const scase cases[] = {
         /* contiguous */
         {"contig, groups off 4 rows", 0, 700, 256, 512, 5, k_off_odd, 0, 0, BF, 1, SILU, 0, "", "staged", 1},
@@ -323,9 +334,14 @@ int main(int argc, char **argv)
         {"contig e5m2 x e4m3 f16", 0, 333, 136, 1024, 4, NULL, 1, 0, F16, 1, GELU, 0, "", "staged", 1},
         {"contig e4m3 x e5m2 f32 fast", 0, 300, 256, 512, 3, NULL, 0, 1, F32, 0, NONE, 0, "", "staged", 1},
         {"contig e5m2 x e5m2", 0, 257, 128, 512, 2, NULL, 1, 1, BF, 1, NONE, 0, "", "staged", 0},
+        {"contig, bulk-copy store (gemm_ts=0)", 0, 700, 256, 512, 5, k_off_odd, 0, 0, BF, 1, SILU, 0, "gemm_ts=0",
+         "staged", 1},
+        {"contig, rows cut mid-warp, f16 relu", 0, 461, 264, 1024, 6, k_off_cut, 0, 0, F16, 0, RELU, 0, "", "staged",
+         1},
         {"contig, scales off 16 bytes", 0, 700, 256, 512, 5, k_off_odd, 0, 0, BF, 1, SILU, 1, "", "block", 1},
-        {"contig, kb 3 (global loads)", 0, 333, 256, 384, 4, NULL, 0, 0, BF, 0, NONE, 0, "", "block", 1},
-        {"contig, kb 23 (K 2880)", 0, 520, 384, 2880, 4, NULL, 0, 0, BF, 1, SILU, 0, "", "block", 0},
+        {"contig, kb 3 (B's rows not 16-byte groups)", 0, 333, 256, 384, 4, NULL, 0, 0, BF, 0, NONE, 0, "", "staged", 1},
+        {"contig, kb 23 (K 2880)", 0, 520, 384, 2880, 4, NULL, 0, 0, BF, 1, SILU, 0, "", "staged", 0},
+        {"contig, kb 6 (K 768), 16 groups", 0, 900, 256, 768, 16, NULL, 0, 0, BF, 0, NONE, 0, "", "staged", 1},
         {"contig, T 100 (under one box)", 0, 100, 128, 512, 3, NULL, 0, 0, BF, 0, NONE, 0, "", "block", 1},
         {"contig, gemm_bn=192 (global loads)", 0, 400, 384, 512, 3, NULL, 0, 0, BF, 0, NONE, 0, "gemm_bn=192", "block",
          0},
@@ -333,11 +349,13 @@ int main(int argc, char **argv)
         /* masked: slabs of M rows, the scales one mn_major buffer per expert */
         {"masked M 300, counts", 1, 300, 256, 512, 4, k_off_masked, 0, 0, BF, 1, SILU, 0, "", "staged", 1},
         {"masked M 130 (Mp 132)", 1, 130, 200, 1024, 5, NULL, 0, 0, BF, 0, NONE, 0, "", "staged", 1},
+        {"masked M 300, counts, bulk-copy store", 1, 300, 256, 512, 4, k_off_masked, 0, 0, BF, 1, SILU, 0, "gemm_ts=0",
+         "staged", 0},
         {"masked M 129 e5m2 f16", 1, 129, 128, 512, 3, NULL, 1, 0, F16, 1, GELU, 0, "", "staged", 1},
         {"masked M 257, scales off 16 bytes", 1, 257, 256, 512, 3, NULL, 0, 0, BF, 0, NONE, 1, "", "block", 1},
         {"masked M 64 (under one box)", 1, 64, 256, 512, 6, NULL, 0, 0, BF, 1, NONE, 0, "", "block", 1},
         {"masked M 128 (under one 132-row box)", 1, 128, 128, 512, 3, NULL, 0, 0, BF, 0, NONE, 0, "", "block", 0},
-        {"masked M 190, kb 5", 1, 190, 256, 640, 4, NULL, 0, 0, BF, 0, SILU, 0, "", "block", 1},
+        {"masked M 190, kb 5", 1, 190, 256, 640, 4, NULL, 0, 0, BF, 0, SILU, 0, "", "staged", 1},
         {"masked M 256, 8 experts, K 7168", 1, 256, 256, 7168, 8, NULL, 0, 0, BF, 0, NONE, 0, "", "staged", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

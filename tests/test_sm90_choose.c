@@ -31,6 +31,7 @@ static const fk_sm90_cand k_tab[] = {
     {128, 128, 2, 4, B, 0, 0, 0}, {192, 128, 2, 4, B, 0, 0, 0},
     {128, 128, 1, 4, S, 0, 0, 0}, {128, 128, 1, 4, S, 1, 0, 0}, {128, 128, 1, 4, S, 2, 0, 0}, {128, 128, 1, 4, S, 3, 0, 0},
     {64, 128, 1, 4, S, 0, 0, 0},  {128, 128, 2, 4, S, 0, 0, 0},  {128, 128, 1, 4, S, 0, 1, 0}, {128, 128, 1, 4, S, 0, 2, 0},
+    {128, 128, 1, 4, B, 0, 1, 0}, {128, 128, 1, 4, B, 0, 2, 0},
     {128, 256, 1, 4, B, 0, 0, 0}, {128, 256, 2, 4, B, 0, 0, 0},
     {128, 256, 1, 4, S, 0, 0, 0}, {128, 256, 2, 4, S, 0, 0, 1},
     {256, 128, 1, 0, P, 0, 1, 0}, {192, 128, 1, 4, P, 0, 1, 0}, {192, 128, 1, 0, P, 0, 1, 0}, {128, 128, 1, 4, P, 0, 1, 0},
@@ -190,6 +191,14 @@ static void test_tuning_keys(void)
         CHECK(p && p->scaling == FK_SM90_SCALE_STAGED && p->bn == 128 && p->tma_store == kind && c.dropped == 0,
               "staged, TMA-store kind %d", kind);
     }
+    a.scaling = FK_SM90_SCALE_BLOCK; /* (plain A scales: the global-load block variants have them too) */
+    for (int kind = 1; kind <= 2; kind++) {
+        a.ts_kind = kind;
+        p = pick(&a, &c);
+        CHECK(p && p->scaling == FK_SM90_SCALE_BLOCK && p->bn == 128 && p->tma_store == kind && c.dropped == 0,
+              "block, TMA-store kind %d", kind);
+    }
+    a.scaling = FK_SM90_SCALE_STAGED;
     a.ts_kind = 0;
     a.bn = 192;
     p = pick(&a, &c);

@@ -4,7 +4,8 @@
 # process per line of SPEC, in order, DeepGEMM and ours in every process.
 #
 # usage (repository root, on the GPU machine):
-#   OUT=dir [ONLY=regex] [PEER_ARGS="--ours-sfa mn_major ..."] bash bench/peer/ab_libs.sh SPEC
+#   OUT=dir [ONLY=regex] [PEER_ARGS="--ours-sfa mn_major ..."] [DG_BUILT=1] bash bench/peer/ab_libs.sh SPEC
+# (DG_BUILT=1: DeepGEMM was already built into /tmp/dg by bench/peer/deepgemm_build.sh in this call)
 # SPEC lines: TAG LIB [TUNING [PYROOT [ARGS...]]]
 #   TAG     a name for the column (letters, digits, - and _)
 #   LIB     a libfp8kit.so built here and carried along (sm_90a)
@@ -23,8 +24,12 @@ O=${OUT:-/tmp/ab-out}
 mkdir -p "$O"
 root=$(pwd)
 t0=$(date +%s)
-bash bench/peer/deepgemm_build.sh /tmp/dg >"$O/dg-build.log" 2>&1 || { tail -20 "$O/dg-build.log"; exit 1; }
-echo "DeepGEMM built in $(( $(date +%s) - t0 )) s"
+if [ -n "${DG_BUILT:-}" ] && [ -f /tmp/dg/env.sh ]; then # built earlier in the same call (e.g. beside tests)
+    echo "DeepGEMM built before (DG_BUILT)"
+else
+    bash bench/peer/deepgemm_build.sh /tmp/dg >"$O/dg-build.log" 2>&1 || { tail -20 "$O/dg-build.log"; exit 1; }
+    echo "DeepGEMM built in $(( $(date +%s) - t0 )) s"
+fi
 # shellcheck disable=SC1091
 . /tmp/dg/env.sh
 only=${ONLY:-gemm_block|grouped_contiguous|grouped_masked}

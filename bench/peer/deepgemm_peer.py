@@ -104,10 +104,12 @@ CONTIGUOUS = [(8, 2048, 4096, 7168), (8, 2048, 7168, 2048), (32, 256, 4096, 7168
 MASKED = [(32, 256, 192, 4096, 7168), (32, 256, 192, 7168, 2048), (6, 1024, 1024, 4096, 7168)]  # G, max_m, ~rows, N, K
 K_GROUPED = [(4, 4096, 7168, (8704, 7936, 9088, 8576))]  # G, M, N, K per group (sum 34304, multiples of 128)
 # --more: model shapes beyond the default set (Qwen3-MoE gate/up and down, hidden 4096, expert 1536;
-# Mixtral-style 4096 / 14336; decode-sized masked slabs and larger ones)
-MORE_CONTIGUOUS = [(16, 1024, 3072, 4096), (16, 1024, 4096, 1536), (8, 4096, 28672, 4096)]
+# Mixtral-style 4096 / 14336; decode-sized masked slabs and larger ones; down projections whose K is not
+# a multiple of 512: Qwen3-30B-A3B's expert 768, DeepSeek-V2-Lite's 1408)
+MORE_CONTIGUOUS = [(16, 1024, 3072, 4096), (16, 1024, 4096, 1536), (8, 4096, 28672, 4096), (16, 1024, 2048, 768),
+                   (16, 1024, 2048, 1408)]
 MORE_MASKED = [(16, 256, 128, 3072, 4096), (16, 256, 128, 4096, 1536), (32, 512, 384, 4096, 7168),
-               (64, 256, 32, 4096, 7168), (8, 1024, 768, 7168, 2048)]
+               (64, 256, 32, 4096, 7168), (8, 1024, 768, 7168, 2048), (32, 256, 192, 2048, 768)]
 
 
 def all_cases(more=False, dense=None):

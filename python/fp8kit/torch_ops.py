@@ -26,10 +26,14 @@ from ._typing import DTypeLike
 from .errors import InvalidArgumentError, UnsupportedError
 
 
-_DTYPE_STR: Dict[Any, str] = {}
 # the op schemas' dtype strings: torch's names, whatever spelling the caller used
 _CANONICAL = {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16", DType.E4M3: "float8_e4m3fn",
               DType.E5M2: "float8_e5m2", DType.E8M0: "float8_e8m0fnu"}
+# _dtype_str's answers so far; from the start the DTypes, torch's dtypes and their names, so that
+# torch.compile traces a plain dict lookup for them (torch 2.15 refuses to trace the library's cached
+# name parser under fullgraph=True)
+_DTYPE_STR: Dict[Any, str] = {**_CANONICAL, **{v: v for v in _CANONICAL.values()},
+                              **{getattr(torch, v): v for v in _CANONICAL.values() if hasattr(torch, v)}}
 
 
 def _dtype_str(dt):
@@ -37,7 +41,7 @@ def _dtype_str(dt):
     as 'bf16' or 'float8_e4m3fn', a DType, a numpy or torch dtype)."""
     if dt is None:
         return ""
-    cacheable = isinstance(dt, (torch.dtype, DType))
+    cacheable = isinstance(dt, (torch.dtype, DType, str))
     s = _DTYPE_STR.get(dt) if cacheable else None
     if s is None:
         s = _CANONICAL[dtype_of_name(dt)]

@@ -90,6 +90,25 @@ static inline CUresult fk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
+/* Tensor map over a vector of n f32 (16-byte aligned base, n < 2^32) read in
+ * boxes of box values (box * 4 a multiple of 16) starting at any index; box
+ * elements past the end read as zero. */
+static inline CUresult fk_tma_map_1d_f32(CUtensorMap *map, const void *base, uint64_t n, uint32_t box)
+{
+    fk_encode_tiled_fn fn = fk_tma_encode_fn();
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    if (n == 0 || n >= (1ull << 32))
+        return CUDA_ERROR_INVALID_VALUE;
+    cuuint64_t dims[1] = {n};
+    cuuint64_t strides[1] = {n * 4}; /* (rank 1: no stride is read) */
+    cuuint32_t boxd[1] = {box};
+    cuuint32_t estr[1] = {1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, (void *)base, dims, strides, boxd, estr,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
 /* A byte matrix (row stride ld bytes) with the 128-byte swizzle (box_cols <= 128). */
 static inline CUresult fk_tma_map_2d_u8(CUtensorMap *map, const void *base, uint64_t rows,
                                         uint64_t cols, uint64_t ld, uint32_t box_cols,

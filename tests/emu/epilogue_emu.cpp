@@ -31,17 +31,6 @@
 
 enum { GELU_TANH_ = FP8KIT_ACT_GELU_TANH, SILU_ = FP8KIT_ACT_SILU };
 
-static inline uint32_t fk_cvt_bf16x2(float lo, float hi)
-{
-    return fk_f32_to_bf16(lo) | ((uint32_t)fk_f32_to_bf16(hi) << 16);
-}
-static inline uint32_t fk_cvt_f16x2(float lo, float hi)
-{
-    return fk_f32_to_f16(lo) | ((uint32_t)fk_f32_to_f16(hi) << 16);
-}
-thread_local int emu_tid;
-std::barrier<> *emu_bar;
-uint32_t emu_xchg[128];
 
 static uint64_t rng_state = 0x5eed0f8c0ffeeull;
 static int rand_int(int r) /* uniform in [-r, r] */

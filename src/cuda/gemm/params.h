@@ -25,6 +25,7 @@ struct fk_gemm_params {
     CUtensorMap tsa;        /* STAGED: A's MN-major scales as (kb, sa_sk) f32, boxes of 128 rows of one K block */
     long long sb_ld;        /* BLOCK: B scale (n / 128, kb) at sb[(n / 128) * sb_ld + kb] */
     long long sb_g;         /* BLOCK, grouped: scale values from one expert's B scales to the next */
+    CUtensorMap tsb;        /* STAGED: B's block scales as one f32 vector (every expert's), boxes of 4 */
     float alpha, beta;
     const void *c;          /* NULL unless beta != 0 */
     long long ldc;

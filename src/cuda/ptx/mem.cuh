@@ -1,4 +1,4 @@
-/* ptx/mem.cuh - ordinary loads and stores (st.shared, release / acquire) and the sm_80 cp.async copies and groups. */
+/* ptx/mem.cuh - ordinary loads and stores (st.shared, ld.shared.v4, release / acquire) and the sm_80 cp.async copies and groups. */
 #ifndef FK_CUDA_PTX_MEM_CUH
 #define FK_CUDA_PTX_MEM_CUH
 
@@ -9,6 +9,19 @@ FK_DEV void fk_st_shared_u32(uint32_t addr, uint32_t v)
 #ifdef FK_SM90_DEVICE
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 #endif
+}
+
+/* 16 bytes from shared memory (one ld.shared.v4.u32). */
+FK_DEV uint4 fk_ld_shared_v4(uint32_t addr)
+{
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+#ifdef FK_SM90_DEVICE
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+#endif
+    return v;
 }
 
 /* Stream-K hand-off (gemm/sm90/kernels_dense.cu): a 64-bit store with release and a

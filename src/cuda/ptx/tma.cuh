@@ -23,6 +23,19 @@ FK_DEV void fk_tma_load_2d(uint32_t dst, const void *tmap, uint32_t bar, int c0,
 #endif
 }
 
+/* 1-D tiled load of the box starting at element c0 (any index; elements
+ * past the tensor's end read as zero) into shared memory at dst; completion is
+ * counted in bytes on bar. */
+FK_DEV void fk_tma_load_1d(uint32_t dst, const void *tmap, uint32_t bar, int c0)
+{
+#ifdef FK_SM90_DEVICE
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2}], [%3];" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(c0), "r"(bar)
+                 : "memory");
+#endif
+}
+
 /* fk_tma_load_2d with an L2 cache hint (a policy from fk_l2_policy). */
 FK_DEV void fk_tma_load_2d_hint(uint32_t dst, const void *tmap, uint32_t bar, int c0, int c1, uint64_t pol)
 {

@@ -55,7 +55,7 @@ static __device__ __forceinline__ void fk_sm90_body(const CUtensorMap &ta, const
      * memory access before the previous grid's writes are visible */
     fk_grid_dep_wait();
     if constexpr (GR) {
-        static_assert(CL == 1 && !TS, "grouped: single CTAs, general epilogues");
+        static_assert(CL == 1 && (!TS || ST), "grouped: single CTAs; the TMA-store epilogue with staged scales");
         const bool ok = fk_grp_prepare<NS == 2 ? 64 : FK_GEMM_BM>(p.grp_offs, p.grp_count, p.m, p.grp_masked_m, (int *)(fk_smem + p.grp_tab));
         if (blockIdx.x == 0 && threadIdx.x == 0 && p.grp_status)
             *p.grp_status = ok ? 0 : (int)FP8KIT_ERR_INVALID_ARGUMENT;

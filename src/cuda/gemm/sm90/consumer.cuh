@@ -163,10 +163,10 @@ static __device__ __forceinline__ void fk_sm90_consumer(const fk_gemm_params &p,
                 fk_glu_epilogue(p, acc, stage_out, w.row0, w.m_end, w.g, tn * BN + wg * (BN / 2), wg, tid,
                                 (w.t / w.step) & 1);
             else if (fk_sm90_sk_finish(p, w, acc, wg, tid))
-                fk_sm90_epilogue<BN, TS>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+                fk_sm90_epilogue<BN, TS, GR>(p, acc, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         } else {
             if (fk_sm90_sk_finish(p, w, accf, wg, tid))
-                fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+                fk_sm90_epilogue<BN, TS, GR>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
     fk_sm90_lag_end(p, wg, issued);

@@ -41,6 +41,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params 
         int tm, tn;
         w.tile(p, tm, tn);
         const int nkb = w.kb1 - w.kb0;
+        const int sbo = ST ? fk_sm90_sb_base<BN, false>(p, 0, tn) & 3 : 0; /* B's slot of K block 0 */
 #pragma unroll
         for (int i = 0; i < S::NACC; i++) {
             accf0[i] = 0.0f;
@@ -84,7 +85,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_2w(const fk_gemm_params 
                        * lane 0, the lane that releases the stage, and shuffled: compute-sanitizer's racecheck
                        * reported the other lanes' uniform read of it against the next bulk copy, H200, 2026-11-29) */
                 const float *t_ = sct + stage * (S::SC_BYTES / 4);
-                const float b_ = __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[S::SC_B + ((w.kb0 + kb) & 3)] : 0.0f, 0);
+                const float b_ = __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[S::SC_B + ((sbo + w.kb0 + kb) & 3)] : 0.0f, 0);
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     s[j] = t_[rl + (j >> 1) * FK_GEMM_BM + (j & 1) * 8] * b_;

@@ -64,6 +64,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
         const fk_epi_pre pre = GLU ? fk_epi_pre{} : fk_sm90_sk_start<BN, TS>(p, w, tab, tn * BN, wg, tid);
         /* ST, grouped: the table starts at the 4-row boundary below the tile (shape.cuh FK_SC_ANY_ROW) */
         const int skew = ST && GR ? w.sa_x(p) & 3 : 0;
+        const int sbo = ST ? fk_sm90_sb_base<BN, GR>(p, w.g, tn) & 3 : 0; /* B's slot of K block 0 */
         const int nkb = w.kb1 - w.kb0;
         /* PAIR: the item's halves one after the other (hold_*: the first's 1x128 row maxima) */
         const int halves = PAIR ? fk_glu_halves(p, tn, BN) : 1;
@@ -129,7 +130,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
 #define FK_PIPE_TAB(LO, HI, B, KB)                                                               \
         if (ST) {                                                                                    \
             const float *t_ = sct + stage * (S::SC_BYTES / 4);                                       \
-            const int q_ = S::SC_B + ((w.kb0 + (KB)) & 3);                                           \
+            const int q_ = S::SC_B + ((sbo + w.kb0 + (KB)) & 3);                                         \
             LO = t_[rl + skew];                                                                      \
             HI = t_[rl + skew + 8];                                                                  \
             B = __shfl_sync(0xFFFFFFFFu, lane == 0 ? t_[q_] : 0.0f, 0);                                \
@@ -187,7 +188,7 @@ static __device__ __forceinline__ void fk_sm90_consumer_pipe(const fk_gemm_param
                 fk_glu_epilogue<S::NACC, AROW>(p, accf, stage_out, w.row0, w.m_end, w.g, tn * BN + wg * (BN / 2), wg, tid,
                                                (w.t / w.step) & 1);
             else if (fk_sm90_sk_finish(p, w, accf, wg, tid))
-                fk_sm90_epilogue<BN, TS>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
+                fk_sm90_epilogue<BN, TS, GR>(p, accf, stage_out, tab, pre, w.row0 + wg * 64, tn * BN, tid, 1 + wg);
         }
     }
     fk_sm90_lag_end(p, wg, issued);

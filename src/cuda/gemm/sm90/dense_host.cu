@@ -234,9 +234,10 @@ struct fk_device_guard {
 
 /* Whether a block-scaled job can take the staged-scale variants
  * (FK_SM90_SCALE_STAGED): A's 1x128 scales MN-major (the producer loads
- * 128 rows of one K block by TMA), B's 128x128 scale rows in whole 16-byte
- * groups (bulk copies of 4 K blocks' scales that stay inside the row), and
- * the pointers of fk_staged_ptrs_ok, which each run checks again. */
+ * 128 rows of one K block by TMA), B's 128x128 scales row-major (the 16
+ * bytes holding a K block's by TMA from one vector over all of them, p.tsb:
+ * rows need not be whole 16-byte groups), and the pointers of
+ * fk_staged_ptrs_ok, which each run checks again. */
 static int fk_sm90_staged_ok(const fk_gemm_job *job)
 {
     const fp8kit_gemm_desc *dd = &job->desc;
@@ -248,13 +249,13 @@ static int fk_sm90_staged_ok(const fk_gemm_job *job)
     fk_gemm_scale_geom(dd->scale_a, dd->scale_layout, 0, job->m, job->k, &ga);
     fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
     const int64_t nkb = fk_ceil_div(job->k, FK_GEMM_BK);
-    return ga.sr == 1 && (ga.sc * 4) % 16 == 0 && nkb % 4 == 0 && gb.sr % 4 == 0 && gb.sr >= nkb &&
-           fk_staged_ptrs_ok(job);
+    return ga.sr == 1 && (ga.sc * 4) % 16 == 0 && gb.sc == 1 && gb.sr >= nkb &&
+           (gb.grows - 1) * gb.sr + nkb < ((int64_t)1 << 31) && fk_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what v runs with block scales read from global
- * memory (v itself unless it stages them): a call whose pointers do not fit
- * the staged plan takes it. */
+ * memory (v itself unless it stages them; with the same store epilogue): a
+ * call whose pointers do not fit the staged plan takes it. */
 static int fk_sm90_unstaged(int vi)
 {
     const fk_sm90_variant *v = &fk_sm90_variants[vi];
@@ -264,7 +265,7 @@ static int fk_sm90_unstaged(int vi)
     for (int i = 0; i < fk_sm90_variant_count; i++) {
         const fk_sm90_variant *u = &fk_sm90_variants[i];
         if (u->scaling != FK_SM90_SCALE_BLOCK || u->bn != v->bn || u->ops != v->ops || u->promo != v->promo ||
-            fk_waves(u) != fk_waves(v) || u->tma_store)
+            fk_waves(u) != fk_waves(v) || u->tma_store != v->tma_store)
             continue;
         if (u->cluster == v->cluster && u->mc_a == v->mc_a)
             return i;
@@ -696,10 +697,12 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
         }
     }
     if (v->scaling == FK_SM90_SCALE_STAGED) { /* A's scales by TMA, 128 rows of one K block per stage */
-        const CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, (uint64_t)p.num_kb, (uint64_t)p.sa_sk,
-                                             (uint64_t)p.sa_sk * 4, FK_GEMM_BM, 1);
+        CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, (uint64_t)p.num_kb, (uint64_t)p.sa_sk, (uint64_t)p.sa_sk * 4,
+                                       FK_GEMM_BM, 1);
+        if (r == CUDA_SUCCESS) /* B's: one vector, rows sb_ld apart (boxes of 16 bytes) */
+            r = fk_tma_map_1d_f32(&p.tsb, p.sb, (uint64_t)((fk_ceil_div(job->n, 128) - 1) * p.sb_ld + p.num_kb), 4);
         if (r != CUDA_SUCCESS)
-            return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: A scale tensor map failed (CUresult %d)", (int)r);
+            return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: block scale tensor map failed (CUresult %d)", (int)r);
     }
     if (mxw) { /* the copies' scales: the helper warps copy the stage tables and band flags */
         p.sa = (const float *)(mxw + mo[2]);

@@ -8,8 +8,8 @@
  * kernel: with invalid ones every CTA leaves before writing anything, and
  * the optional status word says so. Tuning overrides (core/tuning.h) it
  * reads: gemm_bn (128 / 192 / 256), grouped_gm (tile rows per L2 group),
- * gemm_lag, gemm_bulk, gemm_pdl as in gemm/sm90/dense_host.cu. D leaves through the bulk-copy
- * or the general store path (gemm/store.h, FK_STORES_GROUPED). MX scales run
+ * gemm_lag, gemm_bulk, gemm_ts, gemm_pdl as in gemm/sm90/dense_host.cu. D leaves through the TMA-store
+ * (staged block scales), the bulk-copy or the general store path (gemm/store.h, FK_STORES_GROUPED). MX scales run
  * the grouped MX kernel (the MX kernel's consumers and helper warps with the
  * same tile walk); given the workspace fk_cuda_grouped_workspace reports, A
  * and B are first normalized into it (mx_norm_kernel.cu, as for fp8kit_gemm) and the
@@ -62,6 +62,14 @@ void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
     *slab = slabs > 1 ? ga->count : 0;
 }
 
+/* The values of B's block scales the kernels read: every expert's (sb_stride
+ * apart), ceil(N / 128) rows of ceil(K / 128). */
+static int64_t fk_grp_sb_count(const fk_grouped_job *gj)
+{
+    const int64_t nkb = fk_ceil_div(gj->gemm.k, FK_GEMM_BK);
+    return (gj->groups - 1) * gj->sb_stride + fk_ceil_div(gj->gemm.n, 128) * nkb;
+}
+
 /* A's scale box of the grouped staged variants: FK_GST_ROWS rows from the 4-row
  * boundary below a tile (shape.cuh FK_SC_ANY_ROW: TMA boxes start 16-byte
  * aligned along their innermost dimension). */
@@ -69,9 +77,8 @@ void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
 
 /* Whether a block-scaled job can take the staged-scale variants (as the dense
  * planner's fk_sm90_staged_ok): A's scales mn_major with slabs of at least
- * one scale box (FK_GST_ROWS), ceil(K/128) a multiple of 4 (B's 16-byte
- * groups of 4 K blocks stay inside a row and every expert's scales start
- * 16-byte aligned). */
+ * one scale box (FK_GST_ROWS), and every expert's B scales in one vector
+ * that 32-bit indices reach (p.tsb). */
 static int fk_grp_staged_ok(const fk_grouped_job *gj)
 {
     const fk_gemm_job *job = &gj->gemm;
@@ -80,7 +87,7 @@ static int fk_grp_staged_ok(const fk_grouped_job *gj)
     fk_scale_geom ga;
     int64_t slab;
     fk_grp_sa_geom(gj, &ga, &slab);
-    return ga.cols >= FK_GST_ROWS && fk_ceil_div(job->k, FK_GEMM_BK) % 4 == 0 && fk_staged_ptrs_ok(job);
+    return ga.cols >= FK_GST_ROWS && fk_grp_sb_count(gj) < ((int64_t)1 << 31) && fk_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what variant vi runs with block scales read from
@@ -189,10 +196,16 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     ask.bn = fk_tuned(tu->gemm_bn, 0);
     ask.sk = 0;
     ask.width_128 = job->desc.out_quant == FP8KIT_OUTQ_BLOCK1X128; /* a 1x128 group must not span two tiles */
+    /* the TMA-store epilogue's variants (staged block scales; one stage more) where D fits that path */
+    ask.ts_kind = fk_tma_store_ok(job) && fk_tuned(tu->gemm_ts, 1) != 0 ? fk_tma_store_kind(job) : 0;
     fk_sm90_cand cands[64];
     const int nc = fk_sm90_cands_of(fk_sm90_grouped_variants, fk_sm90_grouped_variant_count, cands, 64);
     fk_sm90_choice pick;
     int vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    if (vi >= 0 && fk_sm90_grouped_variants[vi].tma_store && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin) {
+        ask.ts_kind = 0; /* no room for the group table beside the extra stage: the bulk-copy epilogue */
+        vi = fk_sm90_choose(cands, nc, &ask, &pick);
+    }
     if (scaling == FK_SM90_SCALE_STAGED &&
         (vi < 0 || pick.dropped || fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)) {
         /* tuning keys no staged variant satisfies, or no room for the group table: global-load block scales */
@@ -238,7 +251,7 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
         cfg.group_m = 1;
     cfg.device = cs->device;
     cfg.no_bulk = fk_tuned(tu->gemm_bulk, 1) == 0;
-    cfg.store = fk_store_plan(FK_STORES_GROUPED, NULL, job, cfg.no_bulk);
+    cfg.store = fk_store_plan(FK_STORES_GROUPED, v, job, cfg.no_bulk);
     cfg.lag = fk_tuned(tu->gemm_lag, mx ? 0 : 1); /* MX: no lag, as the dense MX plan */
     cfg.pdl = fk_tuned(tu->gemm_pdl, 1) != 0;
     if (cfg.lag < 0 || cfg.lag >= v->stages)
@@ -290,13 +303,20 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
      * when there is nothing to load (the kernel still checks the offsets). */
     const int load = job->m > 0 && job->n > 0 && job->k > 0;
     const uint64_t brows = (uint64_t)((gj->groups - 1) * b_rows + job->n);
-    CUtensorMap tmaps[2];
+    /* D's store path: the plan's if this call's pointers fit it, else the general one; the
+     * TMA-store path also maps D (T rows, or G x masked_m) in 16 x 32 boxes */
+    const int store = fk_store_run(FK_STORES_GROUPED, cfg.store, v, job);
+    const int tstore = load && store == FK_STORE_TMA;
+    CUtensorMap tmaps[3];
     memset(tmaps, 0, sizeof tmaps);
     if (load) {
-        const uint64_t tkey[9] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m,  (uint64_t)job->k,
-                                  (uint64_t)lda,              (uint64_t)(uintptr_t)opb, brows,
-                                  (uint64_t)ldb,              (uint64_t)v->bn,    0x475250u};
-        if (!fk_plan_memo_get(plan, tkey, 9, tmaps, sizeof tmaps)) {
+        const uint64_t tkey[13] = {(uint64_t)(uintptr_t)opa, (uint64_t)job->m,  (uint64_t)job->k,
+                                   (uint64_t)lda,              (uint64_t)(uintptr_t)opb, brows,
+                                   (uint64_t)ldb,              (uint64_t)v->bn,    0x475250u,
+                                   (uint64_t)tstore, tstore ? (uint64_t)(uintptr_t)job->d : 0,
+                                   tstore ? (uint64_t)job->ldd : 0, tstore ? (uint64_t)job->d_type : 0};
+        static_assert(13 + sizeof tmaps / 8 <= FK_PLAN_MEMO_WORDS, "plan memo too small");
+        if (!fk_plan_memo_get(plan, tkey, 13, tmaps, sizeof tmaps)) {
             CUresult r = fk_tma_map_2d_u8(&tmaps[0], opa, (uint64_t)job->m, (uint64_t)job->k, (uint64_t)lda,
                                           FK_GEMM_BK, FK_GEMM_BM);
             if (r == CUDA_ERROR_INVALID_CONTEXT) { /* a new thread: make the primary context current */
@@ -307,10 +327,13 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
             if (r == CUDA_SUCCESS)
                 r = fk_tma_map_2d_u8(&tmaps[1], opb, brows, (uint64_t)job->k, (uint64_t)ldb, FK_GEMM_BK,
                                      (uint32_t)v->bn);
+            if (r == CUDA_SUCCESS && tstore)
+                r = fk_tma_map_2d_u16_sw64(&tmaps[2], job->d, job->d_type == FP8KIT_BF16, (uint64_t)job->m,
+                                           (uint64_t)job->n, (uint64_t)job->ldd, 32, 16);
             if (r != CUDA_SUCCESS)
                 return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: cuTensorMapEncodeTiled failed (%d)",
                                (int)r);
-            fk_plan_memo_put(plan, tkey, 9, tmaps, sizeof tmaps);
+            fk_plan_memo_put(plan, tkey, 13, tmaps, sizeof tmaps);
         }
     }
     fk_gemm_params p;
@@ -338,12 +361,14 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
         p.sb_g = gj->sb_stride;
         if (v->scaling == FK_SM90_SCALE_STAGED && load) { /* A's scales by TMA: 128 rows of one K block per stage */
             const uint64_t kbs = (uint64_t)(slab ? gj->groups : 1) * (uint64_t)p.num_kb;
-            const CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, kbs, (uint64_t)ga.sc, (uint64_t)ga.sc * 4,
-                                                 FK_GST_ROWS, 1);
+            CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, kbs, (uint64_t)ga.sc, (uint64_t)ga.sc * 4,
+                                           FK_GST_ROWS, 1);
+            if (r == CUDA_SUCCESS) /* B's: one vector over every expert's (boxes of 16 bytes) */
+                r = fk_tma_map_1d_f32(&p.tsb, p.sb, (uint64_t)fk_grp_sb_count(gj), 4);
             if (r != CUDA_SUCCESS) {
                 if (prev != cfg.device)
                     (void)cudaSetDevice(prev);
-                return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: A scale tensor map failed (CUresult %d)",
+                return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda grouped gemm: block scale tensor map failed (CUresult %d)",
                                (int)r);
             }
         }
@@ -365,9 +390,12 @@ static fp8kit_status fk_grp_run(fp8kit_ctx *ctx, const fk_grouped_job *gj, const
     }
     p.grp_tab = v->smem_bytes;
     p.grp_status = gj->status;
-    /* D's store path: the plan's if this call's pointers fit it, else the general one */
-    if (fk_store_run(FK_STORES_GROUPED, cfg.store, NULL, job) == FK_STORE_BULK)
+    if (tstore) {
+        p.d_bulk = 2;
+        p.td = tmaps[2];
+    } else if (store == FK_STORE_BULK) {
         p.d_bulk = 1;
+    }
     p.lag = cfg.lag;
     const unsigned grid = (unsigned)(tiles < cs->sm_count ? (tiles > 0 ? tiles : 1) : cs->sm_count);
     const size_t smem = (size_t)v->smem_bytes + FK_GRP_TAB_BYTES((size_t)gj->groups);

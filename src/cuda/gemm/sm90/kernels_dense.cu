@@ -85,6 +85,10 @@ const fk_sm90_variant fk_sm90_variants[] = {
     /* the same with the TMA-store epilogue (one TMA store per warp and 32 columns instead of a bulk copy
      * per row; one stage more), plain (1) and with a column bias and / or an activation (2) */
     FK_VSTTS(128, FK_SM90_E4M3_E4M3, 1), FK_VSTTS(128, FK_SM90_E4M3_E4M3, 2),
+    /* and with block scales read from global memory (plain A scale layout; the staged ones' twins) */
+    FK_VTS(128, 4, true, FK_SM90_E4M3_E4M3),
+    {128, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, fk_sm90_shape<128, true>::STAGES, fk_sm90_shape<128, true>::SMEM,
+     fk_gemm_sm90_kernel<128, 4, true, FK_SM90_E4M3_E4M3, 2>, 1, 2},
     /* block scaling on 256-row tiles (two waves; tuning gemm_bm=256), alone and in clusters of 2 */
     {128, 4, FK_SM90_SCALE_BLOCK, FK_SM90_E4M3_E4M3, fk_sm90_shape<128, false, 2>::STAGES,
      fk_sm90_shape<128, false, 2>::SMEM, fk_gemm_sm90_kernel_w2<128, FK_SM90_E4M3_E4M3>, 1, 0, 2},

@@ -21,12 +21,24 @@ template <int CL> static __device__ __forceinline__ void fk_sm90_release(uint32_
     }
 }
 
+/* Staged block scales: the index in p.tsb's vector of B's scale of K block 0
+ * for tile column tn (of expert g): its 128-column row, N's last where the
+ * tile starts past N. K block kb's scale is in the 16-byte group starting at
+ * (base + kb) & ~3 (a TMA box's first index is 16-byte aligned), at slot
+ * (base + kb) & 3. */
+template <int BN, bool GR>
+static __device__ __forceinline__ int fk_sm90_sb_base(const fk_gemm_params &p, int g, int tn)
+{
+    return (GR ? g * (int)p.sb_g : 0) + min((tn * BN) >> 7, (p.n - 1) >> 7) * (int)p.sb_ld;
+}
+
 /* Producer: one thread streams every (tile, K block) of this CTA into the
  * ring. With clusters (CL = 2) it loads its A tile and 1 / CL of the B tile,
  * multicast to the same stage of every CTA of the cluster (which share B).
  * SC (staged block scales, dense): each stage also gets its scale table at
  * sc0: A's scales of the tile rows by TMA (p.tsa), and the 16 bytes of B's
- * scale row holding the K block's, on the same barrier.
+ * scales holding the K block's (p.tsb, a 1-D box over all of them: B's rows
+ * need not be whole 16-byte groups; fk_sm90_sb_base), on the same barrier.
  * NS = 2 (the gated tile, kernels_glu.cu): 64 rows of A (A's map has 64-row
  * boxes) and four BN / 2-row boxes of B (B's map has BN / 2-row boxes): for
  * each consumer warpgroup w its gate rows tn BN + w BN / 2 and the up rows
@@ -50,8 +62,6 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
     typedef fk_sm90_shape<BN, false, WV, SC, NS> S;
     static_assert(SC != FK_SC_ALIGNED || !GR, "grouped tiles start at any row: FK_SC_ANY_ROW tables");
     static_assert(!MCA || (NS == 1 && WV % CL == 0), "A multicast: whole waves per CTA");
-    /* B's scale rows exist up to N's last 128-column block (MCA: a tile past N reads that one) */
-    const int sb_last = (p.n - 1) >> 7;
     if (p.num_kb > 0) {
         fk_tma_prefetch_desc(ta);
         fk_tma_prefetch_desc(tb);
@@ -81,10 +91,8 @@ static __device__ __forceinline__ void fk_sm90_producer(const CUtensorMap *ta, c
                 for (int l = 0; l < WV; l++)
                     fk_tma_load_2d(t + l * FK_GEMM_BM * 4, &p.tsa, full,
                                    (SC == FK_SC_ANY_ROW ? w.sa_x(p) & ~3 : w.sa_x(p)) + l * FK_GEMM_BM, w.sa_y(p, kb));
-                fk_bulk_load(t + S::SC_B * 4,
-                             p.sb + (GR ? w.g * p.sb_g : 0) + (long long)min((tn * BN) >> 7, sb_last) * p.sb_ld +
-                                 (kb & ~3),
-                             16, full);
+                /* B's 16-byte group holding the K block's scale (fk_sm90_sb_base) */
+                fk_tma_load_1d(t + S::SC_B * 4, &p.tsb, full, (fk_sm90_sb_base<BN, GR>(p, w.g, tn) + kb) & ~3);
             }
             if constexpr (NS == 3) {
                 fk_tma_load_2d(sa0 + stage * S::A_BYTES, ta, full, kb * FK_GEMM_BK, w.row0);

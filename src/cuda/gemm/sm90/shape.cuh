@@ -39,11 +39,12 @@ template <int BN, bool TS = false, int WV = 1, int SC = FK_SC_NONE, int NS = 1> 
     static constexpr int B_BYTES = (NS == 2 ? 2 : 1) * BN * FK_GEMM_BK;
     /* SC: a stage's scale table (FK_SM90_SCALE_STAGED): A's block scales of
      * the K block, one per row of the tile (MN-major, by TMA; FK_SC_ANY_ROW: from the
-     * 4-row boundary below it), then the 16 bytes of B's scale row holding
-     * the K block's (bulk copy), the table padded to 128 bytes (pipeline.cuh) */
+     * 4-row boundary below it), then at the next 128 bytes the 16 bytes of
+     * B's scales holding the K block's (a TMA box; pipeline.cuh
+     * fk_sm90_sb_base), the table padded to 128 bytes */
     static constexpr int SC_ROWS = WV * FK_GEMM_BM + (SC == FK_SC_ANY_ROW ? 4 : 0);
-    static constexpr int SC_B = SC_ROWS; /* B's 16 bytes: floats into the table */
-    static constexpr int SC_BYTES = SC ? (SC_ROWS * 4 + 16 + 127) / 128 * 128 : 0;
+    static constexpr int SC_B = (SC_ROWS * 4 + 127) / 128 * 32; /* B's 16 bytes: floats into the table */
+    static constexpr int SC_BYTES = SC ? (SC_B * 4 + 16 + 127) / 128 * 128 : 0;
     static constexpr int CHUNK_FLOATS = 64 * FK_EPI_CH;
     /* TS: no room for the bulk epilogue's staged rows; the TMA-store
      * epilogue's two 4 KB buffers fit in the general epilogue's chunk */

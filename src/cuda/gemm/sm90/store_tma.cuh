@@ -6,7 +6,7 @@
 
 #include "cuda/gemm/sm90/shape.cuh"
 
-#ifdef FK_SM90_DEVICE
+#ifdef __CUDACC__ /* (also compiled as host C++ by tests/emu/store_tma_emu.cpp) */
 /* The TMA-store epilogue (p.d_bulk == 2, only in TS variants): tensor or
  * row scales, alpha, an optional column bias, an optional activation,
  * bf16/f16 D, no C. The warpgroup converts its 64 x BN fragment 32 columns
@@ -22,18 +22,22 @@
  * bias or activation present): with per-column B scales f comes from the
  * warp's table (cf, laid out like bt), else every column has f = fu; sa_lo
  * / sa_hi are the row scales of the lane's two rows (1 without). */
-template <int BN, bool COLSC, bool BF, bool EXT, int NACC>
+template <int BN, bool COLSC, bool BF, bool EXT, bool GR, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_params &p, float (&acc)[NACC],
                                                               uint32_t buf, const float *cf, const float *bt,
                                                               float sa_lo, float sa_hi, float fu, int m0, int n0,
-                                                              int tid)
+                                                              int tid, int m_end)
 {
     const int warp = tid >> 5, lane = tid & 31;
     const int r_lo = warp * 16 + (lane >> 2), r_hi = r_lo + 8, q = lane & 3;
     const float fu_lo = sa_lo * fu, fu_hi = sa_hi * fu;
     const uint32_t w_lo = buf + r_lo * 64 + 4 * q, w_hi = buf + r_hi * 64 + 4 * q;
     const int x_lo = (r_lo >> 1) & 3, x_hi = (r_hi >> 1) & 3; /* the swizzle of each row's 16-byte units */
-    const bool rows_in = m0 + warp * 16 < p.m;
+    const bool rows_in = m0 + warp * 16 < (GR ? m_end : p.m);
+    /* GR: a warp whose 16 rows run past its group's last row, m_end, into rows of
+     * D that belong to the next group (or to no group, in the masked layout), which
+     * the TMA store would not clip: its lanes store the rows before m_end instead */
+    const bool rows_cut = GR && m0 + warp * 16 + 16 > m_end && m_end < p.m;
     /* the factors of chunk c + 1 are read at the start of chunk c, so their
      * latency hides behind chunk c's arithmetic */
     float2 fn[4];
@@ -110,10 +114,24 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
         }
         fk_fence_proxy_async();
         __syncwarp();
-        if (lane == 0 && rows_in) {
-            fk_tma_store_2d(&p.td, buf + b + warp * 1024, n0 + 32 * c, m0 + warp * 16);
-            fk_bulk_commit();
-            fk_bulk_wait_read<1>(); /* this warp's store of chunk c - 1 has read the other buffer */
+        if (!rows_cut) {
+            if (lane == 0 && rows_in) {
+                fk_tma_store_2d(&p.td, buf + b + warp * 1024, n0 + 32 * c, m0 + warp * 16);
+                fk_bulk_commit();
+                fk_bulk_wait_read<1>(); /* this warp's store of chunk c - 1 has read the other buffer */
+            }
+        } else if (GR) {
+            /* the warp's 16 rows x 4 swizzled 16-byte units (8 columns each; N is a
+             * multiple of 8 on this path): lane l stores units l and l + 32 */
+#pragma unroll
+            for (int u = lane; u < 64; u += 32) {
+                const int r = u >> 2, j = u & 3, row = m0 + warp * 16 + r, col = n0 + 32 * c + 8 * j;
+                const uint4 v = fk_ld_shared_v4(buf + b + warp * 1024 + r * 64 + 16 * (j ^ ((r >> 1) & 3)));
+                if (row < m_end && col < p.n)
+                    *(uint4 *)((uint16_t *)p.d + ((long long)row * p.ldd + col)) = v;
+            }
+            if (lane == 0)
+                fk_bulk_wait_read<0>(); /* (no store of this chunk: the one of chunk c - 1 is the latest) */
         }
         __syncwarp();
     }
@@ -123,15 +141,15 @@ static __device__ __forceinline__ void fk_epilogue_tma_chunks(const fk_gemm_para
  * conversion per pair instead of both under a predicate); EXT: the variants
  * for a bias or an activation (TS 2), so that the plain variants (TS 1)
  * carry none of that code. */
-template <int BN, bool COLSC, bool EXT, int NACC>
+template <int BN, bool COLSC, bool EXT, bool GR, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma_d(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
                                                          const float *cf, const float *bt, float sa_lo, float sa_hi,
-                                                         float fu, int m0, int n0, int tid)
+                                                         float fu, int m0, int n0, int tid, int m_end)
 {
     if (p.d_type == FP8KIT_BF16)
-        fk_epilogue_tma_chunks<BN, COLSC, true, EXT>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
+        fk_epilogue_tma_chunks<BN, COLSC, true, EXT, GR>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid, m_end);
     else
-        fk_epilogue_tma_chunks<BN, COLSC, false, EXT>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid);
+        fk_epilogue_tma_chunks<BN, COLSC, false, EXT, GR>(p, acc, buf, cf, bt, sa_lo, sa_hi, fu, m0, n0, tid, m_end);
 }
 
 /* Whether the TMA-store epilogue reads per-warp tables (FK_EPI_WTAB floats
@@ -154,24 +172,26 @@ template <bool EXT> static __device__ __forceinline__ bool fk_epi_tma_tab(const 
  * tile read the table before its last __syncwarp, which precedes these
  * copies. */
 template <int BN, bool EXT>
-static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p, float *tab, int m0, int n0, int tid)
+static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p, float *tab, int m0, int n0, int tid,
+                                                        int g)
 {
     const int warp = tid >> 5, lane = tid & 31;
     const uint32_t wt = fk_smem_addr(tab + warp * FK_EPI_WTAB(BN));
+    const long long cg = (long long)g * p.n; /* (grouped: group g's row of B scales or bias) */
     if (p.sb_mode == FP8KIT_SCALE_ROW) {
 #pragma unroll
         for (int i = 0; i < BN / 32; i++)
-            fk_cp_async4(wt + 4 * (lane + 32 * i), p.sb + min(n0 + lane + 32 * i, p.n - 1));
+            fk_cp_async4(wt + 4 * (lane + 32 * i), p.sb + cg + min(n0 + lane + 32 * i, p.n - 1));
     } else if (EXT && p.bias) {
         if (p.bias_type == FP8KIT_F32) {
 #pragma unroll
             for (int i = 0; i < BN / 32; i++)
-                fk_cp_async4(wt + 4 * (lane + 32 * i), (const float *)p.bias + min(n0 + lane + 32 * i, p.n - 1));
+                fk_cp_async4(wt + 4 * (lane + 32 * i), (const float *)p.bias + cg + min(n0 + lane + 32 * i, p.n - 1));
         } else { /* N is even here: pairs never straddle it */
 #pragma unroll
             for (int i = 0; i < BN / 64; i++)
                 fk_cp_async4(wt + 4 * (lane + 32 * i),
-                             (const uint16_t *)p.bias + min(n0 + 2 * (lane + 32 * i), p.n - 2));
+                             (const uint16_t *)p.bias + cg + min(n0 + 2 * (lane + 32 * i), p.n - 2));
         }
     }
     if (lane < 16 && p.sa_mode == FP8KIT_SCALE_ROW)
@@ -190,13 +210,14 @@ static __device__ __forceinline__ void fk_epi_tma_fetch(const fk_gemm_params &p,
  * product alpha * sb is that value: the double product of two floats is
  * exact), or widens its bf16 / f16 bias pairs to fp32 in place,
  * __syncwarp, then the chunks read them. */
-template <int BN, bool EXT, int NACC>
+template <int BN, bool EXT, bool GR, int NACC>
 static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, float (&acc)[NACC], uint32_t buf,
                                                        float *tab, const fk_epi_pre &pre, int m0, int n0, int tid)
 {
+    const int m_end = pre.m_end;
     if (!fk_epi_tma_tab<EXT>(p)) {
         const float fu = (float)((double)p.alpha * (double)pre.sat * (double)pre.sbt);
-        fk_epilogue_tma_d<BN, false, EXT>(p, acc, buf, nullptr, nullptr, 1.0f, 1.0f, fu, m0, n0, tid);
+        fk_epilogue_tma_d<BN, false, EXT, GR>(p, acc, buf, nullptr, nullptr, 1.0f, 1.0f, fu, m0, n0, tid, m_end);
         return;
     }
     const int warp = tid >> 5, lane = tid & 31;
@@ -217,8 +238,8 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
                 wt[lane + 32 * i] = (float)(ar * (double)wt[lane + 32 * i]);
         }
         __syncwarp();
-        fk_epilogue_tma_d<BN, true, EXT>(p, acc, buf, wt + 2 * (lane & 3), nullptr, sa_lo, sa_hi, 1.0f, m0, n0,
-                                         tid);
+        fk_epilogue_tma_d<BN, true, EXT, GR>(p, acc, buf, wt + 2 * (lane & 3), nullptr, sa_lo, sa_hi, 1.0f, m0, n0,
+                                             tid, m_end);
     } else {
         /* B tensor-scaled or unscaled; A row- or tensor-scaled or unscaled */
         double fd = (double)p.alpha;
@@ -242,9 +263,9 @@ static __device__ __forceinline__ void fk_epilogue_tma(const fk_gemm_params &p, 
             }
             __syncwarp();
         }
-        fk_epilogue_tma_d<BN, false, EXT>(p, acc, buf, nullptr, EXT && p.bias ? wt + 2 * (lane & 3) : nullptr, sa_lo,
-                                          sa_hi, fu, m0, n0, tid);
+        fk_epilogue_tma_d<BN, false, EXT, GR>(p, acc, buf, nullptr, EXT && p.bias ? wt + 2 * (lane & 3) : nullptr,
+                                              sa_lo, sa_hi, fu, m0, n0, tid, m_end);
     }
 }
-#endif /* FK_SM90_DEVICE */
+#endif /* __CUDACC__ */
 #endif

@@ -17,7 +17,7 @@ static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_par
                                                                int tid, int m_end, int g)
 {
     if (TS && p.d_bulk == 2 && fk_epi_tma_tab<TS == 2>(p)) {
-        fk_epi_tma_fetch<BN, TS == 2>(p, tab, m0, n0, tid);
+        fk_epi_tma_fetch<BN, TS == 2>(p, tab, m0, n0, tid, g);
         fk_epi_pre e = {};
         e.m_end = m_end;
         return e;
@@ -27,14 +27,15 @@ static __device__ __forceinline__ fk_epi_pre fk_sm90_epi_start(const fk_gemm_par
 
 /* The epilogue of one finished tile by p.d_bulk (gemm/store.h's ids): the
  * TMA-store path (2, TS variants), the reduce-add path (3) or the
- * bulk-copy path (1) (the others), or the general one (0). */
-template <int BN, int TS = 0, int NACC>
+ * bulk-copy path (1) (the others), or the general one (0). GR: the grouped
+ * walk's tiles, whose rows end at their group's (pre.m_end). */
+template <int BN, int TS = 0, bool GR = false, int NACC>
 static __device__ __forceinline__ void fk_sm90_epilogue(const fk_gemm_params &p, float (&acc)[NACC], float *area,
                                                         float *tab, const fk_epi_pre &pre, int m0, int n0, int tid,
                                                         int bar_id)
 {
     if (TS && p.d_bulk == 2)
-        fk_epilogue_tma<BN, TS == 2>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid);
+        fk_epilogue_tma<BN, TS == 2, GR>(p, acc, fk_smem_addr(area), tab, pre, m0, n0, tid);
     else if (!TS && p.d_bulk == 3)
         fk_epilogue_reduce<BN>(p, acc, (unsigned char *)area, tab, pre, m0, n0, tid, bar_id);
     else if (!TS && p.d_bulk)
