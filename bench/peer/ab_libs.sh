@@ -15,7 +15,7 @@
 #   ARGS    more deepgemm_peer.py arguments for that process (after PEER_ARGS),
 #           e.g. --ours-sfa mn_major
 # Repeat a line to interleave runs (the device drifts between processes).
-# Output in OUT: peer-N-TAG.jsonl / .log per process, and 0-table.txt (ours us
+# Output in OUT: peer-N-TAG.jsonl / .log per process, 0-rows.jsonl (all of them), and 0-table.txt (ours us
 # / DeepGEMM us = ratio per case and column; with --kernel-time in PEER_ARGS a
 # second table of the kernel times alone), named to come back first.
 set -u
@@ -72,3 +72,5 @@ if krows:
     for case, v in krows.items():
         print(case[:34].ljust(34), *[cell(v.get(t)) for t in tags])
 PY
+# every process's JSON lines in one file named to come back early (a device call returns few files)
+cat "$O"/peer-*.jsonl > "$O/0-rows.jsonl" 2>/dev/null || true
