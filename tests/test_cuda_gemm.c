@@ -481,6 +481,17 @@ static gcase base_case(const char *name, int64_t m, int64_t n, int64_t k)
     return g;
 }
 
+/* A block-scaled case with A's scales MN-major on 128-row tiles: what the
+ * staged variants take. */
+static gcase staged_case(const char *name, int64_t m, int64_t n, int64_t k)
+{
+    gcase g = base_case(name, m, n, k);
+    g.sa = g.sb = FP8KIT_SCALE_BLOCK;
+    g.layout = FP8KIT_LAYOUT_MN_MAJOR;
+    g.bm = "128";
+    return g;
+}
+
 static int fk_is_poisoned_ff(const void *p, size_t n)
 {
     const unsigned char *b = (const unsigned char *)p;
@@ -1026,46 +1037,45 @@ static void staged_two_wave_cases(int small)
  * 128-row tiles: the cases ask for them (gemm_bm=128) whatever --tuning says. */
 static void staged_cases(int small)
 {
-    gcase g = base_case("staged 301x520x1024", 301, 520, 1024);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=staged"; run_case(&g);
+    gcase g = staged_case("staged 301x520x1024", 301, 520, 1024);
+    g.want = "scaling=staged"; run_case(&g);
     /* (the scale pointers' alignment is part of the plan key: a call whose A scales are off 16 bytes
      * plans the global-load variant) */
     g.name = "staged, A scales off 16 bytes"; g.sa_off = 1; g.want = "scaling=block"; run_case(&g);
-    g = base_case("staged K=1152 (9 K blocks: B's rows not 16-byte groups)", 301, 520, 1152);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=staged"; run_case(&g);
-    g = base_case("staged TMA store, K=256 (2 K blocks), many tiles", 1100, 2048, 256);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128";
+    g = staged_case("staged K=1152 (9 K blocks: B's rows not 16-byte groups)", 301, 520, 1152);
+    g.want = "scaling=staged"; run_case(&g);
+    g = staged_case("staged TMA store, K=256 (2 K blocks), many tiles", 1100, 2048, 256);
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
-    g = base_case("staged K=2880 (23 K blocks), stream-K tail", 1100, 2048, 2880);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "3"; g.want = "scaling=staged";
+    g = staged_case("staged K=2880 (23 K blocks), stream-K tail", 1100, 2048, 2880);
+    g.sk = "3"; g.want = "scaling=staged";
     run_case(&g);
     g = base_case("staged plain A scales: global loads", 200, 264, 512);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.want = "scaling=block"; run_case(&g);
-    g = base_case("staged M=64 (under one scale box): global loads", 64, 264, 512);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.want = "scaling=block"; run_case(&g);
+    g = staged_case("staged M=64 (under one scale box): global loads", 64, 264, 512);
+    g.want = "scaling=block"; run_case(&g);
     /* the TMA-store epilogue of the staged tiles (bf16/f16 D, N a multiple of 8, no C): plain (1), with a
      * column bias and / or an activation (2), and the bulk-copy epilogue it replaces (tuning gemm_ts=0) */
-    g = base_case("staged TMA store 301x520x1024", 301, 520, 1024);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128";
+    g = staged_case("staged TMA store 301x520x1024", 301, 520, 1024);
+    g.bn = "128";
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
     g.name = "staged bulk-copy store (gemm_ts=0) 301x520x1024"; g.ts = "0";
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=0"; run_case(&g);
-    g = base_case("staged TMA store, bias gelu 523x776x1536", 523, 776, 1536);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128";
+    g = staged_case("staged TMA store, bias gelu 523x776x1536", 523, 776, 1536);
+    g.bn = "128";
     g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=2";
     run_case(&g);
     staged_two_wave_cases(small);
     if (small)
         return;
-    g = base_case("staged TMA store, f16 D, bf16 bias, alpha, padded D rows 777x1032x2048", 777, 1032, 2048);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128"; g.dt = FP8KIT_F16;
+    g = staged_case("staged TMA store, f16 D, bf16 bias, alpha, padded D rows 777x1032x2048", 777, 1032, 2048);
+    g.bn = "128"; g.dt = FP8KIT_F16;
     g.bias = FP8KIT_BIAS_COL; g.biast = FP8KIT_BF16; g.alpha = 0.375f; g.ldd_pad = 24;
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=2"; run_case(&g);
-    g = base_case("staged TMA store, relu, alpha 1100x2056x512", 1100, 2056, 512);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.act = FP8KIT_ACT_RELU;
+    g = staged_case("staged TMA store, relu, alpha 1100x2056x512", 1100, 2056, 512);
+    g.act = FP8KIT_ACT_RELU;
     g.alpha = 2.5f; g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=2"; run_case(&g);
-    g = base_case("staged TMA store, sk tail K=2560", 1100, 2048, 2560);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "4";
+    g = staged_case("staged TMA store, sk tail K=2560", 1100, 2048, 2560);
+    g.sk = "4";
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
     g = base_case("block TMA store, plain A scales 1100x2048x1024", 1100, 2048, 1024);
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128"; g.bn = "128";
@@ -1074,25 +1084,24 @@ static void staged_cases(int small)
     g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.bm = "128"; g.bn = "128"; g.dt = FP8KIT_F16; g.bias = FP8KIT_BIAS_COL;
     g.act = FP8KIT_ACT_SILU;
     g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=2"; run_case(&g);
-    g = base_case("mn_major A scales off 16 bytes: the block TMA-store tile", 1100, 2048, 1024);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "128"; g.sa_off = 1;
+    g = staged_case("mn_major A scales off 16 bytes: the block TMA-store tile", 1100, 2048, 1024);
+    g.bn = "128"; g.sa_off = 1;
     g.want = "scaling=block ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
-    g = base_case("staged TMA store, many tiles 2304x3200x512", 2304, 3200, 512);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128";
+    g = staged_case("staged TMA store, many tiles 2304x3200x512", 2304, 3200, 512);
     g.want = "scaling=staged ops=e4m3.e4m3 cluster=1 tma_store=1"; run_case(&g);
-    g = base_case("staged multi-tile f32 K=4096", 1100, 2048, 4096);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.dt = FP8KIT_F32; g.fast = 1;
+    g = staged_case("staged multi-tile f32 K=4096", 1100, 2048, 4096);
+    g.dt = FP8KIT_F32; g.fast = 1;
     g.bound = 5e-4; g.want = "scaling=staged"; run_case(&g);
-    g = base_case("staged sk tail K=2560", 1100, 2048, 2560);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.sk = "4"; g.want = "scaling=staged";
+    g = staged_case("staged sk tail K=2560", 1100, 2048, 2560);
+    g.sk = "4"; g.want = "scaling=staged";
     run_case(&g);
-    g = base_case("staged bn64", 200, 700, 2048);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bn = "64"; run_case(&g);
-    g = base_case("staged e5m2xe4m3 bias gelu f16", 523, 777, 1536);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.at = FP8KIT_E5M2; g.dt = FP8KIT_F16;
+    g = staged_case("staged bn64", 200, 700, 2048);
+    g.bn = "64"; run_case(&g);
+    g = staged_case("staged e5m2xe4m3 bias gelu f16", 523, 777, 1536);
+    g.at = FP8KIT_E5M2; g.dt = FP8KIT_F16;
     g.bias = FP8KIT_BIAS_COL; g.act = FP8KIT_ACT_GELU_TANH; g.want = "scaling=staged"; run_case(&g);
-    g = base_case("staged heavy e4m3xe5m2 beta", 640, 384, 3584);
-    g.sa = g.sb = FP8KIT_SCALE_BLOCK; g.layout = FP8KIT_LAYOUT_MN_MAJOR; g.bm = "128"; g.bt = FP8KIT_E5M2; g.heavy = 1;
+    g = staged_case("staged heavy e4m3xe5m2 beta", 640, 384, 3584);
+    g.bt = FP8KIT_E5M2; g.heavy = 1;
     g.beta = 0.5f; g.ct = FP8KIT_BF16; g.want = "scaling=staged"; run_case(&g);
 }
 

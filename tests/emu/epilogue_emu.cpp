@@ -57,14 +57,8 @@ static void run_warpgroup(const fk_gemm_params &p, const std::vector<float> &acc
     for (int tid = 0; tid < 128; tid++)
         th.emplace_back([&, tid]() {
             emu_tid = tid;
-            const int warp = tid >> 5, lane = tid & 31;
             float acc[NACC];
-            for (int j = 0; j < BN / 8; j++)
-                for (int i = 0; i < 2; i++)
-                    for (int e = 0; e < 2; e++) {
-                        const int row = m0 + warp * 16 + lane / 4 + 8 * i, col = n0 + 8 * j + 2 * (lane % 4) + e;
-                        acc[4 * j + 2 * i + e] = row < p.m && col < p.n ? acc_all[(size_t)row * p.n + col] : 0.0f;
-                    }
+            emu_fragment<BN>(acc, acc_all.data(), p.n, m0, n0, tid, p.m, 0.0f);
             const fk_epi_pre pre = fk_epi_prefetch<BN>(p, m0, n0, tid);
             fk_epilogue<BN>(p, acc, area.data(), tab.data(), pre, m0, n0, tid, 1);
         });

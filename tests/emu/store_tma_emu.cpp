@@ -71,15 +71,8 @@ static void run_warpgroup(const fk_gemm_params &p, const std::vector<float> &acc
     for (int tid = 0; tid < 128; tid++)
         th.emplace_back([&, tid]() {
             emu_tid = tid;
-            const int warp = tid >> 5, lane = tid & 31;
-            float acc[NACC];
-            for (int j = 0; j < BN / 8; j++)
-                for (int i = 0; i < 2; i++)
-                    for (int e = 0; e < 2; e++) {
-                        const int row = m0 + warp * 16 + lane / 4 + 8 * i, col = n0 + 8 * j + 2 * (lane % 4) + e;
-                        /* rows past the group's end: what the next group's rows of A gave (poison here) */
-                        acc[4 * j + 2 * i + e] = row < m_end && col < p.n ? acc_all[(size_t)row * p.n + col] : 4096.0f;
-                    }
+            float acc[NACC]; /* rows past the group's end: what the next group's rows of A gave (poison here) */
+            emu_fragment<BN>(acc, acc_all.data(), p.n, m0, n0, tid, m_end, 4096.0f);
             fk_epi_pre pre;
             if (fk_epi_tma_tab<EXT>(p)) { /* (tile_epilogue.cuh's fk_sm90_epi_start) */
                 fk_epi_tma_fetch<BN, EXT>(p, tab, m0, n0, tid, g);

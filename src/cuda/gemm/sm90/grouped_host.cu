@@ -170,6 +170,13 @@ static fp8kit_status fk_grp_can_implement(fp8kit_ctx *ctx, const void *jp)
     return fk_grp_check(ctx, jp);
 }
 
+/* Whether variant vi (-1: none) leaves room for a group table of tab bytes
+ * in the device's shared memory. */
+static int fk_grp_fits(int vi, size_t tab, const fk_cuda_state *cs)
+{
+    return vi >= 0 && (size_t)fk_sm90_grouped_variants[vi].smem_bytes + tab <= cs->smem_optin;
+}
+
 static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
 {
     const fk_gemm_job *job = (const fk_gemm_job *)jp; /* (the dense kinds' job) */
@@ -202,23 +209,22 @@ static fp8kit_status fk_grp_plan(fp8kit_ctx *ctx, const void *jp, void *config)
     const int nc = fk_sm90_cands_of(fk_sm90_grouped_variants, fk_sm90_grouped_variant_count, cands, 64);
     fk_sm90_choice pick;
     int vi = fk_sm90_choose(cands, nc, &ask, &pick);
-    if (vi >= 0 && fk_sm90_grouped_variants[vi].tma_store && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin) {
+    if (vi >= 0 && fk_sm90_grouped_variants[vi].tma_store && !fk_grp_fits(vi, tab, cs)) {
         ask.ts_kind = 0; /* no room for the group table beside the extra stage: the bulk-copy epilogue */
         vi = fk_sm90_choose(cands, nc, &ask, &pick);
     }
-    if (scaling == FK_SM90_SCALE_STAGED &&
-        (vi < 0 || pick.dropped || fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)) {
+    if (scaling == FK_SM90_SCALE_STAGED && (pick.dropped || !fk_grp_fits(vi, tab, cs))) {
         /* tuning keys no staged variant satisfies, or no room for the group table: global-load block scales */
         scaling = FK_SM90_SCALE_BLOCK;
         ask.scaling = (int)scaling;
         vi = fk_sm90_choose(cands, nc, &ask, &pick);
     }
-    if (vi >= 0 && fk_sm90_grouped_variants[vi].smem_bytes + tab > cs->smem_optin)
+    if (vi >= 0 && !fk_grp_fits(vi, tab, cs))
         vi = fk_grp_find_variant(128, precise, scaling, ab); /* the variant with the most room for the group table */
     if (vi < 0)
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED, "cuda grouped gemm: no kernel variant for this case");
     const fk_sm90_variant *v = &fk_sm90_grouped_variants[vi];
-    if (v->smem_bytes + tab > cs->smem_optin)
+    if (!fk_grp_fits(vi, tab, cs))
         return fk_fail(ctx, FP8KIT_ERR_UNSUPPORTED,
                        "cuda grouped gemm: %lld groups need a %zu-byte table that does not fit in shared memory "
                        "next to the kernel's %d bytes (device allows %zu)",

@@ -102,4 +102,20 @@ static inline void fk_fence_proxy_async(void) {}
 static inline void fk_bulk_store(void *, uint32_t, uint32_t) {}
 static inline void fk_bulk_commit(void) {}
 
+/* Emulated thread tid's wgmma accumulator fragment of the 64-row warpgroup
+ * tile at (m0, n0): rows m0 + 16 warp + lane / 4 + 8 i and columns
+ * n0 + 8 j + 2 (lane % 4) + e at acc[4 j + 2 i + e], from the row-major all
+ * (n columns); fill where the row is at or past row_end or the column past n. */
+template <int BN>
+static inline void emu_fragment(float *acc, const float *all, int n, int m0, int n0, int tid, int row_end, float fill)
+{
+    const int warp = tid >> 5, lane = tid & 31;
+    for (int j = 0; j < BN / 8; j++)
+        for (int i = 0; i < 2; i++)
+            for (int e = 0; e < 2; e++) {
+                const int row = m0 + warp * 16 + lane / 4 + 8 * i, col = n0 + 8 * j + 2 * (lane % 4) + e;
+                acc[4 * j + 2 * i + e] = row < row_end && col < n ? all[(size_t)row * n + col] : fill;
+            }
+}
+
 #endif
