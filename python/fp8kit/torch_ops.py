@@ -36,6 +36,19 @@ _DTYPE_STR: Dict[Any, str] = {**_CANONICAL, **{v: v for v in _CANONICAL.values()
                               **{getattr(torch, v): v for v in _CANONICAL.values() if hasattr(torch, v)}}
 
 
+def _dtype_name_parsed(dt):
+    """torch's name of dtype dt by the library's name parser (raises for a
+    name it does not take)."""
+    return _CANONICAL[dtype_of_name(dt)]
+
+
+# a constant to torch.compile, evaluated while it traces (the parser is a ctypes call, which dynamo
+# cannot trace; a name that _DTYPE_STR does not hold yet, such as 'E4M3', reaches it first there);
+# in eager mode the same function
+_assume_constant = getattr(getattr(torch, "compiler", None), "assume_constant_result", None)
+_dtype_name_traced = _assume_constant(_dtype_name_parsed) if _assume_constant else _dtype_name_parsed
+
+
 def _dtype_str(dt):
     """'' for None, else torch's name of any dtype fp8kit takes (a name such
     as 'bf16' or 'float8_e4m3fn', a DType, a numpy or torch dtype)."""
@@ -44,7 +57,7 @@ def _dtype_str(dt):
     cacheable = isinstance(dt, (torch.dtype, DType, str))
     s = _DTYPE_STR.get(dt) if cacheable else None
     if s is None:
-        s = _CANONICAL[dtype_of_name(dt)]
+        s = _dtype_name_traced(dt)
         if cacheable:
             _DTYPE_STR[dt] = s
     return s

@@ -178,3 +178,27 @@ def test_torch_op_swiglu_and_its_fake_kernel():
     with FakeTensorMode(allow_non_fake_inputs=True) as mode:
         fake = torch.ops.fp8kit.scaled_mm(*(mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in args))
     assert (fake.shape, fake.dtype) == (real.shape, real.dtype)
+
+
+def test_torch_compile_dtype_names_met_while_tracing(monkeypatch):
+    """torch.compile(fullgraph=True) traces calls whose dtype names it meets first while tracing, in any
+    spelling: the library's name parser (a ctypes call) is a constant to dynamo, evaluated at trace time
+    (torch 2.15 refused to trace the parser's lru_cache under fullgraph). The names' cache starts from
+    what the module fills at import, so 'E4m3' and 'Bf16' are parsed inside the trace."""
+    from fp8kit import torch_ops
+    monkeypatch.setattr(torch_ops, "_DTYPE_STR", dict(torch_ops._DTYPE_STR))
+    for name in ("E4m3", "Bf16"):
+        torch_ops._DTYPE_STR.pop(name, None)
+    g = torch.Generator(device="cpu").manual_seed(9)
+    a = torch.randn(64, 256, generator=g)
+    w = torch.randn(48, 256, generator=g)
+    qw, sw = fp8kit.quantize(w, scheme="row")
+
+    def layer(x):
+        qx, sx = torch_ops.quantize(x, "row", dtype="E4m3")
+        return fp8kit.scaled_mm(qx, qw.t(), sx, sw.t(), out_dtype="Bf16", activation="relu")
+
+    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)(a)
+    eager = layer(a)
+    assert compiled.dtype == torch.bfloat16
+    assert torch.equal(eager, compiled)
