@@ -8,20 +8,7 @@
  * OUTQ_BLOCK1X128) must be byte-equal to the CPU backend's on inputs where
  * y is exact (small-integer fp8 values, power-of-two scales, short K).
  * Built and run by tests/test_epilogue_emu.sh. */
-#include <cuda.h>
-#include <vector_types.h>
-#include <vector_functions.h>
-#include <math.h>
-/* device qualifiers as plain host C++ */
-#define __CUDACC__ 1
-#undef __host__
-#undef __device__
-#undef __forceinline__
-#undef __noinline__
-#define __host__
-#define __device__
-#define __forceinline__ inline
-#define __noinline__
+#include "host_device.h"
 #include "cuda/gemm/sm90/store_general.cuh"
 #include "format/codec.h"
 #include <stdio.h>

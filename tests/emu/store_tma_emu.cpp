@@ -13,20 +13,7 @@
  * inputs, with alpha, a per-group column bias (fp32 or bf16) and relu, bf16
  * and f16 D; rows no group owns keep their bytes. Built and run by
  * tests/test_store_tma_emu.sh. */
-#include <cuda.h>
-#include <vector_types.h>
-#include <vector_functions.h>
-#include <math.h>
-/* device qualifiers as plain host C++ */
-#define __CUDACC__ 1
-#undef __host__
-#undef __device__
-#undef __forceinline__
-#undef __noinline__
-#define __host__
-#define __device__
-#define __forceinline__ inline
-#define __noinline__
+#include "host_device.h"
 static inline float __fmul_rn(float a, float b) { return a * b; } /* (host fp32: round to nearest) */
 #include "cuda/gemm/sm90/store_tma.cuh"
 #include "format/codec.h"
