@@ -120,18 +120,6 @@ FK_DEV void fk_fence_proxy_async(void)
 }
 
 /* Bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned)
- * from global memory into this CTA's shared memory at dst; completion is
- * counted in bytes on bar. */
-FK_DEV void fk_bulk_load(uint32_t dst, const void *gsrc, uint32_t bytes, uint32_t bar)
-{
-#ifdef FK_SM90_DEVICE
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"((uint64_t)gsrc), "r"(bytes), "r"(bar)
-                 : "memory");
-#endif
-}
-
-/* Bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned)
  * from shared memory to global memory, tracked in this thread's bulk group;
  * commit closes the group; wait_read<N> waits until at most N groups still
  * read their shared source, wait<N> until at most N are incomplete. */
