@@ -23,12 +23,23 @@ fp8kit_status fk_f16_operands(fp8kit_ctx *ctx, const fk_gemm_job *job, const voi
                               uint64_t *kbytes, uint64_t *lda, uint64_t *ldb);
 
 /* Whether a call's block scale pointers fit the staged-scale variants (TMA
- * and bulk-copy sources: both 16-byte aligned; gemm/sm90/dense_host.cu,
+ * sources: both 16-byte aligned; gemm/sm90/dense_host.cu,
  * gemm/sm90/grouped_host.cu). */
 static inline int fk_staged_ptrs_ok(const fk_gemm_job *job)
 {
     return ((uintptr_t)job->scale_a & 15u) == 0 && ((uintptr_t)job->scale_b & 15u) == 0;
 }
+
+/* The values of B's 128x128 block scales that the staged variants read as
+ * one vector (p.tsb, gemm/sm90/pipeline.cuh): `groups` experts `stride`
+ * values apart, each `rows` scale rows `ld` values apart of `nkb` K blocks.
+ * The kernels index it with 32 bits: staged plans need fewer than
+ * FK_STAGED_SB_MAX. */
+static inline int64_t fk_staged_sb_count(int64_t groups, int64_t stride, int64_t rows, int64_t ld, int64_t nkb)
+{
+    return (groups - 1) * stride + (rows - 1) * ld + nkb;
+}
+#define FK_STAGED_SB_MAX ((int64_t)1 << 31)
 
 /* The MX GEMMs' workspace regions (gemm/sm90/dense_host.cu, gemm/sm90/grouped_host.cu), each 256-byte
  * aligned, at offsets o[0 .. 7]: A's and B's normalized codes (ra, rb rows,

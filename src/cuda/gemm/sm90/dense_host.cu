@@ -250,7 +250,7 @@ static int fk_sm90_staged_ok(const fk_gemm_job *job)
     fk_gemm_scale_geom(dd->scale_b, dd->scale_layout, 1, job->n, job->k, &gb);
     const int64_t nkb = fk_ceil_div(job->k, FK_GEMM_BK);
     return ga.sr == 1 && (ga.sc * 4) % 16 == 0 && gb.sc == 1 && gb.sr >= nkb &&
-           (gb.grows - 1) * gb.sr + nkb < ((int64_t)1 << 31) && fk_staged_ptrs_ok(job);
+           fk_staged_sb_count(1, 0, gb.grows, gb.sr, nkb) < FK_STAGED_SB_MAX && fk_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what v runs with block scales read from global
@@ -700,7 +700,8 @@ static fp8kit_status fk_sm90_run(fp8kit_ctx *ctx, const void *jp, const fk_plan 
         CUresult r = fk_tma_map_2d_f32(&p.tsa, p.sa, (uint64_t)p.num_kb, (uint64_t)p.sa_sk, (uint64_t)p.sa_sk * 4,
                                        FK_GEMM_BM, 1);
         if (r == CUDA_SUCCESS) /* B's: one vector, rows sb_ld apart (boxes of 16 bytes) */
-            r = fk_tma_map_1d_f32(&p.tsb, p.sb, (uint64_t)((fk_ceil_div(job->n, 128) - 1) * p.sb_ld + p.num_kb), 4);
+            r = fk_tma_map_1d_f32(&p.tsb, p.sb,
+                                  (uint64_t)fk_staged_sb_count(1, 0, fk_ceil_div(job->n, 128), p.sb_ld, p.num_kb), 4);
         if (r != CUDA_SUCCESS)
             return fk_fail(ctx, FP8KIT_ERR_DEVICE, "cuda gemm: block scale tensor map failed (CUresult %d)", (int)r);
     }

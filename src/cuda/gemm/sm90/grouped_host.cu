@@ -62,12 +62,12 @@ void fk_grp_sa_geom(const fk_grouped_job *gj, fk_scale_geom *ga, int64_t *slab)
     *slab = slabs > 1 ? ga->count : 0;
 }
 
-/* The values of B's block scales the kernels read: every expert's (sb_stride
+/* fk_staged_sb_count of a grouped job: every expert's B scales (sb_stride
  * apart), ceil(N / 128) rows of ceil(K / 128). */
 static int64_t fk_grp_sb_count(const fk_grouped_job *gj)
 {
     const int64_t nkb = fk_ceil_div(gj->gemm.k, FK_GEMM_BK);
-    return (gj->groups - 1) * gj->sb_stride + fk_ceil_div(gj->gemm.n, 128) * nkb;
+    return fk_staged_sb_count(gj->groups, gj->sb_stride, fk_ceil_div(gj->gemm.n, 128), nkb, nkb);
 }
 
 /* A's scale box of the grouped staged variants: FK_GST_ROWS rows from the 4-row
@@ -87,7 +87,7 @@ static int fk_grp_staged_ok(const fk_grouped_job *gj)
     fk_scale_geom ga;
     int64_t slab;
     fk_grp_sa_geom(gj, &ga, &slab);
-    return ga.cols >= FK_GST_ROWS && fk_grp_sb_count(gj) < ((int64_t)1 << 31) && fk_staged_ptrs_ok(job);
+    return ga.cols >= FK_GST_ROWS && fk_grp_sb_count(gj) < FK_STAGED_SB_MAX && fk_staged_ptrs_ok(job);
 }
 
 /* The variant that runs what variant vi runs with block scales read from
